@@ -1,0 +1,37 @@
+#include "common/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int drths_error_set(drths_error_t *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+int drths_error_prefix(drths_error_t *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        char prefix[256];
+        char old[sizeof err->msg];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(prefix, sizeof prefix, fmt, ap);
+        va_end(ap);
+        memcpy(old, err->msg, sizeof old);
+        snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    }
+    return code;
+}
+
+void drths_error_clear(drths_error_t *err)
+{
+    if (err)
+        err->msg[0] = '\0';
+}
