@@ -25,7 +25,19 @@ int drths_error_prefix(drths_error_t *err, int code, const char *fmt, ...)
         vsnprintf(prefix, sizeof prefix, fmt, ap);
         va_end(ap);
         memcpy(old, err->msg, sizeof old);
-        snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+        /* Truncation is acceptable here: the message stays a valid, if shortened, sentence. */
+        size_t n = strnlen(prefix, sizeof prefix);
+        memcpy(err->msg, prefix, n);
+        size_t at = n;
+        if (at + 2 < sizeof err->msg) {
+            err->msg[at++] = ':';
+            err->msg[at++] = ' ';
+        }
+        size_t m = strnlen(old, sizeof old - 1);
+        if (m > sizeof err->msg - 1 - at)
+            m = sizeof err->msg - 1 - at;
+        memcpy(err->msg + at, old, m);
+        err->msg[at + m] = '\0';
     }
     return code;
 }

@@ -1,0 +1,121 @@
+/* Tests of the run outputs: CSV writer, JSON writer, run folder. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/csvwrite.h"
+#include "common/json.h"
+#include "common/runfolder.h"
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/drths-test-outputs-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+static void test_csv_header_and_rows(void **state)
+{
+    (void)state;
+    char path[512], buf[1024];
+    snprintf(path, sizeof path, "%s/a.csv", tmpdir);
+    const char *names[] = {"step", "time_s", "x1_m"};
+    drths_csvw_t w;
+    drths_error_t err;
+    assert_int_equal(drths_csvw_open(&w, path, names, 3, &err), 0);
+    drths_csvw_row(&w, (double[]){0, 0.0, 1.5e-3});
+    drths_csvw_row(&w, (double[]){1, 2e-4, NAN});
+    assert_int_equal(drths_csvw_close(&w, &err), 0);
+    assert_int_equal(drths_csvw_close(&w, &err), 0); /* safe twice */
+    slurp(path, buf, sizeof buf);
+    assert_string_equal(buf, "step,time_s,x1_m\n0,0,0.0015\n1,0.0002,nan\n");
+}
+
+static void test_csv_unwritable(void **state)
+{
+    (void)state;
+    drths_csvw_t w;
+    drths_error_t err;
+    const char *names[] = {"a"};
+    assert_true(drths_csvw_open(&w, "/nonexistent-dir/x.csv", names, 1, &err) < 0);
+    assert_non_null(strstr(err.msg, "/nonexistent-dir/x.csv"));
+}
+
+static void test_json_nesting(void **state)
+{
+    (void)state;
+    char path[512], buf[1024];
+    snprintf(path, sizeof path, "%s/s.json", tmpdir);
+    FILE *f = fopen(path, "w");
+    drths_json_t j;
+    drths_json_init(&j, f);
+    drths_json_object_begin(&j, NULL);
+    drths_json_string(&j, "name", "a\"b");
+    drths_json_number(&j, "nan", NAN);
+    drths_json_numbers(&j, "v", (double[]){1, 2.5}, 2);
+    drths_json_object_begin(&j, "empty");
+    drths_json_object_end(&j);
+    drths_json_object_end(&j);
+    fclose(f);
+    slurp(path, buf, sizeof buf);
+    assert_string_equal(buf, "{\n  \"name\": \"a\\\"b\",\n  \"nan\": null,\n  \"v\": [\n    1,\n"
+                             "    2.5\n  ],\n  \"empty\": {}\n}\n");
+}
+
+static void test_runfolder(void **state)
+{
+    (void)state;
+    char exp[512], dir[512], out[1024], copy[1200], buf[64];
+    snprintf(exp, sizeof exp, "%s/e.yaml", tmpdir);
+    FILE *f = fopen(exp, "w");
+    fputs("name: x\n", f);
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/deep/er/run", tmpdir);
+    drths_error_t err;
+    assert_int_equal(drths_runfolder_create(out, sizeof out, dir, NULL, "ref", exp, &err), 0);
+    assert_string_equal(out, dir);
+    assert_int_equal(drths_path_join(copy, sizeof copy, out, "experiment.yaml"), 0);
+    slurp(copy, buf, sizeof buf);
+    assert_string_equal(buf, "name: x\n");
+    /* A default folder name carries the label. */
+    char base[512];
+    snprintf(base, sizeof base, "%s/runs", tmpdir);
+    assert_int_equal(drths_runfolder_create(out, sizeof out, NULL, base, "ref", NULL, &err), 0);
+    assert_non_null(strstr(out, "-ref"));
+    struct stat st;
+    assert_int_equal(stat(out, &st), 0);
+    /* A file in the way is reported. */
+    char blocked[600];
+    snprintf(blocked, sizeof blocked, "%s/e.yaml/sub", tmpdir);
+    assert_true(drths_mkdirs(blocked, &err) < 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_csv_header_and_rows),
+        cmocka_unit_test(test_csv_unwritable),
+        cmocka_unit_test(test_json_nesting),
+        cmocka_unit_test(test_runfolder),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
