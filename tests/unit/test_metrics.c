@@ -1,0 +1,367 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/metrics.h"
+
+#define N 1000
+
+/* cmocka's assert_float_equal compares floats; these figures need doubles. */
+#define assert_near(a, b, eps) assert_near_at((a), (b), (eps), #a, __LINE__)
+static void assert_near_at(double a, double b, double eps, const char *what, int line)
+{
+    if (!(fabs(a - b) <= eps))
+        fail_msg("line %d: %s = %.17g, expected %.17g within %g", line, what, a, b, eps);
+}
+
+/* Writes a CSV with the given columns (each n values) and loads it back into t. The file is
+ * removed at once; t keeps its path for messages. */
+static void load(drths_csv_table_t *t, const char *const *names, const double *const *cols,
+                 int ncols, long n)
+{
+    char path[64] = "/tmp/drths-test-metrics-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    for (int c = 0; c < ncols; c++)
+        fprintf(f, "%s%s", c ? "," : "", names[c]);
+    fputc('\n', f);
+    for (long i = 0; i < n; i++) {
+        for (int c = 0; c < ncols; c++)
+            fprintf(f, "%s%.17g", c ? "," : "", cols[c][i]);
+        fputc('\n', f);
+    }
+    fclose(f);
+    drths_error_t err = {{0}};
+    int rc = drths_csv_read(t, path, &err);
+    if (rc)
+        fail_msg("%s", err.msg);
+    unlink(path);
+}
+
+static double tm[N], r1[N], r2[N], h1[N], h2[N], ra[N], ha[N], tm2[N], tm_late[N];
+
+/* Reference: floor 1 x = sin, floor 2 x = 2 cos, accelerations -sin; hybrid: floor 1 scaled by
+ * 1.01, floor 2 offset by 1 % of its peak, acceleration scaled by 0.98. */
+static void fill(void)
+{
+    for (int i = 0; i < N; i++) {
+        tm[i] = i * 0.002;
+        tm2[i] = i * 0.001;
+        tm_late[i] = tm[i] + 5.0;
+        r1[i] = sin(2 * M_PI * tm[i]);
+        r2[i] = 2 * cos(2 * M_PI * tm[i]);
+        ra[i] = -sin(2 * M_PI * tm[i]);
+        h1[i] = 1.01 * r1[i];
+        h2[i] = r2[i] + 0.02;
+        ha[i] = 0.98 * ra[i];
+    }
+}
+
+static void test_scaled_series_gives_one_percent(void **state)
+{
+    (void)state;
+    fill();
+    drths_series_error_t e;
+    drths_series_error_compute(h1, r1, N, &e);
+    assert_near(e.peak_err, 0.01, 1e-12);
+    assert_near(e.rms_err, 0.01, 1e-12);
+    assert_near(e.peak_hyb, 1.01 * e.peak_ref, 1e-12);
+}
+
+static void test_offset_and_hand_values(void **state)
+{
+    (void)state;
+    /* r = 1,-1,1,-1 and h = r + 0.1: max|h| = 1.1 -> 10 %; sum d^2 = 0.04, sum r^2 = 4 -> 10 %. */
+    const double r[] = {1, -1, 1, -1}, h[] = {1.1, -0.9, 1.1, -0.9};
+    drths_series_error_t e;
+    drths_series_error_compute(h, r, 4, &e);
+    assert_near(e.peak_err, 0.1, 1e-12);
+    assert_near(e.rms_err, 0.1, 1e-12);
+    /* r = 0,3,-4 and h = 0,3,-3: peak |3 - 4| / 4 = 25 %; RMS sqrt(1 / 25) = 20 %. */
+    const double r2v[] = {0, 3, -4}, h2v[] = {0, 3, -3};
+    drths_series_error_compute(h2v, r2v, 3, &e);
+    assert_near(e.peak_err, 0.25, 1e-12);
+    assert_near(e.rms_err, 0.20, 1e-12);
+    assert_near(e.peak_hyb, 3.0, 0);
+    assert_near(e.peak_ref, 4.0, 0);
+}
+
+static void test_zeros_and_nan(void **state)
+{
+    (void)state;
+    const double z[] = {0, 0, 0}, one[] = {0, 1, 0}, nanv[] = {0, NAN, 0};
+    drths_series_error_t e;
+    drths_series_error_compute(z, z, 3, &e);
+    assert_true(e.peak_err == 0.0 && e.rms_err == 0.0);
+    drths_series_error_compute(one, z, 3, &e);
+    assert_true(isinf(e.peak_err) && isinf(e.rms_err));
+    drths_series_error_compute(nanv, one, 3, &e);
+    assert_true(isnan(e.peak_err) && isnan(e.rms_err));
+    drths_series_error_compute(one, one, 0, &e); /* nothing compared: both peaks 0 */
+    assert_true(e.peak_err == 0.0 && e.rms_err == 0.0);
+}
+
+static void test_fidelity_per_floor_and_max(void **state)
+{
+    (void)state;
+    fill();
+    const char *names[] = {"step", "time_s", "x1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2",
+                           "damper_force_N"};
+    const double *refc[] = {tm, tm, r1, r2, ra, ra, r1};
+    const double *hybc[] = {tm, tm, h1, h2, ha, ra, h1};
+    drths_csv_table_t ref, hyb;
+    load(&ref, names, refc, 7, N);
+    load(&hyb, names, hybc, 7, N - 100); /* a hybrid run stopped early: compare 900 rows */
+    drths_fidelity_t fid;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_fidelity_compute(&hyb, &ref, &fid, &err), 0);
+    assert_int_equal(fid.floors, 2);
+    assert_int_equal(fid.rows, N - 100);
+    assert_int_equal(fid.hyb_rows, N - 100);
+    assert_int_equal(fid.ref_rows, N);
+    assert_near(fid.dt_s, 0.002, 1e-12);
+    assert_near(fid.disp[0].peak_err, 0.01, 1e-9);
+    assert_near(fid.disp[0].rms_err, 0.01, 1e-9);
+    /* floor 2: the peak of 2 cos is 2 (at t = 0), so the offset 0.02 adds 1 % to the peak; the
+     * RMS error is 0.02 / rms(2 cos), about 0.02 / sqrt(2) = 1.41 %, computed here from the
+     * definition over the 900 compared rows. */
+    double sd = 0, sr = 0;
+    for (int i = 0; i < N - 100; i++) {
+        sd += 0.02 * 0.02;
+        sr += r2[i] * r2[i];
+    }
+    assert_near(fid.disp[1].peak_err, 0.01, 1e-9);
+    assert_near(fid.disp[1].rms_err, sqrt(sd / sr), 1e-9);
+    assert_true(fid.disp[1].rms_err > 0.0139 && fid.disp[1].rms_err < 0.0145);
+    assert_near(fid.acc[0].peak_err, 0.02, 1e-9);
+    assert_near(fid.acc[0].rms_err, 0.02, 1e-9);
+    assert_near(fid.acc[1].peak_err, 0.0, 1e-12);
+    assert_near(fid.disp_max.rms_err, fid.disp[1].rms_err, 0);
+    assert_near(fid.disp_max.peak_ref, 2.0, 1e-12);
+    assert_near(fid.acc_max.peak_err, 0.02, 1e-9);
+    assert_true(fid.has_damper_force);
+    assert_near(fid.damper_force.rms_err, 0.01, 1e-9);
+
+    /* The same order swapped compares the reference against the hybrid: 1/1.01 - 1. */
+    assert_int_equal(drths_fidelity_compute(&ref, &hyb, &fid, &err), 0);
+    assert_near(fid.disp[0].peak_err, 0.01 / 1.01, 1e-9);
+    drths_csv_close(&ref);
+    drths_csv_close(&hyb);
+}
+
+static void expect_fidelity_error(const char *const *hn, const double *const *hc, int hcols,
+                                  const char *const *rn, const double *const *rc, int rcols,
+                                  const char *want)
+{
+    drths_csv_table_t ref, hyb;
+    load(&hyb, hn, hc, hcols, 10);
+    load(&ref, rn, rc, rcols, 10);
+    drths_fidelity_t fid;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_fidelity_compute(&hyb, &ref, &fid, &err), -EINVAL);
+    if (!strstr(err.msg, want))
+        fail_msg("message \"%s\" lacks \"%s\"", err.msg, want);
+    drths_csv_close(&ref);
+    drths_csv_close(&hyb);
+}
+
+static void test_fidelity_refuses_mismatches(void **state)
+{
+    (void)state;
+    fill();
+    const char *two[] = {"time_s", "x1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2"};
+    const char *one[] = {"time_s", "x1_m", "a1_abs_m_s2"};
+    const double *c2[] = {tm, r1, r2, ra, ra};
+    const double *c2dt[] = {tm2, r1, r2, ra, ra};
+    const double *c2late[] = {tm_late, r1, r2, ra, ra};
+    expect_fidelity_error(two, c2, 5, one, c2, 3, "floors differ");
+    expect_fidelity_error(two, c2dt, 5, two, c2, 5, "time steps differ");
+    expect_fidelity_error(two, c2late, 5, two, c2, 5, "start times differ");
+    const char *noacc[] = {"time_s", "x1_m", "x2_m", "a1_abs_m_s2", "a3_abs_m_s2"};
+    expect_fidelity_error(noacc, c2, 5, two, c2, 5, ": no column a2_abs_m_s2");
+    const char *notime[] = {"t", "x1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2"};
+    expect_fidelity_error(two, c2, 5, notime, c2, 5, ": no column time_s");
+    const char *nox[] = {"time_s", "y1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2"};
+    expect_fidelity_error(nox, c2, 5, two, c2, 5, ": no column x1_m");
+}
+
+static void test_stats_nearest_rank(void **state)
+{
+    (void)state;
+    double v[1003];
+    for (int i = 0; i < 1000; i++)
+        v[i] = 1000 - i; /* 1000 .. 1, unsorted on purpose */
+    v[1000] = v[1001] = v[1002] = NAN;
+    drths_stats_t s;
+    assert_int_equal(drths_stats_compute(v, 1003, &s), 0);
+    assert_int_equal(s.n, 1000);
+    assert_near(s.min, 1, 0);
+    assert_near(s.p50, 500, 0);
+    assert_near(s.p99, 990, 0);
+    assert_near(s.p999, 999, 0);
+    assert_near(s.max, 1000, 0);
+    assert_int_equal(drths_stats_compute(v + 1000, 3, &s), 0);
+    assert_int_equal(s.n, 0);
+    assert_true(isnan(s.p50));
+}
+
+static double fb_conc[N], rtt[N], ld[N], phys_conc[N], hold[N], cmd[N], meas[N], lead[N],
+    late[N];
+
+static void fill_link(void)
+{
+    fill();
+    for (int i = 0; i < N; i++) {
+        fb_conc[i] = i % 100 == 0;          /* 10 of 1000 */
+        rtt[i] = i < 10 ? NAN : 80.0 + i % 10; /* 80 .. 89 ms after the first measurement */
+        ld[i] = 450;
+        phys_conc[i] = i % 250 == 0;        /* 4 of 1000 */
+        hold[i] = i >= 990;                 /* 10 of 1000 */
+        cmd[i] = 0.01 * r1[i];
+        meas[i] = 1.01 * cmd[i];
+        lead[i] = phys_conc[i] ? NAN : 5.0 + i % 3;
+        late[i] = i + 1;                    /* 1 .. 1000 us */
+    }
+}
+
+static void test_link_stats(void **state)
+{
+    (void)state;
+    fill_link();
+    const char *nn[] = {"time_s", "x1_m", "a1_abs_m_s2", "fb_concealed", "rtt_ms",
+                        "loop_delay_ticks"};
+    const double *nc[] = {tm, r1, ra, fb_conc, rtt, ld};
+    const char *pn[] = {"tick", "time_s", "concealed", "hold", "command_m", "meas_disp_m",
+                        "cmd_lead_ms", "wake_late_us"};
+    const double *pc[] = {tm, tm, phys_conc, hold, cmd, meas, lead, late};
+    drths_csv_table_t num, phys;
+    load(&num, nn, nc, 6, N);
+    load(&phys, pn, pc, 8, N);
+    drths_link_stats_t ls;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_link_stats_compute(&num, &phys, &ls, &err), 0);
+    assert_near(ls.tick_s, 0.002, 1e-12);
+    assert_true(ls.has_numerical && ls.has_physical);
+    assert_int_equal(ls.fb_concealed, 10);
+    assert_near(ls.fb_concealed_frac, 0.01, 1e-12);
+    assert_int_equal(ls.rtt_ms.n, 990);
+    assert_near(ls.rtt_ms.min, 80, 0);
+    assert_near(ls.rtt_ms.max, 89, 0);
+    assert_near(ls.rtt_ticks.max, 89 / 2.0, 1e-9); /* 2 ms ticks */
+    assert_near(ls.loop_delay_ticks.p50, 450, 0);
+    assert_int_equal(ls.cmd_concealed, 4);
+    assert_int_equal(ls.hold_ticks, 10);
+    assert_int_equal(ls.cmd_lead_ms.n, 996);
+    assert_near(ls.cmd_lead_ms.min, 5, 0);
+    assert_near(ls.wake_late_us.p50, 500, 0);
+    assert_near(ls.wake_late_us.p99, 990, 0);
+    assert_near(ls.wake_late_us.p999, 999, 0);
+    assert_near(ls.wake_late_us.max, 1000, 0);
+    assert_near(ls.tracking_rms_err, 0.01, 1e-9);
+    assert_near(ls.tracking_peak_m, 0.01 * 0.01, 1e-9);
+
+    /* A reference numerical.csv and no physical.csv: nothing to report, no error. */
+    drths_csv_table_t plain;
+    load(&plain, nn, nc, 3, N);
+    assert_int_equal(drths_link_stats_compute(&plain, NULL, &ls, &err), 0);
+    assert_false(ls.has_numerical || ls.has_physical);
+    drths_csv_close(&plain);
+
+    /* A hybrid record missing one of its columns, and a physical.csv missing one. */
+    load(&plain, nn, nc, 5, N);
+    assert_int_equal(drths_link_stats_compute(&plain, NULL, &ls, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, ": no column loop_delay_ticks"));
+    assert_non_null(strstr(err.msg, plain.path));
+    drths_csv_close(&plain);
+    load(&plain, pn, pc, 7, N);
+    assert_int_equal(drths_link_stats_compute(NULL, &plain, &ls, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, ": no column wake_late_us"));
+    drths_csv_close(&plain);
+    drths_csv_close(&num);
+    drths_csv_close(&phys);
+}
+
+static void test_report_table_and_json(void **state)
+{
+    (void)state;
+    fill_link();
+    const char *names[] = {"time_s", "x1_m", "a1_abs_m_s2", "fb_concealed", "rtt_ms",
+                           "loop_delay_ticks"};
+    const double *refc[] = {tm, r1, ra, fb_conc, rtt, ld};
+    const double *hybc[] = {tm, h1, ha, fb_conc, rtt, ld};
+    const char *pn[] = {"time_s", "concealed", "hold", "command_m", "meas_disp_m", "cmd_lead_ms",
+                        "wake_late_us"};
+    const double *pc[] = {tm, phys_conc, hold, cmd, meas, lead, late};
+    drths_csv_table_t ref, hyb, phys;
+    load(&ref, names, refc, 3, N);
+    load(&hyb, names, hybc, 6, N);
+    load(&phys, pn, pc, 7, N);
+    drths_fidelity_t fid;
+    drths_link_stats_t ls;
+    assert_int_equal(drths_fidelity_compute(&hyb, &ref, &fid, NULL), 0);
+    assert_int_equal(drths_link_stats_compute(&hyb, &phys, &ls, NULL), 0);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    drths_report_print(f, "runs/hyb", "runs/ref", &fid, &ls);
+    fclose(f);
+    /* floor 1: peaks 1.01 vs 1 m -> 1010 mm vs 1000 mm; acceleration 0.98 -> 2 % */
+    assert_non_null(strstr(text, "    1   1010.000   1000.000      1.000      1.000"));
+    assert_non_null(strstr(text, "0.980      1.000      2.000      2.000"));
+    assert_non_null(strstr(text, "concealed feedback     10 of 1000 steps (1.000 %)"));
+    assert_non_null(strstr(text, "RMS error norm         1.000 %"));
+    assert_non_null(strstr(text, "tick lateness (us)"));
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t w = nl ? (size_t)(nl - line) : strlen(line);
+        if (w > 100)
+            fail_msg("line wider than 100 columns: %.*s", (int)w, line);
+        line += w + (nl != NULL);
+    }
+    free(text);
+
+    f = open_memstream(&text, &len);
+    drths_report_write_json(f, "runs/hyb", "runs/ref", &fid, &ls);
+    fclose(f);
+    assert_non_null(strstr(text, "\"disp_rms_err_pct\": 1"));
+    assert_non_null(strstr(text, "\"acc_peak_err_pct\": 2"));
+    assert_non_null(strstr(text, "\"fb_concealed\": 10"));
+    assert_non_null(strstr(text, "\"rms_err_pct\": 1"));
+    free(text);
+
+    /* Without link statistics the table stops after the fidelity part. */
+    f = open_memstream(&text, &len);
+    drths_report_print(f, "a", NULL, &fid, NULL);
+    fclose(f);
+    assert_null(strstr(text, "Link"));
+    assert_null(strstr(text, "reference  "));
+    free(text);
+    drths_csv_close(&ref);
+    drths_csv_close(&hyb);
+    drths_csv_close(&phys);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scaled_series_gives_one_percent),
+        cmocka_unit_test(test_offset_and_hand_values),
+        cmocka_unit_test(test_zeros_and_nan),
+        cmocka_unit_test(test_fidelity_per_floor_and_max),
+        cmocka_unit_test(test_fidelity_refuses_mismatches),
+        cmocka_unit_test(test_stats_nearest_rank),
+        cmocka_unit_test(test_link_stats),
+        cmocka_unit_test(test_report_table_and_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
