@@ -26,8 +26,8 @@ static int check_matrix(const double *a, int n, const char *name, drths_error_t 
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
             if (!isfinite(a[i * n + j]))
-                return drths_error_set(err, -EINVAL, "%s[%d][%d]: must be finite (got %g)", name,
-                                       i, j, a[i * n + j]);
+                return drths_error_set(err, -EINVAL, "%s[%d][%d]: must be finite (got %g)", name, i,
+                                       j, a[i * n + j]);
     double tol = SYM_TOL * max_abs(a, n);
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++)
@@ -57,8 +57,10 @@ static int alloc_matrices(drths_structure_t *s, int n, drths_error_t *err)
 {
     memset(s, 0, sizeof *s);
     if (n < 1)
-        return drths_error_set(err, -EINVAL, "structure: number of degrees of freedom must be >= 1 "
-                                             "(got %d)", n);
+        return drths_error_set(err, -EINVAL,
+                               "structure: number of degrees of freedom must be >= 1 "
+                               "(got %d)",
+                               n);
     size_t nn = (size_t)n * (size_t)n;
     s->M = calloc(nn, sizeof(double));
     s->C = calloc(nn, sizeof(double));
@@ -111,8 +113,10 @@ int drths_structure_init_matrices(drths_structure_t *s, int n, const double *M, 
 {
     memset(s, 0, sizeof *s);
     if (n < 1)
-        return drths_error_set(err, -EINVAL, "structure: number of degrees of freedom must be >= 1 "
-                                             "(got %d)", n);
+        return drths_error_set(err, -EINVAL,
+                               "structure: number of degrees of freedom must be >= 1 "
+                               "(got %d)",
+                               n);
     int rc = check_matrix(M, n, "structure.M", err);
     if (!rc && C)
         rc = check_matrix(C, n, "structure.C", err);

@@ -18,8 +18,8 @@
 #include "common/error.h"
 
 typedef struct drths_structure {
-    int n;               /* number of degrees of freedom */
-    double *M, *C, *K;   /* n*n row-major, owned */
+    int n;             /* number of degrees of freedom */
+    double *M, *C, *K; /* n*n row-major, owned */
     /* Filled by drths_structure_modes (and by the damping setters, which compute the modes
      * first when needed); NULL before. All n long, modes in ascending frequency. */
     double *omega_rad_s; /* natural circular frequencies, rad/s */

@@ -315,8 +315,10 @@ static void test_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_frequencies), cmocka_unit_test(test_modal_damping),
-        cmocka_unit_test(test_rayleigh_damping),    cmocka_unit_test(test_dyke_matrices),
+        cmocka_unit_test(test_default_frequencies),
+        cmocka_unit_test(test_modal_damping),
+        cmocka_unit_test(test_rayleigh_damping),
+        cmocka_unit_test(test_dyke_matrices),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
