@@ -1,0 +1,321 @@
+#include "protocol/crypto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+static const char rehearsal_text[] = "drths rehearsal key v1: public, for localhost rehearsal only";
+static const char handshake_label[] = "drths-v1 handshake"; /* 18 bytes, no NUL */
+static const char session_label[] = "drths-v1 session";    /* 16 bytes, no NUL */
+static const char key_id_label[] = "drths-v1 key id";      /* 15 bytes, no NUL */
+
+int drths_crypto_init(void)
+{
+    return sodium_init() < 0 ? -EIO : 0;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int drths_key_load(uint8_t key[DRTHS_KEY_BYTES], const char *path, drths_error_t *err)
+{
+    if (!path || !*path)
+        return drths_error_set(err, -EINVAL, "no key file given");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return drths_error_set(err, -e, "key file %s: cannot open: %s", path, strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return drths_error_set(err, -e, "key file %s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return drths_error_set(err, -EINVAL, "key file %s is not a regular file", path);
+    }
+    unsigned mode = (unsigned)(st.st_mode & 07777);
+    if (mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH)) {
+        close(fd);
+        const char *what = (mode & (S_IRGRP | S_IROTH)) ? "readable" : "writable";
+        return drths_error_set(err, -EPERM,
+                               "key file %s is %s by others (mode %04o); chmod 600 %s", path,
+                               what, mode, path);
+    }
+    uid_t me = geteuid();
+    if (me != 0 && st.st_uid != me) {
+        close(fd);
+        return drths_error_set(err, -EPERM,
+                               "key file %s is owned by uid %u, not by you (uid %u); "
+                               "use a key file of your own",
+                               path, (unsigned)st.st_uid, (unsigned)me);
+    }
+    /* Read a little more than the largest accepted form so that a wrong size is reported
+     * with its real value for small files and as "more than" for big ones. */
+    uint8_t buf[80];
+    size_t n = 0;
+    while (n < sizeof buf) {
+        ssize_t r = read(fd, buf + n, sizeof buf - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            sodium_memzero(buf, sizeof buf);
+            return drths_error_set(err, -e, "key file %s: read failed: %s", path, strerror(e));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    int rc = 0;
+    size_t hexlen = n;
+    if (hexlen > 0 && buf[hexlen - 1] == '\n')
+        hexlen--;
+    if (hexlen > 0 && buf[hexlen - 1] == '\r' && hexlen + 1 == n)
+        hexlen--;
+    if (n == DRTHS_KEY_BYTES) {
+        memcpy(key, buf, DRTHS_KEY_BYTES);
+    } else if (hexlen == 2 * DRTHS_KEY_BYTES) {
+        for (size_t i = 0; i < DRTHS_KEY_BYTES; i++) {
+            int hi = hexval(buf[2 * i]), lo = hexval(buf[2 * i + 1]);
+            if (hi < 0 || lo < 0) {
+                size_t at = hi < 0 ? 2 * i : 2 * i + 1;
+                rc = drths_error_set(err, -EINVAL,
+                                     "key file %s: %zu bytes but not hex: byte %zu is not a "
+                                     "hex digit; expected 32 raw bytes or 64 hex digits",
+                                     path, n, at);
+                break;
+            }
+            key[i] = (uint8_t)(hi << 4 | lo);
+        }
+    } else if (n == sizeof buf) {
+        rc = drths_error_set(err, -EINVAL,
+                             "key file %s must be exactly 32 bytes (or 64 hex digits), got "
+                             "more than %zu; make one with drths-keygen",
+                             path, sizeof buf - 1);
+    } else {
+        rc = drths_error_set(err, -EINVAL,
+                             "key file %s must be exactly 32 bytes (or 64 hex digits), got %zu; "
+                             "make one with drths-keygen",
+                             path, n);
+    }
+    sodium_memzero(buf, sizeof buf);
+    if (rc == 0 && sodium_is_zero(key, DRTHS_KEY_BYTES)) {
+        rc = drths_error_set(err, -EINVAL, "key file %s holds an all-zero key; make one with "
+                             "drths-keygen", path);
+    }
+    if (rc != 0)
+        sodium_memzero(key, DRTHS_KEY_BYTES);
+    return rc;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int drths_key_generate(const char *path, bool hex, bool force, uint8_t key[DRTHS_KEY_BYTES],
+                       drths_error_t *err)
+{
+    if (drths_crypto_init() != 0)
+        return drths_error_set(err, -EIO, "libsodium failed to initialise");
+    if (!path || !*path)
+        return drths_error_set(err, -EINVAL, "no key file given");
+    uint8_t k[DRTHS_KEY_BYTES];
+    uint8_t out[2 * DRTHS_KEY_BYTES + 1];
+    size_t outlen;
+    do {
+        randombytes_buf(k, sizeof k);
+    } while (sodium_is_zero(k, sizeof k));
+    if (hex) {
+        static const char digits[] = "0123456789abcdef";
+        for (size_t i = 0; i < sizeof k; i++) {
+            out[2 * i] = (uint8_t)digits[k[i] >> 4];
+            out[2 * i + 1] = (uint8_t)digits[k[i] & 15];
+        }
+        out[2 * DRTHS_KEY_BYTES] = '\n';
+        outlen = sizeof out;
+    } else {
+        memcpy(out, k, sizeof k);
+        outlen = sizeof k;
+    }
+    char tmp[PATH_MAX];
+    const char *target = path;
+    if (force) {
+        int m = snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+        if (m < 0 || (size_t)m >= sizeof tmp) {
+            sodium_memzero(k, sizeof k);
+            sodium_memzero(out, sizeof out);
+            return drths_error_set(err, -ENAMETOOLONG, "key file name too long: %s", path);
+        }
+        target = tmp;
+    }
+    int fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        sodium_memzero(k, sizeof k);
+        sodium_memzero(out, sizeof out);
+        if (e == EEXIST && !force)
+            return drths_error_set(err, -EEXIST,
+                                   "key file %s exists; not overwriting it (use --force to "
+                                   "replace it, which breaks sessions with sites holding the "
+                                   "old key)",
+                                   path);
+        return drths_error_set(err, -e, "key file %s: cannot create: %s", target, strerror(e));
+    }
+    /* The umask may have removed bits but never adds any; fchmod makes 0600 exact anyway. */
+    int rc = fchmod(fd, 0600) != 0 ? -errno : 0;
+    if (rc == 0)
+        rc = write_all(fd, out, outlen);
+    if (rc == 0 && fsync(fd) != 0)
+        rc = -errno;
+    if (close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && force && rename(tmp, path) != 0)
+        rc = -errno;
+    sodium_memzero(out, sizeof out);
+    if (rc != 0) {
+        unlink(target);
+        sodium_memzero(k, sizeof k);
+        return drths_error_set(err, rc, "key file %s: write failed: %s", path, strerror(-rc));
+    }
+    if (key)
+        memcpy(key, k, sizeof k);
+    sodium_memzero(k, sizeof k);
+    return 0;
+}
+
+void drths_key_rehearsal(uint8_t key[DRTHS_KEY_BYTES])
+{
+    crypto_generichash(key, DRTHS_KEY_BYTES, (const unsigned char *)rehearsal_text,
+                       sizeof rehearsal_text - 1, NULL, 0);
+}
+
+void drths_key_id(const uint8_t key[DRTHS_KEY_BYTES], char out[17])
+{
+    uint8_t h[32];
+    crypto_generichash(h, sizeof h, (const unsigned char *)key_id_label,
+                       sizeof key_id_label - 1, key, DRTHS_KEY_BYTES);
+    sodium_bin2hex(out, 17, h, 8);
+}
+
+void drths_crypto_derive_handshake(const uint8_t psk[DRTHS_KEY_BYTES], uint64_t session_id,
+                                   uint8_t key[DRTHS_KEY_BYTES])
+{
+    uint8_t msg[sizeof handshake_label - 1 + 8];
+    memcpy(msg, handshake_label, sizeof handshake_label - 1);
+    put_be64(msg + sizeof handshake_label - 1, session_id);
+    crypto_generichash(key, DRTHS_KEY_BYTES, msg, sizeof msg, psk, DRTHS_KEY_BYTES);
+}
+
+static void derive_one(const uint8_t psk[DRTHS_KEY_BYTES], uint8_t direction,
+                       const uint8_t *nonce_num, const uint8_t *nonce_phys, uint64_t session_id,
+                       uint8_t key[DRTHS_KEY_BYTES])
+{
+    uint8_t msg[sizeof session_label - 1 + 1 + 8 + 2 * DRTHS_HELLO_NONCE_BYTES];
+    uint8_t *p = msg;
+    memcpy(p, session_label, sizeof session_label - 1);
+    p += sizeof session_label - 1;
+    *p++ = direction;
+    put_be64(p, session_id);
+    p += 8;
+    memcpy(p, nonce_num, DRTHS_HELLO_NONCE_BYTES);
+    p += DRTHS_HELLO_NONCE_BYTES;
+    memcpy(p, nonce_phys, DRTHS_HELLO_NONCE_BYTES);
+    crypto_generichash(key, DRTHS_KEY_BYTES, msg, sizeof msg, psk, DRTHS_KEY_BYTES);
+    sodium_memzero(msg, sizeof msg);
+}
+
+void drths_crypto_derive(const uint8_t psk[DRTHS_KEY_BYTES],
+                         const uint8_t nonce_num[DRTHS_HELLO_NONCE_BYTES],
+                         const uint8_t nonce_phys[DRTHS_HELLO_NONCE_BYTES], uint64_t session_id,
+                         drths_session_keys_t *keys)
+{
+    derive_one(psk, DRTHS_ROLE_NUMERICAL, nonce_num, nonce_phys, session_id, keys->num_to_phys);
+    derive_one(psk, DRTHS_ROLE_PHYSICAL, nonce_num, nonce_phys, session_id, keys->phys_to_num);
+}
+
+void drths_crypto_nonce(uint8_t nonce[DRTHS_AEAD_NONCE_BYTES], drths_role_t sender,
+                        uint64_t counter)
+{
+    nonce[0] = (uint8_t)sender;
+    nonce[1] = nonce[2] = nonce[3] = 0;
+    put_be64(nonce + 4, counter);
+}
+
+void drths_crypto_seal(const uint8_t key[DRTHS_KEY_BYTES], drths_role_t sender, uint64_t counter,
+                       const uint8_t *ad, size_t adlen, uint8_t *msg, size_t mlen,
+                       uint8_t tag[DRTHS_TAG_BYTES])
+{
+    uint8_t nonce[DRTHS_AEAD_NONCE_BYTES];
+    drths_crypto_nonce(nonce, sender, counter);
+    crypto_aead_chacha20poly1305_ietf_encrypt_detached(msg, tag, NULL, msg, mlen, ad, adlen, NULL,
+                                                       nonce, key);
+}
+
+int drths_crypto_open(const uint8_t key[DRTHS_KEY_BYTES], drths_role_t sender, uint64_t counter,
+                      const uint8_t *ad, size_t adlen, const uint8_t *c, size_t clen,
+                      const uint8_t tag[DRTHS_TAG_BYTES], uint8_t *out)
+{
+    uint8_t nonce[DRTHS_AEAD_NONCE_BYTES];
+    drths_crypto_nonce(nonce, sender, counter);
+    if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(out, NULL, c, clen, tag, ad, adlen,
+                                                           nonce, key) != 0) {
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+uint64_t drths_crypto_random_session_id(void)
+{
+    uint64_t id;
+    do {
+        randombytes_buf(&id, sizeof id);
+    } while (id == 0);
+    return id;
+}
+
+void drths_crypto_random_nonce(uint8_t nonce[DRTHS_HELLO_NONCE_BYTES])
+{
+    randombytes_buf(nonce, DRTHS_HELLO_NONCE_BYTES);
+}
+
+void drths_crypto_wipe(void *p, size_t n)
+{
+    sodium_memzero(p, n);
+}
