@@ -1,0 +1,595 @@
+/* drths-impair: a user-space UDP impairment relay with netem's vocabulary.
+ *
+ *   drths-impair --listen HOST:PORT --target HOST:PORT
+ *                [--forward "NETEM OPTIONS"] [--backward "NETEM OPTIONS"] [--seed N]
+ *                [--stats FILE] [--duration S] [--report-interval S]
+ *                [--change AT_S:DIRECTION:"OPTIONS"]... [--source HOST:PORT]
+ *                [--pool N] [--max-datagram BYTES] [--rt-priority N]
+ *
+ * The numerical site sends to the listen address. Each datagram is impaired by the "forward"
+ * spec and sent to the target (the actuator site) from one socket, connected to the target (so
+ * only the target's datagrams come back in). Datagrams from the target are impaired by the
+ * "backward" spec and sent from the listen socket to the last client address seen (the sender of
+ * the most recent datagram on the listen socket): one client at a time, as the two-site protocol
+ * needs. Backward datagrams that arrive before any client has spoken are dropped and counted.
+ *
+ * Each direction's model is seeded from --seed: forward with N, backward with N + 1, so a run can
+ * be replayed exactly (the decisions depend only on the seed, the spec and the arrival order).
+ * --change replaces a direction's spec AT_S seconds after start, keeping the random stream
+ * (like `tc qdisc change`); DIRECTION is forward, backward or both.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "relay.h"
+
+#define MAX_CHANGES 64
+
+static void usage(FILE *f)
+{
+    fputs("usage: drths-impair --listen HOST:PORT --target HOST:PORT\n"
+            "         [--forward \"NETEM OPTIONS\"] [--backward \"NETEM OPTIONS\"] [--seed N]\n"
+            "         [--stats FILE] [--duration S] [--report-interval S]\n"
+            "         [--change AT_S:forward|backward|both:\"OPTIONS\"]... [--source HOST:PORT]\n"
+            "         [--pool N] [--max-datagram BYTES] [--rt-priority N]\n"
+            "\n"
+            "A UDP relay that impairs each direction like netem. The client (numerical site)\n"
+            "sends to --listen; datagrams go to --target (actuator site); the target's replies\n"
+            "go back to the last client address seen. forward = client -> target,\n"
+            "backward = target -> client. NETEM OPTIONS, e.g.\n"
+            "  \"delay 40ms 5ms distribution normal loss 1% duplicate 0.1% reorder 1%\"\n"
+            "  \"delay 40ms 5ms loss gemodel 1% 30% 100% 0% rate 10mbit\"\n"
+            "Times need a unit (us, ms, s). Jitter reorders packets, as in netem.\n"
+            "Prints what it did per direction on exit (SIGINT/SIGTERM or --duration) and every\n"
+            "--report-interval seconds; --stats writes the same as JSON.\n",
+          f);
+}
+
+static int resolve(const char *text, bool passive, struct sockaddr_storage *out, socklen_t *len,
+                   char *why, size_t whylen)
+{
+    char host[256];
+    const char *colon;
+    const char *port;
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (!close || close[1] != ':') {
+            snprintf(why, whylen, "\"%s\": write an IPv6 address as [ADDR]:PORT", text);
+            return -1;
+        }
+        size_t n = (size_t)(close - text - 1);
+        if (n >= sizeof host)
+            n = sizeof host - 1;
+        memcpy(host, text + 1, n);
+        host[n] = '\0';
+        port = close + 2;
+    } else {
+        colon = strrchr(text, ':');
+        if (!colon || colon == text) {
+            snprintf(why, whylen, "\"%s\": expected HOST:PORT", text);
+            return -1;
+        }
+        size_t n = (size_t)(colon - text);
+        if (n >= sizeof host)
+            n = sizeof host - 1;
+        memcpy(host, text, n);
+        host[n] = '\0';
+        port = colon + 1;
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICSERV};
+    if (passive)
+        hints.ai_flags |= AI_PASSIVE;
+    struct addrinfo *res = NULL;
+    int r = getaddrinfo(host, port, &hints, &res);
+    if (r != 0) {
+        snprintf(why, whylen, "\"%s\": %s", text, gai_strerror(r));
+        return -1;
+    }
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+static const char *addr_str(const struct sockaddr_storage *a, char *buf, size_t len)
+{
+    char h[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *s = (const void *)a;
+        inet_ntop(AF_INET, &s->sin_addr, h, sizeof h);
+        port = ntohs(s->sin_port);
+        snprintf(buf, len, "%s:%d", h, port);
+    } else if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const void *)a;
+        inet_ntop(AF_INET6, &s->sin6_addr, h, sizeof h);
+        port = ntohs(s->sin6_port);
+        snprintf(buf, len, "[%s]:%d", h, port);
+    } else {
+        snprintf(buf, len, "?");
+    }
+    return buf;
+}
+
+static void tune_socket(int fd)
+{
+    int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+    /* Room for a burst at thousands of datagrams per second: 4 MiB each way (FORCE works as
+     * root; otherwise the kernel caps at net.core.*mem_max, which is fine for light loads). */
+    int sz = 4 << 20;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof sz) != 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof sz) != 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+}
+
+static double parse_seconds(const char *opt, const char *v)
+{
+    char *end;
+    double s = strtod(v, &end);
+    if (end == v || *end != '\0' || !(s >= 0) || s > 1e7) {
+        fprintf(stderr, "drths-impair: %s \"%s\": expected a number of seconds\n", opt, v);
+        exit(2);
+    }
+    return s;
+}
+
+static uint64_t u64(const relay_counters_t *c, size_t off)
+{
+    return atomic_load_explicit((_Atomic uint64_t *)((char *)c + off), memory_order_relaxed);
+}
+
+#define C(d, f) u64(&(d)->c, offsetof(relay_counters_t, f))
+#define I64(d, f) atomic_load_explicit(&(d)->c.f, memory_order_relaxed)
+
+typedef struct view {
+    double delay_min_ms, delay_mean_ms, delay_max_ms;
+    double late_mean_us, late_p50_us, late_p99_us, late_max_us;
+} view_t;
+
+static view_t view_of(relay_dir_t *d)
+{
+    view_t v = {0};
+    uint64_t n = C(d, delay_n);
+    if (n) {
+        v.delay_min_ms = (double)I64(d, delay_min_ns) / 1e6;
+        v.delay_max_ms = (double)I64(d, delay_max_ns) / 1e6;
+        v.delay_mean_ms = (double)I64(d, delay_sum_ns) / 1e6 / (double)n;
+        v.late_mean_us = (double)I64(d, late_sum_ns) / 1e3 / (double)n;
+        v.late_max_us = (double)I64(d, late_max_ns) / 1e3;
+        v.late_p50_us = relay_dir_late_us_quantile(d, 0.5);
+        v.late_p99_us = relay_dir_late_us_quantile(d, 0.99);
+    }
+    return v;
+}
+
+static void report_text(FILE *f, relay_dir_t *d, double elapsed, double cpu)
+{
+    view_t v = view_of(d);
+    char spec[512];
+    drths_impair_spec_format(&d->model.spec, spec, sizeof spec);
+    fprintf(f, "drths-impair %s (%s) after %.1f s: spec \"%s\"\n", d->name,
+            strcmp(d->name, "forward") == 0 ? "client -> target" : "target -> client", elapsed,
+            spec);
+    fprintf(f,
+            "drths-impair %s: received=%" PRIu64 " forwarded=%" PRIu64 " dropped_random=%" PRIu64
+            " dropped_ge=%" PRIu64 " dropped_overflow=%" PRIu64 " dropped_oversize=%" PRIu64
+            " dropped_no_client=%" PRIu64 " send_errors=%" PRIu64 " duplicated=%" PRIu64
+            " reordered=%" PRIu64 " sent_at_once=%" PRIu64 " corrupted=%" PRIu64
+            " pending=%" PRIu64 " pending_max=%" PRIu64 " spec_changes=%" PRIu64
+            " delay_ms_min=%.3f delay_ms_mean=%.3f delay_ms_max=%.3f late_us_mean=%.1f"
+            " late_us_p50=%.1f late_us_p99=%.1f late_us_max=%.1f cpu_s=%.3f\n",
+            d->name, C(d, received), C(d, forwarded), C(d, dropped_random), C(d, dropped_ge),
+            C(d, dropped_overflow), C(d, dropped_oversize), C(d, dropped_no_client),
+            C(d, send_errors), C(d, duplicated), C(d, reordered), C(d, sent_at_once),
+            C(d, corrupted), C(d, pending), C(d, pending_max), C(d, spec_changes),
+            v.delay_min_ms, v.delay_mean_ms, v.delay_max_ms, v.late_mean_us, v.late_p50_us,
+            v.late_p99_us, v.late_max_us, cpu);
+    if (C(d, reorder_untracked))
+        fprintf(f, "drths-impair %s: reorder_untracked=%" PRIu64 "\n", d->name,
+                C(d, reorder_untracked));
+}
+
+static void json_dir(FILE *f, relay_dir_t *d, double cpu)
+{
+    view_t v = view_of(d);
+    char spec[512];
+    drths_impair_spec_format(&d->model.spec, spec, sizeof spec);
+    fprintf(f, "  \"%s\": {\n    \"spec\": \"%s\",\n", d->name, spec);
+    const struct {
+        const char *k;
+        size_t off;
+    } fields[] = {
+        {"received", offsetof(relay_counters_t, received)},
+        {"bytes_in", offsetof(relay_counters_t, bytes_in)},
+        {"forwarded", offsetof(relay_counters_t, forwarded)},
+        {"bytes_out", offsetof(relay_counters_t, bytes_out)},
+        {"dropped_random", offsetof(relay_counters_t, dropped_random)},
+        {"dropped_ge", offsetof(relay_counters_t, dropped_ge)},
+        {"dropped_overflow", offsetof(relay_counters_t, dropped_overflow)},
+        {"dropped_oversize", offsetof(relay_counters_t, dropped_oversize)},
+        {"dropped_no_client", offsetof(relay_counters_t, dropped_no_client)},
+        {"send_errors", offsetof(relay_counters_t, send_errors)},
+        {"duplicated", offsetof(relay_counters_t, duplicated)},
+        {"reordered", offsetof(relay_counters_t, reordered)},
+        {"reorder_untracked", offsetof(relay_counters_t, reorder_untracked)},
+        {"sent_at_once", offsetof(relay_counters_t, sent_at_once)},
+        {"corrupted", offsetof(relay_counters_t, corrupted)},
+        {"pending", offsetof(relay_counters_t, pending)},
+        {"pending_max", offsetof(relay_counters_t, pending_max)},
+        {"spec_changes", offsetof(relay_counters_t, spec_changes)},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        fprintf(f, "    \"%s\": %" PRIu64 ",\n", fields[i].k, u64(&d->c, fields[i].off));
+    fprintf(f,
+            "    \"delay_ms\": {\"min\": %.6f, \"mean\": %.6f, \"max\": %.6f},\n"
+            "    \"late_us\": {\"mean\": %.3f, \"p50\": %.1f, \"p99\": %.1f, \"max\": %.3f},\n"
+            "    \"cpu_s\": %.6f\n  }",
+            v.delay_min_ms, v.delay_mean_ms, v.delay_max_ms, v.late_mean_us, v.late_p50_us,
+            v.late_p99_us, v.late_max_us, cpu);
+}
+
+static double process_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
+static int write_json(const char *path, relay_dir_t *dirs, const double *cpu, double elapsed,
+                      uint64_t seed, const char *listen_s, const char *target_s)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -errno;
+    fprintf(f,
+            "{\n  \"tool\": \"drths-impair\",\n  \"seed\": %" PRIu64 ",\n"
+            "  \"listen\": \"%s\",\n  \"target\": \"%s\",\n  \"elapsed_s\": %.6f,\n"
+            "  \"process_cpu_s\": %.6f,\n",
+            seed, listen_s, target_s, elapsed, process_cpu_s());
+    json_dir(f, &dirs[0], cpu[0]);
+    fprintf(f, ",\n");
+    json_dir(f, &dirs[1], cpu[1]);
+    fprintf(f, "\n}\n");
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        return -errno;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *listen_s = NULL, *target_s = NULL, *source_s = NULL, *stats_path = NULL;
+    const char *fwd_s = "", *bwd_s = "";
+    uint64_t seed = 0;
+    bool seed_given = false;
+    double duration = 0, report_every = 0;
+    long pool = 65536, max_dgram = 2048, rt_prio = 0;
+    static relay_change_t changes[2][MAX_CHANGES];
+    size_t n_changes[2] = {0, 0};
+    const char *change_args[MAX_CHANGES];
+    size_t n_change_args = 0;
+
+    static const struct option opts[] = {
+        {"listen", required_argument, 0, 'l'},     {"target", required_argument, 0, 't'},
+        {"source", required_argument, 0, 'S'},     {"forward", required_argument, 0, 'f'},
+        {"backward", required_argument, 0, 'b'},   {"seed", required_argument, 0, 's'},
+        {"stats", required_argument, 0, 'j'},      {"duration", required_argument, 0, 'd'},
+        {"report-interval", required_argument, 0, 'r'},
+        {"change", required_argument, 0, 'c'},     {"pool", required_argument, 0, 'p'},
+        {"max-datagram", required_argument, 0, 'm'},
+        {"rt-priority", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        char *end;
+        switch (o) {
+        case 'l': listen_s = optarg; break;
+        case 't': target_s = optarg; break;
+        case 'S': source_s = optarg; break;
+        case 'f': fwd_s = optarg; break;
+        case 'b': bwd_s = optarg; break;
+        case 's':
+            seed = strtoull(optarg, &end, 0);
+            if (end == optarg || *end) {
+                fprintf(stderr, "drths-impair: --seed \"%s\": expected an integer\n", optarg);
+                return 2;
+            }
+            seed_given = true;
+            break;
+        case 'j': stats_path = optarg; break;
+        case 'd': duration = parse_seconds("--duration", optarg); break;
+        case 'r': report_every = parse_seconds("--report-interval", optarg); break;
+        case 'c':
+            if (n_change_args == MAX_CHANGES) {
+                fprintf(stderr, "drths-impair: at most %d --change options\n", MAX_CHANGES);
+                return 2;
+            }
+            change_args[n_change_args++] = optarg;
+            break;
+        case 'p':
+            pool = strtol(optarg, &end, 10);
+            if (*end || pool < 16 || pool > (1 << 22)) {
+                fprintf(stderr, "drths-impair: --pool: expected 16 to 4194304 packets\n");
+                return 2;
+            }
+            break;
+        case 'm':
+            max_dgram = strtol(optarg, &end, 10);
+            if (*end || max_dgram < 64 || max_dgram > 65535) {
+                fprintf(stderr, "drths-impair: --max-datagram: expected 64 to 65535 bytes\n");
+                return 2;
+            }
+            break;
+        case 'P':
+            rt_prio = strtol(optarg, &end, 10);
+            if (*end || rt_prio < 1 || rt_prio > 99) {
+                fprintf(stderr, "drths-impair: --rt-priority: expected 1 to 99\n");
+                return 2;
+            }
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc || !listen_s || !target_s) {
+        if (optind < argc)
+            fprintf(stderr, "drths-impair: unexpected argument \"%s\"\n", argv[optind]);
+        else
+            fprintf(stderr, "drths-impair: --listen and --target are required\n");
+        usage(stderr);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    /* Specs, checked before anything is opened. */
+    drths_impair_spec_t specs[2];
+    drths_error_t err;
+    const char *spec_text[2] = {fwd_s, bwd_s};
+    const char *dir_name[2] = {"forward", "backward"};
+    for (int k = 0; k < 2; k++) {
+        if (drths_impair_spec_parse(&specs[k], spec_text[k], &err) != 0) {
+            fprintf(stderr, "drths-impair: --%s \"%s\": %s\n", dir_name[k], spec_text[k], err.msg);
+            return 2;
+        }
+    }
+    for (size_t i = 0; i < n_change_args; i++) {
+        const char *a = change_args[i];
+        char *end;
+        double at = strtod(a, &end);
+        const char *dir = end;
+        if (end == a || *end != ':' || !(at >= 0)) {
+            fprintf(stderr,
+                    "drths-impair: --change \"%s\": expected AT_S:DIRECTION:OPTIONS, e.g. "
+                    "30:forward:\"delay 70ms 5ms\"\n",
+                    a);
+            return 2;
+        }
+        dir++;
+        const char *colon = strchr(dir, ':');
+        size_t dl = colon ? (size_t)(colon - dir) : 0;
+        bool f = dl == 7 && !strncmp(dir, "forward", 7);
+        bool b = dl == 8 && !strncmp(dir, "backward", 8);
+        bool both = dl == 4 && !strncmp(dir, "both", 4);
+        if (!colon || !(f || b || both)) {
+            fprintf(stderr,
+                    "drths-impair: --change \"%s\": direction must be forward, backward or both\n",
+                    a);
+            return 2;
+        }
+        drths_impair_spec_t s;
+        if (drths_impair_spec_parse(&s, colon + 1, &err) != 0) {
+            fprintf(stderr, "drths-impair: --change \"%s\": %s\n", a, err.msg);
+            return 2;
+        }
+        for (int k = 0; k < 2; k++) {
+            if (!(both || (k == 0 && f) || (k == 1 && b)))
+                continue;
+            relay_change_t *c = &changes[k][n_changes[k]++];
+            c->at_ns = (int64_t)(at * 1e9);
+            c->spec = s;
+            snprintf(c->text, sizeof c->text, "%s", colon + 1);
+        }
+    }
+    for (int k = 0; k < 2; k++) /* stable sort by time: later options win at equal times */
+        for (size_t i = 1; i < n_changes[k]; i++)
+            for (size_t j = i; j > 0 && changes[k][j - 1].at_ns > changes[k][j].at_ns; j--) {
+                relay_change_t t = changes[k][j];
+                changes[k][j] = changes[k][j - 1];
+                changes[k][j - 1] = t;
+            }
+    if (!seed_given) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+    }
+
+    /* Sockets. */
+    struct sockaddr_storage la, ta, sa;
+    socklen_t ll, tl, sl = 0;
+    char why[512];
+    if (resolve(listen_s, true, &la, &ll, why, sizeof why) != 0) {
+        fprintf(stderr, "drths-impair: --listen %s\n", why);
+        return 2;
+    }
+    if (resolve(target_s, false, &ta, &tl, why, sizeof why) != 0) {
+        fprintf(stderr, "drths-impair: --target %s\n", why);
+        return 2;
+    }
+    if (source_s && resolve(source_s, true, &sa, &sl, why, sizeof why) != 0) {
+        fprintf(stderr, "drths-impair: --source %s\n", why);
+        return 2;
+    }
+    if (source_s && sa.ss_family != ta.ss_family) {
+        fprintf(stderr, "drths-impair: --source and --target must be of the same family\n");
+        return 2;
+    }
+    int lfd = socket(la.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int tfd = socket(ta.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0 || tfd < 0) {
+        fprintf(stderr, "drths-impair: socket: %s\n", strerror(errno));
+        return 1;
+    }
+    if (bind(lfd, (struct sockaddr *)&la, ll) != 0) {
+        fprintf(stderr, "drths-impair: cannot listen on %s: %s\n", listen_s, strerror(errno));
+        return 1;
+    }
+    if (source_s && bind(tfd, (struct sockaddr *)&sa, sl) != 0) {
+        fprintf(stderr, "drths-impair: cannot bind --source %s: %s\n", source_s, strerror(errno));
+        return 1;
+    }
+    if (connect(tfd, (struct sockaddr *)&ta, tl) != 0) {
+        fprintf(stderr, "drths-impair: cannot connect to target %s: %s\n", target_s,
+                strerror(errno));
+        return 1;
+    }
+    tune_socket(lfd);
+    tune_socket(tfd);
+    struct sockaddr_storage lb, tb;
+    socklen_t lbl = sizeof lb, tbl = sizeof tb;
+    getsockname(lfd, (struct sockaddr *)&lb, &lbl);
+    getsockname(tfd, (struct sockaddr *)&tb, &tbl);
+
+    /* Directions. */
+    static relay_dir_t dirs[2];
+    static relay_peer_t peer;
+    for (int k = 0; k < 2; k++) {
+        int r = relay_dir_init(&dirs[k], dir_name[k], (uint32_t)pool, (size_t)max_dgram);
+        if (r == 0)
+            r = drths_impair_init(&dirs[k].model, &specs[k], seed + (uint64_t)k);
+        if (r != 0) {
+            fprintf(stderr, "drths-impair: cannot set up the %s direction: %s\n", dir_name[k],
+                    strerror(-r));
+            return 1;
+        }
+        dirs[k].peer = &peer;
+        dirs[k].changes = changes[k];
+        dirs[k].n_changes = n_changes[k];
+        dirs[k].limit_default = (uint32_t)pool;
+        dirs[k].rt_priority = (int)rt_prio;
+    }
+    dirs[0].in_fd = lfd;
+    dirs[0].out_fd = tfd;
+    dirs[0].out_connected = true;
+    dirs[0].record_peer = true;
+    dirs[1].in_fd = tfd;
+    dirs[1].out_fd = lfd;
+
+    /* Signals go to the main thread only: block them before the threads are created. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+
+    char lbuf[80], tbuf[80], sbuf[80], fspec[512], bspec[512];
+    addr_str(&lb, lbuf, sizeof lbuf);
+    addr_str(&ta, tbuf, sizeof tbuf);
+    addr_str(&tb, sbuf, sizeof sbuf);
+    drths_impair_spec_format(&specs[0], fspec, sizeof fspec);
+    drths_impair_spec_format(&specs[1], bspec, sizeof bspec);
+    printf("drths-impair: listening on %s, forwarding to %s from %s, seed %" PRIu64 "\n", lbuf,
+           tbuf, sbuf, seed);
+    printf("drths-impair: forward \"%s\"; backward \"%s\"\n", fspec, bspec);
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < n_changes[k]; i++)
+            printf("drths-impair: at %.3f s, %s becomes \"%s\"\n",
+                   (double)changes[k][i].at_ns / 1e9, dir_name[k], changes[k][i].text);
+
+    int64_t t0 = relay_now_ns();
+    for (int k = 0; k < 2; k++) {
+        int r = relay_dir_start(&dirs[k], t0);
+        if (r != 0) {
+            fprintf(stderr, "drths-impair: cannot start the %s thread: %s\n", dir_name[k],
+                    strerror(-r));
+            relay_dir_stop(&dirs[0]);
+            return 1;
+        }
+        if (rt_prio) {
+            int pol;
+            struct sched_param sp;
+            if (pthread_getschedparam(dirs[k].thread, &pol, &sp) == 0 && pol != SCHED_FIFO)
+                fprintf(stderr,
+                        "drths-impair: warning: SCHED_FIFO refused for the %s thread; running "
+                        "at normal priority\n",
+                        dir_name[k]);
+        }
+    }
+
+    int64_t end_ns = duration > 0 ? t0 + (int64_t)(duration * 1e9) : INT64_MAX;
+    int64_t next_report = report_every > 0 ? t0 + (int64_t)(report_every * 1e9) : INT64_MAX;
+    const char *why_stop = "duration reached";
+    for (;;) {
+        int64_t now = relay_now_ns();
+        if (dirs[0].thread_error || dirs[1].thread_error) {
+            why_stop = "socket error";
+            break;
+        }
+        if (now >= end_ns)
+            break;
+        if (now >= next_report) {
+            double el = (double)(now - t0) / 1e9;
+            for (int k = 0; k < 2; k++)
+                report_text(stdout, &dirs[k], el, relay_dir_cpu_s(&dirs[k]));
+            next_report += (int64_t)(report_every * 1e9);
+            continue;
+        }
+        int64_t wait = end_ns < next_report ? end_ns - now : next_report - now;
+        if (wait > 1000000000)
+            wait = 1000000000; /* also notices thread errors within a second */
+        struct timespec to = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
+        int s = sigtimedwait(&sigs, NULL, &to);
+        if (s == SIGINT || s == SIGTERM) {
+            why_stop = s == SIGINT ? "SIGINT" : "SIGTERM";
+            break;
+        }
+    }
+
+    double cpu[2];
+    for (int k = 0; k < 2; k++)
+        cpu[k] = relay_dir_cpu_s(&dirs[k]);
+    for (int k = 0; k < 2; k++)
+        relay_dir_stop(&dirs[k]);
+    double elapsed = (double)(relay_now_ns() - t0) / 1e9;
+    printf("drths-impair: stopping (%s)\n", why_stop);
+    for (int k = 0; k < 2; k++)
+        report_text(stdout, &dirs[k], elapsed, cpu[k]);
+    printf("drths-impair: process_cpu_s=%.3f elapsed_s=%.3f\n", process_cpu_s(), elapsed);
+    int rc = 0;
+    for (int k = 0; k < 2; k++) {
+        if (dirs[k].thread_error) {
+            fprintf(stderr, "drths-impair: the %s thread stopped: %s\n", dir_name[k],
+                    strerror(-dirs[k].thread_error));
+            rc = 1;
+        }
+    }
+    if (stats_path) {
+        int r = write_json(stats_path, dirs, cpu, elapsed, seed, lbuf, tbuf);
+        if (r != 0) {
+            fprintf(stderr, "drths-impair: cannot write --stats %s: %s\n", stats_path,
+                    strerror(-r));
+            rc = 1;
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        relay_dir_close(&dirs[k]);
+    close(lfd);
+    close(tfd);
+    return rc;
+}
