@@ -1,0 +1,222 @@
+/* Round-trip delay estimation and the choice of the loop delay L (DESIGN.md 6).
+ *
+ * Four parts:
+ * (a) Start-up probe statistics: N probe round trips (default 500), reported as
+ *     min/p50/p99/p99.9/max in ns and in ticks (ceil(rtt/dt): a round trip of 400.1 ticks needs
+ *     401 ticks of delay).
+ * (b) The choice of L: the q-quantile of the round trip in ticks, plus both sites' wake-up
+ *     latency margins in ticks, plus a safety margin, at least 1; or a fixed L.
+ * (c) The continuous round trip: every COMMAND's counter and send time go into a small ring;
+ *     every FEEDBACK echoes the newest COMMAND counter and how long the peer held it, so
+ *     rtt = now - sent - hold (RTCP's LSR/DLSR). Samples go into fixed-bin histograms (whole
+ *     run and current window), so updates and quantile reads are RT-safe.
+ * (d) The epoch decision: raise L at once when the late rate over a window exceeds a threshold
+ *     or the windowed round-trip quantile no longer fits L; lower it only after the round trip
+ *     has stayed lower for a hysteresis time, to the highest L needed during that time. A raise
+ *     forced by late commands is remembered as extra margin, so it is not undone unless the
+ *     round trip itself drops. It is a pure function of its inputs and an explicit state, so
+ *     tests drive it with synthetic sequences.
+ *
+ * Quantiles are nearest-rank (common/stats.h): an exact sample for the probes, the upper edge of
+ * the bin (so never an underestimate, and at most one bin width over) for the histograms.
+ *
+ * Ownership: the caller owns every struct here; those with _init own their arrays, freed by
+ * _close (safe twice, and on a zeroed struct).
+ */
+#ifndef DRTHS_ESTIMATOR_H
+#define DRTHS_ESTIMATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/stats.h"
+
+/* ceil(ns / dt_ns) for ns >= 0 and dt_ns > 0: the ticks needed to cover a delay. RT-safe. */
+static inline int64_t drths_ns_to_ticks_ceil(int64_t ns, int64_t dt_ns)
+{
+    return ns <= 0 ? 0 : (ns + dt_ns - 1) / dt_ns;
+}
+
+/* ---- Round-trip summary ------------------------------------------------------------------ */
+
+typedef struct drths_rtt_summary {
+    uint64_t count;
+    int64_t min_ns, p50_ns, p99_ns, p999_ns, max_ns;
+    int64_t min_ticks, p50_ticks, p99_ticks, p999_ticks, max_ticks; /* ceil(ns / dt) */
+} drths_rtt_summary_t;
+
+/* Summary of a histogram of round trips (quantiles to the bin width, extremes exact). RT-safe. */
+void drths_rtt_summary_from_hist(const drths_hist_t *h, int64_t dt_ns, drths_rtt_summary_t *out);
+
+/* ---- (a) Start-up probes ------------------------------------------------------------------ */
+
+typedef struct drths_probe_stats {
+    int64_t *rtt_ns;  /* max_samples slots, owned */
+    size_t n, max_samples;
+    uint64_t rejected; /* negative round trips, or beyond max_samples */
+} drths_probe_stats_t;
+
+/* Room for max_samples probe round trips. Returns 0, -EINVAL (err names it), -ENOMEM. init-only. */
+int drths_probe_stats_init(drths_probe_stats_t *ps, size_t max_samples, drths_error_t *err);
+
+/* init-only. */
+void drths_probe_stats_close(drths_probe_stats_t *ps);
+
+/* Adds one round trip. Returns 0, -ERANGE for a negative one or -ENOSPC when full (both counted
+ * in rejected). RT-safe. */
+int drths_probe_stats_add(drths_probe_stats_t *ps, int64_t rtt_ns);
+
+/* Exact nearest-rank summary of the samples (sorted in place). Returns 0 or -ENOENT when there
+ * are none. init-only (sorts). */
+int drths_probe_stats_summary(drths_probe_stats_t *ps, int64_t dt_ns, drths_rtt_summary_t *out);
+
+/* Exact nearest-rank q-quantile of the samples (sorted in place), or -ENOENT/-EINVAL. init-only. */
+int drths_probe_stats_quantile(drths_probe_stats_t *ps, double q, int64_t *out_ns);
+
+/* ---- (b) The choice of L ------------------------------------------------------------------ */
+
+typedef struct drths_lchoice_params {
+    double quantile;              /* of the round trip, e.g. 0.999 */
+    int64_t wake_margin_local_ns; /* this site's measured wake-up latency margin */
+    int64_t wake_margin_peer_ns;  /* the other site's (from its HELLO/status) */
+    uint32_t safety_ticks;        /* configured extra margin */
+    uint32_t fixed_L;             /* > 0: use this L, ignore the measurements */
+} drths_lchoice_params_t;
+
+typedef struct drths_lchoice {
+    uint32_t L;           /* the L to use */
+    uint32_t L_auto;      /* what the measurements ask for (reported even when L is fixed) */
+    uint32_t rtt_ticks, wake_local_ticks, wake_peer_ticks, safety_ticks; /* L_auto's terms */
+    int fixed;            /* L came from fixed_L */
+} drths_lchoice_t;
+
+/* L_auto = ceil(rtt_q/dt) + ceil(wake_local/dt) + ceil(wake_peer/dt) + safety, at least 1; L is
+ * fixed_L when given, else L_auto. The breakdown lets main print how L was reached, and warn when
+ * a fixed L is below L_auto. Returns 0, or -EINVAL for dt <= 0, negative times or an L beyond
+ * 2^31. RT-safe (pure). */
+int drths_lchoice_compute(const drths_lchoice_params_t *p, int64_t rtt_q_ns, int64_t dt_ns,
+                          drths_lchoice_t *out);
+
+/* ---- (c) Continuous round trip from echoes ------------------------------------------------ */
+
+typedef struct drths_sendlog {
+    uint64_t *counter;     /* size slots, owned */
+    int64_t *sent_ns;      /* owned */
+    unsigned char *valid;  /* slot state (empty, sent, echoed), owned */
+    size_t size;
+} drths_sendlog_t;
+
+/* A ring of the last `size` sent counters and their send times (slot = counter mod size).
+ * init-only. */
+int drths_sendlog_init(drths_sendlog_t *sl, size_t size, drths_error_t *err);
+void drths_sendlog_close(drths_sendlog_t *sl);
+
+/* Remembers that `counter` was sent at sent_ns. RT-safe. */
+void drths_sendlog_record(drths_sendlog_t *sl, uint64_t counter, int64_t sent_ns);
+
+/* Looks up and forgets the send time of `counter`: 0 and *sent_ns, -ENOENT when it was never
+ * recorded or has been overwritten (too old), -EALREADY when it was already used (an echo
+ * repeated in several FEEDBACKs yields one sample). RT-safe. */
+int drths_sendlog_take(drths_sendlog_t *sl, uint64_t counter, int64_t *sent_ns);
+
+typedef struct drths_rtt_tracker {
+    drths_sendlog_t log;
+    drths_hist_t run;    /* whole run */
+    drths_hist_t window; /* since the last drths_rtt_tracker_window_reset */
+    int64_t last_rtt_ns;
+    uint64_t unknown;    /* echoes of counters not (or no longer) in the log */
+    uint64_t repeated;   /* echoes of counters already used */
+    uint64_t negative;   /* now - sent - hold < 0: a bogus hold time */
+} drths_rtt_tracker_t;
+
+/* A send log of log_size counters and two histograms of bin_ns bins up to max_ns (DESIGN.md:
+ * 10 µs bins up to 2 s, i.e. 200 000 bins, 1.6 MB each). init-only. */
+int drths_rtt_tracker_init(drths_rtt_tracker_t *t, size_t log_size, int64_t bin_ns, int64_t max_ns,
+                           drths_error_t *err);
+void drths_rtt_tracker_close(drths_rtt_tracker_t *t);
+
+/* A COMMAND with this counter was sent at sent_ns. RT-safe. */
+void drths_rtt_tracker_sent(drths_rtt_tracker_t *t, uint64_t counter, int64_t sent_ns);
+
+/* A FEEDBACK received at now_ns echoes `counter`, held hold_ns by the peer. Returns 0 with
+ * *rtt_ns (may be NULL) = now - sent - hold added to both histograms, or -ENOENT, -EALREADY,
+ * -ERANGE (counted, nothing added). RT-safe. */
+int drths_rtt_tracker_echo(drths_rtt_tracker_t *t, uint64_t counter, int64_t hold_ns,
+                           int64_t now_ns, int64_t *rtt_ns);
+
+/* Starts a new window. RT-safe (clears only the occupied part of the histogram). */
+void drths_rtt_tracker_window_reset(drths_rtt_tracker_t *t);
+
+/* ---- (d) Late rate and epochs --------------------------------------------------------------- */
+
+typedef struct drths_late_window {
+    unsigned char *late; /* one flag per tick of the window, owned */
+    size_t size;         /* window length in ticks */
+    size_t pos;          /* next slot to write */
+    size_t filled;       /* ticks in the window so far (<= size) */
+    uint64_t late_count; /* late flags in the window */
+} drths_late_window_t;
+
+/* A sliding window over the last `ticks` ticks. init-only. */
+int drths_late_window_init(drths_late_window_t *w, size_t ticks, drths_error_t *err);
+void drths_late_window_close(drths_late_window_t *w);
+
+/* Records one tick, late (nonzero) or not. O(1). RT-safe. */
+void drths_late_window_add(drths_late_window_t *w, int late);
+
+/* Late ticks / ticks in the window; 0 when empty. RT-safe. */
+double drths_late_window_rate(const drths_late_window_t *w);
+
+/* Empties the window (after an epoch change, so the old L's lates do not count). O(size).
+ * RT-safe. */
+void drths_late_window_reset(drths_late_window_t *w);
+
+typedef struct drths_epoch_params {
+    double late_rate_threshold;  /* raise when the window's late rate exceeds this */
+    uint64_t min_window_ticks;   /* the late rate counts only over at least this many ticks */
+    uint64_t min_rtt_samples;    /* the round-trip quantile counts only over this many samples */
+    uint32_t raise_step_ticks;   /* a late-rate raise adds at least this much */
+    int64_t lower_hysteresis_ns; /* the round trip must stay lower this long before lowering */
+    uint32_t max_L;              /* never propose more (0: no limit) */
+} drths_epoch_params_t;
+
+typedef struct drths_epoch_state {
+    int lowering;              /* the needed L has stayed below the current L since ... */
+    int64_t lower_since_ns;    /* ... this time */
+    uint32_t lower_needed_max; /* the highest L needed since then */
+    /* Ticks that late-rate raises added beyond what the round-trip quantile asked for: the
+     * evidence that the quantile alone is not enough. It is added to every later need, for the
+     * rest of the run, so L is lowered only when the round trip itself drops. */
+    uint32_t late_excess_ticks;
+} drths_epoch_state_t;
+
+typedef struct drths_epoch_input {
+    int64_t now_ns;
+    uint32_t current_L;
+    uint64_t window_ticks; /* ticks in the late window */
+    uint64_t window_late;  /* late ticks in it */
+    uint64_t rtt_samples;  /* round trips in the window histogram */
+    int64_t rtt_q_ns;      /* its quantile (the lchoice quantile) */
+} drths_epoch_input_t;
+
+typedef enum drths_epoch_reason {
+    DRTHS_EPOCH_KEEP = 0,
+    DRTHS_EPOCH_RAISE_LATE, /* the late rate exceeded its threshold */
+    DRTHS_EPOCH_RAISE_RTT,  /* the round-trip quantile no longer fits in L */
+    DRTHS_EPOCH_LOWER,      /* the round trip stayed lower for the hysteresis time */
+} drths_epoch_reason_t;
+
+/* Proposes the L for the next epoch (equal to in->current_L when nothing should change) and why.
+ * Call it once per decision interval; st carries the lowering hysteresis between calls (zero it
+ * at start). After a change the caller announces the epoch and resets both windows, so the same
+ * evidence does not raise twice. A fixed L (lp->fixed_L) is never changed. RT-safe (pure apart
+ * from st). */
+uint32_t drths_epoch_decide(const drths_epoch_params_t *p, const drths_lchoice_params_t *lp,
+                            int64_t dt_ns, drths_epoch_state_t *st, const drths_epoch_input_t *in,
+                            drths_epoch_reason_t *why);
+
+/* "keep", "raise (late rate)", "raise (round trip)", "lower". RT-safe. */
+const char *drths_epoch_reason_name(drths_epoch_reason_t r);
+
+#endif
