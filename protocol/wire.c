@@ -1,0 +1,915 @@
+#include "protocol/wire.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#define TRY(x)                                                                                 \
+    do {                                                                                       \
+        drths_reject_t r_ = (x);                                                               \
+        if (r_ != DRTHS_REJECT_OK)                                                             \
+            return r_;                                                                         \
+    } while (0)
+
+/* ---- names ---------------------------------------------------------------------------- */
+
+const char *drths_reject_name(drths_reject_t r)
+{
+    static const char *const names[DRTHS_REJECT_COUNT] = {
+        [DRTHS_REJECT_OK] = "OK",
+        [DRTHS_REJECT_TOO_SHORT] = "TOO_SHORT",
+        [DRTHS_REJECT_TOO_LONG] = "TOO_LONG",
+        [DRTHS_REJECT_BAD_MAGIC] = "BAD_MAGIC",
+        [DRTHS_REJECT_BAD_VERSION] = "BAD_VERSION",
+        [DRTHS_REJECT_BAD_TYPE] = "BAD_TYPE",
+        [DRTHS_REJECT_WRONG_DIRECTION] = "WRONG_DIRECTION",
+        [DRTHS_REJECT_BAD_RESERVED] = "BAD_RESERVED",
+        [DRTHS_REJECT_BAD_SESSION] = "BAD_SESSION",
+        [DRTHS_REJECT_NO_KEY] = "NO_KEY",
+        [DRTHS_REJECT_BAD_COUNTER] = "BAD_COUNTER",
+        [DRTHS_REJECT_REPLAYED] = "REPLAYED",
+        [DRTHS_REJECT_TOO_OLD] = "TOO_OLD",
+        [DRTHS_REJECT_BAD_TAG] = "BAD_TAG",
+        [DRTHS_REJECT_BAD_PAYLOAD] = "BAD_PAYLOAD",
+        [DRTHS_REJECT_TRAILING_BYTES] = "TRAILING_BYTES",
+        [DRTHS_REJECT_BAD_SCHEMA] = "BAD_SCHEMA",
+        [DRTHS_REJECT_BAD_FIELD] = "BAD_FIELD",
+    };
+    if ((unsigned)r >= DRTHS_REJECT_COUNT)
+        return "UNKNOWN";
+    return names[r];
+}
+
+const char *drths_msg_type_name(int type)
+{
+    static const char *const names[DRTHS_MSG_TYPE_MAX + 1] = {
+        [DRTHS_MSG_HELLO] = "HELLO",         [DRTHS_MSG_HELLO_ACK] = "HELLO_ACK",
+        [DRTHS_MSG_PROBE] = "PROBE",         [DRTHS_MSG_PROBE_ECHO] = "PROBE_ECHO",
+        [DRTHS_MSG_COMMAND] = "COMMAND",     [DRTHS_MSG_FEEDBACK] = "FEEDBACK",
+        [DRTHS_MSG_EPOCH] = "EPOCH",         [DRTHS_MSG_HEARTBEAT] = "HEARTBEAT",
+        [DRTHS_MSG_STOP] = "STOP",           [DRTHS_MSG_ABORT] = "ABORT",
+    };
+    if (type < 1 || type > DRTHS_MSG_TYPE_MAX)
+        return "UNKNOWN";
+    return names[type];
+}
+
+const char *drths_stop_reason_name(int reason)
+{
+    static const char *const names[] = {
+        [DRTHS_STOP_UNSPECIFIED] = "UNSPECIFIED",
+        [DRTHS_STOP_USER_STOP] = "USER_STOP",
+        [DRTHS_STOP_END_OF_RECORD] = "END_OF_RECORD",
+        [DRTHS_STOP_WATCHDOG] = "WATCHDOG",
+        [DRTHS_STOP_LIMIT] = "LIMIT",
+        [DRTHS_STOP_PEER_LOST] = "PEER_LOST",
+        [DRTHS_STOP_FINGERPRINT_MISMATCH] = "FINGERPRINT_MISMATCH",
+        [DRTHS_STOP_VERSION_MISMATCH] = "VERSION_MISMATCH",
+        [DRTHS_STOP_CONFIG_MISMATCH] = "CONFIG_MISMATCH",
+        [DRTHS_STOP_SIGNAL] = "SIGNAL",
+        [DRTHS_STOP_BUSY] = "BUSY",
+        [DRTHS_STOP_INTERNAL_ERROR] = "INTERNAL_ERROR",
+        [DRTHS_STOP_HOLD] = "HOLD",
+    };
+    if (reason < 0 || (size_t)reason >= sizeof names / sizeof names[0])
+        return "UNKNOWN";
+    return names[reason];
+}
+
+const char *drths_site_state_name(int state)
+{
+    switch (state) {
+    case DRTHS_STATE_WAITING: return "WAITING";
+    case DRTHS_STATE_RUNNING: return "RUNNING";
+    case DRTHS_STATE_HOLD: return "HOLD";
+    case DRTHS_STATE_STOPPED: return "STOPPED";
+    default: return "UNKNOWN";
+    }
+}
+
+/* ---- header --------------------------------------------------------------------------- */
+
+static void put_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static uint64_t get_be(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void header_write(uint8_t *p, const drths_wire_header_t *h)
+{
+    memcpy(p, DRTHS_WIRE_MAGIC, 4);
+    p[4] = h->version;
+    p[5] = h->type;
+    put_be16(p + 6, h->flags);
+    put_be64(p + 8, h->session_id);
+    put_be64(p + 16, h->counter);
+    put_be64(p + 24, h->tick);
+    put_be32(p + 32, h->epoch);
+    put_be32(p + 36, h->reserved);
+}
+
+drths_reject_t drths_wire_peek_header(const uint8_t *buf, size_t len, drths_wire_header_t *h)
+{
+    if (len < DRTHS_WIRE_HEADER_BYTES + 1 + DRTHS_TAG_BYTES)
+        return DRTHS_REJECT_TOO_SHORT;
+    if (len > DRTHS_WIRE_MAX_DATAGRAM)
+        return DRTHS_REJECT_TOO_LONG;
+    if (memcmp(buf, DRTHS_WIRE_MAGIC, 4) != 0)
+        return DRTHS_REJECT_BAD_MAGIC;
+    h->version = buf[4];
+    h->type = buf[5];
+    h->flags = (uint16_t)get_be(buf + 6, 2);
+    h->session_id = get_be(buf + 8, 8);
+    h->counter = get_be(buf + 16, 8);
+    h->tick = get_be(buf + 24, 8);
+    h->epoch = (uint32_t)get_be(buf + 32, 4);
+    h->reserved = (uint32_t)get_be(buf + 36, 4);
+    if (h->version != DRTHS_WIRE_VERSION)
+        return DRTHS_REJECT_BAD_VERSION;
+    if (h->type < 1 || h->type > DRTHS_MSG_TYPE_MAX)
+        return DRTHS_REJECT_BAD_TYPE;
+    if (h->flags != 0 || h->reserved != 0)
+        return DRTHS_REJECT_BAD_RESERVED;
+    return DRTHS_REJECT_OK;
+}
+
+/* Which role may send which type. PROBE / PROBE_ECHO, HEARTBEAT, STOP and ABORT go both ways;
+ * the handshake, COMMAND and EPOCH come from the numerical site, FEEDBACK from the physical. */
+static bool role_sends(drths_role_t sender, int type)
+{
+    switch (type) {
+    case DRTHS_MSG_HELLO:
+    case DRTHS_MSG_COMMAND:
+    case DRTHS_MSG_EPOCH:
+        return sender == DRTHS_ROLE_NUMERICAL;
+    case DRTHS_MSG_HELLO_ACK:
+    case DRTHS_MSG_FEEDBACK:
+        return sender == DRTHS_ROLE_PHYSICAL;
+    case DRTHS_MSG_PROBE:
+    case DRTHS_MSG_PROBE_ECHO:
+    case DRTHS_MSG_HEARTBEAT:
+    case DRTHS_MSG_STOP:
+    case DRTHS_MSG_ABORT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static drths_role_t peer_of(drths_role_t self)
+{
+    return self == DRTHS_ROLE_NUMERICAL ? DRTHS_ROLE_PHYSICAL : DRTHS_ROLE_NUMERICAL;
+}
+
+static bool is_handshake(int type)
+{
+    return type == DRTHS_MSG_HELLO || type == DRTHS_MSG_HELLO_ACK;
+}
+
+/* ---- validation (shared by sender and receiver) ---------------------------------------- */
+
+static bool text_ok(const char *s, size_t max)
+{
+    return memchr(s, '\0', max + 1) != NULL;
+}
+
+static drths_reject_t validate(const drths_msg_t *m)
+{
+    switch (m->type) {
+    case DRTHS_MSG_HELLO:
+    case DRTHS_MSG_HELLO_ACK: {
+        const drths_msg_hello_t *h = &m->u.hello;
+        drths_role_t want = m->type == DRTHS_MSG_HELLO ? DRTHS_ROLE_NUMERICAL : DRTHS_ROLE_PHYSICAL;
+        if (h->proto_min < 1 || h->proto_min > h->proto_max || h->role != want)
+            return DRTHS_REJECT_BAD_FIELD;
+        if (!isfinite(h->rate_hz) || h->rate_hz <= 0.0 || h->rate_hz > 1e6)
+            return DRTHS_REJECT_BAD_FIELD;
+        if (h->n_channels < 1 || h->n_channels > DRTHS_WIRE_MAX_CHANNELS || h->r < 1 ||
+            h->r > DRTHS_WIRE_MAX_R)
+            return DRTHS_REJECT_BAD_FIELD;
+        if (!text_ok(h->units, DRTHS_WIRE_MAX_UNITS) || !text_ok(h->software, DRTHS_WIRE_MAX_SOFTWARE))
+            return DRTHS_REJECT_BAD_FIELD;
+        return DRTHS_REJECT_OK;
+    }
+    case DRTHS_MSG_PROBE:
+    case DRTHS_MSG_PROBE_ECHO:
+        return DRTHS_REJECT_OK;
+    case DRTHS_MSG_COMMAND: {
+        const drths_msg_command_t *c = &m->u.command;
+        if (c->n_channels < 1 || c->n_channels > DRTHS_WIRE_MAX_CHANNELS || c->r < 1 ||
+            c->r > DRTHS_WIRE_MAX_R || (uint64_t)(c->r - 1) > m->tick)
+            return DRTHS_REJECT_BAD_FIELD;
+        for (int k = 0; k < c->r; k++)
+            for (int j = 0; j < c->n_channels; j++) {
+                const drths_cmd_channel_t *s = &c->s[k][j];
+                if (!isfinite(s->disp_m) || !isfinite(s->vel_m_s) || !isfinite(s->acc_m_s2) ||
+                    !isfinite(s->damper_cmd))
+                    return DRTHS_REJECT_BAD_FIELD;
+            }
+        return DRTHS_REJECT_OK;
+    }
+    case DRTHS_MSG_FEEDBACK: {
+        const drths_msg_feedback_t *f = &m->u.feedback;
+        if (f->n_channels < 1 || f->n_channels > DRTHS_WIRE_MAX_CHANNELS || f->r < 1 ||
+            f->r > DRTHS_WIRE_MAX_R || (uint64_t)(f->r - 1) > m->tick)
+            return DRTHS_REJECT_BAD_FIELD;
+        for (int k = 0; k < f->r; k++) {
+            const drths_fb_sample_t *s = &f->s[k];
+            if (s->cmd_tick < -1 || (s->flags & ~DRTHS_FB_FLAGS_ALL) != 0)
+                return DRTHS_REJECT_BAD_FIELD;
+            for (int j = 0; j < f->n_channels; j++)
+                if (!isfinite(s->ch[j].force_n) || !isfinite(s->ch[j].disp_m))
+                    return DRTHS_REJECT_BAD_FIELD;
+        }
+        return DRTHS_REJECT_OK;
+    }
+    case DRTHS_MSG_EPOCH:
+        return DRTHS_REJECT_OK;
+    case DRTHS_MSG_HEARTBEAT:
+        return (m->u.heartbeat.state >= DRTHS_STATE_WAITING &&
+                m->u.heartbeat.state <= DRTHS_STATE_STOPPED)
+                   ? DRTHS_REJECT_OK
+                   : DRTHS_REJECT_BAD_FIELD;
+    case DRTHS_MSG_STOP:
+    case DRTHS_MSG_ABORT:
+        return text_ok(m->u.stop.text, DRTHS_WIRE_MAX_TEXT) ? DRTHS_REJECT_OK
+                                                            : DRTHS_REJECT_BAD_FIELD;
+    default:
+        return DRTHS_REJECT_BAD_TYPE;
+    }
+}
+
+/* ---- sizes ---------------------------------------------------------------------------- */
+
+static size_t arr_hdr(size_t n)
+{
+    return n <= 15 ? 1 : n <= 0xffff ? 3 : 5;
+}
+
+static size_t str_hdr(size_t n)
+{
+    return n <= 31 ? 1 : n <= 0xff ? 2 : n <= 0xffff ? 3 : 5;
+}
+
+size_t drths_wire_max_datagram(drths_msg_type_t type, int n_channels, int r)
+{
+    const size_t I = 9, F = 9; /* widest integer, float64 */
+    size_t n = n_channels < 1 ? 1 : (size_t)n_channels;
+    size_t k = r < 1 ? 1 : (size_t)r;
+    size_t p;
+    switch (type) {
+    case DRTHS_MSG_HELLO:
+    case DRTHS_MSG_HELLO_ACK:
+        p = arr_hdr(10) + 3 * I + F + 2 * I + str_hdr(DRTHS_WIRE_MAX_UNITS) + DRTHS_WIRE_MAX_UNITS +
+            2 * (2 + 32) + str_hdr(DRTHS_WIRE_MAX_SOFTWARE) + DRTHS_WIRE_MAX_SOFTWARE;
+        break;
+    case DRTHS_MSG_PROBE:
+    case DRTHS_MSG_PROBE_ECHO:
+        p = arr_hdr(3) + 3 * I;
+        break;
+    case DRTHS_MSG_COMMAND:
+        p = arr_hdr(6) + 5 * I + arr_hdr(k) + k * (arr_hdr(n) + n * (arr_hdr(4) + 4 * F));
+        break;
+    case DRTHS_MSG_FEEDBACK:
+        p = arr_hdr(5) + 4 * I + arr_hdr(k) + k * (arr_hdr(3) + 2 * I + arr_hdr(n) + n * (arr_hdr(2) + 2 * F));
+        break;
+    case DRTHS_MSG_EPOCH:
+        p = arr_hdr(3) + 3 * I;
+        break;
+    case DRTHS_MSG_HEARTBEAT:
+        p = arr_hdr(1) + I;
+        break;
+    case DRTHS_MSG_STOP:
+    case DRTHS_MSG_ABORT:
+        p = arr_hdr(2) + I + str_hdr(DRTHS_WIRE_MAX_TEXT) + DRTHS_WIRE_MAX_TEXT;
+        break;
+    default:
+        return 0;
+    }
+    return DRTHS_WIRE_HEADER_BYTES + p + DRTHS_TAG_BYTES;
+}
+
+/* ---- packing -------------------------------------------------------------------------- */
+
+typedef struct outbuf {
+    uint8_t *p;
+    size_t cap;
+    size_t len;
+    bool overflow;
+} outbuf_t;
+
+static int out_write(void *data, const char *b, size_t n)
+{
+    outbuf_t *o = data;
+    if (o->overflow || n > o->cap - o->len) {
+        o->overflow = true;
+        return -1;
+    }
+    memcpy(o->p + o->len, b, n);
+    o->len += n;
+    return 0;
+}
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_bin(msgpack_packer *pk, const uint8_t *b, size_t n)
+{
+    msgpack_pack_bin(pk, n);
+    msgpack_pack_bin_body(pk, b, n);
+}
+
+/* Packs the payload; overflow is recorded in the outbuf, so return values need no checks. */
+static void pack_payload(msgpack_packer *pk, const drths_msg_t *m)
+{
+    switch (m->type) {
+    case DRTHS_MSG_HELLO:
+    case DRTHS_MSG_HELLO_ACK: {
+        const drths_msg_hello_t *h = &m->u.hello;
+        msgpack_pack_array(pk, 10);
+        msgpack_pack_uint64(pk, h->proto_min);
+        msgpack_pack_uint64(pk, h->proto_max);
+        msgpack_pack_uint64(pk, h->role);
+        msgpack_pack_double(pk, h->rate_hz);
+        msgpack_pack_uint64(pk, h->n_channels);
+        msgpack_pack_uint64(pk, h->r);
+        pack_str(pk, h->units);
+        pack_bin(pk, h->nonce, sizeof h->nonce);
+        pack_bin(pk, h->fingerprint, sizeof h->fingerprint);
+        pack_str(pk, h->software);
+        break;
+    }
+    case DRTHS_MSG_PROBE:
+    case DRTHS_MSG_PROBE_ECHO: {
+        const drths_msg_probe_t *p = &m->u.probe;
+        bool echo = m->type == DRTHS_MSG_PROBE_ECHO;
+        msgpack_pack_array(pk, echo ? 3 : 2);
+        msgpack_pack_uint64(pk, p->seq);
+        msgpack_pack_uint64(pk, p->send_time_ns);
+        if (echo)
+            msgpack_pack_uint64(pk, p->hold_ns);
+        break;
+    }
+    case DRTHS_MSG_COMMAND: {
+        const drths_msg_command_t *c = &m->u.command;
+        msgpack_pack_array(pk, 6);
+        msgpack_pack_uint64(pk, c->loop_delay_ticks);
+        msgpack_pack_uint64(pk, c->n_channels);
+        msgpack_pack_uint64(pk, c->r);
+        msgpack_pack_uint64(pk, c->echo_counter);
+        msgpack_pack_uint64(pk, c->echo_hold_ns);
+        msgpack_pack_array(pk, c->r);
+        for (int k = 0; k < c->r; k++) {
+            msgpack_pack_array(pk, c->n_channels);
+            for (int j = 0; j < c->n_channels; j++) {
+                const drths_cmd_channel_t *s = &c->s[k][j];
+                msgpack_pack_array(pk, 4);
+                msgpack_pack_double(pk, s->disp_m);
+                msgpack_pack_double(pk, s->vel_m_s);
+                msgpack_pack_double(pk, s->acc_m_s2);
+                msgpack_pack_double(pk, s->damper_cmd);
+            }
+        }
+        break;
+    }
+    case DRTHS_MSG_FEEDBACK: {
+        const drths_msg_feedback_t *f = &m->u.feedback;
+        msgpack_pack_array(pk, 5);
+        msgpack_pack_uint64(pk, f->n_channels);
+        msgpack_pack_uint64(pk, f->r);
+        msgpack_pack_uint64(pk, f->echo_counter);
+        msgpack_pack_uint64(pk, f->echo_hold_ns);
+        msgpack_pack_array(pk, f->r);
+        for (int k = 0; k < f->r; k++) {
+            const drths_fb_sample_t *s = &f->s[k];
+            msgpack_pack_array(pk, 3);
+            msgpack_pack_int64(pk, s->cmd_tick);
+            msgpack_pack_uint64(pk, s->flags);
+            msgpack_pack_array(pk, f->n_channels);
+            for (int j = 0; j < f->n_channels; j++) {
+                msgpack_pack_array(pk, 2);
+                msgpack_pack_double(pk, s->ch[j].force_n);
+                msgpack_pack_double(pk, s->ch[j].disp_m);
+            }
+        }
+        break;
+    }
+    case DRTHS_MSG_EPOCH:
+        msgpack_pack_array(pk, 3);
+        msgpack_pack_uint64(pk, m->u.epoch.new_epoch);
+        msgpack_pack_uint64(pk, m->u.epoch.loop_delay_ticks);
+        msgpack_pack_uint64(pk, m->u.epoch.effective_tick);
+        break;
+    case DRTHS_MSG_HEARTBEAT:
+        msgpack_pack_array(pk, 1);
+        msgpack_pack_uint64(pk, m->u.heartbeat.state);
+        break;
+    case DRTHS_MSG_STOP:
+    case DRTHS_MSG_ABORT:
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_uint64(pk, m->u.stop.reason);
+        pack_str(pk, m->u.stop.text);
+        break;
+    }
+}
+
+int drths_wire_tx_init(drths_wire_tx_t *tx, drths_role_t role, const uint8_t psk[DRTHS_KEY_BYTES],
+                       uint64_t session_id)
+{
+    if ((role != DRTHS_ROLE_NUMERICAL && role != DRTHS_ROLE_PHYSICAL) || session_id == 0 || !psk)
+        return -EINVAL;
+    memset(tx, 0, sizeof *tx);
+    tx->role = role;
+    tx->session_id = session_id;
+    tx->next_counter = 1;
+    drths_crypto_derive_handshake(psk, session_id, tx->hs_key);
+    return 0;
+}
+
+void drths_wire_tx_set_keys(drths_wire_tx_t *tx, const drths_session_keys_t *keys)
+{
+    memcpy(tx->key, tx->role == DRTHS_ROLE_NUMERICAL ? keys->num_to_phys : keys->phys_to_num,
+           DRTHS_KEY_BYTES);
+    tx->have_key = true;
+}
+
+void drths_wire_tx_close(drths_wire_tx_t *tx)
+{
+    drths_crypto_wipe(tx, sizeof *tx);
+}
+
+int drths_wire_seal(drths_wire_tx_t *tx, const drths_msg_t *m, uint8_t *buf, size_t cap,
+                    size_t *len)
+{
+    if (!role_sends(tx->role, m->type) || validate(m) != DRTHS_REJECT_OK)
+        return -EINVAL;
+    const uint8_t *key;
+    if (is_handshake(m->type))
+        key = tx->hs_key;
+    else if (tx->have_key)
+        key = tx->key;
+    else
+        return -ENOKEY;
+    if (tx->next_counter == 0 || tx->next_counter > DRTHS_REPLAY_COUNTER_MAX)
+        return -EOVERFLOW;
+    if (cap < DRTHS_WIRE_HEADER_BYTES + 1 + DRTHS_TAG_BYTES)
+        return -EMSGSIZE;
+    size_t room = cap - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
+    if (room > DRTHS_WIRE_MAX_PAYLOAD)
+        room = DRTHS_WIRE_MAX_PAYLOAD;
+    drths_wire_header_t h = {
+        .version = DRTHS_WIRE_VERSION,
+        .type = (uint8_t)m->type,
+        .session_id = tx->session_id,
+        .counter = tx->next_counter,
+        .tick = m->tick,
+        .epoch = m->epoch,
+    };
+    header_write(buf, &h);
+    outbuf_t o = {.p = buf + DRTHS_WIRE_HEADER_BYTES, .cap = room};
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &o, out_write);
+    pack_payload(&pk, m);
+    if (o.overflow)
+        return -EMSGSIZE;
+    drths_crypto_seal(key, tx->role, h.counter, buf, DRTHS_WIRE_HEADER_BYTES, o.p, o.len,
+                      o.p + o.len);
+    *len = DRTHS_WIRE_HEADER_BYTES + o.len + DRTHS_TAG_BYTES;
+    tx->next_counter++;
+    return 0;
+}
+
+/* ---- receiving ------------------------------------------------------------------------ */
+
+/* Each msgpack object takes sizeof(msgpack_object) in the zone plus at most one alignment pad
+ * per array; scan() guarantees that every declared element has at least one byte behind it,
+ * so a payload of n bytes never needs more than n of each. One chunk of this size therefore
+ * holds any payload and the zone never grows. */
+#define ZONE_BYTES (DRTHS_WIRE_MAX_PAYLOAD * (sizeof(msgpack_object) + MSGPACK_ZONE_ALIGN) + 256)
+
+int drths_wire_rx_init(drths_wire_rx_t *rx, drths_role_t self, const uint8_t psk[DRTHS_KEY_BYTES],
+                       drths_error_t *err)
+{
+    if (self != DRTHS_ROLE_NUMERICAL && self != DRTHS_ROLE_PHYSICAL)
+        return drths_error_set(err, -EINVAL, "wire receiver: role must be numerical or physical");
+    if (!psk)
+        return drths_error_set(err, -EINVAL, "wire receiver: no pre-shared key");
+    memset(rx, 0, sizeof *rx);
+    if (!msgpack_zone_init(&rx->zone, ZONE_BYTES))
+        return drths_error_set(err, -ENOMEM, "wire receiver: cannot allocate %zu bytes for the "
+                               "msgpack zone", (size_t)ZONE_BYTES);
+    rx->zone_ready = true;
+    rx->zone_head0 = rx->zone.chunk_list.head;
+    rx->role = self;
+    memcpy(rx->psk, psk, DRTHS_KEY_BYTES);
+    drths_replay_reset(&rx->replay);
+    return 0;
+}
+
+void drths_wire_rx_start(drths_wire_rx_t *rx, uint64_t session_id)
+{
+    rx->session_id = session_id;
+    drths_crypto_derive_handshake(rx->psk, session_id, rx->hs_key);
+    drths_crypto_wipe(rx->key, sizeof rx->key);
+    rx->have_key = false;
+    drths_replay_reset(&rx->replay);
+}
+
+void drths_wire_rx_set_keys(drths_wire_rx_t *rx, const drths_session_keys_t *keys)
+{
+    memcpy(rx->key, rx->role == DRTHS_ROLE_NUMERICAL ? keys->phys_to_num : keys->num_to_phys,
+           DRTHS_KEY_BYTES);
+    rx->have_key = true;
+}
+
+void drths_wire_rx_close(drths_wire_rx_t *rx)
+{
+    if (rx->zone_ready)
+        msgpack_zone_destroy(&rx->zone);
+    drths_crypto_wipe(rx, sizeof *rx);
+}
+
+/* Walks the msgpack bytes without decoding: well-formedness, every length within the buffer,
+ * and every declared array/map element backed by at least one remaining byte (which bounds
+ * the zone use, see ZONE_BYTES). One top-level object; anything after it is TRAILING_BYTES. */
+static drths_reject_t scan(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    uint64_t pending = 1;
+    while (pending > 0) {
+        if (i >= n)
+            return DRTHS_REJECT_BAD_PAYLOAD;
+        uint8_t b = p[i++];
+        pending--;
+        uint64_t skip = 0, add = 0;
+        size_t lenbytes = 0; /* size of a big-endian length that follows b */
+        int kind = 0;        /* 0 scalar, 1 bytes (skip), 2 array, 3 map, 4 ext (skip + type) */
+        if (b <= 0x7f || b >= 0xe0) {
+        } else if (b <= 0x8f) {
+            add = 2u * (b & 0x0fu);
+        } else if (b <= 0x9f) {
+            add = b & 0x0fu;
+        } else if (b <= 0xbf) {
+            skip = b & 0x1fu;
+        } else {
+            switch (b) {
+            case 0xc0: case 0xc2: case 0xc3: break;
+            case 0xc4: case 0xd9: lenbytes = 1; kind = 1; break;
+            case 0xc5: case 0xda: lenbytes = 2; kind = 1; break;
+            case 0xc6: case 0xdb: lenbytes = 4; kind = 1; break;
+            case 0xc7: lenbytes = 1; kind = 4; break;
+            case 0xc8: lenbytes = 2; kind = 4; break;
+            case 0xc9: lenbytes = 4; kind = 4; break;
+            case 0xca: skip = 4; break;
+            case 0xcb: skip = 8; break;
+            case 0xcc: case 0xd0: skip = 1; break;
+            case 0xcd: case 0xd1: skip = 2; break;
+            case 0xce: case 0xd2: skip = 4; break;
+            case 0xcf: case 0xd3: skip = 8; break;
+            case 0xd4: skip = 2; break;
+            case 0xd5: skip = 3; break;
+            case 0xd6: skip = 5; break;
+            case 0xd7: skip = 9; break;
+            case 0xd8: skip = 17; break;
+            case 0xdc: lenbytes = 2; kind = 2; break;
+            case 0xdd: lenbytes = 4; kind = 2; break;
+            case 0xde: lenbytes = 2; kind = 3; break;
+            case 0xdf: lenbytes = 4; kind = 3; break;
+            default: return DRTHS_REJECT_BAD_PAYLOAD; /* 0xc1 is never used */
+            }
+        }
+        if (lenbytes) {
+            if (n - i < lenbytes)
+                return DRTHS_REJECT_BAD_PAYLOAD;
+            uint64_t v = get_be(p + i, (int)lenbytes);
+            i += lenbytes;
+            switch (kind) {
+            case 1: skip = v; break;
+            case 2: add = v; break;
+            case 3: add = 2 * v; break;
+            case 4: skip = v + 1; break;
+            }
+        }
+        if (skip > n - i)
+            return DRTHS_REJECT_BAD_PAYLOAD;
+        i += (size_t)skip;
+        pending += add;
+        if (pending > n - i)
+            return DRTHS_REJECT_BAD_PAYLOAD;
+    }
+    return i < n ? DRTHS_REJECT_TRAILING_BYTES : DRTHS_REJECT_OK;
+}
+
+static drths_reject_t get_array(const msgpack_object *o, uint32_t n, const msgpack_object **items)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != n)
+        return DRTHS_REJECT_BAD_SCHEMA;
+    *items = o->via.array.ptr;
+    return DRTHS_REJECT_OK;
+}
+
+static drths_reject_t get_uint(const msgpack_object *o, uint64_t max, uint64_t *v)
+{
+    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        return DRTHS_REJECT_BAD_FIELD;
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return DRTHS_REJECT_BAD_SCHEMA;
+    if (o->via.u64 > max)
+        return DRTHS_REJECT_BAD_FIELD;
+    *v = o->via.u64;
+    return DRTHS_REJECT_OK;
+}
+
+static drths_reject_t get_u8(const msgpack_object *o, uint8_t *v)
+{
+    uint64_t u = 0;
+    TRY(get_uint(o, UINT8_MAX, &u));
+    *v = (uint8_t)u;
+    return DRTHS_REJECT_OK;
+}
+
+static drths_reject_t get_u32(const msgpack_object *o, uint32_t *v)
+{
+    uint64_t u = 0;
+    TRY(get_uint(o, UINT32_MAX, &u));
+    *v = (uint32_t)u;
+    return DRTHS_REJECT_OK;
+}
+
+static drths_reject_t get_u64(const msgpack_object *o, uint64_t *v)
+{
+    return get_uint(o, UINT64_MAX, v);
+}
+
+static drths_reject_t get_i64(const msgpack_object *o, int64_t *v)
+{
+    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+        *v = o->via.i64;
+        return DRTHS_REJECT_OK;
+    }
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return DRTHS_REJECT_BAD_SCHEMA;
+    if (o->via.u64 > (uint64_t)INT64_MAX)
+        return DRTHS_REJECT_BAD_FIELD;
+    *v = (int64_t)o->via.u64;
+    return DRTHS_REJECT_OK;
+}
+
+static drths_reject_t get_f64(const msgpack_object *o, double *v)
+{
+    if (o->type != MSGPACK_OBJECT_FLOAT64 && o->type != MSGPACK_OBJECT_FLOAT32)
+        return DRTHS_REJECT_BAD_SCHEMA;
+    *v = o->via.f64;
+    return DRTHS_REJECT_OK;
+}
+
+static drths_reject_t get_str(const msgpack_object *o, char *out, size_t max)
+{
+    if (o->type != MSGPACK_OBJECT_STR)
+        return DRTHS_REJECT_BAD_SCHEMA;
+    size_t n = o->via.str.size;
+    if (n > max || (n > 0 && memchr(o->via.str.ptr, '\0', n) != NULL))
+        return DRTHS_REJECT_BAD_FIELD;
+    memcpy(out, o->via.str.ptr, n);
+    out[n] = '\0';
+    return DRTHS_REJECT_OK;
+}
+
+static drths_reject_t get_bin(const msgpack_object *o, uint8_t *out, size_t n)
+{
+    if (o->type != MSGPACK_OBJECT_BIN)
+        return DRTHS_REJECT_BAD_SCHEMA;
+    if (o->via.bin.size != n)
+        return DRTHS_REJECT_BAD_FIELD;
+    memcpy(out, o->via.bin.ptr, n);
+    return DRTHS_REJECT_OK;
+}
+
+/* n_channels and r first (range-checked), so the nested arrays can be checked against them. */
+static drths_reject_t get_shape(const msgpack_object *on, const msgpack_object *or_, uint8_t *n,
+                                uint8_t *r)
+{
+    TRY(get_u8(on, n));
+    TRY(get_u8(or_, r));
+    if (*n < 1 || *n > DRTHS_WIRE_MAX_CHANNELS || *r < 1 || *r > DRTHS_WIRE_MAX_R)
+        return DRTHS_REJECT_BAD_FIELD;
+    return DRTHS_REJECT_OK;
+}
+
+static drths_reject_t decode_payload(const msgpack_object *root, drths_msg_t *m)
+{
+    const msgpack_object *a, *b, *c;
+    switch (m->type) {
+    case DRTHS_MSG_HELLO:
+    case DRTHS_MSG_HELLO_ACK: {
+        drths_msg_hello_t *h = &m->u.hello;
+        TRY(get_array(root, 10, &a));
+        TRY(get_u8(&a[0], &h->proto_min));
+        TRY(get_u8(&a[1], &h->proto_max));
+        TRY(get_u8(&a[2], &h->role));
+        TRY(get_f64(&a[3], &h->rate_hz));
+        TRY(get_u8(&a[4], &h->n_channels));
+        TRY(get_u8(&a[5], &h->r));
+        TRY(get_str(&a[6], h->units, DRTHS_WIRE_MAX_UNITS));
+        TRY(get_bin(&a[7], h->nonce, sizeof h->nonce));
+        TRY(get_bin(&a[8], h->fingerprint, sizeof h->fingerprint));
+        TRY(get_str(&a[9], h->software, DRTHS_WIRE_MAX_SOFTWARE));
+        return DRTHS_REJECT_OK;
+    }
+    case DRTHS_MSG_PROBE:
+    case DRTHS_MSG_PROBE_ECHO: {
+        bool echo = m->type == DRTHS_MSG_PROBE_ECHO;
+        TRY(get_array(root, echo ? 3 : 2, &a));
+        TRY(get_u64(&a[0], &m->u.probe.seq));
+        TRY(get_u64(&a[1], &m->u.probe.send_time_ns));
+        if (echo)
+            TRY(get_u64(&a[2], &m->u.probe.hold_ns));
+        return DRTHS_REJECT_OK;
+    }
+    case DRTHS_MSG_COMMAND: {
+        drths_msg_command_t *cm = &m->u.command;
+        TRY(get_array(root, 6, &a));
+        TRY(get_u32(&a[0], &cm->loop_delay_ticks));
+        TRY(get_shape(&a[1], &a[2], &cm->n_channels, &cm->r));
+        TRY(get_u64(&a[3], &cm->echo_counter));
+        TRY(get_u64(&a[4], &cm->echo_hold_ns));
+        TRY(get_array(&a[5], cm->r, &b));
+        for (int k = 0; k < cm->r; k++) {
+            TRY(get_array(&b[k], cm->n_channels, &c));
+            for (int j = 0; j < cm->n_channels; j++) {
+                const msgpack_object *v;
+                drths_cmd_channel_t *s = &cm->s[k][j];
+                TRY(get_array(&c[j], 4, &v));
+                TRY(get_f64(&v[0], &s->disp_m));
+                TRY(get_f64(&v[1], &s->vel_m_s));
+                TRY(get_f64(&v[2], &s->acc_m_s2));
+                TRY(get_f64(&v[3], &s->damper_cmd));
+            }
+        }
+        return DRTHS_REJECT_OK;
+    }
+    case DRTHS_MSG_FEEDBACK: {
+        drths_msg_feedback_t *f = &m->u.feedback;
+        TRY(get_array(root, 5, &a));
+        TRY(get_shape(&a[0], &a[1], &f->n_channels, &f->r));
+        TRY(get_u64(&a[2], &f->echo_counter));
+        TRY(get_u64(&a[3], &f->echo_hold_ns));
+        TRY(get_array(&a[4], f->r, &b));
+        for (int k = 0; k < f->r; k++) {
+            drths_fb_sample_t *s = &f->s[k];
+            TRY(get_array(&b[k], 3, &c));
+            TRY(get_i64(&c[0], &s->cmd_tick));
+            TRY(get_u8(&c[1], &s->flags));
+            const msgpack_object *ch;
+            TRY(get_array(&c[2], f->n_channels, &ch));
+            for (int j = 0; j < f->n_channels; j++) {
+                const msgpack_object *v;
+                TRY(get_array(&ch[j], 2, &v));
+                TRY(get_f64(&v[0], &s->ch[j].force_n));
+                TRY(get_f64(&v[1], &s->ch[j].disp_m));
+            }
+        }
+        return DRTHS_REJECT_OK;
+    }
+    case DRTHS_MSG_EPOCH:
+        TRY(get_array(root, 3, &a));
+        TRY(get_u32(&a[0], &m->u.epoch.new_epoch));
+        TRY(get_u32(&a[1], &m->u.epoch.loop_delay_ticks));
+        TRY(get_u64(&a[2], &m->u.epoch.effective_tick));
+        return DRTHS_REJECT_OK;
+    case DRTHS_MSG_HEARTBEAT:
+        TRY(get_array(root, 1, &a));
+        TRY(get_u8(&a[0], &m->u.heartbeat.state));
+        return DRTHS_REJECT_OK;
+    case DRTHS_MSG_STOP:
+    case DRTHS_MSG_ABORT:
+        TRY(get_array(root, 2, &a));
+        TRY(get_u8(&a[0], &m->u.stop.reason));
+        TRY(get_str(&a[1], m->u.stop.text, DRTHS_WIRE_MAX_TEXT));
+        return DRTHS_REJECT_OK;
+    default:
+        return DRTHS_REJECT_BAD_TYPE;
+    }
+}
+
+/* Decrypts with key and decodes. The caller has done the header, session and window checks. */
+static drths_reject_t open_and_decode(drths_wire_rx_t *rx, const uint8_t key[DRTHS_KEY_BYTES],
+                                      const drths_wire_header_t *h, const uint8_t *buf,
+                                      size_t len, drths_replay_t *window, drths_msg_t *out)
+{
+    size_t plen = len - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
+    if (drths_crypto_open(key, peer_of(rx->role), h->counter, buf, DRTHS_WIRE_HEADER_BYTES,
+                          buf + DRTHS_WIRE_HEADER_BYTES, plen, buf + len - DRTHS_TAG_BYTES,
+                          rx->plain) != 0)
+        return DRTHS_REJECT_BAD_TAG;
+    /* Authenticated: the counter is now spent even if the payload turns out to be invalid,
+     * so the same datagram replayed is REPLAYED, not decoded again. */
+    if (window && drths_replay_update(window, h->counter) != DRTHS_REPLAY_OK)
+        return DRTHS_REJECT_REPLAYED;
+    TRY(scan(rx->plain, plen));
+    memset(out, 0, sizeof *out);
+    out->type = (drths_msg_type_t)h->type;
+    out->epoch = h->epoch;
+    out->tick = h->tick;
+    out->counter = h->counter;
+    out->session_id = h->session_id;
+    msgpack_zone_clear(&rx->zone);
+    msgpack_object root;
+    size_t off = 0;
+    msgpack_unpack_return ur =
+        msgpack_unpack((const char *)rx->plain, plen, &off, &rx->zone, &root);
+    if (ur == MSGPACK_UNPACK_EXTRA_BYTES)
+        return DRTHS_REJECT_TRAILING_BYTES;
+    if (ur != MSGPACK_UNPACK_SUCCESS)
+        return DRTHS_REJECT_BAD_PAYLOAD;
+    TRY(decode_payload(&root, out));
+    return validate(out);
+}
+
+static drths_reject_t replay_reason(drths_replay_result_t r)
+{
+    switch (r) {
+    case DRTHS_REPLAY_OK: return DRTHS_REJECT_OK;
+    case DRTHS_REPLAY_DUPLICATE: return DRTHS_REJECT_REPLAYED;
+    case DRTHS_REPLAY_TOO_OLD: return DRTHS_REJECT_TOO_OLD;
+    default: return DRTHS_REJECT_BAD_COUNTER;
+    }
+}
+
+static drths_reject_t open_current(drths_wire_rx_t *rx, const uint8_t *buf, size_t len,
+                                   drths_msg_t *out)
+{
+    drths_wire_header_t h;
+    TRY(drths_wire_peek_header(buf, len, &h));
+    if (!role_sends(peer_of(rx->role), h.type))
+        return DRTHS_REJECT_WRONG_DIRECTION;
+    if (h.session_id == 0 || h.session_id != rx->session_id)
+        return DRTHS_REJECT_BAD_SESSION;
+    const uint8_t *key = rx->hs_key;
+    if (!is_handshake(h.type)) {
+        if (!rx->have_key)
+            return DRTHS_REJECT_NO_KEY;
+        key = rx->key;
+    }
+    TRY(replay_reason(drths_replay_check(&rx->replay, h.counter)));
+    return open_and_decode(rx, key, &h, buf, len, &rx->replay, out);
+}
+
+drths_reject_t drths_wire_open(drths_wire_rx_t *rx, const uint8_t *buf, size_t len,
+                               drths_msg_t *out)
+{
+    drths_reject_t r = open_current(rx, buf, len, out);
+    if (r == DRTHS_REJECT_OK)
+        rx->accepted++;
+    else if ((unsigned)r < DRTHS_REJECT_COUNT)
+        rx->rejects[r]++;
+    return r;
+}
+
+drths_reject_t drths_wire_open_hello(drths_wire_rx_t *rx, const uint8_t *buf, size_t len,
+                                     drths_msg_t *out)
+{
+    drths_wire_header_t h;
+    TRY(drths_wire_peek_header(buf, len, &h));
+    if (h.type != DRTHS_MSG_HELLO)
+        return DRTHS_REJECT_BAD_TYPE;
+    if (!role_sends(peer_of(rx->role), h.type))
+        return DRTHS_REJECT_WRONG_DIRECTION;
+    if (h.session_id == 0)
+        return DRTHS_REJECT_BAD_SESSION;
+    if (h.counter == 0 || h.counter > DRTHS_REPLAY_COUNTER_MAX)
+        return DRTHS_REJECT_BAD_COUNTER;
+    uint8_t key[DRTHS_KEY_BYTES];
+    drths_crypto_derive_handshake(rx->psk, h.session_id, key);
+    drths_reject_t r = open_and_decode(rx, key, &h, buf, len, NULL, out);
+    drths_crypto_wipe(key, sizeof key);
+    return r;
+}
