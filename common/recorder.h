@@ -1,0 +1,42 @@
+/* The run recorder (CONVENTIONS.md 7): the RT thread pushes fixed-size rows of doubles into an
+ * SPSC ring without blocking; the libuv thread drains the ring into the CSV file. Nothing is
+ * lost while the ring has room; a full ring drops the row and counts it, so the summary can
+ * say the record is incomplete (it never blocks the RT thread).
+ * Ownership: the recorder owns its ring and CSV writer. drths_recorder_push is the only
+ * function the RT thread calls.
+ */
+#ifndef DRTHS_RECORDER_H
+#define DRTHS_RECORDER_H
+
+#include <stdint.h>
+
+#include "common/csvwrite.h"
+#include "common/error.h"
+#include "common/ring.h"
+
+typedef struct drths_recorder {
+    drths_ring_t ring;
+    drths_csvw_t csv;
+    int ncols;
+    double *row; /* drain buffer */
+    uint64_t written;
+} drths_recorder_t;
+
+/* Creates the CSV at path with the header names and a ring of capacity rows (rounded up to a
+ * power of two). init-only. */
+int drths_recorder_open(drths_recorder_t *r, const char *path, const char *const *names,
+                        int ncols, size_t capacity, drths_error_t *err);
+
+/* Queues one row of ncols values. Returns 0 or -ENOBUFS (dropped and counted). RT-safe. */
+int drths_recorder_push(drths_recorder_t *r, const double *row);
+
+/* Writes every queued row to the file (libuv thread). Returns the number written. */
+uint64_t drths_recorder_drain(drths_recorder_t *r);
+
+/* Rows dropped because the ring was full. */
+uint64_t drths_recorder_dropped(drths_recorder_t *r);
+
+/* Drains, flushes, fsyncs and closes; -EIO if any write failed. Safe twice. */
+int drths_recorder_close(drths_recorder_t *r, drths_error_t *err);
+
+#endif
