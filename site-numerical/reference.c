@@ -1,0 +1,196 @@
+#include "site-numerical/reference.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/csvwrite.h"
+#include "common/damper.h"
+#include "common/json.h"
+#include "common/rtclock.h"
+#include "common/runfolder.h"
+#include "common/setup.h"
+#include "site-numerical/numsub.h"
+
+static int summary_alloc(drths_reference_summary_t *s, int n)
+{
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    double **arrays[] = {&s->freq_hz,     &s->zeta,    &s->peak_x_m,
+                         &s->rms_x_m,     &s->peak_a_m_s2, &s->rms_a_m_s2};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        if (!(*arrays[i] = calloc((size_t)n, sizeof(double))))
+            return -ENOMEM;
+    return 0;
+}
+
+void drths_reference_summary_close(drths_reference_summary_t *s)
+{
+    free(s->freq_hz);
+    free(s->zeta);
+    free(s->peak_x_m);
+    free(s->rms_x_m);
+    free(s->peak_a_m_s2);
+    free(s->rms_a_m_s2);
+    memset(s, 0, sizeof *s);
+}
+
+static int write_summary(const char *dir, const drths_experiment_t *exp,
+                         const drths_reference_summary_t *s, drths_error_t *err)
+{
+    char path[4096];
+    if (drths_path_join(path, sizeof path, dir, "summary.json"))
+        return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
+    uint8_t fp[DRTHS_FINGERPRINT_BYTES];
+    char fphex[65] = "";
+    if (drths_experiment_fingerprint(exp, fp, NULL) == 0)
+        drths_experiment_fingerprint_hex(fp, fphex);
+    drths_json_t j;
+    drths_json_init(&j, f);
+    drths_json_object_begin(&j, NULL);
+    drths_json_string(&j, "kind", "reference");
+    drths_json_string(&j, "experiment", exp->name);
+    drths_json_string(&j, "fingerprint", fphex);
+    drths_json_number(&j, "rate_hz", exp->rate_hz);
+    drths_json_number(&j, "dt_s", s->dt_s);
+    drths_json_int(&j, "steps", s->steps);
+    drths_json_number(&j, "duration_s", s->duration_s);
+    drths_json_number(&j, "wall_time_s", s->wall_s);
+    drths_json_number(&j, "wall_per_simulated_s", s->wall_s / s->duration_s);
+    drths_json_object_begin(&j, "structure");
+    drths_json_string(&j, "integrator", drths_integrator_kind_name(exp->structure.integrator));
+    drths_json_numbers(&j, "natural_frequencies_hz", s->freq_hz, s->n);
+    drths_json_numbers(&j, "damping_ratios", s->zeta, s->n);
+    drths_json_object_end(&j);
+    drths_json_object_begin(&j, "control");
+    drths_json_string(&j, "mode", drths_control_mode_name(exp->control.mode));
+    drths_json_string(&j, "damper", drths_damper_model_name(exp->specimen.damper.model));
+    drths_json_number(&j, "command", s->command);
+    drths_json_object_end(&j);
+    drths_json_array_begin(&j, "floors");
+    for (int i = 0; i < s->n; i++) {
+        drths_json_object_begin(&j, NULL);
+        drths_json_int(&j, "floor", i + 1);
+        drths_json_number(&j, "peak_disp_m", s->peak_x_m[i]);
+        drths_json_number(&j, "rms_disp_m", s->rms_x_m[i]);
+        drths_json_number(&j, "peak_abs_accel_m_s2", s->peak_a_m_s2[i]);
+        drths_json_number(&j, "rms_abs_accel_m_s2", s->rms_a_m_s2[i]);
+        drths_json_object_end(&j);
+    }
+    drths_json_array_end(&j);
+    drths_json_object_begin(&j, "damper");
+    drths_json_number(&j, "peak_force_N", s->peak_force_N);
+    drths_json_number(&j, "peak_disp_m", s->peak_damper_disp_m);
+    drths_json_number(&j, "peak_vel_m_s", s->peak_damper_vel_m_s);
+    drths_json_object_end(&j);
+    drths_json_object_end(&j);
+    if (fclose(f) != 0)
+        return drths_error_set(err, -EIO, "writing %s failed", path);
+    return 0;
+}
+
+static void accumulate(drths_reference_summary_t *s, const drths_numsub_t *ns, double force,
+                       const double *row)
+{
+    int n = ns->n;
+    const double *x = row + 3, *a = row + 3 + 2 * n;
+    for (int i = 0; i < n; i++) {
+        s->peak_x_m[i] = fmax(s->peak_x_m[i], fabs(x[i]));
+        s->rms_x_m[i] += x[i] * x[i];
+        s->peak_a_m_s2[i] = fmax(s->peak_a_m_s2[i], fabs(a[i]));
+        s->rms_a_m_s2[i] += a[i] * a[i];
+    }
+    s->peak_force_N = fmax(s->peak_force_N, fabs(force));
+    s->peak_damper_disp_m = fmax(s->peak_damper_disp_m, fabs(row[3 + 3 * n]));
+    s->peak_damper_vel_m_s = fmax(s->peak_damper_vel_m_s, fabs(row[3 + 3 * n + 1]));
+}
+
+int drths_reference_run(const drths_experiment_t *exp, const char *out_dir,
+                        drths_reference_summary_t *sum, drths_progress_fn progress, void *ctx,
+                        drths_error_t *err)
+{
+    double command;
+    int rc = drths_setup_passive_command(exp, &command, err);
+    if (rc)
+        return rc;
+    drths_numsub_t ns;
+    rc = drths_numsub_init(&ns, exp, err);
+    if (rc)
+        return rc;
+    drths_damper_params_t dp;
+    drths_damper_t damper;
+    drths_setup_damper_true(exp, &dp);
+    rc = drths_damper_init(&damper, &dp, ns.dt_s, err);
+    if (rc) {
+        drths_numsub_close(&ns);
+        return drths_error_prefix(err, rc, "specimen.damper");
+    }
+    double *row = calloc((size_t)ns.ncols, sizeof(double));
+    if (!row || summary_alloc(sum, ns.n)) {
+        free(row);
+        drths_reference_summary_close(sum);
+        drths_damper_close(&damper);
+        drths_numsub_close(&ns);
+        return drths_error_set(err, -ENOMEM, "out of memory");
+    }
+    memcpy(sum->freq_hz, ns.st.freq_hz, (size_t)ns.n * sizeof(double));
+    memcpy(sum->zeta, ns.st.zeta, (size_t)ns.n * sizeof(double));
+    sum->command = command;
+    sum->dt_s = ns.dt_s;
+
+    drths_csvw_t csv = {0};
+    if (out_dir) {
+        char path[4096];
+        if (drths_path_join(path, sizeof path, out_dir, "numerical.csv"))
+            rc = drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
+        else
+            rc = drths_csvw_open(&csv, path, (const char *const *)ns.colnames, ns.ncols, err);
+    }
+
+    int64_t t0 = drths_now_ns(), last_progress = t0;
+    if (!rc) {
+        drths_damper_reset(&damper, 0.0, command);
+        double force = drths_damper_force(&damper);
+        drths_numsub_reset(&ns, force);
+        for (;;) {
+            drths_numsub_row(&ns, force, command, row);
+            accumulate(sum, &ns, force, row);
+            if (csv.f)
+                drths_csvw_row(&csv, row);
+            if (ns.step + 1 >= ns.steps)
+                break;
+            double d, v;
+            drths_numsub_predict(&ns, &d, &v);
+            force = drths_damper_step(&damper, d, v, command);
+            drths_numsub_correct(&ns, force);
+            if (progress && (ns.step & 1023) == 0) {
+                int64_t now = drths_now_ns();
+                if (now - last_progress > 1000000000) {
+                    progress(ns.step, ns.steps, ctx);
+                    last_progress = now;
+                }
+            }
+        }
+    }
+    sum->wall_s = (double)(drths_now_ns() - t0) * 1e-9;
+    sum->steps = ns.step + 1;
+    sum->duration_s = (double)ns.step * ns.dt_s;
+    for (int i = 0; i < ns.n; i++) {
+        sum->rms_x_m[i] = sqrt(sum->rms_x_m[i] / (double)sum->steps);
+        sum->rms_a_m_s2[i] = sqrt(sum->rms_a_m_s2[i] / (double)sum->steps);
+    }
+    int crc = drths_csvw_close(&csv, rc ? NULL : err);
+    if (!rc)
+        rc = crc;
+    if (!rc && out_dir)
+        rc = write_summary(out_dir, exp, sum, err);
+    free(row);
+    drths_damper_close(&damper);
+    drths_numsub_close(&ns);
+    return rc;
+}

@@ -1,0 +1,120 @@
+/* Acceptance tests of the monolithic reference run (issue 2) on the default experiment:
+ * step-halving convergence of every floor's peak, and the damper's effect against the structure
+ * without it (DESIGN.md section 11 magnitudes). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/config.h"
+#include "site-numerical/reference.h"
+
+static drths_experiment_t ex;
+
+static int setup(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/three-story-elcentro.yaml",
+             getenv("DRTHS_SOURCE_DIR") ? getenv("DRTHS_SOURCE_DIR") : "..");
+    drths_error_t err = {{0}};
+    if (drths_experiment_load(&ex, path, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    drths_experiment_close(&ex);
+    return 0;
+}
+
+static void run(drths_reference_summary_t *s)
+{
+    drths_error_t err = {{0}};
+    int rc = drths_reference_run(&ex, NULL, s, NULL, NULL, &err);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+}
+
+/* Halving the step changes every floor's peak displacement by less than 0.1 %. */
+static void halving(drths_control_mode_t mode)
+{
+    drths_reference_summary_t a, b;
+    ex.control.mode = mode;
+    ex.rate_hz = 5000;
+    run(&a);
+    ex.rate_hz = 10000;
+    run(&b);
+    ex.rate_hz = 5000;
+    for (int i = 0; i < a.n; i++) {
+        double rel = fabs(a.peak_x_m[i] - b.peak_x_m[i]) / b.peak_x_m[i];
+        printf("  %s floor %d: peak %.4f mm at 5 kHz, %.4f mm at 10 kHz, change %.5f %%\n",
+               drths_control_mode_name(mode), i + 1, 1e3 * a.peak_x_m[i], 1e3 * b.peak_x_m[i],
+               100 * rel);
+        assert_true(rel < 1e-3);
+    }
+    drths_reference_summary_close(&a);
+    drths_reference_summary_close(&b);
+}
+
+static void test_halving_passive_off(void **state)
+{
+    (void)state;
+    halving(DRTHS_CONTROL_PASSIVE_OFF);
+}
+
+static void test_halving_passive_on(void **state)
+{
+    (void)state;
+    halving(DRTHS_CONTROL_PASSIVE_ON);
+}
+
+/* DESIGN.md 11: without delay, passive-on (2.5 A) reduces the roof peak from about 33 mm (no
+ * damper) to about 20 mm; the damper force peaks near 205 kN. */
+static void test_damper_effect(void **state)
+{
+    (void)state;
+    drths_reference_summary_t none, on, off;
+    drths_damper_model_t model = ex.specimen.damper.model;
+    ex.control.mode = DRTHS_CONTROL_PASSIVE_OFF;
+    ex.specimen.damper.model = DRTHS_DAMPER_NONE;
+    run(&none);
+    ex.specimen.damper.model = model;
+    run(&off);
+    ex.control.mode = DRTHS_CONTROL_PASSIVE_ON;
+    run(&on);
+    int roof = none.n - 1;
+    printf("  roof peak: no damper %.2f mm, passive-off %.2f mm, passive-on %.2f mm; "
+           "peak damper force (on) %.1f kN\n",
+           1e3 * none.peak_x_m[roof], 1e3 * off.peak_x_m[roof], 1e3 * on.peak_x_m[roof],
+           1e-3 * on.peak_force_N);
+    assert_true(fabs(none.peak_x_m[roof] - 0.033) < 0.003);
+    assert_true(fabs(on.peak_x_m[roof] - 0.020) < 0.002);
+    assert_true(on.peak_x_m[roof] < 0.7 * none.peak_x_m[roof]);
+    assert_true(off.peak_x_m[roof] < none.peak_x_m[roof]);
+    assert_true(on.peak_x_m[roof] < off.peak_x_m[roof]);
+    assert_true(fabs(on.peak_force_N - 205e3) < 0.05 * 205e3);
+    assert_true(none.peak_force_N == 0.0);
+    drths_reference_summary_close(&none);
+    drths_reference_summary_close(&on);
+    drths_reference_summary_close(&off);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_halving_passive_off),
+        cmocka_unit_test(test_halving_passive_on),
+        cmocka_unit_test(test_damper_effect),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
