@@ -9,6 +9,32 @@
 
 #include "protocol/estimator.h"
 
+/* Allocation counting (CONVENTIONS.md 6): this program's malloc family wraps glibc's and counts
+ * calls, so a test can show that the per-tick functions never allocate. Not under sanitizers,
+ * which provide their own malloc. */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define COUNT_ALLOCS 1
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t m);
+extern void *__libc_realloc(void *p, size_t n);
+static unsigned long n_allocs;
+void *malloc(size_t n)
+{
+    n_allocs++;
+    return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t m)
+{
+    n_allocs++;
+    return __libc_calloc(n, m);
+}
+void *realloc(void *p, size_t n)
+{
+    n_allocs++;
+    return __libc_realloc(p, n);
+}
+#endif
+
 #define US INT64_C(1000)
 #define MS INT64_C(1000000)
 #define S INT64_C(1000000000)
@@ -338,6 +364,58 @@ static void test_epoch_decisions(void **state)
     assert_string_equal(drths_epoch_reason_name(DRTHS_EPOCH_RAISE_LATE), "raise (late rate)");
 }
 
+/* The per-tick and per-decision paths allocate nothing. */
+static void test_no_allocation_per_tick(void **state)
+{
+    (void)state;
+#ifdef COUNT_ALLOCS
+    drths_rtt_tracker_t tr;
+    drths_late_window_t w;
+    unsigned long at_start = n_allocs;
+    assert_int_equal(drths_rtt_tracker_init(&tr, 64, 10 * US, 2 * S, NULL), 0);
+    assert_true(n_allocs > at_start); /* the counter sees init's allocations */
+    assert_int_equal(drths_late_window_init(&w, 5000, NULL), 0);
+    const drths_lchoice_params_t lp = {.quantile = 0.999, .safety_ticks = 10};
+    const drths_epoch_params_t p = {.late_rate_threshold = 1e-3,
+                                    .min_window_ticks = 5000,
+                                    .min_rtt_samples = 1000,
+                                    .raise_step_ticks = 25,
+                                    .lower_hysteresis_ns = 10 * S};
+    drths_epoch_state_t st = {0};
+    uint32_t L = 500;
+    unsigned long before = n_allocs;
+    for (int i = 0; i < 60000; i++) {
+        int64_t sent = (int64_t)i * DT;
+        drths_rtt_tracker_sent(&tr, (uint64_t)i, sent);
+        drths_rtt_tracker_echo(&tr, (uint64_t)i, 100 * US, sent + 80 * MS + (i % 50) * US, NULL);
+        drths_late_window_add(&w, i % 2000 == 0);
+        if (i % 5000 == 4999) {
+            drths_epoch_input_t in = {.now_ns = (int64_t)i * DT,
+                                      .current_L = L,
+                                      .window_ticks = w.filled,
+                                      .window_late = w.late_count,
+                                      .rtt_samples = tr.window.count,
+                                      .rtt_q_ns = drths_hist_quantile(&tr.window, 0.999)};
+            drths_epoch_reason_t why;
+            L = drths_epoch_decide(&p, &lp, DT, &st, &in, &why);
+            drths_rtt_summary_t s;
+            drths_rtt_summary_from_hist(&tr.run, DT, &s);
+            drths_rtt_tracker_window_reset(&tr);
+        }
+    }
+    unsigned long during = n_allocs - before;
+    drths_rtt_tracker_close(&tr);
+    drths_late_window_close(&w);
+    assert_int_equal(during, 0);
+    /* Round trips 80 ms + 0..49 µs - 100 µs hold: p99.9 79.949 ms -> 400 ticks, + 10 safety =
+     * 410, reached from 500 once the lower round trip has lasted the 10 s hysteresis
+     * (decisions at 1, 2, ... 12 s; lowered at 11 s). */
+    assert_int_equal(L, 410);
+#else
+    skip();
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_lchoice),       cmocka_unit_test(test_sendlog),
         cmocka_unit_test(test_tracker),       cmocka_unit_test(test_late_window),
         cmocka_unit_test(test_epoch_decisions),
+        cmocka_unit_test(test_no_allocation_per_tick),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,32 @@
 
 #include "protocol/playout.h"
 
+/* Allocation counting (CONVENTIONS.md 6): this program's malloc family wraps glibc's and counts
+ * calls, so a test can show that the per-tick functions never allocate. Not under sanitizers,
+ * which provide their own malloc. */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define COUNT_ALLOCS 1
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t m);
+extern void *__libc_realloc(void *p, size_t n);
+static unsigned long n_allocs;
+void *malloc(size_t n)
+{
+    n_allocs++;
+    return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t m)
+{
+    n_allocs++;
+    return __libc_calloc(n, m);
+}
+void *realloc(void *p, size_t n)
+{
+    n_allocs++;
+    return __libc_realloc(p, n);
+}
+#endif
+
 /* A command sample as the actuator site would store it: one channel's displacement, velocity,
  * acceleration and the damper command. */
 typedef struct sample {
@@ -232,6 +258,37 @@ static void test_near_top_of_range(void **state)
     drths_playout_close(&pb);
 }
 
+static void test_no_allocation_per_tick(void **state)
+{
+    (void)state;
+#ifdef COUNT_ALLOCS
+    drths_playout_t pb;
+    unsigned long at_start = n_allocs;
+    assert_int_equal(drths_playout_init(&pb, 300, sizeof(sample_t), 0, NULL), 0);
+    unsigned long before = n_allocs;
+    assert_true(before > at_start); /* the counter sees init's allocations */
+    uint64_t stored = 0, taken = 0, full_preview = 0;
+    for (uint64_t t = 0; t < 100000; t++) {
+        /* Each tick: the command for t + 40 and a redundant copy of t + 39. */
+        sample_t s = mk(t + 40, 0), out, ahead[40];
+        stored += drths_playout_put(&pb, t + 40, &s, 0) == DRTHS_PLAYOUT_STORED;
+        stored += drths_playout_put(&pb, t + 39, &s, 0) == DRTHS_PLAYOUT_STORED;
+        taken += drths_playout_take(&pb, t, 0, &out, NULL) == 0;
+        full_preview += drths_playout_lookahead(&pb, t, 40, ahead) == 40;
+    }
+    unsigned long during = n_allocs - before;
+    drths_playout_close(&pb);
+    assert_int_equal(during, 0);
+    /* Ticks 39 .. 100039 were stored once; ticks 0..38 never sent, so taken from 39 on, and the
+     * full 40-tick preview exists from tick 38 on. */
+    assert_int_equal(stored, 100001);
+    assert_int_equal(taken, 100000 - 39);
+    assert_int_equal(full_preview, 100000 - 38);
+#else
+    skip();
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_reordered_duplicated_late),
         cmocka_unit_test(test_long_run_wraps),
         cmocka_unit_test(test_near_top_of_range),
+        cmocka_unit_test(test_no_allocation_per_tick),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
