@@ -476,6 +476,8 @@ int drths_wire_seal(drths_wire_tx_t *tx, const drths_msg_t *m, uint8_t *buf, siz
         key = tx->hs_key;
     else if (tx->have_key)
         key = tx->key;
+    else if (m->type == DRTHS_MSG_ABORT)
+        key = tx->hs_key; /* refusing a HELLO, or giving up before HELLO_ACK */
     else
         return -ENOKEY;
     if (tx->next_counter == 0 || tx->next_counter > DRTHS_REPLAY_COUNTER_MAX)
@@ -821,14 +823,23 @@ static drths_reject_t decode_payload(const msgpack_object *root, drths_msg_t *m)
 }
 
 /* Decrypts with key and decodes. The caller has done the header, session and window checks. */
-static drths_reject_t open_and_decode(drths_wire_rx_t *rx, const uint8_t key[DRTHS_KEY_BYTES],
+static bool try_open(drths_wire_rx_t *rx, const uint8_t *key, const drths_wire_header_t *h,
+                     const uint8_t *buf, size_t len)
+{
+    size_t plen = len - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
+    return key && drths_crypto_open(key, peer_of(rx->role), h->counter, buf,
+                                    DRTHS_WIRE_HEADER_BYTES, buf + DRTHS_WIRE_HEADER_BYTES, plen,
+                                    buf + len - DRTHS_TAG_BYTES, rx->plain) == 0;
+}
+
+/* Decrypts with key (or, if that fails and alt is not NULL, with alt) and decodes. The caller
+ * has done the header, session and window checks. */
+static drths_reject_t open_and_decode(drths_wire_rx_t *rx, const uint8_t *key, const uint8_t *alt,
                                       const drths_wire_header_t *h, const uint8_t *buf,
                                       size_t len, drths_replay_t *window, drths_msg_t *out)
 {
     size_t plen = len - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
-    if (drths_crypto_open(key, peer_of(rx->role), h->counter, buf, DRTHS_WIRE_HEADER_BYTES,
-                          buf + DRTHS_WIRE_HEADER_BYTES, plen, buf + len - DRTHS_TAG_BYTES,
-                          rx->plain) != 0)
+    if (!try_open(rx, key, h, buf, len) && !try_open(rx, alt, h, buf, len))
         return DRTHS_REJECT_BAD_TAG;
     /* Authenticated: the counter is now spent even if the payload turns out to be invalid,
      * so the same datagram replayed is REPLAYED, not decoded again. */
@@ -873,14 +884,20 @@ static drths_reject_t open_current(drths_wire_rx_t *rx, const uint8_t *buf, size
         return DRTHS_REJECT_WRONG_DIRECTION;
     if (h.session_id == 0 || h.session_id != rx->session_id)
         return DRTHS_REJECT_BAD_SESSION;
-    const uint8_t *key = rx->hs_key;
-    if (!is_handshake(h.type)) {
+    /* HELLO / HELLO_ACK: handshake key. ABORT: session key, or the handshake key when the
+     * peer had none yet (it refuses our HELLO, or gives up before our HELLO_ACK reached it).
+     * Everything else: session key only. */
+    const uint8_t *key = rx->hs_key, *alt = NULL;
+    if (h.type == DRTHS_MSG_ABORT) {
+        key = rx->have_key ? rx->key : NULL;
+        alt = rx->hs_key;
+    } else if (!is_handshake(h.type)) {
         if (!rx->have_key)
             return DRTHS_REJECT_NO_KEY;
         key = rx->key;
     }
     TRY(replay_reason(drths_replay_check(&rx->replay, h.counter)));
-    return open_and_decode(rx, key, &h, buf, len, &rx->replay, out);
+    return open_and_decode(rx, key, alt, &h, buf, len, &rx->replay, out);
 }
 
 drths_reject_t drths_wire_open(drths_wire_rx_t *rx, const uint8_t *buf, size_t len,
@@ -909,7 +926,7 @@ drths_reject_t drths_wire_open_hello(drths_wire_rx_t *rx, const uint8_t *buf, si
         return DRTHS_REJECT_BAD_COUNTER;
     uint8_t key[DRTHS_KEY_BYTES];
     drths_crypto_derive_handshake(rx->psk, h.session_id, key);
-    drths_reject_t r = open_and_decode(rx, key, &h, buf, len, NULL, out);
+    drths_reject_t r = open_and_decode(rx, key, NULL, &h, buf, len, NULL, out);
     drths_crypto_wipe(key, sizeof key);
     return r;
 }

@@ -255,9 +255,12 @@ void drths_wire_tx_set_keys(drths_wire_tx_t *tx, const drths_session_keys_t *key
 void drths_wire_tx_close(drths_wire_tx_t *tx);
 
 /* Validates m (same rules as the receiver), packs, assigns the next counter, seals into buf.
- * Returns 0 and the datagram length in *len, or -EINVAL (invalid message, nothing consumed),
- * -ENOKEY (data message before keys), -EMSGSIZE (cap too small), -EOVERFLOW (counter
- * exhausted). A counter is consumed only on success. RT-safe. */
+ * HELLO / HELLO_ACK use the handshake key; ABORT uses the session key, or the handshake key
+ * before drths_wire_tx_set_keys() (so a physical site can refuse a HELLO with a reason);
+ * everything else needs the session key. Returns 0 and the datagram length in *len, or
+ * -EINVAL (invalid message or a type this role never sends), -ENOKEY (data message before
+ * keys), -EMSGSIZE (cap too small), -EOVERFLOW (counter exhausted). A counter is consumed only
+ * on success. RT-safe. */
 int drths_wire_seal(drths_wire_tx_t *tx, const drths_msg_t *m, uint8_t *buf, size_t cap,
                     size_t *len);
 

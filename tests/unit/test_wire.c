@@ -646,6 +646,49 @@ static void test_handshake_and_old_session(void **state)
     drths_wire_rx_close(&prx);
 }
 
+/* A physical site refusing a HELLO has no session keys: its ABORT is sealed with the handshake
+ * key, and the numerical site opens it with or without session keys installed. Other data
+ * messages are never accepted under the handshake key. */
+static void test_abort_before_keys(void **state)
+{
+    (void)state;
+    drths_wire_tx_t ptx;
+    assert_int_equal(drths_wire_tx_init(&ptx, DRTHS_ROLE_PHYSICAL, psk, EX_SESSION_ID), 0);
+    drths_msg_t m, out;
+    ex_msg(DRTHS_MSG_ABORT, &m);
+    m.u.stop.reason = DRTHS_STOP_FINGERPRINT_MISMATCH;
+    strcpy(m.u.stop.text, "experiment fingerprint differs: numerical a0a1a2a3.. physical 00000000..");
+    uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    size_t len;
+    assert_int_equal(drths_wire_seal(&ptx, &m, buf, sizeof buf, &len), 0);
+    drths_wire_rx_t nrx;
+    assert_int_equal(drths_wire_rx_init(&nrx, DRTHS_ROLE_NUMERICAL, psk, NULL), 0);
+    drths_wire_rx_start(&nrx, EX_SESSION_ID);
+    assert_int_equal(drths_wire_open(&nrx, buf, len, &out), DRTHS_REJECT_OK);
+    assert_int_equal(out.u.stop.reason, DRTHS_STOP_FINGERPRINT_MISMATCH);
+    assert_string_equal(out.u.stop.text, m.u.stop.text);
+    reset_rx(&nrx); /* keys installed: falls back to the handshake key */
+    assert_int_equal(drths_wire_open(&nrx, buf, len, &out), DRTHS_REJECT_OK);
+    /* STOP is not an exception: without keys the sender cannot seal it. */
+    ex_msg(DRTHS_MSG_STOP, &m);
+    assert_int_equal(drths_wire_seal(&ptx, &m, buf, sizeof buf, &len), -ENOKEY);
+    /* A FEEDBACK sealed with the handshake key does not open. */
+    uint8_t plain[] = {0x95, 0x01, 0x01, 0x00, 0x00, 0x91, 0x93, 0xff, 0x00, 0x91, 0x92,
+                       0xcb, 0, 0, 0, 0, 0, 0, 0, 0, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0};
+    len = seal_raw(DRTHS_ROLE_PHYSICAL, DRTHS_MSG_FEEDBACK, 50, 5, plain, sizeof plain, buf);
+    assert_int_equal(drths_wire_open(&nrx, buf, len, &out), DRTHS_REJECT_OK);
+    uint8_t hk[32];
+    drths_crypto_derive_handshake(psk, EX_SESSION_ID, hk);
+    be(buf + 16, 51, 8);
+    memcpy(buf + DRTHS_WIRE_HEADER_BYTES, plain, sizeof plain);
+    drths_crypto_seal(hk, DRTHS_ROLE_PHYSICAL, 51, buf, DRTHS_WIRE_HEADER_BYTES,
+                      buf + DRTHS_WIRE_HEADER_BYTES, sizeof plain,
+                      buf + DRTHS_WIRE_HEADER_BYTES + sizeof plain);
+    assert_int_equal(drths_wire_open(&nrx, buf, len, &out), DRTHS_REJECT_BAD_TAG);
+    drths_wire_rx_close(&nrx);
+    drths_wire_tx_close(&ptx);
+}
+
 static void test_peek_header(void **state)
 {
     (void)state;
@@ -671,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_no_allocation),
         cmocka_unit_test(test_seal_refusals),
         cmocka_unit_test(test_handshake_and_old_session),
+        cmocka_unit_test(test_abort_before_keys),
         cmocka_unit_test(test_peek_header),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
