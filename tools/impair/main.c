@@ -521,14 +521,11 @@ int main(int argc, char **argv)
             relay_dir_stop(&dirs[0]);
             return 1;
         }
-        if (rt_prio) {
-            int pol;
-            struct sched_param sp;
-            if (pthread_getschedparam(dirs[k].thread, &pol, &sp) == 0 && pol != SCHED_FIFO)
-                fprintf(stderr,
-                        "drths-impair: warning: SCHED_FIFO refused for the %s thread; running "
-                        "at normal priority\n",
-                        dir_name[k]);
+        if (dirs[k].rt_refused) {
+            fprintf(stderr,
+                    "drths-impair: warning: SCHED_FIFO refused for the %s thread; running at "
+                    "normal priority\n",
+                    dir_name[k]);
         }
     }
 

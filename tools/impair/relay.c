@@ -50,6 +50,27 @@ static int64_t realtime_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* CLOCK_MONOTONIC minus CLOCK_REALTIME, to convert kernel receive stamps. The two clocks are
+ * read real / mono / real and only a narrow window is trusted: a thread preempted between two
+ * reads would otherwise shift every stamp of the batch by the preemption, and the relay would
+ * send early. A wide window keeps the previous estimate. */
+static int64_t mono_minus_real(relay_dir_t *d)
+{
+    int64_t best_w = INT64_MAX, off = 0;
+    for (int i = 0; i < 3 && best_w > 2000; i++) {
+        int64_t r1 = realtime_ns(), m = relay_now_ns(), r2 = realtime_ns();
+        if (r2 - r1 < best_w) {
+            best_w = r2 - r1;
+            off = m - (r1 + (r2 - r1) / 2);
+        }
+    }
+    if (best_w < 20000 || !d->clock_off_known) {
+        d->clock_off_ns = off;
+        d->clock_off_known = true;
+    }
+    return d->clock_off_ns;
+}
+
 int relay_dir_init(relay_dir_t *d, const char *name, uint32_t pool_n, size_t slot_size)
 {
     memset(d, 0, sizeof *d);
@@ -318,11 +339,11 @@ static int receive(relay_dir_t *d)
         }
         int n = recvmmsg(d->in_fd, mm, BATCH, MSG_DONTWAIT, NULL);
         int err = n < 0 ? errno : 0;
+        int64_t off = mono_minus_real(d);
         int64_t now = relay_now_ns();
-        int64_t mono_minus_real = now - realtime_ns();
         for (int i = 0; i < (n > 0 ? n : 0); i++) {
             uint32_t len = mm[i].msg_len;
-            int64_t arrival = cmsg_arrival(&mm[i].msg_hdr, mono_minus_real, now);
+            int64_t arrival = cmsg_arrival(&mm[i].msg_hdr, off, now);
             add(&d->c.received, 1);
             add(&d->c.bytes_in, len);
             if (d->record_peer)
@@ -481,10 +502,6 @@ static void arm(relay_dir_t *d, int64_t when)
 static void *thread_main(void *arg)
 {
     relay_dir_t *d = arg;
-    if (d->rt_priority > 0) {
-        struct sched_param sp = {.sched_priority = d->rt_priority};
-        pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp); /* main reports refusal */
-    }
     bool blocked = false;
     while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
         int64_t now = relay_now_ns();
@@ -520,13 +537,9 @@ static void *thread_main(void *arg)
             d->thread_error = -errno;
             break;
         }
-        if (pf[1].revents & POLLIN) {
-            uint64_t x;
-            if (read(d->timer_fd, &x, sizeof x) < 0) {
-                /* EAGAIN: the timer was re-armed meanwhile; nothing to clear. */
-            }
-            d->armed_ns = -1; /* a fired absolute timer is disarmed */
-        }
+        if (pf[1].revents & POLLIN)
+            d->armed_ns = -2; /* fired: the next arm() re-arms or disarms, which also clears
+                               * the expiry count, so no read() is needed */
         if (blocked && (pf[3].revents & (POLLOUT | POLLERR)))
             blocked = false;
         if (pf[0].revents & (POLLIN | POLLERR)) {
@@ -548,7 +561,20 @@ int relay_dir_start(relay_dir_t *d, int64_t t0_ns)
     if (d->limit == 0 || d->limit > d->pool_n)
         d->limit = d->pool_n;
     atomic_store(&d->stop, false);
-    int r = pthread_create(&d->thread, NULL, thread_main, d);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    if (d->rt_priority > 0) {
+        struct sched_param sp = {.sched_priority = d->rt_priority};
+        pthread_attr_setinheritsched(&at, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&at, SCHED_FIFO);
+        pthread_attr_setschedparam(&at, &sp);
+    }
+    int r = pthread_create(&d->thread, &at, thread_main, d);
+    pthread_attr_destroy(&at);
+    if (r == EPERM && d->rt_priority > 0) {
+        d->rt_refused = true; /* not permitted: run at normal priority, main warns */
+        r = pthread_create(&d->thread, NULL, thread_main, d);
+    }
     if (r != 0)
         return -r;
     d->started = true;

@@ -92,11 +92,14 @@ typedef struct relay_dir {
     uint8_t *pend;            /* reorder tracking: copies pending per arrival seq (ring) */
     uint64_t pend_mask, next_seq, lo_seq;
 
+    int64_t clock_off_ns;     /* CLOCK_MONOTONIC - CLOCK_REALTIME, for receive stamps */
+    bool clock_off_known;
     int timer_fd, wake_fd;
     int64_t armed_ns;
     int64_t t0_ns;            /* start, CLOCK_MONOTONIC */
     atomic_bool stop;
     int rt_priority;          /* SCHED_FIFO priority for the thread, 0: none */
+    bool rt_refused;          /* SCHED_FIFO was not permitted; the thread runs normally */
     int thread_error;         /* set by the thread if it had to stop on an error (negative errno) */
     bool started;
     pthread_t thread;
