@@ -164,8 +164,9 @@ typedef struct drths_experiment {
 
     struct {
         drths_control_mode_t mode; /* default passive-off */
-        /* fixed: A (phillips2013-200kN, 0..2.5) or V (spencer1997-small, 0..2.25); must be 0 for
-         * the other damper models. For the other modes it is ignored and must stay 0. */
+        /* fixed only (required there): A (phillips2013-200kN, 0..2.5) or V (spencer1997-small,
+         * 0..2.25); 0 for the other damper models. 0 and not accepted in the file for the other
+         * modes, which derive the command themselves (drths_experiment_command_max). */
         double command;
     } control;
 
@@ -224,6 +225,12 @@ typedef struct drths_experiment {
  * the content), fills err with one sentence "<file>: <field path>: <reason>", and leaves *exp
  * zeroed with nothing to free. init-only. */
 int drths_experiment_load(drths_experiment_t *exp, const char *path, drths_error_t *err);
+
+/* As drths_experiment_load, but parses the len bytes at data (which need no NUL) as if they were
+ * the file at path: path names the file in messages, and relative paths in it are resolved
+ * against path's folder. Used by the fuzz target. init-only. */
+int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size_t len,
+                                 const char *path, drths_error_t *err);
 
 /* Frees everything and zeroes *exp. Safe twice and after a failed load. init-only. */
 void drths_experiment_close(drths_experiment_t *exp);

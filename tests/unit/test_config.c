@@ -1,0 +1,473 @@
+/* Experiment file loader: the two examples, defaults, the fingerprint, and wrong files whose
+ * messages must name the field path (tests/data/config/bad-*.yaml). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/config.h"
+
+static char *src_path(const char *rel)
+{
+    const char *top = getenv("DRTHS_SOURCE_DIR");
+    if (!top)
+        top = ".";
+    size_t n = strlen(top) + strlen(rel) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", top, rel);
+    return p;
+}
+
+static void load_ok(drths_experiment_t *x, const char *path)
+{
+    drths_error_t err = {{0}};
+    int r = drths_experiment_load(x, path, &err);
+    if (r != 0)
+        fail_msg("%s: %s", path, err.msg);
+}
+
+static void fingerprint(const drths_experiment_t *x, uint8_t fp[32])
+{
+    drths_error_t err = {{0}};
+    int r = drths_experiment_fingerprint(x, fp, &err);
+    if (r != 0)
+        fail_msg("fingerprint: %s", err.msg);
+}
+
+static void test_example_three_story(void **state)
+{
+    (void)state;
+    char *p = src_path("examples/three-story-elcentro.yaml");
+    drths_experiment_t x;
+    load_ok(&x, p);
+    assert_string_equal(x.name, "three-story-elcentro");
+    assert_int_equal(x.n_dof, 3);
+    assert_true(x.rate_hz == 5000);
+    assert_int_equal(x.structure.model, DRTHS_STRUCTURE_SHEAR_BUILDING);
+    assert_true(x.structure.floor_mass_kg[2] == 5.0e4);
+    /* K built from the storeys: k1 + k2 on the first diagonal entry, -k2 beside it, k3 last. */
+    assert_true(x.structure.stiffness_N_per_m[0] == 7.3955e7 + 1.00510e8);
+    assert_true(x.structure.stiffness_N_per_m[1] == -1.00510e8);
+    assert_true(x.structure.stiffness_N_per_m[3] == -1.00510e8);
+    assert_true(x.structure.stiffness_N_per_m[2] == 0);
+    assert_true(x.structure.stiffness_N_per_m[8] == 8.5740e7);
+    assert_true(x.structure.mass_kg[4] == 5.0e4 && x.structure.mass_kg[1] == 0);
+    assert_null(x.structure.damping_N_s_per_m);
+    assert_int_equal(x.structure.damping.kind, DRTHS_DAMPING_MODAL);
+    assert_int_equal(x.structure.damping.n_ratio, 1);
+    assert_true(x.structure.damping.ratio[0] == 0.02);
+    assert_int_equal(x.structure.integrator, DRTHS_INTEGRATOR_CHEN_RICLES);
+    assert_int_equal(x.ground_motion.kind, DRTHS_GROUND_MOTION_RECORD);
+    assert_int_equal(x.ground_motion.units, DRTHS_ACCEL_G);
+    assert_non_null(strstr(x.ground_motion.record_path,
+                           "/examples/records/elcentro-1940-ns-peknold.AT2"));
+    assert_true(x.ground_motion.record_path[0] == '/');
+    assert_int_equal(x.specimen.floor, 1);
+    assert_int_equal(x.specimen.damper.model, DRTHS_DAMPER_PHILLIPS2013);
+    assert_int_equal(x.control.mode, DRTHS_CONTROL_PASSIVE_ON);
+    assert_int_equal(x.actuator.plant, DRTHS_ACTUATOR_PLANT_THREE_POLE);
+    assert_int_equal(x.actuator.adc_bits, 16);
+    assert_int_equal(x.actuator.io_delay_ticks, 1);
+    assert_true(x.actuator.noise_force_N == 50);
+    assert_int_equal(x.numerical.smith, DRTHS_SMITH_FIXED);
+    assert_null(x.link.key_file);
+    assert_string_equal(x.numerical.peer, "127.0.0.1:47000");
+    assert_string_equal(x.output.directory, "runs");
+    drths_experiment_close(&x);
+    drths_experiment_close(&x); /* safe twice */
+    assert_null(x.name);
+    free(p);
+}
+
+static void test_example_dyke(void **state)
+{
+    (void)state;
+    char *p = src_path("examples/dyke1996-three-story.yaml");
+    drths_experiment_t x;
+    load_ok(&x, p);
+    assert_int_equal(x.n_dof, 3);
+    assert_int_equal(x.structure.model, DRTHS_STRUCTURE_MATRICES);
+    assert_null(x.structure.floor_mass_kg);
+    assert_true(x.structure.mass_kg[0] == 98.3 && x.structure.mass_kg[8] == 98.3);
+    assert_true(x.structure.stiffness_N_per_m[4] == 1.37e6);
+    assert_true(x.structure.stiffness_N_per_m[5] == -6.84e5);
+    assert_true(x.structure.stiffness_N_per_m[7] == -6.84e5);
+    assert_true(x.structure.stiffness_N_per_m[8] == 6.84e5);
+    assert_non_null(x.structure.damping_N_s_per_m);
+    assert_true(x.structure.damping_N_s_per_m[0] == 175);
+    assert_true(x.structure.damping_N_s_per_m[1] == -50);
+    assert_true(x.structure.damping_N_s_per_m[8] == 50);
+    assert_int_equal(x.structure.damping.kind, DRTHS_DAMPING_MATRIX);
+    assert_true(x.ground_motion.time_compression == 5.0);
+    assert_int_equal(x.specimen.damper.model, DRTHS_DAMPER_SPENCER1997);
+    assert_int_equal(x.control.mode, DRTHS_CONTROL_FIXED);
+    assert_true(x.control.command == 1.0);
+    assert_true(drths_experiment_command_max(x.specimen.damper.model) == 2.25);
+    drths_experiment_close(&x);
+    free(p);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    char *p = src_path("tests/data/config/minimal.yaml");
+    drths_experiment_t x;
+    load_ok(&x, p);
+    assert_string_equal(x.description, "");
+    assert_true(x.rate_hz == 5000);
+    assert_int_equal(x.structure.damping.kind, DRTHS_DAMPING_MODAL);
+    assert_true(x.structure.damping.ratio[0] == 0.02);
+    assert_int_equal(x.structure.integrator, DRTHS_INTEGRATOR_CHEN_RICLES);
+    assert_int_equal(x.ground_motion.format, DRTHS_RECORD_FORMAT_AUTO);
+    assert_int_equal(x.ground_motion.units, DRTHS_ACCEL_G);
+    assert_int_equal(x.ground_motion.column, 1);
+    assert_true(x.ground_motion.scale == 1.0 && x.ground_motion.time_compression == 1.0);
+    assert_true(x.ground_motion.duration_s == 0 && x.ground_motion.tail_s == 0);
+    assert_int_equal(x.specimen.floor, 1);
+    assert_int_equal(x.specimen.damper.substeps, 0);
+    assert_true(x.specimen.true_scale.gamma_beta == 1.0 && x.specimen.true_scale.A == 1.0);
+    assert_int_equal(x.control.mode, DRTHS_CONTROL_PASSIVE_OFF);
+    assert_true(x.control.command == 0);
+    assert_int_equal(x.actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL);
+    assert_int_equal(x.actuator.compensation, DRTHS_COMPENSATION_NONE);
+    assert_true(x.actuator.displacement_range_m == 0.1 && x.actuator.force_range_N == 250000);
+    assert_int_equal(x.link.redundancy, 4);
+    assert_int_equal(x.link.probes, 500);
+    assert_true(x.link.quantile == 0.999);
+    assert_int_equal(x.link.safety_margin_ticks, 10);
+    assert_int_equal(x.link.loop_delay_ticks, 0);
+    assert_int_equal(x.numerical.reorder_ticks, 10);
+    assert_int_equal(x.numerical.smith, DRTHS_SMITH_FIXED);
+    assert_string_equal(x.physical.listen, "0.0.0.0:47000");
+    assert_int_equal(x.physical.playout_ticks, 300);
+    assert_int_equal(x.physical.max_concealed_ticks, 20);
+    assert_true(x.physical.watchdog_ms == 100);
+    assert_true(x.physical.limit_displacement_m == 0.1 && x.physical.limit_velocity_m_s == 1.0);
+    assert_true(x.physical.limit_force_N == 250000);
+    drths_experiment_close(&x);
+    free(p);
+}
+
+/* ---- a temporary folder with a record, for variants written by the tests ---------------- */
+
+static char tmpdir[64];
+
+static int make_tmpdir(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/drths-test-config-XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    char p[128];
+    snprintf(p, sizeof p, "%s/rec.txt", tmpdir);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        return -1;
+    fputs("time acc\n0 0\n0.01 0.1\n0.02 -0.1\n", f);
+    fclose(f);
+    return 0;
+}
+
+static int remove_tmpdir(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *write_tmp(const char *name, const char *text)
+{
+    char *p = malloc(256);
+    assert_non_null(p);
+    snprintf(p, 256, "%s/%s", tmpdir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+static const char base_yaml[] =
+    "name: fp\n"
+    "structure:\n"
+    "  model: shear-building\n"
+    "  floor_mass_kg: [1000, 1000]\n"
+    "  storey_stiffness_N_per_m: [1.0e6, 1.0e6]\n"
+    "ground_motion:\n"
+    "  file: rec.txt\n"
+    "specimen:\n"
+    "  damper: {model: phillips2013-200kN}\n";
+
+/* Fingerprint of base_yaml with extra appended (YAML keys must not repeat, so extra adds
+ * sections that base_yaml lacks, or replaces a line). */
+static void fp_of(const char *text, uint8_t fp[32])
+{
+    char *p = write_tmp("fp.yaml", text);
+    drths_experiment_t x;
+    load_ok(&x, p);
+    fingerprint(&x, fp);
+    drths_experiment_close(&x);
+    free(p);
+}
+
+static void fp_with(const char *extra, uint8_t fp[32])
+{
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", base_yaml, extra);
+    fp_of(text, fp);
+}
+
+static void test_fingerprint(void **state)
+{
+    (void)state;
+    uint8_t a[32], b[32];
+    fp_with("", a);
+    fp_with("", b);
+    assert_memory_equal(a, b, 32); /* stable */
+
+    /* Explicit defaults are the same experiment as omitted ones. */
+    fp_with("rate_hz: 5000\ncontrol: {mode: passive-off}\nlink: {redundancy: 4, quantile: 0.999}\n",
+            b);
+    assert_memory_equal(a, b, 32);
+
+    /* Not shared: the fingerprint does not change. */
+    static const char *const same[] = {
+        "physical: {listen: \"0.0.0.0:48000\"}\n",
+        "numerical: {peer: \"[::1]:47001\", reorder_ticks: 20, smith: adaptive}\n",
+        "actuator: {plant: three-pole, noise_force_N: 50, adc_bits: 16}\n",
+        "output: {directory: elsewhere}\n",
+        "description: another description\n",
+        "link: {key_file: lab.key}\n",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        fp_with(same[i], b);
+        if (memcmp(a, b, 32) != 0)
+            fail_msg("fingerprint changed with a non-shared field: %s", same[i]);
+    }
+
+    /* Shared: each change gives a different fingerprint. */
+    static const char *const differ[] = {
+        "rate_hz: 4000\n",
+        "control: {mode: fixed, command: 1.0}\n",
+        "link: {redundancy: 5}\n",
+        "link: {loop_delay_ticks: 200}\n",
+    };
+    for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+        fp_with(differ[i], b);
+        if (memcmp(a, b, 32) == 0)
+            fail_msg("fingerprint did not change with a shared field: %s", differ[i]);
+    }
+    char text[2048];
+    snprintf(text, sizeof text, "%s", base_yaml);
+    char *m = strstr(text, "[1000, 1000]");
+    assert_non_null(m);
+    memcpy(m, "[1000, 1001]", 12);
+    fp_of(text, b);
+    assert_memory_not_equal(a, b, 32);
+
+    /* The record's bytes are part of it: same name, one byte changed. */
+    free(write_tmp("rec.txt", "time acc\n0 0\n0.01 0.1\n0.02 -0.2\n"));
+    fp_with("", b);
+    assert_memory_not_equal(a, b, 32);
+    free(write_tmp("rec.txt", "time acc\n0 0\n0.01 0.1\n0.02 -0.1\n"));
+    fp_with("", b);
+    assert_memory_equal(a, b, 32);
+
+    char hex[65];
+    drths_experiment_fingerprint_hex(a, hex);
+    assert_int_equal(strlen(hex), 64);
+    assert_true(strspn(hex, "0123456789abcdef") == 64);
+}
+
+static void test_shared_text(void **state)
+{
+    (void)state;
+    char *p = write_tmp("st.yaml", base_yaml);
+    drths_experiment_t x;
+    load_ok(&x, p);
+    char *text;
+    size_t len;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_experiment_shared_text(&x, &text, &len, &err), 0);
+    assert_int_equal(strlen(text), len);
+    assert_true(strncmp(text, "drths-experiment-shared v1\nname=fp\nrate_hz=5000\n", 48) == 0);
+    assert_non_null(strstr(text, "\nstructure.floor_mass_kg=1000,1000\n"));
+    assert_non_null(strstr(text, "\nspecimen.damper.model=phillips2013-200kN\n"));
+    assert_non_null(strstr(text, "\nground_motion.record_blake2b256="));
+    assert_null(strstr(text, "listen"));
+    assert_null(strstr(text, "peer"));
+    free(text);
+    drths_experiment_close(&x);
+    free(p);
+}
+
+static void test_rayleigh_defaults(void **state)
+{
+    (void)state;
+    char *p = write_tmp("ray.yaml",
+                        "name: r\n"
+                        "structure:\n"
+                        "  model: shear-building\n"
+                        "  floor_mass_kg: [1, 1, 1, 1]\n"
+                        "  storey_stiffness_N_per_m: [1, 1, 1, 1]\n"
+                        "  damping: {kind: rayleigh, ratio: [0.05]}\n"
+                        "ground_motion: {kind: white-noise, duration_s: 10, band_hz: [0.5, 25]}\n"
+                        "specimen: {floor: 4, damper: {model: linear-spring, stiffness_N_per_m: 1e5}}\n");
+    drths_experiment_t x;
+    load_ok(&x, p);
+    assert_int_equal(x.structure.damping.modes[0], 1);
+    assert_int_equal(x.structure.damping.modes[1], 4);
+    assert_int_equal(x.ground_motion.kind, DRTHS_GROUND_MOTION_WHITE_NOISE);
+    assert_null(x.ground_motion.record_path);
+    assert_true(x.ground_motion.band_hz[1] == 25 && x.ground_motion.rms_m_s2 == 1.0);
+    assert_int_equal(x.ground_motion.seed, 1);
+    assert_true(x.specimen.damper.stiffness_N_per_m == 1e5);
+    uint8_t fp[32];
+    fingerprint(&x, fp); /* white noise: no record to hash */
+    drths_experiment_close(&x);
+    free(p);
+}
+
+/* ---- wrong files ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *file;  /* under tests/data/config/ */
+    int code;
+    const char *expect; /* must appear in the message */
+} bad_case_t;
+
+static const bad_case_t bad_cases[] = {
+    {"bad-missing-name.yaml", -EINVAL, "bad-missing-name.yaml: name: missing"},
+    {"bad-missing-model.yaml", -EINVAL, "structure.model: missing"},
+    {"bad-wrong-type.yaml", -EINVAL, ":2: rate_hz: must be a finite number (got \"fast\")"},
+    {"bad-negative-mass.yaml", -EINVAL, ":4: structure.floor_mass_kg[1]: must be > 0 (got -5)"},
+    {"bad-non-symmetric.yaml", -EINVAL, "structure.stiffness_N_per_m[0][1]: matrix must be symmetric"},
+    {"bad-non-square.yaml", -EINVAL, "structure.mass_kg[1]: row has fewer entries"},
+    {"bad-unknown-key.yaml", -EINVAL, "structure.floor_masses_kg: unknown key"},
+    {"bad-unreadable-record.yaml", -ENOENT, "ground_motion.file: cannot open"},
+    {"bad-lengths.yaml", -EINVAL, "structure.storey_stiffness_N_per_m: must have as many values"},
+    {"bad-rate.yaml", -EINVAL, "rate_hz: must be in 100..100000 (got 50)"},
+    {"bad-enum.yaml", -EINVAL, "control.mode: must be one of passive-off, passive-on, fixed, "
+                               "clipped-optimal (got \"semi-active\")"},
+    {"bad-floor.yaml", -EINVAL, "specimen.floor: must be in 1..3 (got 4)"},
+    {"bad-command.yaml", -EINVAL, "control.command: must be in 0..2.5 A"},
+    {"bad-rayleigh-mode.yaml", -EINVAL, "structure.damping.modes[1]: must be in 1..3 (got 5)"},
+    {"bad-empty.yaml", -EINVAL, "bad-empty.yaml: empty file"},
+    {"bad-not-yaml.yaml", -EINVAL, "bad-not-yaml.yaml: not an experiment file"},
+    {"bad-syntax.yaml", -EINVAL, "YAML syntax error"},
+    {"bad-exclusive.yaml", -EINVAL, "structure.mass_kg: not allowed with structure.model shear-building"},
+    {"bad-fraction.yaml", -EINVAL, "specimen.floor: must be a whole number (got 1.5)"},
+    {"bad-list-for-value.yaml", -EINVAL, ":1: name: must be a single value, not a list"},
+    {"bad-duplicate.yaml", -EINVAL, "link.probes: given twice"},
+    {"bad-matrix-cell.yaml", -EINVAL, "structure.mass_kg[1][1]: must be a finite number (got \"one\")"},
+    {"bad-mechanism.yaml", -EINVAL, "structure.stiffness_N_per_m: must be positive definite"},
+    {"bad-spring.yaml", -EINVAL, "specimen.damper.stiffness_N_per_m: missing"},
+    {"bad-peer.yaml", -EINVAL, "numerical.peer: must be host:port or [IPv6]:port"},
+    {"bad-white-noise-band.yaml", -EINVAL, "ground_motion.band_hz[1]: must be > band_hz[0]"},
+    {"bad-infinite.yaml", -EINVAL, "structure.floor_mass_kg[1]: must be a finite number"},
+    {"no-such-experiment.yaml", -ENOENT, "cannot open the experiment file"},
+};
+
+static void test_bad_files(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "tests/data/config/%s", bad_cases[i].file);
+        char *p = src_path(rel);
+        drths_experiment_t x;
+        memset(&x, 0xa5, sizeof x); /* load must zero it whatever it held */
+        drths_error_t err = {{0}};
+        int r = drths_experiment_load(&x, p, &err);
+        if (r != bad_cases[i].code || !strstr(err.msg, bad_cases[i].expect))
+            fail_msg("%s: got %d \"%s\", expected %d and \"%s\"", bad_cases[i].file, r, err.msg,
+                     bad_cases[i].code, bad_cases[i].expect);
+        /* Nothing to free after a failure, and close is still safe. */
+        assert_null(x.name);
+        assert_null(x.structure.mass_kg);
+        assert_null(x.path);
+        drths_experiment_close(&x);
+        free(p);
+    }
+    print_message("%zu wrong files rejected with their field path\n",
+                  sizeof bad_cases / sizeof bad_cases[0]);
+}
+
+static void test_unreadable_record_permissions(void **state)
+{
+    (void)state;
+    if (geteuid() == 0)
+        skip(); /* root reads anything */
+    char *rec = write_tmp("secret.txt", "0 0\n");
+    assert_int_equal(chmod(rec, 0), 0);
+    char text[1024];
+    snprintf(text, sizeof text, "%s", base_yaml);
+    char *m = strstr(text, "rec.txt");
+    memcpy(m, "secret.txt\n", 12);
+    char *p = write_tmp("perm.yaml", text);
+    drths_experiment_t x;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_experiment_load(&x, p, &err), -EACCES);
+    assert_non_null(strstr(err.msg, "ground_motion.file: cannot open"));
+    assert_non_null(strstr(err.msg, "Permission denied"));
+    free(p);
+    free(rec);
+}
+
+static void test_load_buffer(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/virtual.yaml", tmpdir);
+    drths_experiment_t x;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_experiment_load_buffer(&x, base_yaml, strlen(base_yaml), path, &err), 0);
+    assert_int_equal(x.n_dof, 2);
+    drths_experiment_close(&x);
+    /* Not NUL-terminated, cut in the middle of a key: must fail cleanly, not read beyond. */
+    char *cut = malloc(40);
+    memcpy(cut, base_yaml, 40);
+    assert_int_not_equal(drths_experiment_load_buffer(&x, cut, 40, path, &err), 0);
+    free(cut);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_string_equal(drths_control_mode_name(DRTHS_CONTROL_CLIPPED_OPTIMAL), "clipped-optimal");
+    assert_string_equal(drths_damper_model_name(DRTHS_DAMPER_PHILLIPS2013), "phillips2013-200kN");
+    assert_string_equal(drths_structure_model_name(DRTHS_STRUCTURE_MATRICES), "matrices");
+    assert_string_equal(drths_integrator_kind_name(DRTHS_INTEGRATOR_CENTRAL_DIFFERENCE),
+                        "central-difference");
+    assert_string_equal(drths_accel_units_name(DRTHS_ACCEL_CM_S2), "cm/s2");
+    assert_string_equal(drths_smith_mode_name((drths_smith_mode_t)99), "?");
+    assert_true(drths_accel_units_m_s2(DRTHS_ACCEL_G) == 9.80665);
+    assert_true(drths_experiment_command_max(DRTHS_DAMPER_PHILLIPS2013) == 2.5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_example_three_story),
+        cmocka_unit_test(test_example_dyke),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_fingerprint),
+        cmocka_unit_test(test_shared_text),
+        cmocka_unit_test(test_rayleigh_defaults),
+        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_unreadable_record_permissions),
+        cmocka_unit_test(test_load_buffer),
+        cmocka_unit_test(test_names),
+    };
+    return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
+}
