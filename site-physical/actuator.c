@@ -1,0 +1,495 @@
+#include "site-physical/actuator.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/lagrange.h"
+#include "common/setup.h"
+
+const char *const drths_actuator_columns[DRTHS_ACT_NCOLS] = {
+    "tick",         "time_s",        "cmd_tick",   "command_m",
+    "command_vel_m_s", "damper_command", "concealed", "hold",
+    "meas_disp_m",  "meas_force_N",  "cmd_lead_ms", "wake_late_us",
+};
+
+/* Histogram layouts: wake-up lateness in 1 us bins up to 100 ms, command lead in 10 us bins up
+ * to 2 s (larger values are counted in overflow and still give an exact maximum). */
+#define LATENESS_BIN_NS 1000
+#define LATENESS_BINS 100000
+#define LEAD_BIN_NS 10000
+#define LEAD_BINS 200000
+
+void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
+                                           drths_actuator_params_t *p)
+{
+    memset(p, 0, sizeof *p);
+    p->rate_hz = exp->rate_hz;
+    p->r = exp->link.redundancy;
+    p->playout_ticks = (size_t)exp->physical.playout_ticks;
+    p->max_concealed_ticks = exp->physical.max_concealed_ticks;
+    p->watchdog_s = exp->physical.watchdog_ms * 1e-3;
+    p->limit_displacement_m = exp->physical.limit_displacement_m;
+    p->limit_velocity_m_s = exp->physical.limit_velocity_m_s;
+    p->limit_force_N = exp->physical.limit_force_N;
+    /* A passive mode's constant command is what the numerical site will send from tick L + 1
+     * on; holding it during the rest ticks lets the damper's current settle before the motion
+     * starts, as in the reference run. Semi-active modes start from 0 (the safe value). */
+    double cmd = 0.0;
+    if (drths_setup_passive_command(exp, &cmd, NULL) != 0)
+        cmd = 0.0;
+    p->rest_damper_command = cmd;
+    p->hold_linger_s = 0.2;
+    p->abort_interval_s = 0.005;
+    p->late_wake_fraction = 0.5;
+}
+
+static int check_params(const drths_actuator_params_t *p, drths_error_t *err)
+{
+    if (!(p->rate_hz > 0.0 && p->rate_hz <= 1e6))
+        return drths_error_set(err, -EINVAL, "rate_hz: must be in (0, 1e6] (got %g)", p->rate_hz);
+    if (p->r < 1 || p->r > DRTHS_WIRE_MAX_R)
+        return drths_error_set(err, -EINVAL, "link.redundancy: must be 1..%d (got %d)",
+                               DRTHS_WIRE_MAX_R, p->r);
+    if (p->playout_ticks < 1)
+        return drths_error_set(err, -EINVAL, "physical.playout_ticks: must be > 0");
+    if (p->max_concealed_ticks < 0)
+        return drths_error_set(err, -EINVAL, "physical.max_concealed_ticks: must be >= 0 (got %d)",
+                               p->max_concealed_ticks);
+    if (!(p->watchdog_s > 0.0))
+        return drths_error_set(err, -EINVAL, "physical.watchdog_ms: must be > 0 (got %g)",
+                               p->watchdog_s * 1e3);
+    if (!(p->limit_displacement_m > 0.0))
+        return drths_error_set(err, -EINVAL, "physical.limit_displacement_m: must be > 0 (got %g)",
+                               p->limit_displacement_m);
+    if (!(p->limit_velocity_m_s > 0.0))
+        return drths_error_set(err, -EINVAL, "physical.limit_velocity_m_s: must be > 0 (got %g)",
+                               p->limit_velocity_m_s);
+    if (!(p->limit_force_N > 0.0))
+        return drths_error_set(err, -EINVAL, "physical.limit_force_N: must be > 0 (got %g)",
+                               p->limit_force_N);
+    if (!isfinite(p->rest_damper_command))
+        return drths_error_set(err, -EINVAL, "rest damper command: must be finite");
+    if (!(p->hold_linger_s >= 0.0) || !(p->abort_interval_s >= 0.0))
+        return drths_error_set(err, -EINVAL, "hold linger and abort interval: must be >= 0");
+    if (!(p->late_wake_fraction > 0.0))
+        return drths_error_set(err, -EINVAL, "late wake-up fraction: must be > 0");
+    return 0;
+}
+
+int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p,
+                        drths_specimen_t *spec, drths_error_t *err)
+{
+    memset(a, 0, sizeof *a);
+    int rc = check_params(p, err);
+    if (rc)
+        return rc;
+    if (!spec)
+        return drths_error_set(err, -EINVAL, "actuator: no specimen");
+    a->p = *p;
+    a->spec = spec;
+    a->dt_ns = (int64_t)llround(1e9 / p->rate_hz);
+    if (a->dt_ns <= 0)
+        return drths_error_set(err, -EINVAL, "rate_hz: %g gives a tick below 1 ns", p->rate_hz);
+    rc = drths_playout_init(&a->pb, p->playout_ticks, sizeof(drths_cmd_channel_t), 0, err);
+    if (rc)
+        return rc;
+    rc = drths_hist_init(&a->lateness_ns, LATENESS_BIN_NS, LATENESS_BINS, err);
+    if (!rc)
+        rc = drths_hist_init(&a->lead_ns, LEAD_BIN_NS, LEAD_BINS, err);
+    if (rc) {
+        drths_actuator_close(a);
+        return rc;
+    }
+    a->linger_ticks = (uint64_t)ceil(p->hold_linger_s * p->rate_hz);
+    a->abort_every_ticks = (uint64_t)ceil(p->abort_interval_s * p->rate_hz);
+    for (size_t i = 0; i < DRTHS_ACT_LATE_MEMORY; i++)
+        a->concealed_tick[i] = -1;
+    drths_cmd_channel_t rest = {0.0, 0.0, 0.0, p->rest_damper_command};
+    for (int i = 0; i < 4; i++)
+        a->hist[i] = rest;
+    drths_specimen_reset(spec, 0.0, p->rest_damper_command);
+    for (int i = 0; i < DRTHS_WIRE_MAX_R; i++)
+        a->fb_ring[i].cmd_tick = -1;
+    return 0;
+}
+
+void drths_actuator_close(drths_actuator_t *a)
+{
+    drths_playout_close(&a->pb);
+    drths_hist_close(&a->lateness_ns);
+    drths_hist_close(&a->lead_ns);
+}
+
+/* Copies src into dst (cap bytes with the NUL) and returns the length written, never
+ * overflowing; used to build HOLD sentences without printf where no number is involved. */
+static size_t scopy(char *dst, size_t cap, const char *src)
+{
+    size_t n = 0;
+    while (src && src[n] && n + 1 < cap) {
+        dst[n] = src[n];
+        n++;
+    }
+    if (cap)
+        dst[n] = '\0';
+    return n;
+}
+
+void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, const char *text)
+{
+    if (a->hold || a->finished)
+        return;
+    a->hold = 1;
+    a->hold_reason = reason;
+    a->hold_abort_peer = abort_peer;
+    scopy(a->hold_text, sizeof a->hold_text, text);
+}
+
+static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arrival_ns)
+{
+    const drths_msg_command_t *c = &m->u.command;
+    if (c->n_channels != 1) {
+        a->c.bad_commands++;
+        return;
+    }
+    a->c.commands++;
+    if (!a->have_cmd || m->counter > a->echo_counter) {
+        a->echo_counter = m->counter;
+        a->echo_arrival_ns = arrival_ns;
+    }
+    if (!a->have_cmd || arrival_ns > a->last_cmd_ns)
+        a->last_cmd_ns = arrival_ns;
+    a->have_cmd = 1;
+    if (a->watchdog_armed && arrival_ns > a->watchdog_ref_ns)
+        a->watchdog_ref_ns = arrival_ns;
+    for (int k = 0; k < c->r && (uint64_t)k <= m->tick; k++) {
+        uint64_t tick = m->tick - (uint64_t)k;
+        /* Ticks up to L are the rest position; redundant samples for them (the first COMMANDs
+         * carry some) are not commands and are not stored. */
+        if (a->started && tick <= a->L)
+            continue;
+        drths_playout_result_t r = drths_playout_put(&a->pb, tick, &c->s[k][0], arrival_ns);
+        switch (r) {
+        case DRTHS_PLAYOUT_STORED:
+            if (k > 0)
+                a->c.recovered++;
+            break;
+        case DRTHS_PLAYOUT_DUPLICATE:
+            if (k == 0)
+                a->c.duplicates++;
+            break;
+        case DRTHS_PLAYOUT_TOO_FAR:
+            if (k == 0)
+                a->c.too_far++;
+            break;
+        case DRTHS_PLAYOUT_LATE: {
+            /* Copies of ticks that were played from a received sample are redundancy; a copy of
+             * a tick that had to be concealed is a late command, counted once. */
+            int64_t *slot = &a->concealed_tick[tick % DRTHS_ACT_LATE_MEMORY];
+            if (*slot == (int64_t)tick) {
+                a->c.late++;
+                *slot = -1;
+            }
+            break;
+        }
+        }
+    }
+}
+
+static void on_epoch(drths_actuator_t *a, const drths_msg_t *m)
+{
+    const drths_msg_epoch_t *e = &m->u.epoch;
+    if (!a->started) {
+        if (e->new_epoch != 1)
+            return;
+        a->started = 1;
+        a->epoch = 1;
+        a->L = e->loop_delay_ticks;
+        a->c.epochs = 1;
+        return;
+    }
+    if (e->new_epoch <= a->epoch || (a->epoch_pending && e->new_epoch <= a->pend_epoch))
+        return;
+    a->epoch_pending = 1;
+    a->pend_epoch = e->new_epoch;
+    a->pend_L = e->loop_delay_ticks;
+    a->pend_tick = e->effective_tick;
+}
+
+void drths_actuator_receive(drths_actuator_t *a, const drths_msg_t *m, int64_t arrival_ns)
+{
+    switch (m->type) {
+    case DRTHS_MSG_COMMAND:
+        on_command(a, m, arrival_ns);
+        break;
+    case DRTHS_MSG_EPOCH:
+        on_epoch(a, m);
+        break;
+    case DRTHS_MSG_STOP:
+        if (!a->stop_received || m->tick < a->stop_tick) {
+            a->stop_received = 1;
+            a->stop_tick = m->tick;
+        }
+        break;
+    case DRTHS_MSG_ABORT: {
+        char text[DRTHS_WIRE_MAX_TEXT + 1];
+        size_t n = scopy(text, sizeof text, "numerical site aborted: ");
+        n += scopy(text + n, sizeof text - n, drths_stop_reason_name(m->u.stop.reason));
+        if (m->u.stop.text[0]) {
+            n += scopy(text + n, sizeof text - n, ": ");
+            scopy(text + n, sizeof text - n, m->u.stop.text);
+        }
+        drths_actuator_hold(a, m->u.stop.reason, 0, text);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* The command limits, checked before a command reaches the drive. */
+static void check_command(drths_actuator_t *a, const drths_cmd_channel_t *s)
+{
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    if (fabs(s->disp_m) > a->p.limit_displacement_m) {
+        snprintf(text, sizeof text, "displacement limit: command %.6g m exceeds %.6g m",
+                 s->disp_m, a->p.limit_displacement_m);
+        drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    } else if (fabs(s->vel_m_s) > a->p.limit_velocity_m_s) {
+        snprintf(text, sizeof text, "velocity limit: command velocity %.6g m/s exceeds %.6g m/s",
+                 s->vel_m_s, a->p.limit_velocity_m_s);
+        drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    }
+}
+
+/* The measurement limits, checked after each step. */
+static void check_measurement(drths_actuator_t *a, const drths_specimen_meas_t *m)
+{
+    if (fabs(m->force_N) > a->p.limit_force_N) {
+        char text[DRTHS_WIRE_MAX_TEXT + 1];
+        snprintf(text, sizeof text, "force limit: measured force %.6g kN exceeds %.6g kN",
+                 m->force_N * 1e-3, a->p.limit_force_N * 1e-3);
+        drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    }
+}
+
+static void check_watchdog(drths_actuator_t *a, int64_t now_ns)
+{
+    int64_t limit_ns = (int64_t)llround(a->p.watchdog_s * 1e9);
+    int64_t quiet_ns = now_ns - a->watchdog_ref_ns;
+    if (quiet_ns > limit_ns) {
+        char text[DRTHS_WIRE_MAX_TEXT + 1];
+        snprintf(text, sizeof text, "watchdog: no command for %.1f ms (limit %.6g ms)",
+                 (double)quiet_ns * 1e-6, a->p.watchdog_s * 1e3);
+        drths_actuator_hold(a, DRTHS_STOP_WATCHDOG, 1, text);
+    }
+}
+
+static void push_history(drths_actuator_t *a, const drths_cmd_channel_t *s)
+{
+    a->hist[0] = a->hist[1];
+    a->hist[1] = a->hist[2];
+    a->hist[2] = a->hist[3];
+    a->hist[3] = *s;
+}
+
+/* One tick ahead of the last four applied commands, every field of the sample. */
+static void conceal(const drths_actuator_t *a, drths_cmd_channel_t *out)
+{
+    const double *h[4];
+    for (int i = 0; i < 4; i++)
+        h[i] = &a->hist[i].disp_m;
+    double v[4];
+    drths_lagrange3_extrapolate_n(h, 1.0, v, 4);
+    out->disp_m = v[0];
+    out->vel_m_s = v[1];
+    out->acc_m_s2 = v[2];
+    out->damper_cmd = v[3];
+}
+
+int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns, int64_t now_ns,
+                        drths_actuator_out_t *out)
+{
+    if (a->finished)
+        return -EALREADY;
+    if (!a->started)
+        return -EAGAIN;
+    int64_t lateness = now_ns - deadline_ns;
+    drths_hist_add(&a->lateness_ns, lateness);
+    if ((double)lateness > a->p.late_wake_fraction * (double)a->dt_ns)
+        a->c.late_wakeups++;
+    a->c.ticks++;
+
+    if (a->epoch_pending && tick >= a->pend_tick) {
+        a->epoch = a->pend_epoch;
+        a->L = a->pend_L;
+        a->epoch_pending = 0;
+        a->c.epochs++;
+    }
+
+    drths_cmd_channel_t cmd = {0.0, 0.0, 0.0, a->p.rest_damper_command};
+    int rest = 0, concealed = 0;
+    int64_t cmd_tick = -1;
+    double lead_ms = NAN;
+    int holding = a->hold;
+    if (!holding) {
+        if (tick <= a->L) {
+            rest = 1;
+            a->c.rest_ticks++;
+            /* Keep the play head with the loop, so the buffer's window is [t, t + P). */
+            (void)drths_playout_take(&a->pb, tick, deadline_ns, &cmd, NULL);
+            cmd = (drths_cmd_channel_t){0.0, 0.0, 0.0, a->p.rest_damper_command};
+        } else {
+            if (!a->watchdog_armed) {
+                a->watchdog_armed = 1;
+                a->watchdog_ref_ns = now_ns;
+            }
+            if (!a->stop_received)
+                check_watchdog(a, now_ns);
+            int64_t lead_ns = 0;
+            if (a->hold) {
+                (void)drths_playout_take(&a->pb, tick, deadline_ns, &cmd, NULL);
+            } else if (drths_playout_take(&a->pb, tick, deadline_ns, &cmd, &lead_ns) == 0) {
+                cmd_tick = (int64_t)tick;
+                a->consecutive_concealed = 0;
+                a->c.applied++;
+                drths_hist_add(&a->lead_ns, lead_ns);
+                lead_ms = (double)lead_ns * 1e-6;
+            } else if (a->consecutive_concealed >= (uint64_t)a->p.max_concealed_ticks) {
+                char text[DRTHS_WIRE_MAX_TEXT + 1];
+                snprintf(text, sizeof text,
+                         "too many concealed commands (%llu in a row, limit %d)",
+                         (unsigned long long)(a->consecutive_concealed + 1),
+                         a->p.max_concealed_ticks);
+                drths_actuator_hold(a, DRTHS_STOP_HOLD, 1, text);
+            } else {
+                conceal(a, &cmd);
+                concealed = 1;
+                cmd_tick = (int64_t)tick;
+                a->consecutive_concealed++;
+                a->c.concealed++;
+                if (a->consecutive_concealed > a->c.max_consecutive_concealed)
+                    a->c.max_consecutive_concealed = a->consecutive_concealed;
+                a->concealed_tick[tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)tick;
+            }
+            if (!a->hold)
+                check_command(a, &cmd);
+        }
+        holding = a->hold;
+    } else {
+        (void)drths_playout_take(&a->pb, tick, deadline_ns, &cmd, NULL);
+    }
+
+    if (holding && !a->hold_started) {
+        a->hold_started = 1;
+        a->hold_tick = tick;
+        a->hold_drive_m = a->last_meas_disp_m;
+    }
+
+    double drive, vel, dcmd;
+    if (holding) {
+        drive = a->hold_drive_m;
+        vel = 0.0;
+        dcmd = 0.0;
+        cmd_tick = -1;
+        concealed = 0;
+        lead_ms = NAN;
+        a->c.hold_ticks++;
+    } else {
+        drive = cmd.disp_m;
+        vel = cmd.vel_m_s;
+        dcmd = cmd.damper_cmd;
+        push_history(a, &cmd);
+    }
+
+    drths_specimen_meas_t meas;
+    drths_specimen_step(a->spec, drive, vel, dcmd, &meas);
+    a->last_meas_disp_m = meas.disp_m;
+    if (!holding) {
+        check_measurement(a, &meas);
+        if (!rest) {
+            double e = meas.disp_m - drive;
+            a->track_err2 += e * e;
+            a->track_ref2 += drive * drive;
+        }
+    }
+
+    uint8_t flags = (uint8_t)((concealed ? DRTHS_FB_CONCEALED : 0u) |
+                              (a->hold ? DRTHS_FB_HOLD : 0u));
+    drths_fb_sample_t *fs = &a->fb_ring[tick % DRTHS_WIRE_MAX_R];
+    memset(fs, 0, sizeof *fs);
+    fs->cmd_tick = cmd_tick;
+    fs->flags = flags;
+    fs->ch[0].force_n = meas.force_N;
+    fs->ch[0].disp_m = meas.disp_m;
+
+    drths_msg_t *fb = &out->feedback;
+    fb->type = DRTHS_MSG_FEEDBACK;
+    fb->epoch = a->epoch;
+    fb->tick = tick;
+    fb->counter = 0;
+    fb->session_id = 0;
+    drths_msg_feedback_t *f = &fb->u.feedback;
+    f->n_channels = 1;
+    f->r = (uint8_t)a->p.r;
+    f->echo_counter = a->have_cmd ? a->echo_counter : 0;
+    f->echo_hold_ns =
+        a->have_cmd && now_ns > a->echo_arrival_ns ? (uint64_t)(now_ns - a->echo_arrival_ns) : 0;
+    /* s[k] is tick t - k. The wire requires r - 1 <= t, so the first r - 1 FEEDBACKs carry
+     * only the ticks that exist (t + 1 samples). */
+    if ((uint64_t)(a->p.r - 1) > tick)
+        f->r = (uint8_t)(tick + 1);
+    for (int k = 0; k < f->r; k++)
+        f->s[k] = a->fb_ring[(tick - (uint64_t)k) % DRTHS_WIRE_MAX_R];
+
+    out->send_abort = 0;
+    if (a->hold_started && a->hold_abort_peer && a->aborts_sent < 3 &&
+        tick >= a->hold_tick + (uint64_t)a->aborts_sent * a->abort_every_ticks) {
+        out->send_abort = 1;
+        a->aborts_sent++;
+        memset(&out->abort, 0, sizeof out->abort);
+        out->abort.type = DRTHS_MSG_ABORT;
+        out->abort.epoch = a->epoch;
+        out->abort.tick = tick;
+        out->abort.u.stop.reason = a->hold_reason;
+        scopy(out->abort.u.stop.text, sizeof out->abort.u.stop.text, a->hold_text);
+    }
+
+    out->finished = 0;
+    if (a->hold_started) {
+        uint64_t end = a->linger_ticks;
+        if (a->hold_abort_peer && 2 * a->abort_every_ticks > end)
+            end = 2 * a->abort_every_ticks;
+        if (tick >= a->hold_tick + end) {
+            out->finished = 1;
+            a->end_reason = a->hold_reason;
+        }
+    } else if (!a->hold && a->stop_received && tick >= a->stop_tick) {
+        out->finished = 1;
+        a->end_reason = DRTHS_STOP_END_OF_RECORD;
+    }
+    a->finished = out->finished;
+
+    double *row = out->row;
+    row[DRTHS_ACT_COL_TICK] = (double)tick;
+    row[DRTHS_ACT_COL_TIME] = (double)tick / a->p.rate_hz;
+    row[DRTHS_ACT_COL_CMD_TICK] = (double)cmd_tick;
+    row[DRTHS_ACT_COL_COMMAND] = drive;
+    row[DRTHS_ACT_COL_COMMAND_VEL] = vel;
+    row[DRTHS_ACT_COL_DAMPER_COMMAND] = dcmd;
+    row[DRTHS_ACT_COL_CONCEALED] = concealed;
+    row[DRTHS_ACT_COL_HOLD] = a->hold ? 1.0 : 0.0;
+    row[DRTHS_ACT_COL_MEAS_DISP] = meas.disp_m;
+    row[DRTHS_ACT_COL_MEAS_FORCE] = meas.force_N;
+    row[DRTHS_ACT_COL_CMD_LEAD] = lead_ms;
+    row[DRTHS_ACT_COL_WAKE_LATE] = (double)lateness * 1e-3;
+    return 0;
+}
+
+double drths_actuator_tracking_rms_pct(const drths_actuator_t *a)
+{
+    if (!(a->track_ref2 > 0.0))
+        return NAN;
+    return 100.0 * sqrt(a->track_err2 / a->track_ref2);
+}

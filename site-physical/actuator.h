@@ -1,0 +1,203 @@
+/* The actuator site's per-tick state machine (DESIGN.md 2, 7; notes SITES.md "Physical site per
+ * tick"): playout of received commands, concealment of missing ones, the watchdog, the limits,
+ * HOLD, one step of the specimen, the FEEDBACK to send and the physical.csv row.
+ *
+ * It knows nothing of sockets or clocks: the caller opens datagrams (protocol/wire.h) and hands
+ * the messages to drths_actuator_receive with their arrival time, then calls drths_actuator_tick
+ * once per tick with the tick's deadline and the time it actually woke. So a test drives it in
+ * virtual time, and site-physical/physsite.c drives it from the real ticker and socket.
+ *
+ * Timing (DESIGN.md 2): tick t applies c(t) = x(t - L). For t <= L the command is the rest
+ * position (displacement 0 and the experiment's rest damper command); the numerical site never
+ * sends those ticks. For t > L the command is the one received for tick t; if it has not
+ * arrived, it is extrapolated (third-order Lagrange, common/lagrange.h) one tick ahead from the
+ * last four applied commands, counted and flagged; more than max_concealed_ticks in a row puts
+ * the actuator in HOLD.
+ *
+ * HOLD (DESIGN.md 7): the drive stays at the displacement measured when HOLD began, the damper
+ * command goes to 0 (its safe value), every FEEDBACK carries DRTHS_FB_HOLD, an ABORT naming the
+ * reason is sent to the numerical site three times abort_interval_s apart (not when the HOLD
+ * was the numerical site's own ABORT), and the loop keeps ticking and recording for
+ * hold_linger_s, then finishes. Every cause of HOLD goes through drths_actuator_hold.
+ *
+ * One channel (the damper) for now: COMMANDs with another channel count are counted and dropped.
+ *
+ * Ownership: the caller owns drths_actuator_t and the specimen it drives (which must outlive
+ * it). _init allocates the playout buffer and two histograms; _close frees them (safe twice).
+ * Messages and outputs are the caller's; nothing keeps pointers into them.
+ */
+#ifndef DRTHS_ACTUATOR_H
+#define DRTHS_ACTUATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/error.h"
+#include "common/specimen.h"
+#include "common/stats.h"
+#include "protocol/playout.h"
+#include "protocol/wire.h"
+
+/* Columns of physical.csv (notes/RUN-FOLDER.md), in this order. */
+enum {
+    DRTHS_ACT_COL_TICK = 0,
+    DRTHS_ACT_COL_TIME,
+    DRTHS_ACT_COL_CMD_TICK,
+    DRTHS_ACT_COL_COMMAND,
+    DRTHS_ACT_COL_COMMAND_VEL,
+    DRTHS_ACT_COL_DAMPER_COMMAND,
+    DRTHS_ACT_COL_CONCEALED,
+    DRTHS_ACT_COL_HOLD,
+    DRTHS_ACT_COL_MEAS_DISP,
+    DRTHS_ACT_COL_MEAS_FORCE,
+    DRTHS_ACT_COL_CMD_LEAD,
+    DRTHS_ACT_COL_WAKE_LATE,
+    DRTHS_ACT_NCOLS
+};
+
+/* The header names of physical.csv, DRTHS_ACT_NCOLS of them. */
+extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
+
+/* Ticks whose concealment is remembered, so that a command arriving after its tick was
+ * concealed is counted late once (older ones are not counted). */
+#define DRTHS_ACT_LATE_MEMORY 4096
+
+typedef struct drths_actuator_params {
+    double rate_hz;              /* tick rate; dt = 1 / rate_hz */
+    int r;                       /* samples per FEEDBACK, 1 .. DRTHS_WIRE_MAX_R */
+    size_t playout_ticks;        /* playout buffer capacity, ticks */
+    int max_concealed_ticks;     /* consecutive concealed ticks allowed; one more is HOLD */
+    double watchdog_s;           /* no valid COMMAND for this long after tick L + 1: HOLD */
+    double limit_displacement_m; /* |command| above this: HOLD */
+    double limit_velocity_m_s;   /* |command velocity| above this: HOLD */
+    double limit_force_N;        /* |measured force| above this: HOLD */
+    double rest_damper_command;  /* damper command (A or V) while t <= L */
+    double hold_linger_s;        /* ticking and recording goes on this long in HOLD (0.2 s) */
+    double abort_interval_s;     /* the three ABORTs are this far apart (5 ms) */
+    double late_wake_fraction;   /* a tick woken later than this fraction of dt is late (0.5) */
+} drths_actuator_params_t;
+
+/* The experiment's actuator-site settings (physical.*, link.redundancy, rate_hz), the rest
+ * damper command of a passive control mode (0 otherwise) and the fixed values above. init-only. */
+void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
+                                           drths_actuator_params_t *p);
+
+typedef struct drths_actuator_counters {
+    uint64_t ticks;              /* ticks processed */
+    uint64_t rest_ticks;         /* ticks t <= L (rest position) */
+    uint64_t commands;           /* COMMAND messages received */
+    uint64_t applied;            /* ticks driven by a received command */
+    uint64_t concealed;          /* ticks driven by an extrapolated command */
+    uint64_t max_consecutive_concealed;
+    uint64_t late;               /* concealed ticks whose command arrived afterwards */
+    uint64_t duplicates;         /* COMMANDs whose own tick (s[0]) was already buffered */
+    uint64_t too_far;            /* COMMANDs whose own tick was beyond the playout buffer */
+    uint64_t recovered;          /* ticks first received as a redundant sample (loss repaired) */
+    uint64_t bad_commands;       /* COMMANDs with a channel count other than 1 */
+    uint64_t epochs;             /* epochs applied (the first one included) */
+    uint64_t late_wakeups;       /* ticks woken later than late_wake_fraction of dt */
+    uint64_t hold_ticks;         /* ticks spent in HOLD */
+} drths_actuator_counters_t;
+
+/* What one tick produced. */
+typedef struct drths_actuator_out {
+    drths_msg_t feedback; /* the FEEDBACK for this tick, header epoch and tick filled */
+    int send_abort;       /* nonzero: send `abort` now as well */
+    drths_msg_t abort;    /* ABORT {reason, text} when send_abort */
+    int finished;         /* the run ends after this tick */
+    double row[DRTHS_ACT_NCOLS]; /* the physical.csv row of this tick */
+} drths_actuator_out_t;
+
+typedef struct drths_actuator {
+    drths_actuator_params_t p;
+    int64_t dt_ns;
+    drths_specimen_t *spec; /* not owned */
+    drths_playout_t pb;
+
+    int started;       /* EPOCH 1 received */
+    uint32_t L, epoch; /* in force */
+    int epoch_pending;
+    uint32_t pend_epoch, pend_L;
+    uint64_t pend_tick;
+
+    drths_cmd_channel_t hist[4]; /* last four applied commands, oldest first */
+    uint64_t consecutive_concealed;
+    int64_t concealed_tick[DRTHS_ACT_LATE_MEMORY]; /* tick whose concealment each slot holds */
+
+    int have_cmd;                /* a COMMAND has arrived */
+    uint64_t echo_counter;       /* newest COMMAND counter */
+    int64_t echo_arrival_ns;     /* its arrival */
+    int64_t last_cmd_ns;         /* arrival of the latest valid COMMAND */
+    int watchdog_armed;
+    int64_t watchdog_ref_ns;     /* the watchdog counts from here */
+
+    int stop_received;
+    uint64_t stop_tick;          /* last commanded tick (STOP header tick) */
+
+    int hold;
+    uint8_t hold_reason;         /* drths_stop_reason_t */
+    char hold_text[DRTHS_WIRE_MAX_TEXT + 1];
+    int hold_abort_peer;         /* send ABORT to the numerical site */
+    int hold_started;            /* the first HOLD tick has run (hold_tick valid) */
+    uint64_t hold_tick;          /* first tick in HOLD */
+    double hold_drive_m;
+    int aborts_sent;
+    uint64_t linger_ticks, abort_every_ticks;
+
+    int finished;
+    uint8_t end_reason;          /* END_OF_RECORD, or the HOLD reason */
+
+    double last_meas_disp_m;
+    drths_fb_sample_t fb_ring[DRTHS_WIRE_MAX_R]; /* measurement of tick t at t % MAX_R */
+
+    drths_hist_t lateness_ns;    /* tick wake-up lateness */
+    drths_hist_t lead_ns;        /* how long before its tick each applied command arrived */
+    double track_err2, track_ref2; /* sums for the tracking RMS error norm */
+    drths_actuator_counters_t c;
+} drths_actuator_t;
+
+/* Validates p (errors name the field), allocates the playout buffer (head at tick 0) and the
+ * histograms, and puts spec at rest (displacement 0, rest damper command). spec is borrowed.
+ * A failed init leaves nothing to close. init-only. */
+int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p,
+                        drths_specimen_t *spec, drths_error_t *err);
+
+/* Frees the buffers. Safe twice and on a zeroed struct. init-only. */
+void drths_actuator_close(drths_actuator_t *a);
+
+/* Takes one authenticated message from the numerical site, received at arrival_ns:
+ * COMMAND: its r samples go into the playout buffer (counted); its counter becomes the FEEDBACK
+ *          echo; the watchdog restarts.
+ * EPOCH:   epoch 1 starts the run with its L (drths_actuator_started becomes true); a later
+ *          epoch changes L at its effective tick. Repeats and older epochs are ignored.
+ * STOP:    the run ends after the STOP's header tick (the last commanded tick).
+ * ABORT:   HOLD, without an ABORT back.
+ * Anything else is ignored (the caller handles HELLO and PROBE). RT-safe. */
+void drths_actuator_receive(drths_actuator_t *a, const drths_msg_t *m, int64_t arrival_ns);
+
+/* Nonzero once EPOCH 1 has arrived: the caller then starts its ticker at tick 0. RT-safe. */
+static inline int drths_actuator_started(const drths_actuator_t *a)
+{
+    return a->started;
+}
+
+/* Runs tick `tick` (0, 1, 2, ... in order, none skipped), due at deadline_ns and woken at
+ * now_ns: chooses the command (rest, received, concealed or HOLD), checks the watchdog and the
+ * limits, steps the specimen, and fills out with the FEEDBACK, any ABORT to send and the row.
+ * Returns 0, or -EALREADY when the run has already finished (out untouched). RT-safe. */
+int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns, int64_t now_ns,
+                        drths_actuator_out_t *out);
+
+/* Enters HOLD (if not already in it) with a stop reason and one sentence; abort_peer says
+ * whether the numerical site is sent ABORT {reason, text}. Takes effect at the next tick. The
+ * single entry into HOLD: the watchdog, the limits, concealment, a signal and the peer's ABORT
+ * all come through here. RT-safe. */
+void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, const char *text);
+
+/* Tracking RMS error norm in % (seed 004 eq 31): sqrt(sum (measured - command)^2 / sum
+ * command^2) over the ticks driven by a command (received or concealed), outside HOLD; NaN if
+ * the commands were all zero. RT-safe. */
+double drths_actuator_tracking_rms_pct(const drths_actuator_t *a);
+
+#endif
