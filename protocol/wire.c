@@ -700,7 +700,8 @@ static drths_reject_t get_str(const msgpack_object *o, char *out, size_t max)
     size_t n = o->via.str.size;
     if (n > max || (n > 0 && memchr(o->via.str.ptr, '\0', n) != NULL))
         return DRTHS_REJECT_BAD_FIELD;
-    memcpy(out, o->via.str.ptr, n);
+    if (n > 0) /* msgpack-c may give a NULL pointer for an empty string */
+        memcpy(out, o->via.str.ptr, n);
     out[n] = '\0';
     return DRTHS_REJECT_OK;
 }

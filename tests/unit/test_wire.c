@@ -702,8 +702,54 @@ static void test_peek_header(void **state)
                 h.epoch == 1 && h.version == 1);
 }
 
+/* DRTHS_WRITE_CORPUS=DIR ./unit_wire writes the fuzz seed corpus (tests/fuzz/corpus/datagram):
+ * per message type, the sealed example as a raw-mode input (first byte 0x00) and its plaintext
+ * as a sealed-mode input (0x01, type, two bytes choosing the bit to flip, payload). */
+static int write_corpus(const char *dir)
+{
+    for (int i = 0; i < EX_NTYPES; i++) {
+        drths_msg_type_t t = ex_types[i];
+        uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM + 4], in[DRTHS_WIRE_MAX_DATAGRAM + 8];
+        size_t len;
+        if (ex_seal(t, buf, sizeof buf, &len) != 0)
+            return 1;
+        drths_wire_rx_t rx;
+        drths_msg_t out;
+        if (ex_rx(&rx, other(ex_sender(t))) != 0 || drths_wire_open(&rx, buf, len, &out) != 0)
+            return 1;
+        size_t plen = len - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
+        for (int mode = 0; mode < 2; mode++) {
+            size_t n;
+            in[0] = (uint8_t)mode;
+            if (mode == 0) {
+                memcpy(in + 1, buf, len);
+                n = 1 + len;
+            } else {
+                in[1] = (uint8_t)(t - 1);
+                in[2] = (uint8_t)(37 * i);
+                in[3] = 0;
+                memcpy(in + 4, rx.plain, plen);
+                n = 4 + plen;
+            }
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s-%s", dir, mode ? "sealed" : "raw",
+                     drths_msg_type_name(t));
+            FILE *f = fopen(path, "wb");
+            if (!f || fwrite(in, 1, n, f) != n || fclose(f) != 0)
+                return 1;
+        }
+        drths_wire_rx_close(&rx);
+    }
+    return 0;
+}
+
 int main(void)
 {
+    if (getenv("DRTHS_WRITE_CORPUS")) {
+        setup(NULL);
+        return write_corpus(getenv("DRTHS_WRITE_CORPUS"));
+    }
+
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_round_trip_every_type),
