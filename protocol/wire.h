@@ -251,7 +251,7 @@ int drths_wire_tx_init(drths_wire_tx_t *tx, drths_role_t role,
                        const uint8_t psk[DRTHS_KEY_BYTES], uint64_t session_id);
 /* Installs this direction's key out of keys (chosen by tx->role). RT-safe. */
 void drths_wire_tx_set_keys(drths_wire_tx_t *tx, const drths_session_keys_t *keys);
-/* Wipes keys. Safe twice. */
+/* Wipes keys. Safe twice. init-only. */
 void drths_wire_tx_close(drths_wire_tx_t *tx);
 
 /* Validates m (same rules as the receiver), packs, assigns the next counter, seals into buf.
@@ -273,7 +273,7 @@ int drths_wire_rx_init(drths_wire_rx_t *rx, drths_role_t self, const uint8_t psk
 void drths_wire_rx_start(drths_wire_rx_t *rx, uint64_t session_id);
 /* Installs the peer-to-us key out of keys. RT-safe. */
 void drths_wire_rx_set_keys(drths_wire_rx_t *rx, const drths_session_keys_t *keys);
-/* Frees the zone and wipes keys. Safe twice. */
+/* Frees the zone and wipes keys. Safe twice. init-only (frees memory). */
 void drths_wire_rx_close(drths_wire_rx_t *rx);
 
 /* Full receive path for the current session (see the file comment). On DRTHS_REJECT_OK *out
