@@ -1,0 +1,512 @@
+#include "site-numerical/hybrid.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rtclock.h"
+#include "common/setup.h"
+
+enum { S_START = 0, S_FIRST_COMMAND, S_RUN, S_CLOSING, S_DONE };
+
+#define CLOSE_COPIES 3
+#define NS_PER_MS INT64_C(1000000)
+/* The arrival-offset minimum is kept over two buckets of this length (so over 0.5 to 1 s). */
+#define OFFSET_BUCKET_NS (500 * NS_PER_MS)
+
+static const char *const extra_names[DRTHS_HYBRID_EXTRA_COLS] = {
+    "fb_tick", "fb_concealed", "force_measured_N", "force_model_N",
+    "force_used_N", "rtt_ms", "loop_delay_ticks"};
+
+void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experiment_t *exp)
+{
+    memset(p, 0, sizeof *p);
+    p->L = exp->link.loop_delay_ticks > 0 ? (uint32_t)exp->link.loop_delay_ticks : 1;
+    p->r = exp->link.redundancy;
+    p->reorder_ticks = exp->numerical.reorder_ticks;
+    p->smith = exp->numerical.smith;
+    p->dt_ns = (int64_t)llround(1e9 / exp->rate_hz);
+    p->peer_timeout_ns = 1000 * NS_PER_MS;
+    p->start_timeout_ns = 2000 * NS_PER_MS;
+    p->epoch_repeat_ns = 20 * NS_PER_MS;
+    p->close_repeat_ns = 10 * NS_PER_MS;
+    p->final_wait_ns = 1000 * NS_PER_MS;
+}
+
+void drths_hybrid_close(drths_hybrid_t *h)
+{
+    if (h->colnames) {
+        for (int i = 0; i < h->ncols; i++)
+            free(h->colnames[i]);
+        free(h->colnames);
+        h->colnames = NULL;
+    }
+    free(h->row);
+    free(h->peak_x);
+    free(h->sum_x2);
+    free(h->peak_a);
+    free(h->sum_a2);
+    free(h->concealed_tick);
+    h->row = h->peak_x = h->sum_x2 = h->peak_a = h->sum_a2 = NULL;
+    h->concealed_tick = NULL;
+    drths_rtt_tracker_close(&h->rtt);
+    drths_reorder_close(&h->rb);
+    drths_smith_close(&h->smith);
+    drths_numsub_close(&h->ns);
+}
+
+int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
+                      const drths_hybrid_params_t *p, drths_error_t *err)
+{
+    memset(h, 0, sizeof *h);
+    if (p->L < 1)
+        return drths_error_set(err, -EINVAL, "loop delay L: must be >= 1 tick (got %u)", p->L);
+    if (p->r < 1 || p->r > DRTHS_WIRE_MAX_R)
+        return drths_error_set(err, -EINVAL, "link.redundancy: must be 1..%d (got %d)",
+                               DRTHS_WIRE_MAX_R, p->r);
+    if (p->reorder_ticks < 1 || p->dt_ns <= 0)
+        return drths_error_set(err, -EINVAL, "numerical.reorder_ticks and the tick period must "
+                                             "be > 0");
+    h->p = *p;
+    int rc = drths_setup_passive_command(exp, &h->command, err);
+    if (rc)
+        return rc;
+    drths_damper_params_t nominal;
+    drths_setup_damper_nominal(exp, &nominal);
+    /* Room for twice the starting L: a later epoch (issue 7) may raise it. */
+    rc = drths_smith_init(&h->smith, p->smith, &nominal, 1.0 / exp->rate_hz,
+                          2 * (size_t)p->L + 64, err);
+    if (rc)
+        return rc;
+    rc = drths_numsub_init(&h->ns, exp, err);
+    if (rc) {
+        drths_smith_close(&h->smith);
+        return rc;
+    }
+    /* Feedback can run ahead of the consumer by the reorder wait plus whatever piled up in the
+     * socket while the thread was not running; L ticks of slack cover a stall as long as the
+     * loop delay, after which the actuator site is concealing commands anyway. */
+    size_t depth = (size_t)p->reorder_ticks + 2 * (size_t)p->L + (size_t)p->r + 256;
+    rc = drths_reorder_init(&h->rb, depth, sizeof(drths_fb_sample_t), 1, err);
+    if (!rc) {
+        rc = drths_rtt_tracker_init(&h->rtt, 2 * (size_t)p->L + 1024, 10000,
+                                    2 * DRTHS_NS_PER_S, err);
+        if (rc)
+            drths_reorder_close(&h->rb);
+    }
+    if (rc) {
+        drths_numsub_close(&h->ns);
+        drths_smith_close(&h->smith);
+        return rc;
+    }
+    int n = h->ns.n;
+    h->ncols = h->ns.ncols + DRTHS_HYBRID_EXTRA_COLS;
+    h->colnames = calloc((size_t)h->ncols, sizeof *h->colnames);
+    h->row = calloc((size_t)h->ncols, sizeof(double));
+    h->peak_x = calloc((size_t)n, sizeof(double));
+    h->sum_x2 = calloc((size_t)n, sizeof(double));
+    h->peak_a = calloc((size_t)n, sizeof(double));
+    h->sum_a2 = calloc((size_t)n, sizeof(double));
+    h->concealed_cap = depth;
+    h->concealed_tick = calloc(depth, sizeof(uint64_t));
+    int ok = h->colnames && h->row && h->peak_x && h->sum_x2 && h->peak_a && h->sum_a2 &&
+             h->concealed_tick;
+    for (int i = 0; ok && i < h->ncols; i++) {
+        h->colnames[i] = strdup(i < h->ns.ncols ? h->ns.colnames[i]
+                                                : extra_names[i - h->ns.ncols]);
+        ok = h->colnames[i] != NULL;
+    }
+    if (!ok) {
+        drths_hybrid_close(h);
+        return drths_error_set(err, -ENOMEM, "out of memory for the hybrid loop");
+    }
+    rc = drths_smith_reset(&h->smith, h->command, p->L);
+    if (rc) { /* cannot happen: the ring was sized from L */
+        drths_hybrid_close(h);
+        return drths_error_set(err, rc, "Smith history too short for L = %u", p->L);
+    }
+    drths_numsub_reset(&h->ns, drths_smith_model(&h->smith, 0));
+    h->state = S_START;
+    return 0;
+}
+
+const char *drths_hybrid_end_name(drths_hybrid_end_t e)
+{
+    switch (e) {
+    case DRTHS_HYBRID_RUNNING:
+        return "running";
+    case DRTHS_HYBRID_END_OF_RECORD:
+        return "end of record";
+    case DRTHS_HYBRID_PEER_ABORT:
+        return "aborted by the actuator site";
+    case DRTHS_HYBRID_PEER_LOST:
+        return "peer lost";
+    case DRTHS_HYBRID_NO_START:
+        return "no feedback at start";
+    case DRTHS_HYBRID_SIGNAL:
+        return "stopped by signal";
+    }
+    return "unknown";
+}
+
+static void set_text(drths_hybrid_t *h, const char *text)
+{
+    size_t n = strlen(text);
+    if (n >= sizeof h->end_text)
+        n = sizeof h->end_text - 1;
+    memcpy(h->end_text, text, n);
+    h->end_text[n] = '\0';
+}
+
+/* From now on the polls send `type` {reason, text} CLOSE_COPIES times and then finish. */
+static void begin_close(drths_hybrid_t *h, int64_t now_ns, drths_msg_type_t type, int reason,
+                        const char *text, drths_hybrid_end_t end)
+{
+    h->state = S_CLOSING;
+    h->end = end;
+    h->close_type = (int)type;
+    h->close_reason = reason;
+    h->close_sent = 0;
+    h->close_start_ns = now_ns;
+    h->next_send_ns = now_ns;
+    set_text(h, text);
+}
+
+void drths_hybrid_request_stop(drths_hybrid_t *h, int reason, const char *text)
+{
+    if (h->state == S_DONE || h->state == S_CLOSING)
+        return;
+    /* The time is unknown here; the next poll sends at once because next_send_ns is 0. */
+    begin_close(h, 0, DRTHS_MSG_ABORT, reason, text, DRTHS_HYBRID_SIGNAL);
+    h->close_start_ns = INT64_MIN;
+}
+
+static int was_concealed(drths_hybrid_t *h, uint64_t tick)
+{
+    uint64_t *slot = &h->concealed_tick[tick % h->concealed_cap];
+    if (*slot != tick)
+        return 0;
+    *slot = 0;
+    return 1;
+}
+
+static void on_feedback(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx_ns)
+{
+    const drths_msg_feedback_t *f = &m->u.feedback;
+    h->c.fb_datagrams++;
+    if (f->echo_counter)
+        drths_rtt_tracker_echo(&h->rtt, f->echo_counter, (int64_t)f->echo_hold_ns, rx_ns, NULL);
+    if (m->counter > h->fb_newest_counter) {
+        h->fb_newest_counter = m->counter;
+        h->fb_newest_counter_rx_ns = rx_ns;
+    }
+    int64_t off = rx_ns - (int64_t)m->tick * h->p.dt_ns;
+    if (!h->got_feedback) {
+        h->off_cur = h->off_prev = off;
+        h->off_bucket_ns = rx_ns;
+        h->fb_newest_tick = m->tick;
+        h->got_feedback = 1;
+    } else if (rx_ns - h->off_bucket_ns >= OFFSET_BUCKET_NS) {
+        h->off_prev = h->off_cur;
+        h->off_cur = off;
+        h->off_bucket_ns = rx_ns;
+    } else if (off < h->off_cur) {
+        h->off_cur = off;
+    }
+    if (m->tick > h->fb_newest_tick)
+        h->fb_newest_tick = m->tick;
+    if (f->s[0].flags & DRTHS_FB_CONCEALED)
+        h->c.phys_concealed++;
+    if (f->s[0].flags & DRTHS_FB_HOLD)
+        h->c.phys_hold++;
+    for (int k = 0; k < f->r && (uint64_t)k <= m->tick; k++) {
+        uint64_t tick = m->tick - (uint64_t)k;
+        if (tick < 1)
+            break; /* tick 0 is the rest state, recorded at start */
+        switch (drths_reorder_put(&h->rb, tick, &f->s[k])) {
+        case DRTHS_REORDER_STORED:
+            h->c.fb_samples_stored++;
+            break;
+        case DRTHS_REORDER_DUPLICATE:
+            h->c.fb_duplicates++;
+            break;
+        case DRTHS_REORDER_LATE:
+            if (was_concealed(h, tick))
+                h->c.fb_late++;
+            else
+                h->c.fb_duplicates++;
+            break;
+        case DRTHS_REORDER_TOO_FAR:
+            h->c.fb_too_far++;
+            break;
+        }
+    }
+}
+
+void drths_hybrid_on_message(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx_ns)
+{
+    if (h->state == S_DONE)
+        return;
+    h->last_rx_ns = rx_ns;
+    switch (m->type) {
+    case DRTHS_MSG_FEEDBACK:
+        on_feedback(h, m, rx_ns);
+        break;
+    case DRTHS_MSG_ABORT:
+        h->end = DRTHS_HYBRID_PEER_ABORT;
+        h->end_reason = m->u.stop.reason;
+        set_text(h, m->u.stop.text);
+        h->state = S_DONE;
+        break;
+    case DRTHS_MSG_STOP:
+        if (h->state == S_CLOSING && h->close_type == DRTHS_MSG_STOP) {
+            h->peer_stopped = 1;
+        } else {
+            h->end = DRTHS_HYBRID_PEER_ABORT;
+            h->end_reason = m->u.stop.reason;
+            set_text(h, m->u.stop.text);
+            h->state = S_DONE;
+        }
+        break;
+    case DRTHS_MSG_PROBE_ECHO: /* stragglers of the start-up probes */
+    case DRTHS_MSG_HELLO_ACK:  /* answers to repeated HELLOs */
+    case DRTHS_MSG_HEARTBEAT:
+        break;
+    default:
+        h->c.unexpected++;
+        break;
+    }
+}
+
+void drths_hybrid_sent(drths_hybrid_t *h, uint64_t counter, int64_t sent_ns)
+{
+    drths_rtt_tracker_sent(&h->rtt, counter, sent_ns);
+}
+
+/* COMMAND for tick T carrying the sample (disp, vel) of T and the samples of the r-1 ticks
+ * before it (ticks <= L are the rest position: the actuator site applies rest there). */
+static void build_command(drths_hybrid_t *h, uint64_t T, double disp, double vel, int64_t now_ns)
+{
+    double dt = (double)h->p.dt_ns * 1e-9;
+    drths_cmd_channel_t *cur = &h->sent[T % DRTHS_WIRE_MAX_R];
+    cur->disp_m = disp;
+    cur->vel_m_s = vel;
+    /* The ns-rounded period is what the ticker uses; the integrator's dt is 1/rate. At rates
+     * whose period is not a whole ns the difference is below 1e-9 relative. */
+    cur->acc_m_s2 = (vel - h->prev_vel) / dt;
+    cur->damper_cmd = h->command;
+    h->prev_vel = vel;
+    memset(&h->out, 0, sizeof h->out);
+    h->out.type = DRTHS_MSG_COMMAND;
+    h->out.epoch = 1;
+    h->out.tick = T;
+    drths_msg_command_t *c = &h->out.u.command;
+    c->loop_delay_ticks = h->p.L;
+    c->n_channels = 1;
+    c->r = (uint8_t)((uint64_t)h->p.r < T + 1 ? (uint64_t)h->p.r : T + 1);
+    c->echo_counter = h->fb_newest_counter;
+    int64_t hold = h->fb_newest_counter ? now_ns - h->fb_newest_counter_rx_ns : 0;
+    c->echo_hold_ns = hold > 0 ? (uint64_t)hold : 0;
+    drths_cmd_channel_t rest = {0.0, 0.0, 0.0, h->command};
+    for (int k = 0; k < c->r; k++) {
+        uint64_t t = T - (uint64_t)k;
+        c->s[k][0] = t <= h->p.L ? rest : h->sent[t % DRTHS_WIRE_MAX_R];
+    }
+    h->last_cmd_tick = T;
+    h->c.commands_sent++;
+}
+
+/* Predicts x(n+1), steps the Smith model with it and builds the COMMAND for n + 1 + L. */
+static void predict_and_command(drths_hybrid_t *h, int64_t now_ns)
+{
+    double d, v;
+    drths_numsub_predict(&h->ns, &d, &v);
+    drths_smith_step(&h->smith, d, v, h->command);
+    build_command(h, (uint64_t)h->ns.step + 1 + h->p.L, d, v, now_ns);
+}
+
+static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double measured,
+                     double used)
+{
+    double *row = h->row;
+    drths_numsub_row(&h->ns, used, h->command, row);
+    double *x = row + h->ns.ncols;
+    x[0] = (double)fb_tick;
+    x[1] = concealed;
+    x[2] = measured;
+    x[3] = drths_smith_model(&h->smith, h->ns.step);
+    x[4] = used;
+    x[5] = h->rtt.run.count ? (double)h->rtt.last_rtt_ns * 1e-6 : NAN;
+    x[6] = h->p.L;
+    int n = h->ns.n;
+    const double *xs = row + 3, *as = row + 3 + 2 * n;
+    for (int i = 0; i < n; i++) {
+        h->peak_x[i] = fmax(h->peak_x[i], fabs(xs[i]));
+        h->sum_x2[i] += xs[i] * xs[i];
+        h->peak_a[i] = fmax(h->peak_a[i], fabs(as[i]));
+        h->sum_a2[i] += as[i] * as[i];
+    }
+    h->peak_force_N = fmax(h->peak_force_N, fabs(used));
+    h->c.rows++;
+}
+
+static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_sample_t *s,
+                                          int64_t now_ns, drths_hybrid_action_t *a)
+{
+    int64_t n = h->ns.step + 1;
+    double measured = NAN, used;
+    if (s) {
+        measured = s->ch[0].force_n;
+        used = drths_smith_force(&h->smith, n, measured);
+        h->consecutive = 0;
+    } else {
+        used = drths_smith_conceal(&h->smith, n);
+        h->concealed_tick[(uint64_t)n % h->concealed_cap] = (uint64_t)n;
+        h->c.concealed++;
+        if (++h->consecutive > h->c.max_consecutive_concealed)
+            h->c.max_consecutive_concealed = h->consecutive;
+    }
+    drths_numsub_correct(&h->ns, used);
+    fill_row(h, s ? (long)n : -1, !s, measured, used);
+    a->row = h->row;
+    if (h->ns.step + 1 >= h->ns.steps) {
+        begin_close(h, now_ns, DRTHS_MSG_STOP, DRTHS_STOP_END_OF_RECORD,
+                    "end of record", DRTHS_HYBRID_END_OF_RECORD);
+        return DRTHS_HYBRID_ACT;
+    }
+    predict_and_command(h, now_ns);
+    a->send = &h->out;
+    a->is_command = 1;
+    return DRTHS_HYBRID_ACT;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static drths_hybrid_poll_result_t poll_closing(drths_hybrid_t *h, int64_t now_ns,
+                                               drths_hybrid_action_t *a)
+{
+    if (h->close_start_ns == INT64_MIN)
+        h->close_start_ns = now_ns;
+    if (h->close_sent < CLOSE_COPIES) {
+        if (now_ns >= h->next_send_ns) {
+            memset(&h->out, 0, sizeof h->out);
+            h->out.type = (drths_msg_type_t)h->close_type;
+            h->out.epoch = 1;
+            h->out.tick = h->last_cmd_tick;
+            h->out.u.stop.reason = (uint8_t)h->close_reason;
+            size_t len = strlen(h->end_text);
+            if (len > DRTHS_WIRE_MAX_TEXT)
+                len = DRTHS_WIRE_MAX_TEXT;
+            memcpy(h->out.u.stop.text, h->end_text, len);
+            h->close_sent++;
+            h->c.closes_sent++;
+            h->next_send_ns = now_ns + h->p.close_repeat_ns;
+            a->send = &h->out;
+            return DRTHS_HYBRID_ACT;
+        }
+        a->wake_ns = h->next_send_ns;
+        return DRTHS_HYBRID_WAIT;
+    }
+    if (h->close_type == DRTHS_MSG_ABORT) {
+        h->state = S_DONE;
+        return DRTHS_HYBRID_DONE;
+    }
+    int final_seen = h->got_feedback && h->fb_newest_tick >= h->last_cmd_tick;
+    if (final_seen || h->peer_stopped || now_ns - h->close_start_ns >= h->p.final_wait_ns) {
+        h->state = S_DONE;
+        return DRTHS_HYBRID_DONE;
+    }
+    a->wake_ns = h->close_start_ns + h->p.final_wait_ns;
+    return DRTHS_HYBRID_WAIT;
+}
+
+drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
+                                             drths_hybrid_action_t *a)
+{
+    a->send = NULL;
+    a->is_command = 0;
+    a->row = NULL;
+    a->wake_ns = INT64_MAX;
+    switch (h->state) {
+    case S_START:
+        h->start_ns = h->last_rx_ns = now_ns;
+        h->next_send_ns = now_ns + h->p.epoch_repeat_ns;
+        memset(&h->out, 0, sizeof h->out);
+        h->out.type = DRTHS_MSG_EPOCH;
+        h->out.epoch = 0;
+        h->out.tick = 0;
+        h->out.u.epoch.new_epoch = 1;
+        h->out.u.epoch.loop_delay_ticks = h->p.L;
+        h->out.u.epoch.effective_tick = 0;
+        h->c.epochs_sent++;
+        fill_row(h, -1, 0, NAN, drths_smith_model(&h->smith, 0));
+        a->send = &h->out;
+        a->row = h->row;
+        h->state = S_FIRST_COMMAND;
+        return DRTHS_HYBRID_ACT;
+    case S_FIRST_COMMAND:
+        if (h->ns.steps <= 1) {
+            h->last_cmd_tick = h->p.L;
+            begin_close(h, now_ns, DRTHS_MSG_STOP, DRTHS_STOP_END_OF_RECORD, "end of record",
+                        DRTHS_HYBRID_END_OF_RECORD);
+            return drths_hybrid_poll(h, now_ns, a);
+        }
+        predict_and_command(h, now_ns);
+        a->send = &h->out;
+        a->is_command = 1;
+        h->state = S_RUN;
+        return DRTHS_HYBRID_ACT;
+    case S_CLOSING:
+        return poll_closing(h, now_ns, a);
+    case S_DONE:
+        return DRTHS_HYBRID_DONE;
+    default:
+        break;
+    }
+
+    /* S_RUN */
+    if (!h->got_feedback) {
+        if (now_ns - h->start_ns >= h->p.start_timeout_ns) {
+            begin_close(h, now_ns, DRTHS_MSG_ABORT, DRTHS_STOP_PEER_LOST,
+                        "no feedback from the actuator site after the start",
+                        DRTHS_HYBRID_NO_START);
+            return poll_closing(h, now_ns, a);
+        }
+        if (now_ns >= h->next_send_ns) {
+            /* EPOCH 1 again: the first may have been lost. The message is rebuilt because the
+             * out buffer has since held a COMMAND. */
+            memset(&h->out, 0, sizeof h->out);
+            h->out.type = DRTHS_MSG_EPOCH;
+            h->out.u.epoch.new_epoch = 1;
+            h->out.u.epoch.loop_delay_ticks = h->p.L;
+            h->next_send_ns = now_ns + h->p.epoch_repeat_ns;
+            h->c.epochs_sent++;
+            a->send = &h->out;
+            return DRTHS_HYBRID_ACT;
+        }
+        a->wake_ns = min64(h->next_send_ns, h->start_ns + h->p.start_timeout_ns);
+        return DRTHS_HYBRID_WAIT;
+    }
+    if (now_ns - h->last_rx_ns >= h->p.peer_timeout_ns) {
+        begin_close(h, now_ns, DRTHS_MSG_ABORT, DRTHS_STOP_PEER_LOST,
+                    "no datagram from the actuator site for too long", DRTHS_HYBRID_PEER_LOST);
+        return poll_closing(h, now_ns, a);
+    }
+    uint64_t n = (uint64_t)h->ns.step + 1, tick;
+    drths_fb_sample_t s;
+    if (drths_reorder_take_next(&h->rb, &tick, &s) == 0)
+        return do_step(h, &s, now_ns, a);
+    int64_t min_off = min64(h->off_cur, h->off_prev);
+    int64_t deadline = min_off + ((int64_t)n + h->p.reorder_ticks) * h->p.dt_ns;
+    if (now_ns >= deadline || h->fb_newest_tick >= n + (uint64_t)h->p.reorder_ticks) {
+        drths_reorder_skip_next(&h->rb, &tick);
+        return do_step(h, NULL, now_ns, a);
+    }
+    a->wake_ns = min64(deadline, h->last_rx_ns + h->p.peer_timeout_ns);
+    return DRTHS_HYBRID_WAIT;
+}

@@ -1,0 +1,171 @@
+/* The numerical site's lock-stepped loop (DESIGN.md 2, /work/notes/SITES.md "Numerical site"),
+ * with no socket and no clock: the caller feeds it decoded messages with their arrival times and
+ * polls it with the current time; it answers with what to send and what to record. The site's
+ * glue (numsite.c) connects it to the socket, the wire codec and the recorder; the tests connect
+ * it to a simulated actuator site in virtual time.
+ *
+ * Sequence (t = physical tick, n = integration step, L = loop delay):
+ *   start     send EPOCH {1, L, effective tick 0}; record row 0 (rest); predict x(1), step the
+ *             Smith model with it and send it as the COMMAND for tick 1 + L. EPOCH is repeated
+ *             every 20 ms until the first FEEDBACK arrives (at most 2 s, else PEER_LOST).
+ *   step n    when the reorder buffer has tick n: R(n) from F(n); when the deadline
+ *             est_arrival(n) + reorder_ticks·dt has passed, or a feedback for tick
+ *             >= n + reorder_ticks has arrived: R(n) concealed by the model (counted, flagged).
+ *             Then correct (state at n), record row n, predict x(n+1), step the model, send the
+ *             COMMAND for tick n + 1 + L with the last r samples and the feedback echo.
+ *   end       after step steps-1: STOP {END_OF_RECORD, tick = last command tick} three times
+ *             10 ms apart, then wait up to 1 s for the FEEDBACK of that tick (or the peer's
+ *             STOP). An ABORT from the peer ends at once; a stop request (signal) or a silent
+ *             peer (no message for peer_timeout) sends ABORT three times and ends.
+ * The estimated arrival time of tick n is min_offset + n·dt, where min_offset is the smallest
+ * (arrival - tick·dt) of the FEEDBACKs of the last 0.5 to 1 s.
+ *
+ * Ownership: the caller owns drths_hybrid_t; _init allocates everything the run needs (models,
+ * buffers, histograms, the row); _close frees it (safe twice). Pointers handed out in
+ * drths_hybrid_action_t point into the struct and are valid until the next call. One thread
+ * uses it; other threads read its counters only after that thread is done.
+ */
+#ifndef DRTHS_HYBRID_H
+#define DRTHS_HYBRID_H
+
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/error.h"
+#include "protocol/estimator.h"
+#include "protocol/reorder.h"
+#include "protocol/wire.h"
+#include "site-numerical/numsub.h"
+#include "site-numerical/smith.h"
+
+/* Columns after the numsub base columns (run-folder contract). */
+#define DRTHS_HYBRID_EXTRA_COLS 7
+
+typedef struct drths_hybrid_params {
+    uint32_t L;                /* loop delay of epoch 1, ticks (>= 1) */
+    int r;                     /* samples per COMMAND (link.redundancy) */
+    int reorder_ticks;         /* numerical.reorder_ticks */
+    drths_smith_mode_t smith;  /* numerical.smith */
+    int64_t dt_ns;             /* tick period, rounded to ns as the actuator site's ticker */
+    int64_t peer_timeout_ns;   /* no valid message for this long: PEER_LOST (1 s) */
+    int64_t start_timeout_ns;  /* no FEEDBACK this long after EPOCH 1: PEER_LOST (2 s) */
+    int64_t epoch_repeat_ns;   /* EPOCH 1 repeated until the first FEEDBACK (20 ms) */
+    int64_t close_repeat_ns;   /* STOP / ABORT sent 3 times this far apart (10 ms) */
+    int64_t final_wait_ns;     /* after STOP, wait this long for the last FEEDBACK (1 s) */
+} drths_hybrid_params_t;
+
+typedef enum drths_hybrid_end {
+    DRTHS_HYBRID_RUNNING = 0,
+    DRTHS_HYBRID_END_OF_RECORD, /* every step done: success */
+    DRTHS_HYBRID_PEER_ABORT,    /* the actuator site sent ABORT (or an early STOP) */
+    DRTHS_HYBRID_PEER_LOST,     /* no valid message for peer_timeout */
+    DRTHS_HYBRID_NO_START,      /* no FEEDBACK within start_timeout of EPOCH 1 */
+    DRTHS_HYBRID_SIGNAL,        /* drths_hybrid_request_stop (SIGINT/SIGTERM) */
+} drths_hybrid_end_t;
+
+typedef enum drths_hybrid_poll_result {
+    DRTHS_HYBRID_WAIT = 0, /* nothing to do before action.wake_ns or the next message */
+    DRTHS_HYBRID_ACT,      /* do what action says, then poll again */
+    DRTHS_HYBRID_DONE,     /* the run is over: see h->end */
+} drths_hybrid_poll_result_t;
+
+typedef struct drths_hybrid_action {
+    const drths_msg_t *send; /* seal and send this now, or NULL */
+    int is_command;          /* send is a COMMAND: report its counter with drths_hybrid_sent */
+    const double *row;       /* push this row (h->ncols values) to the recorder, or NULL */
+    int64_t wake_ns;         /* WAIT: poll again at this time at the latest */
+} drths_hybrid_action_t;
+
+typedef struct drths_hybrid_counters {
+    uint64_t rows;                /* rows recorded (row 0 included) */
+    uint64_t concealed;           /* steps whose feedback was concealed by the model */
+    uint64_t max_consecutive_concealed;
+    uint64_t fb_datagrams;        /* FEEDBACK messages accepted */
+    uint64_t fb_samples_stored;   /* distinct ticks received */
+    uint64_t fb_duplicates;       /* copies of ticks already received (R-1 per tick is normal) */
+    uint64_t fb_late;             /* ticks that first arrived after their step was concealed */
+    uint64_t fb_too_far;          /* ticks too far ahead for the reorder buffer */
+    uint64_t phys_concealed;      /* feedback samples flagged "command concealed" */
+    uint64_t phys_hold;           /* feedback samples flagged "HOLD" */
+    uint64_t commands_sent, epochs_sent, closes_sent;
+    uint64_t unexpected;          /* valid messages of a type not expected here */
+} drths_hybrid_counters_t;
+
+typedef struct drths_hybrid {
+    drths_hybrid_params_t p;
+    drths_numsub_t ns;
+    drths_smith_t smith;
+    drths_reorder_t rb;
+    drths_rtt_tracker_t rtt;
+    double command;             /* damper command (passive modes) */
+    int state;                  /* internal */
+    drths_hybrid_end_t end;
+    char end_text[DRTHS_WIRE_MAX_TEXT + 64]; /* the peer's ABORT text or why the run ended */
+    int end_reason;             /* the peer's ABORT/STOP reason code (PEER_ABORT) */
+    /* timing */
+    int64_t start_ns, last_rx_ns, next_send_ns, close_start_ns;
+    int got_feedback;
+    int64_t off_cur, off_prev, off_bucket_ns; /* arrival offset minima, two buckets */
+    /* feedback */
+    uint64_t fb_newest_tick, fb_newest_counter;
+    int64_t fb_newest_counter_rx_ns;
+    int peer_stopped;
+    uint64_t *concealed_tick;   /* ring (reorder depth) of concealed ticks, owned */
+    size_t concealed_cap;
+    uint64_t consecutive;
+    /* commands */
+    drths_cmd_channel_t sent[DRTHS_WIRE_MAX_R]; /* sample of tick T at sent[T % MAX_R] */
+    double prev_vel;
+    uint64_t last_cmd_tick;
+    drths_msg_t out;
+    int close_type, close_reason, close_sent;
+    /* record */
+    int ncols;
+    char **colnames;            /* ncols names, owned */
+    double *row;                /* owned */
+    double *peak_x, *sum_x2, *peak_a, *sum_a2; /* per floor, owned */
+    double peak_force_N;
+    drths_hybrid_counters_t c;
+} drths_hybrid_t;
+
+/* Defaults for everything but L: r, reorder_ticks and smith from the experiment, dt from its
+ * rate, and the SITES.md timeouts. init-only. */
+void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experiment_t *exp);
+
+/* Builds the substructure, the Smith model (nominal damper, history 2L + 64), the reorder
+ * buffer and the round-trip tracker, and the column names. Errors: clipped-optimal control and
+ * adaptive Smith are -ENOTSUP, others as the models report them. init-only. */
+int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
+                      const drths_hybrid_params_t *p, drths_error_t *err);
+
+/* Frees everything. Safe twice. init-only. */
+void drths_hybrid_close(drths_hybrid_t *h);
+
+/* A valid message from the actuator site (drths_wire_open accepted it, so counter is set),
+ * received at rx_ns. RT-safe. */
+void drths_hybrid_on_message(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx_ns);
+
+/* The COMMAND of the last action was sent with this counter at sent_ns (for the round trip).
+ * RT-safe. */
+void drths_hybrid_sent(drths_hybrid_t *h, uint64_t counter, int64_t sent_ns);
+
+/* Does the next thing due at now_ns (see drths_hybrid_poll_result_t). The first call starts the
+ * run. RT-safe. */
+drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
+                                             drths_hybrid_action_t *a);
+
+/* Asks the run to end with ABORT {reason, text} (a signal: DRTHS_STOP_SIGNAL); the next polls
+ * send it and finish. RT-safe. */
+void drths_hybrid_request_stop(drths_hybrid_t *h, int reason, const char *text);
+
+/* The step whose state the integrator holds (rows recorded up to it). RT-safe. */
+static inline long drths_hybrid_step(const drths_hybrid_t *h)
+{
+    return h->ns.step;
+}
+
+/* "end of record", "aborted by the actuator site", "peer lost", "no feedback at start",
+ * "stopped by signal", "running". RT-safe. */
+const char *drths_hybrid_end_name(drths_hybrid_end_t e);
+
+#endif

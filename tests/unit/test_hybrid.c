@@ -1,0 +1,407 @@
+/* The numerical site's hybrid loop (site-numerical/hybrid.h) in virtual time against a simulated
+ * actuator site in the same process: ideal actuator, exact one-way delays, the "true" damper.
+ * With the Smith model equal to the specimen, the displacement history equals the monolithic
+ * reference run's (drths_reference_run) to round-off, also with lost feedback datagrams; a burst
+ * of losses longer than R is concealed, counted and flagged. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/csvread.h"
+#include "common/damper.h"
+#include "common/setup.h"
+#include "site-numerical/hybrid.h"
+#include "site-numerical/reference.h"
+
+#define DURATION_S 2.0
+#define LOOP_L 25
+#define QCAP 512
+
+typedef struct item {
+    int64_t t;
+    drths_msg_t m;
+} item_t;
+
+typedef struct queue {
+    item_t *q;
+    size_t head, n;
+} queue_t;
+
+static void q_push(queue_t *q, int64_t t, const drths_msg_t *m)
+{
+    assert_true(q->n < QCAP);
+    item_t *it = &q->q[(q->head + q->n) % QCAP];
+    it->t = t;
+    it->m = *m;
+    q->n++;
+}
+
+static item_t *q_front(queue_t *q)
+{
+    return q->n ? &q->q[q->head] : NULL;
+}
+
+static void q_pop(queue_t *q)
+{
+    q->head = (q->head + 1) % QCAP;
+    q->n--;
+}
+
+/* Which feedback datagrams the link loses. */
+typedef int (*drop_fn)(uint64_t tick);
+
+static int drop_none(uint64_t tick)
+{
+    (void)tick;
+    return 0;
+}
+
+static int drop_one_in_20(uint64_t tick)
+{
+    return tick % 20 == 7;
+}
+
+static int drop_burst(uint64_t tick)
+{
+    return tick >= 3000 && tick <= 3005; /* 6 datagrams: R = 4 repairs 3, 3 stay missing */
+}
+
+typedef struct result {
+    long rows;
+    double *x[3];          /* per floor, per step */
+    double *fb_concealed;  /* per step */
+    double *fb_tick;
+    drths_hybrid_counters_t c;
+    drths_hybrid_end_t end;
+    int64_t rtt_p50_ns;
+    uint64_t phys_ticks;
+} result_t;
+
+static const char *source_dir(void)
+{
+    const char *s = getenv("DRTHS_SOURCE_DIR");
+    return s ? s : "..";
+}
+
+static void load(drths_experiment_t *exp)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/examples/three-story-elcentro.yaml", source_dir());
+    drths_error_t err = {{0}};
+    int rc = drths_experiment_load(exp, path, &err);
+    if (rc)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    exp->ground_motion.duration_s = DURATION_S;
+    exp->ground_motion.tail_s = 0.0;
+}
+
+/* Runs the hybrid loop against the simulated actuator site until it is done. */
+static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, drop_fn drop,
+                       result_t *res)
+{
+    drths_hybrid_params_t p;
+    drths_hybrid_params_default(&p, exp);
+    p.L = LOOP_L;
+    p.smith = mode;
+    drths_hybrid_t *h = calloc(1, sizeof *h);
+    drths_error_t err = {{0}};
+    int rc = drths_hybrid_init(h, exp, &p, &err);
+    if (rc)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    const int64_t dt = p.dt_ns, d_cmd = 1000000, d_fb = 1000000; /* 1 ms each way */
+
+    /* The simulated actuator site. */
+    drths_damper_params_t tp;
+    drths_setup_damper_true(exp, &tp);
+    drths_damper_t damper;
+    assert_int_equal(drths_damper_init(&damper, &tp, 1.0 / exp->rate_hz, NULL), 0);
+    drths_damper_reset(&damper, 0.0, h->command);
+    size_t nt = (size_t)h->ns.steps + LOOP_L + 64;
+    drths_cmd_channel_t *cmd = calloc(nt, sizeof *cmd);
+    int64_t *cmd_rx = calloc(nt, sizeof *cmd_rx);
+    double *force = calloc(nt, sizeof *force);
+    queue_t cq = {calloc(QCAP, sizeof(item_t)), 0, 0}, fq = {calloc(QCAP, sizeof(item_t)), 0, 0};
+    assert_non_null(cmd && cmd_rx && force && cq.q && fq.q);
+    for (size_t i = 0; i < nt; i++)
+        cmd_rx[i] = -1;
+    int started = 0;
+    int64_t t0 = INT64_MAX;
+    uint64_t tick = 0, last_tick = UINT64_MAX, cmd_counter = 0, fb_counter = 0;
+    uint64_t newest_cmd = 0;
+    int64_t newest_cmd_rx = 0;
+
+    memset(res, 0, sizeof *res);
+    for (int i = 0; i < 3; i++)
+        res->x[i] = calloc((size_t)h->ns.steps, sizeof(double));
+    res->fb_concealed = calloc((size_t)h->ns.steps, sizeof(double));
+    res->fb_tick = calloc((size_t)h->ns.steps, sizeof(double));
+
+    int64_t now = 1000000000; /* virtual clock, ns */
+    drths_hybrid_action_t a;
+    for (;;) {
+        drths_hybrid_poll_result_t pr;
+        while ((pr = drths_hybrid_poll(h, now, &a)) == DRTHS_HYBRID_ACT) {
+            if (a.send) {
+                drths_msg_t m = *a.send;
+                m.counter = ++cmd_counter;
+                if (a.is_command)
+                    drths_hybrid_sent(h, m.counter, now);
+                q_push(&cq, now + d_cmd, &m);
+            }
+            if (a.row) {
+                long n = (long)a.row[0];
+                assert_int_equal(n, res->rows);
+                for (int i = 0; i < 3; i++)
+                    res->x[i][n] = a.row[3 + i];
+                res->fb_tick[n] = a.row[h->ns.ncols];
+                res->fb_concealed[n] = a.row[h->ns.ncols + 1];
+                res->rows++;
+            }
+        }
+        if (pr == DRTHS_HYBRID_DONE)
+            break;
+        int64_t next = a.wake_ns;
+        int64_t tick_t = (started && tick <= last_tick) ? t0 + (int64_t)tick * dt : INT64_MAX;
+        if (tick_t < next)
+            next = tick_t;
+        if (q_front(&cq) && q_front(&cq)->t < next)
+            next = q_front(&cq)->t;
+        if (q_front(&fq) && q_front(&fq)->t < next)
+            next = q_front(&fq)->t;
+        assert_true(next != INT64_MAX && next >= now);
+        now = next;
+
+        for (item_t *it; (it = q_front(&cq)) && it->t <= now; q_pop(&cq)) {
+            const drths_msg_t *m = &it->m;
+            if (m->type == DRTHS_MSG_EPOCH && !started) {
+                assert_int_equal(m->u.epoch.loop_delay_ticks, LOOP_L);
+                started = 1;
+                t0 = it->t + 5000000;
+            } else if (m->type == DRTHS_MSG_COMMAND) {
+                newest_cmd = m->counter;
+                newest_cmd_rx = it->t;
+                for (int k = 0; k < m->u.command.r; k++) {
+                    uint64_t t = m->tick - (uint64_t)k;
+                    assert_true(t < nt);
+                    if (cmd_rx[t] < 0) {
+                        cmd[t] = m->u.command.s[k][0];
+                        cmd_rx[t] = it->t;
+                    }
+                }
+            } else if (m->type == DRTHS_MSG_STOP) {
+                last_tick = m->tick;
+            }
+        }
+        if (started && tick <= last_tick && now >= t0 + (int64_t)tick * dt) {
+            /* Tick: apply c(tick) = x(tick - L) (rest for tick <= L), measure, send FEEDBACK. */
+            if (tick > LOOP_L) {
+                assert_true(cmd_rx[tick] >= 0 && cmd_rx[tick] <= now); /* never concealed */
+                force[tick] = drths_damper_step(&damper, cmd[tick].disp_m, cmd[tick].vel_m_s,
+                                                cmd[tick].damper_cmd);
+            } else if (tick > 0) {
+                force[tick] = drths_damper_step(&damper, 0.0, 0.0, h->command);
+            } else {
+                force[tick] = drths_damper_force(&damper);
+            }
+            drths_msg_t fb;
+            memset(&fb, 0, sizeof fb);
+            fb.type = DRTHS_MSG_FEEDBACK;
+            fb.epoch = 1;
+            fb.tick = tick;
+            fb.counter = ++fb_counter;
+            drths_msg_feedback_t *f = &fb.u.feedback;
+            f->n_channels = 1;
+            f->r = (uint8_t)(tick + 1 < (uint64_t)p.r ? tick + 1 : (uint64_t)p.r);
+            f->echo_counter = newest_cmd;
+            f->echo_hold_ns = newest_cmd ? (uint64_t)(now - newest_cmd_rx) : 0;
+            for (int k = 0; k < f->r; k++) {
+                uint64_t t = tick - (uint64_t)k;
+                f->s[k].cmd_tick = t > LOOP_L ? (int64_t)t : -1;
+                f->s[k].ch[0].force_n = force[t];
+                f->s[k].ch[0].disp_m = t > LOOP_L ? cmd[t].disp_m : 0.0;
+            }
+            if (!drop(tick))
+                q_push(&fq, now + d_fb, &fb);
+            tick++;
+        }
+        for (item_t *it; (it = q_front(&fq)) && it->t <= now; q_pop(&fq))
+            drths_hybrid_on_message(h, &it->m, it->t);
+    }
+    res->c = h->c;
+    res->end = h->end;
+    res->rtt_p50_ns = drths_hist_quantile(&h->rtt.run, 0.5);
+    res->phys_ticks = tick;
+    assert_int_equal(res->rows, h->ns.steps);
+    drths_damper_close(&damper);
+    free(cmd);
+    free(cmd_rx);
+    free(force);
+    free(cq.q);
+    free(fq.q);
+    drths_hybrid_close(h);
+    drths_hybrid_close(h); /* safe twice */
+    free(h);
+}
+
+static void result_free(result_t *r)
+{
+    for (int i = 0; i < 3; i++)
+        free(r->x[i]);
+    free(r->fb_concealed);
+    free(r->fb_tick);
+}
+
+/* The reference run's floor displacements, through its numerical.csv. */
+typedef struct fixture {
+    drths_experiment_t exp;
+    drths_csv_table_t ref;
+    const double *rx[3];
+    double peak[3];
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    load(&f->exp);
+    char dir[] = "/tmp/drths-test-hybrid-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    drths_reference_summary_t sum;
+    drths_error_t err = {{0}};
+    int rc = drths_reference_run(&f->exp, dir, &sum, NULL, NULL, &err);
+    if (rc)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    drths_reference_summary_close(&sum);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/numerical.csv", dir);
+    assert_int_equal(drths_csv_read(&f->ref, path, &err), 0);
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d_m", i + 1);
+        f->rx[i] = drths_csv_column(&f->ref, name);
+        assert_non_null(f->rx[i]);
+        for (long k = 0; k < f->ref.rows; k++)
+            f->peak[i] = fmax(f->peak[i], fabs(f->rx[i][k]));
+    }
+    unlink(path);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    unlink(path);
+    rmdir(dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    drths_csv_close(&f->ref);
+    drths_experiment_close(&f->exp);
+    free(f);
+    return 0;
+}
+
+/* Largest |hybrid - reference| over steps and floors, relative to each floor's peak. */
+static double max_rel_error(const fixture_t *f, const result_t *r)
+{
+    assert_int_equal(r->rows, f->ref.rows);
+    double worst = 0.0;
+    for (int i = 0; i < 3; i++)
+        for (long k = 0; k < r->rows; k++)
+            worst = fmax(worst, fabs(r->x[i][k] - f->rx[i][k]) / f->peak[i]);
+    return worst;
+}
+
+/* numerical.csv holds 9 significant digits, so "equal to round-off" is 1e-8 of the peak. */
+#define ROUNDOFF 1e-8
+
+static void test_exact_model_equals_reference(void **state)
+{
+    fixture_t *f = *state;
+    result_t r;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_none, &r);
+    double e = max_rel_error(f, &r);
+    print_message("%ld steps, roof peak %.3f mm, max error %.3g of peak, rtt p50 %.3f ms\n",
+                  r.rows, 1e3 * f->peak[2], e, 1e-6 * (double)r.rtt_p50_ns);
+    assert_true(f->peak[2] > 1e-3); /* the record really moves the building */
+    assert_true(e <= ROUNDOFF);
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    assert_int_equal(r.c.concealed, 0);
+    assert_int_equal(r.c.commands_sent, (uint64_t)r.rows - 1);
+    assert_int_equal(r.c.fb_late, 0);
+    /* 1 ms each way: the echo round trip is 2 ms (10 us bins). */
+    assert_true(r.rtt_p50_ns >= 2000000 && r.rtt_p50_ns <= 2010000);
+    /* The actuator site ticked up to the last command tick, steps - 1 + L. */
+    assert_int_equal(r.phys_ticks, (uint64_t)r.rows - 1 + LOOP_L + 1);
+    result_free(&r);
+}
+
+static void test_without_smith_the_delay_shows(void **state)
+{
+    fixture_t *f = *state;
+    result_t r;
+    run_hybrid(&f->exp, DRTHS_SMITH_OFF, drop_none, &r);
+    double e = max_rel_error(f, &r);
+    print_message("smith off, L = %d ticks: max error %.3g of peak\n", LOOP_L, e);
+    assert_true(e > 1e-3); /* so the comparison above can fail */
+    result_free(&r);
+}
+
+static void test_lost_feedback_repaired_by_redundancy(void **state)
+{
+    fixture_t *f = *state;
+    result_t r;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_one_in_20, &r);
+    double e = max_rel_error(f, &r);
+    print_message("1 in 20 feedback datagrams lost: %llu received, max error %.3g of peak\n",
+                  (unsigned long long)r.c.fb_datagrams, e);
+    assert_true(e <= ROUNDOFF);
+    assert_int_equal(r.c.concealed, 0);
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    uint64_t sent = r.phys_ticks, lost = (sent + 12) / 20;
+    assert_int_equal(r.c.fb_datagrams, sent - lost);
+    for (long k = 1; k < r.rows; k++)
+        assert_true(r.fb_tick[k] == (double)k);
+    result_free(&r);
+}
+
+static void test_burst_longer_than_r_is_concealed(void **state)
+{
+    fixture_t *f = *state;
+    result_t r;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_burst, &r);
+    double e = max_rel_error(f, &r);
+    print_message("burst of 6 lost datagrams (R = 4): %llu concealed, max error %.3g of peak\n",
+                  (unsigned long long)r.c.concealed, e);
+    assert_int_equal(r.c.concealed, 3);
+    assert_int_equal(r.c.max_consecutive_concealed, 3);
+    for (long k = 1; k < r.rows; k++) {
+        int missing = k >= 3000 && k <= 3002;
+        assert_true(r.fb_concealed[k] == (missing ? 1.0 : 0.0));
+        assert_true(r.fb_tick[k] == (missing ? -1.0 : (double)k));
+    }
+    /* The model equals the specimen, so even the concealed steps use the true force. */
+    assert_true(e <= ROUNDOFF);
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exact_model_equals_reference),
+        cmocka_unit_test(test_without_smith_the_delay_shows),
+        cmocka_unit_test(test_lost_feedback_repaired_by_redundancy),
+        cmocka_unit_test(test_burst_longer_than_r_is_concealed),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
