@@ -337,6 +337,10 @@ static double pct(double f)
 
 static void print_stats_row(FILE *f, const char *label, const drths_stats_t *s, double scale)
 {
+    if (s->n == 0) {
+        fprintf(f, "%-22s %9d %11s %11s %11s %11s %11s\n", label, 0, "-", "-", "-", "-", "-");
+        return;
+    }
     fprintf(f, "%-22s %9ld %11.3f %11.3f %11.3f %11.3f %11.3f\n", label, s->n, s->min * scale,
             s->p50 * scale, s->p99 * scale, s->p999 * scale, s->max * scale);
 }

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# drths-report on small synthetic run folders with known differences:
+#   hybrid = 1.01 x reference for every floor displacement and acceleration -> 1 % peak and RMS
+#   error on every floor; 20 of 2000 steps concealed feedback (1 %); 4 of 2000 ticks concealed
+#   commands (0.2 %); measured = 1.01 x commanded displacement -> tracking error 1 %;
+#   round trip 80..89 ms (median 85: nearest rank 998 of 1995); tick lateness 1..100 us.
+# Checks the printed table, report.json, the PNGs (when gnuplot is installed), the message
+# and exit code for a missing file and a missing column, and a run without physical.csv.
+set -euo pipefail
+bdir=${1:?build dir}
+tool=$bdir/drths-report
+work=$(mktemp -d "${TMPDIR:-/tmp}/drths-test-report-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# make_numerical FILE SCALE HYBRID(0/1) [DROP_COLUMN]
+make_numerical() {
+    awk -v scale="$2" -v hybrid="$3" -v drop="${4:-}" 'BEGIN {
+        n = 2000; dt = 0.001; pi = 3.14159265358979
+        split("step time_s ag_m_s2 x1_m x2_m v1_m_s v2_m_s a1_abs_m_s2 a2_abs_m_s2 damper_disp_m damper_vel_m_s damper_force_N damper_command", h, " ")
+        nh = 13
+        if (hybrid) { h[++nh] = "fb_tick"; h[++nh] = "fb_concealed"; h[++nh] = "force_measured_N"
+                      h[++nh] = "force_model_N"; h[++nh] = "force_used_N"; h[++nh] = "rtt_ms"
+                      h[++nh] = "loop_delay_ticks" }
+        line = ""
+        for (c = 1; c <= nh; c++) if (h[c] != drop) line = line (line == "" ? "" : ",") h[c]
+        print line
+        for (i = 0; i < n; i++) {
+            t = i * dt; w = 2 * pi * 2
+            v["step"] = i; v["time_s"] = t; v["ag_m_s2"] = sin(w * t)
+            v["x1_m"] = scale * 0.01 * sin(w * t); v["x2_m"] = scale * 0.02 * sin(w * t)
+            v["v1_m_s"] = 0.01 * w * cos(w * t); v["v2_m_s"] = 0.02 * w * cos(w * t)
+            v["a1_abs_m_s2"] = -scale * 0.01 * w * w * sin(w * t)
+            v["a2_abs_m_s2"] = -scale * 0.02 * w * w * sin(w * t)
+            v["damper_disp_m"] = 0.01 * sin(w * t); v["damper_vel_m_s"] = 0.01 * w * cos(w * t)
+            v["damper_force_N"] = scale * 1e5 * cos(w * t); v["damper_command"] = 2.5
+            v["fb_tick"] = i; v["fb_concealed"] = (i % 100 == 50)
+            v["force_measured_N"] = v["force_model_N"] = v["force_used_N"] = v["damper_force_N"]
+            v["rtt_ms"] = (i < 5) ? "nan" : 80 + i % 10; v["loop_delay_ticks"] = 100
+            line = ""
+            for (c = 1; c <= nh; c++) if (h[c] != drop) {
+                x = v[h[c]]; s = (x == "nan") ? "nan" : sprintf("%.9g", x)
+                line = line (line == "" ? "" : ",") s
+            }
+            print line
+        }
+    }' > "$1"
+}
+
+make_physical() {
+    awk 'BEGIN {
+        n = 2000; dt = 0.001; pi = 3.14159265358979
+        print "tick,time_s,cmd_tick,command_m,command_vel_m_s,damper_command,concealed,hold,meas_disp_m,meas_force_N,cmd_lead_ms,wake_late_us"
+        for (i = 0; i < n; i++) {
+            t = i * dt; cmd = 0.01 * sin(2 * pi * 2 * t); conc = (i % 500 == 7)
+            printf "%d,%.9g,%d,%.9g,0,2.5,%d,0,%.9g,0,%s,%d\n", i, t, i, cmd, conc, 1.01 * cmd,
+                   conc ? "nan" : "5", i % 100 + 1
+        }
+    }' > "$1"
+}
+
+mkdir -p "$work/ref" "$work/hyb"
+make_numerical "$work/ref/numerical.csv" 1 0
+make_numerical "$work/hyb/numerical.csv" 1.01 1
+make_physical "$work/hyb/physical.csv"
+
+out=$("$tool" "$work/hyb" --reference "$work/ref") || fail "exit code $? on good input"
+echo "$out"
+
+# The table: floor rows "floor peak_hyb peak_ref peak_err rms_err ..." with 1.000 % errors.
+echo "$out" | grep -Eq '^    1     10\.100     10\.000      1\.000      1\.000 ' || fail "floor 1 row"
+echo "$out" | grep -Eq '^    2     20\.200     20\.000      1\.000      1\.000 ' || fail "floor 2 row"
+echo "$out" | grep -Eq '^  max .* 1\.000      1\.000$' || fail "max row"
+echo "$out" | grep -q 'concealed feedback     20 of 2000 steps (1.000 %)' || fail "concealed fb"
+echo "$out" | grep -q 'concealed commands     4 of 2000 ticks (0.200 %)' || fail "concealed cmd"
+echo "$out" | grep -Eq '^round trip \(ms\) +1995 +80\.000 +85\.000 +89\.000 +89\.000 +89\.000$' \
+    || fail "round trip row"
+echo "$out" | grep -Eq '^tick lateness \(us\) +2000 +1\.000 +50\.000 +99\.000 +100\.000 +100\.000$' \
+    || fail "tick lateness row"
+echo "$out" | grep -q 'RMS error norm         1.000 %' || fail "tracking"
+width=$(echo "$out" | awk '{ if (length($0) > m) m = length($0) } END { print m }')
+[ "$width" -le 100 ] || fail "table is $width columns wide"
+
+# report.txt holds the table; report.json the same figures.
+[ -s "$work/hyb/report.txt" ] || fail "report.txt missing"
+grep -q 'Fidelity against the reference' "$work/hyb/report.txt" || fail "report.txt content"
+json=$work/hyb/report.json
+[ -s "$json" ] || fail "report.json missing"
+# value KEY: the first number after "KEY": in report.json
+value() { grep -m1 "\"$1\":" "$json" | sed -E 's/.*: *([^,]*),?$/\1/'; }
+near() { awk -v a="$1" -v b="$2" -v e="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= e) }'; }
+near "$(value disp_rms_err_pct)" 1.0 1e-6 || fail "json disp_rms_err_pct = $(value disp_rms_err_pct)"
+near "$(value disp_peak_err_pct)" 1.0 1e-6 || fail "json disp_peak_err_pct"
+near "$(value acc_rms_err_pct)" 1.0 1e-6 || fail "json acc_rms_err_pct"
+near "$(value fb_concealed_pct)" 1.0 1e-9 || fail "json fb_concealed_pct"
+near "$(value rms_err_pct)" 1.0 1e-6 || fail "json tracking rms_err_pct"
+[ "$(value cmd_concealed)" = 4 ] || fail "json cmd_concealed"
+if command -v jq >/dev/null; then
+    jq -e '.fidelity.floors | length == 2' "$json" >/dev/null || fail "json floors"
+    jq -e '.realtime.wake_late_us.p99_9 == 100' "$json" >/dev/null || fail "json p99.9"
+    jq -e '.link.rtt_ms.n == 1995' "$json" >/dev/null || fail "json rtt n"
+fi
+
+if command -v gnuplot >/dev/null; then
+    for p in displacement acceleration damper link; do
+        [ -s "$work/hyb/report_$p.png" ] || fail "report_$p.png missing or empty"
+        head -c 8 "$work/hyb/report_$p.png" | od -An -c | grep -q 'P   N   G' || fail "$p not a PNG"
+    done
+else
+    echo "gnuplot not installed: PNG checks skipped"
+fi
+
+# --out, and no gnuplot on PATH: one line, still the table, exit 0.
+out=$(PATH=/nonexistent "$tool" "$work/hyb" --reference "$work/ref" --out "$work/elsewhere") \
+    || fail "exit code without gnuplot"
+echo "$out" | grep -q '^gnuplot not found' || fail "no gnuplot message"
+echo "$out" | grep -q 'Fidelity' || fail "no table without gnuplot"
+[ -s "$work/elsewhere/report.json" ] || fail "--out ignored"
+
+# Comparing two reference runs: no physical.csv, no hybrid columns; fidelity only, 0 %.
+out=$("$tool" "$work/ref" --reference "$work/ref" --no-plots) || fail "ref vs ref exit"
+echo "$out" | grep -Eq '^    1     10\.000     10\.000      0\.000      0\.000 ' || fail "ref vs ref"
+echo "$out" | grep -q 'Link' && fail "link section without link data"
+[ -e "$work/ref/report_displacement.png" ] && fail "--no-plots wrote plots"
+
+# Missing file: message names it, exit 2.
+set +e
+msg=$("$tool" "$work/hyb" --reference "$work/nothere" --no-plots 2>&1 >/dev/null); rc=$?
+set -e
+[ $rc -eq 2 ] || fail "missing reference: exit $rc"
+echo "$msg" | grep -q "$work/nothere/numerical.csv" || fail "missing file not named: $msg"
+
+# Missing column: message names file and column, exit 2.
+mkdir -p "$work/bad"
+make_numerical "$work/bad/numerical.csv" 1.01 1 a2_abs_m_s2
+set +e
+msg=$("$tool" "$work/bad" --reference "$work/ref" 2>&1 >/dev/null); rc=$?
+set -e
+[ $rc -eq 2 ] || fail "missing column: exit $rc"
+echo "$msg" | grep -q "$work/bad/numerical.csv: no column a2_abs_m_s2" || fail "column msg: $msg"
+
+# Malformed physical.csv: file and line, exit 2.
+cp "$work/ref/numerical.csv" "$work/bad/numerical.csv"
+make_physical "$work/bad/physical.csv"
+sed -i '5s/,[^,]*$//' "$work/bad/physical.csv"
+set +e
+msg=$("$tool" "$work/bad" --reference "$work/ref" --no-plots 2>&1 >/dev/null); rc=$?
+set -e
+[ $rc -eq 2 ] || fail "malformed physical.csv: exit $rc"
+echo "$msg" | grep -q "$work/bad/physical.csv:5: 11 fields, the header has 12" || fail "line msg: $msg"
+echo "PASS"

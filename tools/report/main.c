@@ -1,0 +1,638 @@
+/* drths-report: error metrics of a run against the reference run, link and real-time
+ * statistics, and PNG plots (DESIGN.md 10 and 12).
+ *
+ *   drths-report RUN_DIR [--reference REF_DIR] [--out DIR] [--no-plots]
+ *
+ * Prints the table, writes report.txt and report.json into RUN_DIR (or DIR), and, when gnuplot
+ * is installed, report_displacement.png, report_acceleration.png, report_damper.png and (for a
+ * hybrid run) report_link.png. Exit codes: 0 done (also when gnuplot is missing), 1 an output
+ * could not be written or gnuplot failed, 2 bad usage or a missing/malformed input file or
+ * column.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/csvread.h"
+#include "common/metrics.h"
+
+/* Rows per plotted series: enough for a smooth 1200-pixel plot, small enough for gnuplot to
+ * draw quickly from a 60 s run at 5 kHz. Time histories keep each bucket's minimum and maximum,
+ * so no peak disappears. */
+#define PLOT_ROWS 8000
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: drths-report RUN_DIR [--reference REF_DIR] [--out DIR] [--no-plots]\n"
+            "  Compares RUN_DIR/numerical.csv with REF_DIR/numerical.csv (per-floor peak and RMS\n"
+            "  errors of displacement and absolute acceleration), adds link and real-time\n"
+            "  statistics from the hybrid columns and RUN_DIR/physical.csv when present, prints\n"
+            "  the table and writes report.txt, report.json and PNG plots (gnuplot) into\n"
+            "  RUN_DIR or DIR.\n");
+}
+
+typedef struct inputs {
+    drths_csv_table_t run, ref, phys;
+    int has_ref, has_phys;
+} inputs_t;
+
+static char *join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (!p) {
+        fprintf(stderr, "drths-report: out of memory\n");
+        exit(1);
+    }
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* Loads dir/name into t. A missing optional file returns 1 and leaves t empty. */
+static int load(drths_csv_table_t *t, const char *dir, const char *name, int optional)
+{
+    char *path = join(dir, name);
+    drths_error_t err = {{0}};
+    int rc = drths_csv_read(t, path, &err);
+    free(path);
+    if (rc == -ENOENT && optional)
+        return 1;
+    if (rc) {
+        fprintf(stderr, "drths-report: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static const double *column(const drths_csv_table_t *t, const char *name)
+{
+    const double *c = drths_csv_column(t, name);
+    if (!c)
+        fprintf(stderr, "drths-report: %s: no column %s\n", t->path, name);
+    return c;
+}
+
+static int count_floors(const drths_csv_table_t *t)
+{
+    int n = 0;
+    char name[32];
+    for (;;) {
+        snprintf(name, sizeof name, "x%d_m", n + 1);
+        if (!drths_csv_column(t, name))
+            return n;
+        n++;
+    }
+}
+
+/* Checks that a record has what the plots need, so that a missing column stops the tool
+ * before anything is printed. */
+static int check_plot_columns(const drths_csv_table_t *t)
+{
+    static const char *const needed[] = {"time_s", "x1_m", "a1_abs_m_s2", "damper_disp_m",
+                                         "damper_vel_m_s", "damper_force_N"};
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
+        if (!column(t, needed[i]))
+            return -1;
+    int floors = count_floors(t);
+    for (int i = 1; i <= floors; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "a%d_abs_m_s2", i);
+        if (!column(t, name))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- plot data --------------------------------------------------------------------------- */
+
+typedef struct series {
+    const double *v;
+    double scale;
+} series_t;
+
+/* Writes time and columns; above max_rows, each bucket of rows becomes two rows holding every
+ * column's minimum and maximum in the order they occurred. */
+static int write_envelope(const char *path, const double *t, const series_t *cols, int ncols,
+                          long n, long max_rows)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -errno;
+    long bucket = n <= max_rows ? 1 : (n + max_rows / 2 - 1) / (max_rows / 2);
+    for (long b0 = 0; b0 < n; b0 += bucket) {
+        long b1 = b0 + bucket < n ? b0 + bucket : n;
+        if (bucket == 1) {
+            fprintf(f, "%.9g", t[b0]);
+            for (int c = 0; c < ncols; c++)
+                fprintf(f, " %.9g", cols[c].v[b0] * cols[c].scale);
+            fputc('\n', f);
+            continue;
+        }
+        double first[64], second[64];
+        for (int c = 0; c < ncols && c < 64; c++) {
+            long imin = -1, imax = -1;
+            for (long i = b0; i < b1; i++) {
+                double v = cols[c].v[i];
+                if (isnan(v))
+                    continue;
+                if (imin < 0 || v < cols[c].v[imin])
+                    imin = i;
+                if (imax < 0 || v > cols[c].v[imax])
+                    imax = i;
+            }
+            if (imin < 0) {
+                first[c] = second[c] = NAN;
+                continue;
+            }
+            long a = imin < imax ? imin : imax, z = imin < imax ? imax : imin;
+            first[c] = cols[c].v[a] * cols[c].scale;
+            second[c] = cols[c].v[z] * cols[c].scale;
+        }
+        fprintf(f, "%.9g", t[b0]);
+        for (int c = 0; c < ncols; c++)
+            fprintf(f, " %.9g", first[c]);
+        fprintf(f, "\n%.9g", t[b1 - 1]);
+        for (int c = 0; c < ncols; c++)
+            fprintf(f, " %.9g", second[c]);
+        fputc('\n', f);
+    }
+    return fclose(f) ? -errno : 0;
+}
+
+/* Writes every k-th row so that at most max_rows remain (for loops, where order matters more
+ * than extremes). */
+static int write_stride(const char *path, const series_t *cols, int ncols, long n,
+                        long max_rows)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -errno;
+    long k = n <= max_rows ? 1 : (n + max_rows - 1) / max_rows;
+    for (long i = 0; i < n; i += k) {
+        for (int c = 0; c < ncols; c++)
+            fprintf(f, "%s%.9g", c ? " " : "", cols[c].v[i] * cols[c].scale);
+        fputc('\n', f);
+    }
+    return fclose(f) ? -errno : 0;
+}
+
+/* Counts per time bin: column c of the output is the number of rows with flag[c] set, or the
+ * largest value of max[c], in each bin of width w seconds. */
+static int write_bins(const char *path, const double *t, long n, double w, const double *flag,
+                      const double *maxv, long *top_count, double *top_value)
+{
+    *top_count = 0;
+    *top_value = NAN;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -errno;
+    long i = 0;
+    while (i < n) {
+        /* Each pass takes at least one row, so rounding of t / w (or a NaN time) can never
+         * stall the loop. */
+        double k = floor(t[i] / w);
+        double b0 = k * w;
+        long count = 0;
+        double m = NAN;
+        do {
+            if (flag)
+                count += flag[i] > 0.5;
+            if (maxv && !isnan(maxv[i]) && (isnan(m) || maxv[i] > m))
+                m = maxv[i];
+            i++;
+        } while (i < n && floor(t[i] / w) == k);
+        fprintf(f, "%.9g %ld %.9g\n", b0 + 0.5 * w, count, m);
+        if (count > *top_count)
+            *top_count = count;
+        if (!isnan(m) && (isnan(*top_value) || m > *top_value))
+            *top_value = m;
+    }
+    return fclose(f) ? -errno : 0;
+}
+
+/* ---- gnuplot ----------------------------------------------------------------------------- */
+
+/* Returns the gnuplot executable found on PATH (static buffer) or NULL. */
+static const char *find_gnuplot(void)
+{
+    static char found[4096];
+    const char *path = getenv("PATH");
+    if (!path)
+        return NULL;
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        if (len > 0 && len < sizeof found - 16) {
+            snprintf(found, sizeof found, "%.*s/gnuplot", (int)len, path);
+            if (access(found, X_OK) == 0)
+                return found;
+        }
+        path += len + (path[len] == ':');
+    }
+    return NULL;
+}
+
+/* Writes s as a gnuplot single-quoted string ('' stands for one quote). */
+static void gp_string(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputc('\'', f);
+        fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+static void gp_output(FILE *gp, const char *out_dir, const char *name, int width, int height)
+{
+    char *png = join(out_dir, name);
+    fprintf(gp, "set terminal pngcairo size %d,%d font 'sans,10' noenhanced\nset output ",
+            width, height);
+    gp_string(gp, png);
+    fputc('\n', gp);
+    free(png);
+}
+
+typedef struct plot_job {
+    const char *tmp;     /* temporary folder for .dat files */
+    const char *out_dir; /* where the PNGs go */
+    FILE *gp;            /* the gnuplot script being written */
+    char **files;        /* files created in tmp, removed at the end */
+    int nfiles;
+} plot_job_t;
+
+static const char *tmpfile_in(plot_job_t *j, const char *name)
+{
+    char *p = join(j->tmp, name);
+    char **nf = realloc(j->files, (size_t)(j->nfiles + 1) * sizeof *nf);
+    if (!nf) {
+        fprintf(stderr, "drths-report: out of memory\n");
+        exit(1);
+    }
+    j->files = nf;
+    j->files[j->nfiles++] = p;
+    return p;
+}
+
+static int write_histories(plot_job_t *j, const inputs_t *in, const char *kind)
+{
+    int disp = strcmp(kind, "displacement") == 0;
+    int floors = count_floors(&in->run);
+    const drths_csv_table_t *tabs[2] = {&in->run, in->has_ref ? &in->ref : NULL};
+    const char *dat[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        if (!tabs[k])
+            continue;
+        series_t cols[64];
+        int nc = floors < 64 ? floors : 64;
+        for (int i = 0; i < nc; i++) {
+            char name[32];
+            snprintf(name, sizeof name, disp ? "x%d_m" : "a%d_abs_m_s2", i + 1);
+            cols[i].v = drths_csv_column(tabs[k], name);
+            cols[i].scale = disp ? 1e3 : 1.0;
+            if (!cols[i].v) {
+                fprintf(stderr, "drths-report: %s: no column %s\n", tabs[k]->path, name);
+                return -1;
+            }
+        }
+        char fname[64];
+        snprintf(fname, sizeof fname, "%s_%s.dat", kind, k ? "ref" : "run");
+        dat[k] = tmpfile_in(j, fname);
+        int rc = write_envelope(dat[k], drths_csv_column(tabs[k], "time_s"), cols, nc,
+                                tabs[k]->rows, PLOT_ROWS);
+        if (rc) {
+            fprintf(stderr, "drths-report: %s: %s\n", dat[k], strerror(-rc));
+            return -1;
+        }
+    }
+    char png[64];
+    snprintf(png, sizeof png, "report_%s.png", kind);
+    gp_output(j->gp, j->out_dir, png, 1200, 120 + 260 * floors);
+    fprintf(j->gp, "set multiplot layout %d,1 title '%s'\n", floors,
+            disp ? "Floor displacement relative to ground" : "Floor absolute acceleration");
+    fprintf(j->gp, "set grid\nset key top right\n");
+    for (int i = 0; i < floors; i++) {
+        fprintf(j->gp, "set ylabel 'floor %d %s'\n", i + 1, disp ? "x (mm)" : "a (m/s^2)");
+        fprintf(j->gp, i == floors - 1 ? "set xlabel 'time (s)'\n" : "unset xlabel\n");
+        fprintf(j->gp, "plot ");
+        if (dat[1]) {
+            gp_string(j->gp, dat[1]);
+            fprintf(j->gp, " using 1:%d with lines lw 1.5 lc rgb '#000000' title 'reference', ",
+                    i + 2);
+        }
+        gp_string(j->gp, dat[0]);
+        fprintf(j->gp, " using 1:%d with lines lw 1 lc rgb '#d62728' title 'hybrid'\n", i + 2);
+    }
+    fprintf(j->gp, "unset multiplot\nunset xlabel\nunset ylabel\n");
+    return 0;
+}
+
+static int write_damper(plot_job_t *j, const inputs_t *in)
+{
+    const drths_csv_table_t *tabs[2] = {&in->run, in->has_ref ? &in->ref : NULL};
+    const char *dat[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        if (!tabs[k])
+            continue;
+        series_t cols[3] = {{drths_csv_column(tabs[k], "damper_disp_m"), 1e3},
+                            {drths_csv_column(tabs[k], "damper_vel_m_s"), 1.0},
+                            {drths_csv_column(tabs[k], "damper_force_N"), 1e-3}};
+        dat[k] = tmpfile_in(j, k ? "damper_ref.dat" : "damper_run.dat");
+        int rc = write_stride(dat[k], cols, 3, tabs[k]->rows, 4 * PLOT_ROWS);
+        if (rc) {
+            fprintf(stderr, "drths-report: %s: %s\n", dat[k], strerror(-rc));
+            return -1;
+        }
+    }
+    gp_output(j->gp, j->out_dir, "report_damper.png", 1200, 520);
+    fprintf(j->gp, "set multiplot layout 1,2 title 'Damper hysteresis loops'\n"
+                   "set grid\nset key top left\nset ylabel 'damper force (kN)'\n");
+    for (int p = 0; p < 2; p++) {
+        int xcol = p == 0 ? 1 : 2;
+        fprintf(j->gp, "set xlabel '%s'\nplot ",
+                p == 0 ? "damper displacement (mm)" : "damper velocity (m/s)");
+        if (dat[1]) {
+            gp_string(j->gp, dat[1]);
+            fprintf(j->gp, " using %d:3 with lines lw 1.5 lc rgb '#000000' title 'reference', ",
+                    xcol);
+        }
+        gp_string(j->gp, dat[0]);
+        fprintf(j->gp, " using %d:3 with lines lw 1 lc rgb '#d62728' title 'hybrid'\n", xcol);
+    }
+    fprintf(j->gp, "unset multiplot\nunset xlabel\nunset ylabel\n");
+    return 0;
+}
+
+/* Upper end of a y range that starts at 0: some room above the largest value, and at least 1
+ * so that an all-zero series still has a range (gnuplot refuses an empty one). */
+static double top_of(double v)
+{
+    return v > 0.0 ? v * 1.15 : 1.0;
+}
+
+static int write_link(plot_job_t *j, const inputs_t *in, const drths_link_stats_t *link)
+{
+    const drths_csv_table_t *run = &in->run;
+    const double *t = drths_csv_column(run, "time_s");
+    double t0 = run->rows > 0 ? t[0] : 0.0;
+    double t1 = run->rows > 0 ? t[run->rows - 1] : 1.0;
+    if (!(t1 > t0))
+        t1 = t0 + 1.0;
+    double w = (t1 - t0) / 1000.0 > 0.1 ? (t1 - t0) / 1000.0 : 0.1;
+    series_t rtt[1] = {{drths_csv_column(run, "rtt_ms"), 1.0}};
+    const char *rtt_dat = tmpfile_in(j, "rtt.dat");
+    const char *fb_dat = tmpfile_in(j, "fb_bins.dat");
+    long top_fb = 0, top_cmd = 0, top_hold = 0;
+    double unused, top_late = NAN;
+    int rc = write_envelope(rtt_dat, t, rtt, 1, run->rows, PLOT_ROWS);
+    if (!rc)
+        rc = write_bins(fb_dat, t, run->rows, w, drths_csv_column(run, "fb_concealed"), NULL,
+                        &top_fb, &unused);
+    const char *cmd_dat = NULL, *hold_dat = NULL;
+    if (!rc && in->has_phys) {
+        const double *pt = drths_csv_column(&in->phys, "time_s");
+        cmd_dat = tmpfile_in(j, "cmd_bins.dat");
+        hold_dat = tmpfile_in(j, "hold_bins.dat");
+        rc = write_bins(cmd_dat, pt, in->phys.rows, w, drths_csv_column(&in->phys, "concealed"),
+                        drths_csv_column(&in->phys, "wake_late_us"), &top_cmd, &top_late);
+        if (!rc)
+            rc = write_bins(hold_dat, pt, in->phys.rows, w, drths_csv_column(&in->phys, "hold"),
+                            NULL, &top_hold, &unused);
+    }
+    if (rc) {
+        fprintf(stderr, "drths-report: plot data in %s: %s\n", j->tmp, strerror(-rc));
+        return -1;
+    }
+    FILE *gp = j->gp;
+    int panels = in->has_phys ? 3 : 2;
+    gp_output(gp, j->out_dir, "report_link.png", 1200, 120 + 260 * panels);
+    fprintf(gp, "set multiplot layout %d,1 title 'Link: round trip, concealed and late ticks'\n"
+                "set grid\nset key top right\nunset xlabel\nset xrange [%.9g:%.9g]\n",
+            panels, t0, t1);
+    /* Every y range is explicit: an empty range is only a warning, but a panel whose points
+     * are all undefined (no round trip measured yet) would stop gnuplot. */
+    fprintf(gp, "set ylabel 'round trip (ms)'\n");
+    if (link->rtt_ms.n > 0) {
+        double lo = link->rtt_ms.min, hi = link->rtt_ms.max, pad = 0.05 * (hi - lo) + 0.5;
+        fprintf(gp, "set yrange [%.9g:%.9g]\nplot ", lo - pad, hi + pad);
+        gp_string(gp, rtt_dat);
+        fprintf(gp, " using 1:2 with lines lc rgb '#1f77b4' title 'round trip'\n");
+    } else {
+        fprintf(gp, "set yrange [0:1]\nplot -1 title 'no round trip measured'\n");
+    }
+    long top = top_fb > top_cmd ? top_fb : top_cmd;
+    top = top > top_hold ? top : top_hold;
+    fprintf(gp, "set ylabel 'count per %.3g s'\nset yrange [0:%.9g]\n", w, top_of((double)top));
+    if (!in->has_phys)
+        fprintf(gp, "set xlabel 'time (s)'\n");
+    fprintf(gp, "plot ");
+    gp_string(gp, fb_dat);
+    fprintf(gp, " using 1:2 with steps lc rgb '#d62728' title 'concealed feedback'");
+    if (in->has_phys) {
+        fprintf(gp, ", ");
+        gp_string(gp, cmd_dat);
+        fprintf(gp, " using 1:2 with steps lc rgb '#2ca02c' title 'concealed commands', ");
+        gp_string(gp, hold_dat);
+        fprintf(gp, " using 1:2 with steps lc rgb '#000000' title 'hold ticks'\n");
+        fprintf(gp, "set xlabel 'time (s)'\nset ylabel 'largest tick lateness (us)'\n");
+        if (!isnan(top_late)) {
+            fprintf(gp, "set yrange [0:%.9g]\nplot ", top_of(top_late));
+            gp_string(gp, cmd_dat);
+            fprintf(gp, " using 1:3 with steps lc rgb '#9467bd' title 'tick lateness, max per %.3g s'\n",
+                    w);
+        } else {
+            fprintf(gp, "set yrange [0:1]\nplot -1 title 'no tick lateness recorded'\n");
+        }
+    } else {
+        fputc('\n', gp);
+    }
+    fprintf(gp, "unset multiplot\nset autoscale x\nset autoscale y\n");
+    return 0;
+}
+
+/* Writes the data and the script, runs gnuplot on it, and cleans up. Returns 0 or -1. */
+static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_dir,
+                      const drths_link_stats_t *link)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/drths-report-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr, "drths-report: cannot create a temporary folder %s: %s\n", tmp,
+                strerror(errno));
+        return -1;
+    }
+    plot_job_t j = {.tmp = tmp, .out_dir = out_dir};
+    const char *script = tmpfile_in(&j, "report.gp");
+    int rc = -1;
+    j.gp = fopen(script, "w");
+    if (!j.gp) {
+        fprintf(stderr, "drths-report: %s: %s\n", script, strerror(errno));
+    } else {
+        fprintf(j.gp, "set datafile missing 'nan'\n");
+        rc = write_histories(&j, in, "displacement");
+        if (!rc)
+            rc = write_histories(&j, in, "acceleration");
+        if (!rc)
+            rc = write_damper(&j, in);
+        if (!rc && link->has_numerical)
+            rc = write_link(&j, in, link);
+        if (fclose(j.gp) && !rc) {
+            fprintf(stderr, "drths-report: %s: %s\n", script, strerror(errno));
+            rc = -1;
+        }
+    }
+    if (!rc) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            execl(gnuplot, "gnuplot", script, (char *)NULL);
+            fprintf(stderr, "drths-report: cannot run %s: %s\n", gnuplot, strerror(errno));
+            _exit(127);
+        }
+        int status = 0;
+        if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "drths-report: gnuplot failed (status %d); plots may be missing\n",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            rc = -1;
+        }
+    }
+    for (int i = 0; i < j.nfiles; i++) {
+        unlink(j.files[i]);
+        free(j.files[i]);
+    }
+    free(j.files);
+    rmdir(tmp);
+    return rc;
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+static int write_text(const char *path, const char *run, const char *ref,
+                      const drths_fidelity_t *fid, const drths_link_stats_t *link, int json)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "drths-report: cannot create %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (json)
+        drths_report_write_json(f, run, ref, fid, link);
+    else
+        drths_report_print(f, run, ref, fid, link);
+    if (ferror(f) | fclose(f)) {
+        fprintf(stderr, "drths-report: write error on %s\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"reference", required_argument, NULL, 'r'},
+                                         {"out", required_argument, NULL, 'o'},
+                                         {"no-plots", no_argument, NULL, 'n'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *ref_dir = NULL, *out_dir = NULL;
+    int plots = 1, c;
+    while ((c = getopt_long(argc, argv, "r:o:nh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            ref_dir = optarg;
+            break;
+        case 'o':
+            out_dir = optarg;
+            break;
+        case 'n':
+            plots = 0;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        usage(stderr);
+        return 2;
+    }
+    const char *run_dir = argv[optind];
+    if (!out_dir)
+        out_dir = run_dir;
+
+    inputs_t in;
+    memset(&in, 0, sizeof in);
+    int status = 2;
+    drths_error_t err = {{0}};
+    drths_fidelity_t fid;
+    drths_link_stats_t link;
+    if (load(&in.run, run_dir, "numerical.csv", 0))
+        goto out;
+    if (ref_dir) {
+        if (load(&in.ref, ref_dir, "numerical.csv", 0))
+            goto out;
+        in.has_ref = 1;
+    }
+    int prc = load(&in.phys, run_dir, "physical.csv", 1);
+    if (prc < 0)
+        goto out;
+    in.has_phys = prc == 0;
+    if (in.has_ref && drths_fidelity_compute(&in.run, &in.ref, &fid, &err)) {
+        fprintf(stderr, "drths-report: %s\n", err.msg);
+        goto out;
+    }
+    if (drths_link_stats_compute(&in.run, in.has_phys ? &in.phys : NULL, &link, &err)) {
+        fprintf(stderr, "drths-report: %s\n", err.msg);
+        goto out;
+    }
+    if (plots && (check_plot_columns(&in.run) || (in.has_ref && check_plot_columns(&in.ref))))
+        goto out;
+
+    status = 0;
+    const drths_fidelity_t *fp = in.has_ref ? &fid : NULL;
+    drths_report_print(stdout, run_dir, ref_dir, fp, &link);
+    if (!in.has_phys)
+        printf("\n(no physical.csv in %s: actuator, tracking and real-time figures left out)\n",
+               run_dir);
+    printf("(overruns, compute time and timer latency: see the sites' summary.json)\n");
+    fflush(stdout);
+
+    if (mkdir(out_dir, 0777) && errno != EEXIST) {
+        fprintf(stderr, "drths-report: cannot create %s: %s\n", out_dir, strerror(errno));
+        status = 1;
+        goto out;
+    }
+    char *txt = join(out_dir, "report.txt"), *json = join(out_dir, "report.json");
+    if (write_text(txt, run_dir, ref_dir, fp, &link, 0) ||
+        write_text(json, run_dir, ref_dir, fp, &link, 1))
+        status = 1;
+    free(txt);
+    free(json);
+
+    if (plots) {
+        const char *gnuplot = find_gnuplot();
+        if (!gnuplot)
+            printf("gnuplot not found: no plots (install the Debian package gnuplot-nox)\n");
+        else if (make_plots(gnuplot, &in, out_dir, &link))
+            status = 1;
+        else
+            printf("plots: %s/report_{displacement,acceleration,damper%s}.png\n", out_dir,
+                   link.has_numerical ? ",link" : "");
+    }
+out:
+    drths_csv_close(&in.run);
+    drths_csv_close(&in.ref);
+    drths_csv_close(&in.phys);
+    return status;
+}
