@@ -30,12 +30,13 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: drths-report RUN_DIR [--reference REF_DIR] [--out DIR] [--no-plots]\n"
+            "usage: drths-report RUN_DIR [--reference REF_DIR] [--physical PHYS_DIR] [--out DIR]\n"
+            "                    [--no-plots]\n"
             "  Compares RUN_DIR/numerical.csv with REF_DIR/numerical.csv (per-floor peak and RMS\n"
             "  errors of displacement and absolute acceleration), adds link and real-time\n"
-            "  statistics from the hybrid columns and RUN_DIR/physical.csv when present, prints\n"
-            "  the table and writes report.txt, report.json and PNG plots (gnuplot) into\n"
-            "  RUN_DIR or DIR.\n");
+            "  statistics from the hybrid columns and the actuator site's physical.csv (in\n"
+            "  PHYS_DIR, default RUN_DIR) when present, prints the table and writes report.txt,\n"
+            "  report.json and PNG plots (gnuplot) into RUN_DIR or DIR.\n");
 }
 
 typedef struct inputs {
@@ -538,16 +539,20 @@ static int write_text(const char *path, const char *run, const char *ref,
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"reference", required_argument, NULL, 'r'},
+                                         {"physical", required_argument, NULL, 'p'},
                                          {"out", required_argument, NULL, 'o'},
                                          {"no-plots", no_argument, NULL, 'n'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *ref_dir = NULL, *out_dir = NULL;
+    const char *ref_dir = NULL, *out_dir = NULL, *phys_dir = NULL;
     int plots = 1, c;
-    while ((c = getopt_long(argc, argv, "r:o:nh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:p:o:nh", opts, NULL)) != -1) {
         switch (c) {
         case 'r':
             ref_dir = optarg;
+            break;
+        case 'p':
+            phys_dir = optarg;
             break;
         case 'o':
             out_dir = optarg;
@@ -570,6 +575,8 @@ int main(int argc, char **argv)
     const char *run_dir = argv[optind];
     if (!out_dir)
         out_dir = run_dir;
+    if (!phys_dir)
+        phys_dir = run_dir;
 
     inputs_t in;
     memset(&in, 0, sizeof in);
@@ -584,7 +591,8 @@ int main(int argc, char **argv)
             goto out;
         in.has_ref = 1;
     }
-    int prc = load(&in.phys, run_dir, "physical.csv", 1);
+    /* An explicit --physical folder must hold physical.csv; RUN_DIR may lack it. */
+    int prc = load(&in.phys, phys_dir, "physical.csv", phys_dir == run_dir);
     if (prc < 0)
         goto out;
     in.has_phys = prc == 0;
@@ -604,7 +612,7 @@ int main(int argc, char **argv)
     drths_report_print(stdout, run_dir, ref_dir, fp, &link);
     if (!in.has_phys)
         printf("\n(no physical.csv in %s: actuator, tracking and real-time figures left out)\n",
-               run_dir);
+               phys_dir);
     printf("(overruns, compute time and timer latency: see the sites' summary.json)\n");
     fflush(stdout);
 
