@@ -1,0 +1,453 @@
+/* drths-physical: the actuator site. Parses options, loads the experiment, wires the modules
+ * (site-physical/physsite.c runs the data plane on one RT thread) and runs a libuv loop for
+ * signals, the recorder's file writes, start-up lines and the status line. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "common/config.h"
+#include "common/recorder.h"
+#include "common/runfolder.h"
+#include "common/rt.h"
+#include "common/udp.h"
+#include "protocol/crypto.h"
+#include "site-physical/physsite.h"
+
+#define RECORDER_ROWS (1u << 16) /* 13 s of rows at 5 kHz between drains (every 50 ms) */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
+            "                      [--out DIR] [--wait-timeout S] [--require-rt] [--quiet]\n"
+            "\n"
+            "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
+            "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
+            "  --key FILE          pre-shared key file (default: link.key_file; without either,\n"
+            "                      the public rehearsal key, for a rehearsal on one machine)\n"
+            "  --out DIR           run folder (default: <output.directory>/<date>-<name>-physical)\n"
+            "  --wait-timeout S    how long to wait for the numerical site (default 300)\n"
+            "  --require-rt        fail unless real-time scheduling and memory locking apply\n"
+            "  --quiet             no status line\n"
+            "  -h, --help          this text\n"
+            "\n"
+            "Exit status: 0 run completed, 1 run failed (no peer, peer lost, abort, hold),\n"
+            "2 wrong experiment file or options.\n");
+}
+
+typedef struct app {
+    drths_physsite_t ps;
+    drths_recorder_t rec;
+    uv_loop_t *loop;
+    uv_signal_t sigint, sigterm;
+    uv_async_t async;
+    uv_timer_t drain_timer, status_timer;
+    int status_on;
+    int rt_printed;
+    int closing;
+    int status_shown;
+    double rate_hz;
+} app_t;
+
+static void clear_status(app_t *app)
+{
+    if (app->status_shown) {
+        fprintf(stderr, "\r%100s\r", "");
+        app->status_shown = 0;
+    }
+}
+
+static void print_events(app_t *app)
+{
+    drths_physsite_t *ps = &app->ps;
+    if (!app->rt_printed && atomic_load(&ps->rt_ready)) {
+        app->rt_printed = 1;
+        clear_status(app);
+        for (int i = 0; i < DRTHS_RT_NITEMS; i++) {
+            char line[320];
+            drths_rt_report_line(&ps->rt_report, i, line, sizeof line);
+            printf("  %s\n", line);
+        }
+        if (ps->rt_rc == 0)
+            printf("  waiting for the numerical site (up to %g s)\n", ps->cfg.wait_timeout_s);
+        fflush(stdout);
+    }
+    drths_physsite_event_t ev;
+    while (drths_physsite_next_event(ps, &ev) == 0) {
+        clear_status(app);
+        if (ev.warning)
+            fprintf(stderr, "drths-physical: %s\n", ev.text);
+        else
+            printf("  %s\n", ev.text);
+        fflush(stdout);
+    }
+}
+
+static void on_close(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void shutdown_loop(app_t *app)
+{
+    if (app->closing)
+        return;
+    app->closing = 1;
+    uv_close((uv_handle_t *)&app->sigint, on_close);
+    uv_close((uv_handle_t *)&app->sigterm, on_close);
+    uv_close((uv_handle_t *)&app->async, on_close);
+    uv_close((uv_handle_t *)&app->drain_timer, on_close);
+    uv_close((uv_handle_t *)&app->status_timer, on_close);
+}
+
+static void service(app_t *app)
+{
+    print_events(app);
+    drths_recorder_drain(&app->rec);
+    if (atomic_load(&app->ps.done))
+        shutdown_loop(app);
+}
+
+static void on_async(uv_async_t *h)
+{
+    service(h->data);
+}
+
+static void on_drain_timer(uv_timer_t *h)
+{
+    service(h->data);
+}
+
+static const char *state_name(int s)
+{
+    switch (s) {
+    case DRTHS_PHYSSITE_WAITING: return "waiting";
+    case DRTHS_PHYSSITE_CONNECTED: return "connected";
+    case DRTHS_PHYSSITE_RUNNING: return "running";
+    case DRTHS_PHYSSITE_HOLD: return "HOLD";
+    default: return "done";
+    }
+}
+
+static void on_status_timer(uv_timer_t *h)
+{
+    app_t *app = h->data;
+    drths_physsite_t *ps = &app->ps;
+    int st = atomic_load(&ps->state);
+    if (st == DRTHS_PHYSSITE_RUNNING || st == DRTHS_PHYSSITE_HOLD) {
+        uint64_t tick = atomic_load_explicit(&ps->st_tick, memory_order_relaxed);
+        fprintf(stderr,
+                "\r  %s  tick %" PRIu64 " (%.1f s)  L %u  applied %" PRIu64 "  concealed %" PRIu64
+                "  late %" PRIu64 "  max wake-up lateness %.0f us   ",
+                state_name(st), tick, (double)tick / app->rate_hz,
+                (unsigned)atomic_load_explicit(&ps->st_L, memory_order_relaxed),
+                (uint64_t)atomic_load_explicit(&ps->st_applied, memory_order_relaxed),
+                (uint64_t)atomic_load_explicit(&ps->st_concealed, memory_order_relaxed),
+                (uint64_t)atomic_load_explicit(&ps->st_late, memory_order_relaxed),
+                (double)atomic_load_explicit(&ps->st_max_late_ns, memory_order_relaxed) * 1e-3);
+        app->status_shown = 1;
+    }
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    app_t *app = h->data;
+    if (!atomic_load(&app->ps.stop_request)) {
+        clear_status(app);
+        fprintf(stderr, "drths-physical: %s: stopping (HOLD, then the records are written)\n",
+                signum == SIGINT ? "interrupted" : "terminated");
+    }
+    drths_physsite_request_stop(&app->ps);
+}
+
+static void wake_main(void *ctx)
+{
+    uv_async_send(ctx);
+}
+
+static void *rt_main(void *arg)
+{
+    drths_physsite_run(arg);
+    return NULL;
+}
+
+static int parse_seconds(const char *text, const char *opt, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (!*text || *end || !isfinite(v) || v <= 0.0) {
+        fprintf(stderr, "drths-physical: %s: '%s' is not a positive number of seconds\n", opt,
+                text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static void print_summary(app_t *app, const char *dir)
+{
+    drths_physsite_t *ps = &app->ps;
+    const drths_actuator_t *a = &ps->act;
+    const drths_actuator_counters_t *c = &a->c;
+    printf("drths-physical: %s (exit %d)\n", ps->exit_reason, ps->exit_code);
+    if (c->ticks) {
+        printf("  ticks %" PRIu64 " (%.2f s), loop delay L = %u ticks (%.3f ms), epochs %" PRIu64
+               "\n",
+               c->ticks, (double)c->ticks / app->rate_hz, a->L, (double)a->L * 1e3 / app->rate_hz,
+               c->epochs);
+        printf("  commands: received %" PRIu64 ", applied %" PRIu64 ", concealed %" PRIu64
+               " (longest run %" PRIu64 "), late %" PRIu64 ", duplicate %" PRIu64
+               ", too far %" PRIu64 ", repaired by redundancy %" PRIu64 "\n",
+               c->commands, c->applied, c->concealed, c->max_consecutive_concealed, c->late,
+               c->duplicates, c->too_far, c->recovered);
+        const drths_hist_t *lh = &a->lateness_ns;
+        printf("  tick lateness: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us; %" PRIu64
+               " ticks later than dt/2\n",
+               drths_hist_quantile(lh, 0.5) * 1e-3, drths_hist_quantile(lh, 0.99) * 1e-3,
+               drths_hist_quantile(lh, 0.999) * 1e-3, lh->count ? lh->max * 1e-3 : 0.0,
+               c->late_wakeups);
+        const drths_hist_t *ld = &a->lead_ns;
+        if (ld->count)
+            printf("  command lead: p50 %.3f ms, min %.3f ms\n",
+                   drths_hist_quantile(ld, 0.5) * 1e-6, ld->min * 1e-6);
+        printf("  tracking RMS error: %.3f %%\n", drths_actuator_tracking_rms_pct(a));
+        if (a->hold)
+            printf("  HOLD: %s (%" PRIu64 " ticks in HOLD)\n", a->hold_text, c->hold_ticks);
+    }
+    char rejects[512] = "";
+    size_t n = 0;
+    for (int r = 1; r < DRTHS_REJECT_COUNT; r++) {
+        uint64_t k = ps->rx.rejects[r] + ps->pre_rejects[r];
+        if (k && n < sizeof rejects)
+            n += (size_t)snprintf(rejects + n, sizeof rejects - n, "%s%s %" PRIu64,
+                                  n ? ", " : "", drths_reject_name((drths_reject_t)r), k);
+    }
+    if (ps->wrong_source && n < sizeof rejects)
+        n += (size_t)snprintf(rejects + n, sizeof rejects - n, "%swrong source %" PRIu64,
+                              n ? ", " : "", ps->wrong_source);
+    if (ps->other_session && n < sizeof rejects)
+        snprintf(rejects + n, sizeof rejects - n, "%sother session %" PRIu64, n ? ", " : "",
+                 ps->other_session);
+    printf("  rejected datagrams: %s\n", rejects[0] ? rejects : "none");
+    printf("  records: %" PRIu64 " rows (%" PRIu64 " dropped) in %s/physical.csv; summary %s/"
+           "summary.json\n",
+           ps->rec_written, ps->rec_dropped, dir, dir);
+}
+
+int main(int argc, char **argv)
+{
+    const char *experiment = NULL, *out = NULL, *listen = NULL, *key_file = NULL;
+    double wait_timeout = 300.0;
+    int require_rt = 0, quiet = 0;
+    static const struct option opts[] = {
+        {"experiment", required_argument, NULL, 'e'},
+        {"listen", required_argument, NULL, 'l'},
+        {"key", required_argument, NULL, 'k'},
+        {"out", required_argument, NULL, 'o'},
+        {"wait-timeout", required_argument, NULL, 'w'},
+        {"require-rt", no_argument, NULL, 'R'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'e': experiment = optarg; break;
+        case 'l': listen = optarg; break;
+        case 'k': key_file = optarg; break;
+        case 'o': out = optarg; break;
+        case 'w':
+            if (parse_seconds(optarg, "--wait-timeout", &wait_timeout))
+                return DRTHS_EXIT_CONFIG;
+            break;
+        case 'R': require_rt = 1; break;
+        case 'q': quiet = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return DRTHS_EXIT_CONFIG;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "drths-physical: unexpected argument '%s'\n", argv[optind]);
+        return DRTHS_EXIT_CONFIG;
+    }
+    if (!experiment) {
+        fprintf(stderr, "drths-physical: --experiment FILE is required (see --help)\n");
+        return DRTHS_EXIT_CONFIG;
+    }
+
+    drths_error_t err = {{0}};
+    if (drths_crypto_init() != 0) {
+        fprintf(stderr, "drths-physical: cannot initialise libsodium\n");
+        return 1;
+    }
+    static drths_experiment_t exp;
+    if (drths_experiment_load(&exp, experiment, &err) != 0) {
+        fprintf(stderr, "drths-physical: %s\n", err.msg);
+        return DRTHS_EXIT_CONFIG;
+    }
+    int code = DRTHS_EXIT_CONFIG;
+    static app_t app;
+    drths_physsite_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.exp = &exp;
+    cfg.wait_timeout_s = wait_timeout;
+    cfg.silence_timeout_s = 10.0;
+    drths_rt_options_default(&cfg.rt);
+    cfg.rt.require = require_rt;
+    app.rate_hz = exp.rate_hz;
+
+    if (exp.actuator.compensation != DRTHS_COMPENSATION_NONE) {
+        fprintf(stderr,
+                "drths-physical: %s: actuator.compensation: %s is not available yet (use none)\n",
+                experiment, drths_compensation_name(exp.actuator.compensation));
+        goto out_exp;
+    }
+    if (drths_experiment_fingerprint(&exp, cfg.fingerprint, &err) != 0) {
+        fprintf(stderr, "drths-physical: %s\n", err.msg);
+        goto out_exp;
+    }
+    const char *kpath = key_file ? key_file : exp.link.key_path;
+    char key_line[200];
+    int rehearsal_key = 0;
+    if (kpath) {
+        if (drths_key_load(cfg.psk, kpath, &err) != 0) {
+            fprintf(stderr, "drths-physical: %s\n", err.msg);
+            goto out_exp;
+        }
+        char id[17];
+        drths_key_id(cfg.psk, id);
+        snprintf(key_line, sizeof key_line, "key id %s (%s)", id, kpath);
+    } else {
+        drths_key_rehearsal(cfg.psk);
+        rehearsal_key = 1;
+        snprintf(key_line, sizeof key_line, "rehearsal key (public)");
+    }
+
+    drths_addr_t laddr;
+    const char *ltext = listen ? listen : exp.physical.listen;
+    if (drths_addr_parse(&laddr, ltext, listen ? "--listen" : "physical.listen", &err) != 0) {
+        fprintf(stderr, "drths-physical: %s\n", err.msg);
+        goto out_exp;
+    }
+    drths_udp_t udp;
+    if (drths_udp_open(&udp, &laddr, NULL, &err) != 0) {
+        fprintf(stderr, "drths-physical: %s\n", err.msg);
+        code = 1;
+        goto out_exp;
+    }
+
+    char label[300], dir[4096], path[4200];
+    snprintf(label, sizeof label, "%s-physical", exp.name);
+    if (drths_runfolder_create(dir, sizeof dir, out, exp.output.directory, label, experiment,
+                               &err) != 0) {
+        fprintf(stderr, "drths-physical: %s\n", err.msg);
+        code = 1;
+        goto out_udp;
+    }
+    if (drths_path_join(path, sizeof path, dir, "physical.csv") != 0 ||
+        drths_recorder_open(&app.rec, path, drths_actuator_columns, DRTHS_ACT_NCOLS,
+                            RECORDER_ROWS, &err) != 0) {
+        fprintf(stderr, "drths-physical: %s\n", err.msg[0] ? err.msg : "run folder path too long");
+        code = 1;
+        goto out_udp;
+    }
+    app.loop = uv_default_loop();
+    uv_async_init(app.loop, &app.async, on_async);
+    app.async.data = &app;
+    cfg.wake = wake_main;
+    cfg.wake_ctx = &app.async;
+    if (drths_physsite_init(&app.ps, &cfg, &udp, &app.rec, &err) != 0) {
+        fprintf(stderr, "drths-physical: %s: %s\n", experiment, err.msg);
+        uv_close((uv_handle_t *)&app.async, NULL);
+        uv_run(app.loop, UV_RUN_DEFAULT);
+        drths_recorder_close(&app.rec, NULL);
+        goto out_udp;
+    }
+
+    char fphex[65], addr[80];
+    drths_experiment_fingerprint_hex(cfg.fingerprint, fphex);
+    drths_addr_format(&laddr, addr, sizeof addr);
+    printf("drths-physical: experiment '%s' (fingerprint %.16s..)\n", exp.name, fphex);
+    printf("  listening on %s, %s\n", addr, key_line);
+    fflush(stdout);
+    if (rehearsal_key)
+        fprintf(stderr,
+                "drths-physical: warning: no key file (link.key_file or --key): using the public "
+                "rehearsal key, which protects nothing; use it only to rehearse on one machine\n");
+    printf("  rate %g Hz, dt %.4g ms; watchdog %g ms, at most %d concealed ticks in a row\n",
+           exp.rate_hz, 1e3 / exp.rate_hz, exp.physical.watchdog_ms,
+           exp.physical.max_concealed_ticks);
+    printf("  specimen: %s damper, %s actuator, noise %g m / %g N, %s%d-tick I/O delay, rest "
+           "damper command %g\n",
+           drths_damper_model_name(exp.specimen.damper.model),
+           drths_actuator_plant_name(exp.actuator.plant), exp.actuator.noise_displacement_m,
+           exp.actuator.noise_force_N,
+           exp.actuator.adc_bits ? "" : "no quantisation, ", exp.actuator.io_delay_ticks,
+           app.ps.act.p.rest_damper_command);
+    if (exp.actuator.adc_bits)
+        printf("  converters: %d bits over +/- %g m and +/- %g N\n", exp.actuator.adc_bits,
+               exp.actuator.displacement_range_m, exp.actuator.force_range_N);
+    printf("  run folder: %s\n", dir);
+    fflush(stdout);
+
+    uv_signal_init(app.loop, &app.sigint);
+    uv_signal_init(app.loop, &app.sigterm);
+    app.sigint.data = app.sigterm.data = &app;
+    uv_signal_start(&app.sigint, on_signal, SIGINT);
+    uv_signal_start(&app.sigterm, on_signal, SIGTERM);
+    uv_timer_init(app.loop, &app.drain_timer);
+    uv_timer_init(app.loop, &app.status_timer);
+    app.drain_timer.data = app.status_timer.data = &app;
+    uv_timer_start(&app.drain_timer, on_drain_timer, 50, 50);
+    if (!quiet && isatty(2))
+        uv_timer_start(&app.status_timer, on_status_timer, 1000, 1000);
+
+    pthread_t th;
+    int prc = pthread_create(&th, NULL, rt_main, &app.ps);
+    if (prc != 0) {
+        fprintf(stderr, "drths-physical: cannot start the control thread: %s\n", strerror(prc));
+        atomic_store(&app.ps.done, 1);
+        shutdown_loop(&app);
+        uv_run(app.loop, UV_RUN_DEFAULT);
+        drths_recorder_close(&app.rec, NULL);
+        drths_physsite_close(&app.ps);
+        code = 1;
+        goto out_udp;
+    }
+    uv_run(app.loop, UV_RUN_DEFAULT);
+    pthread_join(th, NULL);
+    print_events(&app);
+    clear_status(&app);
+
+    drths_recorder_drain(&app.rec);
+    app.ps.rec_dropped = drths_recorder_dropped(&app.rec);
+    code = app.ps.exit_code;
+    if (drths_recorder_close(&app.rec, &err) != 0) {
+        fprintf(stderr, "drths-physical: %s\n", err.msg);
+        code = 1;
+    }
+    app.ps.rec_written = app.rec.written;
+    if (drths_path_join(path, sizeof path, dir, "summary.json") != 0 ||
+        drths_physsite_write_summary(&app.ps, path, &err) != 0) {
+        fprintf(stderr, "drths-physical: %s\n", err.msg[0] ? err.msg : "run folder path too long");
+        code = 1;
+    }
+    print_summary(&app, dir);
+    drths_physsite_close(&app.ps);
+    uv_loop_close(app.loop);
+out_udp:
+    drths_udp_close(&udp);
+out_exp:
+    drths_crypto_wipe(cfg.psk, sizeof cfg.psk);
+    drths_experiment_close(&exp);
+    return code;
+}

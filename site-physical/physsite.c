@@ -1,0 +1,632 @@
+#include "site-physical/physsite.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "common/rtclock.h"
+#include "common/setup.h"
+#include "common/stats.h"
+
+#define EVENT_CAPACITY 64
+#define START_DELAY_NS INT64_C(5000000)      /* tick 0 is due 5 ms after EPOCH 1 */
+#define ABORT_GAP_NS INT64_C(5000000)        /* ABORTs outside the tick loop: 5 ms apart */
+#define STOP_GAP_NS INT64_C(10000000)        /* final STOPs: 10 ms apart */
+#define POLL_NS INT64_C(50000000)            /* waiting phases look at the stop flag this often */
+#define MAX_BATCHES_PER_TICK 8               /* a flood cannot hold a tick longer than this */
+#define WAKE_EVERY_ROWS 256
+
+/* ---- events to main ------------------------------------------------------------------------ */
+
+static void event(drths_physsite_t *ps, int warning, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void event(drths_physsite_t *ps, int warning, const char *fmt, ...)
+{
+    drths_physsite_event_t ev;
+    ev.warning = warning;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ev.text, sizeof ev.text, fmt, ap);
+    va_end(ap);
+    (void)drths_ring_push(&ps->events, &ev);
+    if (ps->cfg.wake)
+        ps->cfg.wake(ps->cfg.wake_ctx);
+}
+
+int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *ev)
+{
+    return drths_ring_pop(&ps->events, ev);
+}
+
+void drths_physsite_request_stop(drths_physsite_t *ps)
+{
+    atomic_store(&ps->stop_request, 1);
+}
+
+/* ---- init / close -------------------------------------------------------------------------- */
+
+int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg, drths_udp_t *udp,
+                        drths_recorder_t *rec, drths_error_t *err)
+{
+    memset(ps, 0, sizeof *ps);
+    ps->cfg = *cfg;
+    ps->udp = udp;
+    ps->rec = rec;
+    ps->rt_report.dma_fd = -1;
+    const drths_experiment_t *exp = cfg->exp;
+    int rc;
+
+    drths_specimen_params_t sp;
+    drths_setup_specimen(exp, &sp);
+    rc = drths_specimen_init(&ps->spec, &sp, 1.0 / exp->rate_hz, err);
+    if (rc)
+        return drths_error_prefix(err, rc, "virtual specimen");
+    drths_actuator_params_t ap;
+    drths_actuator_params_from_experiment(exp, &ap);
+    rc = drths_actuator_init(&ps->act, &ap, &ps->spec, err);
+    if (rc)
+        goto fail_spec;
+    rc = drths_wire_rx_init(&ps->rx, DRTHS_ROLE_PHYSICAL, cfg->psk, err);
+    if (rc)
+        goto fail_act;
+    ps->batch = calloc(DRTHS_UDP_BATCH, sizeof *ps->batch);
+    if (!ps->batch) {
+        rc = drths_error_set(err, -ENOMEM, "out of memory for the receive batch");
+        goto fail_rx;
+    }
+    rc = drths_ring_init(&ps->events, sizeof(drths_physsite_event_t), EVENT_CAPACITY);
+    if (rc) {
+        rc = drths_error_set(err, rc, "out of memory for the event ring");
+        goto fail_batch;
+    }
+    atomic_init(&ps->stop_request, 0);
+    atomic_init(&ps->rt_ready, 0);
+    atomic_init(&ps->done, 0);
+    atomic_init(&ps->state, DRTHS_PHYSSITE_WAITING);
+    ps->exit_code = 1;
+    snprintf(ps->exit_reason, sizeof ps->exit_reason, "not run");
+    return 0;
+
+fail_batch:
+    free(ps->batch);
+    ps->batch = NULL;
+fail_rx:
+    drths_wire_rx_close(&ps->rx);
+fail_act:
+    drths_actuator_close(&ps->act);
+fail_spec:
+    drths_specimen_close(&ps->spec);
+    return rc;
+}
+
+void drths_physsite_close(drths_physsite_t *ps)
+{
+    drths_ring_close(&ps->events);
+    free(ps->batch);
+    ps->batch = NULL;
+    drths_wire_rx_close(&ps->rx);
+    drths_wire_tx_close(&ps->tx);
+    drths_actuator_close(&ps->act);
+    drths_specimen_close(&ps->spec);
+    drths_rt_report_close(&ps->rt_report);
+    drths_crypto_wipe(ps->cfg.psk, sizeof ps->cfg.psk);
+}
+
+/* ---- sending ------------------------------------------------------------------------------- */
+
+static int send_msg(drths_physsite_t *ps, const drths_msg_t *m)
+{
+    size_t len = 0;
+    int rc = drths_wire_seal(&ps->tx, m, ps->buf, sizeof ps->buf, &len);
+    if (rc == 0)
+        rc = drths_udp_send(ps->udp, &ps->peer, ps->buf, len);
+    if (rc)
+        ps->send_errors++;
+    return rc;
+}
+
+static void send_hello_ack(drths_physsite_t *ps)
+{
+    const drths_experiment_t *exp = ps->cfg.exp;
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_HELLO_ACK;
+    drths_msg_hello_t *h = &m.u.hello;
+    h->proto_min = h->proto_max = DRTHS_WIRE_VERSION;
+    h->role = DRTHS_ROLE_PHYSICAL;
+    h->rate_hz = exp->rate_hz;
+    h->n_channels = 1;
+    h->r = (uint8_t)exp->link.redundancy;
+    snprintf(h->units, sizeof h->units, "SI");
+    memcpy(h->nonce, ps->nonce_phys, sizeof h->nonce);
+    memcpy(h->fingerprint, ps->cfg.fingerprint, sizeof h->fingerprint);
+    snprintf(h->software, sizeof h->software, "%s", DRTHS_PHYSSITE_SOFTWARE);
+    send_msg(ps, &m);
+}
+
+static void send_stop_like(drths_physsite_t *ps, drths_msg_type_t type, uint8_t reason,
+                           uint64_t tick, const char *text)
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = type;
+    m.epoch = ps->act.epoch;
+    m.tick = tick;
+    m.u.stop.reason = reason;
+    snprintf(m.u.stop.text, sizeof m.u.stop.text, "%s", text);
+    send_msg(ps, &m);
+}
+
+/* ---- handshake ----------------------------------------------------------------------------- */
+
+static void hex16(const uint8_t *fp, char out[17])
+{
+    static const char d[] = "0123456789abcdef";
+    for (int i = 0; i < 8; i++) {
+        out[2 * i] = d[fp[i] >> 4];
+        out[2 * i + 1] = d[fp[i] & 15];
+    }
+    out[16] = '\0';
+}
+
+/* The sentence naming the first difference between the two sites' HELLOs, or 0 if none. */
+static int hello_mismatch(const drths_physsite_t *ps, const drths_msg_hello_t *h, uint8_t *reason,
+                          char *text, size_t cap)
+{
+    const drths_experiment_t *exp = ps->cfg.exp;
+    if (memcmp(h->fingerprint, ps->cfg.fingerprint, DRTHS_FINGERPRINT_BYTES) != 0) {
+        char a[17], b[17];
+        hex16(ps->cfg.fingerprint, a);
+        hex16(h->fingerprint, b);
+        *reason = DRTHS_STOP_FINGERPRINT_MISMATCH;
+        snprintf(text, cap, "experiment fingerprint differs: actuator site %s.. numerical site %s..",
+                 a, b);
+        return 1;
+    }
+    *reason = DRTHS_STOP_CONFIG_MISMATCH;
+    if (h->rate_hz != exp->rate_hz) {
+        snprintf(text, cap, "tick rate differs: actuator site %g Hz, numerical site %g Hz",
+                 exp->rate_hz, h->rate_hz);
+        return 1;
+    }
+    if (h->n_channels != 1) {
+        snprintf(text, cap, "channel count differs: actuator site 1, numerical site %d",
+                 h->n_channels);
+        return 1;
+    }
+    if (h->r != exp->link.redundancy) {
+        snprintf(text, cap, "redundancy differs: actuator site %d, numerical site %d",
+                 exp->link.redundancy, h->r);
+        return 1;
+    }
+    if (strcmp(h->units, "SI") != 0) {
+        snprintf(text, cap, "units differ: actuator site SI, numerical site %s", h->units);
+        return 1;
+    }
+    return 0;
+}
+
+/* A valid HELLO of a new session, before the run: start the session, answer, check. Returns 1
+ * when the experiments differ (the run must end). */
+static int accept_session(drths_physsite_t *ps, const drths_udp_msg_t *d, uint64_t sid)
+{
+    drths_wire_rx_start(&ps->rx, sid);
+    if (drths_wire_open(&ps->rx, d->data, d->len, &ps->msg) != DRTHS_REJECT_OK)
+        return 0;
+    drths_wire_tx_close(&ps->tx);
+    if (drths_wire_tx_init(&ps->tx, DRTHS_ROLE_PHYSICAL, ps->cfg.psk, sid) != 0)
+        return 0;
+    const drths_msg_hello_t *h = &ps->msg.u.hello;
+    memcpy(ps->nonce_num, h->nonce, sizeof ps->nonce_num);
+    drths_crypto_random_nonce(ps->nonce_phys);
+    drths_session_keys_t keys;
+    drths_crypto_derive(ps->cfg.psk, ps->nonce_num, ps->nonce_phys, sid, &keys);
+    drths_wire_tx_set_keys(&ps->tx, &keys);
+    drths_wire_rx_set_keys(&ps->rx, &keys);
+    drths_crypto_wipe(&keys, sizeof keys);
+    ps->peer = d->from;
+    ps->session_id = sid;
+    ps->have_session = 1;
+    ps->peer_rate_hz = h->rate_hz;
+    /* Commands of an earlier session (a numerical site that restarted) must not be played. */
+    drths_playout_reset(&ps->act.pb, 0);
+
+    char from[80];
+    drths_addr_format(&d->from, from, sizeof from);
+    event(ps, 0, "numerical site connected from %s (session %016" PRIx64 ", %s)", from, sid,
+          h->software[0] ? h->software : "unknown software");
+    send_hello_ack(ps);
+
+    uint8_t reason;
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    if (hello_mismatch(ps, h, &reason, text, sizeof text)) {
+        for (int i = 0; i < 3; i++) {
+            if (i)
+                drths_sleep_until_ns(drths_now_ns() + ABORT_GAP_NS);
+            send_stop_like(ps, DRTHS_MSG_ABORT, reason, 0, text);
+        }
+        event(ps, 1, "%s", text);
+        ps->exit_code = 1;
+        snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", text);
+        return 1;
+    }
+    atomic_store(&ps->state, DRTHS_PHYSSITE_CONNECTED);
+    return 0;
+}
+
+/* ---- receiving ----------------------------------------------------------------------------- */
+
+typedef enum { RX_NOTHING = 0, RX_VALID, RX_MISMATCH } rx_result_t;
+
+static void echo_probe(drths_physsite_t *ps, const drths_msg_t *p, int64_t rx_ns)
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_PROBE_ECHO;
+    m.epoch = p->epoch;
+    m.tick = p->tick;
+    m.u.probe.seq = p->u.probe.seq;
+    m.u.probe.send_time_ns = p->u.probe.send_time_ns;
+    int64_t held = drths_now_ns() - rx_ns;
+    m.u.probe.hold_ns = held > 0 ? (uint64_t)held : 0;
+    if (send_msg(ps, &m) == 0)
+        ps->probes_answered++;
+}
+
+/* One datagram. Before the run a HELLO of a new session is accepted; afterwards only the
+ * numerical site's address and session are acted on. */
+static rx_result_t handle_datagram(drths_physsite_t *ps, const drths_udp_msg_t *d, int running)
+{
+    drths_wire_header_t h;
+    drths_msg_t *m = &ps->msg;
+    if (drths_wire_peek_header(d->data, d->len, &h) == DRTHS_REJECT_OK &&
+        h.type == DRTHS_MSG_HELLO) {
+        drths_reject_t r = drths_wire_open_hello(&ps->rx, d->data, d->len, m);
+        if (r != DRTHS_REJECT_OK) {
+            ps->pre_rejects[r]++;
+            return RX_NOTHING;
+        }
+        if (ps->have_session && m->session_id == ps->session_id) {
+            if (!drths_addr_equal(&d->from, &ps->peer)) {
+                ps->wrong_source++;
+                return RX_NOTHING;
+            }
+            /* A repeated HELLO (our HELLO_ACK was lost): the same answer, new counter. */
+            if (drths_wire_open(&ps->rx, d->data, d->len, m) == DRTHS_REJECT_OK)
+                send_hello_ack(ps);
+            return RX_VALID;
+        }
+        if (running) {
+            ps->other_session++;
+            return RX_NOTHING;
+        }
+        return accept_session(ps, d, m->session_id) ? RX_MISMATCH : RX_VALID;
+    }
+    if (ps->have_session && !drths_addr_equal(&d->from, &ps->peer)) {
+        ps->wrong_source++;
+        return RX_NOTHING;
+    }
+    /* Without a session this counts the datagram as BAD_SESSION (or worse) and drops it. */
+    if (drths_wire_open(&ps->rx, d->data, d->len, m) != DRTHS_REJECT_OK)
+        return RX_NOTHING;
+    switch (m->type) {
+    case DRTHS_MSG_PROBE:
+        echo_probe(ps, m, d->rx_ns);
+        break;
+    case DRTHS_MSG_COMMAND:
+    case DRTHS_MSG_EPOCH:
+    case DRTHS_MSG_STOP:
+    case DRTHS_MSG_ABORT:
+        drths_actuator_receive(&ps->act, m, d->rx_ns);
+        break;
+    default:
+        break;
+    }
+    return RX_VALID;
+}
+
+/* Receives everything waiting (at most max_batches batches). Returns the last datagram's
+ * arrival time of a valid message (0 if none) and sets *mismatch when a session had to end. */
+static int64_t drain(drths_physsite_t *ps, int running, int max_batches, int *mismatch)
+{
+    int64_t last_valid = 0;
+    for (int b = 0; b < max_batches; b++) {
+        int n = drths_udp_recv(ps->udp, ps->batch, DRTHS_UDP_BATCH);
+        if (n <= 0)
+            break;
+        for (int i = 0; i < n; i++) {
+            rx_result_t r = handle_datagram(ps, &ps->batch[i], running);
+            if (r == RX_VALID)
+                last_valid = ps->batch[i].rx_ns;
+            else if (r == RX_MISMATCH && mismatch) {
+                *mismatch = 1;
+                return last_valid;
+            }
+        }
+        if (n < DRTHS_UDP_BATCH)
+            break;
+    }
+    return last_valid;
+}
+
+/* ---- the thread ---------------------------------------------------------------------------- */
+
+static int finish(drths_physsite_t *ps, int code, const char *reason)
+{
+    ps->exit_code = code;
+    snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", reason);
+    atomic_store(&ps->state, DRTHS_PHYSSITE_DONE);
+    atomic_store(&ps->done, 1);
+    if (ps->cfg.wake)
+        ps->cfg.wake(ps->cfg.wake_ctx);
+    return code;
+}
+
+/* Waits for the handshake and EPOCH 1. Returns 0 when the run can start, else the exit code
+ * (with the reason set). */
+static int before_run(drths_physsite_t *ps)
+{
+    int64_t start = drths_now_ns();
+    int64_t wait_deadline = start + (int64_t)(ps->cfg.wait_timeout_s * 1e9);
+    int64_t silence_ns = (int64_t)(ps->cfg.silence_timeout_s * 1e9);
+    int64_t last_valid = 0;
+    char text[DRTHS_PHYSSITE_EVENT_TEXT];
+    while (!drths_actuator_started(&ps->act)) {
+        if (atomic_load(&ps->stop_request))
+            return finish(ps, 1, "stopped by signal before the run started");
+        int64_t now = drths_now_ns();
+        if (!ps->have_session && now >= wait_deadline) {
+            snprintf(text, sizeof text, "no numerical site connected within %g s",
+                     ps->cfg.wait_timeout_s);
+            return finish(ps, 1, text);
+        }
+        if (ps->have_session && now - last_valid > silence_ns) {
+            snprintf(text, sizeof text,
+                     "the numerical site went silent for %g s before the run started",
+                     ps->cfg.silence_timeout_s);
+            return finish(ps, 1, text);
+        }
+        int64_t until = now + POLL_NS;
+        if (!ps->have_session && until > wait_deadline)
+            until = wait_deadline;
+        if (drths_udp_wait(ps->udp, until) <= 0)
+            continue;
+        int had_session = ps->have_session;
+        int mismatch = 0;
+        int64_t t = drain(ps, 0, 4, &mismatch);
+        if (mismatch)
+            return finish(ps, 1, ps->exit_reason);
+        if (t)
+            last_valid = t;
+        if (!had_session && ps->have_session)
+            last_valid = drths_now_ns();
+        if (ps->act.hold)
+            return finish(ps, 1, ps->act.hold_text);
+        if (ps->act.stop_received && !drths_actuator_started(&ps->act))
+            return finish(ps, 1, "the numerical site stopped before the run started");
+    }
+    return 0;
+}
+
+static void publish_status(drths_physsite_t *ps, uint64_t tick)
+{
+    atomic_store_explicit(&ps->st_tick, tick, memory_order_relaxed);
+    atomic_store_explicit(&ps->st_applied, ps->act.c.applied, memory_order_relaxed);
+    atomic_store_explicit(&ps->st_concealed, ps->act.c.concealed, memory_order_relaxed);
+    atomic_store_explicit(&ps->st_late, ps->act.c.late, memory_order_relaxed);
+    int64_t ml = ps->act.lateness_ns.count ? ps->act.lateness_ns.max : 0;
+    atomic_store_explicit(&ps->st_max_late_ns, ml > 0 ? (uint64_t)ml : 0, memory_order_relaxed);
+    atomic_store_explicit(&ps->st_L, ps->act.L, memory_order_relaxed);
+}
+
+int drths_physsite_run(drths_physsite_t *ps)
+{
+    ps->rt_rc = drths_rt_apply_thread(&ps->cfg.rt, &ps->rt_report);
+    atomic_store(&ps->rt_ready, 1);
+    if (ps->cfg.wake)
+        ps->cfg.wake(ps->cfg.wake_ctx);
+    if (ps->rt_rc != 0)
+        return finish(ps, 1,
+                      ps->cfg.rt.require
+                          ? "real time was required (--require-rt) and is not available"
+                          : "invalid real-time settings");
+
+    int rc = before_run(ps);
+    if (rc)
+        return rc;
+
+    const drths_actuator_t *a = &ps->act;
+    int64_t dt_ns = a->dt_ns;
+    event(ps, 0, "run started: loop delay L = %" PRIu32 " ticks (%.3f ms), epoch 1", a->L,
+          (double)a->L * (double)dt_ns * 1e-6);
+    if ((size_t)a->L + 1 >= a->p.playout_ticks)
+        event(ps, 1,
+              "loop delay L = %" PRIu32 " ticks is not below physical.playout_ticks = %zu: the "
+              "first commands arrive beyond the playout buffer (raise physical.playout_ticks)",
+              a->L, a->p.playout_ticks);
+
+    drths_ticker_t tk;
+    ps->run_start_ns = drths_now_ns() + START_DELAY_NS;
+    drths_ticker_init(&tk, dt_ns, ps->run_start_ns, dt_ns / 2, NULL, NULL, NULL);
+    atomic_store(&ps->state, DRTHS_PHYSSITE_RUNNING);
+    int signalled = 0, hold_reported = 0;
+    uint64_t tick = 0;
+    for (;;) {
+        if (drths_ticker_wait(&tk, &tick) != 0)
+            continue; /* the sleep failed (it cannot with CLOCK_MONOTONIC): try again */
+        if (!signalled && atomic_load_explicit(&ps->stop_request, memory_order_relaxed)) {
+            signalled = 1;
+            drths_actuator_hold(&ps->act, DRTHS_STOP_SIGNAL, 1, "stopped by signal");
+        }
+        drain(ps, 1, MAX_BATCHES_PER_TICK, NULL);
+        int64_t woke = tk.deadline_ns + tk.lateness_ns;
+        if (drths_actuator_tick(&ps->act, tick, tk.deadline_ns, woke, &ps->out) != 0)
+            break;
+        drths_msg_feedback_t *f = &ps->out.feedback.u.feedback;
+        if (f->echo_counter) {
+            int64_t held = drths_now_ns() - a->echo_arrival_ns;
+            f->echo_hold_ns = held > 0 ? (uint64_t)held : 0;
+        }
+        if (send_msg(ps, &ps->out.feedback) == 0)
+            ps->feedback_sent++;
+        if (ps->out.send_abort)
+            send_msg(ps, &ps->out.abort);
+        if (a->hold && !hold_reported) {
+            hold_reported = 1;
+            atomic_store(&ps->state, DRTHS_PHYSSITE_HOLD);
+            event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
+        }
+        drths_recorder_push(ps->rec, ps->out.row);
+        ps->rows_pushed++;
+        publish_status(ps, tick);
+        if (ps->rows_pushed % WAKE_EVERY_ROWS == 0 && ps->cfg.wake)
+            ps->cfg.wake(ps->cfg.wake_ctx);
+        if (ps->out.finished)
+            break;
+    }
+    ps->run_end_ns = drths_now_ns();
+    if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold) {
+        for (int i = 0; i < 3; i++) {
+            if (i)
+                drths_sleep_until_ns(drths_now_ns() + STOP_GAP_NS);
+            send_stop_like(ps, DRTHS_MSG_STOP, DRTHS_STOP_END_OF_RECORD, tick, "end of record");
+        }
+        return finish(ps, 0, "end of record");
+    }
+    return finish(ps, 1, a->hold_text);
+}
+
+/* ---- summary ------------------------------------------------------------------------------- */
+
+static double us(int64_t ns)
+{
+    return (double)ns * 1e-3;
+}
+
+int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_error_t *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
+    const drths_experiment_t *exp = ps->cfg.exp;
+    const drths_actuator_t *a = &ps->act;
+    const drths_actuator_counters_t *c = &a->c;
+    char fphex[65], text[80];
+    drths_experiment_fingerprint_hex(ps->cfg.fingerprint, fphex);
+    drths_json_t j;
+    drths_json_init(&j, f);
+    drths_json_object_begin(&j, NULL);
+    drths_json_string(&j, "kind", "hybrid-physical");
+    drths_json_string(&j, "experiment", exp->name);
+    drths_json_string(&j, "fingerprint", fphex);
+    drths_json_number(&j, "rate_hz", exp->rate_hz);
+    drths_json_number(&j, "dt_s", 1.0 / exp->rate_hz);
+    if (ps->have_session) {
+        snprintf(text, sizeof text, "%016" PRIx64, ps->session_id);
+        drths_json_string(&j, "session", text);
+        drths_addr_format(&ps->peer, text, sizeof text);
+        drths_json_string(&j, "numerical_site", text);
+    }
+    drths_json_int(&j, "exit_code", ps->exit_code);
+    drths_json_string(&j, "exit_reason", ps->exit_reason);
+    drths_json_int(&j, "ticks", (int64_t)c->ticks);
+    drths_json_number(&j, "duration_s", (double)c->ticks / exp->rate_hz);
+    drths_json_number(&j, "wall_time_s",
+                      ps->run_end_ns > ps->run_start_ns
+                          ? (double)(ps->run_end_ns - ps->run_start_ns) * 1e-9
+                          : 0.0);
+    drths_json_int(&j, "loop_delay_ticks", a->L);
+    drths_json_number(&j, "loop_delay_ms", (double)a->L * 1e3 / exp->rate_hz);
+    drths_json_int(&j, "epochs", (int64_t)c->epochs);
+
+    drths_json_object_begin(&j, "commands");
+    drths_json_int(&j, "received", (int64_t)c->commands);
+    drths_json_int(&j, "applied", (int64_t)c->applied);
+    drths_json_int(&j, "rest_ticks", (int64_t)c->rest_ticks);
+    drths_json_int(&j, "late", (int64_t)c->late);
+    drths_json_int(&j, "duplicate", (int64_t)c->duplicates);
+    drths_json_int(&j, "too_far", (int64_t)c->too_far);
+    drths_json_int(&j, "recovered_from_redundancy", (int64_t)c->recovered);
+    drths_json_int(&j, "concealed", (int64_t)c->concealed);
+    drths_json_int(&j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
+    drths_json_int(&j, "wrong_channel_count", (int64_t)c->bad_commands);
+    drths_json_object_end(&j);
+
+    drths_json_object_begin(&j, "hold");
+    drths_json_bool(&j, "active", a->hold);
+    if (a->hold) {
+        drths_json_string(&j, "reason_code", drths_stop_reason_name(a->hold_reason));
+        drths_json_string(&j, "reason", a->hold_text);
+        drths_json_int(&j, "ticks", (int64_t)c->hold_ticks);
+    }
+    drths_json_object_end(&j);
+
+    drths_json_object_begin(&j, "rejects");
+    for (int r = 1; r < DRTHS_REJECT_COUNT; r++) {
+        uint64_t n = ps->rx.rejects[r] + ps->pre_rejects[r];
+        if (n)
+            drths_json_int(&j, drths_reject_name((drths_reject_t)r), (int64_t)n);
+    }
+    if (ps->wrong_source)
+        drths_json_int(&j, "WRONG_SOURCE", (int64_t)ps->wrong_source);
+    if (ps->other_session)
+        drths_json_int(&j, "OTHER_SESSION", (int64_t)ps->other_session);
+    drths_json_object_end(&j);
+
+    const drths_hist_t *lh = &a->lateness_ns;
+    drths_json_object_begin(&j, "tick_lateness_us");
+    if (lh->count) {
+        drths_json_number(&j, "p50", us(drths_hist_quantile(lh, 0.5)));
+        drths_json_number(&j, "p99", us(drths_hist_quantile(lh, 0.99)));
+        drths_json_number(&j, "p999", us(drths_hist_quantile(lh, 0.999)));
+        drths_json_number(&j, "max", us(lh->max));
+    }
+    drths_json_int(&j, "later_than_half_dt", (int64_t)c->late_wakeups);
+    drths_json_object_end(&j);
+
+    const drths_hist_t *ld = &a->lead_ns;
+    drths_json_object_begin(&j, "command_lead_ms");
+    if (ld->count) {
+        drths_json_number(&j, "p50", (double)drths_hist_quantile(ld, 0.5) * 1e-6);
+        drths_json_number(&j, "min", (double)ld->min * 1e-6);
+    }
+    drths_json_object_end(&j);
+
+    drths_json_number(&j, "tracking_rms_error_pct", drths_actuator_tracking_rms_pct(a));
+    drths_json_int(&j, "probes_answered", (int64_t)ps->probes_answered);
+    drths_json_int(&j, "feedback_sent", (int64_t)ps->feedback_sent);
+    drths_json_int(&j, "send_errors", (int64_t)ps->send_errors);
+    drths_json_object_begin(&j, "recorder");
+    drths_json_int(&j, "rows", (int64_t)ps->rec_written);
+    drths_json_int(&j, "dropped_rows", (int64_t)ps->rec_dropped);
+    drths_json_object_end(&j);
+
+    drths_json_object_begin(&j, "specimen");
+    drths_json_string(&j, "damper", drths_damper_model_name(exp->specimen.damper.model));
+    drths_json_string(&j, "plant", drths_actuator_plant_name(exp->actuator.plant));
+    drths_json_number(&j, "noise_displacement_m", exp->actuator.noise_displacement_m);
+    drths_json_number(&j, "noise_force_N", exp->actuator.noise_force_N);
+    drths_json_int(&j, "adc_bits", exp->actuator.adc_bits);
+    drths_json_int(&j, "io_delay_ticks", exp->actuator.io_delay_ticks);
+    drths_json_number(&j, "rest_damper_command", a->p.rest_damper_command);
+    drths_json_object_end(&j);
+
+    drths_json_object_begin(&j, "real_time");
+    for (int i = 0; i < DRTHS_RT_NITEMS; i++) {
+        const drths_rt_item_t *it = &ps->rt_report.item[i];
+        if (it->what[0])
+            drths_json_string(&j, it->what, drths_rt_status_name(it->status));
+    }
+    drths_json_object_end(&j);
+    drths_json_object_end(&j);
+    fputc('\n', f);
+    if (fclose(f) != 0)
+        return drths_error_set(err, -EIO, "writing %s failed", path);
+    return 0;
+}

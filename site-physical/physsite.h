@@ -1,0 +1,140 @@
+/* The actuator site's data plane (notes SITES.md): the socket, the wire protocol and the real-time
+ * thread around the per-tick state machine (site-physical/actuator.h).
+ *
+ * drths_physsite_run is the body of the one RT thread. In order it:
+ *   1. applies the real-time options (SCHED_FIFO, mlockall, ...) to itself and publishes the
+ *      report for main to print;
+ *   2. waits up to wait_timeout_s for a valid HELLO (everything else is counted and ignored);
+ *      answers it with HELLO_ACK and session keys; if the experiment fingerprint, rate, channel
+ *      count, redundancy or units differ it still answers, then sends ABORT and ends (exit 1);
+ *   3. echoes PROBEs, and on EPOCH 1 starts the ticker 5 ms later at tick 0;
+ *   4. per tick: waits for the absolute deadline, drains the socket (only the numerical site's
+ *      address and session are acted on), runs drths_actuator_tick, sends the FEEDBACK (and any
+ *      ABORT), pushes the row to the recorder and wakes main every 256 rows;
+ *   5. at the end of the record sends STOP three times 10 ms apart.
+ * It never prints: start-up and end lines go to main through an SPSC ring of text events.
+ * Whatever ends the run, the thread returns with exit_code and exit_reason set.
+ *
+ * Ownership: the caller owns drths_physsite_t, the experiment, the socket and the recorder it
+ * borrows (they must outlive it). _init allocates the receive batch, the event ring, the wire
+ * receiver's zone, the actuator's buffers and the specimen; _close frees them (safe twice).
+ * Threads: drths_physsite_run runs on the RT thread; the fields marked "main" are for main;
+ * the atomics are shared.
+ */
+#ifndef DRTHS_PHYSSITE_H
+#define DRTHS_PHYSSITE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/error.h"
+#include "common/recorder.h"
+#include "common/ring.h"
+#include "common/rt.h"
+#include "common/specimen.h"
+#include "common/udp.h"
+#include "protocol/crypto.h"
+#include "protocol/wire.h"
+#include "site-physical/actuator.h"
+
+#define DRTHS_PHYSSITE_SOFTWARE "drths 0.1"
+#define DRTHS_PHYSSITE_EVENT_TEXT 320
+
+/* One line for main to print. */
+typedef struct drths_physsite_event {
+    int warning; /* print to stderr as a warning rather than to stdout */
+    char text[DRTHS_PHYSSITE_EVENT_TEXT];
+} drths_physsite_event_t;
+
+/* What the status line shows (see drths_physsite_t.state). */
+typedef enum drths_physsite_state {
+    DRTHS_PHYSSITE_WAITING = 0, /* no HELLO yet */
+    DRTHS_PHYSSITE_CONNECTED,   /* handshake done, probing, no EPOCH 1 yet */
+    DRTHS_PHYSSITE_RUNNING,
+    DRTHS_PHYSSITE_HOLD,
+    DRTHS_PHYSSITE_DONE
+} drths_physsite_state_t;
+
+typedef struct drths_physsite_config {
+    const drths_experiment_t *exp;
+    uint8_t psk[DRTHS_KEY_BYTES];
+    uint8_t fingerprint[DRTHS_FINGERPRINT_BYTES];
+    double wait_timeout_s;     /* for the first HELLO (--wait-timeout, default 300) */
+    double silence_timeout_s;  /* after the handshake, before EPOCH 1 (10) */
+    drths_rt_options_t rt;     /* applied by the RT thread to itself */
+    void (*wake)(void *ctx);   /* wakes main (uv_async_send); called from the RT thread */
+    void *wake_ctx;
+} drths_physsite_config_t;
+
+typedef struct drths_physsite {
+    drths_physsite_config_t cfg;
+    drths_udp_t *udp;           /* borrowed */
+    drths_recorder_t *rec;      /* borrowed */
+    drths_specimen_t spec;
+    drths_actuator_t act;
+    drths_wire_tx_t tx;
+    drths_wire_rx_t rx;
+    drths_udp_msg_t *batch;     /* DRTHS_UDP_BATCH receive slots, owned */
+    drths_ring_t events;        /* drths_physsite_event_t, RT -> main */
+    uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM]; /* send buffer */
+    drths_msg_t msg;            /* the message being opened */
+    drths_actuator_out_t out;
+
+    /* Session (RT thread). */
+    int have_session;
+    uint64_t session_id;
+    drths_addr_t peer;
+    uint8_t nonce_num[DRTHS_HELLO_NONCE_BYTES], nonce_phys[DRTHS_HELLO_NONCE_BYTES];
+    double peer_rate_hz;
+
+    /* Counters (RT thread; main reads them after the join). */
+    uint64_t pre_rejects[DRTHS_REJECT_COUNT]; /* HELLOs that failed drths_wire_open_hello */
+    uint64_t wrong_source;      /* datagrams from an address other than the numerical site's */
+    uint64_t other_session;     /* valid HELLOs of another session once running */
+    uint64_t probes_answered;
+    uint64_t send_errors;
+    uint64_t feedback_sent;
+    uint64_t rows_pushed;
+    int64_t run_start_ns, run_end_ns;
+
+    /* Recorder figures for the summary, filled by main before it closes the recorder. */
+    uint64_t rec_written, rec_dropped;
+
+    /* Result (main reads after the join). */
+    int exit_code;              /* 0 success, 1 run failed */
+    char exit_reason[DRTHS_PHYSSITE_EVENT_TEXT];
+    int rt_rc;                  /* drths_rt_apply_thread's result */
+    drths_rt_report_t rt_report;
+
+    /* Shared. */
+    atomic_int stop_request;    /* main: SIGINT/SIGTERM */
+    atomic_int rt_ready;        /* RT: rt_report is filled */
+    atomic_int done;            /* RT: the thread is about to return */
+    atomic_int state;           /* drths_physsite_state_t */
+    atomic_uint_fast64_t st_tick, st_applied, st_concealed, st_late, st_max_late_ns;
+    atomic_uint_fast32_t st_L;
+} drths_physsite_t;
+
+/* Builds the specimen and actuator from the experiment, the wire receiver, the receive batch
+ * and the event ring. udp (open, bound to the listen address) and rec (open on physical.csv
+ * with drths_actuator_columns) are borrowed. A failed init leaves nothing to close. init-only. */
+int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg, drths_udp_t *udp,
+                        drths_recorder_t *rec, drths_error_t *err);
+
+/* The RT thread's body (see the file comment). Returns exit_code. */
+int drths_physsite_run(drths_physsite_t *ps);
+
+/* Asks the RT thread to stop (HOLD with "stopped by signal" once running). Any thread. */
+void drths_physsite_request_stop(drths_physsite_t *ps);
+
+/* main: the next event line, 0; or -EAGAIN when there is none. */
+int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *ev);
+
+/* Writes summary.json (kind "hybrid-physical") after the RT thread has ended. init-only. */
+int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_error_t *err);
+
+/* Frees what init allocated and releases the real-time report. Safe twice. init-only. */
+void drths_physsite_close(drths_physsite_t *ps);
+
+#endif
