@@ -2,26 +2,53 @@
  * the logic lives in site-numerical/ and common/. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <uv.h>
+
 #include "common/config.h"
+#include "common/recorder.h"
+#include "common/rt.h"
+#include "common/rtclock.h"
 #include "common/runfolder.h"
+#include "common/setup.h"
+#include "protocol/crypto.h"
+#include "site-numerical/hybrid.h"
+#include "site-numerical/numsite.h"
 #include "site-numerical/reference.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: drths-numerical --experiment FILE --reference [--out DIR]\n"
+            "usage: drths-numerical --experiment FILE [--peer HOST:PORT] [--key FILE] [--out DIR]\n"
+            "                       [--connect-timeout S] [--peer-timeout S] [--require-rt]\n"
+            "                       [--quiet]\n"
+            "       drths-numerical --experiment FILE --reference [--out DIR] [--quiet]\n"
             "\n"
-            "  --experiment FILE  the experiment file (docs/experiment-file.md)\n"
-            "  --reference        run the monolithic reference: structure and virtual specimen\n"
-            "                     in one process, no network, no actuator\n"
-            "  --out DIR          run folder (default: <output.directory>/<date>-<name>-reference)\n"
-            "  --quiet            no progress line\n"
-            "  -h, --help         this text\n"
+            "Without --reference: the numerical site of a hybrid run. It connects to the actuator\n"
+            "site (drths-physical), measures the round trip, chooses the loop delay L and\n"
+            "integrates the structure with the measured damper force.\n"
+            "\n"
+            "  --experiment FILE    the experiment file (docs/experiment-file.md)\n"
+            "  --peer HOST:PORT     the actuator site (default: numerical.peer of the file)\n"
+            "  --key FILE           pre-shared key file (default: link.key_file; without either\n"
+            "                       the public rehearsal key is used, with a warning)\n"
+            "  --connect-timeout S  give up when the actuator site does not answer (default 10)\n"
+            "  --peer-timeout S     stop when nothing valid arrives for S s in the run (default 1)\n"
+            "  --require-rt         fail unless SCHED_FIFO and mlockall are granted\n"
+            "  --reference          run the monolithic reference: structure and virtual specimen\n"
+            "                       in one process, no network, no actuator\n"
+            "  --out DIR            run folder (default: <output.directory>/<date>-<name>-numerical\n"
+            "                       or -reference)\n"
+            "  --quiet              no progress line\n"
+            "  -h, --help           this text\n"
             "\n"
             "Exit status: 0 success, 1 run failed, 2 wrong experiment file or options.\n");
 }
@@ -56,54 +83,8 @@ static void print_peaks(const drths_reference_summary_t *s)
            s->steps, s->duration_s, s->wall_s, s->wall_s / s->duration_s);
 }
 
-int main(int argc, char **argv)
+static int run_reference(const char *experiment, const char *out, int quiet)
 {
-    const char *experiment = NULL, *out = NULL;
-    int reference = 0, quiet = 0;
-    static const struct option opts[] = {
-        {"experiment", required_argument, NULL, 'e'},
-        {"reference", no_argument, NULL, 'r'},
-        {"out", required_argument, NULL, 'o'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {0, 0, 0, 0},
-    };
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'e':
-            experiment = optarg;
-            break;
-        case 'r':
-            reference = 1;
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return DRTHS_EXIT_CONFIG;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "drths-numerical: unexpected argument '%s'\n", argv[optind]);
-        return DRTHS_EXIT_CONFIG;
-    }
-    if (!experiment) {
-        fprintf(stderr, "drths-numerical: --experiment FILE is required (see --help)\n");
-        return DRTHS_EXIT_CONFIG;
-    }
-    if (!reference) {
-        fprintf(stderr, "drths-numerical: only --reference is available in this version\n");
-        return DRTHS_EXIT_CONFIG;
-    }
-
     drths_error_t err = {{0}};
     drths_experiment_t exp;
     if (drths_experiment_load(&exp, experiment, &err) != 0) {
@@ -136,4 +117,472 @@ int main(int argc, char **argv)
     drths_reference_summary_close(&sum);
     drths_experiment_close(&exp);
     return 0;
+}
+
+/* ---- hybrid run ------------------------------------------------------------------------- */
+
+typedef struct options {
+    const char *experiment, *out, *peer, *key;
+    double connect_timeout_s, peer_timeout_s;
+    int reference, quiet, require_rt;
+} options_t;
+
+/* Everything the main thread, the libuv callbacks and the RT thread share. */
+typedef struct app {
+    uv_loop_t loop;
+    uv_signal_t sigint, sigterm;
+    uv_async_t async;
+    uv_timer_t drain_timer, status_timer;
+    int handles_open;
+    atomic_int stop; /* a signal asked the run to end */
+    atomic_int done; /* the RT thread has finished the run */
+    sem_t ready, go;
+    int go_run;      /* set before posting go: 1 run, 0 leave at once */
+    drths_rt_options_t rt_opts;
+    drths_rt_report_t rt_rep;
+    int rt_rc;
+    drths_numsite_t site;
+    drths_hybrid_t hyb;
+    drths_recorder_t rec;
+    int status_line;
+} app_t;
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    app_t *app = h->data;
+    if (!atomic_exchange(&app->stop, 1))
+        fprintf(stderr, "\ndrths-numerical: %s received, stopping (the actuator site is told "
+                        "to hold)\n", signum == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+static void close_handles(app_t *app)
+{
+    if (!app->handles_open)
+        return;
+    app->handles_open = 0;
+    uv_close((uv_handle_t *)&app->sigint, NULL);
+    uv_close((uv_handle_t *)&app->sigterm, NULL);
+    uv_close((uv_handle_t *)&app->async, NULL);
+    uv_close((uv_handle_t *)&app->drain_timer, NULL);
+    uv_close((uv_handle_t *)&app->status_timer, NULL);
+}
+
+static void on_async(uv_async_t *h)
+{
+    app_t *app = h->data;
+    drths_recorder_drain(&app->rec);
+    if (atomic_load(&app->done))
+        close_handles(app);
+}
+
+static void on_drain_timer(uv_timer_t *t)
+{
+    app_t *app = t->data;
+    drths_recorder_drain(&app->rec);
+}
+
+static void on_status_timer(uv_timer_t *t)
+{
+    app_t *app = t->data;
+    long step = atomic_load_explicit(&app->site.pub_step, memory_order_relaxed);
+    unsigned long long conc =
+        atomic_load_explicit(&app->site.pub_concealed, memory_order_relaxed);
+    int64_t rtt = atomic_load_explicit(&app->site.pub_rtt_ns, memory_order_relaxed);
+    fprintf(stderr, "\r  step %ld of %ld (%.0f %%), concealed %llu, rtt %.3f ms   ", step,
+            app->hyb.ns.steps, 100.0 * (double)step / (double)app->hyb.ns.steps, conc,
+            (double)rtt * 1e-6);
+    fflush(stderr);
+    app->status_line = 1;
+}
+
+static void wake_main(void *ctx)
+{
+    app_t *app = ctx;
+    uv_async_send(&app->async);
+}
+
+/* Serves signals while the main thread waits on the network (handshake, probes). */
+static int idle(void *ctx)
+{
+    app_t *app = ctx;
+    uv_run(&app->loop, UV_RUN_NOWAIT);
+    return atomic_load(&app->stop);
+}
+
+static void *rt_thread(void *arg)
+{
+    app_t *app = arg;
+    app->rt_rc = drths_rt_apply_thread(&app->rt_opts, &app->rt_rep);
+    sem_post(&app->ready);
+    while (sem_wait(&app->go) != 0)
+        ;
+    if (app->go_run)
+        drths_numsite_run(&app->site, &app->hyb, &app->rec, &app->stop, wake_main, app);
+    atomic_store(&app->done, 1);
+    uv_async_send(&app->async);
+    return NULL;
+}
+
+static void print_probes(const drths_numsite_t *s)
+{
+    const drths_rtt_summary_t *r = &s->probe_summary;
+    printf("probes: %llu sent, %llu answered (%.1f %% lost)\n",
+           (unsigned long long)s->probes_sent, (unsigned long long)s->probes_answered,
+           100.0 * (double)(s->probes_sent - s->probes_answered) / (double)s->probes_sent);
+    printf("  round trip  min %.3f  p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f ms\n",
+           (double)r->min_ns * 1e-6, (double)r->p50_ns * 1e-6, (double)r->p99_ns * 1e-6,
+           (double)r->p999_ns * 1e-6, (double)r->max_ns * 1e-6);
+    printf("              min %lld  p50 %lld  p99 %lld  p99.9 %lld  max %lld ticks\n",
+           (long long)r->min_ticks, (long long)r->p50_ticks, (long long)r->p99_ticks,
+           (long long)r->p999_ticks, (long long)r->max_ticks);
+    const drths_lchoice_t *l = &s->lchoice;
+    printf("loop delay L = %u ticks (%.3f ms)", l->L, (double)l->L * (double)s->dt_ns * 1e-6);
+    if (l->fixed)
+        printf(": fixed by link.loop_delay_ticks (the measurements ask for %u)%s\n", l->L_auto,
+               l->L < l->L_auto ? " -- WARNING: below what the link needs" : "");
+    else
+        printf(": round trip q%g %u + wake margins %u + %u + safety %u\n", s->exp->link.quantile,
+               l->rtt_ticks, l->wake_local_ticks, l->wake_peer_ticks, l->safety_ticks);
+}
+
+static void rt_summary_text(const drths_rt_report_t *rep, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; i < DRTHS_RT_NITEMS && n < cap; i++) {
+        const drths_rt_item_t *it = &rep->item[i];
+        n += (size_t)snprintf(out + n, cap - n, "%s%s: %s", i ? "; " : "", it->what,
+                              drths_rt_status_name(it->status));
+    }
+}
+
+static const char *rejects_text(const drths_numsite_t *s, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int r = 1; r < DRTHS_REJECT_COUNT && n < cap; r++)
+        if (s->rx.rejects[r])
+            n += (size_t)snprintf(out + n, cap - n, "%s%s %llu", n ? ", " : "",
+                                  drths_reject_name((drths_reject_t)r),
+                                  (unsigned long long)s->rx.rejects[r]);
+    if (s->wrong_source && n < cap)
+        n += (size_t)snprintf(out + n, cap - n, "%sfrom other addresses %llu", n ? ", " : "",
+                              (unsigned long long)s->wrong_source);
+    return n ? out : "none";
+}
+
+static int run_hybrid(const options_t *o)
+{
+    drths_error_t err = {{0}};
+    drths_experiment_t exp;
+    if (drths_experiment_load(&exp, o->experiment, &err) != 0) {
+        fprintf(stderr, "drths-numerical: %s\n", err.msg);
+        return DRTHS_EXIT_CONFIG;
+    }
+    double command;
+    if (drths_setup_passive_command(&exp, &command, &err) != 0) {
+        fprintf(stderr, "drths-numerical: %s\n", err.msg);
+        drths_experiment_close(&exp);
+        return DRTHS_EXIT_CONFIG;
+    }
+    if (exp.numerical.smith == DRTHS_SMITH_ADAPTIVE) {
+        fprintf(stderr, "drths-numerical: numerical.smith: adaptive is not available yet (use "
+                        "fixed or off)\n");
+        drths_experiment_close(&exp);
+        return DRTHS_EXIT_CONFIG;
+    }
+    uint8_t psk[DRTHS_KEY_BYTES];
+    const char *key_path = o->key ? o->key : exp.link.key_path;
+    if (drths_crypto_init() != 0) {
+        fprintf(stderr, "drths-numerical: libsodium failed to initialise\n");
+        drths_experiment_close(&exp);
+        return 1;
+    }
+    if (key_path) {
+        if (drths_key_load(psk, key_path, &err) != 0) {
+            fprintf(stderr, "drths-numerical: %s\n", err.msg);
+            drths_experiment_close(&exp);
+            return DRTHS_EXIT_CONFIG;
+        }
+    } else {
+        drths_key_rehearsal(psk);
+    }
+    char key_id[17];
+    drths_key_id(psk, key_id);
+
+    app_t *app = calloc(1, sizeof *app);
+    if (!app) {
+        fprintf(stderr, "drths-numerical: out of memory\n");
+        drths_experiment_close(&exp);
+        return 1;
+    }
+    const char *peer = o->peer ? o->peer : exp.numerical.peer;
+    int rc = drths_numsite_init(&app->site, &exp, peer, psk, &err);
+    drths_crypto_wipe(psk, sizeof psk);
+    if (rc) {
+        fprintf(stderr, "drths-numerical: %s\n", err.msg);
+        drths_experiment_close(&exp);
+        free(app);
+        return rc == -EINVAL ? DRTHS_EXIT_CONFIG : 1;
+    }
+    char label[300], dir[4096];
+    snprintf(label, sizeof label, "%s-numerical", exp.name);
+    if (drths_runfolder_create(dir, sizeof dir, o->out, exp.output.directory, label,
+                               o->experiment, &err) != 0) {
+        fprintf(stderr, "drths-numerical: %s\n", err.msg);
+        drths_numsite_close(&app->site);
+        drths_experiment_close(&exp);
+        free(app);
+        return 1;
+    }
+    printf("drths-numerical: hybrid run of '%s' at %.0f Hz\n", exp.name, exp.rate_hz);
+    printf("peer: actuator site at %s\n", app->site.peer_text);
+    if (key_path)
+        printf("key: %s (key id %s)\n", key_path, key_id);
+    else
+        fprintf(stderr, "drths-numerical: WARNING: no key file (link.key_file or --key): using "
+                        "the public rehearsal key (key id %s); fine on one machine, not "
+                        "across the Internet\n", key_id);
+    printf("run folder: %s\n", dir);
+    fflush(stdout);
+
+    /* Main loop handles, then the RT thread (which reports its real-time set-up first). */
+    uv_loop_init(&app->loop);
+    app->sigint.data = app->sigterm.data = app->async.data = app;
+    app->drain_timer.data = app->status_timer.data = app;
+    uv_signal_init(&app->loop, &app->sigint);
+    uv_signal_init(&app->loop, &app->sigterm);
+    uv_async_init(&app->loop, &app->async, on_async);
+    uv_timer_init(&app->loop, &app->drain_timer);
+    uv_timer_init(&app->loop, &app->status_timer);
+    app->handles_open = 1;
+    uv_signal_start(&app->sigint, on_signal, SIGINT);
+    uv_signal_start(&app->sigterm, on_signal, SIGTERM);
+    drths_rt_options_default(&app->rt_opts);
+    app->rt_opts.require = o->require_rt;
+    sem_init(&app->ready, 0, 0);
+    sem_init(&app->go, 0, 0);
+    pthread_t thread;
+    int64_t t_start = drths_now_ns();
+    int exit_code = 1, started = 0;
+    char reason[700] = "";
+    if ((rc = pthread_create(&thread, NULL, rt_thread, app)) != 0) {
+        fprintf(stderr, "drths-numerical: cannot start the real-time thread: %s\n",
+                strerror(rc));
+        snprintf(reason, sizeof reason, "cannot start the real-time thread");
+        goto finish_nothread;
+    }
+    while (sem_wait(&app->ready) != 0)
+        ;
+    for (int i = 0; i < DRTHS_RT_NITEMS; i++) {
+        char line[300];
+        drths_rt_report_line(&app->rt_rep, i, line, sizeof line);
+        printf("%s\n", line);
+    }
+    if (app->rt_rc) {
+        snprintf(reason, sizeof reason, "real time required (--require-rt) but not granted");
+        fprintf(stderr, "drths-numerical: %s\n", reason);
+        goto finish;
+    }
+    printf("connecting: HELLO to %s (session %016llx, up to %g s)\n", app->site.peer_text,
+           (unsigned long long)app->site.session_id, o->connect_timeout_s);
+    fflush(stdout);
+    rc = drths_numsite_handshake(&app->site, o->connect_timeout_s, idle, app, &err);
+    if (rc == 0) {
+        printf("connected: the actuator site runs the same experiment (fingerprint %.16s..)\n",
+               app->site.fingerprint_hex);
+        fflush(stdout);
+        rc = drths_numsite_probe(&app->site, idle, app, &err);
+    }
+    if (rc) {
+        snprintf(reason, sizeof reason, "%s",
+                 rc == -ECANCELED ? "stopped by signal before the run" : err.msg);
+        fprintf(stderr, "drths-numerical: %s\n", reason);
+        goto finish;
+    }
+    print_probes(&app->site);
+
+    drths_hybrid_params_t hp;
+    drths_hybrid_params_default(&hp, &exp);
+    hp.L = app->site.lchoice.L;
+    hp.peer_timeout_ns = (int64_t)(o->peer_timeout_s * 1e9);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/numerical.csv", dir);
+    if ((rc = drths_hybrid_init(&app->hyb, &exp, &hp, &err)) != 0 ||
+        (rc = drths_recorder_open(&app->rec, path, (const char *const *)app->hyb.colnames,
+                                  app->hyb.ncols, (size_t)1 << 16, &err)) != 0) {
+        snprintf(reason, sizeof reason, "%s", err.msg);
+        fprintf(stderr, "drths-numerical: %s\n", reason);
+        exit_code = rc == -ENOTSUP || rc == -EINVAL ? DRTHS_EXIT_CONFIG : 1;
+        goto finish;
+    }
+    printf("smith predictor: %s (nominal %s model, dead time L = %u ticks)\n",
+           drths_smith_mode_name(exp.numerical.smith),
+           drths_damper_model_name(exp.specimen.damper.model), hp.L);
+    printf("running: %ld steps (%.2f s), damper command %.3g, R = %d, reorder wait %d ticks\n",
+           app->hyb.ns.steps, (double)(app->hyb.ns.steps - 1) * app->hyb.ns.dt_s, command,
+           hp.r, hp.reorder_ticks);
+    fflush(stdout);
+    uv_timer_start(&app->drain_timer, on_drain_timer, 50, 50);
+    if (!o->quiet && isatty(2))
+        uv_timer_start(&app->status_timer, on_status_timer, 1000, 1000);
+    started = 1;
+    app->go_run = 1;
+
+finish:
+    sem_post(&app->go);
+    if (started)
+        uv_run(&app->loop, UV_RUN_DEFAULT);
+    pthread_join(thread, NULL);
+finish_nothread:
+    close_handles(app);
+    uv_run(&app->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&app->loop);
+    if (app->status_line)
+        fprintf(stderr, "\r%70s\r", "");
+    uint64_t dropped = 0;
+    if (started) {
+        dropped = drths_recorder_dropped(&app->rec);
+        if (drths_recorder_close(&app->rec, &err) != 0)
+            fprintf(stderr, "drths-numerical: %s\n", err.msg);
+        const drths_hybrid_t *h = &app->hyb;
+        switch (h->end) {
+        case DRTHS_HYBRID_END_OF_RECORD:
+            exit_code = 0;
+            snprintf(reason, sizeof reason, "end of record");
+            break;
+        case DRTHS_HYBRID_PEER_ABORT:
+            snprintf(reason, sizeof reason, "actuator site aborted: %s: %s",
+                     drths_stop_reason_name(h->end_reason), h->end_text);
+            break;
+        case DRTHS_HYBRID_PEER_LOST:
+            snprintf(reason, sizeof reason,
+                     "peer lost: no valid datagram from the actuator site for %g s",
+                     o->peer_timeout_s);
+            break;
+        case DRTHS_HYBRID_NO_START:
+            snprintf(reason, sizeof reason,
+                     "peer lost: no FEEDBACK from the actuator site within %g s of EPOCH 1",
+                     (double)hp.start_timeout_ns * 1e-9);
+            break;
+        case DRTHS_HYBRID_SIGNAL:
+        case DRTHS_HYBRID_RUNNING:
+            snprintf(reason, sizeof reason, "stopped by signal");
+            break;
+        }
+        if (exit_code != 0)
+            fprintf(stderr, "drths-numerical: %s\n", reason);
+    }
+    char rt_text[400];
+    rt_summary_text(&app->rt_rep, rt_text, sizeof rt_text);
+    drths_numsite_outcome_t out = {reason, exit_code, (double)(drths_now_ns() - t_start) * 1e-9,
+                                   dropped, rt_text};
+    if (drths_numsite_write_summary(&app->site, started ? &app->hyb : NULL, dir, &out, &err))
+        fprintf(stderr, "drths-numerical: %s\n", err.msg);
+
+    printf("run finished: %s (exit %d)\n", reason, exit_code);
+    if (started) {
+        const drths_hybrid_t *h = &app->hyb;
+        drths_rtt_summary_t rs;
+        drths_rtt_summary_from_hist(&h->rtt.run, app->site.dt_ns, &rs);
+        printf("  steps %llu of %ld, concealed feedback %llu (max %llu in a row), late "
+               "feedback %llu\n",
+               (unsigned long long)h->c.rows, h->ns.steps, (unsigned long long)h->c.concealed,
+               (unsigned long long)h->c.max_consecutive_concealed,
+               (unsigned long long)h->c.fb_late);
+        if (rs.count)
+            printf("  round trip p50 %.3f ms, p99 %.3f ms, max %.3f ms (%llu echoes)\n",
+                   (double)rs.p50_ns * 1e-6, (double)rs.p99_ns * 1e-6,
+                   (double)rs.max_ns * 1e-6, (unsigned long long)rs.count);
+        else
+            printf("  round trip: no echo measured\n");
+        if (dropped)
+            printf("  WARNING: %llu rows dropped by the recorder\n",
+                   (unsigned long long)dropped);
+    }
+    char rej[600];
+    printf("  rejected datagrams: %s\n", rejects_text(&app->site, rej, sizeof rej));
+    printf("  run folder: %s\n", dir);
+    drths_hybrid_close(&app->hyb);
+    drths_rt_report_close(&app->rt_rep);
+    drths_numsite_close(&app->site);
+    sem_destroy(&app->ready);
+    sem_destroy(&app->go);
+    free(app);
+    drths_experiment_close(&exp);
+    return exit_code;
+}
+
+int main(int argc, char **argv)
+{
+    options_t o = {.connect_timeout_s = 10.0, .peer_timeout_s = 1.0};
+    static const struct option opts[] = {
+        {"experiment", required_argument, NULL, 'e'},
+        {"reference", no_argument, NULL, 'r'},
+        {"out", required_argument, NULL, 'o'},
+        {"peer", required_argument, NULL, 'p'},
+        {"key", required_argument, NULL, 'k'},
+        {"connect-timeout", required_argument, NULL, 'c'},
+        {"peer-timeout", required_argument, NULL, 't'},
+        {"require-rt", no_argument, NULL, 'R'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'e':
+            o.experiment = optarg;
+            break;
+        case 'r':
+            o.reference = 1;
+            break;
+        case 'o':
+            o.out = optarg;
+            break;
+        case 'p':
+            o.peer = optarg;
+            break;
+        case 'k':
+            o.key = optarg;
+            break;
+        case 'c':
+        case 't': {
+            double v = strtod(optarg, &end);
+            if (*end || !(v > 0) || !isfinite(v)) {
+                fprintf(stderr, "drths-numerical: --%s: '%s' is not a positive number of "
+                                "seconds\n", c == 'c' ? "connect-timeout" : "peer-timeout",
+                        optarg);
+                return DRTHS_EXIT_CONFIG;
+            }
+            *(c == 'c' ? &o.connect_timeout_s : &o.peer_timeout_s) = v;
+            break;
+        }
+        case 'R':
+            o.require_rt = 1;
+            break;
+        case 'q':
+            o.quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return DRTHS_EXIT_CONFIG;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "drths-numerical: unexpected argument '%s'\n", argv[optind]);
+        return DRTHS_EXIT_CONFIG;
+    }
+    if (!o.experiment) {
+        fprintf(stderr, "drths-numerical: --experiment FILE is required (see --help)\n");
+        return DRTHS_EXIT_CONFIG;
+    }
+    if (o.reference)
+        return run_reference(o.experiment, o.out, o.quiet);
+    return run_hybrid(&o);
 }

@@ -1,0 +1,498 @@
+#include "site-numerical/numsite.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "common/rtclock.h"
+#include "common/runfolder.h"
+
+#define MS INT64_C(1000000)
+#define IDLE_NS (50 * MS)
+
+int drths_numsite_init(drths_numsite_t *s, const drths_experiment_t *exp, const char *peer_text,
+                       const uint8_t psk[DRTHS_KEY_BYTES], drths_error_t *err)
+{
+    memset(s, 0, sizeof *s);
+    s->udp.fd = -1;
+    s->exp = exp;
+    s->dt_ns = (int64_t)llround(1e9 / exp->rate_hz);
+    int rc = drths_addr_parse(&s->peer, peer_text, "--peer", err);
+    if (rc)
+        return rc;
+    drths_addr_format(&s->peer, s->peer_text, sizeof s->peer_text);
+    if (drths_crypto_init() != 0)
+        return drths_error_set(err, -EIO, "libsodium failed to initialise");
+    rc = drths_experiment_fingerprint(exp, s->fingerprint, err);
+    if (rc)
+        return rc;
+    drths_experiment_fingerprint_hex(s->fingerprint, s->fingerprint_hex);
+    memcpy(s->psk, psk, DRTHS_KEY_BYTES);
+    s->batch = calloc(DRTHS_UDP_BATCH, sizeof *s->batch);
+    if (!s->batch)
+        return drths_error_set(err, -ENOMEM, "out of memory for the receive batch");
+    rc = drths_udp_open(&s->udp, NULL, &s->peer, err);
+    if (!rc)
+        rc = drths_probe_stats_init(&s->probes, (size_t)exp->link.probes, err);
+    if (rc) {
+        drths_numsite_close(s);
+        return rc;
+    }
+    s->session_id = drths_crypto_random_session_id();
+    drths_crypto_random_nonce(s->nonce);
+    drths_wire_tx_init(&s->tx, DRTHS_ROLE_NUMERICAL, psk, s->session_id);
+    rc = drths_wire_rx_init(&s->rx, DRTHS_ROLE_NUMERICAL, psk, err);
+    if (rc) {
+        drths_numsite_close(s);
+        return rc;
+    }
+    drths_wire_rx_start(&s->rx, s->session_id);
+    return 0;
+}
+
+void drths_numsite_close(drths_numsite_t *s)
+{
+    drths_wire_rx_close(&s->rx);
+    drths_wire_tx_close(&s->tx);
+    drths_probe_stats_close(&s->probes);
+    if (s->udp.fd >= 0)
+        drths_udp_close(&s->udp);
+    free(s->batch);
+    s->batch = NULL;
+    drths_crypto_wipe(s->psk, sizeof s->psk);
+}
+
+/* Seals and sends m; *counter (may be NULL) gets its counter. RT-safe. */
+static int send_msg(drths_numsite_t *s, const drths_msg_t *m, uint64_t *counter)
+{
+    size_t len;
+    int rc = drths_wire_seal(&s->tx, m, s->buf, sizeof s->buf, &len);
+    if (rc) {
+        s->seal_errors++;
+        return rc;
+    }
+    if (counter)
+        *counter = s->tx.next_counter - 1;
+    rc = drths_udp_send(&s->udp, &s->peer, s->buf, len);
+    if (rc)
+        s->send_errors++;
+    return rc;
+}
+
+static void send_abort(drths_numsite_t *s, int reason, const char *text)
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_ABORT;
+    m.u.stop.reason = (uint8_t)reason;
+    snprintf(m.u.stop.text, sizeof m.u.stop.text, "%s", text);
+    for (int i = 0; i < 3; i++)
+        send_msg(s, &m, NULL);
+}
+
+/* Receives what is waiting; calls fn for each valid datagram from the peer until fn returns
+ * nonzero (that value is returned). RT-safe. */
+typedef int (*msg_fn)(drths_numsite_t *s, const drths_msg_t *m, int64_t rx_ns, void *ctx);
+
+static int drain(drths_numsite_t *s, drths_msg_t *m, msg_fn fn, void *ctx)
+{
+    for (;;) {
+        int n = drths_udp_recv(&s->udp, s->batch, DRTHS_UDP_BATCH);
+        if (n <= 0)
+            return 0;
+        for (int i = 0; i < n; i++) {
+            if (!drths_addr_equal(&s->batch[i].from, &s->peer)) {
+                s->wrong_source++;
+                continue;
+            }
+            if (drths_wire_open(&s->rx, s->batch[i].data, s->batch[i].len, m) != DRTHS_REJECT_OK)
+                continue; /* counted by reason in rx.rejects */
+            int rc = fn(s, m, s->batch[i].rx_ns, ctx);
+            if (rc)
+                return rc;
+        }
+        if (n < DRTHS_UDP_BATCH)
+            return 0;
+    }
+}
+
+static void short_hex(const char *hex, char out[17])
+{
+    memcpy(out, hex, 16);
+    out[16] = '\0';
+}
+
+typedef struct hs_ctx {
+    drths_error_t *err;
+    int result; /* 1 accepted, -EPROTO mismatch */
+} hs_ctx_t;
+
+static int on_handshake(drths_numsite_t *s, const drths_msg_t *m, int64_t rx_ns, void *vctx)
+{
+    (void)rx_ns;
+    hs_ctx_t *c = vctx;
+    if (m->type != DRTHS_MSG_HELLO_ACK)
+        return 0;
+    const drths_msg_hello_t *a = &m->u.hello;
+    drths_session_keys_t keys;
+    drths_crypto_derive(s->psk, s->nonce, a->nonce, s->session_id, &keys);
+    drths_wire_tx_set_keys(&s->tx, &keys);
+    drths_wire_rx_set_keys(&s->rx, &keys);
+    drths_crypto_wipe(&keys, sizeof keys);
+    drths_experiment_fingerprint_hex(a->fingerprint, s->peer_fingerprint_hex);
+    char ours[17], theirs[17], text[DRTHS_WIRE_MAX_TEXT + 1];
+    short_hex(s->fingerprint_hex, ours);
+    short_hex(s->peer_fingerprint_hex, theirs);
+    if (memcmp(a->fingerprint, s->fingerprint, DRTHS_FINGERPRINT_BYTES) != 0) {
+        snprintf(text, sizeof text,
+                 "experiment fingerprint differs: numerical site %s.. actuator site %s..", ours,
+                 theirs);
+        send_abort(s, DRTHS_STOP_FINGERPRINT_MISMATCH, text);
+        drths_error_set(c->err, -EPROTO,
+                        "the actuator site runs a different experiment (fingerprint %s.. here "
+                        "vs %s.. there): both sites must use the same shared part of the "
+                        "experiment file (docs/experiment-file.md)",
+                        ours, theirs);
+        c->result = -EPROTO;
+        return 1;
+    }
+    const drths_experiment_t *e = s->exp;
+    if (a->rate_hz != e->rate_hz || a->n_channels != 1 || a->r != e->link.redundancy ||
+        strcmp(a->units, "SI") != 0) {
+        snprintf(text, sizeof text,
+                 "configuration differs: numerical site %g Hz, 1 channel, R %d, SI; actuator "
+                 "site %g Hz, %u channels, R %u, %s",
+                 e->rate_hz, e->link.redundancy, a->rate_hz, a->n_channels, a->r, a->units);
+        send_abort(s, DRTHS_STOP_CONFIG_MISMATCH, text);
+        drths_error_set(c->err, -EPROTO, "the actuator site's set-up does not match: %s",
+                        text);
+        c->result = -EPROTO;
+        return 1;
+    }
+    c->result = 1;
+    return 1;
+}
+
+int drths_numsite_handshake(drths_numsite_t *s, double timeout_s, drths_numsite_idle_fn idle,
+                            void *ctx, drths_error_t *err)
+{
+    drths_msg_t hello, m;
+    memset(&hello, 0, sizeof hello);
+    hello.type = DRTHS_MSG_HELLO;
+    drths_msg_hello_t *h = &hello.u.hello;
+    h->proto_min = h->proto_max = DRTHS_WIRE_VERSION;
+    h->role = DRTHS_ROLE_NUMERICAL;
+    h->rate_hz = s->exp->rate_hz;
+    h->n_channels = 1;
+    h->r = (uint8_t)s->exp->link.redundancy;
+    snprintf(h->units, sizeof h->units, "SI");
+    memcpy(h->nonce, s->nonce, sizeof h->nonce);
+    memcpy(h->fingerprint, s->fingerprint, sizeof h->fingerprint);
+    snprintf(h->software, sizeof h->software, "%s", DRTHS_NUMSITE_SOFTWARE);
+    int64_t start = drths_now_ns(), end = start + (int64_t)(timeout_s * 1e9), next = start;
+    hs_ctx_t c = {err, 0};
+    for (;;) {
+        int64_t now = drths_now_ns();
+        if (now >= end)
+            return drths_error_set(err, -ETIMEDOUT,
+                                   "no answer from the actuator site at %s after %g s (is "
+                                   "drths-physical running and listening there?)",
+                                   s->peer_text, timeout_s);
+        if (now >= next) {
+            int rc = send_msg(s, &hello, NULL);
+            if (rc && rc != -EAGAIN && rc != -ECONNREFUSED)
+                return drths_error_set(err, rc, "cannot send to %s: %s", s->peer_text,
+                                       strerror(-rc));
+            s->hellos_sent++;
+            next = now + 200 * MS;
+        }
+        if (idle && idle(ctx))
+            return -ECANCELED;
+        int64_t wake = next < end ? next : end;
+        if (wake > now + IDLE_NS)
+            wake = now + IDLE_NS;
+        drths_udp_wait(&s->udp, wake);
+        if (drain(s, &m, on_handshake, &c))
+            return c.result < 0 ? c.result : 0;
+    }
+}
+
+typedef struct probe_ctx {
+    unsigned char *answered;
+    drths_error_t *err;
+} probe_ctx_t;
+
+static int on_probe(drths_numsite_t *s, const drths_msg_t *m, int64_t rx_ns, void *vctx)
+{
+    probe_ctx_t *c = vctx;
+    if (m->type == DRTHS_MSG_ABORT || m->type == DRTHS_MSG_STOP) {
+        drths_error_set(c->err, -EPROTO, "actuator site aborted: %s: %s",
+                        drths_stop_reason_name(m->u.stop.reason), m->u.stop.text);
+        return -EPROTO;
+    }
+    if (m->type != DRTHS_MSG_PROBE_ECHO)
+        return 0;
+    uint64_t seq = m->u.probe.seq;
+    if (seq >= s->probes_sent || c->answered[seq])
+        return 0;
+    c->answered[seq] = 1;
+    s->probes_answered++;
+    drths_probe_stats_add(&s->probes, rx_ns - (int64_t)m->u.probe.send_time_ns -
+                                          (int64_t)m->u.probe.hold_ns);
+    return 0;
+}
+
+int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ctx,
+                        drths_error_t *err)
+{
+    uint64_t n = (uint64_t)s->exp->link.probes;
+    int64_t interval = s->dt_ns > 500000 ? s->dt_ns : 500000;
+    probe_ctx_t c = {calloc(n, 1), err};
+    if (!c.answered)
+        return drths_error_set(err, -ENOMEM, "out of memory for %llu probes",
+                               (unsigned long long)n);
+    drths_msg_t m, probe;
+    memset(&probe, 0, sizeof probe);
+    probe.type = DRTHS_MSG_PROBE;
+    int64_t next = drths_now_ns(), last_sent = next;
+    int rc = 0;
+    for (;;) {
+        int64_t now = drths_now_ns();
+        if (s->probes_sent < n && now >= next) {
+            probe.u.probe.seq = s->probes_sent;
+            probe.u.probe.send_time_ns = (uint64_t)now;
+            send_msg(s, &probe, NULL);
+            s->probes_sent++;
+            last_sent = now;
+            next += interval;
+            if (next < now)
+                next = now; /* we were late: no burst to catch up */
+        }
+        if (s->probes_sent == n &&
+            (s->probes_answered == n || now - last_sent >= 2 * DRTHS_NS_PER_S))
+            break;
+        if (idle && idle(ctx)) {
+            rc = -ECANCELED;
+            break;
+        }
+        int64_t wake = s->probes_sent < n ? next : last_sent + 2 * DRTHS_NS_PER_S;
+        if (wake > now + IDLE_NS)
+            wake = now + IDLE_NS;
+        drths_udp_wait(&s->udp, wake);
+        rc = drain(s, &m, on_probe, &c);
+        if (rc)
+            break;
+    }
+    free(c.answered);
+    if (rc)
+        return rc;
+    if (s->probes_answered * 10 < n)
+        return drths_error_set(err, -EPROTO,
+                               "only %llu of %llu probes were answered within 2 s (%.1f %% "
+                               "lost): the link to %s loses too much to run",
+                               (unsigned long long)s->probes_answered, (unsigned long long)n,
+                               100.0 * (double)(n - s->probes_answered) / (double)n,
+                               s->peer_text);
+    drths_probe_stats_summary(&s->probes, s->dt_ns, &s->probe_summary);
+    s->have_probe_summary = 1;
+    int64_t q_ns;
+    drths_probe_stats_quantile(&s->probes, s->exp->link.quantile, &q_ns);
+    drths_lchoice_params_t lp = {
+        .quantile = s->exp->link.quantile,
+        .wake_margin_local_ns = 2 * s->dt_ns, /* not measured yet: 2 ticks each */
+        .wake_margin_peer_ns = 2 * s->dt_ns,
+        .safety_ticks = (uint32_t)s->exp->link.safety_margin_ticks,
+        .fixed_L = (uint32_t)s->exp->link.loop_delay_ticks,
+    };
+    rc = drths_lchoice_compute(&lp, q_ns, s->dt_ns, &s->lchoice);
+    if (rc)
+        return drths_error_set(err, rc, "cannot choose L from a round trip of %lld ns",
+                               (long long)q_ns);
+    return 0;
+}
+
+void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *rec,
+                       atomic_int *stop, void (*wake)(void *ctx), void *ctx)
+{
+    drths_msg_t m;
+    drths_hybrid_action_t a;
+    int stop_sent = 0;
+    uint64_t rows = 0;
+    s->run_start_ns = drths_now_ns();
+    for (;;) {
+        if (!stop_sent && atomic_load_explicit(stop, memory_order_relaxed)) {
+            drths_hybrid_request_stop(h, DRTHS_STOP_SIGNAL, "stopped by signal at the "
+                                                            "numerical site");
+            stop_sent = 1;
+        }
+        int64_t now = drths_now_ns();
+        drths_hybrid_poll_result_t pr = drths_hybrid_poll(h, now, &a);
+        if (pr == DRTHS_HYBRID_ACT) {
+            if (a.send) {
+                uint64_t counter;
+                if (send_msg(s, a.send, &counter) == 0 && a.is_command)
+                    drths_hybrid_sent(h, counter, drths_now_ns());
+            }
+            if (a.row) {
+                drths_recorder_push(rec, a.row);
+                atomic_store_explicit(&s->pub_step, h->ns.step, memory_order_relaxed);
+                atomic_store_explicit(&s->pub_concealed, h->c.concealed, memory_order_relaxed);
+                atomic_store_explicit(&s->pub_rtt_ns, h->rtt.last_rtt_ns,
+                                      memory_order_relaxed);
+                if (++rows % 256 == 0 && wake)
+                    wake(ctx);
+            }
+            continue;
+        }
+        if (pr == DRTHS_HYBRID_DONE)
+            break;
+        int64_t until = a.wake_ns;
+        if (until > now + IDLE_NS)
+            until = now + IDLE_NS; /* to see a stop request soon */
+        if (drths_udp_wait(&s->udp, until) > 0) {
+            for (;;) {
+                int n = drths_udp_recv(&s->udp, s->batch, DRTHS_UDP_BATCH);
+                for (int i = 0; i < n; i++) {
+                    if (!drths_addr_equal(&s->batch[i].from, &s->peer)) {
+                        s->wrong_source++;
+                        continue;
+                    }
+                    if (drths_wire_open(&s->rx, s->batch[i].data, s->batch[i].len, &m) ==
+                        DRTHS_REJECT_OK)
+                        drths_hybrid_on_message(h, &m, s->batch[i].rx_ns);
+                }
+                if (n < DRTHS_UDP_BATCH)
+                    break;
+            }
+        }
+    }
+    s->run_end_ns = drths_now_ns();
+    if (wake)
+        wake(ctx);
+}
+
+static void rtt_json(drths_json_t *j, const char *key, const drths_rtt_summary_t *r)
+{
+    drths_json_object_begin(j, key);
+    drths_json_int(j, "count", (int64_t)r->count);
+    drths_json_number(j, "min_ms", (double)r->min_ns * 1e-6);
+    drths_json_number(j, "p50_ms", (double)r->p50_ns * 1e-6);
+    drths_json_number(j, "p99_ms", (double)r->p99_ns * 1e-6);
+    drths_json_number(j, "p999_ms", (double)r->p999_ns * 1e-6);
+    drths_json_number(j, "max_ms", (double)r->max_ns * 1e-6);
+    drths_json_int(j, "min_ticks", r->min_ticks);
+    drths_json_int(j, "p50_ticks", r->p50_ticks);
+    drths_json_int(j, "p99_ticks", r->p99_ticks);
+    drths_json_int(j, "p999_ticks", r->p999_ticks);
+    drths_json_int(j, "max_ticks", r->max_ticks);
+    drths_json_object_end(j);
+}
+
+int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h,
+                                const char *dir, const drths_numsite_outcome_t *o,
+                                drths_error_t *err)
+{
+    char path[4096];
+    if (drths_path_join(path, sizeof path, dir, "summary.json"))
+        return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
+    const drths_experiment_t *e = s->exp;
+    drths_json_t j;
+    drths_json_init(&j, f);
+    drths_json_object_begin(&j, NULL);
+    drths_json_string(&j, "kind", "hybrid-numerical");
+    drths_json_string(&j, "experiment", e->name);
+    drths_json_string(&j, "fingerprint", s->fingerprint_hex);
+    drths_json_string(&j, "peer", s->peer_text);
+    drths_json_string(&j, "peer_fingerprint", s->peer_fingerprint_hex);
+    drths_json_number(&j, "rate_hz", e->rate_hz);
+    drths_json_int(&j, "redundancy", e->link.redundancy);
+    drths_json_string(&j, "smith", drths_smith_mode_name(e->numerical.smith));
+    drths_json_string(&j, "exit_reason", o->exit_reason);
+    drths_json_int(&j, "exit_code", o->exit_code);
+    drths_json_number(&j, "wall_time_s", o->wall_s);
+    if (o->rt_summary)
+        drths_json_string(&j, "real_time", o->rt_summary);
+    drths_json_object_begin(&j, "probes");
+    drths_json_int(&j, "sent", (int64_t)s->probes_sent);
+    drths_json_int(&j, "answered", (int64_t)s->probes_answered);
+    if (s->have_probe_summary)
+        rtt_json(&j, "round_trip", &s->probe_summary);
+    drths_json_object_end(&j);
+    if (s->have_probe_summary) {
+        const drths_lchoice_t *l = &s->lchoice;
+        drths_json_object_begin(&j, "loop_delay");
+        drths_json_int(&j, "L", l->L);
+        drths_json_number(&j, "L_ms", (double)l->L * (double)s->dt_ns * 1e-6);
+        drths_json_int(&j, "L_auto", l->L_auto);
+        drths_json_bool(&j, "fixed", l->fixed);
+        drths_json_int(&j, "rtt_ticks", l->rtt_ticks);
+        drths_json_int(&j, "wake_local_ticks", l->wake_local_ticks);
+        drths_json_int(&j, "wake_peer_ticks", l->wake_peer_ticks);
+        drths_json_int(&j, "safety_ticks", l->safety_ticks);
+        drths_json_object_end(&j);
+    }
+    drths_json_object_begin(&j, "rejects");
+    for (int r = 1; r < DRTHS_REJECT_COUNT; r++)
+        if (s->rx.rejects[r])
+            drths_json_int(&j, drths_reject_name((drths_reject_t)r), (int64_t)s->rx.rejects[r]);
+    if (s->wrong_source)
+        drths_json_int(&j, "WRONG_SOURCE", (int64_t)s->wrong_source);
+    drths_json_object_end(&j);
+    drths_json_int(&j, "send_errors", (int64_t)s->send_errors);
+    drths_json_int(&j, "recorder_dropped_rows", (int64_t)o->recorder_dropped);
+    if (h) {
+        const drths_hybrid_counters_t *c = &h->c;
+        drths_json_int(&j, "L", h->p.L);
+        drths_json_int(&j, "steps", (int64_t)c->rows);
+        drths_json_int(&j, "steps_planned", h->ns.steps);
+        drths_json_number(&j, "simulated_s", (double)h->ns.step * h->ns.dt_s);
+        drths_json_int(&j, "concealed_feedback", (int64_t)c->concealed);
+        drths_json_int(&j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
+        drths_json_object_begin(&j, "feedback");
+        drths_json_int(&j, "datagrams", (int64_t)c->fb_datagrams);
+        drths_json_int(&j, "ticks_received", (int64_t)c->fb_samples_stored);
+        drths_json_int(&j, "duplicates", (int64_t)c->fb_duplicates);
+        drths_json_int(&j, "late_after_concealed", (int64_t)c->fb_late);
+        drths_json_int(&j, "too_far", (int64_t)c->fb_too_far);
+        drths_json_int(&j, "actuator_concealed_ticks", (int64_t)c->phys_concealed);
+        drths_json_int(&j, "actuator_hold_ticks", (int64_t)c->phys_hold);
+        drths_json_object_end(&j);
+        drths_json_int(&j, "commands_sent", (int64_t)c->commands_sent);
+        drths_json_int(&j, "unexpected_messages", (int64_t)c->unexpected);
+        drths_rtt_summary_t rs;
+        drths_rtt_summary_from_hist(&h->rtt.run, s->dt_ns, &rs);
+        rtt_json(&j, "rtt", &rs);
+        drths_json_int(&j, "rtt_unknown_echoes", (int64_t)h->rtt.unknown);
+        if (h->end == DRTHS_HYBRID_PEER_ABORT) {
+            drths_json_string(&j, "peer_abort_reason", drths_stop_reason_name(h->end_reason));
+            drths_json_string(&j, "peer_abort_text", h->end_text);
+        }
+        long rows = (long)c->rows;
+        drths_json_array_begin(&j, "floors");
+        for (int i = 0; i < h->ns.n; i++) {
+            drths_json_object_begin(&j, NULL);
+            drths_json_int(&j, "floor", i + 1);
+            drths_json_number(&j, "peak_disp_m", h->peak_x[i]);
+            drths_json_number(&j, "rms_disp_m", rows ? sqrt(h->sum_x2[i] / rows) : 0.0);
+            drths_json_number(&j, "peak_abs_accel_m_s2", h->peak_a[i]);
+            drths_json_number(&j, "rms_abs_accel_m_s2", rows ? sqrt(h->sum_a2[i] / rows) : 0.0);
+            drths_json_object_end(&j);
+        }
+        drths_json_array_end(&j);
+        drths_json_object_begin(&j, "damper");
+        drths_json_number(&j, "peak_force_N", h->peak_force_N);
+        drths_json_number(&j, "command", h->command);
+        drths_json_object_end(&j);
+    }
+    drths_json_object_end(&j);
+    fputc('\n', f);
+    if (fclose(f) != 0)
+        return drths_error_set(err, -EIO, "writing %s failed", path);
+    return 0;
+}

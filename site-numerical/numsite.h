@@ -1,0 +1,109 @@
+/* The numerical site's network glue (notes SITES.md): the socket and the wire protocol around
+ * the hybrid loop (site-numerical/hybrid.h), the handshake, the start-up probes and the choice of
+ * L, and summary.json.
+ *
+ * Threads: drths_numsite_handshake and drths_numsite_probe run on the main thread before the run
+ * (they call `idle` at least every 50 ms so main can serve its signals); drths_numsite_run is
+ * the body of the RT thread, which owns the socket from then on; the atomics are for main's
+ * status line. Nothing here prints: errors come back as sentences in drths_error_t.
+ *
+ * Ownership: the caller owns drths_numsite_t and the experiment, hybrid loop and recorder it
+ * borrows. _init opens the socket and allocates the receive batch, the wire receiver's zone and
+ * the probe statistics; _close frees them (safe twice).
+ */
+#ifndef DRTHS_NUMSITE_H
+#define DRTHS_NUMSITE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/error.h"
+#include "common/recorder.h"
+#include "common/udp.h"
+#include "protocol/crypto.h"
+#include "protocol/estimator.h"
+#include "protocol/wire.h"
+#include "site-numerical/hybrid.h"
+
+#define DRTHS_NUMSITE_SOFTWARE "drths 0.1"
+
+typedef struct drths_numsite {
+    const drths_experiment_t *exp; /* borrowed */
+    drths_addr_t peer;
+    char peer_text[80];
+    drths_udp_t udp;
+    uint8_t psk[DRTHS_KEY_BYTES];
+    uint8_t fingerprint[DRTHS_FINGERPRINT_BYTES];
+    char fingerprint_hex[65];
+    char peer_fingerprint_hex[65];
+    uint64_t session_id;
+    uint8_t nonce[DRTHS_HELLO_NONCE_BYTES];
+    drths_wire_tx_t tx;
+    drths_wire_rx_t rx;
+    drths_udp_msg_t *batch; /* DRTHS_UDP_BATCH slots, owned */
+    uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    int64_t dt_ns;
+    /* start-up probes */
+    drths_probe_stats_t probes;
+    uint64_t probes_sent, probes_answered;
+    int have_probe_summary;
+    drths_rtt_summary_t probe_summary;
+    drths_lchoice_t lchoice;
+    /* counters */
+    uint64_t hellos_sent, wrong_source, send_errors, seal_errors;
+    /* shared with main during the run */
+    _Atomic long pub_step;
+    _Atomic uint64_t pub_concealed;
+    _Atomic int64_t pub_rtt_ns;
+    int64_t run_start_ns, run_end_ns;
+} drths_numsite_t;
+
+/* Opens a UDP socket towards peer_text ("--peer" in errors), prepares the sender and receiver
+ * with psk, draws the session id and nonce, and computes the experiment fingerprint. init-only. */
+int drths_numsite_init(drths_numsite_t *s, const drths_experiment_t *exp, const char *peer_text,
+                       const uint8_t psk[DRTHS_KEY_BYTES], drths_error_t *err);
+
+/* Frees everything and wipes the keys. Safe twice. init-only. */
+void drths_numsite_close(drths_numsite_t *s);
+
+/* Returns nonzero when main wants to give up (a signal). Called at least every 50 ms. */
+typedef int (*drths_numsite_idle_fn)(void *ctx);
+
+/* HELLO every 200 ms until a HELLO_ACK, for at most timeout_s. Then installs the session keys
+ * and checks the actuator site's fingerprint, rate, channels and redundancy; on a difference it
+ * sends ABORT (FINGERPRINT_MISMATCH or CONFIG_MISMATCH) and fails. Returns 0, -ETIMEDOUT (no
+ * answer: err says where it looked), -EPROTO (mismatch), -ECANCELED (idle said stop) or a socket
+ * error. init-only. */
+int drths_numsite_handshake(drths_numsite_t *s, double timeout_s, drths_numsite_idle_fn idle,
+                            void *ctx, drths_error_t *err);
+
+/* Sends link.probes PROBEs paced max(dt, 0.5 ms), collects the echoes until all are answered or
+ * 2 s after the last one, and chooses L (s->lchoice). Returns 0, -EPROTO when fewer than 10 %
+ * came back or the actuator site aborted, -ECANCELED. init-only. */
+int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ctx,
+                        drths_error_t *err);
+
+/* The run: polls the hybrid loop, seals and sends what it asks, pushes its rows to rec, feeds it
+ * every valid datagram from the peer. stop is polled each iteration (a signal: ABORT SIGNAL).
+ * wake(ctx) is called every 256 rows and at the end. Returns when the loop is done. Runs on the
+ * RT thread; RT-safe in steady state. */
+void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *rec,
+                       atomic_int *stop, void (*wake)(void *ctx), void *ctx);
+
+/* What summary.json says besides the loop's own numbers. */
+typedef struct drths_numsite_outcome {
+    const char *exit_reason; /* one sentence */
+    int exit_code;
+    double wall_s;
+    uint64_t recorder_dropped;
+    const char *rt_summary;  /* e.g. "SCHED_FIFO 80: not permitted; ..." */
+} drths_numsite_outcome_t;
+
+/* Writes dir/summary.json (kind "hybrid-numerical"). h may be NULL when the run never started.
+ * init-only. */
+int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h,
+                                const char *dir, const drths_numsite_outcome_t *o,
+                                drths_error_t *err);
+
+#endif
