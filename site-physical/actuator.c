@@ -102,8 +102,9 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p,
         drths_actuator_close(a);
         return rc;
     }
-    a->linger_ticks = (uint64_t)ceil(p->hold_linger_s * p->rate_hz);
-    a->abort_every_ticks = (uint64_t)ceil(p->abort_interval_s * p->rate_hz);
+    /* The small subtraction keeps 0.2 s at 5 kHz at 1000 ticks despite binary rounding. */
+    a->linger_ticks = (uint64_t)ceil(p->hold_linger_s * p->rate_hz - 1e-9);
+    a->abort_every_ticks = (uint64_t)ceil(p->abort_interval_s * p->rate_hz - 1e-9);
     for (size_t i = 0; i < DRTHS_ACT_LATE_MEMORY; i++)
         a->concealed_tick[i] = -1;
     drths_cmd_channel_t rest = {0.0, 0.0, 0.0, p->rest_damper_command};

@@ -360,7 +360,8 @@ static int64_t drain(drths_physsite_t *ps, int running, int max_batches, int *mi
 static int finish(drths_physsite_t *ps, int code, const char *reason)
 {
     ps->exit_code = code;
-    snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", reason);
+    if (reason != ps->exit_reason)
+        snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", reason);
     atomic_store(&ps->state, DRTHS_PHYSSITE_DONE);
     atomic_store(&ps->done, 1);
     if (ps->cfg.wake)

@@ -1,0 +1,378 @@
+/* The actuator site's data plane (site-physical/physsite.c) on loopback against a small fake
+ * numerical site written here with the wire API: handshake, probe echoes, EPOCH 1, lock-step
+ * COMMANDs answering each FEEDBACK, STOP at the end; a fingerprint mismatch; a stop request
+ * (signal) during the run. Runs in real time for about a second per case; the assertions are
+ * on protocol behaviour and counts, not on timing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/csvread.h"
+#include "common/recorder.h"
+#include "common/rtclock.h"
+#include "common/udp.h"
+#include "protocol/crypto.h"
+#include "protocol/wire.h"
+#include "site-physical/physsite.h"
+
+#define L_TICKS 250 /* 50 ms at 5 kHz: generous, so a loaded machine does not conceal */
+
+typedef struct world {
+    drths_experiment_t exp;
+    drths_udp_t site_udp;
+    drths_recorder_t rec;
+    drths_physsite_t ps;
+    pthread_t th;
+    char dir[256];
+    /* the fake numerical site */
+    drths_udp_t udp;
+    drths_addr_t site;
+    uint8_t psk[DRTHS_KEY_BYTES];
+    drths_wire_tx_t tx;
+    drths_wire_rx_t rx;
+    uint8_t nonce[DRTHS_HELLO_NONCE_BYTES];
+    drths_udp_msg_t batch[DRTHS_UDP_BATCH];
+    uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+} world_t;
+
+static world_t W;
+
+static void *site_thread(void *arg)
+{
+    drths_physsite_run(arg);
+    return NULL;
+}
+
+static void world_start(double wait_s)
+{
+    memset(&W, 0, sizeof W);
+    const char *src = getenv("DRTHS_SOURCE_DIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/three-story-elcentro.yaml", src ? src : "..");
+    drths_error_t err;
+    assert_int_equal(drths_crypto_init(), 0);
+    assert_int_equal(drths_experiment_load(&W.exp, path, &err), 0);
+    snprintf(W.dir, sizeof W.dir, "/tmp/drths-test-physsite-XXXXXX");
+    assert_non_null(mkdtemp(W.dir));
+
+    drths_addr_t any;
+    assert_int_equal(drths_addr_parse(&any, "127.0.0.1:0", "test", &err), 0);
+    assert_int_equal(drths_udp_open(&W.site_udp, &any, NULL, &err), 0);
+    assert_int_equal(drths_udp_local(&W.site_udp, &W.site), 0);
+    snprintf(path, sizeof path, "%s/physical.csv", W.dir);
+    assert_int_equal(drths_recorder_open(&W.rec, path, drths_actuator_columns, DRTHS_ACT_NCOLS,
+                                         1u << 16, &err),
+                     0);
+    drths_physsite_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.exp = &W.exp;
+    drths_key_rehearsal(cfg.psk);
+    assert_int_equal(drths_experiment_fingerprint(&W.exp, cfg.fingerprint, &err), 0);
+    cfg.wait_timeout_s = wait_s;
+    cfg.silence_timeout_s = 5.0;
+    memset(&cfg.rt, 0, sizeof cfg.rt); /* no real-time requests in a test */
+    cfg.rt.cpu = -1;
+    assert_int_equal(drths_physsite_init(&W.ps, &cfg, &W.site_udp, &W.rec, &err), 0);
+    assert_int_equal(pthread_create(&W.th, NULL, site_thread, &W.ps), 0);
+
+    drths_key_rehearsal(W.psk);
+    assert_int_equal(drths_udp_open(&W.udp, NULL, &W.site, &err), 0);
+    assert_int_equal(drths_wire_rx_init(&W.rx, DRTHS_ROLE_NUMERICAL, W.psk, &err), 0);
+    uint64_t sid = drths_crypto_random_session_id();
+    assert_int_equal(drths_wire_tx_init(&W.tx, DRTHS_ROLE_NUMERICAL, W.psk, sid), 0);
+    drths_wire_rx_start(&W.rx, sid);
+    drths_crypto_random_nonce(W.nonce);
+}
+
+/* Joins the site's thread; drains and closes the recorder. Returns the site's exit code. */
+static int world_join(void)
+{
+    pthread_join(W.th, NULL);
+    drths_recorder_drain(&W.rec);
+    W.ps.rec_dropped = drths_recorder_dropped(&W.rec);
+    assert_int_equal(drths_recorder_close(&W.rec, NULL), 0);
+    W.ps.rec_written = W.rec.written;
+    char path[512];
+    snprintf(path, sizeof path, "%s/summary.json", W.dir);
+    assert_int_equal(drths_physsite_write_summary(&W.ps, path, NULL), 0);
+    return W.ps.exit_code;
+}
+
+static void world_stop(void)
+{
+    drths_physsite_close(&W.ps);
+    drths_physsite_close(&W.ps); /* safe twice */
+    drths_udp_close(&W.site_udp);
+    drths_udp_close(&W.udp);
+    drths_wire_tx_close(&W.tx);
+    drths_wire_rx_close(&W.rx);
+    drths_experiment_close(&W.exp);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", W.dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void peer_send(const drths_msg_t *m)
+{
+    size_t len;
+    assert_int_equal(drths_wire_seal(&W.tx, m, W.buf, sizeof W.buf, &len), 0);
+    assert_int_equal(drths_udp_send(&W.udp, &W.site, W.buf, len), 0);
+}
+
+static void send_hello(const uint8_t fp[DRTHS_FINGERPRINT_BYTES])
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_HELLO;
+    drths_msg_hello_t *h = &m.u.hello;
+    h->proto_min = h->proto_max = 1;
+    h->role = DRTHS_ROLE_NUMERICAL;
+    h->rate_hz = W.exp.rate_hz;
+    h->n_channels = 1;
+    h->r = (uint8_t)W.exp.link.redundancy;
+    strcpy(h->units, "SI");
+    memcpy(h->nonce, W.nonce, sizeof h->nonce);
+    memcpy(h->fingerprint, fp, DRTHS_FINGERPRINT_BYTES);
+    strcpy(h->software, "fake numerical");
+    peer_send(&m);
+}
+
+/* Waits up to timeout_s for a message of type `type` (others are handed to `other` if given). */
+typedef void (*other_fn)(const drths_msg_t *m, int64_t rx_ns);
+static int recv_type(int type, double timeout_s, drths_msg_t *out, other_fn other)
+{
+    int64_t deadline = drths_now_ns() + (int64_t)(timeout_s * 1e9);
+    for (;;) {
+        int n = drths_udp_recv(&W.udp, W.batch, 1); /* one at a time: none is lost on return */
+        for (int i = 0; i < n; i++) {
+            drths_msg_t m;
+            if (drths_wire_open(&W.rx, W.batch[i].data, W.batch[i].len, &m) != DRTHS_REJECT_OK)
+                continue;
+            if ((int)m.type == type) {
+                *out = m;
+                return 0;
+            }
+            if (other)
+                other(&m, W.batch[i].rx_ns);
+        }
+        if (n > 0)
+            continue;
+        if (drths_now_ns() >= deadline)
+            return -ETIMEDOUT;
+        drths_udp_wait(&W.udp, deadline);
+    }
+}
+
+static void handshake(void)
+{
+    drths_msg_t ack;
+    int got = -1;
+    for (int i = 0; i < 10 && got != 0; i++) {
+        send_hello(W.ps.cfg.fingerprint);
+        got = recv_type(DRTHS_MSG_HELLO_ACK, 0.2, &ack, NULL);
+    }
+    assert_int_equal(got, 0);
+    assert_int_equal(ack.u.hello.role, DRTHS_ROLE_PHYSICAL);
+    assert_memory_equal(ack.u.hello.fingerprint, W.ps.cfg.fingerprint, DRTHS_FINGERPRINT_BYTES);
+    drths_session_keys_t keys;
+    drths_crypto_derive(W.psk, W.nonce, ack.u.hello.nonce, W.tx.session_id, &keys);
+    drths_wire_tx_set_keys(&W.tx, &keys);
+    drths_wire_rx_set_keys(&W.rx, &keys);
+}
+
+static double x_of(uint64_t tick)
+{
+    return 2e-3 * sin(2.0 * M_PI * 3.0 * (double)tick / 5000.0);
+}
+
+static drths_msg_t command_for(uint64_t T)
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_COMMAND;
+    m.epoch = 1;
+    m.tick = T;
+    drths_msg_command_t *c = &m.u.command;
+    c->loop_delay_ticks = L_TICKS;
+    c->n_channels = 1;
+    c->r = (uint8_t)W.exp.link.redundancy;
+    for (int k = 0; k < c->r; k++) {
+        uint64_t t = T - (uint64_t)k;
+        c->s[k][0].disp_m = t > L_TICKS ? x_of(t) : 0.0;
+        c->s[k][0].vel_m_s = 0.0;
+        c->s[k][0].damper_cmd = 2.5;
+    }
+    return m;
+}
+
+/* Probes, EPOCH 1 and the first COMMAND; then one COMMAND per FEEDBACK up to last_tick; then
+ * STOP. Calls at_tick after each FEEDBACK (may be NULL). Returns the FEEDBACKs seen. */
+static uint64_t run_peer(uint64_t last_cmd_tick, void (*at_feedback)(uint64_t tick),
+                         drths_msg_t *end_msg)
+{
+    for (uint64_t s = 1; s <= 20; s++) {
+        drths_msg_t p, e;
+        memset(&p, 0, sizeof p);
+        p.type = DRTHS_MSG_PROBE;
+        p.u.probe.seq = s;
+        p.u.probe.send_time_ns = (uint64_t)drths_now_ns();
+        peer_send(&p);
+        assert_int_equal(recv_type(DRTHS_MSG_PROBE_ECHO, 1.0, &e, NULL), 0);
+        assert_int_equal(e.u.probe.seq, s);
+        assert_true((int64_t)e.u.probe.hold_ns >= 0 && e.u.probe.hold_ns < 100000000u);
+    }
+    drths_msg_t ep;
+    memset(&ep, 0, sizeof ep);
+    ep.type = DRTHS_MSG_EPOCH;
+    ep.u.epoch.new_epoch = 1;
+    ep.u.epoch.loop_delay_ticks = L_TICKS;
+    peer_send(&ep);
+    drths_msg_t first = command_for(1 + L_TICKS);
+    peer_send(&first);
+    uint64_t feedbacks = 0, next = 2 + L_TICKS;
+    int stop_sent = 0;
+    for (;;) {
+        drths_msg_t fb;
+        if (recv_type(DRTHS_MSG_FEEDBACK, 1.0, &fb, NULL) != 0)
+            break;
+        feedbacks++;
+        const drths_msg_feedback_t *f = &fb.u.feedback;
+        assert_int_equal(f->n_channels, 1);
+        assert_true(f->r >= 1 && f->r <= W.exp.link.redundancy);
+        if (at_feedback)
+            at_feedback(fb.tick);
+        if (f->s[0].flags & DRTHS_FB_HOLD) {
+            /* HOLD: the site sends ABORT; wait for it. */
+            assert_int_equal(recv_type(DRTHS_MSG_ABORT, 1.0, end_msg, NULL), 0);
+            return feedbacks;
+        }
+        while (next <= fb.tick + 1 + L_TICKS && next <= last_cmd_tick) {
+            drths_msg_t c = command_for(next++);
+            peer_send(&c);
+        }
+        if (!stop_sent && next > last_cmd_tick) {
+            drths_msg_t st;
+            memset(&st, 0, sizeof st);
+            st.type = DRTHS_MSG_STOP;
+            st.tick = last_cmd_tick;
+            st.u.stop.reason = DRTHS_STOP_END_OF_RECORD;
+            peer_send(&st);
+            stop_sent = 1;
+        }
+        if (fb.tick >= last_cmd_tick)
+            break;
+    }
+    if (end_msg)
+        recv_type(DRTHS_MSG_STOP, 1.0, end_msg, NULL);
+    return feedbacks;
+}
+
+static void test_full_run(void **state)
+{
+    (void)state;
+    world_start(5.0);
+    handshake();
+    drths_msg_t end;
+    uint64_t last = 2500; /* 0.5 s */
+    uint64_t fbs = run_peer(last, NULL, &end);
+    assert_int_equal(world_join(), 0);
+    assert_string_equal(W.ps.exit_reason, "end of record");
+    assert_int_equal(end.type, DRTHS_MSG_STOP);
+    assert_int_equal(end.u.stop.reason, DRTHS_STOP_END_OF_RECORD);
+    assert_int_equal(end.tick, last);
+    const drths_actuator_counters_t *c = &W.ps.act.c;
+    printf("# full run: ticks %llu, applied %llu, concealed %llu, feedbacks seen %llu, "
+           "probes %llu, lateness max %.1f us\n",
+           (unsigned long long)c->ticks, (unsigned long long)c->applied,
+           (unsigned long long)c->concealed, (unsigned long long)fbs,
+           (unsigned long long)W.ps.probes_answered, W.ps.act.lateness_ns.max * 1e-3);
+    assert_int_equal(c->ticks, last + 1);
+    assert_int_equal(c->rest_ticks, L_TICKS + 1);
+    assert_int_equal(c->applied + c->concealed, last - L_TICKS);
+    assert_int_equal(W.ps.probes_answered, 20);
+    assert_int_equal(W.ps.rec_written, last + 1);
+    assert_int_equal(W.ps.rec_dropped, 0);
+    assert_false(W.ps.act.hold);
+    assert_true(fbs > last / 2);
+    world_stop();
+}
+
+static void test_fingerprint_mismatch(void **state)
+{
+    (void)state;
+    world_start(5.0);
+    uint8_t fp[DRTHS_FINGERPRINT_BYTES];
+    memcpy(fp, W.ps.cfg.fingerprint, sizeof fp);
+    fp[0] ^= 0xff;
+    drths_msg_t ack, ab;
+    int got = -1;
+    for (int i = 0; i < 10 && got != 0; i++) {
+        send_hello(fp);
+        got = recv_type(DRTHS_MSG_HELLO_ACK, 0.2, &ack, NULL);
+    }
+    assert_int_equal(got, 0);
+    drths_session_keys_t keys;
+    drths_crypto_derive(W.psk, W.nonce, ack.u.hello.nonce, W.tx.session_id, &keys);
+    drths_wire_tx_set_keys(&W.tx, &keys);
+    drths_wire_rx_set_keys(&W.rx, &keys);
+    assert_int_equal(recv_type(DRTHS_MSG_ABORT, 1.0, &ab, NULL), 0);
+    assert_int_equal(ab.u.stop.reason, DRTHS_STOP_FINGERPRINT_MISMATCH);
+    assert_non_null(strstr(ab.u.stop.text, "experiment fingerprint differs: actuator site "));
+    assert_int_equal(world_join(), 1);
+    assert_string_equal(W.ps.exit_reason, ab.u.stop.text);
+    world_stop();
+}
+
+static void stop_at_600(uint64_t tick)
+{
+    if (tick == 600)
+        drths_physsite_request_stop(&W.ps);
+}
+
+static void test_signal_during_run(void **state)
+{
+    (void)state;
+    world_start(5.0);
+    handshake();
+    drths_msg_t ab;
+    run_peer(100000, stop_at_600, &ab);
+    assert_int_equal(ab.type, DRTHS_MSG_ABORT);
+    assert_int_equal(ab.u.stop.reason, DRTHS_STOP_SIGNAL);
+    assert_string_equal(ab.u.stop.text, "stopped by signal");
+    assert_int_equal(world_join(), 1);
+    assert_string_equal(W.ps.exit_reason, "stopped by signal");
+    /* HOLD lasts 0.2 s (1000 ticks) of ticking and recording. */
+    assert_int_equal(W.ps.act.c.hold_ticks, 1001);
+    assert_int_equal(W.ps.rec_written, W.ps.act.c.ticks);
+    world_stop();
+}
+
+static void test_no_peer(void **state)
+{
+    (void)state;
+    world_start(0.2);
+    assert_int_equal(world_join(), 1);
+    assert_string_equal(W.ps.exit_reason, "no numerical site connected within 0.2 s");
+    world_stop();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_run),
+        cmocka_unit_test(test_fingerprint_mismatch),
+        cmocka_unit_test(test_signal_during_run),
+        cmocka_unit_test(test_no_peer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
