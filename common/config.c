@@ -106,6 +106,16 @@ struct raw_output {
     char *directory;
 };
 
+struct raw_daq_channel {
+    char *subdevice, *channel, *range, *aref, *units_per_volt, *offset;
+};
+
+struct raw_daq {
+    char *backend, *device;
+    struct raw_daq_channel *command_out, *current_out, *displacement_in, *force_in;
+    char *calibration_file;
+};
+
 struct raw_top {
     char *name, *description, *rate_hz;
     struct raw_structure *structure;
@@ -117,6 +127,7 @@ struct raw_top {
     struct raw_numerical *numerical;
     struct raw_physical *physical;
     struct raw_output *output;
+    struct raw_daq *daq;
 };
 
 /* Pass 2: the matrices, as rows of n strings each. */
@@ -261,6 +272,29 @@ static const cyaml_schema_field_t output_fields[] = {
     CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t daq_channel_fields[] = {
+    STR(struct raw_daq_channel, subdevice),
+    STR(struct raw_daq_channel, channel),
+    STR(struct raw_daq_channel, range),
+    STR(struct raw_daq_channel, aref),
+    STR(struct raw_daq_channel, units_per_volt),
+    STR(struct raw_daq_channel, offset),
+    CYAML_FIELD_END,
+};
+
+static const cyaml_schema_field_t daq_fields[] = {
+    STR(struct raw_daq, backend),
+    STR(struct raw_daq, device),
+    MAP(struct raw_daq, command_out, daq_channel_fields),
+    MAP(struct raw_daq, current_out, daq_channel_fields),
+    MAP(struct raw_daq, displacement_in, daq_channel_fields),
+    MAP(struct raw_daq, force_in, daq_channel_fields),
+    /* "calibration_file: null" (or ~, or nothing) means comedilib's default path. */
+    CYAML_FIELD_STRING_PTR("calibration_file", CYAML_FLAG_POINTER_NULL_STR | CYAML_FLAG_OPTIONAL,
+                           struct raw_daq, calibration_file, 0, CYAML_UNLIMITED),
+    CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t top_fields[] = {
     STR(struct raw_top, name),
     STR(struct raw_top, description),
@@ -274,6 +308,7 @@ static const cyaml_schema_field_t top_fields[] = {
     MAP(struct raw_top, numerical, numerical_fields),
     MAP(struct raw_top, physical, physical_fields),
     MAP(struct raw_top, output, output_fields),
+    MAP(struct raw_top, daq, daq_fields),
     CYAML_FIELD_END,
 };
 
@@ -335,6 +370,14 @@ static const enum_name_t smith_modes[] = {{"off", DRTHS_SMITH_OFF},
                                           {"adaptive", DRTHS_SMITH_ADAPTIVE},
                                           {NULL, 0}};
 
+static const enum_name_t daq_backends[] = {{"virtual", DRTHS_DAQ_BACKEND_VIRTUAL},
+                                           {"comedi", DRTHS_DAQ_BACKEND_COMEDI},
+                                           {NULL, 0}};
+static const enum_name_t daq_arefs[] = {{"ground", DRTHS_DAQ_AREF_GROUND},
+                                        {"common", DRTHS_DAQ_AREF_COMMON},
+                                        {"diff", DRTHS_DAQ_AREF_DIFF},
+                                        {NULL, 0}};
+
 static const char *enum_name(const enum_name_t *t, int v)
 {
     for (; t->name; t++)
@@ -354,6 +397,8 @@ const char *drths_control_mode_name(drths_control_mode_t v) { return enum_name(c
 const char *drths_actuator_plant_name(drths_actuator_plant_t v) { return enum_name(actuator_plants, (int)v); }
 const char *drths_compensation_name(drths_compensation_t v) { return enum_name(compensations, (int)v); }
 const char *drths_smith_mode_name(drths_smith_mode_t v) { return enum_name(smith_modes, (int)v); }
+const char *drths_daq_backend_name(drths_daq_backend_t v) { return enum_name(daq_backends, (int)v); }
+const char *drths_daq_aref_name(drths_daq_aref_t v) { return enum_name(daq_arefs, (int)v); }
 
 double drths_experiment_command_max(drths_damper_model_t model)
 {
@@ -1426,6 +1471,92 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
     return 0;
 }
 
+/* One channel mapping of daq; path is "daq.command_out" and so on. */
+static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_channel *rc,
+                            drths_daq_channel_config_t *ch)
+{
+    char f[64];
+    int r, v;
+    memset(ch, 0, sizeof *ch);
+    if (!rc)
+        return 0;
+    ch->given = 1;
+#define FIELD(name) (snprintf(f, sizeof f, "%s." name, path), f)
+    if (!rc->subdevice)
+        return fail(c, -EINVAL, FIELD("subdevice"), "missing (required: the comedi subdevice)");
+    if (!rc->channel)
+        return fail(c, -EINVAL, FIELD("channel"), "missing (required: the channel on the subdevice)");
+    if (!rc->units_per_volt)
+        return fail(c, -EINVAL, FIELD("units_per_volt"),
+                    "missing (required: engineering units per volt at the connector)");
+    if ((r = get_int(c, FIELD("subdevice"), rc->subdevice, 0, 0, 255, &ch->subdevice)) ||
+        (r = get_int(c, FIELD("channel"), rc->channel, 0, 0, 65535, &ch->channel)) ||
+        (r = get_int(c, FIELD("range"), rc->range, 0, 0, 255, &ch->range)) ||
+        (r = get_enum(c, FIELD("aref"), rc->aref, daq_arefs, DRTHS_DAQ_AREF_GROUND, &v)))
+        return r;
+    ch->aref = (drths_daq_aref_t)v;
+    if ((r = get_double(c, FIELD("units_per_volt"), rc->units_per_volt, 0, &ch->units_per_volt)) ||
+        (r = get_double(c, FIELD("offset"), rc->offset, 0, &ch->offset)))
+        return r;
+    if (ch->units_per_volt == 0)
+        return fail(c, -EINVAL, FIELD("units_per_volt"), "must not be 0");
+#undef FIELD
+    return 0;
+}
+
+static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
+{
+    int r, v;
+    const struct raw_daq none = {0};
+    if (!d)
+        d = &none;
+    if ((r = get_enum(c, "daq.backend", d->backend, daq_backends, DRTHS_DAQ_BACKEND_VIRTUAL, &v)))
+        return r;
+    x->daq.backend = (drths_daq_backend_t)v;
+    x->daq.device = strdup(d->device ? d->device : "/dev/comedi0");
+    if (!x->daq.device)
+        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    if (!x->daq.device[0])
+        return fail(c, -EINVAL, "daq.device", "must not be empty");
+    struct {
+        const char *path;
+        const struct raw_daq_channel *raw;
+        drths_daq_channel_config_t *ch;
+    } chans[4] = {
+        {"daq.command_out", d->command_out, &x->daq.command_out},
+        {"daq.current_out", d->current_out, &x->daq.current_out},
+        {"daq.displacement_in", d->displacement_in, &x->daq.displacement_in},
+        {"daq.force_in", d->force_in, &x->daq.force_in},
+    };
+    for (int i = 0; i < 4; i++) {
+        if ((r = fill_daq_channel(c, chans[i].path, chans[i].raw, chans[i].ch)))
+            return r;
+        if (!chans[i].ch->given && x->daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
+            return fail(c, -EINVAL, chans[i].path,
+                        "missing (required with daq.backend comedi: subdevice, channel, "
+                        "units_per_volt)");
+    }
+    /* Two outputs on one channel would fight; two inputs on one channel would read the force
+     * as the displacement. Both are typing errors worth stopping for. */
+    for (int i = 0; i < 4; i += 2) {
+        const drths_daq_channel_config_t *a = chans[i].ch, *b = chans[i + 1].ch;
+        if (a->given && b->given && a->subdevice == b->subdevice && a->channel == b->channel)
+            return fail(c, -EINVAL, chans[i + 1].path,
+                        "same subdevice and channel as %s (%d/%d); each signal needs its own "
+                        "channel",
+                        chans[i].path, a->subdevice, a->channel);
+    }
+    /* Not checked for readability here: the numerical site loads the same file and has no
+     * calibration file; the comedi back end opens it at start-up. */
+    if (d->calibration_file && d->calibration_file[0]) {
+        x->daq.calibration_file = strdup(d->calibration_file);
+        x->daq.calibration_path = join_path(x->dir, d->calibration_file);
+        if (!x->daq.calibration_file || !x->daq.calibration_path)
+            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    }
+    return 0;
+}
+
 static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matrices_t *mats)
 {
     int r;
@@ -1440,7 +1571,8 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
         return r;
     if ((r = fill_structure(c, x, t->structure, mats)) || (r = fill_ground(c, x, t->ground_motion)) ||
         (r = fill_specimen(c, x, t->specimen)) || (r = fill_control(c, x, t->control)) ||
-        (r = fill_actuator(c, x, t->actuator)) || (r = fill_network(c, x, t)))
+        (r = fill_actuator(c, x, t->actuator)) || (r = fill_network(c, x, t)) ||
+        (r = fill_daq(c, x, t->daq)))
         return r;
     return 0;
 }
@@ -1561,6 +1693,9 @@ void drths_experiment_close(drths_experiment_t *x)
     free(x->numerical.peer);
     free(x->physical.listen);
     free(x->output.directory);
+    free(x->daq.device);
+    free(x->daq.calibration_file);
+    free(x->daq.calibration_path);
     memset(x, 0, sizeof *x);
 }
 

@@ -2,10 +2,10 @@
  *
  * One YAML file describes both sites of an experiment. drths_experiment_load parses it with
  * libcyaml, fills in every default, checks every field and resolves the paths; afterwards each
- * node reads its own part (actuator + physical, or numerical) and the shared part. The shared
- * part (name, rate_hz, structure, ground_motion with the record file's bytes, specimen, control,
- * link except key_file) is hashed by drths_experiment_fingerprint; both sites compare the hashes
- * in HELLO, so they cannot run different experiments by accident.
+ * node reads its own part (actuator, physical and daq, or numerical) and the shared part. The
+ * shared part (name, rate_hz, structure, ground_motion with the record file's bytes, specimen,
+ * control, link except key_file) is hashed by drths_experiment_fingerprint; both sites compare
+ * the hashes in HELLO, so they cannot run different experiments by accident.
  *
  * Units are SI unless the field name says otherwise (the names are those of the YAML keys).
  * Every error message starts with the file name, names the field path and, where the parser
@@ -91,6 +91,32 @@ typedef enum drths_smith_mode {
     DRTHS_SMITH_FIXED,    /* "fixed" */
     DRTHS_SMITH_ADAPTIVE  /* "adaptive" */
 } drths_smith_mode_t;
+
+typedef enum drths_daq_backend {
+    DRTHS_DAQ_BACKEND_VIRTUAL = 0, /* "virtual": the rehearsal specimen (common/specimen.h) */
+    DRTHS_DAQ_BACKEND_COMEDI       /* "comedi": a board driven through comedilib */
+} drths_daq_backend_t;
+
+/* Analog reference of a channel; the values are comedilib's AREF_GROUND, AREF_COMMON and
+ * AREF_DIFF. */
+typedef enum drths_daq_aref {
+    DRTHS_DAQ_AREF_GROUND = 0, /* "ground" */
+    DRTHS_DAQ_AREF_COMMON = 1, /* "common" */
+    DRTHS_DAQ_AREF_DIFF = 2    /* "diff" */
+} drths_daq_aref_t;
+
+/* One analog channel of the comedi back end. The engineering value is
+ * units_per_volt * volts + offset (m, A or N), volts being the calibrated voltage at the board's
+ * connector. */
+typedef struct drths_daq_channel_config {
+    int given;                  /* 1 when the mapping was in the file */
+    int subdevice;              /* 0..255, required */
+    int channel;                /* 0..65535, required */
+    int range;                  /* comedilib range index 0..255 (default 0) */
+    drths_daq_aref_t aref;      /* default ground */
+    double units_per_volt;      /* finite, != 0, required: m/V, A/V (V/V) or N/V */
+    double offset;              /* engineering value at 0 V (default 0) */
+} drths_daq_channel_config_t;
 
 typedef struct drths_experiment {
     /* Bookkeeping, filled by the loader. */
@@ -213,6 +239,22 @@ typedef struct drths_experiment {
         double limit_force_N;       /* > 0 (default 250000) */
     } physical;
 
+    /* Actuator site only, not fingerprinted: its I/O back end (site-physical/daq.h). With
+     * backend virtual the channel mappings may be present (a rehearsal of a lab file) and are
+     * checked but not used; with comedi all four are required. */
+    struct {
+        drths_daq_backend_t backend;  /* default virtual */
+        char *device;                 /* default "/dev/comedi0" */
+        drths_daq_channel_config_t command_out;     /* actuator displacement set-point, m/V */
+        drths_daq_channel_config_t current_out;     /* damper current driver, A/V (or V/V) */
+        drths_daq_channel_config_t displacement_in; /* displacement transducer, m/V */
+        drths_daq_channel_config_t force_in;        /* load cell, N/V */
+        /* Soft-calibration file (comedi_soft_calibrate's output) as written, or NULL: then
+         * comedilib's default path is used for the subdevices that need soft calibration. */
+        char *calibration_file;
+        char *calibration_path;       /* calibration_file resolved against dir; NULL if absent */
+    } daq;
+
     struct {
         char *directory; /* run folders go here, relative to the current directory (default
                           * "runs") */
@@ -271,5 +313,7 @@ const char *drths_control_mode_name(drths_control_mode_t v);
 const char *drths_actuator_plant_name(drths_actuator_plant_t v);
 const char *drths_compensation_name(drths_compensation_t v);
 const char *drths_smith_mode_name(drths_smith_mode_t v);
+const char *drths_daq_backend_name(drths_daq_backend_t v);
+const char *drths_daq_aref_name(drths_daq_aref_t v);
 
 #endif

@@ -148,6 +148,11 @@ static void test_defaults(void **state)
     assert_int_equal(x.numerical.reorder_ticks, 10);
     assert_int_equal(x.numerical.smith, DRTHS_SMITH_FIXED);
     assert_string_equal(x.physical.listen, "0.0.0.0:47000");
+    assert_int_equal(x.daq.backend, DRTHS_DAQ_BACKEND_VIRTUAL);
+    assert_string_equal(x.daq.device, "/dev/comedi0");
+    assert_false(x.daq.command_out.given || x.daq.force_in.given);
+    assert_null(x.daq.calibration_file);
+    assert_null(x.daq.calibration_path);
     assert_int_equal(x.physical.playout_ticks, 300);
     assert_int_equal(x.physical.max_concealed_ticks, 20);
     assert_true(x.physical.watchdog_ms == 100);
@@ -248,6 +253,11 @@ static void test_fingerprint(void **state)
         "output: {directory: elsewhere}\n",
         "description: another description\n",
         "link: {key_file: lab.key}\n",
+        "daq: {backend: comedi, device: /dev/comedi1,\n"
+        "      command_out: {subdevice: 1, channel: 0, units_per_volt: 0.01},\n"
+        "      current_out: {subdevice: 1, channel: 1, units_per_volt: 0.25},\n"
+        "      displacement_in: {subdevice: 0, channel: 0, units_per_volt: 0.01},\n"
+        "      force_in: {subdevice: 0, channel: 1, units_per_volt: 25000}}\n",
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         fp_with(same[i], b);
@@ -338,6 +348,69 @@ static void test_rayleigh_defaults(void **state)
     free(p);
 }
 
+/* A lab's daq section: a +/-10 V set-point of 10 mm/V, a current driver of 0.25 A/V with an
+ * offset, an LVDT of 10 mm/V on a differential input and a load cell of 25 kN/V. */
+static void test_daq_section(void **state)
+{
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", base_yaml,
+             "daq:\n"
+             "  backend: comedi\n"
+             "  device: /dev/comedi1\n"
+             "  command_out: {subdevice: 1, channel: 0, range: 0, aref: ground, "
+             "units_per_volt: 0.01}\n"
+             "  current_out: {subdevice: 1, channel: 1, range: 1, units_per_volt: 0.25, "
+             "offset: -0.05}\n"
+             "  displacement_in:\n"
+             "    subdevice: 0\n"
+             "    channel: 2\n"
+             "    aref: diff\n"
+             "    units_per_volt: -0.01\n"
+             "  force_in: {subdevice: 0, channel: 3, range: 2, aref: common, "
+             "units_per_volt: 25000, offset: 12.5}\n"
+             "  calibration_file: cal/ni6251.cal\n");
+    char *p = write_tmp("daq.yaml", text);
+    drths_experiment_t x;
+    load_ok(&x, p);
+    assert_int_equal(x.daq.backend, DRTHS_DAQ_BACKEND_COMEDI);
+    assert_string_equal(x.daq.device, "/dev/comedi1");
+    assert_true(x.daq.command_out.given);
+    assert_int_equal(x.daq.command_out.subdevice, 1);
+    assert_int_equal(x.daq.command_out.channel, 0);
+    assert_int_equal(x.daq.command_out.aref, DRTHS_DAQ_AREF_GROUND);
+    assert_true(x.daq.command_out.units_per_volt == 0.01 && x.daq.command_out.offset == 0);
+    assert_int_equal(x.daq.current_out.range, 1);
+    assert_true(x.daq.current_out.offset == -0.05);
+    assert_int_equal(x.daq.displacement_in.channel, 2);
+    assert_int_equal(x.daq.displacement_in.aref, DRTHS_DAQ_AREF_DIFF);
+    assert_true(x.daq.displacement_in.units_per_volt == -0.01);
+    assert_int_equal(x.daq.force_in.aref, DRTHS_DAQ_AREF_COMMON);
+    assert_int_equal(x.daq.force_in.range, 2);
+    assert_true(x.daq.force_in.units_per_volt == 25000 && x.daq.force_in.offset == 12.5);
+    assert_string_equal(x.daq.calibration_file, "cal/ni6251.cal");
+    char want[256];
+    snprintf(want, sizeof want, "%s/cal/ni6251.cal", tmpdir);
+    assert_string_equal(x.daq.calibration_path, want); /* resolved against the file's folder */
+    drths_experiment_close(&x);
+    free(p);
+
+    /* A virtual back end may keep the lab's mappings (checked, not used) and an explicit null
+     * calibration file means comedilib's default. */
+    snprintf(text, sizeof text, "%s%s", base_yaml,
+             "daq: {backend: virtual, calibration_file: null,\n"
+             "      force_in: {subdevice: 0, channel: 3, units_per_volt: 25000}}\n");
+    p = write_tmp("daqv.yaml", text);
+    load_ok(&x, p);
+    assert_int_equal(x.daq.backend, DRTHS_DAQ_BACKEND_VIRTUAL);
+    assert_true(x.daq.force_in.given && !x.daq.command_out.given);
+    assert_null(x.daq.calibration_file);
+    drths_experiment_close(&x);
+    free(p);
+    assert_string_equal(drths_daq_backend_name(DRTHS_DAQ_BACKEND_COMEDI), "comedi");
+    assert_string_equal(drths_daq_aref_name(DRTHS_DAQ_AREF_DIFF), "diff");
+}
+
 /* ---- wrong files ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -375,6 +448,13 @@ static const bad_case_t bad_cases[] = {
     {"bad-peer.yaml", -EINVAL, "numerical.peer: must be host:port or [IPv6]:port"},
     {"bad-white-noise-band.yaml", -EINVAL, "ground_motion.band_hz[1]: must be > band_hz[0]"},
     {"bad-infinite.yaml", -EINVAL, "structure.floor_mass_kg[1]: must be a finite number"},
+    {"bad-daq-missing-channel.yaml", -EINVAL,
+     "daq.force_in: missing (required with daq.backend comedi"},
+    {"bad-daq-aref.yaml", -EINVAL,
+     ":12: daq.displacement_in.aref: must be one of ground, common, diff (got \"differential\")"},
+    {"bad-daq-zero-scale.yaml", -EINVAL, ":13: daq.force_in.units_per_volt: must not be 0"},
+    {"bad-daq-same-channel.yaml", -EINVAL,
+     "daq.current_out: same subdevice and channel as daq.command_out (1/0)"},
     {"no-such-experiment.yaml", -ENOENT, "cannot open the experiment file"},
 };
 
@@ -464,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_fingerprint),
         cmocka_unit_test(test_shared_text),
         cmocka_unit_test(test_rayleigh_defaults),
+        cmocka_unit_test(test_daq_section),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_unreadable_record_permissions),
         cmocka_unit_test(test_load_buffer),
