@@ -1,0 +1,251 @@
+#include "common/compensation.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "common/lagrange.h"
+
+/* Window of drths_comp_drive: r(t-3) .. r(t + max future). Position of tick offset o is 3 + o. */
+#define WIN_MAX (DRTHS_COMP_PAST + DRTHS_COMP_MAX_IO_DELAY + DRTHS_COMP_STENCIL)
+/* The polynomial lead is at most 1 s; its future samples are read only up to the window. */
+#define POLY_LEAD_MAX_S 1.0
+
+int drths_comp_stencil_weights(const double *x, int n, double z, double *wt)
+{
+    enum { M = 3, NMAX = 16 };
+    if (n < 1 || n > NMAX)
+        return -EINVAL;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (!(x[i] != x[j]))
+                return -EINVAL;
+    /* Fornberg (1988), "Generation of finite difference formulas on arbitrarily spaced grids":
+     * C[j][k] is the weight of f(x[j]) in the k-th derivative at z, built by adding one node at
+     * a time. */
+    double C[NMAX][M + 1];
+    memset(C, 0, sizeof C);
+    double c1 = 1.0, c4 = x[0] - z;
+    C[0][0] = 1.0;
+    for (int i = 1; i < n; i++) {
+        const int mn = i < M ? i : M;
+        double c2 = 1.0;
+        const double c5 = c4;
+        c4 = x[i] - z;
+        for (int j = 0; j < i; j++) {
+            const double c3 = x[i] - x[j];
+            c2 *= c3;
+            if (j == i - 1) {
+                for (int k = mn; k >= 1; k--)
+                    C[i][k] = c1 * (k * C[i - 1][k - 1] - c5 * C[i - 1][k]) / c2;
+                C[i][0] = -c1 * c5 * C[i - 1][0] / c2;
+            }
+            for (int k = mn; k >= 1; k--)
+                C[j][k] = (c4 * C[j][k] - k * C[j][k - 1]) / c3;
+            C[j][0] = c4 * C[j][0] / c3;
+        }
+        c1 = c2;
+    }
+    for (int k = 0; k <= M; k++)
+        for (int j = 0; j < n; j++)
+            wt[k * n + j] = C[j][k];
+    return 0;
+}
+
+static int check_model(const drths_plant_model_t *m, drths_error_t *err)
+{
+    if (!m)
+        return drths_error_set(err, -EINVAL, "compensation.model: required for this mode");
+    const double v[4] = {m->K, m->p, m->a, m->b};
+    const char *names[4] = {"K", "p", "a", "b"};
+    for (int i = 0; i < 4; i++)
+        if (!(v[i] > 0.0) || !isfinite(v[i]))
+            return drths_error_set(err, -EINVAL, "compensation.model.%s: must be > 0 (got %g)",
+                                   names[i], v[i]);
+    return 0;
+}
+
+int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plant_model_t *model,
+                    int io_delay_ticks, double dt_s, drths_error_t *err)
+{
+    if (mode != DRTHS_COMPENSATION_NONE && mode != DRTHS_COMPENSATION_POLYNOMIAL &&
+        mode != DRTHS_COMPENSATION_FEEDFORWARD)
+        return drths_error_set(err, -EINVAL, "compensation.mode: unknown mode %d", (int)mode);
+    if (io_delay_ticks < 0 || io_delay_ticks > DRTHS_COMP_MAX_IO_DELAY)
+        return drths_error_set(err, -EINVAL, "compensation.io_delay_ticks: must be 0 to %d (got %d)",
+                               DRTHS_COMP_MAX_IO_DELAY, io_delay_ticks);
+    if (!(dt_s > 0.0) || !isfinite(dt_s))
+        return drths_error_set(err, -EINVAL, "compensation.dt_s: must be > 0 (got %g)", dt_s);
+    drths_comp_t t;
+    memset(&t, 0, sizeof t);
+    t.mode = mode;
+    t.dt_s = dt_s;
+    t.io_delay_ticks = io_delay_ticks;
+    t.lead_ticks = io_delay_ticks - 0.5;
+    if (mode != DRTHS_COMPENSATION_NONE) {
+        int rc = check_model(model, err);
+        if (rc < 0)
+            return rc;
+        t.model = *model;
+        const drths_plant_model_t *m = model;
+        t.a[0] = m->p * m->b / m->K;
+        t.a[1] = (m->b + m->a * m->p) / m->K;
+        t.a[2] = (m->a + m->p) / m->K;
+        t.a[3] = 1.0 / m->K;
+        /* Low-frequency group delay of G: the phase is -w (1/p + a/b) + O(w^3). */
+        t.poly_lead_ticks = (1.0 / m->p + m->a / m->b) / dt_s + t.lead_ticks;
+        if (t.poly_lead_ticks < 0.0)
+            t.poly_lead_ticks = 0.0;
+        if (t.poly_lead_ticks * dt_s > POLY_LEAD_MAX_S)
+            return drths_error_set(err, -EINVAL,
+                                   "compensation.model: its delay 1/p + a/b = %g s exceeds %g s",
+                                   t.poly_lead_ticks * dt_s, POLY_LEAD_MAX_S);
+    }
+    /* The stencil sits on the 7 ticks nearest t + s that are not older than t - 3. */
+    int centre = (int)ceil(t.lead_ticks - 0.5);
+    if (centre < 0)
+        centre = 0;
+    t.stencil_first = centre - 3;
+    t.n_need = centre + 3;
+    double x[DRTHS_COMP_STENCIL], wt[4 * DRTHS_COMP_STENCIL];
+    for (int j = 0; j < DRTHS_COMP_STENCIL; j++)
+        x[j] = t.stencil_first + j;
+    int rc = drths_comp_stencil_weights(x, DRTHS_COMP_STENCIL, t.lead_ticks, wt);
+    if (rc < 0)
+        return drths_error_set(err, rc, "compensation: stencil weights failed");
+    /* The k-th derivative in ticks becomes SI with dt^-k; fold the model coefficients in so the
+     * drive is one dot product per tick. */
+    for (int j = 0; j < DRTHS_COMP_STENCIL; j++) {
+        double s = 0.0, f = 1.0;
+        for (int k = 0; k < 4; k++) {
+            s += t.a[k] * f * wt[k * DRTHS_COMP_STENCIL + j];
+            f /= dt_s;
+        }
+        t.w[j] = s;
+    }
+    *c = t;
+    return 0;
+}
+
+int drths_comp_set_poly_lead(drths_comp_t *c, double lead_s, drths_error_t *err)
+{
+    if (!(lead_s >= 0.0) || !(lead_s <= POLY_LEAD_MAX_S))
+        return drths_error_set(err, -EINVAL,
+                               "compensation.polynomial_lead_s: must be 0 to %g s (got %g)",
+                               POLY_LEAD_MAX_S, lead_s);
+    c->poly_lead_ticks = lead_s / c->dt_s;
+    return 0;
+}
+
+int drths_comp_lookahead_needed(const drths_comp_t *c)
+{
+    switch (c->mode) {
+    case DRTHS_COMPENSATION_FEEDFORWARD:
+        return c->n_need;
+    case DRTHS_COMPENSATION_POLYNOMIAL:
+        return (int)floor(c->poly_lead_ticks);
+    default:
+        return 0;
+    }
+}
+
+/* r(t + tau) from the cubic through r(t+m-3 .. t+m), m the newest given sample at or before
+ * t + tau. */
+static double poly_drive(const drths_comp_t *c, const double *past, const double *future,
+                         int n_future)
+{
+    const double tau = c->poly_lead_ticks;
+    int m = (int)floor(tau);
+    if (m > n_future)
+        m = n_future;
+    double h[4];
+    for (int i = 0; i < 4; i++) {
+        const int o = m - 3 + i; /* tick offset */
+        h[i] = o <= 0 ? past[3 + o] : future[o - 1];
+    }
+    return drths_lagrange3_extrapolate(h, tau - m);
+}
+
+double drths_comp_drive(drths_comp_t *c, const double *past, const double *future, int n_future)
+{
+    c->ticks++;
+    if (n_future < 0 || !future)
+        n_future = 0;
+    switch (c->mode) {
+    case DRTHS_COMPENSATION_POLYNOMIAL:
+        return poly_drive(c, past, future, n_future);
+    case DRTHS_COMPENSATION_FEEDFORWARD: {
+        double win[WIN_MAX];
+        const int need = c->n_need;
+        for (int i = 0; i < DRTHS_COMP_PAST; i++)
+            win[i] = past[i];
+        const int have = n_future < need ? n_future : need;
+        for (int i = 0; i < have; i++)
+            win[DRTHS_COMP_PAST + i] = future[i];
+        if (have < need) {
+            /* Each missing sample continues the cubic through the four before it; as they
+             * all lie on one cubic, this is the cubic through the newest four real samples. */
+            for (int p = DRTHS_COMP_PAST + have; p < DRTHS_COMP_PAST + need; p++)
+                win[p] = drths_lagrange3_next(&win[p - 4]);
+            c->extrapolated_ticks++;
+            c->extrapolated_samples += (uint64_t)(need - have);
+        }
+        const double *r = &win[3 + c->stencil_first];
+        double u = 0.0;
+        for (int j = 0; j < DRTHS_COMP_STENCIL; j++)
+            u += c->w[j] * r[j];
+        return u;
+    }
+    default:
+        return past[3];
+    }
+}
+
+void drths_comp_close(drths_comp_t *c)
+{
+    (void)c;
+}
+
+void drths_tracking_init(drths_tracking_t *t)
+{
+    memset(t, 0, sizeof *t);
+}
+
+void drths_tracking_reset(drths_tracking_t *t)
+{
+    memset(t, 0, sizeof *t);
+}
+
+void drths_tracking_add(drths_tracking_t *t, double xd_m, double xm_m)
+{
+    const double e = xm_m - xd_m;
+    t->sum_e2 += e * e;
+    t->sum_d2 += xd_m * xd_m;
+    /* A NaN sticks, so a defect in a record is never hidden by later good samples. */
+    if (!isnan(t->max_abs_err) && !(fabs(e) <= t->max_abs_err))
+        t->max_abs_err = fabs(e);
+    if (t->n > 0)
+        t->sum_area2 += t->prev_d * xm_m - xd_m * t->prev_m;
+    t->prev_d = xd_m;
+    t->prev_m = xm_m;
+    t->n++;
+}
+
+double drths_tracking_rms_pct(const drths_tracking_t *t)
+{
+    if (t->n == 0)
+        return 0.0;
+    if (t->sum_d2 == 0.0)
+        return t->sum_e2 == 0.0 ? 0.0 : INFINITY;
+    return 100.0 * sqrt(t->sum_e2 / t->sum_d2);
+}
+
+double drths_tracking_ti(const drths_tracking_t *t)
+{
+    return 0.5 * t->sum_area2;
+}
+
+double drths_tracking_max_err(const drths_tracking_t *t)
+{
+    return t->max_abs_err;
+}
