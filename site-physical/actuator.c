@@ -106,7 +106,7 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p,
     a->linger_ticks = (uint64_t)ceil(p->hold_linger_s * p->rate_hz - 1e-9);
     a->abort_every_ticks = (uint64_t)ceil(p->abort_interval_s * p->rate_hz - 1e-9);
     for (size_t i = 0; i < DRTHS_ACT_LATE_MEMORY; i++)
-        a->concealed_tick[i] = -1;
+        a->concealed_tick[i] = a->primary_tick[i] = -1;
     drths_cmd_channel_t rest = {0.0, 0.0, 0.0, p->rest_damper_command};
     for (int i = 0; i < 4; i++)
         a->hist[i] = rest;
@@ -164,6 +164,20 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
     a->have_cmd = 1;
     if (a->watchdog_armed && arrival_ns > a->watchdog_ref_ns)
         a->watchdog_ref_ns = arrival_ns;
+    /* Each tick is the header tick of exactly one COMMAND the numerical site sends; network
+     * copies of that datagram are stopped by the replay window, so a second COMMAND for the same
+     * tick is a duplicate the sender made. */
+    int64_t *prim = &a->primary_tick[m->tick % DRTHS_ACT_LATE_MEMORY];
+    if (*prim == (int64_t)m->tick) {
+        a->c.duplicates++;
+    } else {
+        *prim = (int64_t)m->tick;
+        if (a->have_primary && m->tick < a->newest_primary)
+            a->c.reordered++;
+        if (!a->have_primary || m->tick > a->newest_primary)
+            a->newest_primary = m->tick;
+        a->have_primary = 1;
+    }
     for (int k = 0; k < c->r && (uint64_t)k <= m->tick; k++) {
         uint64_t tick = m->tick - (uint64_t)k;
         /* Ticks up to L are the rest position; redundant samples for them (the first COMMANDs
@@ -174,11 +188,9 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
         switch (r) {
         case DRTHS_PLAYOUT_STORED:
             if (k > 0)
-                a->c.recovered++;
+                a->c.from_redundancy++;
             break;
         case DRTHS_PLAYOUT_DUPLICATE:
-            if (k == 0)
-                a->c.duplicates++;
             break;
         case DRTHS_PLAYOUT_TOO_FAR:
             if (k == 0)
@@ -208,6 +220,11 @@ static void on_epoch(drths_actuator_t *a, const drths_msg_t *m)
         a->epoch = 1;
         a->L = e->loop_delay_ticks;
         a->c.epochs = 1;
+        /* The first COMMAND (tick L + 1) is sent with EPOCH 1, before tick 0 has run: with the
+         * play head at L + 1 it fits even when L exceeds the buffer. Taking tick L moves the
+         * head there and keeps anything already stored for later ticks. */
+        if (drths_playout_head(&a->pb) <= a->L)
+            (void)drths_playout_take(&a->pb, a->L, 0, &(drths_cmd_channel_t){0}, NULL);
         return;
     }
     if (e->new_epoch <= a->epoch || (a->epoch_pending && e->new_epoch <= a->pend_epoch))
@@ -338,9 +355,6 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
         if (tick <= a->L) {
             rest = 1;
             a->c.rest_ticks++;
-            /* Keep the play head with the loop, so the buffer's window is [t, t + P). */
-            (void)drths_playout_take(&a->pb, tick, deadline_ns, &cmd, NULL);
-            cmd = (drths_cmd_channel_t){0.0, 0.0, 0.0, a->p.rest_damper_command};
         } else {
             if (!a->watchdog_armed) {
                 a->watchdog_armed = 1;

@@ -59,8 +59,9 @@ enum {
 /* The header names of physical.csv, DRTHS_ACT_NCOLS of them. */
 extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
 
-/* Ticks whose concealment is remembered, so that a command arriving after its tick was
- * concealed is counted late once (older ones are not counted). */
+/* Ticks whose concealment (and COMMAND header ticks) are remembered, so that a command arriving
+ * after its tick was concealed is counted late once, and a second COMMAND for the same tick is
+ * counted as a duplicate (older ones are not counted). */
 #define DRTHS_ACT_LATE_MEMORY 4096
 
 typedef struct drths_actuator_params {
@@ -91,9 +92,12 @@ typedef struct drths_actuator_counters {
     uint64_t concealed;          /* ticks driven by an extrapolated command */
     uint64_t max_consecutive_concealed;
     uint64_t late;               /* concealed ticks whose command arrived afterwards */
-    uint64_t duplicates;         /* COMMANDs whose own tick (s[0]) was already buffered */
+    uint64_t duplicates;         /* COMMANDs for a tick (header tick) already commanded by an
+                                  * earlier datagram (a copy the replay window cannot see) */
+    uint64_t reordered;          /* COMMANDs for a tick below the newest one already received */
     uint64_t too_far;            /* COMMANDs whose own tick was beyond the playout buffer */
-    uint64_t recovered;          /* ticks first received as a redundant sample (loss repaired) */
+    uint64_t from_redundancy;    /* ticks first stored from a redundant sample, because their own
+                                  * COMMAND was lost or is still on its way (reordered) */
     uint64_t bad_commands;       /* COMMANDs with a channel count other than 1 */
     uint64_t epochs;             /* epochs applied (the first one included) */
     uint64_t late_wakeups;       /* ticks woken later than late_wake_fraction of dt */
@@ -124,6 +128,9 @@ typedef struct drths_actuator {
     drths_cmd_channel_t hist[4]; /* last four applied commands, oldest first */
     uint64_t consecutive_concealed;
     int64_t concealed_tick[DRTHS_ACT_LATE_MEMORY]; /* tick whose concealment each slot holds */
+    int64_t primary_tick[DRTHS_ACT_LATE_MEMORY];   /* header tick of each recent COMMAND */
+    int have_primary;
+    uint64_t newest_primary;     /* highest COMMAND header tick received */
 
     int have_cmd;                /* a COMMAND has arrived */
     uint64_t echo_counter;       /* newest COMMAND counter */
@@ -169,7 +176,9 @@ void drths_actuator_close(drths_actuator_t *a);
 /* Takes one authenticated message from the numerical site, received at arrival_ns:
  * COMMAND: its r samples go into the playout buffer (counted); its counter becomes the FEEDBACK
  *          echo; the watchdog restarts.
- * EPOCH:   epoch 1 starts the run with its L (drths_actuator_started becomes true); a later
+ * EPOCH:   epoch 1 starts the run with its L (drths_actuator_started becomes true) and moves
+ *          the playout buffer's window to [L + 1, L + 1 + playout_ticks), since ticks up to L
+ *          are the rest position and are never played from it; a later
  *          epoch changes L at its effective tick. Repeats and older epochs are ignored.
  * STOP:    the run ends after the STOP's header tick (the last commanded tick).
  * ABORT:   HOLD, without an ABORT back.

@@ -204,10 +204,11 @@ static void print_summary(app_t *app, const char *dir)
                c->ticks, (double)c->ticks / app->rate_hz, a->L, (double)a->L * 1e3 / app->rate_hz,
                c->epochs);
         printf("  commands: received %" PRIu64 ", applied %" PRIu64 ", concealed %" PRIu64
-               " (longest run %" PRIu64 "), late %" PRIu64 ", duplicate %" PRIu64
-               ", too far %" PRIu64 ", repaired by redundancy %" PRIu64 "\n",
+               " (longest run %" PRIu64 "), late %" PRIu64 "\n"
+               "            reordered %" PRIu64 ", duplicate %" PRIu64 ", too far %" PRIu64
+               ", ticks filled from redundancy %" PRIu64 "\n",
                c->commands, c->applied, c->concealed, c->max_consecutive_concealed, c->late,
-               c->duplicates, c->too_far, c->recovered);
+               c->reordered, c->duplicates, c->too_far, c->from_redundancy);
         const drths_hist_t *lh = &a->lateness_ns;
         printf("  tick lateness: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us; %" PRIu64
                " ticks later than dt/2\n",

@@ -446,10 +446,14 @@ int drths_physsite_run(drths_physsite_t *ps)
     int64_t dt_ns = a->dt_ns;
     event(ps, 0, "run started: loop delay L = %" PRIu32 " ticks (%.3f ms), epoch 1", a->L,
           (double)a->L * (double)dt_ns * 1e-6);
-    if ((size_t)a->L + 1 >= a->p.playout_ticks)
+    /* Commands arrive about L ticks minus the round trip ahead of their tick. With L chosen
+     * from the round trip that is a small margin; a fixed L far above the round trip can put
+     * them beyond the playout buffer. */
+    if (ps->cfg.exp->link.loop_delay_ticks > 0 && (size_t)a->L >= a->p.playout_ticks)
         event(ps, 1,
-              "loop delay L = %" PRIu32 " ticks is not below physical.playout_ticks = %zu: the "
-              "first commands arrive beyond the playout buffer (raise physical.playout_ticks)",
+              "fixed loop delay L = %" PRIu32 " ticks is not below physical.playout_ticks = %zu: "
+              "if the round trip is much shorter than L, commands arrive too far ahead and are "
+              "dropped (raise physical.playout_ticks above L)",
               a->L, a->p.playout_ticks);
 
     drths_ticker_t tk;
@@ -553,7 +557,8 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     drths_json_int(&j, "late", (int64_t)c->late);
     drths_json_int(&j, "duplicate", (int64_t)c->duplicates);
     drths_json_int(&j, "too_far", (int64_t)c->too_far);
-    drths_json_int(&j, "recovered_from_redundancy", (int64_t)c->recovered);
+    drths_json_int(&j, "reordered", (int64_t)c->reordered);
+    drths_json_int(&j, "from_redundancy", (int64_t)c->from_redundancy);
     drths_json_int(&j, "concealed", (int64_t)c->concealed);
     drths_json_int(&j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
     drths_json_int(&j, "wrong_channel_count", (int64_t)c->bad_commands);

@@ -232,8 +232,9 @@ static void test_rest_then_in_order(void **state)
     assert_int_equal(F.a.c.concealed, 0);
     assert_int_equal(F.a.c.late, 0);
     assert_int_equal(F.a.c.duplicates, 0);
+    assert_int_equal(F.a.c.reordered, 0);
     assert_int_equal(F.a.c.too_far, 0);
-    assert_int_equal(F.a.c.recovered, 0);
+    assert_int_equal(F.a.c.from_redundancy, 0);
     assert_int_equal(F.a.c.commands, 100);
     /* Tick 99 applied x(99); FEEDBACK carries ticks 99, 98, 97, 96 as measured. */
     const drths_msg_feedback_t *f = &F.out.feedback.u.feedback;
@@ -317,7 +318,7 @@ static void test_redundancy_repairs_a_loss(void **state)
     send_cmd(6, 4, sine, T0 - 4 * DT_NS);
     run(0, 80, sine, 4, drop_one);
     assert_int_equal(F.a.c.concealed, 0);
-    assert_int_equal(F.a.c.recovered, 1); /* tick 40 came in the COMMAND for tick 41 */
+    assert_int_equal(F.a.c.from_redundancy, 1); /* tick 40 came in the COMMAND for tick 41 */
     assert_int_equal(F.a.c.applied, 75);
     teardown();
 }
@@ -387,7 +388,9 @@ static void test_late_and_duplicate_counted(void **state)
     }
     assert_int_equal(F.a.c.concealed, 1);
     assert_int_equal(F.a.c.late, 1);
-    assert_int_equal(F.a.c.duplicates, 1);
+    /* The second copies of 30 and 35 are duplicates; the first copy of 30 came after 35's. */
+    assert_int_equal(F.a.c.duplicates, 2);
+    assert_int_equal(F.a.c.reordered, 1);
     /* Concealment of a smooth sine one tick ahead: error far below a micrometre. */
     teardown();
 }
@@ -659,6 +662,35 @@ static void test_later_epoch(void **state)
     teardown();
 }
 
+/* L above the playout capacity (64): the first COMMAND, sent with EPOCH 1 before tick 0, still
+ * fits, because the play head starts at L + 1. */
+static void test_L_beyond_playout_capacity(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_default(&p);
+    setup_with(&p);
+    start(100);
+    send_cmd(101, 4, sine, T0 - 4 * DT_NS);
+    assert_int_equal(F.a.c.too_far, 0);
+    /* A 90-tick round trip: F(n) reaches the numerical site at tick n + 90, which then sends
+     * the command for n + 1 + L. */
+    for (uint64_t t = 0; t <= 150; t++) {
+        assert_int_equal(tick(t, 0), 0);
+        if (t >= 91)
+            send_cmd(t - 90 + 101, 4, sine, deadline(t) + 300000);
+    }
+    assert_int_equal(F.a.c.too_far, 0);
+    assert_int_equal(F.a.c.concealed, 0);
+    assert_int_equal(F.a.c.rest_ticks, 101);
+    assert_int_equal(F.a.c.applied, 50);
+    assert_true(F.out.row[DRTHS_ACT_COL_COMMAND] == sine(150));
+    /* A command L ticks ahead of the loop once it runs is beyond the buffer. */
+    send_cmd(150 + 100, 1, sine, deadline(150) + 1000);
+    assert_int_equal(F.a.c.too_far, 1);
+    teardown();
+}
+
 static int drop_some(uint64_t T)
 {
     return (T % 97) == 0 || (T % 211) < 3;
@@ -692,7 +724,7 @@ static void test_no_allocation_per_tick(void **state)
 #ifdef COUNT_ALLOCS
     assert_int_equal(n_allocs - before, 0);
 #endif
-    assert_true(F.a.c.recovered > 0);
+    assert_true(F.a.c.from_redundancy > 0);
     assert_true(F.a.c.concealed > 0);
     assert_int_equal(F.a.hold_reason, DRTHS_STOP_HOLD);
     teardown();
@@ -716,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_peer_abort),
         cmocka_unit_test(test_signal_hold),
         cmocka_unit_test(test_later_epoch),
+        cmocka_unit_test(test_L_beyond_playout_capacity),
         cmocka_unit_test(test_no_allocation_per_tick),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

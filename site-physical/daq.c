@@ -1,0 +1,185 @@
+/* The DAQ interface's dispatch, the virtual back end and the error text (site-physical/daq.h).
+ * The comedi back end is site-physical/daq_comedi.c. */
+#include "site-physical/daq.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+const char *const drths_daq_channel_names[DRTHS_DAQ_NCHANNELS] = {
+    "command_out", "current_out", "displacement_in", "force_in"};
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+int drths_daq_write(drths_daq_t *d, double drive_m, double vel_m_s, double damper_command)
+{
+    if (!d->ops)
+        return -EBADF;
+    return d->ops->write(d, drive_m, vel_m_s, damper_command);
+}
+
+int drths_daq_read(drths_daq_t *d, double *disp_m, double *force_N)
+{
+    if (!d->ops) {
+        *disp_m = *force_N = NAN;
+        return -EBADF;
+    }
+    return d->ops->read(d, disp_m, force_N);
+}
+
+int drths_daq_safe_state(drths_daq_t *d, double hold_m)
+{
+    if (!d->ops)
+        return -EBADF;
+    return d->ops->safe_state(d, hold_m);
+}
+
+void drths_daq_close(drths_daq_t *d)
+{
+    if (!d)
+        return;
+    if (d->ops && d->ops->close)
+        d->ops->close(d);
+    memset(d, 0, sizeof *d);
+}
+
+const drths_specimen_meas_t *drths_daq_virtual_meas(const drths_daq_t *d)
+{
+    if (!d->ops || d->backend != DRTHS_DAQ_BACKEND_VIRTUAL)
+        return NULL;
+    return &d->u.virt.meas;
+}
+
+int drths_daq_error(const drths_daq_t *d, drths_error_t *err)
+{
+    int code = d->last_error.code;
+    if (code == 0) {
+        drths_error_clear(err);
+        return 0;
+    }
+    int ch = d->last_error.channel;
+    const char *name = ch >= 0 && ch < DRTHS_DAQ_NCHANNELS ? drths_daq_channel_names[ch] : "?";
+    if (d->backend != DRTHS_DAQ_BACKEND_COMEDI)
+        return drths_error_set(err, code, "virtual DAQ: %s: %s", name,
+                               code == -EINVAL ? "the value to write is not a number; nothing "
+                                                 "was written"
+                                               : strerror(-code));
+    const drths_daq_comedi_channel_t *c = &d->u.comedi.ch[ch >= 0 && ch < 4 ? ch : 0];
+    const char *op = d->last_error.op ? d->last_error.op : "?";
+    if (strcmp(op, "nan") == 0)
+        return drths_error_set(err, code,
+                               "%s: %s (subdevice %d, channel %d): the value to write is not a "
+                               "number; nothing was written",
+                               d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel);
+    const drths_comedi_api_t *api = d->u.comedi.api;
+    const char *why = api && api->strerror ? api->strerror(d->last_error.comedi_errno) : NULL;
+    return drths_error_set(err, code, "%s: %s (subdevice %d, channel %d, range %d): %s failed: %s",
+                           d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel,
+                           c->cfg.range, op, why ? why : strerror(-code));
+}
+
+/* ---- virtual back end ------------------------------------------------------------------- */
+
+static void virt_record(drths_daq_t *d, int channel)
+{
+    d->last_error.code = -EINVAL;
+    d->last_error.channel = channel;
+    d->last_error.comedi_errno = 0;
+    d->last_error.op = "nan";
+    d->n_errors++;
+}
+
+static int virt_write(drths_daq_t *d, double drive_m, double vel_m_s, double damper_command)
+{
+    d->clamped = 0;
+    if (isnan(drive_m) || isnan(vel_m_s)) {
+        virt_record(d, DRTHS_DAQ_COMMAND_OUT);
+        return -EINVAL;
+    }
+    if (isnan(damper_command)) {
+        virt_record(d, DRTHS_DAQ_CURRENT_OUT);
+        return -EINVAL;
+    }
+    d->u.virt.drive_m = drive_m;
+    d->u.virt.vel_m_s = vel_m_s;
+    d->u.virt.command = damper_command;
+    return 0;
+}
+
+/* One tick of the specimen with the outputs as last written: a DAC holds its value until it is
+ * written again, so reading twice without a write steps twice with the same drive. */
+static int virt_read(drths_daq_t *d, double *disp_m, double *force_N)
+{
+    drths_specimen_step(d->u.virt.spec, d->u.virt.drive_m, d->u.virt.vel_m_s, d->u.virt.command,
+                        &d->u.virt.meas);
+    d->saturated = 0;
+    *disp_m = d->u.virt.meas.disp_m;
+    *force_N = d->u.virt.meas.force_N;
+    return 0;
+}
+
+static int virt_safe_state(drths_daq_t *d, double hold_m)
+{
+    int r = 0;
+    d->clamped = 0;
+    /* Without a position to hold (a failed read), the drive stays where it was. */
+    if (isnan(hold_m)) {
+        virt_record(d, DRTHS_DAQ_COMMAND_OUT);
+        r = -EINVAL;
+    } else {
+        d->u.virt.drive_m = hold_m;
+    }
+    d->u.virt.vel_m_s = 0.0;
+    d->u.virt.command = 0.0;
+    return r;
+}
+
+static void virt_close(drths_daq_t *d)
+{
+    d->u.virt.spec = NULL;
+}
+
+static const drths_daq_ops_t virt_ops = {
+    .write = virt_write,
+    .read = virt_read,
+    .safe_state = virt_safe_state,
+    .close = virt_close,
+};
+
+int drths_daq_open_virtual(drths_specimen_t *spec, drths_daq_t *out, drths_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!spec)
+        return drths_error_set(err, -EINVAL, "virtual DAQ: no specimen");
+    out->backend = DRTHS_DAQ_BACKEND_VIRTUAL;
+    out->u.virt.spec = spec;
+    out->u.virt.meas.disp_m = out->u.virt.meas.force_N = NAN;
+    out->ops = &virt_ops;
+    return 0;
+}
+
+/* ---- from the experiment ------------------------------------------------------------------ */
+
+void drths_daq_comedi_config_from_experiment(const drths_experiment_t *exp,
+                                             drths_daq_comedi_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->device = exp->daq.device;
+    cfg->ch[DRTHS_DAQ_COMMAND_OUT] = exp->daq.command_out;
+    cfg->ch[DRTHS_DAQ_CURRENT_OUT] = exp->daq.current_out;
+    cfg->ch[DRTHS_DAQ_DISPLACEMENT_IN] = exp->daq.displacement_in;
+    cfg->ch[DRTHS_DAQ_FORCE_IN] = exp->daq.force_in;
+    cfg->calibration_path = exp->daq.calibration_path;
+    cfg->damper_safe_command = 0.0;
+}
+
+int drths_daq_open(const drths_experiment_t *exp, drths_specimen_t *spec,
+                   const drths_comedi_api_t *api, drths_daq_t *out, drths_error_t *err)
+{
+    if (exp->daq.backend == DRTHS_DAQ_BACKEND_COMEDI) {
+        drths_daq_comedi_config_t cfg;
+        drths_daq_comedi_config_from_experiment(exp, &cfg);
+        return drths_daq_open_comedi(&cfg, api, out, err);
+    }
+    return drths_daq_open_virtual(spec, out, err);
+}

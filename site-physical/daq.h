@@ -1,0 +1,209 @@
+/* The actuator site's I/O driver interface (DESIGN.md 7, 8): one drive signal and one damper
+ * command out, one displacement and one force in, and a safe state. Two back ends:
+ *
+ *   virtual  the rehearsal specimen (common/specimen.h): each read is one tick of the virtual
+ *            plant and damper, driven by the outputs last written.
+ *   comedi   a data-acquisition board through comedilib: analog outputs for the actuator's
+ *            displacement set-point and the damper's current driver, analog inputs for the
+ *            displacement transducer and the load cell (docs/experiment-file.md, `daq`).
+ *
+ * Per tick the site calls drths_daq_write, then drths_daq_read; in HOLD it calls
+ * drths_daq_safe_state with the last measured displacement. Every per-tick call is RT-safe: no
+ * allocation, no logging; the comedi back end makes one synchronous comedilib call (an ioctl)
+ * per channel. A failing call returns a negative errno-style code and records what failed;
+ * drths_daq_error formats it later, outside the RT thread.
+ *
+ * Conversion on the comedi back end. Engineering value e and connector voltage v are related
+ * by e = units_per_volt * v + offset. Outputs: v is clamped to what the channel can produce
+ * (the comedilib range, narrowed where a calibration polynomial would map its ends outside
+ * 0..maxdata) *before* conversion, so no value can wrap around in the converter; then
+ * comedi_from_physical gives the code. Inputs: comedi_to_physical turns the code into v, and a
+ * code at 0 or maxdata is flagged as saturated (the true value may lie beyond). The polynomial
+ * of each channel is the soft calibration's (comedi_get_softcal_converter) when the subdevice
+ * is soft-calibrated (SDF_SOFT_CALIBRATED), else the linear map of comedi_get_range and
+ * comedi_get_maxdata (what comedi_get_hardcal_converter gives).
+ *
+ * comedilib is reached only through a drths_comedi_api_t, whose default instance points at the
+ * library's functions; tests pass a test double, so the back end is tested without a board.
+ *
+ * Ownership: the caller owns drths_daq_t (usually inside its site struct). The virtual back end
+ * borrows the specimen, which must outlive the daq. The comedi back end owns the comedilib
+ * device and the parsed calibration; it copies what it needs from the config, so the config
+ * and its strings may be freed after open. The api table must outlive the daq (the default one
+ * is static). drths_daq_close releases everything and is safe twice and after a failed open.
+ */
+#ifndef DRTHS_DAQ_H
+#define DRTHS_DAQ_H
+
+#include <comedilib.h>
+
+#include "common/config.h"
+#include "common/error.h"
+#include "common/specimen.h"
+
+/* The four channels, in the order of the bit masks and of drths_daq_comedi_config_t. */
+enum {
+    DRTHS_DAQ_COMMAND_OUT = 0,
+    DRTHS_DAQ_CURRENT_OUT,
+    DRTHS_DAQ_DISPLACEMENT_IN,
+    DRTHS_DAQ_FORCE_IN,
+    DRTHS_DAQ_NCHANNELS
+};
+
+/* "command_out", "current_out", "displacement_in", "force_in" (the experiment file's keys). */
+extern const char *const drths_daq_channel_names[DRTHS_DAQ_NCHANNELS];
+
+/* Every comedilib function the comedi back end uses, so that a test can replace the library.
+ * Each member has the signature of the comedilib function it is named after (errnum is
+ * comedi_errno, which cannot be a member's name because errno is a macro). */
+typedef struct drths_comedi_api {
+    comedi_t *(*open)(const char *filename);
+    int (*close)(comedi_t *dev);
+    int (*get_subdevice_type)(comedi_t *dev, unsigned subdevice);
+    int (*get_subdevice_flags)(comedi_t *dev, unsigned subdevice);
+    int (*get_n_channels)(comedi_t *dev, unsigned subdevice);
+    lsampl_t (*get_maxdata)(comedi_t *dev, unsigned subdevice, unsigned channel);
+    comedi_range *(*get_range)(comedi_t *dev, unsigned subdevice, unsigned channel,
+                               unsigned range);
+    int (*data_write)(comedi_t *dev, unsigned subdevice, unsigned channel, unsigned range,
+                      unsigned aref, lsampl_t data);
+    int (*data_read)(comedi_t *dev, unsigned subdevice, unsigned channel, unsigned range,
+                     unsigned aref, lsampl_t *data);
+    double (*to_physical)(lsampl_t data, const comedi_polynomial_t *poly);
+    lsampl_t (*from_physical)(double data, const comedi_polynomial_t *poly);
+    char *(*get_default_calibration_path)(comedi_t *dev); /* malloc'ed; free() */
+    comedi_calibration_t *(*parse_calibration_file)(const char *path);
+    void (*cleanup_calibration)(comedi_calibration_t *cal);
+    int (*get_softcal_converter)(unsigned subdevice, unsigned channel, unsigned range,
+                                 enum comedi_conversion_direction direction,
+                                 const comedi_calibration_t *cal, comedi_polynomial_t *poly);
+    int (*errnum)(void);
+    const char *(*strerror)(int errnum);
+} drths_comedi_api_t;
+
+/* Points at comedilib itself. */
+extern const drths_comedi_api_t drths_comedi_api_default;
+
+typedef struct drths_daq_comedi_config {
+    const char *device; /* "/dev/comedi0" */
+    /* Indexed by DRTHS_DAQ_COMMAND_OUT ... DRTHS_DAQ_FORCE_IN; all four must be given. */
+    drths_daq_channel_config_t ch[DRTHS_DAQ_NCHANNELS];
+    /* A soft-calibration file, or NULL for comedilib's default path. Read only when a channel's
+     * subdevice is soft-calibrated. */
+    const char *calibration_path;
+    /* The damper command written by safe_state, A (or V for a voltage-driven damper): 0, as a
+     * de-energised MR damper is the passive-off state. */
+    double damper_safe_command;
+} drths_daq_comedi_config_t;
+
+/* One channel of the comedi back end, resolved at open. */
+typedef struct drths_daq_comedi_channel {
+    drths_daq_channel_config_t cfg;
+    lsampl_t maxdata;
+    comedi_range range;        /* copied from comedilib */
+    comedi_polynomial_t poly;  /* from_physical for outputs, to_physical for inputs */
+    int soft_calibrated;       /* 1 when poly comes from the calibration file */
+    double v_lo, v_hi;         /* outputs: the clamp, volts; inputs: the range */
+} drths_daq_comedi_channel_t;
+
+struct drths_daq;
+
+typedef struct drths_daq_ops {
+    int (*write)(struct drths_daq *d, double drive_m, double vel_m_s, double damper_command);
+    int (*read)(struct drths_daq *d, double *disp_m, double *force_N);
+    int (*safe_state)(struct drths_daq *d, double hold_m);
+    void (*close)(struct drths_daq *d);
+} drths_daq_ops_t;
+
+typedef struct drths_daq {
+    const drths_daq_ops_t *ops;  /* NULL when closed or never opened */
+    drths_daq_backend_t backend;
+
+    /* Set by each write (and safe_state): bit (1 << DRTHS_DAQ_COMMAND_OUT) and/or
+     * (1 << DRTHS_DAQ_CURRENT_OUT) when that output was clamped to the channel's range. */
+    unsigned clamped;
+    /* Set by each read: bit (1 << DRTHS_DAQ_DISPLACEMENT_IN) and/or (1 << DRTHS_DAQ_FORCE_IN)
+     * when that input was at an end of its converter (0 or maxdata). */
+    unsigned saturated;
+    /* Counts over the run, for the summary. */
+    unsigned long long n_clamped, n_saturated, n_errors;
+
+    /* The last failure, for drths_daq_error: code (negative errno), the channel, the comedilib
+     * function and comedi_errno() at that moment. code 0 = none. */
+    struct {
+        int code;
+        int channel;
+        int comedi_errno;
+        const char *op;
+    } last_error;
+
+    union {
+        struct {
+            drths_specimen_t *spec;   /* borrowed */
+            double drive_m, vel_m_s, command;
+            drths_specimen_meas_t meas; /* of the last read */
+        } virt;
+        struct {
+            const drths_comedi_api_t *api;
+            comedi_t *dev;
+            comedi_calibration_t *cal; /* NULL when no channel is soft-calibrated */
+            char device[256];
+            char calibration_path[1024]; /* the file used, "" when none */
+            double damper_safe_command;
+            drths_daq_comedi_channel_t ch[DRTHS_DAQ_NCHANNELS];
+        } comedi;
+    } u;
+} drths_daq_t;
+
+/* Opens the virtual back end over spec (initialised by the caller, borrowed). The outputs start
+ * at drive 0, velocity 0, command 0 until the first write. init-only. */
+int drths_daq_open_virtual(drths_specimen_t *spec, drths_daq_t *out, drths_error_t *err);
+
+/* Opens the device, checks each channel (subdevice type, channel count, range, maxdata), loads
+ * the soft calibration where a subdevice needs it and builds each channel's conversion. Writes
+ * nothing: the outputs keep what they held until the first write or safe_state. On failure
+ * returns a negative errno, fills err naming the device (and channel, subdevice and
+ * comedilib's reason), and leaves *out closed with nothing to release; without a board:
+ *   "cannot open /dev/comedi0: No such file or directory — is the board's driver loaded?
+ *    (comedi_config)". api NULL means drths_comedi_api_default. init-only. */
+int drths_daq_open_comedi(const drths_daq_comedi_config_t *cfg, const drths_comedi_api_t *api,
+                          drths_daq_t *out, drths_error_t *err);
+
+/* The comedi config of an experiment's daq section (pointers into exp, which must outlive the
+ * open call). init-only. */
+void drths_daq_comedi_config_from_experiment(const drths_experiment_t *exp,
+                                             drths_daq_comedi_config_t *cfg);
+
+/* Opens the back end the experiment names: virtual over spec, or comedi with api (NULL =
+ * comedilib). init-only. */
+int drths_daq_open(const drths_experiment_t *exp, drths_specimen_t *spec,
+                   const drths_comedi_api_t *api, drths_daq_t *out, drths_error_t *err);
+
+/* Writes the actuator's displacement set-point (m) and the damper command (A or V). vel_m_s is
+ * the commanded velocity, which only the virtual ideal actuator uses (a servo controller
+ * derives its own). A NaN drive or command writes nothing and returns -EINVAL. RT-safe. */
+int drths_daq_write(drths_daq_t *d, double drive_m, double vel_m_s, double damper_command);
+
+/* Reads the measured displacement (m) and force (N). On the virtual back end this steps the
+ * specimen one tick. On failure *disp_m and *force_N are NaN. RT-safe. */
+int drths_daq_read(drths_daq_t *d, double *disp_m, double *force_N);
+
+/* Writes the neutral outputs: the set-point hold_m (the last measured displacement, so the
+ * actuator stays where it is) and the damper's safe command. Both outputs are attempted even if
+ * the first fails; returns the first error. RT-safe. */
+int drths_daq_safe_state(drths_daq_t *d, double hold_m);
+
+/* The virtual back end's full measurement of the last read (true values as well as the
+ * measured ones); NULL for the other back ends. RT-safe. */
+const drths_specimen_meas_t *drths_daq_virtual_meas(const drths_daq_t *d);
+
+/* Formats the last failure of write/read/safe_state into err, naming the device, the channel
+ * with its subdevice and channel numbers, the comedilib function and comedilib's text; returns
+ * its code (0 if none). init-only (formats text; call it from the non-RT thread). */
+int drths_daq_error(const drths_daq_t *d, drths_error_t *err);
+
+/* Releases the back end. Writes nothing: call drths_daq_safe_state first. Safe twice.
+ * init-only. */
+void drths_daq_close(drths_daq_t *d);
+
+#endif
