@@ -314,6 +314,24 @@ int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ct
     return 0;
 }
 
+/* Hands every waiting datagram from the peer to the loop. RT-safe (non-blocking recvmmsg). */
+static void drain_into(drths_numsite_t *s, drths_hybrid_t *h, drths_msg_t *m)
+{
+    for (;;) {
+        int n = drths_udp_recv(&s->udp, s->batch, DRTHS_UDP_BATCH);
+        for (int i = 0; i < n; i++) {
+            if (!drths_addr_equal(&s->batch[i].from, &s->peer)) {
+                s->wrong_source++;
+                continue;
+            }
+            if (drths_wire_open(&s->rx, s->batch[i].data, s->batch[i].len, m) == DRTHS_REJECT_OK)
+                drths_hybrid_on_message(h, m, s->batch[i].rx_ns);
+        }
+        if (n < DRTHS_UDP_BATCH)
+            return;
+    }
+}
+
 void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *rec,
                        atomic_int *stop, void (*wake)(void *ctx), void *ctx)
 {
@@ -328,6 +346,10 @@ void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *
                                                             "numerical site");
             stop_sent = 1;
         }
+        /* Drain before reading the clock: if this thread was descheduled, the feedback that
+         * arrived meanwhile (with its kernel arrival time) must be seen before the loop decides
+         * that a deadline has passed. */
+        drain_into(s, h, &m);
         int64_t now = drths_now_ns();
         drths_hybrid_poll_result_t pr = drths_hybrid_poll(h, now, &a);
         if (pr == DRTHS_HYBRID_ACT) {
@@ -352,22 +374,7 @@ void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *
         int64_t until = a.wake_ns;
         if (until > now + IDLE_NS)
             until = now + IDLE_NS; /* to see a stop request soon */
-        if (drths_udp_wait(&s->udp, until) > 0) {
-            for (;;) {
-                int n = drths_udp_recv(&s->udp, s->batch, DRTHS_UDP_BATCH);
-                for (int i = 0; i < n; i++) {
-                    if (!drths_addr_equal(&s->batch[i].from, &s->peer)) {
-                        s->wrong_source++;
-                        continue;
-                    }
-                    if (drths_wire_open(&s->rx, s->batch[i].data, s->batch[i].len, &m) ==
-                        DRTHS_REJECT_OK)
-                        drths_hybrid_on_message(h, &m, s->batch[i].rx_ns);
-                }
-                if (n < DRTHS_UDP_BATCH)
-                    break;
-            }
-        }
+        drths_udp_wait(&s->udp, until);
     }
     s->run_end_ns = drths_now_ns();
     if (wake)
