@@ -52,6 +52,17 @@ int drths_comp_stencil_weights(const double *x, int n, double z, double *wt)
     return 0;
 }
 
+/* Folds the model coefficients into the stencil so the drive is one dot product per tick. */
+static void fold(drths_comp_t *c)
+{
+    for (int j = 0; j < DRTHS_COMP_STENCIL; j++) {
+        double s = 0.0;
+        for (int k = 0; k < 4; k++)
+            s += c->a[k] * c->dw[k][j];
+        c->w[j] = s;
+    }
+}
+
 static int check_model(const drths_plant_model_t *m, drths_error_t *err)
 {
     if (!m)
@@ -113,18 +124,62 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
     int rc = drths_comp_stencil_weights(x, DRTHS_COMP_STENCIL, t.lead_ticks, wt);
     if (rc < 0)
         return drths_error_set(err, rc, "compensation: stencil weights failed");
-    /* The k-th derivative in ticks becomes SI with dt^-k; fold the model coefficients in so the
-     * drive is one dot product per tick. */
-    for (int j = 0; j < DRTHS_COMP_STENCIL; j++) {
-        double s = 0.0, f = 1.0;
-        for (int k = 0; k < 4; k++) {
-            s += t.a[k] * f * wt[k * DRTHS_COMP_STENCIL + j];
-            f /= dt_s;
-        }
-        t.w[j] = s;
-    }
+    /* The k-th derivative in ticks becomes SI with dt^-k. */
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < DRTHS_COMP_STENCIL; j++)
+            t.dw[k][j] = wt[k * DRTHS_COMP_STENCIL + j] / pow(dt_s, k);
+    fold(&t);
     *c = t;
     return 0;
+}
+
+static void denominator(const drths_plant_model_t *m, double *d)
+{
+    d[0] = m->p * m->b;
+    d[1] = m->b + m->a * m->p;
+    d[2] = m->a + m->p;
+    d[3] = 1.0;
+    d[4] = m->K;
+}
+
+int drths_comp_schedule(drths_comp_t *c, const drths_plant_model_t *lo, const drths_plant_model_t *hi,
+                        double i_hi_A, drths_error_t *err)
+{
+    if (c->mode != DRTHS_COMPENSATION_FEEDFORWARD)
+        return drths_error_set(err, -EINVAL, "compensation.schedule: only for the feedforward");
+    int rc = check_model(lo, err);
+    if (rc < 0)
+        return drths_error_prefix(err, rc, "compensation.schedule (0 A)");
+    rc = check_model(hi, err);
+    if (rc < 0)
+        return drths_error_prefix(err, rc, "compensation.schedule (high current)");
+    if (!(i_hi_A > 0.0) || !isfinite(i_hi_A))
+        return drths_error_set(err, -EINVAL, "compensation.schedule.i_hi_A: must be > 0 (got %g)",
+                               i_hi_A);
+    denominator(lo, c->sched_lo);
+    denominator(hi, c->sched_hi);
+    c->sched_i_hi_A = i_hi_A;
+    c->scheduled = 1;
+    drths_comp_set_current(c, 0.0);
+    return 0;
+}
+
+void drths_comp_set_current(drths_comp_t *c, double current_A)
+{
+    if (!c->scheduled)
+        return;
+    double f = current_A / c->sched_i_hi_A;
+    if (!(f >= 0.0))
+        f = 0.0;
+    else if (f > 1.0)
+        f = 1.0;
+    c->sched_current_A = f * c->sched_i_hi_A;
+    double d[5];
+    for (int k = 0; k < 5; k++)
+        d[k] = c->sched_lo[k] + f * (c->sched_hi[k] - c->sched_lo[k]);
+    for (int k = 0; k < 4; k++)
+        c->a[k] = d[k] / d[4];
+    fold(c);
 }
 
 int drths_comp_set_poly_lead(drths_comp_t *c, double lead_s, drths_error_t *err)

@@ -33,7 +33,8 @@
  *    or 1): the derivatives at t + s of the degree-6 polynomial through those samples
  *    (Fornberg's weights, computed at init). They are exact for any polynomial of degree <= 6,
  *    in particular for cubics. The stencil needs n_need = c + 3 future samples
- *    (drths_comp_lookahead_needed: 3 for d <= 1).
+ *    (drths_comp_lookahead_needed: 3 for d <= 1). Optionally (drths_comp_schedule, beyond
+ *    seed 004) the inverted model follows the damper's current like the virtual plant does.
  *
  * Fallback: when fewer future samples are given than a mode uses (n_future < n_need for the
  * feedforward), each missing one is extrapolated by third-order Lagrange from the four newest
@@ -87,6 +88,11 @@ typedef struct drths_comp {
     int stencil_first;      /* tick offset of the first stencil sample: c - 3 */
     int n_need;             /* future samples the feedforward stencil uses: c + 3 */
     double w[DRTHS_COMP_STENCIL]; /* drive = sum w[j] r(t + stencil_first + j) */
+    double dw[4][DRTHS_COMP_STENCIL]; /* k-th derivative (SI) at t + s = sum dw[k][j] r(...) */
+    /* Current scheduling (drths_comp_schedule): denominator coefficients [p b, b + a p, a + p, 1]
+     * and K of the models at 0 A and at sched_i_hi_A. */
+    int scheduled;
+    double sched_lo[5], sched_hi[5], sched_i_hi_A, sched_current_A;
     double poly_lead_ticks; /* tau of the polynomial mode, in ticks */
     uint64_t ticks;              /* drths_comp_drive calls */
     uint64_t extrapolated_ticks; /* feedforward ticks that lacked future samples */
@@ -104,6 +110,21 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
 /* Sets tau of the polynomial mode, in seconds (>= 0, at most 1 s). The default after init is
  * 1/p + a/b of the model plus the lead (io_delay_ticks - 1/2) ticks. init-only. */
 int drths_comp_set_poly_lead(drths_comp_t *c, double lead_s, drths_error_t *err);
+
+/* Beyond seed 004 (which designs on the average model only): lets the feedforward follow the
+ * damper current the way the plant does. The inverse's coefficients become those of the model
+ * whose polynomial coefficients (p b, b + a p, a + p and K) are interpolated linearly between
+ * lo (0 A) and hi (at i_hi_A > 0) at the current given to drths_comp_set_current, clamped to
+ * [0, i_hi_A] (the virtual plant interpolates its discrete matrices the same way, which agrees
+ * to first order in dt). Until the first drths_comp_set_current the current is 0. FEEDFORWARD
+ * only (-EINVAL otherwise). init-only. */
+int drths_comp_schedule(drths_comp_t *c, const drths_plant_model_t *lo, const drths_plant_model_t *hi,
+                        double i_hi_A, drths_error_t *err);
+
+/* The damper's effective current now (A), for a scheduled feedforward; ignored otherwise. The
+ * actuator site knows the commanded current; its effective value comes from the damper's known
+ * current dynamics (common/damper.h). Recomputes the 7 folded weights. RT-safe. */
+void drths_comp_set_current(drths_comp_t *c, double current_A);
 
 /* Future samples the mode uses at most: n_need for FEEDFORWARD, floor(tau) for POLYNOMIAL (it
  * uses fewer when they are not there, without counting), 0 for NONE. This is

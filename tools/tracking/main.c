@@ -1,0 +1,377 @@
+/* drths-tracking: the actuator tracking benchmark of seed 004 (Table 2) on the virtual plant.
+ *
+ * The virtual specimen (common/specimen.h: the 3-pole servo-hydraulic plant following the
+ * 200-kN damper's effective current between the 0 A and 2.5 A models, the damper attached, the
+ * default sensor noise and 16-bit converters, a one-tick I/O delay, 5000 Hz) is driven to
+ * follow a band-limited white-noise displacement (0-5 Hz, RMS 2.78 mm; 0-15 Hz, RMS 0.595 mm)
+ * with the damper at 0.0 A, 2.5 A and 2.5 A pulsed at 0.5 Hz, and each of the compensation
+ * modes of common/compensation.h (designed on the average model, plus the feedforward scheduled
+ * on the damper current). It prints the RMS error norm
+ * of the measured against the desired displacement (seed 004 eq 31) beside the paper's best
+ * figures and the project's goal (half of them).
+ *
+ * A lab uses it to see what the compensation does before the first test with the real
+ * actuator, and to choose the lookahead the playout buffer must give it. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/compensation.h"
+#include "common/error.h"
+#include "common/groundmotion.h"
+#include "common/specimen.h"
+
+#define PROG "drths-tracking"
+#define RATE_HZ 5000.0
+#define MAX_LOOKAHEAD 64
+/* Half-cosine fade-in and fade-out of the desired displacement, so the actuator starts and ends
+ * at rest: the generated noise is periodic, not tapered, and starts at a non-zero value. */
+#define TAPER_S 1.0
+
+/* One row of seed 004 Table 2: a damper current case and a band. */
+typedef struct {
+    const char *current_name; /* "0.0 A", "2.5 A", "pulsed" */
+    int pulsed;
+    double current_A;
+    double f_hi_hz;
+    double rms_m;
+    double paper_pct; /* the paper's best RMS error norm */
+} case_t;
+
+static const case_t CASES[] = {
+    {"0.0 A", 0, 0.0, 5.0, 2.78e-3, 0.942},
+    {"0.0 A", 0, 0.0, 15.0, 0.595e-3, 3.45},
+    {"2.5 A", 0, 2.5, 5.0, 2.78e-3, 1.41},
+    {"2.5 A", 0, 2.5, 15.0, 0.595e-3, 4.68},
+    {"pulsed 0/2.5 A 0.5 Hz", 1, 2.5, 5.0, 2.78e-3, 1.09},
+    {"pulsed 0/2.5 A 0.5 Hz", 1, 2.5, 15.0, 0.595e-3, 4.72},
+};
+#define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+/* Seed 004's three modes, and the feedforward scheduled on the damper current. */
+static const drths_compensation_t MODES[] = {DRTHS_COMPENSATION_NONE, DRTHS_COMPENSATION_POLYNOMIAL,
+                                            DRTHS_COMPENSATION_FEEDFORWARD,
+                                            DRTHS_COMPENSATION_FEEDFORWARD};
+static const char *const MODE_NAMES[] = {"none", "polynomial", "feedforward", "feedforward-scheduled"};
+#define NMODES 4
+
+typedef struct {
+    double rms_pct, rms_true_pct, ti_m2, peak_m;
+    uint64_t ticks, extrapolated;
+} result_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: " PROG " [--duration S] [--seed N] [--lookahead-ticks K] [--poly-lead-ms MS]\n"
+            "                     [--csv FILE]\n"
+            "\n"
+            "Seed 004 Table 2 on the virtual plant: the actuator follows band-limited white-noise\n"
+            "displacements (0-5 Hz RMS 2.78 mm, 0-15 Hz RMS 0.595 mm) with the 200-kN damper at\n"
+            "0.0 A, 2.5 A and 2.5 A pulsed at 0.5 Hz, with compensation none, polynomial and\n"
+            "feedforward (and the feedforward scheduled on the damper current). Prints the RMS error\n"
+            "norm 100 sqrt(sum (xm - xd)^2 / sum xd^2) in percent beside the paper's best figures\n"
+            "and the goal (half of them).\n"
+            "\n"
+            "  --duration S         length of each desired displacement (default 60; >= 3)\n"
+            "  --seed N             white-noise seed (default 4; the 15 Hz band uses N + 1)\n"
+            "  --lookahead-ticks K  future commands the compensator gets (the playout preview;\n"
+            "                       default 3, 0 to %d); with fewer than it needs it extrapolates\n"
+            "  --poly-lead-ms MS    lead of the polynomial mode (default: 1/p + a/b of the average\n"
+            "                       model plus half a tick, 9.05 ms)\n"
+            "  --csv FILE           one row per run (case, band, mode) with every indicator\n"
+            "  --help               this text\n"
+            "\n"
+            "Plant: 3-pole models of seed 004 at 0 A and 2.5 A, interpolated by the damper's\n"
+            "effective current; one-tick I/O delay; sensor noise 2 um and 16-bit converter over\n"
+            "+/- 0.1 m; 5000 Hz. The compensators are designed on the average model. The desired\n"
+            "displacement fades in and out over %g s. Exit status: 0 ok, 1 output error, 2 bad\n"
+            "options.\n",
+            MAX_LOOKAHEAD, TAPER_S);
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, PROG ": ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (try --help)\n");
+    va_end(ap);
+    return 2;
+}
+
+static int parse_num(const char *s, double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return end != s && *end == '\0' && errno == 0 && isfinite(*v) ? 0 : -1;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtol(s, &end, 10);
+    return end != s && *end == '\0' && errno == 0 && *v >= lo && *v <= hi ? 0 : -1;
+}
+
+/* The desired displacement with MAX_LOOKAHEAD + 4 zeros before and after, so that the windows
+ * of the first and last ticks read the resting actuator. Returns a pointer to sample 0 of the
+ * heap block *block, or NULL with a message in err. */
+static double *make_desired(double dt, double duration, double f_hi, double rms, uint64_t seed,
+                            long *n_out, double **block, drths_error_t *err)
+{
+    drths_record_t rec;
+    if (drths_record_white_noise(&rec, dt, duration, 0.0, f_hi, rms, seed, err) < 0)
+        return NULL;
+    const long n = (long)rec.n, pad = MAX_LOOKAHEAD + 4;
+    double *b = calloc((size_t)(n + 2 * pad), sizeof(double));
+    if (!b) {
+        drths_record_close(&rec);
+        drths_error_set(err, -ENOMEM, "no memory for %ld samples", n);
+        return NULL;
+    }
+    double *r = b + pad;
+    const long nt = lround(TAPER_S / dt);
+    double s2 = 0.0;
+    for (long k = 0; k < n; k++) {
+        double w = 1.0;
+        if (k < nt)
+            w = 0.5 - 0.5 * cos(M_PI * k / nt);
+        else if (k > n - 1 - nt)
+            w = 0.5 - 0.5 * cos(M_PI * (n - 1 - k) / nt);
+        r[k] = rec.ag_m_s2[k] * w;
+        s2 += r[k] * r[k];
+    }
+    /* The taper removes a little energy: scale back so the record has the paper's RMS. */
+    const double g = rms / sqrt(s2 / n);
+    for (long k = 0; k < n; k++)
+        r[k] *= g;
+    drths_record_close(&rec);
+    *n_out = n;
+    *block = b;
+    return r;
+}
+
+/* Damper current command at tick k: constant, or a 0.5 Hz square wave, on (2.5 A) in the first
+ * half of each 2 s period. */
+static double current_at(const case_t *cs, long k, double dt)
+{
+    if (!cs->pulsed)
+        return cs->current_A;
+    return fmod(k * dt, 2.0) < 1.0 ? cs->current_A : 0.0;
+}
+
+/* One run. scheduled: the feedforward follows the damper's effective current (its value at the
+ * previous tick, i.e. a perfect model of the current driver's dynamics) instead of using the
+ * average model. */
+static int run(const case_t *cs, drths_compensation_t mode, int scheduled, const double *r, long n,
+               double dt, int lookahead, double poly_lead_s, result_t *res, drths_error_t *err)
+{
+    drths_specimen_params_t sp;
+    drths_specimen_params_default(&sp, DRTHS_DAMPER_PHILLIPS2013);
+    drths_specimen_t spec;
+    int rc = drths_specimen_init(&spec, &sp, dt, err);
+    if (rc < 0)
+        return rc;
+    drths_comp_t comp;
+    rc = drths_comp_init(&comp, mode, &DRTHS_PLANT_AVERAGE, sp.io_delay_ticks, dt, err);
+    if (rc == 0 && poly_lead_s >= 0.0 && mode == DRTHS_COMPENSATION_POLYNOMIAL)
+        rc = drths_comp_set_poly_lead(&comp, poly_lead_s, err);
+    if (rc == 0 && scheduled)
+        rc = drths_comp_schedule(&comp, &DRTHS_PLANT_0A, &DRTHS_PLANT_2P5A, 2.5, err);
+    if (rc < 0) {
+        drths_specimen_close(&spec);
+        return rc;
+    }
+    drths_specimen_reset(&spec, 0.0, current_at(cs, 0, dt));
+    drths_tracking_t tr, tr_true;
+    drths_tracking_init(&tr);
+    drths_tracking_init(&tr_true);
+    double i_eff = drths_damper_command_effective(&spec.damper);
+    for (long k = 0; k < n; k++) {
+        drths_comp_set_current(&comp, i_eff);
+        const double u = drths_comp_drive(&comp, &r[k - 3], &r[k + 1], lookahead);
+        drths_specimen_meas_t m;
+        drths_specimen_step(&spec, u, 0.0, current_at(cs, k, dt), &m);
+        drths_tracking_add(&tr, r[k], m.disp_m);
+        drths_tracking_add(&tr_true, r[k], m.true_disp_m);
+        i_eff = m.current;
+    }
+    res->rms_pct = drths_tracking_rms_pct(&tr);
+    res->rms_true_pct = drths_tracking_rms_pct(&tr_true);
+    res->ti_m2 = drths_tracking_ti(&tr);
+    res->peak_m = drths_tracking_max_err(&tr);
+    res->ticks = comp.ticks;
+    res->extrapolated = comp.extrapolated_ticks;
+    drths_comp_close(&comp);
+    drths_specimen_close(&spec);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_DURATION = 1, OPT_SEED, OPT_LOOKAHEAD, OPT_POLY_LEAD, OPT_CSV, OPT_HELP };
+    static const struct option opts[] = {
+        {"duration", required_argument, NULL, OPT_DURATION},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"lookahead-ticks", required_argument, NULL, OPT_LOOKAHEAD},
+        {"poly-lead-ms", required_argument, NULL, OPT_POLY_LEAD},
+        {"csv", required_argument, NULL, OPT_CSV},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    double duration = 60.0, poly_lead_s = -1.0;
+    long seed = 4, lookahead = 3;
+    const char *csv_path = NULL;
+
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        double v;
+        switch (c) {
+        case OPT_DURATION:
+            if (parse_num(optarg, &duration) < 0 || duration < 3.0 || duration > 3600.0)
+                return fail("--duration: expected 3 to 3600 seconds (got '%s')", optarg);
+            break;
+        case OPT_SEED:
+            if (parse_int(optarg, 0, 0x7fffffffL, &seed) < 0)
+                return fail("--seed: expected an integer 0 to 2147483647 (got '%s')", optarg);
+            break;
+        case OPT_LOOKAHEAD:
+            if (parse_int(optarg, 0, MAX_LOOKAHEAD, &lookahead) < 0)
+                return fail("--lookahead-ticks: expected an integer 0 to %d (got '%s')",
+                            MAX_LOOKAHEAD, optarg);
+            break;
+        case OPT_POLY_LEAD:
+            if (parse_num(optarg, &v) < 0 || v < 0.0 || v > 1000.0)
+                return fail("--poly-lead-ms: expected 0 to 1000 ms (got '%s')", optarg);
+            poly_lead_s = v * 1e-3;
+            break;
+        case OPT_CSV:
+            csv_path = optarg;
+            break;
+        case OPT_HELP:
+            usage(stdout);
+            return 0;
+        case ':':
+            return fail("%s: missing value", argv[optind - 1]);
+        default:
+            return fail("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return fail("unexpected argument '%s'", argv[optind]);
+
+    const double dt = 1.0 / RATE_HZ;
+    drths_error_t err;
+    drths_error_clear(&err);
+
+    /* Header: what was run, so a table pasted into a lab notebook is self-describing. */
+    drths_comp_t probe;
+    if (drths_comp_init(&probe, DRTHS_COMPENSATION_FEEDFORWARD, &DRTHS_PLANT_AVERAGE, 1, dt, &err) < 0) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        return 2;
+    }
+    const int ff_need = drths_comp_lookahead_needed(&probe);
+    drths_comp_init(&probe, DRTHS_COMPENSATION_POLYNOMIAL, &DRTHS_PLANT_AVERAGE, 1, dt, &err);
+    if (poly_lead_s >= 0.0)
+        drths_comp_set_poly_lead(&probe, poly_lead_s, &err);
+    const double lead_ms = probe.poly_lead_ticks * dt * 1e3;
+
+    FILE *csv = NULL;
+    if (csv_path) {
+        csv = fopen(csv_path, "w");
+        if (!csv) {
+            fprintf(stderr, PROG ": --csv %s: %s\n", csv_path, strerror(errno));
+            return 1;
+        }
+        fprintf(csv, "current_case,band_hz,desired_rms_m,mode,lookahead_ticks,rms_error_pct,"
+                     "rms_error_true_pct,tracking_indicator_m2,peak_error_m,extrapolated_ticks,"
+                     "ticks,paper_best_pct,goal_pct\n");
+    }
+
+    printf("drths-tracking: seed 004 Table 2 on the virtual plant\n");
+    printf("  %g Hz, %g s per run (%g s fade in/out), seed %ld (0-5 Hz) and %ld (0-15 Hz)\n",
+           RATE_HZ, duration, TAPER_S, seed, seed + 1);
+    printf("  plant: seed 004 3-pole models at 0 A and 2.5 A, interpolated by the damper's effective\n"
+           "  current; 200-kN damper attached; I/O delay 1 tick; sensor noise 2 um, 16-bit over\n"
+           "  +/- 0.1 m. Compensators designed on the average model (seed 004); \"ff sched.\" is the\n"
+           "  feedforward whose model follows the damper's effective current like the plant's\n"
+           "  (beyond seed 004; here the plant IS that model, so it shows the sensor-noise floor).\n");
+    printf("  lookahead %ld ticks (feedforward needs %d%s); polynomial lead %.3f ms\n", lookahead,
+           ff_need, lookahead < ff_need ? ", the rest extrapolated" : "", lead_ms);
+    printf("  RMS error norm of measured vs desired displacement, %%\n\n");
+    printf("%-22s %-8s %7s %8s %11s %12s %10s %11s %7s\n", "damper current", "band", "RMS mm",
+           "none", "polynomial", "feedforward", "ff sched.", "paper best", "goal");
+
+    const uint64_t useed = (uint64_t)seed;
+    double *blocks[2] = {NULL, NULL}, *desired[2] = {NULL, NULL};
+    long nsamp[2] = {0, 0};
+    const double bands[2] = {5.0, 15.0}, rmss[2] = {2.78e-3, 0.595e-3};
+    for (int b = 0; b < 2; b++) {
+        desired[b] = make_desired(dt, duration, bands[b], rmss[b], useed + (uint64_t)b, &nsamp[b],
+                                  &blocks[b], &err);
+        if (!desired[b]) {
+            fprintf(stderr, PROG ": white noise 0-%g Hz: %s\n", bands[b], err.msg);
+            free(blocks[0]);
+            if (csv)
+                fclose(csv);
+            return 2;
+        }
+    }
+
+    int status = 0, met = 0, met_sched = 0;
+    uint64_t ff_extrap = 0, ff_ticks = 0;
+    for (int i = 0; i < NCASES && status == 0; i++) {
+        const case_t *cs = &CASES[i];
+        const int b = cs->f_hi_hz > 10.0 ? 1 : 0;
+        result_t res[NMODES];
+        for (int m = 0; m < NMODES; m++) {
+            if (run(cs, MODES[m], m == 3, desired[b], nsamp[b], dt, (int)lookahead, poly_lead_s, &res[m],
+                    &err) < 0) {
+                fprintf(stderr, PROG ": %s\n", err.msg);
+                status = 2;
+                break;
+            }
+        }
+        if (status)
+            break;
+        ff_extrap += res[2].extrapolated;
+        ff_ticks += res[2].ticks;
+        const double goal = 0.5 * cs->paper_pct;
+        met += res[2].rms_pct <= goal;
+        met_sched += res[3].rms_pct <= goal;
+        char band[32];
+        snprintf(band, sizeof band, "0-%.0f Hz", cs->f_hi_hz);
+        printf("%-22s %-8s %7.3f %8.3f %11.3f %12.3f %10.3f %11.3f %7.3f\n", cs->current_name, band,
+               cs->rms_m * 1e3, res[0].rms_pct, res[1].rms_pct, res[2].rms_pct, res[3].rms_pct,
+               cs->paper_pct, goal);
+        fflush(stdout);
+        for (int m = 0; csv && m < NMODES; m++)
+            fprintf(csv, "%s,0-%g,%.6g,%s,%ld,%.6g,%.6g,%.6g,%.6g,%" PRIu64 ",%" PRIu64 ",%g,%g\n",
+                    cs->current_name, cs->f_hi_hz, cs->rms_m, MODE_NAMES[m],
+                    lookahead, res[m].rms_pct, res[m].rms_true_pct, res[m].ti_m2, res[m].peak_m,
+                    res[m].extrapolated, res[m].ticks, cs->paper_pct, goal);
+    }
+    if (status == 0) {
+        printf("\nat or below the goal: feedforward %d of %d rows, ff sched. %d of %d; the feedforward\n"
+               "extrapolated %" PRIu64 " of %" PRIu64 " ticks (lookahead short of what it needs)\n",
+               met, NCASES, met_sched, NCASES, ff_extrap, ff_ticks);
+    }
+    free(blocks[0]);
+    free(blocks[1]);
+    if (csv && fclose(csv) != 0 && status == 0) {
+        fprintf(stderr, PROG ": --csv %s: %s\n", csv_path, strerror(errno));
+        status = 1;
+    }
+    return status;
+}
