@@ -13,6 +13,7 @@
 #include "common/runfolder.h"
 #include "common/setup.h"
 #include "site-numerical/numsub.h"
+#include "site-numerical/semiactive.h"
 
 static int summary_alloc(drths_reference_summary_t *s, int n)
 {
@@ -71,6 +72,15 @@ static int write_summary(const char *dir, const drths_experiment_t *exp,
     drths_json_string(&j, "mode", drths_control_mode_name(exp->control.mode));
     drths_json_string(&j, "damper", drths_damper_model_name(exp->specimen.damper.model));
     drths_json_number(&j, "command", s->command);
+    if (exp->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL) {
+        drths_json_number(&j, "peak_desired_force_N", s->peak_desired_force_N);
+        drths_json_number(&j, "on_fraction", s->on_fraction);
+        drths_json_number(&j, "q_disp", s->design.q_disp);
+        drths_json_number(&j, "q_acc", s->design.q_acc);
+        drths_json_number(&j, "r", s->design.r);
+        drths_json_number(&j, "riccati_residual", s->riccati_residual);
+        drths_json_number(&j, "closed_loop_spectral_radius", s->spectral_radius);
+    }
     drths_json_object_end(&j);
     drths_json_array_begin(&j, "floors");
     for (int i = 0; i < s->n; i++) {
@@ -114,19 +124,34 @@ int drths_reference_run(const drths_experiment_t *exp, const char *out_dir,
                         drths_reference_summary_t *sum, drths_progress_fn progress, void *ctx,
                         drths_error_t *err)
 {
-    double command;
-    int rc = drths_setup_passive_command(exp, &command, err);
-    if (rc)
-        return rc;
+    return drths_reference_run_design(exp, NULL, out_dir, sum, progress, ctx, err);
+}
+
+int drths_reference_run_design(const drths_experiment_t *exp,
+                               const drths_semiactive_design_t *design, const char *out_dir,
+                               drths_reference_summary_t *sum, drths_progress_fn progress,
+                               void *ctx, drths_error_t *err)
+{
     drths_numsub_t ns;
-    rc = drths_numsub_init(&ns, exp, err);
+    int rc = drths_numsub_init(&ns, exp, err);
     if (rc)
         return rc;
+    /* The controller is designed on the numerical site's own model, which the reference shares;
+     * in the passive modes it returns drths_setup_passive_command's constant. */
+    drths_semiactive_t ctl;
+    rc = drths_semiactive_init(&ctl, &ns.st, exp->specimen.floor, ns.dt_s,
+                               drths_experiment_command_max(exp->specimen.damper.model),
+                               exp->control.mode, exp->control.command, design, err);
+    if (rc) {
+        drths_numsub_close(&ns);
+        return rc;
+    }
     drths_damper_params_t dp;
     drths_damper_t damper;
     drths_setup_damper_true(exp, &dp);
     rc = drths_damper_init(&damper, &dp, ns.dt_s, err);
     if (rc) {
+        drths_semiactive_close(&ctl);
         drths_numsub_close(&ns);
         return drths_error_prefix(err, rc, "specimen.damper");
     }
@@ -135,13 +160,22 @@ int drths_reference_run(const drths_experiment_t *exp, const char *out_dir,
         free(row);
         drths_reference_summary_close(sum);
         drths_damper_close(&damper);
+        drths_semiactive_close(&ctl);
         drths_numsub_close(&ns);
         return drths_error_set(err, -ENOMEM, "out of memory");
     }
     memcpy(sum->freq_hz, ns.st.freq_hz, (size_t)ns.n * sizeof(double));
     memcpy(sum->zeta, ns.st.zeta, (size_t)ns.n * sizeof(double));
-    sum->command = command;
+    int clipped = exp->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL;
+    double command = drths_semiactive_initial_command(&ctl);
+    sum->command = clipped ? ctl.command_max : command;
     sum->dt_s = ns.dt_s;
+    if (clipped) {
+        sum->design = ctl.design;
+        sum->riccati_residual = ctl.riccati_residual;
+        sum->spectral_radius = ctl.spectral_radius;
+    }
+    long on_ticks = 0;
 
     drths_csvw_t csv = {0};
     if (out_dir) {
@@ -164,6 +198,13 @@ int drths_reference_run(const drths_experiment_t *exp, const char *out_dir,
                 drths_csvw_row(&csv, row);
             if (ns.step + 1 >= ns.steps)
                 break;
+            /* The command for step k+1 from the state and the damper force at step k. */
+            command = drths_semiactive_command(&ctl, ns.it.x, ns.it.v, force);
+            if (clipped) {
+                sum->peak_desired_force_N =
+                    fmax(sum->peak_desired_force_N, fabs(drths_semiactive_desired_force(&ctl)));
+                on_ticks += command > 0.0;
+            }
             double d, v;
             drths_numsub_predict(&ns, &d, &v);
             force = drths_damper_step(&damper, d, v, command);
@@ -180,6 +221,8 @@ int drths_reference_run(const drths_experiment_t *exp, const char *out_dir,
     sum->wall_s = (double)(drths_now_ns() - t0) * 1e-9;
     sum->steps = ns.step + 1;
     sum->duration_s = (double)ns.step * ns.dt_s;
+    if (clipped && ns.step > 0)
+        sum->on_fraction = (double)on_ticks / (double)ns.step;
     for (int i = 0; i < ns.n; i++) {
         sum->rms_x_m[i] = sqrt(sum->rms_x_m[i] / (double)sum->steps);
         sum->rms_a_m_s2[i] = sqrt(sum->rms_a_m_s2[i] / (double)sum->steps);
@@ -191,6 +234,7 @@ int drths_reference_run(const drths_experiment_t *exp, const char *out_dir,
         rc = write_summary(out_dir, exp, sum, err);
     free(row);
     drths_damper_close(&damper);
+    drths_semiactive_close(&ctl);
     drths_numsub_close(&ns);
     return rc;
 }

@@ -8,26 +8,43 @@
 
 #include "common/config.h"
 #include "common/error.h"
+#include "site-numerical/semiactive.h"
 
 typedef struct drths_reference_summary {
     int n;                  /* floors */
     long steps;
     double dt_s, duration_s, wall_s;
-    double command;         /* the damper command used (A or V) */
+    double command;         /* the damper command of a passive mode (A or V); for
+                             * clipped-optimal the maximum it switches to */
     double *freq_hz, *zeta; /* n each */
     double *peak_x_m, *rms_x_m, *peak_a_m_s2, *rms_a_m_s2; /* n each; a = absolute */
     double peak_force_N, peak_damper_disp_m, peak_damper_vel_m_s;
+    /* clipped-optimal (0 otherwise): the largest desired force |f_c| and the fraction of ticks
+     * the damper was commanded on */
+    double peak_desired_force_N, on_fraction;
+    drths_semiactive_design_t design;         /* the weights used (clipped-optimal) */
+    double riccati_residual, spectral_radius; /* of the design (clipped-optimal) */
 } drths_reference_summary_t;
 
 /* Called about once a second of wall time with the progress; may be NULL. */
 typedef void (*drths_progress_fn)(long step, long steps, void *ctx);
 
-/* Runs the reference. If out_dir is not NULL, writes numerical.csv and summary.json there (the
- * caller has created the folder and copied the experiment). sum is filled and must be closed
- * with drths_reference_summary_close. */
+/* Runs the reference. The damper command comes from site-numerical/semiactive.h: a constant
+ * in the passive modes; in clipped-optimal the command for step k+1 is computed from the
+ * state and the damper force at step k (one tick of delay, as in a real controller), and row k
+ * of numerical.csv records the command applied over the tick that ends at k. If out_dir is not
+ * NULL, writes numerical.csv and summary.json there (the caller has created the folder and copied
+ * the experiment). sum is filled and must be closed with drths_reference_summary_close. */
 int drths_reference_run(const drths_experiment_t *exp, const char *out_dir,
                         drths_reference_summary_t *sum, drths_progress_fn progress, void *ctx,
                         drths_error_t *err);
+
+/* As drths_reference_run with the clipped-optimal weights design (NULL: the defaults of
+ * drths_semiactive_design_default); for tests and studies of the weights. */
+int drths_reference_run_design(const drths_experiment_t *exp,
+                               const drths_semiactive_design_t *design, const char *out_dir,
+                               drths_reference_summary_t *sum, drths_progress_fn progress,
+                               void *ctx, drths_error_t *err);
 
 void drths_reference_summary_close(drths_reference_summary_t *sum);
 
