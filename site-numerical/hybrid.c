@@ -35,6 +35,14 @@ void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experimen
     p->final_wait_ns = 1000 * NS_PER_MS;
 }
 
+int64_t drths_hybrid_feedback_wait_ns(uint32_t L, int64_t dt_ns, int64_t rtt_min_ns,
+                                      int64_t rtt_q_ns, int reorder_ticks)
+{
+    int64_t budget = ((int64_t)L + 1) * dt_ns - (rtt_min_ns + rtt_q_ns) / 2;
+    int64_t floor_ns = (int64_t)reorder_ticks * dt_ns;
+    return budget > floor_ns ? budget : floor_ns;
+}
+
 void drths_hybrid_close(drths_hybrid_t *h)
 {
     if (h->colnames) {
@@ -70,6 +78,8 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
         return drths_error_set(err, -EINVAL, "numerical.reorder_ticks and the tick period must "
                                              "be > 0");
     h->p = *p;
+    if (h->p.wait_ns <= 0)
+        h->p.wait_ns = (int64_t)p->reorder_ticks * p->dt_ns;
     int rc = drths_setup_passive_command(exp, &h->command, err);
     if (rc)
         return rc;
@@ -88,7 +98,7 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     /* Feedback can run ahead of the consumer by the reorder wait plus whatever piled up in the
      * socket while the thread was not running; L ticks of slack cover a stall as long as the
      * loop delay, after which the actuator site is concealing commands anyway. */
-    size_t depth = (size_t)p->reorder_ticks + 2 * (size_t)p->L + (size_t)p->r + 256;
+    size_t depth = (size_t)(h->p.wait_ns / p->dt_ns) + 2 * (size_t)p->L + (size_t)p->r + 256;
     rc = drths_reorder_init(&h->rb, depth, sizeof(drths_fb_sample_t), 1, err);
     if (!rc) {
         rc = drths_rtt_tracker_init(&h->rtt, 2 * (size_t)p->L + 1024, 10000,
@@ -110,6 +120,7 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     h->peak_a = calloc((size_t)n, sizeof(double));
     h->sum_a2 = calloc((size_t)n, sizeof(double));
     h->concealed_cap = depth;
+    h->rb_depth = depth;
     h->concealed_tick = calloc(depth, sizeof(uint64_t));
     int ok = h->colnames && h->row && h->peak_x && h->sum_x2 && h->peak_a && h->sum_a2 &&
              h->concealed_tick;
@@ -502,8 +513,10 @@ drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
     if (drths_reorder_take_next(&h->rb, &tick, &s) == 0)
         return do_step(h, &s, now_ns, a);
     int64_t min_off = min64(h->off_cur, h->off_prev);
-    int64_t deadline = min_off + ((int64_t)n + h->p.reorder_ticks) * h->p.dt_ns;
-    if (now_ns >= deadline || h->fb_newest_tick >= n + (uint64_t)h->p.reorder_ticks) {
+    int64_t deadline = min_off + (int64_t)n * h->p.dt_ns + h->p.wait_ns;
+    /* Besides the deadline, step n is given up when the feedback that ran ahead of it would no
+     * longer fit in the reorder buffer. */
+    if (now_ns >= deadline || h->fb_newest_tick + (uint64_t)h->p.r + 1 >= n + h->rb_depth) {
         drths_reorder_skip_next(&h->rb, &tick);
         return do_step(h, NULL, now_ns, a);
     }

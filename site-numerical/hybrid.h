@@ -44,7 +44,10 @@
 typedef struct drths_hybrid_params {
     uint32_t L;                /* loop delay of epoch 1, ticks (>= 1) */
     int r;                     /* samples per COMMAND (link.redundancy) */
-    int reorder_ticks;         /* numerical.reorder_ticks */
+    int reorder_ticks;         /* numerical.reorder_ticks: the shortest feedback wait */
+    int64_t wait_ns;           /* how long past its earliest expected arrival the loop waits
+                                * for F(n) before concealing it (drths_hybrid_feedback_wait_ns);
+                                * 0 = reorder_ticks ticks */
     drths_smith_mode_t smith;  /* numerical.smith */
     int64_t dt_ns;             /* tick period, rounded to ns as the actuator site's ticker */
     int64_t peer_timeout_ns;   /* no valid message for this long: PEER_LOST (1 s) */
@@ -53,6 +56,19 @@ typedef struct drths_hybrid_params {
     int64_t close_repeat_ns;   /* STOP / ABORT sent 3 times this far apart (10 ms) */
     int64_t final_wait_ns;     /* after STOP, wait this long for the last FEEDBACK (1 s) */
 } drths_hybrid_params_t;
+
+/* The feedback wait of DESIGN.md 2: x(n+1) must reach the actuator site before tick n+1+L, so
+ * the loop can wait for F(n) until (L+1) dt after tick n minus the command's way back. Seen from
+ * the numerical site, tick n is earliest expected at the minimum arrival offset (tick n plus the
+ * fastest way up); a feedback later than that by the up-link jitter is still worth waiting for,
+ * as long as the command then leaves in time for the slowest way down. With only the round trip
+ * measured, the way up at its fastest plus the way down at its slow quantile is estimated as
+ * the mean of the round trip's minimum and its quantile (symmetric jitter):
+ *     wait = (L + 1) dt - (rtt_min + rtt_q) / 2,
+ * never shorter than reorder_ticks ticks. Waiting less conceals feedback that was on its way
+ * (jitter reorders datagrams); waiting more makes commands late. init-only. */
+int64_t drths_hybrid_feedback_wait_ns(uint32_t L, int64_t dt_ns, int64_t rtt_min_ns,
+                                      int64_t rtt_q_ns, int reorder_ticks);
 
 typedef enum drths_hybrid_end {
     DRTHS_HYBRID_RUNNING = 0,
@@ -112,6 +128,7 @@ typedef struct drths_hybrid {
     int peer_stopped;
     uint64_t *concealed_tick;   /* ring (reorder depth) of concealed ticks, owned */
     size_t concealed_cap;
+    size_t rb_depth;       /* reorder buffer capacity, ticks */
     uint64_t consecutive;
     /* commands */
     drths_cmd_channel_t sent[DRTHS_WIRE_MAX_R]; /* sample of tick T at sent[T % MAX_R] */

@@ -405,6 +405,8 @@ static int run_hybrid(const options_t *o)
     drths_hybrid_params_t hp;
     drths_hybrid_params_default(&hp, &exp);
     hp.L = app->site.lchoice.L;
+    hp.wait_ns = drths_hybrid_feedback_wait_ns(hp.L, hp.dt_ns, app->site.probe_summary.min_ns,
+                                               app->site.rtt_q_ns, hp.reorder_ticks);
     hp.peer_timeout_ns = (int64_t)(o->peer_timeout_s * 1e9);
     char path[4200];
     snprintf(path, sizeof path, "%s/numerical.csv", dir);
@@ -419,9 +421,9 @@ static int run_hybrid(const options_t *o)
     printf("smith predictor: %s (nominal %s model, dead time L = %u ticks)\n",
            drths_smith_mode_name(exp.numerical.smith),
            drths_damper_model_name(exp.specimen.damper.model), hp.L);
-    printf("running: %ld steps (%.2f s), damper command %.3g, R = %d, reorder wait %d ticks\n",
+    printf("running: %ld steps (%.2f s), damper command %.3g, R = %d, feedback wait %.3f ms\n",
            app->hyb.ns.steps, (double)(app->hyb.ns.steps - 1) * app->hyb.ns.dt_s, command,
-           hp.r, hp.reorder_ticks);
+           hp.r, (double)app->hyb.p.wait_ns * 1e-6);
     fflush(stdout);
     uv_timer_start(&app->drain_timer, on_drain_timer, 50, 50);
     if (!o->quiet && isatty(2))

@@ -307,6 +307,7 @@ int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ct
         .safety_ticks = (uint32_t)s->exp->link.safety_margin_ticks,
         .fixed_L = (uint32_t)s->exp->link.loop_delay_ticks,
     };
+    s->rtt_q_ns = q_ns;
     rc = drths_lchoice_compute(&lp, q_ns, s->dt_ns, &s->lchoice);
     if (rc)
         return drths_error_set(err, rc, "cannot choose L from a round trip of %lld ns",

@@ -49,6 +49,7 @@ typedef struct drths_numsite {
     uint64_t probes_sent, probes_answered;
     int have_probe_summary;
     drths_rtt_summary_t probe_summary;
+    int64_t rtt_q_ns; /* the probes' round trip at link.quantile */
     drths_lchoice_t lchoice;
     /* counters */
     uint64_t hellos_sent, wrong_source, send_errors, seal_errors;

@@ -395,9 +395,24 @@ static void test_burst_longer_than_r_is_concealed(void **state)
     result_free(&r);
 }
 
+/* The feedback wait spends the command budget (L+1) dt left after the way down, at the seed's
+ * conditions: 80 ms round trip +/- 10 ms (70..90 ms), L = 463 ticks of 0.2 ms. */
+static void test_feedback_wait_budget(void **state)
+{
+    (void)state;
+    const int64_t ms = 1000000, dt = 200000;
+    /* (464 * 0.2 ms) - (70 + 90) / 2 ms = 12.8 ms */
+    assert_int_equal(drths_hybrid_feedback_wait_ns(463, dt, 70 * ms, 90 * ms, 10), 12800000);
+    /* A fixed L shorter than the round trip leaves no budget: the floor of reorder_ticks. */
+    assert_int_equal(drths_hybrid_feedback_wait_ns(100, dt, 70 * ms, 90 * ms, 10), 10 * dt);
+    /* Loopback: L = 15, round trip ~0.01 ms: almost the whole (L+1) dt. */
+    assert_int_equal(drths_hybrid_feedback_wait_ns(15, dt, 10000, 20000, 10), 16 * dt - 15000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_feedback_wait_budget),
         cmocka_unit_test(test_exact_model_equals_reference),
         cmocka_unit_test(test_without_smith_the_delay_shows),
         cmocka_unit_test(test_lost_feedback_repaired_by_redundancy),
