@@ -41,8 +41,30 @@
  * step 0, a(-1) = a(0)), error O(dt^3) per step. Stable while w_max dt <= 2 for the undamped
  * system (the specimen's stiffness, if any, raises w_max: leave margin).
  *
- * Ownership: drths_integrator_t owns every array (one block allocated by _init, freed by _close);
- * the caller reads x, v, a (state at step k) and must not write them. The integrator keeps no
+ * Two forms of the same recurrences (drths_integrator_form_t):
+ * - full: the matrices above, n*n each; every step costs five n*n matrix-vector products
+ *   (O(n^2) time, 7 n^2 doubles of memory);
+ * - modal: for classically damped structures (Phi^T C Phi diagonal, which modal and Rayleigh
+ *   damping are) every matrix above is diagonal in the mass-normalised modes Phi (K Phi =
+ *   M Phi diag(w^2), Phi^T M Phi = I): alpha = Phi diag(4 / (4 + 2 dt c_j + dt^2 w_j^2)) Phi^-1,
+ *   M^-1 C = Phi diag(c_j) Phi^-1, and so on. Each recurrence then runs mode by mode on scalars
+ *   (O(m) per step for m modes), the specimen force is projected as Phi^T f using only its
+ *   nonzero entries (a damper touches one or two DOFs), and the physical state x = Phi q costs
+ *   O(n m) per vector. With every mode kept (m = n) the modal form equals the full form in exact
+ *   arithmetic, so the two agree to round-off (tests/unit/test_integrator.c: < 1e-9 relative).
+ *   With m < n the higher modes are dropped (modal truncation: x, v, a have no component in
+ *   them, including the static response of the dropped modes to the specimen force).
+ *   The physical state is maintained at every DOF by default (O(n m) per step: four products
+ *   with the n*m matrix Phi). drths_integrator_watch restricts the per-step update to a few
+ *   DOFs (the specimen's); the per-step cost is then O(m) plus O(m) per nonzero specimen force,
+ *   and drths_integrator_sync fills the rest when the caller needs it (a record row).
+ * DRTHS_INTEGRATOR_FORM_AUTO (what drths_integrator_init uses) picks the modal form with every
+ * mode for n >= DRTHS_INTEGRATOR_MODAL_MIN_DOF when the damping is classical, else the full form:
+ * from that size the modal form is faster even with every DOF updated each step (measured by
+ * tools/bench) and needs 2 n^2 doubles instead of 7 n^2.
+ *
+ * Ownership: drths_integrator_t owns every array (allocated by _init, freed by _close); the
+ * caller reads x, v, a (state at step k) and must not write them. The integrator keeps no
  * pointer to the structure, which may be closed after _init.
  */
 #ifndef DRTHS_INTEGRATOR_H
@@ -56,8 +78,28 @@ typedef enum {
     DRTHS_INTEGRATOR_CENTRAL_DIFFERENCE
 } drths_integrator_kind_t;
 
+typedef enum {
+    DRTHS_INTEGRATOR_FORM_AUTO = 0, /* modal (all modes) from MODAL_MIN_DOF DOFs if classical */
+    DRTHS_INTEGRATOR_FORM_FULL,     /* n*n matrices */
+    DRTHS_INTEGRATOR_FORM_MODAL     /* modal coordinates; fails unless classically damped */
+} drths_integrator_form_t;
+
+/* From this many DOFs the automatic choice is the modal form (see above). */
+#define DRTHS_INTEGRATOR_MODAL_MIN_DOF 24
+
+/* Damping counts as classical when every kept mode satisfies
+ * |C phi_j - c_j M phi_j|_inf <= DRTHS_INTEGRATOR_CLASSICAL_TOL * max_i |C phi_i|_inf. */
+#define DRTHS_INTEGRATOR_CLASSICAL_TOL 1e-8
+
+typedef struct drths_integrator_options {
+    drths_integrator_form_t form;
+    int modes; /* modal form: modes kept, lowest first; 0 = all n */
+} drths_integrator_options_t;
+
 typedef struct drths_integrator {
     drths_integrator_kind_t kind;
+    drths_integrator_form_t form; /* FULL or MODAL: the form in use */
+    int m;                        /* modal form: modes kept (n for the full form) */
     int n;
     double dt;          /* s */
     long k;             /* step index of the state x, v, a */
@@ -80,14 +122,44 @@ typedef struct drths_integrator {
     double *Minv, *Cm, *Km; /* for reset(): a from M a = -M iota ag - f - C v - K x */
     int predicted;          /* x1, v1 are valid for step k+1 */
     double *mem;            /* the block that owns every array above */
+    /* Modal form only (NULL otherwise). Per mode j: the diagonal entries of B, e, P, Q, R above
+     * (mb, me, mp, mq, mr), c_j = phi_j^T C phi_j (mc), w_j^2 (mw2), the participation factor
+     * phi_j^T M iota (mg), the modal coordinates of the state (q*), and the projected specimen
+     * force qf. phi is n*m row-major (x = phi q), phitm m*n (q = phitm x for reset). */
+    double *phi, *phitm;
+    double *mb, *me, *mp, *mq, *mr, *mc, *mw2, *mg;
+    double *qx, *qv, *qa, *qx1, *qv1, *qvq, *qw, *qai, *qai_prev, *qan, *qf;
+    int *watch;             /* DOFs updated every step (nwatch of them); all when nwatch == n */
+    int nwatch;
+    double *mmem;           /* the block that owns the modal arrays */
 } drths_integrator_t;
 
-/* Precomputes every matrix for time step dt_s (LAPACK). Refuses central difference when
+/* Precomputes every matrix for time step dt_s (LAPACK), in the automatic form. Refuses central difference when
  * w_max dt > 2 with the message "central difference is unstable at dt = ... s: highest mode
  * ... Hz needs dt <= ... s; use chen-ricles or a higher rate_hz". The state is set to rest
  * (x = v = 0, ag = 0, no specimen force). init-only. */
 int drths_integrator_init(drths_integrator_t *it, const drths_structure_t *s,
                           drths_integrator_kind_t kind, double dt_s, drths_error_t *err);
+
+/* As drths_integrator_init with a choice of form (NULL: automatic, every mode). Errors: modal
+ * form asked for non-classical damping ("structure.damping: not classical (mode j couples to
+ * the others by ...); use the full form"), modes outside 0..n. init-only. */
+int drths_integrator_init_opts(drths_integrator_t *it, const drths_structure_t *s,
+                               drths_integrator_kind_t kind, double dt_s,
+                               const drths_integrator_options_t *o, drths_error_t *err);
+
+/* Modal form: from now on predict() and correct() update x1, v1, x, v, a (and what predict()
+ * copies out) only at the ndofs DOFs listed (0-based); the other entries keep the values of the
+ * last drths_integrator_sync or reset. The full form updates everything anyway and ignores it.
+ * Returns 0 or -EINVAL (a DOF out of range, ndofs < 1 or > n). init-only. */
+int drths_integrator_watch(drths_integrator_t *it, const int *dofs, int ndofs);
+
+/* Modal form: computes x, v, a (and x1, v1 when predicted) at every DOF, O(n m). Nothing to do
+ * in the full form. RT-safe. */
+void drths_integrator_sync(drths_integrator_t *it);
+
+/* "full" or "modal". RT-safe. */
+const char *drths_integrator_form_name(drths_integrator_form_t f);
 
 /* Sets the state at step 0: x0 and v0 (NULL means zero), a0 from equilibrium with the ground
  * acceleration ag0 (m/s^2) and the specimen force f0 (NULL means zero); starts the Chen-Ricles

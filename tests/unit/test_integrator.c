@@ -1,6 +1,7 @@
 /* Integrators against exact solutions: second-order convergence of Chen-Ricles and central
  * difference (damped SDOF free and forced through ag, 3-DOF undamped modal), the central
- * difference stability limit, the sign convention of f_spec, and no allocation per step. */
+ * difference stability limit, the sign convention of f_spec, and no allocation per step; the
+ * modal form against the full form (equal to 1e-9 with every mode), truncation and its choice. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -515,6 +516,215 @@ static void test_no_allocation_per_step(void **state)
     drths_structure_close(&s);
 }
 
+/* ---- Modal form ------------------------------------------------------------------------------
+ * A tall shear building with uneven floors, a nonlinear damper between the ground and floor 1
+ * and a linear spring-dashpot between floors 4 and 5 (specimen forces computed from what
+ * predict() hands out, so any difference feeds back), under ag = 3 m/s^2 sin(2 pi 1.3 Hz t). */
+#define TALL_N 100
+#define TALL_STEPS 3000
+
+static void tall_building(drths_structure_t *s, int damping)
+{
+    double m[TALL_N], k[TALL_N];
+    for (int i = 0; i < TALL_N; i++) {
+        m[i] = 4.0e4 + 1.0e4 * (double)(i % 3);
+        k[i] = 2.0e8 * (1.0 - 0.5 * i / TALL_N) + 1.0e7 * (double)(i % 5);
+    }
+    drths_error_t err;
+    assert_int_equal(drths_structure_init_shear(s, TALL_N, m, k, &err), 0);
+    if (damping == 0) {
+        const double z = 0.02;
+        assert_int_equal(drths_structure_set_modal_damping(s, &z, 1, &err), 0);
+    } else {
+        assert_int_equal(drths_structure_set_rayleigh_damping(s, 1, 5, 0.02, 0.03, &err), 0);
+    }
+}
+
+static void tall_forces(const double *x1, const double *v1, double *f)
+{
+    double fd = 2.0e5 * tanh(v1[0] / 0.02);              /* floor 1 to the ground */
+    double fs = 1.0e7 * (x1[4] - x1[3]) + 5.0e5 * (v1[4] - v1[3]); /* floors 4 and 5 */
+    f[0] = fd;
+    f[3] = -fs;
+    f[4] = fs;
+}
+
+/* Largest |a - b| over steps and DOFs, relative to the largest |b|, for x, v and a. */
+typedef struct tall_diff {
+    double x, v, a;
+} tall_diff_t;
+
+static void run_pair(const drths_structure_t *s, drths_integrator_kind_t kind,
+                     const drths_integrator_options_t *oa, const drths_integrator_options_t *ob,
+                     const int *watch, int nwatch, tall_diff_t *d)
+{
+    drths_integrator_t A, B;
+    drths_error_t err;
+    const double dt = 2e-4;
+    assert_int_equal(drths_integrator_init_opts(&A, s, kind, dt, oa, &err), 0);
+    assert_int_equal(drths_integrator_init_opts(&B, s, kind, dt, ob, &err), 0);
+    if (watch)
+        assert_int_equal(drths_integrator_watch(&A, watch, nwatch), 0);
+    double fa[TALL_N] = {0}, fb[TALL_N] = {0}, x1a[TALL_N], v1a[TALL_N], x1b[TALL_N],
+           v1b[TALL_N];
+    double x0[TALL_N];
+    for (int i = 0; i < TALL_N; i++)
+        x0[i] = 1e-3 * sin(0.05 * i);
+    drths_integrator_reset(&A, x0, NULL, 0.0, NULL);
+    drths_integrator_reset(&B, x0, NULL, 0.0, NULL);
+    double dx = 0, dv = 0, da = 0, px = 0, pv = 0, pa = 0;
+    for (int k = 1; k <= TALL_STEPS; k++) {
+        drths_integrator_predict(&A, x1a, v1a);
+        drths_integrator_predict(&B, x1b, v1b);
+        tall_forces(x1a, v1a, fa);
+        tall_forces(x1b, v1b, fb);
+        double ag = 3.0 * sin(2 * M_PI * 1.3 * k * dt);
+        drths_integrator_correct(&A, ag, fa);
+        drths_integrator_correct(&B, ag, fb);
+        if (watch)
+            drths_integrator_sync(&A);
+        for (int i = 0; i < TALL_N; i++) {
+            dx = fmax(dx, fabs(A.x[i] - B.x[i]));
+            dv = fmax(dv, fabs(A.v[i] - B.v[i]));
+            da = fmax(da, fabs(A.a[i] - B.a[i]));
+            px = fmax(px, fabs(B.x[i]));
+            pv = fmax(pv, fabs(B.v[i]));
+            pa = fmax(pa, fabs(B.a[i]));
+        }
+    }
+    d->x = dx / px;
+    d->v = dv / pv;
+    d->a = da / pa;
+    drths_integrator_close(&A);
+    drths_integrator_close(&B);
+}
+
+/* With every mode kept the modal form is the full form in exact arithmetic: both integrators,
+ * modal and Rayleigh damping, every DOF updated or only the specimen's (then synced). */
+static void test_modal_equals_full(void **state)
+{
+    (void)state;
+    const drths_integrator_options_t full = {DRTHS_INTEGRATOR_FORM_FULL, 0};
+    const drths_integrator_options_t modal = {DRTHS_INTEGRATOR_FORM_MODAL, 0};
+    const int watch[3] = {0, 3, 4};
+    const char *dname[2] = {"modal damping", "Rayleigh damping"};
+    for (int damping = 0; damping < 2; damping++) {
+        drths_structure_t s;
+        tall_building(&s, damping);
+        for (int kind = 0; kind < 2; kind++)
+            for (int w = 0; w < 2; w++) {
+                tall_diff_t d;
+                run_pair(&s, kind, &modal, &full, w ? watch : NULL, 3, &d);
+                print_message("%d DOF, %s, %s%s: modal vs full over %d steps: relative max "
+                              "difference x %.2g, v %.2g, a %.2g\n",
+                              TALL_N, dname[damping], kind_name(kind),
+                              w ? ", specimen DOFs watched + sync" : "", TALL_STEPS, d.x, d.v,
+                              d.a);
+                assert_true(d.x < 1e-9 && d.v < 1e-9 && d.a < 1e-9);
+            }
+        drths_structure_close(&s);
+    }
+}
+
+/* Keeping the lowest 20 of 100 modes (the dropped ones are above 5.7 Hz, the excitation is at
+ * 1.3 Hz): close to the full model, but not equal to it. */
+static void test_modal_truncated(void **state)
+{
+    (void)state;
+    drths_structure_t s;
+    tall_building(&s, 0);
+    const drths_integrator_options_t full = {DRTHS_INTEGRATOR_FORM_FULL, 0};
+    const drths_integrator_options_t modal = {DRTHS_INTEGRATOR_FORM_MODAL, 20};
+    tall_diff_t d;
+    run_pair(&s, DRTHS_INTEGRATOR_CHEN_RICLES, &modal, &full, NULL, 0, &d);
+    print_message("20 of %d modes (mode 21 at %.1f Hz): relative max difference x %.2g, v %.2g\n",
+                  TALL_N, s.freq_hz[20], d.x, d.v);
+    assert_true(d.x > 1e-9 && d.x < 0.01);
+    assert_true(d.v < 0.05);
+    drths_structure_close(&s);
+}
+
+/* The automatic choice and its fallback; non-classical damping is refused by the modal form. */
+static void test_modal_choice(void **state)
+{
+    (void)state;
+    drths_structure_t s, t;
+    drths_integrator_t it;
+    drths_error_t err;
+    tall_building(&s, 0);
+    assert_int_equal(drths_integrator_init(&it, &s, DRTHS_INTEGRATOR_CHEN_RICLES, 2e-4, &err), 0);
+    assert_int_equal(it.form, DRTHS_INTEGRATOR_FORM_MODAL);
+    assert_int_equal(it.m, TALL_N);
+    drths_integrator_close(&it);
+    assert_int_equal(drths_structure_init_shear(&t, 3, default_mass, default_k, &err), 0);
+    assert_int_equal(drths_integrator_init(&it, &t, DRTHS_INTEGRATOR_CHEN_RICLES, 2e-4, &err), 0);
+    assert_int_equal(it.form, DRTHS_INTEGRATOR_FORM_FULL);
+    drths_integrator_close(&it);
+    drths_structure_close(&t);
+
+    /* A dashpot at floor 1 added to C couples the modes. */
+    size_t nn = (size_t)TALL_N * TALL_N;
+    double *C = malloc(nn * sizeof(double));
+    memcpy(C, s.C, nn * sizeof(double));
+    C[0] += 1e6;
+    assert_int_equal(drths_structure_init_matrices(&t, TALL_N, s.M, C, s.K, &err), 0);
+    free(C);
+    const drths_integrator_options_t modal = {DRTHS_INTEGRATOR_FORM_MODAL, 0};
+    assert_int_equal(
+        drths_integrator_init_opts(&it, &t, DRTHS_INTEGRATOR_CHEN_RICLES, 2e-4, &modal, &err),
+        -EINVAL);
+    print_message("%s\n", err.msg);
+    assert_non_null(strstr(err.msg, "structure.damping: not classical"));
+    drths_integrator_close(&it); /* nothing to clean up; still safe */
+    assert_int_equal(drths_integrator_init(&it, &t, DRTHS_INTEGRATOR_CHEN_RICLES, 2e-4, &err), 0);
+    assert_int_equal(it.form, DRTHS_INTEGRATOR_FORM_FULL);
+    drths_integrator_close(&it);
+
+    /* Wrong options. */
+    const drths_integrator_options_t bad = {DRTHS_INTEGRATOR_FORM_MODAL, TALL_N + 1};
+    assert_int_equal(
+        drths_integrator_init_opts(&it, &s, DRTHS_INTEGRATOR_CHEN_RICLES, 2e-4, &bad, &err),
+        -EINVAL);
+    assert_non_null(strstr(err.msg, "modes must be 0 (all) .. 100 (got 101)"));
+    assert_int_equal(
+        drths_integrator_init_opts(&it, &s, DRTHS_INTEGRATOR_CHEN_RICLES, 2e-4, &modal, &err), 0);
+    const int out_of_range[1] = {TALL_N};
+    assert_int_equal(drths_integrator_watch(&it, out_of_range, 1), -EINVAL);
+    drths_integrator_close(&it);
+    drths_structure_close(&t);
+    drths_structure_close(&s);
+}
+
+static void test_modal_no_allocation(void **state)
+{
+    (void)state;
+    if (!COUNT_ALLOCS)
+        skip();
+    drths_structure_t s;
+    drths_integrator_t it;
+    drths_error_t err;
+    tall_building(&s, 1);
+    assert_int_equal(drths_integrator_init(&it, &s, DRTHS_INTEGRATOR_CHEN_RICLES, 2e-4, &err), 0);
+    const int watch[1] = {0};
+    double x1[TALL_N], v1[TALL_N], f[TALL_N] = {0};
+    long before = atomic_load(&n_allocs);
+    for (int pass = 0; pass < 2; pass++) {
+        drths_integrator_reset(&it, NULL, NULL, 0.0, NULL);
+        for (int k = 1; k <= 2000; k++) {
+            drths_integrator_predict(&it, x1, v1);
+            f[0] = 1e5 * tanh(v1[0] / 0.01);
+            drths_integrator_correct(&it, sin(k * 0.001), f);
+        }
+        drths_integrator_sync(&it);
+        assert_int_equal(drths_integrator_watch(&it, watch, 1), 0); /* second pass: watched */
+    }
+    long during = atomic_load(&n_allocs) - before;
+    print_message("modal form: %ld allocations in 4000 steps\n", during);
+    assert_int_equal(during, 0);
+    drths_integrator_close(&it);
+    drths_structure_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +735,10 @@ int main(void)
         cmocka_unit_test(test_velocity_specimen),
         cmocka_unit_test(test_reset_predict_correct),
         cmocka_unit_test(test_no_allocation_per_step),
+        cmocka_unit_test(test_modal_equals_full),
+        cmocka_unit_test(test_modal_truncated),
+        cmocka_unit_test(test_modal_choice),
+        cmocka_unit_test(test_modal_no_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
