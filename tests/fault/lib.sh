@@ -1,0 +1,106 @@
+# Shared by the tests/fault/*.sh tests (sourced, not a test itself): a temporary folder, the
+# default experiment shortened for a test, free ports, starting the sites and the checks every
+# fault test makes on the records. Every process runs under `timeout`, so no test can hang.
+set -euo pipefail
+bdir=$1
+src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    # pids are `timeout` processes: kill what runs under them too.
+    for p in "${pids[@]}"; do
+        for c in $(pgrep -P "$p" 2>/dev/null); do kill -9 "$c" 2>/dev/null || true; done
+        kill -9 "$p" 2>/dev/null || true
+    done
+    if [ -n "${DRTHS_KEEP_TMP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL: $*" >&2
+    for f in "$tmp"/*.out "$tmp"/*.err; do
+        [ -f "$f" ] && { echo "--- $f" >&2; tail -n 40 "$f" | sed 's/^/  | /' >&2; }
+    done
+    exit 1
+}
+
+# make_experiment DURATION_S [sed expressions...]: $tmp/exp.yaml, the default experiment with a
+# DURATION_S record, no tail, and the timing headroom of tests/integration/test_loopback.sh
+# (a loaded 2-CPU machine stalls threads for several ms: 20 ms safety margin, 10 ms reorder
+# wait). Further sed expressions edit the physical section (not fingerprinted).
+make_experiment() {
+    local d=$1
+    shift
+    local extra=()
+    for e in "$@"; do extra+=(-e "$e"); done
+    ln -sfn "$src/examples/records" "$tmp/records"
+    sed -e "s/^  duration_s: 0 .*/  duration_s: $d/" -e 's/^  tail_s: .*/  tail_s: 0/' \
+        -e 's/^  safety_margin_ticks: .*/  safety_margin_ticks: 100/' \
+        -e 's/^  reorder_ticks: .*/  reorder_ticks: 50/' \
+        -e "s|^  directory: .*|  directory: $tmp/runs|" "${extra[@]}" \
+        "$src/examples/three-story-elcentro.yaml" >"$tmp/exp.yaml"
+    grep -q "^  duration_s: $d\$" "$tmp/exp.yaml" || fail "could not edit the experiment"
+}
+
+# A free UDP port on 127.0.0.1 (the kernel picks it).
+free_port() {
+    python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_physical NAME PORT [options]: the actuator site in the background; pid in $last_pid.
+start_physical() {
+    local name=$1 port=$2
+    shift 2
+    timeout 90 "$bdir/drths-physical" --experiment "$tmp/exp.yaml" --listen "127.0.0.1:$port" \
+        --wait-timeout 20 --out "$tmp/$name" --quiet "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    last_pid=$!
+    pids+=("$last_pid")
+}
+
+# start_numerical NAME PEER_PORT [options]: the numerical site in the background.
+start_numerical() {
+    local name=$1 port=$2
+    shift 2
+    timeout 90 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --peer "127.0.0.1:$port" \
+        --connect-timeout 10 --out "$tmp/$name" --quiet "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    last_pid=$!
+    pids+=("$last_pid")
+}
+
+# wait_status PID: its exit status in $rc, without tripping set -e (not in a $(...): a
+# subshell cannot wait for its parent's children).
+wait_status() {
+    rc=0
+    wait "$1" || rc=$?
+}
+
+# Waits (bounded) until a site's run has started: its CSV has at least MIN_ROWS data rows.
+wait_rows() {
+    local csv=$1 min=$2 limit=${3:-30}
+    local end=$((SECONDS + limit))
+    while [ $SECONDS -lt $end ]; do
+        if [ -f "$csv" ] && [ "$(wc -l <"$csv")" -gt "$min" ]; then return 0; fi
+        sleep 0.05
+    done
+    fail "$csv did not reach $min rows within $limit s"
+}
+
+# check_records DIR KIND: summary.json exists and the CSV has one row per tick/step from 0 to
+# its last row with no gap (KIND physical: column tick; numerical: column step).
+check_records() {
+    python3 - "$1" "$2" <<'PY' || fail "records of $1 incomplete"
+import csv, json, sys, os
+d, kind = sys.argv[1], sys.argv[2]
+s = json.load(open(os.path.join(d, "summary.json")))
+col = "tick" if kind == "physical" else "step"
+rows = list(csv.DictReader(open(os.path.join(d, kind + ".csv"))))
+ticks = [int(float(r[col])) for r in rows]
+ok = ticks == list(range(len(ticks))) and len(ticks) > 0
+print(f"{'ok  ' if ok else 'FAIL'} {d}: {len(ticks)} rows, every {col} 0..{len(ticks) - 1}, "
+      f"summary exit_code {s.get('exit_code')}: {s.get('exit_reason')}")
+if kind == "physical":
+    dropped = s["recorder"]["dropped_rows"]
+    ok = ok and dropped == 0 and s["recorder"]["rows"] == len(ticks)
+    print(f"{'ok  ' if ok else 'FAIL'} recorder: {s['recorder']['rows']} rows, {dropped} dropped")
+sys.exit(0 if ok else 1)
+PY
+}
