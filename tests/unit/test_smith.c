@@ -134,8 +134,17 @@ static void test_history_and_errors(void **state)
     params(&p);
     drths_smith_t s;
     drths_error_t err;
-    assert_int_equal(drths_smith_init(&s, DRTHS_SMITH_ADAPTIVE, &p, DT, 100, &err), -ENOTSUP);
+    drths_damper_params_t spring;
+    drths_damper_params_preset(&spring, DRTHS_DAMPER_LINEAR_SPRING);
+    assert_int_equal(drths_smith_init(&s, DRTHS_SMITH_ADAPTIVE, &spring, DT, 100, &err),
+                     -ENOTSUP);
     assert_non_null(strstr(err.msg, "numerical.smith: adaptive"));
+    drths_smith_close(&s);
+    drths_smith_adapt_params_t ap;
+    drths_smith_adapt_default(&ap);
+    ap.forgetting = 1.5;
+    assert_int_equal(drths_smith_init_ex(&s, DRTHS_SMITH_ADAPTIVE, &p, DT, 100, &ap, &err),
+                     -EINVAL);
     drths_smith_close(&s);
     assert_int_equal(drths_smith_init(&s, DRTHS_SMITH_FIXED, &p, DT, 10, NULL), 0);
     assert_int_equal(drths_smith_reset(&s, CMD, 10), -ERANGE); /* needs LD + 1 = 11 slots */
@@ -155,9 +164,195 @@ static void test_history_and_errors(void **state)
     drths_smith_close(&s);
 }
 
+/* ---- adaptive ---- */
+
+/* An earthquake-like displacement: a quiet start, a strong part with several frequencies and a
+ * decaying tail, 20 mm peak. */
+static void quake(long k, double *x, double *v)
+{
+    double t = (double)k * DT;
+    double env = t < 1.0 ? t : (t < 8.0 ? 1.0 : exp(-(t - 8.0) / 3.0));
+    double denv = t < 1.0 ? 1.0 : (t < 8.0 ? 0.0 : -env / 3.0);
+    double w[3] = {2 * M_PI * 1.1, 2 * M_PI * 2.9, 2 * M_PI * 8.1};
+    double a[3] = {0.012, 0.007, 0.0015};
+    double s = 0.0, ds = 0.0;
+    for (int i = 0; i < 3; i++) {
+        s += a[i] * sin(w[i] * t + i);
+        ds += a[i] * w[i] * cos(w[i] * t + i);
+    }
+    *x = env * s;
+    *v = denv * s + env * ds;
+}
+
+typedef struct adapt_result {
+    double rms_rel;   /* RMS(R - truth) / RMS(truth) over the last half */
+    double peak_rel;  /* max |R - truth| / max |truth| over the last half */
+    double gain;      /* final force gain */
+    drths_smith_adapt_stats_t st;
+} adapt_result_t;
+
+/* The specimen has the nominal parameters scaled (true_scale), is driven LD steps late, and its
+ * force carries noise_N of deterministic pseudo-noise. The predictor runs in `mode`. */
+static void run_mismatch(drths_smith_mode_t mode, double sa, double sc0, double sc1, double sgb,
+                         double noise_N, long steps, adapt_result_t *out)
+{
+    drths_damper_params_t p, tp;
+    params(&p);
+    tp = p;
+    drths_damper_params_scale(&tp, sa, sc0, sc1, sgb, 1.0);
+    drths_smith_t s;
+    drths_damper_t plant, truth;
+    assert_int_equal(drths_smith_init(&s, mode, &p, DT, 2 * LD + 64, NULL), 0);
+    assert_int_equal(drths_damper_init(&plant, &tp, DT, NULL), 0);
+    assert_int_equal(drths_damper_init(&truth, &tp, DT, NULL), 0);
+    assert_int_equal(drths_smith_reset(&s, CMD, LD), 0);
+    drths_damper_reset(&plant, 0.0, CMD);
+    drths_damper_reset(&truth, 0.0, CMD);
+    double se = 0, st = 0, pe = 0, pt = 0;
+    uint32_t rng = 12345;
+    for (long n = 1; n <= steps; n++) {
+        double x, v;
+        quake(n, &x, &v);
+        drths_smith_step(&s, x, v, CMD);
+        double ft = drths_damper_step(&truth, x, v, CMD);
+        double xd = 0, vd = 0;
+        if (n > LD)
+            quake(n - LD, &xd, &vd);
+        double fp = drths_damper_step(&plant, xd, vd, CMD);
+        rng = rng * 1664525u + 1013904223u;
+        fp += noise_N * ((double)(rng >> 8) / 16777216.0 - 0.5) * 3.4641; /* unit variance */
+        double R = drths_smith_force(&s, n, fp);
+        if (n > steps / 2) {
+            se += (R - ft) * (R - ft);
+            st += ft * ft;
+            pe = fmax(pe, fabs(R - ft));
+            pt = fmax(pt, fabs(ft));
+        }
+    }
+    out->rms_rel = sqrt(se / st);
+    out->peak_rel = pe / pt;
+    out->gain = drths_smith_gain(&s);
+    out->st = s.st;
+    drths_smith_close(&s);
+}
+
+static void test_adaptive_fixes_mismatch(void **state)
+{
+    (void)state;
+    static const double cases[4][4] = {
+        {1.2, 1.2, 1.2, 1.0}, {0.8, 0.8, 0.8, 1.0}, {1.0, 1.0, 1.0, 2.0}, {1.2, 1.0, 0.8, 0.5}};
+    for (int c = 0; c < 4; c++) {
+        const double *k = cases[c];
+        adapt_result_t fx, ad;
+        run_mismatch(DRTHS_SMITH_FIXED, k[0], k[1], k[2], k[3], 50.0, 60000, &fx);
+        run_mismatch(DRTHS_SMITH_ADAPTIVE, k[0], k[1], k[2], k[3], 50.0, 60000, &ad);
+        print_message("true scale alpha %.1f c0 %.1f c1 %.1f gamma,beta %.1f: force error "
+                      "RMS fixed %.2f %% adaptive %.3f %%, peak fixed %.2f %% adaptive %.3f %%, "
+                      "gain %.3f, updates %llu, low signal %llu, dead zone %llu\n",
+                      k[0], k[1], k[2], k[3], 100 * fx.rms_rel, 100 * ad.rms_rel,
+                      100 * fx.peak_rel, 100 * ad.peak_rel, ad.gain,
+                      (unsigned long long)ad.st.updates, (unsigned long long)ad.st.low_signal,
+                      (unsigned long long)ad.st.dead_zone);
+        assert_true(fx.rms_rel > 0.03);             /* the mismatch matters to the fixed one */
+        assert_true(ad.rms_rel < 0.25 * fx.rms_rel); /* adaptive removes most of it */
+        assert_true(ad.rms_rel < 0.02);
+        assert_true(ad.st.updates > 1000);
+        if (k[1] == k[0] && k[2] == k[0] && k[3] == 1.0)
+            assert_true(fabs(ad.gain - k[0]) < 0.02); /* a pure scale is found as the gain */
+    }
+}
+
+static void test_adaptive_equals_fixed_when_exact(void **state)
+{
+    (void)state;
+    adapt_result_t fx, ad;
+    run_mismatch(DRTHS_SMITH_FIXED, 1, 1, 1, 1, 0.0, 20000, &fx);
+    run_mismatch(DRTHS_SMITH_ADAPTIVE, 1, 1, 1, 1, 0.0, 20000, &ad);
+    /* With an exact model every error is inside the dead zone: theta never moves. */
+    assert_true(ad.st.updates == 0);
+    assert_true(ad.rms_rel < 1e-12 && fx.rms_rel < 1e-12);
+    assert_true(ad.gain == 1.0);
+}
+
+static void test_adaptive_guards(void **state)
+{
+    (void)state;
+    drths_damper_params_t p;
+    params(&p);
+    drths_smith_t s;
+    assert_int_equal(drths_smith_init(&s, DRTHS_SMITH_ADAPTIVE, &p, DT, 2 * LD + 64, NULL), 0);
+    assert_int_equal(drths_smith_reset(&s, CMD, LD), 0);
+    /* At rest with a wrong force: the regressor is tiny, nothing is learnt. */
+    for (long n = 1; n <= 2000; n++) {
+        drths_smith_step(&s, 0.0, 0.0, CMD);
+        drths_smith_force(&s, n, 5000.0);
+    }
+    assert_true(s.st.updates == 0 && s.st.low_signal == 2000);
+    assert_true(drths_smith_gain(&s) == 1.0);
+    /* Moving, with a measured force 20 times the model's: the gain stops at its bound. */
+    for (long n = 2001; n <= 12000; n++) {
+        double x, v;
+        quake(n, &x, &v);
+        drths_smith_step(&s, x, v, CMD);
+        /* 20 times the nominal model's force (hist keeps it in adaptive mode too) */
+        drths_smith_force(&s, n, 20.0 * s.hist[(size_t)(n - LD) % s.cap]);
+    }
+    print_message("gain %.3f after a 20x force, %llu projections, trace limited %llu\n",
+                  drths_smith_gain(&s), (unsigned long long)s.st.projections,
+                  (unsigned long long)s.st.trace_limited);
+    assert_true(s.st.updates > 100 && s.st.projections > 0);
+    /* No 20x model exists inside the bounds; whatever mix it settles on stays inside them. */
+    assert_true(drths_smith_gain(&s) <= s.ap.gain_max + 1e-12);
+    for (int i = 0; i < DRTHS_SMITH_BANK; i++)
+        assert_true(s.theta[i] >= s.ap.weight_min && s.theta[i] <= s.ap.weight_max);
+    assert_true(fabs(s.theta[3]) <= s.ap.visc_max);
+    double tr = 0;
+    for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
+        tr += s.P[i][i];
+    assert_true(tr <= s.ap.trace_max * (1 + 1e-12));
+    /* Reset returns to the nominal model. */
+    assert_int_equal(drths_smith_reset(&s, CMD, LD), 0);
+    assert_true(drths_smith_gain(&s) == 1.0 && s.theta[1] == 1.0 && s.st.updates == 0);
+    drths_smith_close(&s);
+    drths_smith_close(&s);
+}
+
+/* force_at pairs F(n) with the step actually applied at tick n: a specimen held at step 40 for
+ * ticks 100..120 (a pause) gives the exact force when the loop names step 40. */
+static void test_force_at_names_the_applied_step(void **state)
+{
+    (void)state;
+    drths_damper_params_t p;
+    params(&p);
+    drths_smith_t s;
+    drths_damper_t twin;
+    assert_int_equal(drths_smith_init(&s, DRTHS_SMITH_FIXED, &p, DT, 2 * LD + 64, NULL), 0);
+    assert_int_equal(drths_damper_init(&twin, &p, DT, NULL), 0);
+    assert_int_equal(drths_smith_reset(&s, CMD, LD), 0);
+    drths_damper_reset(&twin, 0.0, CMD);
+    double f40 = 0;
+    for (long n = 1; n <= 130; n++) {
+        double x, v;
+        motion(n, &x, &v);
+        double f = drths_smith_step(&s, x, v, CMD);
+        double ft = drths_damper_step(&twin, x, v, CMD);
+        assert_true(f == ft);
+        if (n == 40)
+            f40 = f;
+    }
+    double R = drths_smith_force_at(&s, 110, 40, f40);
+    assert_true(fabs(R - drths_smith_model(&s, 110)) < 1e-9);
+    assert_true(s.last_corr_N == 0.0);
+    drths_smith_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_adaptive_fixes_mismatch),
+        cmocka_unit_test(test_adaptive_equals_fixed_when_exact),
+        cmocka_unit_test(test_adaptive_guards),
+        cmocka_unit_test(test_force_at_names_the_applied_step),
         cmocka_unit_test(test_exact_model_removes_delay),
         cmocka_unit_test(test_off_mode_passes_measurement),
         cmocka_unit_test(test_concealment_uses_last_correction),
