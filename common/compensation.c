@@ -52,6 +52,11 @@ int drths_comp_stencil_weights(const double *x, int n, double z, double *wt)
     return 0;
 }
 
+static int is_ff(drths_compensation_t m)
+{
+    return m == DRTHS_COMPENSATION_FEEDFORWARD || m == DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE;
+}
+
 /* Folds the model coefficients into the stencil so the drive is one dot product per tick. */
 static void fold(drths_comp_t *c)
 {
@@ -80,7 +85,7 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
                     int io_delay_ticks, double dt_s, drths_error_t *err)
 {
     if (mode != DRTHS_COMPENSATION_NONE && mode != DRTHS_COMPENSATION_POLYNOMIAL &&
-        mode != DRTHS_COMPENSATION_FEEDFORWARD)
+        mode != DRTHS_COMPENSATION_FEEDFORWARD && mode != DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE)
         return drths_error_set(err, -EINVAL, "compensation.mode: unknown mode %d", (int)mode);
     if (io_delay_ticks < 0 || io_delay_ticks > DRTHS_COMP_MAX_IO_DELAY)
         return drths_error_set(err, -EINVAL, "compensation.io_delay_ticks: must be 0 to %d (got %d)",
@@ -145,7 +150,7 @@ static void denominator(const drths_plant_model_t *m, double *d)
 int drths_comp_schedule(drths_comp_t *c, const drths_plant_model_t *lo, const drths_plant_model_t *hi,
                         double i_hi_A, drths_error_t *err)
 {
-    if (c->mode != DRTHS_COMPENSATION_FEEDFORWARD)
+    if (!is_ff(c->mode))
         return drths_error_set(err, -EINVAL, "compensation.schedule: only for the feedforward");
     int rc = check_model(lo, err);
     if (rc < 0)
@@ -182,6 +187,117 @@ void drths_comp_set_current(drths_comp_t *c, double current_A)
     fold(c);
 }
 
+int drths_comp_current_model(drths_comp_t *c, const drths_damper_params_t *dp, drths_error_t *err)
+{
+    if (!c->scheduled)
+        return drths_error_set(err, -EINVAL,
+                               "compensation.current_model: schedule the feedforward first");
+    drths_comp_current_t m;
+    memset(&m, 0, sizeof m);
+    m.command_max = drths_damper_command_max(dp);
+    double A[9] = {0}, B[3] = {0};
+    switch (dp->model) {
+    case DRTHS_DAMPER_PHILLIPS2013: {
+        /* x1' = -pole x1 + u; i_lag = (pole/zero)(u + (zero - pole) x1); the low-pass
+         * x2'' = wn^2 (i_lag - x2) - 2 zeta wn x2', with x3 = x2'. Effective current = x2. */
+        const double z = dp->lag_zero_rad_s, pl = dp->lag_pole_rad_s;
+        const double wn = 2.0 * M_PI * dp->lowpass_hz, zeta = dp->lowpass_zeta;
+        if (!(z > 0.0) || !(pl > 0.0) || !(wn > 0.0) || !(zeta > 0.0))
+            return drths_error_set(err, -EINVAL,
+                                   "compensation.current_model: the damper's current dynamics "
+                                   "need positive zero, pole, low-pass frequency and damping");
+        m.n = 3;
+        A[0] = -pl;
+        A[5] = 1.0;
+        A[6] = wn * wn * (pl / z) * (z - pl);
+        A[7] = -wn * wn;
+        A[8] = -2.0 * zeta * wn;
+        B[0] = 1.0;
+        B[2] = wn * wn * pl / z;
+        m.out = 1;
+        m.pole = pl;
+        /* The plant's models are identified in amperes of this damper. */
+        m.scale = 1.0;
+        break;
+    }
+    case DRTHS_DAMPER_SPENCER1997:
+        if (!(dp->eta_per_s > 0.0))
+            return drths_error_set(err, -EINVAL,
+                                   "compensation.current_model: eta_per_s must be > 0 (got %g)",
+                                   dp->eta_per_s);
+        m.n = 1;
+        A[0] = -dp->eta_per_s;
+        B[0] = dp->eta_per_s;
+        m.out = 0;
+        /* As common/specimen.h: the plant follows command / command_max on the 0..2.5 A scale. */
+        m.scale = m.command_max > 0.0 ? c->sched_i_hi_A / m.command_max : 0.0;
+        break;
+    default:
+        /* No current: the plant stays at its 0 A model, and so does the inverse. */
+        m.n = 0;
+        m.scale = 0.0;
+        break;
+    }
+    if (m.n > 0) {
+        double An[9], Bn[3];
+        for (int i = 0; i < m.n; i++) {
+            Bn[i] = B[i];
+            for (int j = 0; j < m.n; j++)
+                An[i * m.n + j] = A[i * 3 + j];
+        }
+        if (drths_plant_zoh(m.n, An, Bn, c->dt_s, m.ad, m.bd) != 0)
+            return drths_error_set(err, -EINVAL, "compensation.current_model: discretisation failed");
+    }
+    m.enabled = 1;
+    c->cur = m;
+    drths_comp_reset_command(c, 0.0);
+    return 0;
+}
+
+void drths_comp_reset_command(drths_comp_t *c, double command)
+{
+    drths_comp_current_t *m = &c->cur;
+    if (!m->enabled)
+        return;
+    if (!(command >= 0.0))
+        command = 0.0;
+    else if (command > m->command_max)
+        command = m->command_max;
+    /* Steady state of each realisation for a constant command. */
+    memset(m->s, 0, sizeof m->s);
+    if (m->n == 3) {
+        /* x1 = u / pole, x2 = u, x3 = 0. */
+        m->s[0] = command / m->pole;
+        m->s[1] = command;
+    } else if (m->n == 1) {
+        m->s[0] = command;
+    }
+    m->effective = m->n > 0 ? m->s[m->out] : 0.0;
+    drths_comp_set_current(c, m->effective * m->scale);
+}
+
+void drths_comp_set_command(drths_comp_t *c, double command)
+{
+    drths_comp_current_t *m = &c->cur;
+    if (!m->enabled)
+        return;
+    if (!(command >= 0.0))
+        command = 0.0;
+    else if (command > m->command_max)
+        command = m->command_max;
+    double ns[3] = {0.0, 0.0, 0.0};
+    for (int i = 0; i < m->n; i++) {
+        double v = m->bd[i] * command;
+        for (int j = 0; j < m->n; j++)
+            v += m->ad[i * m->n + j] * m->s[j];
+        ns[i] = v;
+    }
+    for (int i = 0; i < m->n; i++)
+        m->s[i] = ns[i];
+    m->effective = m->n > 0 ? m->s[m->out] : 0.0;
+    drths_comp_set_current(c, m->effective * m->scale);
+}
+
 int drths_comp_set_poly_lead(drths_comp_t *c, double lead_s, drths_error_t *err)
 {
     if (!(lead_s >= 0.0) || !(lead_s <= POLY_LEAD_MAX_S))
@@ -196,6 +312,7 @@ int drths_comp_lookahead_needed(const drths_comp_t *c)
 {
     switch (c->mode) {
     case DRTHS_COMPENSATION_FEEDFORWARD:
+    case DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE:
         return c->n_need;
     case DRTHS_COMPENSATION_POLYNOMIAL:
         return (int)floor(c->poly_lead_ticks);
@@ -229,7 +346,8 @@ double drths_comp_drive(drths_comp_t *c, const double *past, const double *futur
     switch (c->mode) {
     case DRTHS_COMPENSATION_POLYNOMIAL:
         return poly_drive(c, past, future, n_future);
-    case DRTHS_COMPENSATION_FEEDFORWARD: {
+    case DRTHS_COMPENSATION_FEEDFORWARD:
+    case DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE: {
         double win[WIN_MAX];
         const int need = c->n_need;
         for (int i = 0; i < DRTHS_COMP_PAST; i++)

@@ -25,7 +25,8 @@
  *    t + tau: r(t+m-3 .. t+m), m = min(k, floor(tau)) with k future samples given, so only
  *    tau - m ticks are extrapolated; with no lookahead they are r(t-3 .. t) and this is exactly
  *    Horiuchi's method. It corrects the delay only, not the plant's amplitude.
- *  - FEEDFORWARD (seed 004): the inverse of the design model G(s) = K/((s+p)(s^2+a s+b)),
+ *  - FEEDFORWARD_AVERAGE and FEEDFORWARD (seed 004): the inverse of the design model
+ *    G(s) = K/((s+p)(s^2+a s+b)),
  *        u = a0 r + a1 r' + a2 r'' + a3 r''',
  *        a0 = p b / K,  a1 = (b + a p) / K,  a2 = (a + p) / K,  a3 = 1 / K,
  *    with r and its derivatives evaluated at t + s. They come from the 7-point stencil at the
@@ -33,8 +34,14 @@
  *    or 1): the derivatives at t + s of the degree-6 polynomial through those samples
  *    (Fornberg's weights, computed at init). They are exact for any polynomial of degree <= 6,
  *    in particular for cubics. The stencil needs n_need = c + 3 future samples
- *    (drths_comp_lookahead_needed: 3 for d <= 1). Optionally (drths_comp_schedule, beyond
- *    seed 004) the inverted model follows the damper's current like the virtual plant does.
+ *    (drths_comp_lookahead_needed: 3 for d <= 1). The two modes compute the same thing; the
+ *    difference is what the caller does. FEEDFORWARD_AVERAGE keeps the average model (the
+ *    paper's method). For FEEDFORWARD (the experiment file's `feedforward`, beyond seed 004)
+ *    the caller schedules the inverse on the damper current (drths_comp_schedule) and feeds it
+ *    the COMMANDED current through a model of the damper's current dynamics
+ *    (drths_comp_current_model, drths_comp_set_command): the 0 A and 2.5 A actuators differ
+ *    from the average model by about +/- 1 ms of lag, which alone costs about 2 % RMS at
+ *    0-5 Hz. Until it is scheduled, FEEDFORWARD uses the model given to init.
  *
  * Fallback: when fewer future samples are given than a mode uses (n_future < n_need for the
  * feedforward), each missing one is extrapolated by third-order Lagrange from the four newest
@@ -68,6 +75,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "common/damper.h"
 #include "common/error.h"
 #include "common/plant.h"
 
@@ -77,6 +85,19 @@
 #define DRTHS_COMP_STENCIL 7
 /* Past samples drths_comp_drive takes: r(t-3) .. r(t). */
 #define DRTHS_COMP_PAST 4
+
+/* A model of the damper's current dynamics (drths_comp_current_model): the commanded current
+ * in, the effective current the plant follows out. */
+typedef struct drths_comp_current {
+    int enabled;
+    int n, out;            /* state size (0, 1 or 3) and the output state */
+    double ad[9], bd[3];   /* zero-order-hold discretisation at dt */
+    double s[3];           /* state */
+    double pole;           /* lag pole (rad/s), for the steady state */
+    double command_max;    /* commands are clamped to [0, command_max] like the damper's */
+    double scale;          /* plant amperes per unit of effective command */
+    double effective;      /* the model's output after the last command, A or V */
+} drths_comp_current_t;
 
 typedef struct drths_comp {
     drths_compensation_t mode;
@@ -93,6 +114,7 @@ typedef struct drths_comp {
      * and K of the models at 0 A and at sched_i_hi_A. */
     int scheduled;
     double sched_lo[5], sched_hi[5], sched_i_hi_A, sched_current_A;
+    drths_comp_current_t cur; /* current dynamics model (drths_comp_current_model) */
     double poly_lead_ticks; /* tau of the polynomial mode, in ticks */
     uint64_t ticks;              /* drths_comp_drive calls */
     uint64_t extrapolated_ticks; /* feedforward ticks that lacked future samples */
@@ -117,7 +139,7 @@ int drths_comp_set_poly_lead(drths_comp_t *c, double lead_s, drths_error_t *err)
  * lo (0 A) and hi (at i_hi_A > 0) at the current given to drths_comp_set_current, clamped to
  * [0, i_hi_A] (the virtual plant interpolates its discrete matrices the same way, which agrees
  * to first order in dt). Until the first drths_comp_set_current the current is 0. FEEDFORWARD
- * only (-EINVAL otherwise). init-only. */
+ * or FEEDFORWARD_AVERAGE only (-EINVAL otherwise). init-only. */
 int drths_comp_schedule(drths_comp_t *c, const drths_plant_model_t *lo, const drths_plant_model_t *hi,
                         double i_hi_A, drths_error_t *err);
 
@@ -125,6 +147,26 @@ int drths_comp_schedule(drths_comp_t *c, const drths_plant_model_t *lo, const dr
  * actuator site knows the commanded current; its effective value comes from the damper's known
  * current dynamics (common/damper.h). Recomputes the 7 folded weights. RT-safe. */
 void drths_comp_set_current(drths_comp_t *c, double current_A);
+
+/* What a lab knows: the damper current it COMMANDS, not the current inside the coil. This
+ * installs a model of the damper's current dynamics (DESIGN.md 5.2; from dp, the nominal damper:
+ * for PHILLIPS2013 (s + 9 pi) / (9 (s + pi)) then the 75 Hz second-order low-pass, for
+ * SPENCER1997 u' = -eta (u - v), scaled to the plant's 0..2.5 A like common/specimen.h; other
+ * dampers: always 0 A), discretised exactly at dt. Afterwards drths_comp_set_command feeds it
+ * the commanded current each tick and schedules the feedforward on its output. Requires
+ * drths_comp_schedule first (-EINVAL otherwise). Starts at rest at command 0. init-only. */
+int drths_comp_current_model(drths_comp_t *c, const drths_damper_params_t *dp,
+                             drths_error_t *err);
+
+/* Puts the current model at its steady state for a constant command (clamped to
+ * [0, command_max]) and schedules the feedforward there. No effect without a current model.
+ * RT-safe. */
+void drths_comp_reset_command(drths_comp_t *c, double command);
+
+/* One tick of the current model with the damper command written at this tick (clamped to
+ * [0, command_max]); the feedforward is then scheduled on the model's output
+ * (drths_comp_set_current). No effect without a current model. RT-safe. */
+void drths_comp_set_command(drths_comp_t *c, double command);
 
 /* Future samples the mode uses at most: n_need for FEEDFORWARD, floor(tau) for POLYNOMIAL (it
  * uses fewer when they are not there, without counting), 0 for NONE. This is

@@ -99,7 +99,8 @@ struct raw_numerical {
 
 struct raw_physical {
     char *listen, *playout_ticks, *max_concealed_ticks, *watchdog_ms, *limit_displacement_m,
-        *limit_velocity_m_s, *limit_force_N;
+        *limit_velocity_m_s, *limit_force_N, *limit_drive_m, *limit_measured_displacement_m,
+        *hold, *safe_position_m, *ramp_rate_m_s;
 };
 
 struct raw_output {
@@ -264,6 +265,11 @@ static const cyaml_schema_field_t physical_fields[] = {
     STR(struct raw_physical, limit_displacement_m),
     STR(struct raw_physical, limit_velocity_m_s),
     STR(struct raw_physical, limit_force_N),
+    STR(struct raw_physical, limit_drive_m),
+    STR(struct raw_physical, limit_measured_displacement_m),
+    STR(struct raw_physical, hold),
+    STR(struct raw_physical, safe_position_m),
+    STR(struct raw_physical, ramp_rate_m_s),
     CYAML_FIELD_END,
 };
 
@@ -364,7 +370,12 @@ static const enum_name_t actuator_plants[] = {{"ideal", DRTHS_ACTUATOR_PLANT_IDE
 static const enum_name_t compensations[] = {{"none", DRTHS_COMPENSATION_NONE},
                                             {"polynomial", DRTHS_COMPENSATION_POLYNOMIAL},
                                             {"feedforward", DRTHS_COMPENSATION_FEEDFORWARD},
+                                            {"feedforward-average",
+                                             DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE},
                                             {NULL, 0}};
+static const enum_name_t hold_modes[] = {{"hold", DRTHS_HOLD_AT_POSITION},
+                                         {"ramp", DRTHS_HOLD_RAMP},
+                                         {NULL, 0}};
 static const enum_name_t smith_modes[] = {{"off", DRTHS_SMITH_OFF},
                                           {"fixed", DRTHS_SMITH_FIXED},
                                           {"adaptive", DRTHS_SMITH_ADAPTIVE},
@@ -396,6 +407,7 @@ const char *drths_damper_model_name(drths_damper_model_t v) { return enum_name(d
 const char *drths_control_mode_name(drths_control_mode_t v) { return enum_name(control_modes, (int)v); }
 const char *drths_actuator_plant_name(drths_actuator_plant_t v) { return enum_name(actuator_plants, (int)v); }
 const char *drths_compensation_name(drths_compensation_t v) { return enum_name(compensations, (int)v); }
+const char *drths_hold_mode_name(drths_hold_mode_t v) { return enum_name(hold_modes, (int)v); }
 const char *drths_smith_mode_name(drths_smith_mode_t v) { return enum_name(smith_modes, (int)v); }
 const char *drths_daq_backend_name(drths_daq_backend_t v) { return enum_name(daq_backends, (int)v); }
 const char *drths_daq_aref_name(drths_daq_aref_t v) { return enum_name(daq_arefs, (int)v); }
@@ -1454,8 +1466,31 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
                         &x->physical.limit_velocity_m_s)) ||
         (r = check_gt0(c, "physical.limit_velocity_m_s", x->physical.limit_velocity_m_s)) ||
         (r = get_double(c, "physical.limit_force_N", p->limit_force_N, 250000, &x->physical.limit_force_N)) ||
-        (r = check_gt0(c, "physical.limit_force_N", x->physical.limit_force_N)))
+        (r = check_gt0(c, "physical.limit_force_N", x->physical.limit_force_N)) ||
+        (r = get_double(c, "physical.limit_drive_m", p->limit_drive_m, 0.1,
+                        &x->physical.limit_drive_m)) ||
+        (r = check_gt0(c, "physical.limit_drive_m", x->physical.limit_drive_m)) ||
+        (r = get_double(c, "physical.limit_measured_displacement_m",
+                        p->limit_measured_displacement_m, 0.1,
+                        &x->physical.limit_measured_displacement_m)) ||
+        (r = check_gt0(c, "physical.limit_measured_displacement_m",
+                       x->physical.limit_measured_displacement_m)) ||
+        (r = get_enum(c, "physical.hold", p->hold, hold_modes, DRTHS_HOLD_AT_POSITION, &v)) ||
+        (r = get_double(c, "physical.safe_position_m", p->safe_position_m, 0.0,
+                        &x->physical.safe_position_m)) ||
+        (r = get_double(c, "physical.ramp_rate_m_s", p->ramp_rate_m_s, 0.05,
+                        &x->physical.ramp_rate_m_s)) ||
+        (r = check_gt0(c, "physical.ramp_rate_m_s", x->physical.ramp_rate_m_s)))
         return r;
+    x->physical.hold = (drths_hold_mode_t)v;
+    /* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. */
+    if (!(fabs(x->physical.safe_position_m) < x->physical.limit_drive_m) ||
+        !(fabs(x->physical.safe_position_m) < x->physical.limit_measured_displacement_m))
+        return fail(c, -EINVAL, "physical.safe_position_m",
+                    "must lie inside physical.limit_drive_m (%g) and "
+                    "physical.limit_measured_displacement_m (%g) (got %g)",
+                    x->physical.limit_drive_m, x->physical.limit_measured_displacement_m,
+                    x->physical.safe_position_m);
     /* A command is sent L ticks ahead of its tick and waits in the playout buffer meanwhile. */
     if (x->link.loop_delay_ticks >= x->physical.playout_ticks)
         return fail(c, -EINVAL, "link.loop_delay_ticks",

@@ -83,8 +83,21 @@ typedef enum drths_actuator_plant {
 typedef enum drths_compensation {
     DRTHS_COMPENSATION_NONE = 0,    /* "none" */
     DRTHS_COMPENSATION_POLYNOMIAL,  /* "polynomial": third-order extrapolation (Horiuchi) */
-    DRTHS_COMPENSATION_FEEDFORWARD  /* "feedforward": inverted average three-pole model */
+    /* "feedforward": the inverted three-pole model scheduled on the damper current. The model
+     * follows the damper's COMMANDED current passed through a model of the damper's current
+     * dynamics (the nominal damper's, DESIGN.md 5.2), interpolated between the 0 A and 2.5 A
+     * models of seed 004; nothing of the plant's internal state is used. */
+    DRTHS_COMPENSATION_FEEDFORWARD,
+    /* "feedforward-average": the inverted AVERAGE three-pole model (seed 004 as published). */
+    DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE
 } drths_compensation_t;
+
+/* What the actuator does in HOLD (DESIGN.md 7). Either way the drive moves at most
+ * physical.ramp_rate_m_s * dt per tick and the damper command goes to its safe value (0). */
+typedef enum drths_hold_mode {
+    DRTHS_HOLD_AT_POSITION = 0, /* "hold": to the displacement measured when HOLD began */
+    DRTHS_HOLD_RAMP             /* "ramp": to physical.safe_position_m */
+} drths_hold_mode_t;
 
 typedef enum drths_smith_mode {
     DRTHS_SMITH_OFF = 0,  /* "off" */
@@ -237,6 +250,14 @@ typedef struct drths_experiment {
         double limit_displacement_m; /* > 0 (default 0.1) */
         double limit_velocity_m_s;  /* > 0 (default 1.0) */
         double limit_force_N;       /* > 0 (default 250000) */
+        double limit_drive_m;       /* |drive signal| (after compensation) above this: HOLD;
+                                     * > 0 (default 0.1) */
+        double limit_measured_displacement_m; /* |measured displacement| above this: HOLD;
+                                               * > 0 (default 0.1) */
+        drths_hold_mode_t hold;     /* default hold */
+        double safe_position_m;     /* ramp target, inside both displacement limits
+                                     * (default 0) */
+        double ramp_rate_m_s;       /* largest drive speed in HOLD, > 0 (default 0.05) */
     } physical;
 
     /* Actuator site only, not fingerprinted: its I/O back end (site-physical/daq.h). With
@@ -312,6 +333,7 @@ const char *drths_damper_model_name(drths_damper_model_t v);
 const char *drths_control_mode_name(drths_control_mode_t v);
 const char *drths_actuator_plant_name(drths_actuator_plant_t v);
 const char *drths_compensation_name(drths_compensation_t v);
+const char *drths_hold_mode_name(drths_hold_mode_t v);
 const char *drths_smith_mode_name(drths_smith_mode_t v);
 const char *drths_daq_backend_name(drths_daq_backend_t v);
 const char *drths_daq_aref_name(drths_daq_aref_t v);

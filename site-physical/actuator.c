@@ -1,5 +1,6 @@
 #include "site-physical/actuator.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@ const char *const drths_actuator_columns[DRTHS_ACT_NCOLS] = {
     "tick",         "time_s",        "cmd_tick",   "command_m",
     "command_vel_m_s", "damper_command", "concealed", "hold",
     "meas_disp_m",  "meas_force_N",  "cmd_lead_ms", "wake_late_us",
+    "drive_m",      "tracking_error_m", "tracking_rms_pct", "tracking_indicator_m2",
 };
 
 /* Histogram layouts: wake-up lateness in 1 us bins up to 100 ms, command lead in 10 us bins up
@@ -33,6 +35,17 @@ void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
     p->limit_displacement_m = exp->physical.limit_displacement_m;
     p->limit_velocity_m_s = exp->physical.limit_velocity_m_s;
     p->limit_force_N = exp->physical.limit_force_N;
+    p->limit_drive_m = exp->physical.limit_drive_m;
+    p->limit_meas_disp_m = exp->physical.limit_measured_displacement_m;
+    p->hold_mode = exp->physical.hold;
+    p->safe_position_m = exp->physical.safe_position_m;
+    p->ramp_rate_m_s = exp->physical.ramp_rate_m_s;
+    p->compensation = exp->actuator.compensation;
+    /* The virtual plant's I/O delay; with a board it is the converters' and controller's delay
+     * the lab sets in the same field. */
+    p->comp_io_delay_ticks = exp->actuator.io_delay_ticks;
+    /* The lab knows its damper's nominal model, not the rehearsal's "true" one. */
+    drths_setup_damper_nominal(exp, &p->damper_nominal);
     /* A passive mode's constant command is what the numerical site will send from tick L + 1
      * on; holding it during the rest ticks lets the damper's current settle before the motion
      * starts, as in the reference run. Semi-active modes start from 0 (the safe value). */
@@ -69,6 +82,22 @@ static int check_params(const drths_actuator_params_t *p, drths_error_t *err)
     if (!(p->limit_force_N > 0.0))
         return drths_error_set(err, -EINVAL, "physical.limit_force_N: must be > 0 (got %g)",
                                p->limit_force_N);
+    if (!(p->limit_drive_m > 0.0))
+        return drths_error_set(err, -EINVAL, "physical.limit_drive_m: must be > 0 (got %g)",
+                               p->limit_drive_m);
+    if (!(p->limit_meas_disp_m > 0.0))
+        return drths_error_set(err, -EINVAL,
+                               "physical.limit_measured_displacement_m: must be > 0 (got %g)",
+                               p->limit_meas_disp_m);
+    if (p->hold_mode != DRTHS_HOLD_AT_POSITION && p->hold_mode != DRTHS_HOLD_RAMP)
+        return drths_error_set(err, -EINVAL, "physical.hold: unknown mode %d", (int)p->hold_mode);
+    if (!(fabs(p->safe_position_m) < p->limit_drive_m))
+        return drths_error_set(err, -EINVAL,
+                               "physical.safe_position_m: must lie inside +/- limit_drive_m "
+                               "(got %g)", p->safe_position_m);
+    if (!(p->ramp_rate_m_s > 0.0) || !isfinite(p->ramp_rate_m_s))
+        return drths_error_set(err, -EINVAL, "physical.ramp_rate_m_s: must be > 0 (got %g)",
+                               p->ramp_rate_m_s);
     if (!isfinite(p->rest_damper_command))
         return drths_error_set(err, -EINVAL, "rest damper command: must be finite");
     if (!(p->hold_linger_s >= 0.0) || !(p->abort_interval_s >= 0.0))
@@ -78,20 +107,38 @@ static int check_params(const drths_actuator_params_t *p, drths_error_t *err)
     return 0;
 }
 
-int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p,
-                        drths_specimen_t *spec, drths_error_t *err)
+int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, drths_daq_t *daq,
+                        drths_error_t *err)
 {
     memset(a, 0, sizeof *a);
     int rc = check_params(p, err);
     if (rc)
         return rc;
-    if (!spec)
-        return drths_error_set(err, -EINVAL, "actuator: no specimen");
+    if (!daq || !daq->ops)
+        return drths_error_set(err, -EINVAL, "actuator: no open DAQ");
     a->p = *p;
-    a->spec = spec;
+    a->daq = daq;
     a->dt_ns = (int64_t)llround(1e9 / p->rate_hz);
     if (a->dt_ns <= 0)
         return drths_error_set(err, -EINVAL, "rate_hz: %g gives a tick below 1 ns", p->rate_hz);
+    const double dt = 1.0 / p->rate_hz;
+    /* Seed 004 designs every compensator on the average model; `feedforward` then schedules
+     * the inverse between the 0 A and 2.5 A models on the commanded current. */
+    rc = drths_comp_init(&a->comp, p->compensation, &DRTHS_PLANT_AVERAGE, p->comp_io_delay_ticks,
+                         dt, err);
+    if (!rc && p->compensation == DRTHS_COMPENSATION_FEEDFORWARD) {
+        rc = drths_comp_schedule(&a->comp, &DRTHS_PLANT_0A, &DRTHS_PLANT_2P5A, 2.5, err);
+        if (!rc)
+            rc = drths_comp_current_model(&a->comp, &p->damper_nominal, err);
+    }
+    if (rc)
+        return drths_error_prefix(err, rc, "actuator.compensation %s",
+                                  drths_compensation_name(p->compensation));
+    a->lookahead = drths_comp_lookahead_needed(&a->comp);
+    if (a->lookahead > DRTHS_ACT_MAX_LOOKAHEAD)
+        a->lookahead = DRTHS_ACT_MAX_LOOKAHEAD;
+    drths_comp_reset_command(&a->comp, p->rest_damper_command);
+    drths_tracking_init(&a->track);
     rc = drths_playout_init(&a->pb, p->playout_ticks, sizeof(drths_cmd_channel_t), 0, err);
     if (rc)
         return rc;
@@ -110,7 +157,8 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p,
     drths_cmd_channel_t rest = {0.0, 0.0, 0.0, p->rest_damper_command};
     for (int i = 0; i < 4; i++)
         a->hist[i] = rest;
-    drths_specimen_reset(spec, 0.0, p->rest_damper_command);
+    if (daq->backend == DRTHS_DAQ_BACKEND_VIRTUAL && daq->u.virt.spec)
+        drths_specimen_reset(daq->u.virt.spec, 0.0, p->rest_damper_command);
     for (int i = 0; i < DRTHS_WIRE_MAX_R; i++)
         a->fb_ring[i].cmd_tick = -1;
     return 0;
@@ -281,15 +329,70 @@ static void check_command(drths_actuator_t *a, const drths_cmd_channel_t *s)
     }
 }
 
-/* The measurement limits, checked after each step. */
-static void check_measurement(drths_actuator_t *a, const drths_specimen_meas_t *m)
+/* The measurement limits, checked after each read. */
+static void check_measurement(drths_actuator_t *a, double disp_m, double force_N)
 {
-    if (fabs(m->force_N) > a->p.limit_force_N) {
-        char text[DRTHS_WIRE_MAX_TEXT + 1];
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    if (!(fabs(disp_m) <= a->p.limit_meas_disp_m)) {
+        snprintf(text, sizeof text,
+                 "measured displacement limit: %.6g m exceeds %.6g m", disp_m,
+                 a->p.limit_meas_disp_m);
+        drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    } else if (!(fabs(force_N) <= a->p.limit_force_N)) {
         snprintf(text, sizeof text, "force limit: measured force %.6g kN exceeds %.6g kN",
-                 m->force_N * 1e-3, a->p.limit_force_N * 1e-3);
+                 force_N * 1e-3, a->p.limit_force_N * 1e-3);
         drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
     }
+}
+
+/* The drive limit, checked before the drive is written. Returns nonzero when it is exceeded. */
+static int check_drive(drths_actuator_t *a, double drive_m)
+{
+    if (fabs(drive_m) <= a->p.limit_drive_m)
+        return 0;
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    snprintf(text, sizeof text, "drive limit: drive signal %.6g m exceeds %.6g m (not written)",
+             drive_m, a->p.limit_drive_m);
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    return 1;
+}
+
+static void daq_failed(drths_actuator_t *a, int rc, const char *what)
+{
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    snprintf(text, sizeof text, "DAQ %s failed (%s)", what, strerror(-rc));
+    a->c.daq_errors++;
+    drths_actuator_hold(a, DRTHS_STOP_INTERNAL_ERROR, 1, text);
+}
+
+/* The desired displacements of the ticks after `tick` (at most a->lookahead), into a->future:
+ * 0 for rest ticks (<= L), then what the playout buffer holds, stopping at the first missing
+ * one. Returns how many. */
+static int gather_future(drths_actuator_t *a, uint64_t tick)
+{
+    int n = 0;
+    while (n < a->lookahead && tick + (uint64_t)n + 1 <= a->L)
+        a->future[n++] = 0.0;
+    if (n < a->lookahead) {
+        uint64_t from = tick + (uint64_t)n; /* lookahead reads from + 1 .. */
+        size_t k = drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n), a->future_s);
+        for (size_t i = 0; i < k; i++) {
+            const double d = a->future_s[i].disp_m;
+            a->future[n + (int)i] = d;
+            /* A command beyond the limit must not reach the drive even through the preview
+             * (the feedforward's derivatives would amplify it): HOLD as soon as it is seen. */
+            if (!(fabs(d) <= a->p.limit_displacement_m)) {
+                char text[DRTHS_WIRE_MAX_TEXT + 1];
+                snprintf(text, sizeof text,
+                         "displacement limit: command %.6g m for tick %llu exceeds %.6g m", d,
+                         (unsigned long long)(from + 1 + i), a->p.limit_displacement_m);
+                drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+                return n + (int)i;
+            }
+        }
+        n += (int)k;
+    }
+    return n;
 }
 
 static void check_watchdog(drths_actuator_t *a, int64_t now_ns)
@@ -333,6 +436,7 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
         return -EALREADY;
     if (!a->started)
         return -EAGAIN;
+    out->events = 0;
     int64_t lateness = now_ns - deadline_ns;
     drths_hist_add(&a->lateness_ns, lateness);
     if ((double)lateness > a->p.late_wake_fraction * (double)a->dt_ns)
@@ -344,6 +448,7 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
         a->L = a->pend_L;
         a->epoch_pending = 0;
         a->c.epochs++;
+        out->events |= DRTHS_ACT_EV_EPOCH;
     }
 
     drths_cmd_channel_t cmd = {0.0, 0.0, 0.0, a->p.rest_damper_command};
@@ -357,6 +462,7 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
             a->c.rest_ticks++;
         } else {
             if (!a->watchdog_armed) {
+                out->events |= DRTHS_ACT_EV_FIRST_COMMAND;
                 a->watchdog_armed = 1;
                 a->watchdog_ref_ns = now_ns;
             }
@@ -396,37 +502,84 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
         (void)drths_playout_take(&a->pb, tick, deadline_ns, &cmd, NULL);
     }
 
+    /* The drive of this tick: the compensated desired displacement, unless HOLD. */
+    double drive = a->last_drive_m, vel = 0.0, dcmd = 0.0;
+    out->daq_rc = 0;
+    if (!holding) {
+        push_history(a, &cmd);
+        drths_comp_set_command(&a->comp, cmd.damper_cmd);
+        double past[4];
+        for (int i = 0; i < 4; i++)
+            past[i] = a->hist[i].disp_m;
+        const int nf = gather_future(a, tick);
+        if (a->hold) {
+            holding = 1;
+        } else {
+            drive = drths_comp_drive(&a->comp, past, a->future, nf);
+            vel = cmd.vel_m_s;
+            dcmd = cmd.damper_cmd;
+            if (check_drive(a, drive))
+                holding = 1;
+        }
+    }
     if (holding && !a->hold_started) {
         a->hold_started = 1;
         a->hold_tick = tick;
-        a->hold_drive_m = a->last_meas_disp_m;
+        out->events |= DRTHS_ACT_EV_HOLD;
+        a->hold_target_m = a->p.hold_mode == DRTHS_HOLD_RAMP ? a->p.safe_position_m
+                                                             : a->last_meas_disp_m;
+        /* A measurement that failed or left the limits is no place to hold at. */
+        if (!(fabs(a->hold_target_m) < a->p.limit_drive_m))
+            a->hold_target_m = a->last_drive_m;
     }
-
-    double drive, vel, dcmd;
+    int rc;
     if (holding) {
-        drive = a->hold_drive_m;
+        /* From the last drive written towards the target, never faster than the rate limit. */
+        const double max_step = a->p.ramp_rate_m_s / a->p.rate_hz;
+        const double gap = a->hold_target_m - a->last_drive_m;
+        drive = fabs(gap) <= max_step ? a->hold_target_m
+                                      : a->last_drive_m + (gap > 0 ? max_step : -max_step);
+        const double step = fabs(drive - a->last_drive_m);
+        assert(step <= max_step * (1.0 + 1e-12));
+        if (step > a->hold_max_step_m)
+            a->hold_max_step_m = step;
+        if (!a->hold_settled && drive == a->hold_target_m) {
+            a->hold_settled = 1;
+            a->settled_tick = tick;
+            out->events |= DRTHS_ACT_EV_SETTLED;
+        }
         vel = 0.0;
         dcmd = 0.0;
         cmd_tick = -1;
         concealed = 0;
         lead_ms = NAN;
         a->c.hold_ticks++;
+        rc = drths_daq_safe_state(a->daq, drive);
     } else {
-        drive = cmd.disp_m;
-        vel = cmd.vel_m_s;
-        dcmd = cmd.damper_cmd;
-        push_history(a, &cmd);
+        rc = drths_daq_write(a->daq, drive, vel, dcmd);
+    }
+    a->last_drive_m = drive;
+    if (rc) {
+        out->daq_rc = rc;
+        daq_failed(a, rc, holding ? "safe state" : "write");
     }
 
-    drths_specimen_meas_t meas;
-    drths_specimen_step(a->spec, drive, vel, dcmd, &meas);
-    a->last_meas_disp_m = meas.disp_m;
-    if (!holding) {
-        check_measurement(a, &meas);
+    double md = NAN, mf = NAN;
+    rc = drths_daq_read(a->daq, &md, &mf);
+    if (rc) {
+        if (!out->daq_rc)
+            out->daq_rc = rc;
+        daq_failed(a, rc, "read");
+    } else {
+        a->last_meas_disp_m = md;
+    }
+    double terr = NAN;
+    if (!holding && !rc) {
+        check_measurement(a, md, mf);
         if (!rest) {
-            double e = meas.disp_m - drive;
-            a->track_err2 += e * e;
-            a->track_ref2 += drive * drive;
+            terr = md - cmd.disp_m;
+            drths_tracking_add(&a->track, cmd.disp_m, md);
+            a->c.tracked++;
         }
     }
 
@@ -436,8 +589,8 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
     memset(fs, 0, sizeof *fs);
     fs->cmd_tick = cmd_tick;
     fs->flags = flags;
-    fs->ch[0].force_n = meas.force_N;
-    fs->ch[0].disp_m = meas.disp_m;
+    fs->ch[0].force_n = mf;
+    fs->ch[0].disp_m = md;
 
     drths_msg_t *fb = &out->feedback;
     fb->type = DRTHS_MSG_FEEDBACK;
@@ -476,35 +629,59 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
         uint64_t end = a->linger_ticks;
         if (a->hold_abort_peer && 2 * a->abort_every_ticks > end)
             end = 2 * a->abort_every_ticks;
-        if (tick >= a->hold_tick + end) {
+        if (tick >= a->hold_tick + end && a->hold_settled) {
             out->finished = 1;
             a->end_reason = a->hold_reason;
         }
     } else if (!a->hold && a->stop_received && tick >= a->stop_tick) {
         out->finished = 1;
         a->end_reason = DRTHS_STOP_END_OF_RECORD;
+        /* The last drive stays; the damper goes to its safe value. */
+        rc = drths_daq_safe_state(a->daq, a->last_drive_m);
+        if (rc) {
+            a->c.daq_errors++;
+            if (!out->daq_rc)
+                out->daq_rc = rc;
+        }
     }
     a->finished = out->finished;
+    if (out->finished)
+        out->events |= DRTHS_ACT_EV_FINISHED;
 
     double *row = out->row;
     row[DRTHS_ACT_COL_TICK] = (double)tick;
     row[DRTHS_ACT_COL_TIME] = (double)tick / a->p.rate_hz;
     row[DRTHS_ACT_COL_CMD_TICK] = (double)cmd_tick;
-    row[DRTHS_ACT_COL_COMMAND] = drive;
+    row[DRTHS_ACT_COL_COMMAND] = holding ? drive : cmd.disp_m;
     row[DRTHS_ACT_COL_COMMAND_VEL] = vel;
     row[DRTHS_ACT_COL_DAMPER_COMMAND] = dcmd;
     row[DRTHS_ACT_COL_CONCEALED] = concealed;
     row[DRTHS_ACT_COL_HOLD] = a->hold ? 1.0 : 0.0;
-    row[DRTHS_ACT_COL_MEAS_DISP] = meas.disp_m;
-    row[DRTHS_ACT_COL_MEAS_FORCE] = meas.force_N;
+    row[DRTHS_ACT_COL_MEAS_DISP] = md;
+    row[DRTHS_ACT_COL_MEAS_FORCE] = mf;
     row[DRTHS_ACT_COL_CMD_LEAD] = lead_ms;
     row[DRTHS_ACT_COL_WAKE_LATE] = (double)lateness * 1e-3;
+    row[DRTHS_ACT_COL_DRIVE] = drive;
+    row[DRTHS_ACT_COL_TRACK_ERR] = terr;
+    row[DRTHS_ACT_COL_TRACK_RMS] = drths_tracking_rms_pct(&a->track);
+    row[DRTHS_ACT_COL_TRACK_TI] = drths_tracking_ti(&a->track);
     return 0;
 }
 
 double drths_actuator_tracking_rms_pct(const drths_actuator_t *a)
 {
-    if (!(a->track_ref2 > 0.0))
+    if (!(a->track.sum_d2 > 0.0))
         return NAN;
-    return 100.0 * sqrt(a->track_err2 / a->track_ref2);
+    return drths_tracking_rms_pct(&a->track);
+}
+
+int drths_actuator_safe_state(drths_actuator_t *a)
+{
+    if (!a->daq || !a->daq->ops)
+        return -EBADF;
+    /* Before the first tick nothing was written and the drive is unknown: writing the rest
+     * position could step a real actuator, so the outputs are left as they are. */
+    if (!a->c.ticks)
+        return 0;
+    return drths_daq_safe_state(a->daq, a->last_drive_m);
 }

@@ -14,16 +14,35 @@
  * last four applied commands, counted and flagged; more than max_concealed_ticks in a row puts
  * the actuator in HOLD.
  *
- * HOLD (DESIGN.md 7): the drive stays at the displacement measured when HOLD began, the damper
- * command goes to 0 (its safe value), every FEEDBACK carries DRTHS_FB_HOLD, an ABORT naming the
- * reason is sent to the numerical site three times abort_interval_s apart (not when the HOLD
- * was the numerical site's own ABORT), and the loop keeps ticking and recording for
- * hold_linger_s, then finishes. Every cause of HOLD goes through drths_actuator_hold.
+ * Drive (DESIGN.md 5.3): the command chosen for tick t is the DESIRED displacement r(t); the
+ * drive signal written to the DAQ is drths_comp_drive(r(t-3..t), r(t+1..t+k), k) with the
+ * experiment's compensation (common/compensation.h), the future samples read from the playout
+ * buffer (drths_playout_lookahead; rest ticks t <= L preview 0 and the first commands). For
+ * `feedforward` the inverse model is scheduled on the commanded damper current through the
+ * nominal damper's current dynamics. Tracking (measured against desired) is accumulated on every
+ * commanded tick outside HOLD.
+ *
+ * Limits (DESIGN.md 7), each putting the actuator in HOLD: |command| and |command velocity|
+ * before the drive is computed, |drive| before it is written (the offending drive is never
+ * written), |measured displacement| and |measured force| after the read. A DAQ error is a HOLD
+ * too.
+ *
+ * HOLD (DESIGN.md 7): the drive moves from the last drive written towards the target, the
+ * displacement measured when HOLD began (physical.hold: hold) or physical.safe_position_m
+ * (ramp), by at most ramp_rate_m_s * dt per tick (asserted, and the largest step is kept in
+ * hold_max_step_m), through drths_daq_safe_state, which also puts the damper command at its
+ * safe value (0). Every FEEDBACK carries DRTHS_FB_HOLD, an ABORT naming the reason is sent to
+ * the numerical site three times abort_interval_s apart (not when the HOLD was the numerical
+ * site's own ABORT), and the loop keeps ticking and recording until the drive has reached the
+ * target and hold_linger_s has passed, then finishes. Every cause of HOLD goes through
+ * drths_actuator_hold. At the end of a run without HOLD the tick that finishes calls
+ * drths_daq_safe_state at the last drive (no step, damper to its safe value).
  *
  * One channel (the damper) for now: COMMANDs with another channel count are counted and dropped.
  *
- * Ownership: the caller owns drths_actuator_t and the specimen it drives (which must outlive
- * it). _init allocates the playout buffer and two histograms; _close frees them (safe twice).
+ * Ownership: the caller owns drths_actuator_t and the DAQ it drives (open, borrowed; it must
+ * outlive the actuator). _init allocates the playout buffer and two histograms; _close frees
+ * them (safe twice) and does not close the DAQ.
  * Messages and outputs are the caller's; nothing keeps pointers into them.
  */
 #ifndef DRTHS_ACTUATOR_H
@@ -32,9 +51,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/compensation.h"
 #include "common/config.h"
+#include "common/damper.h"
 #include "common/error.h"
-#include "common/specimen.h"
+#include "site-physical/daq.h"
 #include "common/stats.h"
 #include "protocol/playout.h"
 #include "protocol/wire.h"
@@ -53,6 +74,10 @@ enum {
     DRTHS_ACT_COL_MEAS_FORCE,
     DRTHS_ACT_COL_CMD_LEAD,
     DRTHS_ACT_COL_WAKE_LATE,
+    DRTHS_ACT_COL_DRIVE,          /* drive signal written to the DAQ (after compensation) */
+    DRTHS_ACT_COL_TRACK_ERR,      /* measured - desired displacement (NaN when not tracked) */
+    DRTHS_ACT_COL_TRACK_RMS,      /* running tracking RMS error norm, % */
+    DRTHS_ACT_COL_TRACK_TI,       /* running tracking indicator, m^2 */
     DRTHS_ACT_NCOLS
 };
 
@@ -64,6 +89,19 @@ extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
  * counted as a duplicate (older ones are not counted). */
 #define DRTHS_ACT_LATE_MEMORY 4096
 
+/* Future commands read from the playout buffer for the compensation at most (the polynomial
+ * mode's lead is about 45 ticks at 5 kHz). */
+#define DRTHS_ACT_MAX_LOOKAHEAD 128
+
+/* Transitions a tick reports in drths_actuator_out_t.events, for the caller to log. */
+enum {
+    DRTHS_ACT_EV_HOLD = 1u << 0,     /* entered HOLD (reason in hold_text) */
+    DRTHS_ACT_EV_SETTLED = 1u << 1,  /* in HOLD, the drive has reached its target */
+    DRTHS_ACT_EV_EPOCH = 1u << 2,    /* a new epoch took effect */
+    DRTHS_ACT_EV_FIRST_COMMAND = 1u << 3, /* tick L + 1: the first commanded tick */
+    DRTHS_ACT_EV_FINISHED = 1u << 4, /* the run ends after this tick */
+};
+
 typedef struct drths_actuator_params {
     double rate_hz;              /* tick rate; dt = 1 / rate_hz */
     int r;                       /* samples per FEEDBACK, 1 .. DRTHS_WIRE_MAX_R */
@@ -73,14 +111,23 @@ typedef struct drths_actuator_params {
     double limit_displacement_m; /* |command| above this: HOLD */
     double limit_velocity_m_s;   /* |command velocity| above this: HOLD */
     double limit_force_N;        /* |measured force| above this: HOLD */
+    double limit_drive_m;        /* |drive signal| above this: HOLD (not written) */
+    double limit_meas_disp_m;    /* |measured displacement| above this: HOLD */
+    drths_hold_mode_t hold_mode; /* HOLD target: measured position, or safe_position_m */
+    double safe_position_m;      /* target of the ramp */
+    double ramp_rate_m_s;        /* largest drive speed in HOLD */
+    drths_compensation_t compensation;
+    int comp_io_delay_ticks;     /* I/O delay the compensation previews, ticks */
+    drths_damper_params_t damper_nominal; /* current dynamics for `feedforward` */
     double rest_damper_command;  /* damper command (A or V) while t <= L */
     double hold_linger_s;        /* ticking and recording goes on this long in HOLD (0.2 s) */
     double abort_interval_s;     /* the three ABORTs are this far apart (5 ms) */
     double late_wake_fraction;   /* a tick woken later than this fraction of dt is late (0.5) */
 } drths_actuator_params_t;
 
-/* The experiment's actuator-site settings (physical.*, link.redundancy, rate_hz), the rest
- * damper command of a passive control mode (0 otherwise) and the fixed values above. init-only. */
+/* The experiment's actuator-site settings (physical.*, actuator.compensation and
+ * io_delay_ticks, link.redundancy, rate_hz), the nominal damper, the rest damper command of a
+ * passive control mode (0 otherwise) and the fixed values above. init-only. */
 void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
                                            drths_actuator_params_t *p);
 
@@ -102,6 +149,8 @@ typedef struct drths_actuator_counters {
     uint64_t epochs;             /* epochs applied (the first one included) */
     uint64_t late_wakeups;       /* ticks woken later than late_wake_fraction of dt */
     uint64_t hold_ticks;         /* ticks spent in HOLD */
+    uint64_t daq_errors;         /* failed DAQ writes or reads */
+    uint64_t tracked;            /* ticks in the tracking indicators */
 } drths_actuator_counters_t;
 
 /* What one tick produced. */
@@ -110,14 +159,21 @@ typedef struct drths_actuator_out {
     int send_abort;       /* nonzero: send `abort` now as well */
     drths_msg_t abort;    /* ABORT {reason, text} when send_abort */
     int finished;         /* the run ends after this tick */
+    unsigned events;      /* DRTHS_ACT_EV_* transitions of this tick */
+    int daq_rc;           /* the first DAQ error of this tick (0 if none) */
     double row[DRTHS_ACT_NCOLS]; /* the physical.csv row of this tick */
 } drths_actuator_out_t;
 
 typedef struct drths_actuator {
     drths_actuator_params_t p;
     int64_t dt_ns;
-    drths_specimen_t *spec; /* not owned */
+    drths_daq_t *daq; /* not owned */
     drths_playout_t pb;
+    drths_comp_t comp;
+    int lookahead;               /* future commands read per tick */
+    drths_cmd_channel_t future_s[DRTHS_ACT_MAX_LOOKAHEAD];
+    double future[DRTHS_ACT_MAX_LOOKAHEAD];
+    double last_drive_m;         /* the last drive written (0 before the first) */
 
     int started;       /* EPOCH 1 received */
     uint32_t L, epoch; /* in force */
@@ -148,7 +204,10 @@ typedef struct drths_actuator {
     int hold_abort_peer;         /* send ABORT to the numerical site */
     int hold_started;            /* the first HOLD tick has run (hold_tick valid) */
     uint64_t hold_tick;          /* first tick in HOLD */
-    double hold_drive_m;
+    double hold_target_m;        /* where the drive goes in HOLD */
+    int hold_settled;            /* the drive has reached the target */
+    uint64_t settled_tick;
+    double hold_max_step_m;      /* largest |drive step| over a HOLD tick */
     int aborts_sent;
     uint64_t linger_ticks, abort_every_ticks;
 
@@ -160,15 +219,16 @@ typedef struct drths_actuator {
 
     drths_hist_t lateness_ns;    /* tick wake-up lateness */
     drths_hist_t lead_ns;        /* how long before its tick each applied command arrived */
-    double track_err2, track_ref2; /* sums for the tracking RMS error norm */
+    drths_tracking_t track;      /* desired vs measured, commanded ticks outside HOLD */
     drths_actuator_counters_t c;
 } drths_actuator_t;
 
-/* Validates p (errors name the field), allocates the playout buffer (head at tick 0) and the
- * histograms, and puts spec at rest (displacement 0, rest damper command). spec is borrowed.
- * A failed init leaves nothing to close. init-only. */
-int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p,
-                        drths_specimen_t *spec, drths_error_t *err);
+/* Validates p (errors name the field), prepares the compensation, allocates the playout buffer
+ * (head at tick 0) and the histograms; with the virtual back end puts its specimen at rest
+ * (displacement 0, rest damper command). daq (open) is borrowed. A failed init leaves nothing
+ * to close. init-only. */
+int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, drths_daq_t *daq,
+                        drths_error_t *err);
 
 /* Frees the buffers. Safe twice and on a zeroed struct. init-only. */
 void drths_actuator_close(drths_actuator_t *a);
@@ -208,5 +268,11 @@ void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, co
  * command^2) over the ticks driven by a command (received or concealed), outside HOLD; NaN if
  * the commands were all zero. RT-safe. */
 double drths_actuator_tracking_rms_pct(const drths_actuator_t *a);
+
+/* Writes the DAQ's safe state at the last drive (no step; damper command to its safe value).
+ * For whoever ends the run outside drths_actuator_tick (an error, a failed start). Before the
+ * first tick it writes nothing (the drive is unknown) and returns 0. Returns the DAQ's result
+ * (-EBADF when the DAQ is closed). RT-safe. */
+int drths_actuator_safe_state(drths_actuator_t *a);
 
 #endif

@@ -306,12 +306,6 @@ int main(int argc, char **argv)
     cfg.rt.require = require_rt;
     app.rate_hz = exp.rate_hz;
 
-    if (exp.actuator.compensation != DRTHS_COMPENSATION_NONE) {
-        fprintf(stderr,
-                "drths-physical: %s: actuator.compensation: %s is not available yet (use none)\n",
-                experiment, drths_compensation_name(exp.actuator.compensation));
-        goto out_exp;
-    }
     if (drths_experiment_fingerprint(&exp, cfg.fingerprint, &err) != 0) {
         fprintf(stderr, "drths-physical: %s\n", err.msg);
         goto out_exp;
@@ -339,11 +333,28 @@ int main(int argc, char **argv)
         fprintf(stderr, "drths-physical: %s\n", err.msg);
         goto out_exp;
     }
-    drths_udp_t udp;
+
+    /* The I/O first: without its board the site stops here, before it listens or writes a run
+     * folder. The socket and the recorder are only borrowed by init and opened below. */
+    static drths_udp_t udp;
+    app.loop = uv_default_loop();
+    uv_async_init(app.loop, &app.async, on_async);
+    app.async.data = &app;
+    cfg.wake = wake_main;
+    cfg.wake_ctx = &app.async;
+    int daq_failed = 0;
+    if (drths_physsite_init(&app.ps, &cfg, &udp, &app.rec, &daq_failed, &err) != 0) {
+        fprintf(stderr, "drths-physical: %s: %s\n", experiment, err.msg);
+        uv_close((uv_handle_t *)&app.async, NULL);
+        uv_run(app.loop, UV_RUN_DEFAULT);
+        /* No board (or no memory) is a failed run, not a wrong file. */
+        code = 1;
+        goto out_exp;
+    }
     if (drths_udp_open(&udp, &laddr, NULL, &err) != 0) {
         fprintf(stderr, "drths-physical: %s\n", err.msg);
         code = 1;
-        goto out_exp;
+        goto out_ps;
     }
 
     char label[300], dir[4096], path[4200];
@@ -359,18 +370,6 @@ int main(int argc, char **argv)
                             RECORDER_ROWS, &err) != 0) {
         fprintf(stderr, "drths-physical: %s\n", err.msg[0] ? err.msg : "run folder path too long");
         code = 1;
-        goto out_udp;
-    }
-    app.loop = uv_default_loop();
-    uv_async_init(app.loop, &app.async, on_async);
-    app.async.data = &app;
-    cfg.wake = wake_main;
-    cfg.wake_ctx = &app.async;
-    if (drths_physsite_init(&app.ps, &cfg, &udp, &app.rec, &err) != 0) {
-        fprintf(stderr, "drths-physical: %s: %s\n", experiment, err.msg);
-        uv_close((uv_handle_t *)&app.async, NULL);
-        uv_run(app.loop, UV_RUN_DEFAULT);
-        drths_recorder_close(&app.rec, NULL);
         goto out_udp;
     }
 
@@ -397,6 +396,21 @@ int main(int argc, char **argv)
     if (exp.actuator.adc_bits)
         printf("  converters: %d bits over +/- %g m and +/- %g N\n", exp.actuator.adc_bits,
                exp.actuator.displacement_range_m, exp.actuator.force_range_N);
+    if (app.ps.daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
+        printf("  DAQ: comedi board %s (the specimen settings above are not used)\n",
+               app.ps.daq.u.comedi.device);
+    else
+        printf("  DAQ: virtual (rehearsal specimen)\n");
+    printf("  compensation %s (lookahead %d ticks, I/O delay %d ticks)\n",
+           drths_compensation_name(exp.actuator.compensation), app.ps.act.lookahead,
+           exp.actuator.io_delay_ticks);
+    printf("  limits: command %g m, %g m/s; drive %g m; measured %g m, %g N; HOLD: %s",
+           exp.physical.limit_displacement_m, exp.physical.limit_velocity_m_s,
+           exp.physical.limit_drive_m, exp.physical.limit_measured_displacement_m,
+           exp.physical.limit_force_N, drths_hold_mode_name(exp.physical.hold));
+    if (exp.physical.hold == DRTHS_HOLD_RAMP)
+        printf(" to %g m", exp.physical.safe_position_m);
+    printf(" at most %g m/s\n", exp.physical.ramp_rate_m_s);
     printf("  run folder: %s\n", dir);
     fflush(stdout);
 
@@ -420,7 +434,6 @@ int main(int argc, char **argv)
         shutdown_loop(&app);
         uv_run(app.loop, UV_RUN_DEFAULT);
         drths_recorder_close(&app.rec, NULL);
-        drths_physsite_close(&app.ps);
         code = 1;
         goto out_udp;
     }
@@ -443,10 +456,17 @@ int main(int argc, char **argv)
         code = 1;
     }
     print_summary(&app, dir);
-    drths_physsite_close(&app.ps);
-    uv_loop_close(app.loop);
 out_udp:
     drths_udp_close(&udp);
+out_ps:
+    if (!app.closing) {
+        uv_close((uv_handle_t *)&app.async, NULL);
+        uv_run(app.loop, UV_RUN_DEFAULT);
+    }
+    /* Neutral outputs whatever happened (nothing is written if no tick ever ran). */
+    drths_actuator_safe_state(&app.ps.act);
+    drths_physsite_close(&app.ps);
+    uv_loop_close(app.loop);
 out_exp:
     drths_crypto_wipe(cfg.psk, sizeof cfg.psk);
     drths_experiment_close(&exp);

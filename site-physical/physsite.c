@@ -52,8 +52,10 @@ void drths_physsite_request_stop(drths_physsite_t *ps)
 /* ---- init / close -------------------------------------------------------------------------- */
 
 int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg, drths_udp_t *udp,
-                        drths_recorder_t *rec, drths_error_t *err)
+                        drths_recorder_t *rec, int *daq_failed, drths_error_t *err)
 {
+    if (daq_failed)
+        *daq_failed = 0;
     memset(ps, 0, sizeof *ps);
     ps->cfg = *cfg;
     ps->udp = udp;
@@ -67,11 +69,18 @@ int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg
     rc = drths_specimen_init(&ps->spec, &sp, 1.0 / exp->rate_hz, err);
     if (rc)
         return drths_error_prefix(err, rc, "virtual specimen");
+    rc = drths_daq_open(exp, &ps->spec, cfg->comedi_api, &ps->daq, err);
+    if (rc) {
+        if (daq_failed)
+            *daq_failed = 1;
+        drths_error_prefix(err, rc, "daq (backend %s)", drths_daq_backend_name(exp->daq.backend));
+        goto fail_spec;
+    }
     drths_actuator_params_t ap;
     drths_actuator_params_from_experiment(exp, &ap);
-    rc = drths_actuator_init(&ps->act, &ap, &ps->spec, err);
+    rc = drths_actuator_init(&ps->act, &ap, &ps->daq, err);
     if (rc)
-        goto fail_spec;
+        goto fail_daq;
     rc = drths_wire_rx_init(&ps->rx, DRTHS_ROLE_PHYSICAL, cfg->psk, err);
     if (rc)
         goto fail_act;
@@ -100,6 +109,8 @@ fail_rx:
     drths_wire_rx_close(&ps->rx);
 fail_act:
     drths_actuator_close(&ps->act);
+fail_daq:
+    drths_daq_close(&ps->daq);
 fail_spec:
     drths_specimen_close(&ps->spec);
     return rc;
@@ -113,6 +124,7 @@ void drths_physsite_close(drths_physsite_t *ps)
     drths_wire_rx_close(&ps->rx);
     drths_wire_tx_close(&ps->tx);
     drths_actuator_close(&ps->act);
+    drths_daq_close(&ps->daq);
     drths_specimen_close(&ps->spec);
     drths_rt_report_close(&ps->rt_report);
     drths_crypto_wipe(ps->cfg.psk, sizeof ps->cfg.psk);
@@ -359,6 +371,10 @@ static int64_t drain(drths_physsite_t *ps, int running, int max_batches, int *mi
 
 static int finish(drths_physsite_t *ps, int code, const char *reason)
 {
+    /* Every end leaves the outputs neutral: the drive where it was, the damper at its safe
+     * value. After a normal end or a HOLD the tick has done it already; once more is harmless. */
+    if (drths_actuator_safe_state(&ps->act) != 0)
+        event(ps, 1, "the DAQ's safe state could not be written at the end");
     ps->exit_code = code;
     if (reason != ps->exit_reason)
         snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", reason);
@@ -482,10 +498,32 @@ int drths_physsite_run(drths_physsite_t *ps)
             ps->feedback_sent++;
         if (ps->out.send_abort)
             send_msg(ps, &ps->out.abort);
+        unsigned ev = ps->out.events;
+        if (ev & DRTHS_ACT_EV_FIRST_COMMAND)
+            event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
+                  drths_compensation_name(a->p.compensation));
+        if (ev & DRTHS_ACT_EV_EPOCH)
+            event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick,
+                  a->epoch, a->L);
         if (a->hold && !hold_reported) {
             hold_reported = 1;
             atomic_store(&ps->state, DRTHS_PHYSSITE_HOLD);
             event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
+        }
+        if (ev & DRTHS_ACT_EV_HOLD) {
+            event(ps, 1, "HOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
+                  a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
+                                                    : "goes to the measured position",
+                  a->hold_target_m, a->p.ramp_rate_m_s);
+        }
+        if (ev & DRTHS_ACT_EV_SETTLED)
+            event(ps, 0, "tick %" PRIu64 ": HOLD: drive at %.6g m (%.3f s after HOLD began)", tick,
+                  a->hold_target_m, (double)(tick - a->hold_tick) / a->p.rate_hz);
+        if (ps->out.daq_rc) {
+            drths_error_t derr;
+            drths_daq_error(&ps->daq, &derr);
+            /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
+            event(ps, 1, "tick %" PRIu64 ": %s", tick, derr.msg);
         }
         drths_recorder_push(ps->rec, ps->out.row);
         ps->rows_pushed++;
@@ -570,6 +608,15 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
         drths_json_string(&j, "reason_code", drths_stop_reason_name(a->hold_reason));
         drths_json_string(&j, "reason", a->hold_text);
         drths_json_int(&j, "ticks", (int64_t)c->hold_ticks);
+        drths_json_int(&j, "first_tick", (int64_t)a->hold_tick);
+        drths_json_string(&j, "mode", drths_hold_mode_name(a->p.hold_mode));
+        drths_json_number(&j, "target_m", a->hold_target_m);
+        drths_json_number(&j, "ramp_rate_m_s", a->p.ramp_rate_m_s);
+        drths_json_number(&j, "max_drive_step_m", a->hold_max_step_m);
+        drths_json_number(&j, "max_drive_step_allowed_m", a->p.ramp_rate_m_s / a->p.rate_hz);
+        drths_json_bool(&j, "settled", a->hold_settled);
+        if (a->hold_settled)
+            drths_json_int(&j, "settled_tick", (int64_t)a->settled_tick);
     }
     drths_json_object_end(&j);
 
@@ -605,6 +652,23 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     drths_json_object_end(&j);
 
     drths_json_number(&j, "tracking_rms_error_pct", drths_actuator_tracking_rms_pct(a));
+    drths_json_object_begin(&j, "tracking");
+    drths_json_string(&j, "compensation", drths_compensation_name(a->p.compensation));
+    drths_json_int(&j, "lookahead_ticks", a->lookahead);
+    drths_json_int(&j, "ticks", (int64_t)c->tracked);
+    drths_json_number(&j, "rms_error_pct", drths_actuator_tracking_rms_pct(a));
+    drths_json_number(&j, "tracking_indicator_m2", drths_tracking_ti(&a->track));
+    drths_json_number(&j, "max_abs_error_m", drths_tracking_max_err(&a->track));
+    drths_json_int(&j, "extrapolated_ticks", (int64_t)a->comp.extrapolated_ticks);
+    drths_json_object_end(&j);
+    drths_json_object_begin(&j, "daq");
+    drths_json_string(&j, "backend", drths_daq_backend_name(ps->daq.backend));
+    if (ps->daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
+        drths_json_string(&j, "device", ps->daq.u.comedi.device);
+    drths_json_int(&j, "errors", (int64_t)c->daq_errors);
+    drths_json_int(&j, "clamped_writes", (int64_t)ps->daq.n_clamped);
+    drths_json_int(&j, "saturated_reads", (int64_t)ps->daq.n_saturated);
+    drths_json_object_end(&j);
     drths_json_int(&j, "probes_answered", (int64_t)ps->probes_answered);
     drths_json_int(&j, "feedback_sent", (int64_t)ps->feedback_sent);
     drths_json_int(&j, "send_errors", (int64_t)ps->send_errors);

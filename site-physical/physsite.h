@@ -15,9 +15,17 @@
  * It never prints: start-up and end lines go to main through an SPSC ring of text events.
  * Whatever ends the run, the thread returns with exit_code and exit_reason set.
  *
+ * I/O goes through the DAQ driver (site-physical/daq.h) the experiment names: the virtual back
+ * end over the rehearsal specimen, or a comedi board. Whatever ends the thread (end of record,
+ * HOLD, an error, a failed start), it writes the DAQ's safe state before it returns. Every
+ * transition (connected, run started, first command, epoch, HOLD with its reason, HOLD target
+ * reached, end) is an event line for main.
+ *
  * Ownership: the caller owns drths_physsite_t, the experiment, the socket and the recorder it
- * borrows (they must outlive it). _init allocates the receive batch, the event ring, the wire
- * receiver's zone, the actuator's buffers and the specimen; _close frees them (safe twice).
+ * borrows (they must outlive it; they need to be open only when drths_physsite_run starts).
+ * _init allocates the receive batch, the event ring, the wire receiver's zone, the actuator's
+ * buffers and the specimen, and opens the DAQ; _close frees them and closes the DAQ (safe
+ * twice).
  * Threads: drths_physsite_run runs on the RT thread; the fields marked "main" are for main;
  * the atomics are shared.
  */
@@ -37,6 +45,7 @@
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
 #include "site-physical/actuator.h"
+#include "site-physical/daq.h"
 
 #define DRTHS_PHYSSITE_SOFTWARE "drths 0.1"
 #define DRTHS_PHYSSITE_EVENT_TEXT 320
@@ -63,6 +72,7 @@ typedef struct drths_physsite_config {
     double wait_timeout_s;     /* for the first HELLO (--wait-timeout, default 300) */
     double silence_timeout_s;  /* after the handshake, before EPOCH 1 (10) */
     drths_rt_options_t rt;     /* applied by the RT thread to itself */
+    const drths_comedi_api_t *comedi_api; /* NULL = comedilib (tests pass a test double) */
     void (*wake)(void *ctx);   /* wakes main (uv_async_send); called from the RT thread */
     void *wake_ctx;
 } drths_physsite_config_t;
@@ -71,7 +81,8 @@ typedef struct drths_physsite {
     drths_physsite_config_t cfg;
     drths_udp_t *udp;           /* borrowed */
     drths_recorder_t *rec;      /* borrowed */
-    drths_specimen_t spec;
+    drths_specimen_t spec;      /* the virtual back end's specimen (initialised either way) */
+    drths_daq_t daq;
     drths_actuator_t act;
     drths_wire_tx_t tx;
     drths_wire_rx_t rx;
@@ -116,11 +127,14 @@ typedef struct drths_physsite {
     atomic_uint_fast32_t st_L;
 } drths_physsite_t;
 
-/* Builds the specimen and actuator from the experiment, the wire receiver, the receive batch
- * and the event ring. udp (open, bound to the listen address) and rec (open on physical.csv
- * with drths_actuator_columns) are borrowed. A failed init leaves nothing to close. init-only. */
+/* Builds the specimen, opens the DAQ (first, so that a missing board is reported before
+ * anything else: the error names the device and comedilib's reason), builds the actuator from
+ * the experiment, the wire receiver, the receive batch and the event ring. udp (bound to the
+ * listen address) and rec (on physical.csv with drths_actuator_columns) are borrowed and may be
+ * opened after init, before run. *daq_failed (may be NULL) is set to 1 when the failure was the
+ * DAQ's. A failed init leaves nothing to close. init-only. */
 int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg, drths_udp_t *udp,
-                        drths_recorder_t *rec, drths_error_t *err);
+                        drths_recorder_t *rec, int *daq_failed, drths_error_t *err);
 
 /* The RT thread's body (see the file comment). Returns exit_code. */
 int drths_physsite_run(drths_physsite_t *ps);

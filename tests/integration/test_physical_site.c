@@ -82,7 +82,7 @@ static void world_start(double wait_s)
     cfg.silence_timeout_s = 5.0;
     memset(&cfg.rt, 0, sizeof cfg.rt); /* no real-time requests in a test */
     cfg.rt.cpu = -1;
-    assert_int_equal(drths_physsite_init(&W.ps, &cfg, &W.site_udp, &W.rec, &err), 0);
+    assert_int_equal(drths_physsite_init(&W.ps, &cfg, &W.site_udp, &W.rec, NULL, &err), 0);
     assert_int_equal(pthread_create(&W.th, NULL, site_thread, &W.ps), 0);
 
     drths_key_rehearsal(W.psk);

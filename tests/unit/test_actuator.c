@@ -51,6 +51,7 @@ typedef double (*traj_fn)(uint64_t tick);
 
 typedef struct fixture {
     drths_specimen_t spec;
+    drths_daq_t daq;
     drths_actuator_t a;
     drths_actuator_params_t p;
     drths_actuator_out_t out;
@@ -74,6 +75,14 @@ static void params_default(drths_actuator_params_t *p)
     p->hold_linger_s = 0.2;
     p->abort_interval_s = 0.005;
     p->late_wake_fraction = 0.5;
+    p->limit_drive_m = 0.1;
+    p->limit_meas_disp_m = 0.1;
+    p->hold_mode = DRTHS_HOLD_AT_POSITION;
+    p->safe_position_m = 0.0;
+    /* Fast enough that the ideal actuator's drive reaches the HOLD target in one tick; the
+     * rate limit has its own tests. */
+    p->ramp_rate_m_s = 1e3;
+    p->compensation = DRTHS_COMPENSATION_NONE;
 }
 
 static void setup_with(const drths_actuator_params_t *p)
@@ -88,14 +97,16 @@ static void setup_with(const drths_actuator_params_t *p)
     sp.io_delay_ticks = 0;
     drths_error_t err;
     assert_int_equal(drths_specimen_init(&F.spec, &sp, 1.0 / RATE, &err), 0);
+    assert_int_equal(drths_daq_open_virtual(&F.spec, &F.daq, &err), 0);
     F.p = *p;
-    assert_int_equal(drths_actuator_init(&F.a, &F.p, &F.spec, &err), 0);
+    assert_int_equal(drths_actuator_init(&F.a, &F.p, &F.daq, &err), 0);
 }
 
 static void teardown(void)
 {
     drths_actuator_close(&F.a);
     drths_actuator_close(&F.a); /* safe twice */
+    drths_daq_close(&F.daq);
     drths_specimen_close(&F.spec);
 }
 
@@ -198,19 +209,33 @@ static void test_init_errors(void **state)
     drths_specimen_params_default(&sp, DRTHS_DAMPER_LINEAR_SPRING);
     drths_error_t err;
     assert_int_equal(drths_specimen_init(&spec, &sp, 1e-3, &err), 0);
+    drths_daq_t daq;
+    assert_int_equal(drths_daq_open_virtual(&spec, &daq, &err), 0);
     drths_actuator_t a;
     p.r = 17;
-    assert_int_equal(drths_actuator_init(&a, &p, &spec, &err), -EINVAL);
+    assert_int_equal(drths_actuator_init(&a, &p, &daq, &err), -EINVAL);
     assert_string_equal(err.msg, "link.redundancy: must be 1..16 (got 17)");
     params_default(&p);
     p.watchdog_s = 0.0;
-    assert_int_equal(drths_actuator_init(&a, &p, &spec, &err), -EINVAL);
+    assert_int_equal(drths_actuator_init(&a, &p, &daq, &err), -EINVAL);
     assert_string_equal(err.msg, "physical.watchdog_ms: must be > 0 (got 0)");
     params_default(&p);
     p.limit_force_N = -1.0;
-    assert_int_equal(drths_actuator_init(&a, &p, &spec, &err), -EINVAL);
+    assert_int_equal(drths_actuator_init(&a, &p, &daq, &err), -EINVAL);
     assert_string_equal(err.msg, "physical.limit_force_N: must be > 0 (got -1)");
+    params_default(&p);
+    p.ramp_rate_m_s = 0.0;
+    assert_int_equal(drths_actuator_init(&a, &p, &daq, &err), -EINVAL);
+    assert_string_equal(err.msg, "physical.ramp_rate_m_s: must be > 0 (got 0)");
+    params_default(&p);
+    p.safe_position_m = 0.2;
+    assert_int_equal(drths_actuator_init(&a, &p, &daq, &err), -EINVAL);
+    assert_string_equal(err.msg,
+                        "physical.safe_position_m: must lie inside +/- limit_drive_m (got 0.2)");
+    params_default(&p);
+    assert_int_equal(drths_actuator_init(&a, &p, NULL, &err), -EINVAL);
     drths_actuator_close(&a); /* a failed init leaves a closable struct */
+    drths_daq_close(&daq);
     drths_specimen_close(&spec);
 }
 

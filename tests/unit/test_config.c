@@ -158,6 +158,9 @@ static void test_defaults(void **state)
     assert_true(x.physical.watchdog_ms == 100);
     assert_true(x.physical.limit_displacement_m == 0.1 && x.physical.limit_velocity_m_s == 1.0);
     assert_true(x.physical.limit_force_N == 250000);
+    assert_true(x.physical.limit_drive_m == 0.1 && x.physical.limit_measured_displacement_m == 0.1);
+    assert_int_equal(x.physical.hold, DRTHS_HOLD_AT_POSITION);
+    assert_true(x.physical.safe_position_m == 0.0 && x.physical.ramp_rate_m_s == 0.05);
     drths_experiment_close(&x);
     free(p);
 }
@@ -455,6 +458,10 @@ static const bad_case_t bad_cases[] = {
     {"bad-daq-zero-scale.yaml", -EINVAL, ":13: daq.force_in.units_per_volt: must not be 0"},
     {"bad-daq-same-channel.yaml", -EINVAL,
      "daq.current_out: same subdevice and channel as daq.command_out (1/0)"},
+    {"bad-hold-mode.yaml", -EINVAL,
+     ":6: physical.hold: must be one of hold, ramp (got \"freeze\")"},
+    {"bad-safe-position.yaml", -EINVAL,
+     "physical.safe_position_m: must lie inside physical.limit_drive_m (0.05)"},
     {"no-such-experiment.yaml", -ENOENT, "cannot open the experiment file"},
 };
 

@@ -20,9 +20,9 @@ set -e
 cat "$tmp/out"
 check "exit 0 (got $rc: $(head -c 200 "$tmp/err"))" "$([ $rc -eq 0 ]; echo $?)"
 check "header names the lookahead" "$(grep -q 'lookahead 3 ticks' "$tmp/out"; echo $?)"
-check "table header" "$(grep -q 'none  *polynomial  *feedforward' "$tmp/out"; echo $?)"
-# Data rows: "<case> 0-5 Hz|0-15 Hz  rms none poly ff sched paper goal"; the numbers are the
-# last 7 fields.
+check "table header" "$(grep -q 'none  *polynomial  *ff average  *feedforward' "$tmp/out"; echo $?)"
+# Data rows: "<case> 0-5 Hz|0-15 Hz  rms none poly ff-average feedforward paper goal"; the
+# numbers are the last 7 fields.
 rows=$(grep -E ' 0-(5|15) Hz ' "$tmp/out" || true)
 n=$(printf '%s\n' "$rows" | grep -c . || true)
 check "six rows (got $n)" "$([ "$n" -eq 6 ]; echo $?)"
@@ -30,16 +30,20 @@ bad=$(printf '%s\n' "$rows" | awk '{ none = $(NF-5); ff = $(NF-3); if (!(ff < no
 check "feedforward beats none in every row${bad:+ (not: $bad)}" "$([ -z "$bad" ]; echo $?)"
 bad=$(printf '%s\n' "$rows" | awk '{ ff = $(NF-3); if (!(ff > 0 && ff < 10)) print }')
 check "feedforward errors in (0, 10) %${bad:+ (not: $bad)}" "$([ -z "$bad" ]; echo $?)"
+# The scheduled feedforward (commanded current through the current-dynamics model) meets the
+# goal, half the paper's best figure, in every row.
+bad=$(printf '%s\n' "$rows" | awk '{ ff = $(NF-2); goal = $NF; if (!(ff > 0 && ff <= goal)) print }')
+check "scheduled feedforward at or below the goal${bad:+ (not: $bad)}" "$([ -z "$bad" ]; echo $?)"
 check "paper figures present" "$(grep -q ' 0.942 ' "$tmp/out" && grep -q ' 4.720 ' "$tmp/out"; echo $?)"
 check "csv: header + 24 runs (got $(wc -l < "$tmp/t.csv") lines)" "$([ "$(wc -l < "$tmp/t.csv")" -eq 25 ]; echo $?)"
 check "csv: no extrapolation with lookahead 3" \
-    "$(awk -F, 'NR > 1 && $4 == "feedforward" && $10 != 0 { bad = 1 } END { exit bad }' "$tmp/t.csv"; echo $?)"
+    "$(awk -F, 'NR > 1 && $4 ~ /^feedforward/ && $10 != 0 { bad = 1 } END { exit bad }' "$tmp/t.csv"; echo $?)"
 
 # No lookahead: every feedforward tick is extrapolated, and counted.
 "$tool" --duration 3 --lookahead-ticks 0 --csv "$tmp/z.csv" > "$tmp/out0"
 check "lookahead 0 reported" "$(grep -q 'lookahead 0 ticks (feedforward needs 3, the rest extrapolated)' "$tmp/out0"; echo $?)"
 check "lookahead 0: every feedforward tick extrapolated" \
-    "$(awk -F, 'NR > 1 && $4 == "feedforward" && $10 != $11 { bad = 1 } END { exit bad }' "$tmp/z.csv"; echo $?)"
+    "$(awk -F, 'NR > 1 && $4 ~ /^feedforward/ && $10 != $11 { bad = 1 } END { exit bad }' "$tmp/z.csv"; echo $?)"
 
 for args in "--duration 1" "--lookahead-ticks 65" "--seed x" "--bogus" "--duration" "extra"; do
     set +e
