@@ -1,0 +1,321 @@
+/* drths-bench-codec: nanoseconds per datagram to encode and seal (drths_wire_seal) and to open
+ * and decode (drths_wire_open: header checks, replay window, ChaCha20-Poly1305, msgpack decode
+ * into the zone, schema), for a COMMAND and a FEEDBACK with 1 channel and R = 4 samples, the
+ * steady-state datagrams of the default experiment.
+ *
+ * Each figure is the median over --rounds rounds of the mean time of --batch calls (one clock
+ * read per batch, so the clock's own cost does not count).
+ *
+ * Then the software latency on loopback (--pingpong N round trips): one thread plays the
+ * actuator site (seal a FEEDBACK, sendmsg to 127.0.0.1), another the numerical site (blocking
+ * recv, open, seal a COMMAND, send back); the figure is the time from just before the FEEDBACK
+ * is sealed to the COMMAND opened, i.e. two trips through the kernel's UDP stack and both
+ * codecs, without the integration step (drths-bench-step gives that) and without any network.
+ * Both threads ask for SCHED_FIFO (refusal is reported, not fatal). Twice: with blocking recv
+ * (the thread sleeps, the kernel wakes it) and spinning on a non-blocking recv (busy-poll).
+ *
+ * Output, for tools/bench:
+ *   codec type=COMMAND bytes=.. seal_ns=.. open_ns=.. total_ns=..
+ *   latency mode=blocking|busy-poll round_trips=.. p50_us=.. p99_us=.. max_us=.. sched_fifo=0|1
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rtclock.h"
+#include "protocol/crypto.h"
+#include "protocol/wire.h"
+
+#define MAX_ROUNDS 1000
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void fill(drths_msg_t *m, drths_msg_type_t type)
+{
+    memset(m, 0, sizeof *m);
+    m->type = type;
+    m->epoch = 1;
+    m->tick = 123456;
+    if (type == DRTHS_MSG_COMMAND) {
+        drths_msg_command_t *c = &m->u.command;
+        c->loop_delay_ticks = 25;
+        c->n_channels = 1;
+        c->r = 4;
+        c->echo_counter = 123400;
+        c->echo_hold_ns = 41234;
+        for (int k = 0; k < 4; k++) {
+            c->s[k][0].disp_m = 0.0123 - 1e-5 * k;
+            c->s[k][0].vel_m_s = 0.2345 + 1e-4 * k;
+            c->s[k][0].acc_m_s2 = -3.21 + 0.01 * k;
+            c->s[k][0].damper_cmd = 2.5;
+        }
+    } else {
+        drths_msg_feedback_t *f = &m->u.feedback;
+        f->n_channels = 1;
+        f->r = 4;
+        f->echo_counter = 123400;
+        f->echo_hold_ns = 35123;
+        for (int k = 0; k < 4; k++) {
+            f->s[k].cmd_tick = 123456 - k;
+            f->s[k].ch[0].force_n = 153234.5 - 10.0 * k;
+            f->s[k].ch[0].disp_m = 0.0121 - 1e-5 * k;
+        }
+    }
+}
+
+/* Seals batch datagrams (each with its own counter, as in a run) into bufs, then opens them. */
+static int bench(drths_msg_type_t type, int rounds, int batch)
+{
+    uint8_t psk[DRTHS_KEY_BYTES], nn[DRTHS_HELLO_NONCE_BYTES], np[DRTHS_HELLO_NONCE_BYTES];
+    for (size_t i = 0; i < sizeof psk; i++)
+        psk[i] = (uint8_t)(i * 7 + 1);
+    memset(nn, 0x11, sizeof nn);
+    memset(np, 0x22, sizeof np);
+    const uint64_t sid = 0x0123456789abcdefULL;
+    drths_session_keys_t keys;
+    drths_crypto_derive(psk, nn, np, sid, &keys);
+    drths_role_t sender = type == DRTHS_MSG_COMMAND ? DRTHS_ROLE_NUMERICAL : DRTHS_ROLE_PHYSICAL;
+    drths_role_t receiver = type == DRTHS_MSG_COMMAND ? DRTHS_ROLE_PHYSICAL : DRTHS_ROLE_NUMERICAL;
+    drths_wire_tx_t tx;
+    drths_wire_rx_t rx;
+    drths_error_t err;
+    if (drths_wire_tx_init(&tx, sender, psk, sid) ||
+        drths_wire_rx_init(&rx, receiver, psk, &err)) {
+        fprintf(stderr, "drths-bench-codec: init failed\n");
+        return 1;
+    }
+    drths_wire_tx_set_keys(&tx, &keys);
+    drths_wire_rx_start(&rx, sid);
+    drths_wire_rx_set_keys(&rx, &keys);
+    drths_msg_t m, out;
+    fill(&m, type);
+    uint8_t(*bufs)[DRTHS_WIRE_MAX_DATAGRAM] = malloc((size_t)batch * sizeof *bufs);
+    size_t *lens = malloc((size_t)batch * sizeof *lens);
+    double seal[MAX_ROUNDS], open[MAX_ROUNDS];
+    if (!bufs || !lens)
+        return 1;
+    int bad = 0;
+    for (int r = 0; r < rounds; r++) {
+        int64_t t0 = drths_now_ns();
+        for (int b = 0; b < batch; b++) {
+            m.tick++;
+            bad |= drths_wire_seal(&tx, &m, bufs[b], sizeof bufs[b], &lens[b]);
+        }
+        int64_t t1 = drths_now_ns();
+        for (int b = 0; b < batch; b++)
+            bad |= drths_wire_open(&rx, bufs[b], lens[b], &out) != DRTHS_REJECT_OK;
+        int64_t t2 = drths_now_ns();
+        seal[r] = (double)(t1 - t0) / batch;
+        open[r] = (double)(t2 - t1) / batch;
+    }
+    if (bad) {
+        fprintf(stderr, "drths-bench-codec: a datagram failed to seal or open\n");
+        return 1;
+    }
+    qsort(seal, (size_t)rounds, sizeof seal[0], cmp_d);
+    qsort(open, (size_t)rounds, sizeof open[0], cmp_d);
+    double s = seal[rounds / 2], o = open[rounds / 2];
+    printf("codec type=%s bytes=%zu seal_ns=%.0f open_ns=%.0f total_ns=%.0f\n",
+           drths_msg_type_name(type), lens[0], s, o, s + o);
+    free(bufs), free(lens);
+    drths_wire_tx_close(&tx);
+    drths_wire_rx_close(&rx);
+    return 0;
+}
+
+/* ---- ping-pong ---------------------------------------------------------------------------- */
+
+typedef struct peer {
+    int fd;
+    int busy;
+    struct sockaddr_in to;
+    long n;
+    int rc;
+} peer_t;
+
+static const uint8_t PP_PSK[DRTHS_KEY_BYTES] = {1, 2, 3};
+#define PP_SID 0x1122334455667788ULL
+
+static void pp_keys(drths_session_keys_t *keys)
+{
+    uint8_t nn[DRTHS_HELLO_NONCE_BYTES] = {4}, np[DRTHS_HELLO_NONCE_BYTES] = {5};
+    drths_crypto_derive(PP_PSK, nn, np, PP_SID, keys);
+}
+
+static int pp_open(drths_role_t self, drths_wire_tx_t *tx, drths_wire_rx_t *rx)
+{
+    drths_session_keys_t keys;
+    drths_error_t err;
+    pp_keys(&keys);
+    if (drths_wire_tx_init(tx, self, PP_PSK, PP_SID) || drths_wire_rx_init(rx, self, PP_PSK, &err))
+        return -1;
+    drths_wire_tx_set_keys(tx, &keys);
+    drths_wire_rx_start(rx, PP_SID);
+    drths_wire_rx_set_keys(rx, &keys);
+    return 0;
+}
+
+/* Blocking recv, or with busy a spin on a non-blocking one (what a thread with a core of its
+ * own can afford: no wake-up latency). */
+static ssize_t rx_wait(int fd, uint8_t *buf, size_t cap, int busy)
+{
+    if (!busy)
+        return recv(fd, buf, cap, 0);
+    for (;;) {
+        ssize_t r = recv(fd, buf, cap, MSG_DONTWAIT);
+        if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            return r;
+    }
+}
+
+static int fifo(void)
+{
+    struct sched_param sp = {.sched_priority = 80};
+    return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+}
+
+/* The numerical site's side: FEEDBACK in, COMMAND out, n times. */
+static void *echo_thread(void *arg)
+{
+    peer_t *p = arg;
+    drths_wire_tx_t tx;
+    drths_wire_rx_t rx;
+    fifo();
+    p->rc = 1;
+    if (pp_open(DRTHS_ROLE_NUMERICAL, &tx, &rx))
+        return NULL;
+    drths_msg_t in, out;
+    fill(&out, DRTHS_MSG_COMMAND);
+    uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    for (long i = 0; i < p->n; i++) {
+        ssize_t r = rx_wait(p->fd, buf, sizeof buf, p->busy);
+        if (r <= 0 || drths_wire_open(&rx, buf, (size_t)r, &in) != DRTHS_REJECT_OK)
+            goto done;
+        size_t len;
+        out.tick = in.tick + 26;
+        out.u.command.echo_counter = in.counter;
+        if (drths_wire_seal(&tx, &out, buf, sizeof buf, &len) ||
+            sendto(p->fd, buf, len, 0, (const struct sockaddr *)&p->to, sizeof p->to) < 0)
+            goto done;
+    }
+    p->rc = 0;
+done:
+    drths_wire_tx_close(&tx);
+    drths_wire_rx_close(&rx);
+    return NULL;
+}
+
+static int udp_socket(struct sockaddr_in *addr)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    memset(addr, 0, sizeof *addr);
+    addr->sin_family = AF_INET;
+    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof *addr;
+    if (bind(fd, (struct sockaddr *)addr, sizeof *addr) ||
+        getsockname(fd, (struct sockaddr *)addr, &sl)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int pingpong(long n, int busy)
+{
+    struct sockaddr_in a_addr, b_addr;
+    int a = udp_socket(&a_addr), b = udp_socket(&b_addr);
+    double *lat = malloc((size_t)n * sizeof(double));
+    if (a < 0 || b < 0 || !lat) {
+        fprintf(stderr, "drths-bench-codec: loopback sockets: %s\n", strerror(errno));
+        return 1;
+    }
+    peer_t p = {.fd = b, .busy = busy, .to = a_addr, .n = n, .rc = 0};
+    pthread_t th;
+    if (pthread_create(&th, NULL, echo_thread, &p)) {
+        fprintf(stderr, "drths-bench-codec: cannot start the echo thread\n");
+        return 1;
+    }
+    int rt = fifo();
+    drths_wire_tx_t tx;
+    drths_wire_rx_t rx;
+    if (pp_open(DRTHS_ROLE_PHYSICAL, &tx, &rx))
+        return 1;
+    drths_msg_t fb, in;
+    fill(&fb, DRTHS_MSG_FEEDBACK);
+    uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    long done = 0;
+    for (long i = 0; i < n; i++) {
+        int64_t t0 = drths_now_ns();
+        size_t len;
+        fb.tick++;
+        if (drths_wire_seal(&tx, &fb, buf, sizeof buf, &len) ||
+            sendto(a, buf, len, 0, (const struct sockaddr *)&b_addr, sizeof b_addr) < 0)
+            break;
+        ssize_t r = rx_wait(a, buf, sizeof buf, busy);
+        if (r <= 0 || drths_wire_open(&rx, buf, (size_t)r, &in) != DRTHS_REJECT_OK)
+            break;
+        lat[done++] = (double)(drths_now_ns() - t0) * 1e-3;
+    }
+    pthread_join(th, NULL);
+    drths_wire_tx_close(&tx);
+    drths_wire_rx_close(&rx);
+    close(a);
+    close(b);
+    if (done < n || p.rc) {
+        fprintf(stderr, "drths-bench-codec: ping-pong stopped after %ld of %ld\n", done, n);
+        free(lat);
+        return 1;
+    }
+    qsort(lat, (size_t)n, sizeof lat[0], cmp_d);
+    printf("latency mode=%s round_trips=%ld p50_us=%.2f p99_us=%.2f max_us=%.2f sched_fifo=%d\n",
+           busy ? "busy-poll" : "blocking", n, lat[n / 2], lat[(long)(0.99 * (double)n)],
+           lat[n - 1], rt);
+    free(lat);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = 201, batch = 200;
+    long pp = 20000;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+            rounds = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
+            batch = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--pingpong") && i + 1 < argc) {
+            pp = atol(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: drths-bench-codec [--rounds N (<= %d)] [--batch N] "
+                            "[--pingpong N (0: none)]\n"
+                            "ns per datagram to seal and to open (median of rounds), then the\n"
+                            "FEEDBACK-to-COMMAND latency through loopback sockets.\n",
+                    MAX_ROUNDS);
+            return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
+        }
+    }
+    if (rounds < 1 || rounds > MAX_ROUNDS || batch < 1) {
+        fprintf(stderr, "drths-bench-codec: --rounds 1..%d, --batch >= 1\n", MAX_ROUNDS);
+        return 2;
+    }
+    if (drths_crypto_init() != 0) {
+        fprintf(stderr, "drths-bench-codec: libsodium failed to initialise\n");
+        return 1;
+    }
+    if (bench(DRTHS_MSG_COMMAND, rounds, batch) || bench(DRTHS_MSG_FEEDBACK, rounds, batch))
+        return 1;
+    return pp > 0 ? (pingpong(pp, 0) || pingpong(pp, 1)) : 0;
+}

@@ -1,0 +1,248 @@
+/* drths-bench-step: cost of one numerical step (integrator predict + MR damper + correct)
+ * against model size, and whether each size holds a tick rate on the real-time thread.
+ *
+ * For each size N (shear building of N floors, 2 % modal damping, the 200-kN damper of
+ * Phillips & Spencer 2013 at 2.5 A between the ground and floor 1) and each form of the
+ * integrator:
+ *   full        the n*n Chen-Ricles matrices (O(N^2) per step);
+ *   modal       every mode, every DOF's x, v, a updated each step (O(N^2) too, smaller constant);
+ *   modal-watch every mode, only the damper's DOF updated each step (O(N)); the full state is
+ *               available on demand (drths_integrator_sync);
+ * it measures the per-step cost in a tight loop (median and p99 of --steps steps), then runs the
+ * step at --rate Hz on this thread with the RT settings (SCHED_FIFO, mlockall, affinity, DMA
+ * latency; each reported) for --seconds and counts overruns: ticks whose step finished after
+ * the next tick's deadline. A size holds the rate when at most 0.1 % of the ticks overran.
+ *
+ * Output: one line per figure, "key=value" fields, for tools/bench to tabulate:
+ *   rt <the RT report line>
+ *   cost n=N form=F median_us=.. p99_us=..
+ *   hold n=N form=F rate_hz=.. ticks=.. overruns=.. fraction=.. [stopped=1]
+ *   largest form=F rate_hz=.. n=N      (0: none of the sizes held)
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/damper.h"
+#include "common/integrator.h"
+#include "common/rt.h"
+#include "common/rtclock.h"
+#include "common/structure.h"
+
+#define MAX_SIZES 16
+#define NFORMS 3
+
+static const char *form_names[NFORMS] = {"full", "modal", "modal-watch"};
+
+typedef struct model {
+    drths_structure_t st;
+    drths_integrator_t it;
+    drths_damper_t damper;
+    double *x1, *v1, *f;
+    long k;
+} model_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: drths-bench-step [--sizes 3,30,100,300,1000] [--steps N] [--rate HZ]\n"
+               "                        [--seconds S] [--priority P] [--cpu N] [--forms LIST]\n"
+               "Per-step cost of the numerical substructure against model size, and the largest\n"
+               "size that holds the rate on the RT thread (<= 0.1 %% overruns). Forms: full,\n"
+               "modal, modal-watch (default all three).\n");
+}
+
+static int model_init(model_t *m, int n, int form, double dt)
+{
+    memset(m, 0, sizeof *m);
+    double *mass = malloc((size_t)n * sizeof(double)), *k = malloc((size_t)n * sizeof(double));
+    if (!mass || !k)
+        return -ENOMEM;
+    /* Storey stiffness falls linearly to half at the roof; the first mode stays a few Hz. */
+    for (int i = 0; i < n; i++) {
+        mass[i] = 5.0e4;
+        k[i] = 1.0e8 * (double)n / 3.0 * (1.0 - 0.5 * i / n);
+    }
+    drths_error_t err;
+    int rc = drths_structure_init_shear(&m->st, n, mass, k, &err);
+    free(mass), free(k);
+    const double z = 0.02;
+    if (!rc)
+        rc = drths_structure_set_modal_damping(&m->st, &z, 1, &err);
+    drths_integrator_options_t o = {form == 0 ? DRTHS_INTEGRATOR_FORM_FULL
+                                              : DRTHS_INTEGRATOR_FORM_MODAL,
+                                    0};
+    if (!rc)
+        rc = drths_integrator_init_opts(&m->it, &m->st, DRTHS_INTEGRATOR_CHEN_RICLES, dt, &o, &err);
+    if (!rc && form == 2) {
+        const int dof0 = 0;
+        rc = drths_integrator_watch(&m->it, &dof0, 1);
+    }
+    drths_damper_params_t dp;
+    drths_damper_params_preset(&dp, DRTHS_DAMPER_PHILLIPS2013);
+    if (!rc)
+        rc = drths_damper_init(&m->damper, &dp, dt, &err);
+    if (rc) {
+        fprintf(stderr, "drths-bench-step: %d DOF: %s\n", n, err.msg);
+        return rc;
+    }
+    m->x1 = calloc((size_t)n, sizeof(double));
+    m->v1 = calloc((size_t)n, sizeof(double));
+    m->f = calloc((size_t)n, sizeof(double));
+    if (!m->x1 || !m->v1 || !m->f)
+        return -ENOMEM;
+    drths_damper_reset(&m->damper, 0.0, 2.5);
+    drths_integrator_reset(&m->it, NULL, NULL, 0.0, NULL);
+    return 0;
+}
+
+/* One step: x(k+1) to the damper, its force back into equilibrium. El Centro-like shaking. */
+static void model_step(model_t *m)
+{
+    drths_integrator_predict(&m->it, m->x1, m->v1);
+    m->f[0] = drths_damper_step(&m->damper, m->x1[0], m->v1[0], 2.5);
+    m->k++;
+    double t = (double)m->k * m->it.dt;
+    drths_integrator_correct(&m->it, 3.0 * sin(2 * M_PI * 1.5 * t) * sin(0.3 * t), m->f);
+}
+
+static void model_close(model_t *m)
+{
+    free(m->x1), free(m->v1), free(m->f);
+    drths_damper_close(&m->damper);
+    drths_integrator_close(&m->it);
+    drths_structure_close(&m->st);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    int sizes[MAX_SIZES] = {3, 30, 100, 300, 1000}, nsizes = 5;
+    long steps = 2000;
+    double rate = 5000.0, seconds = 2.0;
+    int forms[NFORMS] = {1, 1, 1};
+    drths_rt_options_t rto;
+    drths_rt_options_default(&rto);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!v) {
+            fprintf(stderr, "drths-bench-step: %s needs a value\n", a);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--sizes")) {
+            nsizes = 0;
+            for (char *s = argv[i], *e; *s && nsizes < MAX_SIZES; s = *e ? e + 1 : e) {
+                long n = strtol(s, &e, 10);
+                if (e == s || n < 1 || n > 20000 || (*e && *e != ',')) {
+                    fprintf(stderr, "drths-bench-step: --sizes: bad list '%s'\n", argv[i]);
+                    return 2;
+                }
+                sizes[nsizes++] = (int)n;
+            }
+        } else if (!strcmp(a, "--steps")) {
+            steps = atol(v);
+        } else if (!strcmp(a, "--rate")) {
+            rate = atof(v);
+        } else if (!strcmp(a, "--seconds")) {
+            seconds = atof(v);
+        } else if (!strcmp(a, "--priority")) {
+            rto.priority = atoi(v);
+        } else if (!strcmp(a, "--cpu")) {
+            rto.cpu = atoi(v);
+        } else if (!strcmp(a, "--forms")) {
+            for (int f = 0; f < NFORMS; f++)
+                forms[f] = strstr(v, form_names[f]) != NULL &&
+                           (f != 1 || strstr(v, "modal,") || strstr(v, ",modal") ||
+                            !strcmp(v, "modal"));
+        } else {
+            fprintf(stderr, "drths-bench-step: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (steps < 10 || !(rate > 0) || !(seconds > 0)) {
+        fprintf(stderr, "drths-bench-step: --steps >= 10, --rate and --seconds > 0\n");
+        return 2;
+    }
+    double dt = 1.0 / rate;
+    int64_t dt_ns = (int64_t)llround(1e9 / rate);
+    drths_rt_report_t rep;
+    int rc = drths_rt_apply_thread(&rto, &rep);
+    for (int i = 0; i < DRTHS_RT_NITEMS; i++) {
+        char line[256];
+        drths_rt_report_line(&rep, i, line, sizeof line);
+        printf("rt %s\n", line);
+    }
+    if (rc) {
+        drths_rt_report_close(&rep);
+        return 1;
+    }
+    int64_t *t = malloc((size_t)steps * sizeof(int64_t));
+    if (!t)
+        return 1;
+    int largest[NFORMS] = {0};
+    for (int si = 0; si < nsizes; si++) {
+        for (int f = 0; f < NFORMS; f++) {
+            if (!forms[f])
+                continue;
+            model_t m;
+            if (model_init(&m, sizes[si], f, dt)) {
+                model_close(&m);
+                continue;
+            }
+            for (long k = 0; k < steps / 10; k++) /* warm the caches */
+                model_step(&m);
+            for (long k = 0; k < steps; k++) {
+                int64_t t0 = drths_now_ns();
+                model_step(&m);
+                t[k] = drths_now_ns() - t0;
+            }
+            qsort(t, (size_t)steps, sizeof *t, cmp_i64);
+            printf("cost n=%d form=%s median_us=%.3f p99_us=%.3f\n", sizes[si], form_names[f],
+                   (double)t[steps / 2] * 1e-3, (double)t[(long)(0.99 * (double)steps)] * 1e-3);
+            fflush(stdout);
+
+            /* Hold test: tick at the rate; overrun = the step ends after the next deadline. */
+            long ticks = (long)llround(seconds * rate), allowed = ticks / 1000, over = 0, done = 0;
+            drths_ticker_t tk;
+            drths_ticker_init(&tk, dt_ns, drths_now_ns() + 2 * dt_ns, dt_ns / 2, NULL, NULL, NULL);
+            int stopped = 0;
+            for (done = 0; done < ticks; done++) {
+                uint64_t tick;
+                while (drths_ticker_wait(&tk, &tick) != 0)
+                    ;
+                model_step(&m);
+                if (drths_now_ns() > tk.deadline_ns + dt_ns && ++over > allowed) {
+                    stopped = 1; /* it fails already; do not fall seconds behind */
+                    done++;
+                    break;
+                }
+            }
+            double frac = (double)over / (double)(stopped ? ticks : done);
+            printf("hold n=%d form=%s rate_hz=%g ticks=%ld overruns=%ld fraction=%.6f%s\n",
+                   sizes[si], form_names[f], rate, done, over, frac, stopped ? " stopped=1" : "");
+            fflush(stdout);
+            if (!stopped && over <= allowed && sizes[si] > largest[f])
+                largest[f] = sizes[si];
+            model_close(&m);
+        }
+    }
+    for (int f = 0; f < NFORMS; f++)
+        if (forms[f])
+            printf("largest form=%s rate_hz=%g n=%d\n", form_names[f], rate, largest[f]);
+    free(t);
+    drths_rt_report_close(&rep);
+    return 0;
+}
