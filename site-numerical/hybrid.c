@@ -16,9 +16,18 @@ enum { S_START = 0, S_FIRST_COMMAND, S_RUN, S_CLOSING, S_DONE };
 /* The arrival-offset minimum is kept over two buckets of this length (so over 0.5 to 1 s). */
 #define OFFSET_BUCKET_NS (500 * NS_PER_MS)
 
-static const char *const extra_names[DRTHS_HYBRID_EXTRA_COLS] = {
+static const char *const extra_names[DRTHS_HYBRID_EXTRA_COLS + DRTHS_HYBRID_ADAPT_COLS] = {
     "fb_tick", "fb_concealed", "force_measured_N", "force_model_N",
-    "force_used_N", "rtt_ms", "loop_delay_ticks"};
+    "force_used_N", "rtt_ms", "loop_delay_ticks",
+    "smith_gain", "smith_w_lo", "smith_w_nom", "smith_w_hi", "smith_visc_N_s_per_m"};
+
+/* The short arrival-offset minimum (the up-link's current fastest way) uses buckets this long. */
+#define SHORT_BUCKET_NS (50 * NS_PER_MS)
+/* A rise of the short minimum over the base by more than this is taken as a slower up-link. */
+#define UPLINK_RISE_NS (2 * NS_PER_MS)
+#define LATE_WINDOW_TICKS 2500
+#define EPOCH_COPIES 3
+#define EPOCH_REPEAT_NS (10 * NS_PER_MS)
 
 void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experiment_t *exp)
 {
@@ -33,6 +42,21 @@ void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experimen
     p->epoch_repeat_ns = 20 * NS_PER_MS;
     p->close_repeat_ns = 10 * NS_PER_MS;
     p->final_wait_ns = 1000 * NS_PER_MS;
+    p->adapt_L = exp->link.loop_delay_ticks == 0;
+    p->L_max = 0;
+    p->lp.quantile = exp->link.quantile;
+    p->lp.wake_margin_local_ns = 2 * p->dt_ns; /* as drths_numsite_probe chose the first L */
+    p->lp.wake_margin_peer_ns = 2 * p->dt_ns;
+    p->lp.safety_ticks = (uint32_t)exp->link.safety_margin_ticks;
+    p->lp.fixed_L = (uint32_t)exp->link.loop_delay_ticks;
+    p->ep.late_rate_threshold = 0.01;
+    p->ep.min_window_ticks = 250;
+    p->ep.min_rtt_samples = 200;
+    p->ep.raise_step_ticks = 25;
+    p->ep.lower_hysteresis_ns = 3000 * NS_PER_MS;
+    p->decide_ticks = 50;
+    p->glide_every = 20;
+    p->rtt_window_ns = 1000 * NS_PER_MS;
 }
 
 int64_t drths_hybrid_feedback_wait_ns(uint32_t L, int64_t dt_ns, int64_t rtt_min_ns,
@@ -57,8 +81,13 @@ void drths_hybrid_close(drths_hybrid_t *h)
     free(h->peak_a);
     free(h->sum_a2);
     free(h->concealed_tick);
+    free(h->tm_tick);
+    free(h->tm_step);
     h->row = h->peak_x = h->sum_x2 = h->peak_a = h->sum_a2 = NULL;
     h->concealed_tick = NULL;
+    h->tm_tick = h->tm_step = NULL;
+    drths_late_window_close(&h->late);
+    drths_semiactive_close(&h->ctl);
     drths_rtt_tracker_close(&h->rtt);
     drths_reorder_close(&h->rb);
     drths_smith_close(&h->smith);
@@ -80,39 +109,57 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     h->p = *p;
     if (h->p.wait_ns <= 0)
         h->p.wait_ns = (int64_t)p->reorder_ticks * p->dt_ns;
-    int rc = drths_setup_passive_command(exp, &h->command, err);
+    if (!h->p.adapt_L)
+        h->p.L_max = p->L;
+    else if (h->p.L_max == 0)
+        h->p.L_max = 4 * p->L > p->L + 2500 ? 4 * p->L : p->L + 2500;
+    if (h->p.L_max < p->L)
+        return drths_error_set(err, -EINVAL, "largest L %u below the starting L %u",
+                               h->p.L_max, p->L);
+    if (h->p.adapt_L && (h->p.decide_ticks < 1 || h->p.glide_every < 2))
+        return drths_error_set(err, -EINVAL, "epoch decisions: decide_ticks >= 1 and "
+                                             "glide_every >= 2");
+    size_t lmax = h->p.L_max;
+    int rc = drths_numsub_init(&h->ns, exp, err);
     if (rc)
         return rc;
-    drths_damper_params_t nominal;
-    drths_setup_damper_nominal(exp, &nominal);
-    /* Room for twice the starting L: a later epoch (issue 7) may raise it. */
-    rc = drths_smith_init(&h->smith, p->smith, &nominal, 1.0 / exp->rate_hz,
-                          2 * (size_t)p->L + 64, err);
-    if (rc)
-        return rc;
-    rc = drths_numsub_init(&h->ns, exp, err);
+    /* The controller is designed on the numerical site's own model, as in the reference run. */
+    rc = drths_semiactive_init_experiment(&h->ctl, exp, &h->ns.st, err);
     if (rc) {
-        drths_smith_close(&h->smith);
+        drths_numsub_close(&h->ns);
         return rc;
     }
+    h->rest_command = h->command = drths_semiactive_initial_command(&h->ctl);
+    drths_damper_params_t nominal;
+    drths_setup_damper_nominal(exp, &nominal);
+    /* Room for the largest dead time an epoch may bring. */
+    rc = drths_smith_init(&h->smith, p->smith, &nominal, 1.0 / exp->rate_hz, lmax + 64, err);
+    if (rc) {
+        drths_hybrid_close(h);
+        return rc;
+    }
+    h->adaptive = p->smith == DRTHS_SMITH_ADAPTIVE;
     /* Feedback can run ahead of the consumer by the reorder wait plus whatever piled up in the
      * socket while the thread was not running; L ticks of slack cover a stall as long as the
      * loop delay, after which the actuator site is concealing commands anyway. */
-    size_t depth = (size_t)(h->p.wait_ns / p->dt_ns) + 2 * (size_t)p->L + (size_t)p->r + 256;
+    size_t depth = (size_t)(h->p.wait_ns / p->dt_ns) + 2 * lmax + (size_t)p->r + 256;
     rc = drths_reorder_init(&h->rb, depth, sizeof(drths_fb_sample_t), 1, err);
-    if (!rc) {
-        rc = drths_rtt_tracker_init(&h->rtt, 2 * (size_t)p->L + 1024, 10000,
-                                    2 * DRTHS_NS_PER_S, err);
-        if (rc)
-            drths_reorder_close(&h->rb);
-    }
+    if (!rc)
+        rc = drths_rtt_tracker_init(&h->rtt, 2 * lmax + 1024, 10000, 2 * DRTHS_NS_PER_S, err);
+    if (!rc)
+        rc = drths_late_window_init(&h->late, LATE_WINDOW_TICKS, err);
     if (rc) {
-        drths_numsub_close(&h->ns);
-        drths_smith_close(&h->smith);
+        drths_hybrid_close(h);
         return rc;
     }
+    h->tm_cap = 2 * lmax + 4096;
+    h->tm_tick = malloc(h->tm_cap * sizeof(int64_t));
+    h->tm_step = malloc(h->tm_cap * sizeof(int64_t));
+    if (h->tm_tick && h->tm_step)
+        for (size_t i = 0; i < h->tm_cap; i++)
+            h->tm_tick[i] = -1;
     int n = h->ns.n;
-    h->ncols = h->ns.ncols + DRTHS_HYBRID_EXTRA_COLS;
+    h->ncols = h->ns.ncols + DRTHS_HYBRID_EXTRA_COLS + (h->adaptive ? DRTHS_HYBRID_ADAPT_COLS : 0);
     h->colnames = calloc((size_t)h->ncols, sizeof *h->colnames);
     h->row = calloc((size_t)h->ncols, sizeof(double));
     h->peak_x = calloc((size_t)n, sizeof(double));
@@ -123,7 +170,7 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     h->rb_depth = depth;
     h->concealed_tick = calloc(depth, sizeof(uint64_t));
     int ok = h->colnames && h->row && h->peak_x && h->sum_x2 && h->peak_a && h->sum_a2 &&
-             h->concealed_tick;
+             h->concealed_tick && h->tm_tick && h->tm_step;
     for (int i = 0; ok && i < h->ncols; i++) {
         h->colnames[i] = strdup(i < h->ns.ncols ? h->ns.colnames[i]
                                                 : extra_names[i - h->ns.ncols]);
@@ -133,12 +180,19 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
         drths_hybrid_close(h);
         return drths_error_set(err, -ENOMEM, "out of memory for the hybrid loop");
     }
-    rc = drths_smith_reset(&h->smith, h->command, p->L);
+    rc = drths_smith_reset(&h->smith, h->rest_command, p->L);
     if (rc) { /* cannot happen: the ring was sized from L */
         drths_hybrid_close(h);
         return drths_error_set(err, rc, "Smith history too short for L = %u", p->L);
     }
     drths_numsub_reset(&h->ns, drths_smith_model(&h->smith, 0));
+    h->L = h->glide_target = p->L;
+    h->row_dead = p->L;
+    h->epoch = 1;
+    h->filler_next = 1;
+    h->filler_end = 0;
+    h->rtt_base_q_ns = p->rtt_q_ns;
+    h->c.L_min_seen = h->c.L_max_seen = p->L;
     h->state = S_START;
     return 0;
 }
@@ -214,6 +268,13 @@ static void on_feedback(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx_ns)
         h->fb_newest_counter_rx_ns = rx_ns;
     }
     int64_t off = rx_ns - (int64_t)m->tick * h->p.dt_ns;
+    if (!h->got_feedback || rx_ns - h->off_short_bucket_ns >= SHORT_BUCKET_NS) {
+        h->off_short_prev = h->got_feedback ? h->off_short_cur : off;
+        h->off_short_cur = off;
+        h->off_short_bucket_ns = rx_ns;
+    } else if (off < h->off_short_cur) {
+        h->off_short_cur = off;
+    }
     if (!h->got_feedback) {
         h->off_cur = h->off_prev = off;
         h->off_bucket_ns = rx_ns;
@@ -311,16 +372,16 @@ static void build_command(drths_hybrid_t *h, uint64_t T, double disp, double vel
     h->prev_vel = vel;
     memset(&h->out, 0, sizeof h->out);
     h->out.type = DRTHS_MSG_COMMAND;
-    h->out.epoch = 1;
+    h->out.epoch = h->epoch;
     h->out.tick = T;
     drths_msg_command_t *c = &h->out.u.command;
-    c->loop_delay_ticks = h->p.L;
+    c->loop_delay_ticks = h->L;
     c->n_channels = 1;
     c->r = (uint8_t)((uint64_t)h->p.r < T + 1 ? (uint64_t)h->p.r : T + 1);
     c->echo_counter = h->fb_newest_counter;
     int64_t hold = h->fb_newest_counter ? now_ns - h->fb_newest_counter_rx_ns : 0;
     c->echo_hold_ns = hold > 0 ? (uint64_t)hold : 0;
-    drths_cmd_channel_t rest = {0.0, 0.0, 0.0, h->command};
+    drths_cmd_channel_t rest = {0.0, 0.0, 0.0, h->rest_command};
     for (int k = 0; k < c->r; k++) {
         uint64_t t = T - (uint64_t)k;
         c->s[k][0] = t <= h->p.L ? rest : h->sent[t % DRTHS_WIRE_MAX_R];
@@ -329,13 +390,76 @@ static void build_command(drths_hybrid_t *h, uint64_t T, double disp, double vel
     h->c.commands_sent++;
 }
 
-/* Predicts x(n+1), steps the Smith model with it and builds the COMMAND for n + 1 + L. */
-static void predict_and_command(drths_hybrid_t *h, int64_t now_ns)
+static void tm_set(drths_hybrid_t *h, uint64_t tick, int64_t step)
+{
+    h->tm_tick[tick % h->tm_cap] = (int64_t)tick;
+    h->tm_step[tick % h->tm_cap] = step;
+}
+
+/* The step whose command tick n got (*filler: a filler holding that step). Ticks never sent
+ * (the rest ticks of epoch 1) map to n - L, which is <= 0 there: the rest force. */
+static int64_t tm_get(const drths_hybrid_t *h, uint64_t tick, int *filler)
+{
+    *filler = 0;
+    if (h->tm_tick[tick % h->tm_cap] != (int64_t)tick)
+        return (int64_t)tick - (int64_t)h->L;
+    int64_t k = h->tm_step[tick % h->tm_cap];
+    if (k < 0) {
+        *filler = 1;
+        return -1 - k;
+    }
+    return k;
+}
+
+/* Predicts x(n+1), steps the Smith model with it and builds the COMMAND for n + 1 + L; while
+ * gliding to a lower L, every glide_every-th step sends nothing and L drops by one. Returns
+ * nonzero when a COMMAND was built. */
+static int predict_and_command(drths_hybrid_t *h, int64_t now_ns)
 {
     double d, v;
     drths_numsub_predict(&h->ns, &d, &v);
     drths_smith_step(&h->smith, d, v, h->command);
-    build_command(h, (uint64_t)h->ns.step + 1 + h->p.L, d, v, now_ns);
+    int64_t k = h->ns.step + 1;
+    if (h->glide_target < h->L && ++h->glide_count >= h->p.glide_every) {
+        /* Tick k + L - 1 already has x(k - 1): x(k) is skipped by the specimen. */
+        h->glide_count = 0;
+        h->L--;
+        if (h->L < h->c.L_min_seen)
+            h->c.L_min_seen = h->L;
+        h->c.glide_skips++;
+        h->prev_vel = v;
+        return 0;
+    }
+    uint64_t T = (uint64_t)k + h->L;
+    tm_set(h, T, k);
+    build_command(h, T, d, v, now_ns);
+    return 1;
+}
+
+/* The next filler COMMAND: up to r filler ticks ending at T, advancing by r/2 so that each
+ * filler tick travels in two datagrams. */
+static void build_filler(drths_hybrid_t *h, int64_t now_ns, uint64_t first)
+{
+    uint64_t T = h->filler_next + (uint64_t)h->p.r - 1;
+    if (T > h->filler_end)
+        T = h->filler_end;
+    memset(&h->out, 0, sizeof h->out);
+    h->out.type = DRTHS_MSG_COMMAND;
+    h->out.epoch = h->epoch;
+    h->out.tick = T;
+    drths_msg_command_t *c = &h->out.u.command;
+    c->loop_delay_ticks = h->L;
+    c->n_channels = 1;
+    uint64_t avail = T - first + 1;
+    c->r = (uint8_t)(avail < (uint64_t)h->p.r ? avail : (uint64_t)h->p.r);
+    c->echo_counter = h->fb_newest_counter;
+    int64_t hold = h->fb_newest_counter ? now_ns - h->fb_newest_counter_rx_ns : 0;
+    c->echo_hold_ns = hold > 0 ? (uint64_t)hold : 0;
+    for (int i = 0; i < c->r; i++)
+        c->s[i][0] = h->filler;
+    uint64_t adv = (uint64_t)(h->p.r / 2 > 0 ? h->p.r / 2 : 1);
+    h->filler_next = T >= h->filler_end ? h->filler_end + 1 : h->filler_next + adv;
+    h->c.fillers_sent++;
 }
 
 static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double measured,
@@ -350,7 +474,15 @@ static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double meas
     x[3] = drths_smith_model(&h->smith, h->ns.step);
     x[4] = used;
     x[5] = h->rtt.run.count ? (double)h->rtt.last_rtt_ns * 1e-6 : NAN;
-    x[6] = h->p.L;
+    x[6] = h->row_dead;
+    if (h->adaptive) {
+        const drths_smith_t *sm = &h->smith;
+        x[7] = drths_smith_gain(sm);
+        x[8] = sm->theta[0];
+        x[9] = sm->theta[1];
+        x[10] = sm->theta[2];
+        x[11] = sm->theta[3] * sm->c_ref;
+    }
     int n = h->ns.n;
     const double *xs = row + 3, *as = row + 3 + 2 * n;
     for (int i = 0; i < n; i++) {
@@ -363,15 +495,150 @@ static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double meas
     h->c.rows++;
 }
 
+static int64_t min64(int64_t a, int64_t b);
+
+/* Announces epoch e+1 with L_to from eff_tick (three copies, the first at the next poll) and
+ * restarts the evidence: the late window, the round-trip window, the one-way base. */
+static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t eff_tick,
+                     drths_epoch_reason_t why, int64_t rtt_q_ns, int64_t now_ns)
+{
+    h->epoch++;
+    h->epoch_msg.new_epoch = h->epoch;
+    h->epoch_msg.loop_delay_ticks = L_to;
+    h->epoch_msg.effective_tick = eff_tick;
+    h->epoch_copies = EPOCH_COPIES;
+    h->epoch_next_ns = now_ns;
+    h->epoch_eff_tick = eff_tick;
+    h->c.epoch_changes++;
+    if (h->n_elog < DRTHS_HYBRID_MAX_EPOCH_LOG) {
+        drths_hybrid_epoch_log_t *l = &h->elog[h->n_elog++];
+        l->epoch = h->epoch;
+        l->L_from = L_from;
+        l->L_to = L_to;
+        l->step = h->ns.step;
+        l->effective_tick = eff_tick;
+        l->time_s = (double)h->ns.step * h->ns.dt_s;
+        l->reason = why;
+    }
+    /* The feedback wait follows the budget of the new L and round trip (DESIGN.md 2): the
+     * measured spread of the round trip is kept, its level moves with the new quantile. */
+    int64_t wait = h->p.wait_ns + ((int64_t)L_to - (int64_t)L_from) * h->p.dt_ns -
+                   (rtt_q_ns > 0 && h->rtt_base_q_ns > 0 ? rtt_q_ns - h->rtt_base_q_ns : 0);
+    int64_t floor_ns = (int64_t)h->p.reorder_ticks * h->p.dt_ns;
+    h->p.wait_ns = wait > floor_ns ? wait : floor_ns;
+    if (rtt_q_ns > 0)
+        h->rtt_base_q_ns = rtt_q_ns;
+    /* A slower up-link moves every arrival later: the deadlines follow at once instead of
+     * waiting up to 1 s for the long minimum to forget the faster past. */
+    int64_t short_min = min64(h->off_short_cur, h->off_short_prev);
+    if (short_min > min64(h->off_cur, h->off_prev)) {
+        h->off_cur = h->off_prev = short_min;
+        h->off_bucket_ns = now_ns;
+    }
+    h->off_base = short_min;
+    drths_late_window_reset(&h->late);
+    drths_rtt_tracker_window_reset(&h->rtt);
+    h->rtt_window_start_ns = now_ns;
+}
+
+/* L up to L2 before x(k) (k = step + 1) is commanded: the ticks between the last one sent and
+ * k + L2 get fillers holding the last commanded position. */
+static void raise_L(drths_hybrid_t *h, uint32_t L2, drths_epoch_reason_t why, int64_t rtt_q_ns,
+                    int64_t now_ns)
+{
+    uint32_t L1 = h->L;
+    uint64_t k = (uint64_t)h->ns.step + 1;
+    uint64_t last = h->last_cmd_tick, first_new = k + L2;
+    int64_t held = h->ns.step; /* last holds x(step) */
+    h->filler = h->sent[last % DRTHS_WIRE_MAX_R];
+    h->filler.vel_m_s = 0.0;
+    h->filler.acc_m_s2 = 0.0;
+    for (uint64_t t = last + 1; t < first_new; t++) {
+        tm_set(h, t, -1 - held);
+        if (t + DRTHS_WIRE_MAX_R >= first_new)
+            h->sent[t % DRTHS_WIRE_MAX_R] = h->filler; /* the redundancy of x(k)'s COMMAND */
+    }
+    h->filler_first = h->filler_next = last + 1;
+    h->filler_end = first_new - 1;
+    h->L = h->glide_target = L2;
+    h->glide_count = 0;
+    h->prev_vel = 0.0;
+    if (L2 > h->c.L_max_seen)
+        h->c.L_max_seen = L2;
+    announce(h, L1, L2, first_new, why, rtt_q_ns, now_ns);
+}
+
+/* One epoch decision (DESIGN.md 6) after step n. */
+static void decide(drths_hybrid_t *h, int64_t now_ns)
+{
+    const drths_hist_t *w = &h->rtt.window;
+    if (h->rtt_window_start_ns == 0)
+        h->rtt_window_start_ns = now_ns;
+    int64_t short_min = min64(h->off_short_cur, h->off_short_prev);
+    if (h->off_base == 0)
+        h->off_base = short_min;
+    drths_epoch_input_t in = {0};
+    in.now_ns = now_ns;
+    in.current_L = h->glide_target;
+    in.window_ticks = h->late.filled;
+    in.window_late = h->late.late_count;
+    in.rtt_samples = w->count;
+    in.rtt_q_ns = w->count ? drths_hist_quantile(w, h->p.lp.quantile) : 0;
+    if (h->rtt_base_q_ns == 0 && w->count >= h->p.ep.min_rtt_samples)
+        h->rtt_base_q_ns = in.rtt_q_ns;
+    /* A slower up-link is seen one round trip before the echoes show it: the round trip is at
+     * least as much longer as the fastest arrivals are later. */
+    int64_t rise = short_min - h->off_base;
+    if (rise > UPLINK_RISE_NS && h->rtt_base_q_ns > 0 && h->rtt_base_q_ns + rise > in.rtt_q_ns) {
+        in.rtt_q_ns = h->rtt_base_q_ns + rise;
+        if (in.rtt_samples < h->p.ep.min_rtt_samples)
+            in.rtt_samples = h->p.ep.min_rtt_samples;
+    }
+    drths_epoch_reason_t why;
+    uint32_t next = drths_epoch_decide(&h->p.ep, &h->p.lp, h->p.dt_ns, &h->est, &in, &why);
+    if (next > h->p.L_max)
+        next = h->p.L_max;
+    if (now_ns - h->rtt_window_start_ns >= h->p.rtt_window_ns) {
+        /* Restart the round-trip window so that it says what the link does now. */
+        drths_rtt_tracker_window_reset(&h->rtt);
+        h->rtt_window_start_ns = now_ns;
+    }
+    if (why == DRTHS_EPOCH_KEEP || next == h->glide_target)
+        return;
+    if (next > h->L) {
+        raise_L(h, next, why, in.rtt_q_ns, now_ns);
+        return;
+    }
+    /* Lower (or a raise that stays below the L still gliding down): glide to next. The glide
+     * drops one tick every glide_every steps, so it ends (L - next) glide_every steps on. */
+    uint32_t from = h->glide_target;
+    h->glide_target = next;
+    uint64_t end_step = (uint64_t)h->ns.step + 1 +
+                        (uint64_t)(h->L - next) * (uint64_t)h->p.glide_every;
+    announce(h, from, next, end_step + next, why, in.rtt_q_ns, now_ns);
+}
+
 static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_sample_t *s,
                                           int64_t now_ns, drths_hybrid_action_t *a)
 {
     int64_t n = h->ns.step + 1;
     double measured = NAN, used;
-    if (s) {
+    int filler;
+    int64_t k = tm_get(h, (uint64_t)n, &filler);
+    h->row_dead = (double)(n - k);
+    if (s && !filler) {
         measured = s->ch[0].force_n;
-        used = drths_smith_force(&h->smith, n, measured);
+        used = drths_smith_force_at(&h->smith, n, k, measured);
         h->consecutive = 0;
+        if ((uint64_t)n >= h->epoch_eff_tick)
+            drths_late_window_add(&h->late, (s->flags & DRTHS_FB_CONCEALED) != 0);
+    } else if (s) {
+        /* The specimen was paused at tick n (a raise of L): its force is not comparable with
+         * the model's, so the model conceals it, keeping the last correction. */
+        measured = s->ch[0].force_n;
+        used = drths_smith_conceal(&h->smith, n);
+        h->consecutive = 0;
+        h->c.transition++;
     } else {
         used = drths_smith_conceal(&h->smith, n);
         h->concealed_tick[(uint64_t)n % h->concealed_cap] = (uint64_t)n;
@@ -387,9 +654,14 @@ static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_samp
                     "end of record", DRTHS_HYBRID_END_OF_RECORD);
         return DRTHS_HYBRID_ACT;
     }
-    predict_and_command(h, now_ns);
-    a->send = &h->out;
-    a->is_command = 1;
+    /* The command for step n+1 from the state and the force used at step n (semiactive.h). */
+    h->command = drths_semiactive_command(&h->ctl, h->ns.it.x, h->ns.it.v, used);
+    if (h->p.adapt_L && n % h->p.decide_ticks == 0)
+        decide(h, now_ns);
+    if (predict_and_command(h, now_ns)) {
+        a->send = &h->out;
+        a->is_command = 1;
+    }
     return DRTHS_HYBRID_ACT;
 }
 
@@ -407,7 +679,7 @@ static drths_hybrid_poll_result_t poll_closing(drths_hybrid_t *h, int64_t now_ns
         if (now_ns >= h->next_send_ns) {
             memset(&h->out, 0, sizeof h->out);
             h->out.type = (drths_msg_type_t)h->close_type;
-            h->out.epoch = 1;
+            h->out.epoch = h->epoch;
             h->out.tick = h->last_cmd_tick;
             h->out.u.stop.reason = (uint8_t)h->close_reason;
             size_t len = strlen(h->end_text);
@@ -503,6 +775,24 @@ drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
         a->wake_ns = min64(h->next_send_ns, h->start_ns + h->p.start_timeout_ns);
         return DRTHS_HYBRID_WAIT;
     }
+    if (h->epoch_copies > 0 && now_ns >= h->epoch_next_ns) {
+        memset(&h->out, 0, sizeof h->out);
+        h->out.type = DRTHS_MSG_EPOCH;
+        h->out.epoch = h->epoch;
+        h->out.tick = h->last_cmd_tick;
+        h->out.u.epoch = h->epoch_msg;
+        h->epoch_copies--;
+        h->epoch_next_ns = now_ns + EPOCH_REPEAT_NS;
+        h->c.epochs_sent++;
+        a->send = &h->out;
+        return DRTHS_HYBRID_ACT;
+    }
+    if (h->filler_next <= h->filler_end) {
+        build_filler(h, now_ns, h->filler_first);
+        a->send = &h->out;
+        a->is_command = 1;
+        return DRTHS_HYBRID_ACT;
+    }
     if (now_ns - h->last_rx_ns >= h->p.peer_timeout_ns) {
         begin_close(h, now_ns, DRTHS_MSG_ABORT, DRTHS_STOP_PEER_LOST,
                     "no datagram from the actuator site for too long", DRTHS_HYBRID_PEER_LOST);
@@ -521,5 +811,7 @@ drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
         return do_step(h, NULL, now_ns, a);
     }
     a->wake_ns = min64(deadline, h->last_rx_ns + h->p.peer_timeout_ns);
+    if (h->epoch_copies > 0)
+        a->wake_ns = min64(a->wake_ns, h->epoch_next_ns);
     return DRTHS_HYBRID_WAIT;
 }

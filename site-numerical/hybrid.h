@@ -20,6 +20,29 @@
  * The estimated arrival time of tick n is min_offset + n·dt, where min_offset is the smallest
  * (arrival - tick·dt) of the FEEDBACKs of the last 0.5 to 1 s.
  *
+ * Damper command (DESIGN.md 5.5, site-numerical/semiactive.h): the command sent with x(n+1) is
+ * computed from the state at n and the force R(n) used at n, as in the reference run; the
+ * passive modes send their constant.
+ *
+ * On-the-fly loop delay (DESIGN.md 6; when L is not fixed by link.loop_delay_ticks): every
+ * decide_ticks steps drths_epoch_decide (protocol/estimator.h) is asked for a new L from the
+ * round trip measured by the echoes (window of at most 1 s), the late rate (feedback samples
+ * flagged CONCEALED by the actuator site, for ticks under the current epoch only) and the rise
+ * of the feedback's one-way arrival offset (an up-link that got slower by X makes the round
+ * trip at least X longer, and this is seen a round trip before the echoes show it). The actuator
+ * site plays whatever each tick was commanded, so the change of L is a change of which step
+ * each tick gets:
+ *   raise L1 -> L2 (at once): x(n+1) goes to tick n+1+L2; the ticks between the last one sent
+ *     and it are FILLER commands that hold the last commanded position (velocity 0): the
+ *     specimen pauses for L2 - L1 ticks. EPOCH {e+1, L2, n+1+L2}.
+ *   lower L1 -> L2 (after the hysteresis): a glide; every glide_every steps one step's command
+ *     is not sent and L drops by one, so the specimen skips one sample (runs 1/glide_every
+ *     faster) until L2. EPOCH {e+1, L2, the tick where the glide ends}.
+ * Each EPOCH is sent three times 10 ms apart. The step applied at each tick is remembered
+ * (tick map), so the Smith predictor pairs F(n) with the model at the step the specimen really
+ * got; feedback of filler ticks (the specimen paused) is concealed by the model and counted as
+ * transition steps, not as lost feedback. The feedback wait is recomputed for each new L.
+ *
  * Ownership: the caller owns drths_hybrid_t; _init allocates everything the run needs (models,
  * buffers, histograms, the row); _close frees it (safe twice). Pointers handed out in
  * drths_hybrid_action_t point into the struct and are valid until the next call. One thread
@@ -36,10 +59,16 @@
 #include "protocol/reorder.h"
 #include "protocol/wire.h"
 #include "site-numerical/numsub.h"
+#include "site-numerical/semiactive.h"
 #include "site-numerical/smith.h"
 
-/* Columns after the numsub base columns (run-folder contract). */
+/* Columns after the numsub base columns (run-folder contract); adaptive Smith adds
+ * DRTHS_HYBRID_ADAPT_COLS more (smith_gain, smith_w_lo, smith_w_nom, smith_w_hi,
+ * smith_visc_N_s_per_m). */
 #define DRTHS_HYBRID_EXTRA_COLS 7
+#define DRTHS_HYBRID_ADAPT_COLS 5
+/* Epoch changes remembered for summary.json. */
+#define DRTHS_HYBRID_MAX_EPOCH_LOG 64
 
 typedef struct drths_hybrid_params {
     uint32_t L;                /* loop delay of epoch 1, ticks (>= 1) */
@@ -55,6 +84,15 @@ typedef struct drths_hybrid_params {
     int64_t epoch_repeat_ns;   /* EPOCH 1 repeated until the first FEEDBACK (20 ms) */
     int64_t close_repeat_ns;   /* STOP / ABORT sent 3 times this far apart (10 ms) */
     int64_t final_wait_ns;     /* after STOP, wait this long for the last FEEDBACK (1 s) */
+    /* on-the-fly L (DESIGN.md 6) */
+    int adapt_L;               /* nonzero: epochs may change L (default: unless L is fixed) */
+    uint32_t L_max;            /* largest L allowed (sizes the history rings) */
+    drths_lchoice_params_t lp; /* quantile, margins for the L needed by a round trip */
+    drths_epoch_params_t ep;   /* thresholds and hysteresis of drths_epoch_decide */
+    int decide_ticks;          /* steps between decisions (50) */
+    int glide_every;           /* lowering drops one command every this many steps (20) */
+    int64_t rtt_window_ns;     /* the round-trip window restarts this often (1 s) */
+    int64_t rtt_q_ns;          /* round-trip quantile L was chosen for (0: from the echoes) */
 } drths_hybrid_params_t;
 
 /* The feedback wait of DESIGN.md 2: x(n+1) must reach the actuator site before tick n+1+L, so
@@ -105,7 +143,20 @@ typedef struct drths_hybrid_counters {
     uint64_t phys_hold;           /* feedback samples flagged "HOLD" */
     uint64_t commands_sent, epochs_sent, closes_sent;
     uint64_t unexpected;          /* valid messages of a type not expected here */
+    uint64_t transition;          /* steps whose tick was a filler (specimen paused) */
+    uint64_t fillers_sent;        /* filler COMMANDs sent */
+    uint64_t glide_skips;         /* step commands not sent while lowering L */
+    uint64_t epoch_changes;       /* epochs after the first */
+    uint32_t L_min_seen, L_max_seen;
 } drths_hybrid_counters_t;
+
+typedef struct drths_hybrid_epoch_log {
+    uint32_t epoch, L_from, L_to;
+    int64_t step;            /* step at which it was decided */
+    uint64_t effective_tick;
+    double time_s;           /* simulated time of that step */
+    drths_epoch_reason_t reason;
+} drths_hybrid_epoch_log_t;
 
 typedef struct drths_hybrid {
     drths_hybrid_params_t p;
@@ -113,7 +164,34 @@ typedef struct drths_hybrid {
     drths_smith_t smith;
     drths_reorder_t rb;
     drths_rtt_tracker_t rtt;
-    double command;             /* damper command (passive modes) */
+    drths_semiactive_t ctl;     /* damper command law */
+    double command;             /* damper command sent with the newest x */
+    double rest_command;        /* damper command of the rest ticks */
+    int adaptive;               /* Smith adaptive: extra columns */
+    /* epochs */
+    uint32_t L;                 /* current offset tick - step of new commands */
+    uint32_t epoch;             /* newest epoch announced */
+    uint32_t glide_target;      /* lowering towards this L (== L when not gliding) */
+    int glide_count;
+    uint64_t epoch_eff_tick;    /* ticks from here on count for the late rate */
+    drths_late_window_t late;
+    drths_epoch_state_t est;
+    int64_t rtt_window_start_ns;
+    int64_t off_short_cur, off_short_prev, off_short_bucket_ns; /* 50 ms arrival minima */
+    int64_t off_base;           /* arrival offset minimum when the current L was chosen */
+    int64_t rtt_base_q_ns;      /* round-trip quantile the current L was chosen for */
+    int64_t *tm_tick, *tm_step; /* tick map ring: step sent for each tick, -1 - k for a filler
+                                 * holding step k; owned */
+    size_t tm_cap;
+    uint64_t filler_next, filler_end; /* filler ticks still to send (next > end: none) */
+    drths_cmd_channel_t filler;
+    int epoch_copies;           /* EPOCH copies still to send */
+    int64_t epoch_next_ns;
+    drths_msg_epoch_t epoch_msg;
+    uint64_t filler_first;      /* first filler tick of the current pause */
+    drths_hybrid_epoch_log_t elog[DRTHS_HYBRID_MAX_EPOCH_LOG];
+    int n_elog;
+    double row_dead;            /* dead time n - k of the row's step, ticks */
     int state;                  /* internal */
     drths_hybrid_end_t end;
     char end_text[DRTHS_WIRE_MAX_TEXT + 64]; /* the peer's ABORT text or why the run ended */
@@ -146,12 +224,15 @@ typedef struct drths_hybrid {
 } drths_hybrid_t;
 
 /* Defaults for everything but L: r, reorder_ticks and smith from the experiment, dt from its
- * rate, and the SITES.md timeouts. init-only. */
+ * rate, the SITES.md timeouts, and the epoch settings: adapt_L unless link.loop_delay_ticks
+ * fixes L, L_max = max(4 L, L + 2500) once L is set (0 here: init computes it), late rate
+ * threshold 1 % over at least 250 ticks, 200 round trips, raise step 25 ticks, lowering
+ * hysteresis 3 s, decisions every 50 steps, glide 1 in 20. init-only. */
 void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experiment_t *exp);
 
-/* Builds the substructure, the Smith model (nominal damper, history 2L + 64), the reorder
- * buffer and the round-trip tracker, and the column names. Errors: clipped-optimal control and
- * adaptive Smith are -ENOTSUP, others as the models report them. init-only. */
+/* Builds the substructure, the controller, the Smith model (nominal damper, history
+ * L_max + 64), the reorder buffer, the round-trip tracker, the tick map and the column names.
+ * Errors as the models report them. init-only. */
 int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
                       const drths_hybrid_params_t *p, drths_error_t *err);
 

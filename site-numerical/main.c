@@ -279,18 +279,6 @@ static int run_hybrid(const options_t *o)
         fprintf(stderr, "drths-numerical: %s\n", err.msg);
         return DRTHS_EXIT_CONFIG;
     }
-    double command;
-    if (drths_setup_passive_command(&exp, &command, &err) != 0) {
-        fprintf(stderr, "drths-numerical: %s\n", err.msg);
-        drths_experiment_close(&exp);
-        return DRTHS_EXIT_CONFIG;
-    }
-    if (exp.numerical.smith == DRTHS_SMITH_ADAPTIVE) {
-        fprintf(stderr, "drths-numerical: numerical.smith: adaptive is not available yet (use "
-                        "fixed or off)\n");
-        drths_experiment_close(&exp);
-        return DRTHS_EXIT_CONFIG;
-    }
     uint8_t psk[DRTHS_KEY_BYTES];
     const char *key_path = o->key ? o->key : exp.link.key_path;
     if (drths_crypto_init() != 0) {
@@ -408,6 +396,7 @@ static int run_hybrid(const options_t *o)
     hp.wait_ns = drths_hybrid_feedback_wait_ns(hp.L, hp.dt_ns, app->site.probe_summary.min_ns,
                                                app->site.rtt_q_ns, hp.reorder_ticks);
     hp.peer_timeout_ns = (int64_t)(o->peer_timeout_s * 1e9);
+    hp.rtt_q_ns = app->site.rtt_q_ns;
     char path[4200];
     snprintf(path, sizeof path, "%s/numerical.csv", dir);
     if ((rc = drths_hybrid_init(&app->hyb, &exp, &hp, &err)) != 0 ||
@@ -421,9 +410,10 @@ static int run_hybrid(const options_t *o)
     printf("smith predictor: %s (nominal %s model, dead time L = %u ticks)\n",
            drths_smith_mode_name(exp.numerical.smith),
            drths_damper_model_name(exp.specimen.damper.model), hp.L);
-    printf("running: %ld steps (%.2f s), damper command %.3g, R = %d, feedback wait %.3f ms\n",
-           app->hyb.ns.steps, (double)(app->hyb.ns.steps - 1) * app->hyb.ns.dt_s, command,
-           hp.r, (double)app->hyb.p.wait_ns * 1e-6);
+    printf("running: %ld steps (%.2f s), control %s, R = %d, feedback wait %.3f ms, L %s\n",
+           app->hyb.ns.steps, (double)(app->hyb.ns.steps - 1) * app->hyb.ns.dt_s,
+           drths_control_mode_name(exp.control.mode), hp.r, (double)app->hyb.p.wait_ns * 1e-6,
+           hp.adapt_L ? "on the fly (epochs)" : "fixed");
     fflush(stdout);
     uv_timer_start(&app->drain_timer, on_drain_timer, 50, 50);
     if (!o->quiet && isatty(2))
@@ -498,6 +488,17 @@ finish_nothread:
                    (double)rs.max_ns * 1e-6, (unsigned long long)rs.count);
         else
             printf("  round trip: no echo measured\n");
+        if (h->c.epoch_changes)
+            printf("  epochs: %llu changes, L from %u to %u ticks, %llu transition steps, "
+                   "final L %u\n",
+                   (unsigned long long)h->c.epoch_changes, h->c.L_min_seen, h->c.L_max_seen,
+                   (unsigned long long)h->c.transition, h->L);
+        if (h->adaptive)
+            printf("  adaptive Smith: force gain %.4f, %llu updates (%llu low signal, %llu in "
+                   "the dead zone)\n",
+                   drths_smith_gain(&h->smith), (unsigned long long)h->smith.st.updates,
+                   (unsigned long long)h->smith.st.low_signal,
+                   (unsigned long long)h->smith.st.dead_zone);
         if (dropped)
             printf("  WARNING: %llu rows dropped by the recorder\n",
                    (unsigned long long)dropped);

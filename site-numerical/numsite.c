@@ -456,7 +456,8 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
     drths_json_int(&j, "recorder_dropped_rows", (int64_t)o->recorder_dropped);
     if (h) {
         const drths_hybrid_counters_t *c = &h->c;
-        drths_json_int(&j, "L", h->p.L);
+        drths_json_int(&j, "L", h->L);
+        drths_json_int(&j, "L_start", h->p.L);
         drths_json_int(&j, "steps", (int64_t)c->rows);
         drths_json_int(&j, "steps_planned", h->ns.steps);
         drths_json_number(&j, "simulated_s", (double)h->ns.step * h->ns.dt_s);
@@ -496,6 +497,48 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
         drths_json_object_begin(&j, "damper");
         drths_json_number(&j, "peak_force_N", h->peak_force_N);
         drths_json_number(&j, "command", h->command);
+        drths_json_string(&j, "control", drths_control_mode_name(e->control.mode));
+        drths_json_object_end(&j);
+        const drths_smith_t *sm = &h->smith;
+        drths_json_object_begin(&j, "smith_predictor");
+        drths_json_string(&j, "mode", drths_smith_mode_name(sm->mode));
+        drths_json_number(&j, "force_gain", drths_smith_gain(sm));
+        if (h->adaptive) {
+            drths_json_numbers(&j, "bank_gamma_beta", sm->ap.bank_gamma_beta, DRTHS_SMITH_BANK);
+            drths_json_numbers(&j, "bank_weights", sm->theta, DRTHS_SMITH_BANK);
+            drths_json_number(&j, "viscous_N_s_per_m", sm->theta[3] * sm->c_ref);
+            drths_json_number(&j, "forgetting", sm->ap.forgetting);
+            drths_json_int(&j, "updates", (int64_t)sm->st.updates);
+            drths_json_int(&j, "skipped_low_signal", (int64_t)sm->st.low_signal);
+            drths_json_int(&j, "skipped_dead_zone", (int64_t)sm->st.dead_zone);
+            drths_json_int(&j, "projections", (int64_t)sm->st.projections);
+            drths_json_int(&j, "covariance_trace_limited", (int64_t)sm->st.trace_limited);
+            drths_json_int(&j, "covariance_resets", (int64_t)sm->st.resets);
+        }
+        drths_json_object_end(&j);
+        drths_json_object_begin(&j, "epochs");
+        drths_json_bool(&j, "on_the_fly", h->p.adapt_L);
+        drths_json_int(&j, "changes", (int64_t)c->epoch_changes);
+        drths_json_int(&j, "L_final", h->L);
+        drths_json_int(&j, "L_min", c->L_min_seen);
+        drths_json_int(&j, "L_max", c->L_max_seen);
+        drths_json_int(&j, "transition_steps", (int64_t)c->transition);
+        drths_json_int(&j, "filler_commands", (int64_t)c->fillers_sent);
+        drths_json_int(&j, "glide_skips", (int64_t)c->glide_skips);
+        drths_json_array_begin(&j, "log");
+        for (int i = 0; i < h->n_elog; i++) {
+            const drths_hybrid_epoch_log_t *l = &h->elog[i];
+            drths_json_object_begin(&j, NULL);
+            drths_json_int(&j, "epoch", l->epoch);
+            drths_json_number(&j, "time_s", l->time_s);
+            drths_json_int(&j, "step", l->step);
+            drths_json_int(&j, "L_from", l->L_from);
+            drths_json_int(&j, "L_to", l->L_to);
+            drths_json_int(&j, "effective_tick", (int64_t)l->effective_tick);
+            drths_json_string(&j, "reason", drths_epoch_reason_name(l->reason));
+            drths_json_object_end(&j);
+        }
+        drths_json_array_end(&j);
         drths_json_object_end(&j);
     }
     drths_json_object_end(&j);
