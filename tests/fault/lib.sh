@@ -104,3 +104,48 @@ if kind == "physical":
 sys.exit(0 if ok else 1)
 PY
 }
+
+# start_impair NAME LISTEN_PORT TARGET_PORT [drths-impair options]: the impairment relay in the
+# background (pid in $last_pid), at real-time priority 70, below the sites' 80, for the reason
+# given in tests/fault/test_attack.c: on a loaded machine an ordinary process is descheduled for
+# tens of ms, which the sites would see as an outage the test did not ask for.
+start_impair() {
+    local name=$1 lport=$2 tport=$3
+    shift 3
+    timeout 90 "$bdir/drths-impair" --listen "127.0.0.1:$lport" --target "127.0.0.1:$tport" \
+        --rt-priority 70 --stats "$tmp/$name.json" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    last_pid=$!
+    pids+=("$last_pid")
+}
+
+# child_of PID: the process `timeout` runs (to signal the site itself, e.g. kill -9).
+child_of() {
+    local c=""
+    for _ in $(seq 100); do
+        c=$(pgrep -P "$1" | head -n 1 || true)
+        [ -n "$c" ] && { echo "$c"; return 0; }
+        sleep 0.01
+    done
+    fail "no child process under $1"
+}
+
+# summary FILE EXPR: a value out of a summary.json, e.g. summary "$tmp/phys" 'hold.reason_code'.
+summary() {
+    python3 -c 'import json,sys
+v = json.load(open(sys.argv[1] + "/summary.json"))
+for k in sys.argv[2].split("."):
+    v = v.get(k) if isinstance(v, dict) else None
+print(v)' "$1" "$2"
+}
+
+# start_attack_relay NAME LISTEN_PORT TARGET_PORT [fault_attack relay options]: the forwarder
+# of tests/fault/test_attack.c (its report in $tmp/NAME.json).
+start_attack_relay() {
+    local name=$1 lport=$2 tport=$3
+    shift 3
+    timeout 90 "$bdir/fault_attack" relay --listen "127.0.0.1:$lport" \
+        --target "127.0.0.1:$tport" --report "$tmp/$name.json" "$@" \
+        >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    last_pid=$!
+    pids+=("$last_pid")
+}

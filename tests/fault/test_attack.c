@@ -11,7 +11,7 @@
  *
  *   fault_attack relay --listen HOST:PORT --target HOST:PORT [--key FILE] [--seed N]
  *                      [--capture FILE] [--attack] [--old FILE] [--flood-seconds S]
- *                      [--flood-all] [--report FILE]
+ *                      [--flood-all] [--burst-at C --burst N] [--report FILE]
  *
  * A UDP forwarder between the numerical site (which sends to --listen) and the actuator site
  * (--target), like drths-impair without impairment. Because it forwards the numerical site's
@@ -21,7 +21,9 @@
  * every datagram the numerical site sent (for a later replay); --attack runs the schedule below
  * during the run; --old FILE replays a captured earlier session; --flood-all floods junk that
  * fails authentication (the most expensive junk for the receiver) from the first COMMAND until
- * SIGTERM. At SIGTERM it writes --report (JSON): what it sent, by the reject reason each datagram
+ * SIGTERM. --burst-at C --burst N drops N consecutive datagrams in each direction from the
+ * C-th COMMAND on (a loss burst defined by datagrams, not by a time window that a descheduled
+ * relay could miss). At SIGTERM it writes --report (JSON): what it sent, by the reject reason each datagram
  * must be counted under at the actuator site, and the kernel's drop count of the actuator site's
  * socket (a flood can overflow the receive buffer; those datagrams never reach the site).
  *
@@ -612,6 +614,7 @@ typedef struct relay {
     uint64_t kernel_drops0, kernel_drops;
     const char *report_path;
     FILE *log;
+    uint64_t burst_at, burst_n, burst_fwd_left, burst_back_left, burst_dropped[2];
 } relay_t;
 
 static volatile sig_atomic_t stop_flag;
@@ -753,6 +756,11 @@ static void learn(relay_t *r, const uint8_t *d, size_t n, bool from_numerical)
 static void forward(relay_t *r, const uint8_t *d, size_t n)
 {
     static uint8_t out[65536];
+    if (r->burst_fwd_left) {
+        r->burst_fwd_left--;
+        r->burst_dropped[0]++;
+        return;
+    }
     if (r->capture_path) {
         if (r->cap_len + n + 4 > r->cap_size) {
             r->cap_size = (r->cap_size + n + 4) * 2;
@@ -777,6 +785,12 @@ static void forward(relay_t *r, const uint8_t *d, size_t n)
         uint64_t c = r->commands++;
         memcpy(r->ring[c % RING], d, n);
         r->ring_len[c % RING] = n;
+        if (r->burst_n && c == r->burst_at) {
+            r->burst_fwd_left = r->burst_n - 1;
+            r->burst_back_left = r->burst_n;
+            r->burst_dropped[0]++;
+            return;
+        }
         if (r->flood_all && c == 0)
             start_flood(r);
         if (r->attack && r->kn.have_keys && c >= ATTACK_FROM && c % ATTACK_EVERY == 0 &&
@@ -871,6 +885,8 @@ static void write_report(relay_t *r)
             r->old_pos);
     fprintf(f, "  \"flood_sent\": %" PRIu64 ",\n  \"flood_rate_per_s\": %.0f,\n", r->flood_sent,
             r->flood_rate);
+    fprintf(f, "  \"burst_dropped\": [%" PRIu64 ", %" PRIu64 "],\n", r->burst_dropped[0],
+            r->burst_dropped[1]);
     fprintf(f, "  \"kernel_drops\": %" PRIu64 ",\n", r->kernel_drops - r->kernel_drops0);
     const char *sep = "";
     fprintf(f, "  \"expect\": {");
@@ -918,6 +934,10 @@ static int relay_main(int argc, char **argv)
             r.report_path = v, i++;
         else if (v && !strcmp(o, "--flood-seconds"))
             r.flood_seconds = atof(v), i++;
+        else if (v && !strcmp(o, "--burst-at"))
+            r.burst_at = strtoull(v, NULL, 10), i++;
+        else if (v && !strcmp(o, "--burst"))
+            r.burst_n = strtoull(v, NULL, 10), i++;
         else if (v && !strcmp(o, "--seed"))
             rng_state ^= strtoull(v, NULL, 10) * 0x2545F4914F6CDD1Du, i++;
         else {
@@ -1003,7 +1023,10 @@ static int relay_main(int argc, char **argv)
             if (n >= 0) {
                 any = true;
                 learn(&r, buf, (size_t)n, false);
-                if (r.have_client) {
+                if (r.burst_back_left) {
+                    r.burst_back_left--;
+                    r.burst_dropped[1]++;
+                } else if (r.have_client) {
                     (void)sendto(r.fd_listen, buf, (size_t)n, 0, (struct sockaddr *)&r.client,
                                  r.client_len);
                     r.forwarded_back++;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Fault: a 2 s network blackout mid-run (docs/faults.md). drths-impair drops everything in both
+# directions from 2.5 s to 4.5 s after it starts (the run starts at about 0.4 s and lasts 6 s).
+# Expected, with the default limits of the experiment file: the actuator site runs out of
+# commands L ticks after the blackout begins, conceals max_concealed_ticks = 20 ticks and goes
+# to HOLD ("too many concealed commands": the watchdog's concealment limit, 4 ms, trips long
+# before its 100 ms silence limit), sends ABORT (lost in the blackout), lingers 0.2 s recording
+# and exits 1; the numerical site hears nothing for its peer timeout (1 s) and aborts with
+# PEER_LOST, exit 1. Both records complete.
+source "$(dirname "$0")/lib.sh"
+make_experiment 6
+pport=$(free_port)
+rport=$(free_port)
+start_physical phys "$pport"
+ppid=$last_pid
+start_impair relay "$rport" "$pport" --change '2.5:both:loss 100%' --change '4.5:both:'
+rpid=$last_pid
+start_numerical num "$rport"
+npid=$last_pid
+wait_status "$npid"; nrc=$rc
+wait_status "$ppid"; prc=$rc
+kill -TERM "$rpid" 2>/dev/null || true
+echo "drths-numerical exit $nrc ($(summary "$tmp/num" exit_reason))"
+echo "drths-physical exit $prc ($(summary "$tmp/phys" exit_reason)), hold $(summary "$tmp/phys" hold.reason_code) at tick $(python3 -c "
+import csv; print(next(r['tick'] for r in csv.DictReader(open('$tmp/phys/physical.csv')) if r['hold'] == '1'))")"
+[ "$prc" = 1 ] || fail "drths-physical exit $prc, expected 1"
+[ "$nrc" = 1 ] || fail "drths-numerical exit $nrc, expected 1"
+[ "$(summary "$tmp/phys" hold.active)" = True ] || fail "no HOLD at the actuator site"
+[ "$(summary "$tmp/phys" hold.reason_code)" = HOLD ] || fail "HOLD reason is not the concealment limit"
+case "$(summary "$tmp/num" exit_reason)" in "peer lost"*) ;; *) fail "numerical site: not peer lost" ;; esac
+# The HOLD comes after the run started and within the blackout (relay time 2.5 s .. 4.5 s).
+python3 - "$tmp" <<'PY' || fail "HOLD timing"
+import csv, json, sys
+t = sys.argv[1]
+rows = list(csv.DictReader(open(f"{t}/phys/physical.csv")))
+first = next(int(r["tick"]) for r in rows if r["hold"] == "1")
+s = json.load(open(f"{t}/phys/summary.json"))
+print(f"HOLD from tick {first} ({first / 5000:.3f} s of the run), {s['hold']['ticks']} ticks in HOLD, "
+      f"concealed {s['commands']['concealed']}")
+sys.exit(0 if 5000 < first < 25000 and s["commands"]["concealed"] == 20 else 1)
+PY
+check_records "$tmp/phys" physical
+check_records "$tmp/num" numerical
+echo PASS
