@@ -62,9 +62,10 @@ int drths_key_load(uint8_t key[DRTHS_KEY_BYTES], const char *path, drths_error_t
     if (mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH)) {
         close(fd);
         const char *what = (mode & (S_IRGRP | S_IROTH)) ? "readable" : "writable";
+        const char *who = (mode & (S_IROTH | S_IWOTH)) ? "others" : "its group";
         return drths_error_set(err, -EPERM,
-                               "key file %s is %s by others (mode %04o); chmod 600 %s", path,
-                               what, mode, path);
+                               "key file %s is %s by %s (mode %04o); chmod 600 %s", path, what,
+                               who, mode, path);
     }
     uid_t me = geteuid();
     if (me != 0 && st.st_uid != me) {
