@@ -321,11 +321,13 @@ uint32_t drths_epoch_decide(const drths_epoch_params_t *p, const drths_lchoice_p
         reason = DRTHS_EPOCH_RAISE_LATE;
         st->lowering = 0;
         st->late_excess_ticks += next - (needed > cur ? needed : cur);
-    } else if (needed > cur) {
+    } else if (needed > cur && needed - cur > p->raise_deadband_ticks) {
         next = needed;
         reason = DRTHS_EPOCH_RAISE_RTT;
         st->lowering = 0;
-    } else if (needed > 0 && needed < cur) {
+    } else if (needed >= cur) {
+        st->lowering = 0; /* inside the raise dead band: keep, and no lowering either */
+    } else if (needed > 0 && cur - needed >= p->lower_min_ticks) {
         if (!st->lowering) {
             st->lowering = 1;
             st->lower_since_ns = in->now_ns;
@@ -339,8 +341,8 @@ uint32_t drths_epoch_decide(const drths_epoch_params_t *p, const drths_lchoice_p
             reason = DRTHS_EPOCH_LOWER;
             st->lowering = 0;
         }
-    } else if (needed == cur) {
-        st->lowering = 0;
+    } else if (needed > 0) {
+        st->lowering = 0; /* below L by less than lower_min_ticks: not worth a change */
     }
     /* needed == 0 (too few samples): no round-trip evidence either way; keep any lowering
      * period running, since nothing contradicted it. */

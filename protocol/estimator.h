@@ -179,6 +179,12 @@ typedef struct drths_epoch_params {
     uint32_t raise_step_ticks;   /* a late-rate raise adds at least this much */
     int64_t lower_hysteresis_ns; /* the round trip must stay lower this long before lowering */
     uint32_t max_L;              /* never propose more (0: no limit) */
+    /* Dead bands against chasing the noise of a windowed quantile: a round-trip raise only when
+     * the need exceeds L by more than raise_deadband_ticks (the safety margin already covers a
+     * little), a lowering only when it saves at least lower_min_ticks (0, 0: none). A late-rate
+     * raise ignores them. */
+    uint32_t raise_deadband_ticks;
+    uint32_t lower_min_ticks;
 } drths_epoch_params_t;
 
 typedef struct drths_epoch_state {

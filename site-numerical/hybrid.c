@@ -54,6 +54,8 @@ void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experimen
     p->ep.min_rtt_samples = 200;
     p->ep.raise_step_ticks = 25;
     p->ep.lower_hysteresis_ns = 3000 * NS_PER_MS;
+    p->ep.raise_deadband_ticks = (uint32_t)exp->link.safety_margin_ticks / 2;
+    p->ep.lower_min_ticks = 25;
     p->decide_ticks = 50;
     p->glide_every = 20;
     p->rtt_window_ns = 1000 * NS_PER_MS;
@@ -535,7 +537,6 @@ static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t
         h->off_cur = h->off_prev = short_min;
         h->off_bucket_ns = now_ns;
     }
-    h->off_base = short_min;
     drths_late_window_reset(&h->late);
     drths_rtt_tracker_window_reset(&h->rtt);
     h->rtt_window_start_ns = now_ns;
@@ -575,8 +576,6 @@ static void decide(drths_hybrid_t *h, int64_t now_ns)
     if (h->rtt_window_start_ns == 0)
         h->rtt_window_start_ns = now_ns;
     int64_t short_min = min64(h->off_short_cur, h->off_short_prev);
-    if (h->off_base == 0)
-        h->off_base = short_min;
     drths_epoch_input_t in = {0};
     in.now_ns = now_ns;
     in.current_L = h->glide_target;
@@ -588,7 +587,7 @@ static void decide(drths_hybrid_t *h, int64_t now_ns)
         h->rtt_base_q_ns = in.rtt_q_ns;
     /* A slower up-link is seen one round trip before the echoes show it: the round trip is at
      * least as much longer as the fastest arrivals are later. */
-    int64_t rise = short_min - h->off_base;
+    int64_t rise = short_min - min64(h->off_cur, h->off_prev);
     if (rise > UPLINK_RISE_NS && h->rtt_base_q_ns > 0 && h->rtt_base_q_ns + rise > in.rtt_q_ns) {
         in.rtt_q_ns = h->rtt_base_q_ns + rise;
         if (in.rtt_samples < h->p.ep.min_rtt_samples)

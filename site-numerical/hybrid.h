@@ -28,8 +28,10 @@
  * decide_ticks steps drths_epoch_decide (protocol/estimator.h) is asked for a new L from the
  * round trip measured by the echoes (window of at most 1 s), the late rate (feedback samples
  * flagged CONCEALED by the actuator site, for ticks under the current epoch only) and the rise
- * of the feedback's one-way arrival offset (an up-link that got slower by X makes the round
- * trip at least X longer, and this is seen a round trip before the echoes show it). The actuator
+ * of the feedback's one-way arrival offset (minimum over the last 50 to 100 ms against the one
+ * over 0.5 to 1 s: an up-link that got slower by X makes the round trip at least X longer, and
+ * this is seen a round trip before the echoes show it). Dead bands: a round-trip raise needs
+ * more than half the safety margin, a lowering must save at least 25 ticks. The actuator
  * site plays whatever each tick was commanded, so the change of L is a change of which step
  * each tick gets:
  *   raise L1 -> L2 (at once): x(n+1) goes to tick n+1+L2; the ticks between the last one sent
@@ -178,7 +180,6 @@ typedef struct drths_hybrid {
     drths_epoch_state_t est;
     int64_t rtt_window_start_ns;
     int64_t off_short_cur, off_short_prev, off_short_bucket_ns; /* 50 ms arrival minima */
-    int64_t off_base;           /* arrival offset minimum when the current L was chosen */
     int64_t rtt_base_q_ns;      /* round-trip quantile the current L was chosen for */
     int64_t *tm_tick, *tm_step; /* tick map ring: step sent for each tick, -1 - k for a filler
                                  * holding step k; owned */
