@@ -2,7 +2,9 @@
  * actuator site in the same process: ideal actuator, exact one-way delays, the "true" damper.
  * With the Smith model equal to the specimen, the displacement history equals the monolithic
  * reference run's (drths_reference_run) to round-off, also with lost feedback datagrams; a burst
- * of losses longer than R is concealed, counted and flagged. */
+ * of losses longer than R is concealed, counted and flagged. Also: clipped-optimal control equals
+ * its reference; the adaptive predictor against a 20 % stronger specimen; a step of the delay
+ * raises L at once (an epoch with filler ticks), and L comes back down after the hysteresis. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,6 +57,23 @@ static void q_pop(queue_t *q)
     q->n--;
 }
 
+/* The simulated link: one-way delays (ns) before and after step_at_ns (virtual time), and
+ * whether the simulated actuator site may conceal a command that is not there at its tick (hold
+ * the last one, flag the feedback CONCEALED) instead of failing the test. */
+typedef struct sim {
+    int64_t d_before, d_after, d_back_at; /* d_after from step_at to back_at, then d_before */
+    int64_t step_at;
+    int allow_conceal;
+    int adapt_L;
+} sim_t;
+
+static sim_t g_sim = {1000000, 1000000, INT64_MAX, INT64_MAX, 0, 1};
+
+static int64_t sim_delay(int64_t now)
+{
+    return now >= g_sim.step_at && now < g_sim.d_back_at ? g_sim.d_after : g_sim.d_before;
+}
+
 /* Which feedback datagrams the link loses. */
 typedef int (*drop_fn)(uint64_t tick);
 
@@ -81,6 +100,11 @@ typedef struct result {
     double *fb_tick;
     drths_hybrid_counters_t c;
     drths_hybrid_end_t end;
+    uint64_t sim_concealed;
+    uint32_t L_final;
+    int n_elog;
+    drths_hybrid_epoch_log_t elog[8];
+    double gain;
     int64_t rtt_p50_ns;
     uint64_t phys_ticks;
 } result_t;
@@ -112,21 +136,24 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     drths_hybrid_params_default(&p, exp);
     p.L = LOOP_L;
     p.smith = mode;
+    p.adapt_L = g_sim.adapt_L;
+    p.rtt_window_ns = 200000000; /* 0.2 s: the 2 s runs see a few windows */
+    p.ep.lower_hysteresis_ns = 500000000;
     drths_hybrid_t *h = calloc(1, sizeof *h);
     drths_error_t err = {{0}};
     int rc = drths_hybrid_init(h, exp, &p, &err);
     if (rc)
         print_error("%s\n", err.msg);
     assert_int_equal(rc, 0);
-    const int64_t dt = p.dt_ns, d_cmd = 1000000, d_fb = 1000000; /* 1 ms each way */
+    const int64_t dt = p.dt_ns; /* one-way delays from g_sim */
 
     /* The simulated actuator site. */
     drths_damper_params_t tp;
     drths_setup_damper_true(exp, &tp);
     drths_damper_t damper;
     assert_int_equal(drths_damper_init(&damper, &tp, 1.0 / exp->rate_hz, NULL), 0);
-    drths_damper_reset(&damper, 0.0, h->command);
-    size_t nt = (size_t)h->ns.steps + LOOP_L + 64;
+    drths_damper_reset(&damper, 0.0, h->rest_command);
+    size_t nt = (size_t)h->ns.steps + h->p.L_max + 64;
     drths_cmd_channel_t *cmd = calloc(nt, sizeof *cmd);
     int64_t *cmd_rx = calloc(nt, sizeof *cmd_rx);
     double *force = calloc(nt, sizeof *force);
@@ -156,7 +183,7 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
                 m.counter = ++cmd_counter;
                 if (a.is_command)
                     drths_hybrid_sent(h, m.counter, now);
-                q_push(&cq, now + d_cmd, &m);
+                q_push(&cq, now + sim_delay(now), &m);
             }
             if (a.row) {
                 long n = (long)a.row[0];
@@ -183,7 +210,7 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
 
         for (item_t *it; (it = q_front(&cq)) && it->t <= now; q_pop(&cq)) {
             const drths_msg_t *m = &it->m;
-            if (m->type == DRTHS_MSG_EPOCH && !started) {
+            if (m->type == DRTHS_MSG_EPOCH && !started && m->u.epoch.new_epoch == 1) {
                 assert_int_equal(m->u.epoch.loop_delay_ticks, LOOP_L);
                 started = 1;
                 t0 = it->t + 5000000;
@@ -204,12 +231,19 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
         }
         if (started && tick <= last_tick && now >= t0 + (int64_t)tick * dt) {
             /* Tick: apply c(tick) = x(tick - L) (rest for tick <= L), measure, send FEEDBACK. */
+            int conc = 0;
+            if (tick > LOOP_L && !(cmd_rx[tick] >= 0 && cmd_rx[tick] <= now)) {
+                assert_true(g_sim.allow_conceal); /* never concealed unless allowed */
+                cmd[tick] = cmd[tick - 1];
+                cmd_rx[tick] = INT64_MAX; /* a later copy is late */
+                conc = 1;
+                res->sim_concealed++;
+            }
             if (tick > LOOP_L) {
-                assert_true(cmd_rx[tick] >= 0 && cmd_rx[tick] <= now); /* never concealed */
                 force[tick] = drths_damper_step(&damper, cmd[tick].disp_m, cmd[tick].vel_m_s,
                                                 cmd[tick].damper_cmd);
             } else if (tick > 0) {
-                force[tick] = drths_damper_step(&damper, 0.0, 0.0, h->command);
+                force[tick] = drths_damper_step(&damper, 0.0, 0.0, h->rest_command);
             } else {
                 force[tick] = drths_damper_force(&damper);
             }
@@ -229,9 +263,10 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
                 f->s[k].cmd_tick = t > LOOP_L ? (int64_t)t : -1;
                 f->s[k].ch[0].force_n = force[t];
                 f->s[k].ch[0].disp_m = t > LOOP_L ? cmd[t].disp_m : 0.0;
+                f->s[k].flags = k == 0 && conc ? DRTHS_FB_CONCEALED : 0;
             }
             if (!drop(tick))
-                q_push(&fq, now + d_fb, &fb);
+                q_push(&fq, now + sim_delay(now), &fb);
             tick++;
         }
         for (item_t *it; (it = q_front(&fq)) && it->t <= now; q_pop(&fq))
@@ -239,6 +274,10 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     }
     res->c = h->c;
     res->end = h->end;
+    res->L_final = h->L;
+    res->n_elog = h->n_elog < 8 ? h->n_elog : 8;
+    memcpy(res->elog, h->elog, (size_t)res->n_elog * sizeof res->elog[0]);
+    res->gain = drths_smith_gain(&h->smith);
     res->rtt_p50_ns = drths_hist_quantile(&h->rtt.run, 0.5);
     res->phys_ticks = tick;
     assert_int_equal(res->rows, h->ns.steps);
@@ -409,6 +448,152 @@ static void test_feedback_wait_budget(void **state)
     assert_int_equal(drths_hybrid_feedback_wait_ns(15, dt, 10000, 20000, 10), 16 * dt - 15000);
 }
 
+/* Floor displacements of the reference run of exp (control and true damper as in exp). */
+static void reference_of(const drths_experiment_t *exp, fixture_t *f)
+{
+    char dir[] = "/tmp/drths-test-hybrid-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    drths_reference_summary_t sum;
+    drths_error_t err = {{0}};
+    int rc = drths_reference_run(exp, dir, &sum, NULL, NULL, &err);
+    if (rc)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    drths_reference_summary_close(&sum);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/numerical.csv", dir);
+    assert_int_equal(drths_csv_read(&f->ref, path, &err), 0);
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d_m", i + 1);
+        f->rx[i] = drths_csv_column(&f->ref, name);
+        assert_non_null(f->rx[i]);
+        f->peak[i] = 0;
+        for (long k = 0; k < f->ref.rows; k++)
+            f->peak[i] = fmax(f->peak[i], fabs(f->rx[i][k]));
+    }
+    unlink(path);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Largest RMS error over the floors, relative to each floor's reference RMS. */
+static double max_rms_error(const fixture_t *f, const result_t *r)
+{
+    double worst = 0.0;
+    for (int i = 0; i < 3; i++) {
+        double se = 0, sr = 0;
+        for (long k = 0; k < r->rows; k++) {
+            se += (r->x[i][k] - f->rx[i][k]) * (r->x[i][k] - f->rx[i][k]);
+            sr += f->rx[i][k] * f->rx[i][k];
+        }
+        worst = fmax(worst, sqrt(se / sr));
+    }
+    return worst;
+}
+
+static void test_clipped_optimal_equals_reference(void **state)
+{
+    (void)state;
+    fixture_t f;
+    memset(&f, 0, sizeof f);
+    load(&f.exp);
+    f.exp.control.mode = DRTHS_CONTROL_CLIPPED_OPTIMAL;
+    f.exp.control.command = 0.0;
+    reference_of(&f.exp, &f);
+    result_t r;
+    run_hybrid(&f.exp, DRTHS_SMITH_FIXED, drop_none, &r);
+    double e = max_rel_error(&f, &r);
+    /* The damper command switches: check it really does in this run. */
+    const double *cmd = drths_csv_column(&f.ref, "damper_command");
+    assert_non_null(cmd);
+    long on = 0;
+    for (long k = 0; k < f.ref.rows; k++)
+        on += cmd[k] > 0;
+    print_message("clipped-optimal: command on in %ld of %ld steps, max error %.3g of peak\n", on,
+                  f.ref.rows, e);
+    assert_true(on > f.ref.rows / 20 && on < f.ref.rows - f.ref.rows / 20);
+    assert_true(e <= ROUNDOFF);
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    result_free(&r);
+    drths_csv_close(&f.ref);
+    drths_experiment_close(&f.exp);
+}
+
+static void test_adaptive_against_stronger_specimen(void **state)
+{
+    (void)state;
+    fixture_t f;
+    memset(&f, 0, sizeof f);
+    load(&f.exp);
+    f.exp.ground_motion.duration_s = 6.0;
+    f.exp.specimen.true_scale.alpha = f.exp.specimen.true_scale.c0 =
+        f.exp.specimen.true_scale.c1 = 1.2;
+    reference_of(&f.exp, &f);
+    result_t fx, ad;
+    run_hybrid(&f.exp, DRTHS_SMITH_FIXED, drop_none, &fx);
+    run_hybrid(&f.exp, DRTHS_SMITH_ADAPTIVE, drop_none, &ad);
+    double efx = max_rms_error(&f, &fx), ead = max_rms_error(&f, &ad);
+    print_message("true damper x1.2, L = %d: displacement RMS error fixed %.3f %%, adaptive "
+                  "%.3f %%, identified gain %.4f\n",
+                  LOOP_L, 100 * efx, 100 * ead, ad.gain);
+    assert_true(ead < 0.25 * efx);
+    assert_true(fabs(ad.gain - 1.2) < 0.02);
+    result_free(&fx);
+    result_free(&ad);
+    drths_csv_close(&f.ref);
+    drths_experiment_close(&f.exp);
+}
+
+/* 1 ms each way, then 4 ms from 0.6 s to 1.2 s after the start, with L = 25 ticks (5 ms): the
+ * commands become late, the actuator conceals, and the loop raises L at once; after the delay
+ * comes back it lowers L after the (0.5 s) hysteresis. */
+static void test_delay_step_raises_and_lowers_L(void **state)
+{
+    fixture_t *f = *state;
+    sim_t saved = g_sim;
+    const int64_t t_start = 1000000000; /* the virtual clock's start */
+    g_sim.d_after = 4000000;
+    g_sim.step_at = t_start + 600000000;
+    g_sim.d_back_at = t_start + 1200000000;
+    g_sim.allow_conceal = 1;
+    result_t r;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_none, &r);
+    g_sim = saved;
+    double e = max_rms_error(f, &r);
+    print_message("delay 1 -> 4 -> 1 ms: %llu commands concealed by the actuator, %d epoch "
+                  "changes, %llu transition steps, %llu glide skips, final L %u, RMS error "
+                  "%.3f %%\n",
+                  (unsigned long long)r.sim_concealed, r.n_elog,
+                  (unsigned long long)r.c.transition, (unsigned long long)r.c.glide_skips,
+                  r.L_final, 100 * e);
+    for (int i = 0; i < r.n_elog; i++)
+        print_message("  epoch %u at %.3f s: L %u -> %u from tick %llu (%s)\n", r.elog[i].epoch,
+                      r.elog[i].time_s, r.elog[i].L_from, r.elog[i].L_to,
+                      (unsigned long long)r.elog[i].effective_tick,
+                      drths_epoch_reason_name(r.elog[i].reason));
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    assert_true(r.n_elog >= 2);
+    /* The first change is a raise, decided within 50 ms of the step, to an L that covers the
+     * new 8 ms round trip (40 ticks + margins). */
+    assert_true(r.elog[0].L_to > r.elog[0].L_from);
+    assert_true(r.elog[0].time_s >= 0.6 && r.elog[0].time_s < 0.65);
+    uint32_t top = 0;
+    for (int i = 0; i < r.n_elog; i++)
+        top = r.elog[i].L_to > top ? r.elog[i].L_to : top;
+    assert_true(top >= 40 + 4 + 5);
+    assert_true(r.c.transition > 0);
+    /* Late commands only around the step: the pause before the raise took effect. */
+    assert_true(r.sim_concealed > 0 && r.sim_concealed < 100);
+    /* Lowered again after the hysteresis, by gliding. */
+    const drths_hybrid_epoch_log_t *last = &r.elog[r.n_elog - 1];
+    assert_true(last->L_to < top && last->time_s >= 1.2 + 0.5);
+    assert_true(r.c.glide_skips > 0 && r.L_final < top);
+    assert_true(e < 0.05);
+    result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -417,6 +602,9 @@ int main(void)
         cmocka_unit_test(test_without_smith_the_delay_shows),
         cmocka_unit_test(test_lost_feedback_repaired_by_redundancy),
         cmocka_unit_test(test_burst_longer_than_r_is_concealed),
+        cmocka_unit_test(test_clipped_optimal_equals_reference),
+        cmocka_unit_test(test_adaptive_against_stronger_specimen),
+        cmocka_unit_test(test_delay_step_raises_and_lowers_L),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
