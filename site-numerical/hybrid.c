@@ -55,7 +55,9 @@ void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experimen
     p->ep.raise_step_ticks = 25;
     p->ep.lower_hysteresis_ns = 3000 * NS_PER_MS;
     p->ep.raise_deadband_ticks = (uint32_t)exp->link.safety_margin_ticks / 2;
-    p->ep.lower_min_ticks = 25;
+    /* Lowering gives back slack that covers the machine's own hiccups too, so only a clear
+     * drop (10 ms at 5 kHz, e.g. a route change) is worth a glide. */
+    p->ep.lower_min_ticks = (uint32_t)(0.010 * exp->rate_hz);
     p->decide_ticks = 50;
     p->glide_every = 20;
     p->rtt_window_ns = 1000 * NS_PER_MS;

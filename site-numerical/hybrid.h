@@ -31,7 +31,7 @@
  * of the feedback's one-way arrival offset (minimum over the last 50 to 100 ms against the one
  * over 0.5 to 1 s: an up-link that got slower by X makes the round trip at least X longer, and
  * this is seen a round trip before the echoes show it). Dead bands: a round-trip raise needs
- * more than half the safety margin, a lowering must save at least 25 ticks. The actuator
+ * more than half the safety margin, a lowering must save at least 10 ms. The actuator
  * site plays whatever each tick was commanded, so the change of L is a change of which step
  * each tick gets:
  *   raise L1 -> L2 (at once): x(n+1) goes to tick n+1+L2; the ticks between the last one sent
@@ -228,7 +228,8 @@ typedef struct drths_hybrid {
  * rate, the SITES.md timeouts, and the epoch settings: adapt_L unless link.loop_delay_ticks
  * fixes L, L_max = max(4 L, L + 2500) once L is set (0 here: init computes it), late rate
  * threshold 1 % over at least 250 ticks, 200 round trips, raise step 25 ticks, lowering
- * hysteresis 3 s, decisions every 50 steps, glide 1 in 20. init-only. */
+ * hysteresis 3 s (lowering by at least 10 ms), decisions every 50 steps, glide 1 in 20.
+ * init-only. */
 void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experiment_t *exp);
 
 /* Builds the substructure, the controller, the Smith model (nominal damper, history

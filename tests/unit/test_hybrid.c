@@ -139,6 +139,7 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     p.adapt_L = g_sim.adapt_L;
     p.rtt_window_ns = 200000000; /* 0.2 s: the 2 s runs see a few windows */
     p.ep.lower_hysteresis_ns = 500000000;
+    p.ep.lower_min_ticks = 10; /* the 1 -> 4 ms step is only 30 ticks */
     drths_hybrid_t *h = calloc(1, sizeof *h);
     drths_error_t err = {{0}};
     int rc = drths_hybrid_init(h, exp, &p, &err);
