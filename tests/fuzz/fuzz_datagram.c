@@ -1,9 +1,16 @@
 /* libFuzzer target for the datagram receive path (drths_wire_open / drths_wire_open_hello).
  *
  * The first input byte picks a mode:
- *   even: the rest is a raw datagram, opened by both a physical and a numerical receiver of the
- *         example session (keys installed). Almost everything stops at the header or the tag,
- *         which is what a hostile network delivers.
+ *   bits 1..0 = 00: the rest is a raw datagram, opened by both a physical and a numerical
+ *         receiver of the example session (keys installed). Almost everything stops at the
+ *         header or the tag, which is what a hostile network delivers.
+ *   bits 1..0 = 10: before authentication: the rest is a raw datagram, opened by receivers that
+ *         hold no valid key: one with no session at all (a site waiting for a HELLO), one with
+ *         the example session started but no session keys yet (between HELLO and the first
+ *         data message), both through drths_wire_open and the HELLO path drths_wire_open_hello
+ *         (which derives a handshake key for whatever session id the header names). Nothing
+ *         may be accepted except a HELLO (or a handshake-sealed ABORT) that really is sealed
+ *         with the example PSK, and nothing may count as accepted on a rejection.
  *   odd:  the rest is a *plaintext payload* and a type; the harness seals it with the example
  *         session keys (as a genuine peer would) and opens it, so the msgpack scanner, decoder
  *         and field checks behind the tag are reached. The harness also flips one bit chosen
@@ -87,6 +94,47 @@ static void raw(const uint8_t *data, size_t size)
     }
 }
 
+static drths_wire_rx_t rx_nosession, rx_nokey;
+static bool preauth_ready;
+
+/* Before authentication (see the file comment). */
+static void preauth(const uint8_t *data, size_t size)
+{
+    static drths_msg_t out;
+    if (!preauth_ready) {
+        if (ex_rx(&rx_nosession, DRTHS_ROLE_PHYSICAL) != 0 ||
+            ex_rx(&rx_nokey, DRTHS_ROLE_PHYSICAL) != 0)
+            abort();
+        preauth_ready = true;
+    }
+    /* A site that has never had a session: session id 0, no keys. */
+    rx_nosession.session_id = 0;
+    rx_nosession.have_key = false;
+    drths_wire_rx_start(&rx_nokey, EX_SESSION_ID);
+    drths_wire_rx_t *rxs[2] = {&rx_nosession, &rx_nokey};
+    for (int i = 0; i < 2; i++) {
+        drths_wire_rx_t *rx = rxs[i];
+        uint64_t accepted = rx->accepted;
+        drths_reject_t r = drths_wire_open(rx, data, size, &out);
+        if (r == DRTHS_REJECT_OK) {
+            /* Without session keys only a genuine HELLO of the example session, or an ABORT
+             * sealed with its handshake key (PROTOCOL.md section 7), can pass. */
+            if (i == 0 || (out.type != DRTHS_MSG_HELLO && out.type != DRTHS_MSG_ABORT))
+                abort();
+            check_accepted(&out);
+        } else if (rx->accepted != accepted) {
+            abort();
+        }
+        drths_reject_t h = drths_wire_open_hello(rx, data, size, &out);
+        if (h == DRTHS_REJECT_OK) {
+            if (out.type != DRTHS_MSG_HELLO)
+                abort();
+            check_accepted(&out);
+        }
+        check_zone(rx);
+    }
+}
+
 static void sealed(const uint8_t *data, size_t size)
 {
     static drths_msg_t out;
@@ -150,6 +198,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (data[0] & 1)
         sealed(data + 1, size - 1);
+    else if (data[0] & 2)
+        preauth(data + 1, size - 1);
     else
         raw(data + 1, size - 1);
     return 0;
