@@ -219,7 +219,11 @@ static void print_summary(app_t *app, const char *dir)
         if (ld->count)
             printf("  command lead: p50 %.3f ms, min %.3f ms\n",
                    drths_hist_quantile(ld, 0.5) * 1e-6, ld->min * 1e-6);
-        printf("  tracking RMS error: %.3f %%\n", drths_actuator_tracking_rms_pct(a));
+        printf("  tracking (%s): RMS error %.3f %%, indicator %.4g mm^2, peak error %.4f mm; "
+               "%" PRIu64 " ticks with the preview short\n",
+               drths_compensation_name(a->p.compensation), drths_actuator_tracking_rms_pct(a),
+               drths_tracking_ti(&a->track) * 1e6, drths_tracking_max_err(&a->track) * 1e3,
+               a->comp.extrapolated_ticks);
         if (a->hold)
             printf("  HOLD: %s (%" PRIu64 " ticks in HOLD)\n", a->hold_text, c->hold_ticks);
     }

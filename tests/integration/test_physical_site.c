@@ -190,9 +190,14 @@ static void handshake(void)
     drths_wire_rx_set_keys(&W.rx, &keys);
 }
 
+/* 2 mm peak to peak at 3 Hz from tick L + 1 on, starting at rest with zero velocity as a
+ * structure's response does: the example's feedforward differentiates the commands three
+ * times, and a jump from the rest position would be a drive spike (and HOLD on the drive
+ * limit). */
 static double x_of(uint64_t tick)
 {
-    return 2e-3 * sin(2.0 * M_PI * 3.0 * (double)tick / 5000.0);
+    const double s = ((double)tick - L_TICKS) / 5000.0;
+    return s <= 0.0 ? 0.0 : 1e-3 * (1.0 - cos(2.0 * M_PI * 3.0 * s));
 }
 
 static drths_msg_t command_for(uint64_t T)

@@ -74,9 +74,12 @@ static void test_example_three_story(void **state)
     assert_int_equal(x.specimen.floor, 1);
     assert_int_equal(x.specimen.damper.model, DRTHS_DAMPER_PHILLIPS2013);
     assert_int_equal(x.control.mode, DRTHS_CONTROL_PASSIVE_ON);
-    assert_int_equal(x.actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL);
+    assert_int_equal(x.actuator.plant, DRTHS_ACTUATOR_PLANT_THREE_POLE);
+    assert_int_equal(x.actuator.compensation, DRTHS_COMPENSATION_FEEDFORWARD);
     assert_int_equal(x.actuator.adc_bits, 16);
-    assert_int_equal(x.actuator.io_delay_ticks, 0);
+    assert_int_equal(x.actuator.io_delay_ticks, 1);
+    assert_int_equal(x.physical.hold, DRTHS_HOLD_AT_POSITION);
+    assert_true(x.physical.ramp_rate_m_s == 0.05 && x.physical.limit_drive_m == 0.1);
     assert_true(x.actuator.noise_force_N == 50);
     assert_int_equal(x.numerical.smith, DRTHS_SMITH_FIXED);
     assert_null(x.link.key_file);
