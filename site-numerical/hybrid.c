@@ -617,6 +617,8 @@ static void decide(drths_hybrid_t *h, int64_t now_ns)
     uint64_t end_step = (uint64_t)h->ns.step + 1 +
                         (uint64_t)(h->L - next) * (uint64_t)h->p.glide_every;
     announce(h, from, next, end_step + next, why, in.rtt_q_ns, now_ns);
+    /* Lateness counts again from the first tick commanded during the glide, not from its end. */
+    h->epoch_eff_tick = h->last_cmd_tick + 1;
 }
 
 static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_sample_t *s,
