@@ -11,7 +11,8 @@
  *
  *   fault_attack relay --listen HOST:PORT --target HOST:PORT [--key FILE] [--seed N]
  *                      [--capture FILE] [--attack] [--old FILE] [--flood-seconds S]
- *                      [--flood-all] [--burst-at C --burst N] [--report FILE]
+ *                      [--flood-all] [--flood-rate N] [--burst-at C --burst N]
+ *                      [--report FILE]
  *
  * A UDP forwarder between the numerical site (which sends to --listen) and the actuator site
  * (--target), like drths-impair without impairment. Because it forwards the numerical site's
@@ -21,7 +22,8 @@
  * every datagram the numerical site sent (for a later replay); --attack runs the schedule below
  * during the run; --old FILE replays a captured earlier session; --flood-all floods junk that
  * fails authentication (the most expensive junk for the receiver) from the first COMMAND until
- * SIGTERM. --burst-at C --burst N drops N consecutive datagrams in each direction from the
+ * SIGTERM (--flood-rate N: at most N datagrams per second; default: as fast as it can).
+ * --burst-at C --burst N drops N consecutive datagrams in each direction from the
  * C-th COMMAND on (a loss burst defined by datagrams, not by a time window that a descheduled
  * relay could miss). At SIGTERM it writes --report (JSON): what it sent, by the reject reason each datagram
  * must be counted under at the actuator site, and the kernel's drop count of the actuator site's
@@ -610,7 +612,7 @@ typedef struct relay {
     atomic_int flood_stop;
     uint64_t flood_expect[R_N];
     uint64_t flood_sent;
-    double flood_rate;
+    double flood_rate, flood_rate_limit;
     uint64_t kernel_drops0, kernel_drops;
     const char *report_path;
     FILE *log;
@@ -687,6 +689,16 @@ static void *flood_main(void *arg)
     int64_t end = r->flood_all ? INT64_MAX : start + (int64_t)(r->flood_seconds * 1e9);
     uint64_t k = 0;
     while (!atomic_load(&r->flood_stop) && now_ns() < end) {
+        if (r->flood_rate_limit > 0) {
+            /* Paced: the next batch is due when the ones sent so far fill the rate. */
+            int64_t due = start + (int64_t)((double)r->flood_sent / r->flood_rate_limit * 1e9);
+            int64_t wait = due - now_ns();
+            if (wait > 0) {
+                struct timespec ts = {wait / 1000000000, wait % 1000000000};
+                nanosleep(&ts, NULL);
+                continue;
+            }
+        }
         for (int i = 0; i < BATCH; i++) {
             size_t len = flood_junk(k + (uint64_t)i, &r->kn, r->flood_base, bufs[i], &reasons[i]);
             iov[i].iov_base = bufs[i];
@@ -934,6 +946,8 @@ static int relay_main(int argc, char **argv)
             r.report_path = v, i++;
         else if (v && !strcmp(o, "--flood-seconds"))
             r.flood_seconds = atof(v), i++;
+        else if (v && !strcmp(o, "--flood-rate"))
+            r.flood_rate_limit = atof(v), i++;
         else if (v && !strcmp(o, "--burst-at"))
             r.burst_at = strtoull(v, NULL, 10), i++;
         else if (v && !strcmp(o, "--burst"))
