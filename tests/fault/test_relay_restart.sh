@@ -8,8 +8,9 @@
 # that takes more than about 4.6 ms of COMMANDs is a HOLD, a faster one resumes (the gap can
 # also fall on the feedback alone: the numerical site waits for feedback before sending on). A process restart takes
 # longer than that (RESULT in docs/faults.md), so the expected outcome is: HOLD by the
-# concealment limit, ABORT to the numerical site through the new relay, both exit 1, records
-# complete. The test asserts whichever the measured gap implies.
+# concealment limit, ABORT to the numerical site through the new relay (or, when the ABORTs
+# leave before the new relay has heard from the numerical site, PEER_LOST there), both exit 1,
+# records complete. The test asserts whichever the measured gap implies.
 source "$(dirname "$0")/lib.sh"
 make_experiment 6
 pport=$(free_port)
@@ -49,11 +50,17 @@ print(f"concealed {p['commands']['concealed']} ticks from tick {first_gap} "
 ok = True
 if hold:
     # A gap beyond the concealment limit: HOLD by that limit, the numerical site told (ABORT).
-    ok = (p["hold"]["reason_code"] == "HOLD" and p["commands"]["concealed"] == 20
-          and prc == 1 and nrc == 1)
+    # Seen once besides: HOLD by LIMIT (a command velocity of 2.4 m/s, after runs of at most 5
+    # concealed ticks and 22 concealed feedback steps; docs/faults.md). Either way the actuator
+    # is held and the numerical site is told.
+    ok = (p["hold"]["reason_code"] in ("HOLD", "LIMIT") and prc == 1 and nrc == 1
+          and (p["hold"]["reason_code"] == "LIMIT" or p["commands"]["concealed"] == 20))
     n = json.load(open(f"{t}/num/summary.json"))
     print(f"numerical site: {n['exit_reason']}")
-    ok = ok and "HOLD" in n["exit_reason"]
+    # The ABORTs reach it only once the new relay has seen the numerical site (it sends FEEDBACK
+    # and ABORT to the last client it heard from); if they are sent before that, PEER_LOST.
+    ok = ok and (n["exit_reason"].startswith("actuator site aborted")
+                 or n["exit_reason"].startswith("peer lost"))
 else:
     # Resumed: never more than the limit in a row (the numerical site, waiting for feedback
     # that the new relay cannot deliver before it has seen the client, may add short runs).
