@@ -138,7 +138,7 @@ typedef struct shared {
     int echo_fd, client_fd;
     atomic_bool stop_echo, stop_client;
     /* echo side */
-    int echo_count;      /* datagrams received = replies sent */
+    atomic_int echo_count; /* datagrams received = replies sent; published after the arrays */
     uint32_t *echo_order;   /* seq by echo arrival order */
     int64_t *echo_rx;       /* by seq, -1 if never */
     int64_t *echo_tx;       /* by echo index */
@@ -171,13 +171,14 @@ static void *echo_main(void *arg)
                 s->echo_dupes++;
                 continue;
             }
+            int idx = atomic_load_explicit(&s->echo_count, memory_order_relaxed);
             s->echo_rx[m.seq] = rx;
-            s->echo_order[s->echo_count] = m.seq;
-            m.echo_index = (uint32_t)s->echo_count;
+            s->echo_order[idx] = m.seq;
+            m.echo_index = (uint32_t)idx;
             m.echo_rx_ns = rx;
             m.echo_tx_ns = mono_ns();
-            s->echo_tx[s->echo_count] = m.echo_tx_ns;
-            s->echo_count++;
+            s->echo_tx[idx] = m.echo_tx_ns;
+            atomic_store_explicit(&s->echo_count, idx + 1, memory_order_release);
             if (sendto(s->echo_fd, &m, sizeof m, 0, (struct sockaddr *)&from, fl) != sizeof m)
                 fprintf(stderr, "echo: sendto: %s\n", strerror(errno));
         }
@@ -403,12 +404,12 @@ static void test_relay(void **state)
      * client has everything the backward model lets through. */
     int64_t slack = 2000000000;
     int64_t deadline = mono_ns() + fspec.delay_ns + 4 * fspec.jitter_ns + slack;
-    while (s.echo_count < fwd_expect && mono_ns() < deadline) {
+    while (atomic_load(&s.echo_count) < fwd_expect && mono_ns() < deadline) {
         struct pollfd none;
         poll(&none, 0, 5); /* bounded wait; the echo thread does the work */
     }
     long bwd_expect = 0;
-    int echoed = s.echo_count;
+    int echoed = atomic_load(&s.echo_count);
     for (int i = 0; i < echoed; i++) {
         drths_impair_decision_t d;
         bdelay[i] = drths_impair_decide(&bm, 0, sizeof(msg_t), &d) ? d.send_ns[0] : -1;

@@ -466,7 +466,7 @@ int main(int argc, char **argv)
 
     /* Directions. */
     static relay_dir_t dirs[2];
-    static relay_peer_t peer;
+    static relay_peer_t peer = RELAY_PEER_INIT;
     for (int k = 0; k < 2; k++) {
         int r = relay_dir_init(&dirs[k], dir_name[k], (uint32_t)pool, (size_t)max_dgram);
         if (r == 0)

@@ -173,36 +173,29 @@ static uint32_t heap_pop(relay_dir_t *d)
     return top;
 }
 
-/* ---- peer address (seqlock) ---- */
+/* ---- peer address ---- */
 
 static void peer_write(relay_peer_t *p, const struct sockaddr_storage *a, socklen_t len)
 {
-    if (atomic_load_explicit(&p->known, memory_order_relaxed) && p->len == len &&
-        memcmp(&p->addr, a, len) == 0)
-        return;
-    atomic_fetch_add_explicit(&p->seq, 1, memory_order_acq_rel);
-    atomic_thread_fence(memory_order_release);
-    memcpy(&p->addr, a, len);
-    p->len = len;
-    atomic_fetch_add_explicit(&p->seq, 1, memory_order_release);
-    atomic_store_explicit(&p->known, true, memory_order_release);
+    pthread_mutex_lock(&p->lock);
+    if (!atomic_load_explicit(&p->known, memory_order_relaxed) || p->len != len ||
+        memcmp(&p->addr, a, len) != 0) {
+        memcpy(&p->addr, a, len);
+        p->len = len;
+        atomic_store_explicit(&p->known, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&p->lock);
 }
 
 static bool peer_read(relay_peer_t *p, struct sockaddr_storage *a, socklen_t *len)
 {
     if (!atomic_load_explicit(&p->known, memory_order_acquire))
         return false;
-    for (int tries = 0; tries < 1000; tries++) {
-        unsigned s1 = atomic_load_explicit(&p->seq, memory_order_acquire);
-        if (s1 & 1)
-            continue;
-        memcpy(a, &p->addr, sizeof *a);
-        *len = p->len;
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&p->seq, memory_order_relaxed) == s1)
-            return true;
-    }
-    return false;
+    pthread_mutex_lock(&p->lock);
+    memcpy(a, &p->addr, sizeof *a);
+    *len = p->len;
+    pthread_mutex_unlock(&p->lock);
+    return true;
 }
 
 /* ---- reorder accounting: "sent while an earlier-received packet is still queued" ---- */

@@ -28,13 +28,16 @@
 
 #include "common/impair.h"
 
-/* The last client address seen, written by one thread and read by the other (seqlock). */
+/* The last client address seen, written by one thread and read by the other. A mutex, not a
+ * seqlock: the critical section is one 128-byte copy, uncontended but for a changing address,
+ * and ThreadSanitizer can check it. Initialise with RELAY_PEER_INIT. */
 typedef struct relay_peer {
-    atomic_uint seq;
+    pthread_mutex_t lock;
     struct sockaddr_storage addr;
     socklen_t len;
     atomic_bool known;
 } relay_peer_t;
+#define RELAY_PEER_INIT { .lock = PTHREAD_MUTEX_INITIALIZER }
 
 /* A spec that replaces the direction's spec at_ns after start. */
 typedef struct relay_change {
