@@ -17,30 +17,7 @@
 
 #include "common/compensation.h"
 
-/* Allocation counting (CONVENTIONS.md 6), as in test_playout.c; not under a sanitizer, whose
- * runtime owns malloc. */
-static long alloc_count;
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define COUNT_ALLOCS 1
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t m);
-extern void *__libc_realloc(void *p, size_t n);
-void *malloc(size_t n)
-{
-    alloc_count++;
-    return __libc_malloc(n);
-}
-void *calloc(size_t n, size_t m)
-{
-    alloc_count++;
-    return __libc_calloc(n, m);
-}
-void *realloc(void *p, size_t n)
-{
-    alloc_count++;
-    return __libc_realloc(p, n);
-}
-#endif
+#include "alloc_count.h"
 
 #define DT (1.0 / 5000.0)
 
@@ -285,7 +262,7 @@ static void test_feedforward_tracks_average_plant(void **state)
     assert_true(n5 > 20.0 && n5 < 35.0);
     assert_true(p5 < 5.0 && p5 > e5);
     assert_true(x5 < p5);
-#ifdef COUNT_ALLOCS
+#if COUNT_ALLOCS
     assert_int_equal(allocs, 0);
 #endif
 }

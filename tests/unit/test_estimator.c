@@ -9,31 +9,7 @@
 
 #include "protocol/estimator.h"
 
-/* Allocation counting (CONVENTIONS.md 6): this program's malloc family wraps glibc's and counts
- * calls, so a test can show that the per-tick functions never allocate. Not under sanitizers,
- * which provide their own malloc. */
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define COUNT_ALLOCS 1
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t m);
-extern void *__libc_realloc(void *p, size_t n);
-static unsigned long n_allocs;
-void *malloc(size_t n)
-{
-    n_allocs++;
-    return __libc_malloc(n);
-}
-void *calloc(size_t n, size_t m)
-{
-    n_allocs++;
-    return __libc_calloc(n, m);
-}
-void *realloc(void *p, size_t n)
-{
-    n_allocs++;
-    return __libc_realloc(p, n);
-}
-#endif
+#include "alloc_count.h"
 
 #define US INT64_C(1000)
 #define MS INT64_C(1000000)
@@ -368,12 +344,12 @@ static void test_epoch_decisions(void **state)
 static void test_no_allocation_per_tick(void **state)
 {
     (void)state;
-#ifdef COUNT_ALLOCS
+#if COUNT_ALLOCS
     drths_rtt_tracker_t tr;
     drths_late_window_t w;
-    unsigned long at_start = n_allocs;
+    long at_start = alloc_count;
     assert_int_equal(drths_rtt_tracker_init(&tr, 64, 10 * US, 2 * S, NULL), 0);
-    assert_true(n_allocs > at_start); /* the counter sees init's allocations */
+    assert_true(alloc_count > at_start); /* the counter sees init's allocations */
     assert_int_equal(drths_late_window_init(&w, 5000, NULL), 0);
     const drths_lchoice_params_t lp = {.quantile = 0.999, .safety_ticks = 10};
     const drths_epoch_params_t p = {.late_rate_threshold = 1e-3,
@@ -383,7 +359,7 @@ static void test_no_allocation_per_tick(void **state)
                                     .lower_hysteresis_ns = 10 * S};
     drths_epoch_state_t st = {0};
     uint32_t L = 500;
-    unsigned long before = n_allocs;
+    long before = alloc_count;
     for (int i = 0; i < 60000; i++) {
         int64_t sent = (int64_t)i * DT;
         drths_rtt_tracker_sent(&tr, (uint64_t)i, sent);
@@ -403,7 +379,7 @@ static void test_no_allocation_per_tick(void **state)
             drths_rtt_tracker_window_reset(&tr);
         }
     }
-    unsigned long during = n_allocs - before;
+    long during = alloc_count - before;
     drths_rtt_tracker_close(&tr);
     drths_late_window_close(&w);
     assert_int_equal(during, 0);

@@ -16,48 +16,7 @@
 #include "common/integrator.h"
 #include "common/structure.h"
 
-/* ---- Allocation counting: the test binary interposes malloc and friends (glibc exports the
- * real ones as __libc_*). Sanitizer builds bring their own allocator; the count is skipped. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define COUNT_ALLOCS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
-    __has_feature(memory_sanitizer)
-#define COUNT_ALLOCS 0
-#endif
-#endif
-#ifndef COUNT_ALLOCS
-#define COUNT_ALLOCS 1
-#endif
-
-static atomic_long n_allocs;
-#if COUNT_ALLOCS
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-void *malloc(size_t size)
-{
-    atomic_fetch_add(&n_allocs, 1);
-    return __libc_malloc(size);
-}
-void *calloc(size_t nmemb, size_t size)
-{
-    atomic_fetch_add(&n_allocs, 1);
-    return __libc_calloc(nmemb, size);
-}
-void *realloc(void *p, size_t size)
-{
-    atomic_fetch_add(&n_allocs, 1);
-    return __libc_realloc(p, size);
-}
-void free(void *p)
-{
-    if (p)
-        atomic_fetch_add(&n_allocs, 1);
-    __libc_free(p);
-}
-#endif
+#include "alloc_count.h"
 
 static const double default_mass[3] = {5.0e4, 5.0e4, 5.0e4};
 static const double default_k[3] = {7.3955e7, 1.00510e8, 8.5740e7};
@@ -496,19 +455,19 @@ static void test_no_allocation_per_step(void **state)
     const double z = 0.02;
     assert_int_equal(drths_structure_set_modal_damping(&s, &z, 1, &err), 0);
     for (int kind = 0; kind < 2; kind++) {
-        long before_init = atomic_load(&n_allocs);
+        long before_init = atomic_load(&alloc_count);
         assert_int_equal(drths_integrator_init(&it, &s, kind, 0.0002, &err), 0);
         /* The interposition is live: init allocates. */
-        assert_true(atomic_load(&n_allocs) > before_init);
+        assert_true(atomic_load(&alloc_count) > before_init);
         double x1[3], v1[3], f[3] = {0};
-        long before = atomic_load(&n_allocs);
+        long before = atomic_load(&alloc_count);
         drths_integrator_reset(&it, NULL, NULL, 0.0, NULL);
         for (int k = 1; k <= 10000; k++) {
             drths_integrator_predict(&it, x1, v1);
             f[0] = 1e5 * tanh(v1[0] / 0.01);
             drths_integrator_correct(&it, sin(k * 0.001), f);
         }
-        long during = atomic_load(&n_allocs) - before;
+        long during = atomic_load(&alloc_count) - before;
         print_message("%s: %ld allocations in 10000 steps\n", kind_name(kind), during);
         assert_int_equal(during, 0);
         drths_integrator_close(&it);
@@ -707,7 +666,7 @@ static void test_modal_no_allocation(void **state)
     assert_int_equal(drths_integrator_init(&it, &s, DRTHS_INTEGRATOR_CHEN_RICLES, 2e-4, &err), 0);
     const int watch[1] = {0};
     double x1[TALL_N], v1[TALL_N], f[TALL_N] = {0};
-    long before = atomic_load(&n_allocs);
+    long before = atomic_load(&alloc_count);
     for (int pass = 0; pass < 2; pass++) {
         drths_integrator_reset(&it, NULL, NULL, 0.0, NULL);
         for (int k = 1; k <= 2000; k++) {
@@ -718,7 +677,7 @@ static void test_modal_no_allocation(void **state)
         drths_integrator_sync(&it);
         assert_int_equal(drths_integrator_watch(&it, watch, 1), 0); /* second pass: watched */
     }
-    long during = atomic_load(&n_allocs) - before;
+    long during = atomic_load(&alloc_count) - before;
     print_message("modal form: %ld allocations in 4000 steps\n", during);
     assert_int_equal(during, 0);
     drths_integrator_close(&it);

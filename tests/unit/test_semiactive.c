@@ -22,29 +22,7 @@
 #include "site-numerical/reference.h"
 #include "site-numerical/semiactive.h"
 
-/* Allocation counting (CONVENTIONS.md 6), as in test_playout.c. */
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define COUNT_ALLOCS 1
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t m);
-extern void *__libc_realloc(void *p, size_t n);
-static unsigned long n_allocs;
-void *malloc(size_t n)
-{
-    n_allocs++;
-    return __libc_malloc(n);
-}
-void *calloc(size_t n, size_t m)
-{
-    n_allocs++;
-    return __libc_calloc(n, m);
-}
-void *realloc(void *p, size_t n)
-{
-    n_allocs++;
-    return __libc_realloc(p, n);
-}
-#endif
+#include "alloc_count.h"
 
 static void load(drths_experiment_t *ex, const char *name)
 {
@@ -366,18 +344,18 @@ static void test_sign_against_integrator(void **state)
 static void test_no_allocation(void **state)
 {
     (void)state;
-#ifdef COUNT_ALLOCS
+#if COUNT_ALLOCS
     drths_structure_t st;
     drths_semiactive_t c;
     default_controller(&st, &c);
     double x[3] = {0}, v[3] = {0}, sum = 0.0;
-    unsigned long before = n_allocs;
+    long before = alloc_count;
     for (int k = 0; k < 100000; k++) {
         x[k % 3] = 1e-3 * sin(0.01 * k);
         v[(k + 1) % 3] = 1e-2 * cos(0.013 * k);
         sum += drths_semiactive_command(&c, x, v, 1e4 * sin(0.007 * k));
     }
-    assert_int_equal(n_allocs - before, 0);
+    assert_int_equal(alloc_count - before, 0);
     assert_true(sum > 0.0); /* the law did switch on */
     drths_semiactive_close(&c);
     drths_structure_close(&st);

@@ -17,36 +17,7 @@
 
 #define DT 2e-4
 
-/* Allocation counter: this program's malloc family wraps glibc's, so a test can prove that the
- * per-tick function never allocates. Sanitizers bring their own allocator; there the check is
- * skipped. */
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define COUNT_ALLOCS 1
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-static volatile long g_allocs;
-void *malloc(size_t n)
-{
-    g_allocs++;
-    return __libc_malloc(n);
-}
-void *calloc(size_t n, size_t m)
-{
-    g_allocs++;
-    return __libc_calloc(n, m);
-}
-void *realloc(void *p, size_t n)
-{
-    g_allocs++;
-    return __libc_realloc(p, n);
-}
-void free(void *p)
-{
-    __libc_free(p);
-}
-#endif
+#include "alloc_count.h"
 
 static void quiet_params(drths_specimen_params_t *p, drths_damper_model_t m)
 {
@@ -269,19 +240,19 @@ static void test_plant_follows_current(void **state)
 static void test_no_allocation_per_tick(void **state)
 {
     (void)state;
-#ifdef COUNT_ALLOCS
+#if COUNT_ALLOCS
     drths_specimen_params_t p;
     drths_specimen_params_default(&p, DRTHS_DAMPER_PHILLIPS2013);
     drths_specimen_t s;
-    const long before_init = g_allocs;
+    const long before_init = alloc_count;
     assert_int_equal(drths_specimen_init(&s, &p, DT, NULL), 0);
-    assert_true(g_allocs > before_init); /* the counter works: init allocates the delay line */
-    const long before = g_allocs;
+    assert_true(alloc_count > before_init); /* the counter works: init allocates the delay line */
+    const long before = alloc_count;
     drths_specimen_meas_t m;
     for (int k = 0; k < 20000; k++)
         drths_specimen_step(&s, 0.02 * sin(k * 1e-3), 0.0, (k / 1000) % 2 ? 2.5 : 0.0, &m);
     drths_specimen_reset(&s, 0.0, 1.0);
-    assert_int_equal(g_allocs - before, 0);
+    assert_int_equal(alloc_count - before, 0);
     drths_specimen_close(&s);
 #else
     skip();

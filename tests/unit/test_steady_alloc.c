@@ -26,46 +26,7 @@
 #include "site-physical/actuator.h"
 #include "site-physical/daq.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define COUNT_ALLOCS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
-    __has_feature(memory_sanitizer)
-#define COUNT_ALLOCS 0
-#endif
-#endif
-#ifndef COUNT_ALLOCS
-#define COUNT_ALLOCS 1
-#endif
-
-static unsigned long n_allocs; /* one thread: no atomics needed */
-#if COUNT_ALLOCS
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-void *malloc(size_t size)
-{
-    n_allocs++;
-    return __libc_malloc(size);
-}
-void *calloc(size_t nmemb, size_t size)
-{
-    n_allocs++;
-    return __libc_calloc(nmemb, size);
-}
-void *realloc(void *p, size_t size)
-{
-    n_allocs++;
-    return __libc_realloc(p, size);
-}
-void free(void *p)
-{
-    if (p)
-        n_allocs++;
-    __libc_free(p);
-}
-#endif
+#include "alloc_count.h"
 
 #define LOOP_L 25
 #define QCAP 256
@@ -233,15 +194,15 @@ static void test_steady_state_allocates_nothing(void **state)
             tick++;
             if (tick % 1000 == 0) {
                 /* The libuv thread's drain: not part of the RT path, so not counted. */
-                unsigned long before = n_allocs;
+                long before = alloc_count;
                 drths_recorder_drain(rn);
                 drths_recorder_drain(rp);
-                n_allocs = before;
+                alloc_count = before;
             }
             if (tick == WARM_TICKS)
-                at_warm = n_allocs;
+                at_warm = alloc_count;
             if (tick == WARM_TICKS + COUNT_TICKS) {
-                at_end = n_allocs;
+                at_end = alloc_count;
                 break;
             }
         }

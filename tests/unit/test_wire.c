@@ -11,47 +11,7 @@
 #include "protocol/wire.h"
 #include "wire_examples.h"
 
-/* ---- allocation counting ------------------------------------------------------------------
- * glibc exports its allocator as __libc_*; defining malloc & co. here routes every allocation
- * in this process (libsodium, msgpack-c, ours) through a counter. Sanitizer builds bring their
- * own allocator, so there the zone check below is the only proof. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define COUNT_MALLOC 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define COUNT_MALLOC 0
-#endif
-#endif
-#ifndef COUNT_MALLOC
-#define COUNT_MALLOC 1
-#endif
-
-static long n_alloc;
-#if COUNT_MALLOC
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-void *malloc(size_t n)
-{
-    n_alloc++;
-    return __libc_malloc(n);
-}
-void *calloc(size_t a, size_t b)
-{
-    n_alloc++;
-    return __libc_calloc(a, b);
-}
-void *realloc(void *p, size_t n)
-{
-    n_alloc++;
-    return __libc_realloc(p, n);
-}
-void free(void *p)
-{
-    __libc_free(p);
-}
-#endif
+#include "alloc_count.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
@@ -420,7 +380,7 @@ static void test_payload_reasons(void **state)
     drths_wire_rx_t rx[3];
     assert_int_equal(ex_rx(&rx[1], DRTHS_ROLE_NUMERICAL), 0);
     assert_int_equal(ex_rx(&rx[2], DRTHS_ROLE_PHYSICAL), 0);
-    long before = n_alloc;
+    long before = alloc_count;
     uint64_t counter = 1;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const payload_case_t *c = &cases[i];
@@ -440,8 +400,8 @@ static void test_payload_reasons(void **state)
         assert_true(zone_intact(r));
         counter++;
     }
-    if (COUNT_MALLOC)
-        assert_int_equal(n_alloc - before, 0);
+    if (COUNT_ALLOCS)
+        assert_int_equal(alloc_count - before, 0);
     drths_wire_rx_close(&rx[1]);
     drths_wire_rx_close(&rx[2]);
 }
@@ -460,7 +420,7 @@ static void test_no_allocation(void **state)
     }
     static drths_msg_t m, out, big;
     fill_max_command(&big, 7);
-    long before = n_alloc;
+    long before = alloc_count;
     long opened = 0;
     for (int rep = 0; rep < 500; rep++) {
         for (int i = 0; i <= EX_NTYPES; i++) {
@@ -476,15 +436,15 @@ static void test_no_allocation(void **state)
             opened++;
         }
     }
-    long allocs = n_alloc - before;
+    long allocs = alloc_count - before;
     print_message("%ld datagrams sealed and opened: %ld allocations (counting %s)\n", opened,
-                  allocs, COUNT_MALLOC ? "on" : "off under a sanitizer");
-    if (COUNT_MALLOC) {
+                  allocs, COUNT_ALLOCS ? "on" : "off under a sanitizer");
+    if (COUNT_ALLOCS) {
         assert_int_equal(allocs, 0);
         /* The counter itself works: the init allocates the zone. */
         drths_wire_rx_t probe;
         assert_int_equal(drths_wire_rx_init(&probe, DRTHS_ROLE_PHYSICAL, psk, NULL), 0);
-        assert_true(n_alloc - before >= 1);
+        assert_true(alloc_count - before >= 1);
         drths_wire_rx_close(&probe);
     }
     assert_true(zone_intact(&rx[1]) && zone_intact(&rx[2]));
