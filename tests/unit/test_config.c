@@ -73,7 +73,7 @@ static void test_example_three_story(void **state)
     assert_true(x.ground_motion.record_path[0] == '/');
     assert_int_equal(x.specimen.floor, 1);
     assert_int_equal(x.specimen.damper.model, DRTHS_DAMPER_PHILLIPS2013);
-    assert_int_equal(x.control.mode, DRTHS_CONTROL_PASSIVE_ON);
+    assert_int_equal(x.control.mode, DRTHS_CONTROL_CLIPPED_OPTIMAL);
     assert_int_equal(x.actuator.plant, DRTHS_ACTUATOR_PLANT_THREE_POLE);
     assert_int_equal(x.actuator.compensation, DRTHS_COMPENSATION_FEEDFORWARD);
     assert_int_equal(x.actuator.adc_bits, 16);
