@@ -52,6 +52,15 @@ int drths_comp_stencil_weights(const double *x, int n, double z, double *wt)
     return 0;
 }
 
+/* Clamps *x to [-limit, limit] when limit > 0; returns 1 when it did. */
+static int clamp_abs(double *x, double limit)
+{
+    if (!(limit > 0.0) || fabs(*x) <= limit)
+        return 0;
+    *x = *x > 0.0 ? limit : -limit;
+    return 1;
+}
+
 static int is_ff(drths_compensation_t m)
 {
     return m == DRTHS_COMPENSATION_FEEDFORWARD || m == DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE;
@@ -365,13 +374,40 @@ double drths_comp_drive(drths_comp_t *c, const double *past, const double *futur
         }
         const double *r = &win[3 + c->stencil_first];
         double u = 0.0;
-        for (int j = 0; j < DRTHS_COMP_STENCIL; j++)
-            u += c->w[j] * r[j];
+        if (!(c->max_acc_m_s2 > 0.0) && !(c->max_jerk_m_s3 > 0.0)) {
+            for (int j = 0; j < DRTHS_COMP_STENCIL; j++)
+                u += c->w[j] * r[j];
+            return u;
+        }
+        double d[4] = {0.0, 0.0, 0.0, 0.0};
+        for (int k = 0; k < 4; k++)
+            for (int j = 0; j < DRTHS_COMP_STENCIL; j++)
+                d[k] += c->dw[k][j] * r[j];
+        const int cut = clamp_abs(&d[2], c->max_acc_m_s2) | clamp_abs(&d[3], c->max_jerk_m_s3);
+        if (cut)
+            c->limited_ticks++;
+        for (int k = 0; k < 4; k++)
+            u += c->a[k] * d[k];
         return u;
     }
     default:
         return past[3];
     }
+}
+
+int drths_comp_set_limits(drths_comp_t *c, double max_acc_m_s2, double max_jerk_m_s3,
+                          drths_error_t *err)
+{
+    if (!(max_acc_m_s2 >= 0.0) || !isfinite(max_acc_m_s2))
+        return drths_error_set(err, -EINVAL,
+                               "compensation.max_acceleration_m_s2: must be >= 0 (got %g)",
+                               max_acc_m_s2);
+    if (!(max_jerk_m_s3 >= 0.0) || !isfinite(max_jerk_m_s3))
+        return drths_error_set(err, -EINVAL, "compensation.max_jerk_m_s3: must be >= 0 (got %g)",
+                               max_jerk_m_s3);
+    c->max_acc_m_s2 = max_acc_m_s2;
+    c->max_jerk_m_s3 = max_jerk_m_s3;
+    return 0;
 }
 
 void drths_comp_close(drths_comp_t *c)

@@ -119,6 +119,10 @@ typedef struct drths_comp {
     uint64_t ticks;              /* drths_comp_drive calls */
     uint64_t extrapolated_ticks; /* feedforward ticks that lacked future samples */
     uint64_t extrapolated_samples; /* future samples extrapolated for them */
+    /* Derivative limits of the feedforward (drths_comp_set_limits; 0 = none) and the ticks
+     * where one of them cut the desired trajectory's acceleration or jerk. */
+    double max_acc_m_s2, max_jerk_m_s3;
+    uint64_t limited_ticks;
 } drths_comp_t;
 
 /* Prepares mode for a plant whose design model is `model` (required for FEEDFORWARD and for
@@ -178,6 +182,17 @@ int drths_comp_lookahead_needed(const drths_comp_t *c);
  * the mode uses are ignored). Missing future samples are extrapolated (see the header comment)
  * and counted. RT-safe. */
 double drths_comp_drive(drths_comp_t *c, const double *past, const double *future, int n_future);
+
+/* Limits on the acceleration and jerk of the desired trajectory that the feedforward
+ * (FEEDFORWARD, FEEDFORWARD_AVERAGE) feeds through its inverse model, m/s^2 and m/s^3 (0 = no
+ * limit; both >= 0, else -EINVAL naming the field). The inverse multiplies the third derivative
+ * by 1/K (about 6e-8 s^3): a trajectory that is smooth in normal running but has a kink (an
+ * epoch's pause, a concealed stretch rejoining the received commands) has a third derivative
+ * of v/dt^2, millions of m/s^3, and would put a drive spike of tenths of a metre on the servo
+ * valve for one tick. Above the limit the derivative is clamped to it (the drive is then the
+ * inverse of a trajectory with that jerk) and the tick is counted in limited_ticks. init-only. */
+int drths_comp_set_limits(drths_comp_t *c, double max_acc_m_s2, double max_jerk_m_s3,
+                          drths_error_t *err);
 
 /* Nothing to free; safe twice. init-only. */
 void drths_comp_close(drths_comp_t *c);

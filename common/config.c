@@ -100,7 +100,8 @@ struct raw_numerical {
 struct raw_physical {
     char *listen, *playout_ticks, *max_concealed_ticks, *watchdog_ms, *limit_displacement_m,
         *limit_velocity_m_s, *limit_force_N, *limit_drive_m, *limit_measured_displacement_m,
-        *hold, *safe_position_m, *ramp_rate_m_s;
+        *hold, *safe_position_m, *ramp_rate_m_s, *feedforward_max_acceleration_m_s2,
+        *feedforward_max_jerk_m_s3;
 };
 
 struct raw_output {
@@ -270,6 +271,8 @@ static const cyaml_schema_field_t physical_fields[] = {
     STR(struct raw_physical, hold),
     STR(struct raw_physical, safe_position_m),
     STR(struct raw_physical, ramp_rate_m_s),
+    STR(struct raw_physical, feedforward_max_acceleration_m_s2),
+    STR(struct raw_physical, feedforward_max_jerk_m_s3),
     CYAML_FIELD_END,
 };
 
@@ -1480,7 +1483,16 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
                         &x->physical.safe_position_m)) ||
         (r = get_double(c, "physical.ramp_rate_m_s", p->ramp_rate_m_s, 0.05,
                         &x->physical.ramp_rate_m_s)) ||
-        (r = check_gt0(c, "physical.ramp_rate_m_s", x->physical.ramp_rate_m_s)))
+        (r = check_gt0(c, "physical.ramp_rate_m_s", x->physical.ramp_rate_m_s)) ||
+        (r = get_double(c, "physical.feedforward_max_acceleration_m_s2",
+                        p->feedforward_max_acceleration_m_s2, 200.0,
+                        &x->physical.feedforward_max_acceleration_m_s2)) ||
+        (r = check_range(c, "physical.feedforward_max_acceleration_m_s2",
+                         x->physical.feedforward_max_acceleration_m_s2, 0, 1e6)) ||
+        (r = get_double(c, "physical.feedforward_max_jerk_m_s3", p->feedforward_max_jerk_m_s3,
+                        1e5, &x->physical.feedforward_max_jerk_m_s3)) ||
+        (r = check_range(c, "physical.feedforward_max_jerk_m_s3",
+                         x->physical.feedforward_max_jerk_m_s3, 0, 1e9)))
         return r;
     x->physical.hold = (drths_hold_mode_t)v;
     /* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. */

@@ -258,6 +258,11 @@ typedef struct drths_experiment {
         double safe_position_m;     /* ramp target, inside both displacement limits
                                      * (default 0) */
         double ramp_rate_m_s;       /* largest drive speed in HOLD, > 0 (default 0.05) */
+        /* Acceleration and jerk of the desired trajectory the feedforward's inverse model
+         * sees at most (common/compensation.h drths_comp_set_limits); 0 = no limit.
+         * 0..1e6 (default 200) and 0..1e9 (default 1e5). */
+        double feedforward_max_acceleration_m_s2;
+        double feedforward_max_jerk_m_s3;
     } physical;
 
     /* Actuator site only, not fingerprinted: its I/O back end (site-physical/daq.h). With

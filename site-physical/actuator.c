@@ -44,6 +44,8 @@ void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
     /* The virtual plant's I/O delay; with a board it is the converters' and controller's delay
      * the lab sets in the same field. */
     p->comp_io_delay_ticks = exp->actuator.io_delay_ticks;
+    p->ff_max_acc_m_s2 = exp->physical.feedforward_max_acceleration_m_s2;
+    p->ff_max_jerk_m_s3 = exp->physical.feedforward_max_jerk_m_s3;
     /* The lab knows its damper's nominal model, not the rehearsal's "true" one. */
     drths_setup_damper_nominal(exp, &p->damper_nominal);
     /* A passive mode's constant command is what the numerical site will send from tick L + 1
@@ -131,6 +133,8 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
         if (!rc)
             rc = drths_comp_current_model(&a->comp, &p->damper_nominal, err);
     }
+    if (!rc)
+        rc = drths_comp_set_limits(&a->comp, p->ff_max_acc_m_s2, p->ff_max_jerk_m_s3, err);
     if (rc)
         return drths_error_prefix(err, rc, "actuator.compensation %s",
                                   drths_compensation_name(p->compensation));
@@ -365,6 +369,8 @@ static void daq_failed(drths_actuator_t *a, int rc, const char *what)
     drths_actuator_hold(a, DRTHS_STOP_INTERNAL_ERROR, 1, text);
 }
 
+static double rejoin_offset(const drths_actuator_t *a, uint64_t t);
+
 /* The desired displacements of the ticks after `tick` (at most a->lookahead), into a->future:
  * 0 for rest ticks (<= L), then what the playout buffer holds, stopping at the first missing
  * one. Returns how many. */
@@ -377,7 +383,7 @@ static int gather_future(drths_actuator_t *a, uint64_t tick)
         uint64_t from = tick + (uint64_t)n; /* lookahead reads from + 1 .. */
         size_t k = drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n), a->future_s);
         for (size_t i = 0; i < k; i++) {
-            const double d = a->future_s[i].disp_m;
+            const double d = a->future_s[i].disp_m + rejoin_offset(a, from + 1 + i);
             a->future[n + (int)i] = d;
             /* A command beyond the limit must not reach the drive even through the preview
              * (the feedforward's derivatives would amplify it): HOLD as soon as it is seen. */
@@ -415,18 +421,50 @@ static void push_history(drths_actuator_t *a, const drths_cmd_channel_t *s)
     a->hist[3] = *s;
 }
 
-/* One tick ahead of the last four applied commands, every field of the sample. */
+/* One tick ahead of the last four applied commands: displacement, velocity and acceleration
+ * extrapolated; the damper command held (a semi-active command switches between its bounds, and
+ * a cubic through a switch leaves them). */
 static void conceal(const drths_actuator_t *a, drths_cmd_channel_t *out)
 {
     const double *h[4];
     for (int i = 0; i < 4; i++)
         h[i] = &a->hist[i].disp_m;
-    double v[4];
-    drths_lagrange3_extrapolate_n(h, 1.0, v, 4);
+    double v[3];
+    drths_lagrange3_extrapolate_n(h, 1.0, v, 3);
     out->disp_m = v[0];
     out->vel_m_s = v[1];
     out->acc_m_s2 = v[2];
-    out->damper_cmd = v[3];
+    out->damper_cmd = a->hist[3].damper_cmd;
+}
+
+/* The rejoin offset at tick t (0 outside the fade): o (1 - S(x)), S(x) = 10x^3 - 15x^4 + 6x^5,
+ * x = (t - rejoin_tick) / rejoin_ticks; position, velocity and acceleration of the offset
+ * vanish at its end, so the commands take over without a kink. */
+static double rejoin_offset(const drths_actuator_t *a, uint64_t t)
+{
+    if (t < a->rejoin_tick || t >= a->rejoin_tick + a->rejoin_ticks)
+        return 0.0;
+    const double x = (double)(t - a->rejoin_tick) / (double)a->rejoin_ticks;
+    return a->rejoin_offset_m * (1.0 - x * x * x * (10.0 + x * (-15.0 + 6.0 * x)));
+}
+
+/* A received command at `tick` after concealed ticks: the extrapolation has taken the actuator
+ * to where the commands are not. Instead of stepping there (a step the feedforward would turn
+ * into a drive spike), the commands are offset by the gap, which fades over enough ticks that
+ * the offset moves no faster than the HOLD ramp rate (the smoothstep's steepest slope is
+ * 15/8 per fade length), and at least 20 ticks. */
+static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_channel_t *cmd)
+{
+    drths_cmd_channel_t e;
+    conceal(a, &e);
+    const double o = e.disp_m - cmd->disp_m;
+    a->c.rejoins++;
+    if (fabs(o) > a->c.max_rejoin_offset_m)
+        a->c.max_rejoin_offset_m = fabs(o);
+    double n = ceil(1.875 * fabs(o) / (a->p.ramp_rate_m_s / a->p.rate_hz));
+    a->rejoin_offset_m = o;
+    a->rejoin_tick = tick;
+    a->rejoin_ticks = n > 20.0 ? (uint64_t)n : 20u;
 }
 
 int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns, int64_t now_ns,
@@ -473,6 +511,9 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
                 (void)drths_playout_take(&a->pb, tick, deadline_ns, &cmd, NULL);
             } else if (drths_playout_take(&a->pb, tick, deadline_ns, &cmd, &lead_ns) == 0) {
                 cmd_tick = (int64_t)tick;
+                if (a->consecutive_concealed)
+                    start_rejoin(a, tick, &cmd);
+                cmd.disp_m += rejoin_offset(a, tick);
                 a->consecutive_concealed = 0;
                 a->c.applied++;
                 drths_hist_add(&a->lead_ns, lead_ns);

@@ -118,6 +118,8 @@ typedef struct drths_actuator_params {
     double ramp_rate_m_s;        /* largest drive speed in HOLD */
     drths_compensation_t compensation;
     int comp_io_delay_ticks;     /* I/O delay the compensation previews, ticks */
+    double ff_max_acc_m_s2;      /* feedforward derivative limits (drths_comp_set_limits) */
+    double ff_max_jerk_m_s3;
     drths_damper_params_t damper_nominal; /* current dynamics for `feedforward` */
     double rest_damper_command;  /* damper command (A or V) while t <= L */
     double hold_linger_s;        /* ticking and recording goes on this long in HOLD (0.2 s) */
@@ -151,6 +153,8 @@ typedef struct drths_actuator_counters {
     uint64_t hold_ticks;         /* ticks spent in HOLD */
     uint64_t daq_errors;         /* failed DAQ writes or reads */
     uint64_t tracked;            /* ticks in the tracking indicators */
+    uint64_t rejoins;            /* concealed stretches ended by a received command */
+    double max_rejoin_offset_m;  /* largest |extrapolation - command| at a rejoin */
 } drths_actuator_counters_t;
 
 /* What one tick produced. */
@@ -183,6 +187,11 @@ typedef struct drths_actuator {
 
     drths_cmd_channel_t hist[4]; /* last four applied commands, oldest first */
     uint64_t consecutive_concealed;
+    /* Rejoin after concealment: the received commands from rejoin_tick on are shifted by
+     * rejoin_offset_m (where the extrapolation had taken the actuator, less the command) fading
+     * to 0 over rejoin_ticks with a C2 smoothstep, preview included. */
+    double rejoin_offset_m;
+    uint64_t rejoin_tick, rejoin_ticks;
     int64_t concealed_tick[DRTHS_ACT_LATE_MEMORY]; /* tick whose concealment each slot holds */
     int64_t primary_tick[DRTHS_ACT_LATE_MEMORY];   /* header tick of each recent COMMAND */
     int have_primary;

@@ -220,10 +220,11 @@ static void print_summary(app_t *app, const char *dir)
             printf("  command lead: p50 %.3f ms, min %.3f ms\n",
                    drths_hist_quantile(ld, 0.5) * 1e-6, ld->min * 1e-6);
         printf("  tracking (%s): RMS error %.3f %%, indicator %.4g mm^2, peak error %.4f mm; "
-               "%" PRIu64 " ticks with the preview short\n",
+               "%" PRIu64 " ticks with the preview short, %" PRIu64
+               " with the derivatives limited\n",
                drths_compensation_name(a->p.compensation), drths_actuator_tracking_rms_pct(a),
                drths_tracking_ti(&a->track) * 1e6, drths_tracking_max_err(&a->track) * 1e3,
-               a->comp.extrapolated_ticks);
+               a->comp.extrapolated_ticks, a->comp.limited_ticks);
         if (a->hold)
             printf("  HOLD: %s (%" PRIu64 " ticks in HOLD)\n", a->hold_text, c->hold_ticks);
     }
@@ -405,9 +406,15 @@ int main(int argc, char **argv)
                app.ps.daq.u.comedi.device);
     else
         printf("  DAQ: virtual (rehearsal specimen)\n");
-    printf("  compensation %s (lookahead %d ticks, I/O delay %d ticks)\n",
+    printf("  compensation %s (lookahead %d ticks, I/O delay %d ticks",
            drths_compensation_name(exp.actuator.compensation), app.ps.act.lookahead,
            exp.actuator.io_delay_ticks);
+    if (exp.actuator.compensation == DRTHS_COMPENSATION_FEEDFORWARD ||
+        exp.actuator.compensation == DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE)
+        printf("; desired trajectory limited to %g m/s2, %g m/s3",
+               exp.physical.feedforward_max_acceleration_m_s2,
+               exp.physical.feedforward_max_jerk_m_s3);
+    printf(")\n");
     printf("  limits: command %g m, %g m/s; drive %g m; measured %g m, %g N; HOLD: %s",
            exp.physical.limit_displacement_m, exp.physical.limit_velocity_m_s,
            exp.physical.limit_drive_m, exp.physical.limit_measured_displacement_m,

@@ -599,6 +599,8 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     drths_json_int(&j, "from_redundancy", (int64_t)c->from_redundancy);
     drths_json_int(&j, "concealed", (int64_t)c->concealed);
     drths_json_int(&j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
+    drths_json_int(&j, "rejoins", (int64_t)c->rejoins);
+    drths_json_number(&j, "max_rejoin_offset_m", c->max_rejoin_offset_m);
     drths_json_int(&j, "wrong_channel_count", (int64_t)c->bad_commands);
     drths_json_object_end(&j);
 
@@ -660,6 +662,7 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     drths_json_number(&j, "tracking_indicator_m2", drths_tracking_ti(&a->track));
     drths_json_number(&j, "max_abs_error_m", drths_tracking_max_err(&a->track));
     drths_json_int(&j, "extrapolated_ticks", (int64_t)a->comp.extrapolated_ticks);
+    drths_json_int(&j, "derivative_limited_ticks", (int64_t)a->comp.limited_ticks);
     drths_json_object_end(&j);
     drths_json_object_begin(&j, "daq");
     drths_json_string(&j, "backend", drths_daq_backend_name(ps->daq.backend));

@@ -198,6 +198,52 @@ static void test_feedforward_cubic(void **state)
     }
 }
 
+/* A 0.2 m/s ramp whose sample k = 0 onward is one tick ahead (a command skipped, as when the
+ * numerical site glides L down): its third derivative is 0.2 m/s / dt^2 for a tick. */
+static double skip_ramp(long k)
+{
+    return 0.2 * DT * (double)(k >= 0 ? k + 1 : k);
+}
+
+static void test_feedforward_derivative_limits(void **state)
+{
+    (void)state;
+    const drths_plant_model_t *m = &DRTHS_PLANT_AVERAGE;
+    drths_comp_t free_c, lim;
+    drths_error_t err;
+    assert_int_equal(drths_comp_init(&free_c, DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE, m, 1, DT, &err), 0);
+    assert_int_equal(drths_comp_init(&lim, DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE, m, 1, DT, &err), 0);
+    assert_int_equal(drths_comp_set_limits(&lim, 200.0, 1e5, &err), 0);
+    /* A smooth trajectory (acceleration 1.8 m/s^2, jerk 24 m/s^3) is untouched. */
+    double past[4], fut[3];
+    for (long k = 0; k < 300; k += 7) {
+        cubic_window(k, past, fut, 3);
+        assert_near(drths_comp_drive(&lim, past, fut, 3), drths_comp_drive(&free_c, past, fut, 3),
+                    1e-12);
+    }
+    assert_int_equal((int)lim.limited_ticks, 0);
+    /* The skipped sample: without limits a drive spike of tenths of a metre; with them a few
+     * millimetres beyond the ramp. */
+    double worst_free = 0.0, worst_lim = 0.0;
+    for (long t = -5; t <= 5; t++) {
+        for (int i = 0; i < 4; i++)
+            past[i] = skip_ramp(t - 3 + i);
+        for (int i = 0; i < 3; i++)
+            fut[i] = skip_ramp(t + 1 + i);
+        const double r = skip_ramp(t);
+        worst_free = fmax(worst_free, fabs(drths_comp_drive(&free_c, past, fut, 3) - r));
+        worst_lim = fmax(worst_lim, fabs(drths_comp_drive(&lim, past, fut, 3) - r));
+    }
+    if (!(worst_free > 0.1) || !(worst_lim < 0.015))
+        fail_msg("drive beyond the ramp: %.4g m without limits, %.4g m with", worst_free,
+                 worst_lim);
+    assert_true(lim.limited_ticks >= 4 && lim.limited_ticks <= 7);
+    assert_int_equal(drths_comp_set_limits(&lim, -1.0, 1e5, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "max_acceleration_m_s2"));
+    assert_int_equal(drths_comp_set_limits(&lim, 1.0, NAN, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "max_jerk_m_s3"));
+}
+
 /* Runs a sine r = X sin(2 pi f t) through the AVERAGE plant (lo = hi) with the feedforward and
  * the one-tick convention of common/specimen.h: the drive written at tick k is held over
  * [k, k+1] and y(k+1) is compared with r(k+1). Returns the RMS error norm in percent over the
@@ -445,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_none),
         cmocka_unit_test(test_polynomial_exact_for_cubics),
         cmocka_unit_test(test_feedforward_cubic),
+        cmocka_unit_test(test_feedforward_derivative_limits),
         cmocka_unit_test(test_feedforward_tracks_average_plant),
         cmocka_unit_test(test_scheduled_feedforward),
         cmocka_unit_test(test_current_model),

@@ -164,6 +164,8 @@ static void test_defaults(void **state)
     assert_true(x.physical.limit_drive_m == 0.1 && x.physical.limit_measured_displacement_m == 0.1);
     assert_int_equal(x.physical.hold, DRTHS_HOLD_AT_POSITION);
     assert_true(x.physical.safe_position_m == 0.0 && x.physical.ramp_rate_m_s == 0.05);
+    assert_true(x.physical.feedforward_max_acceleration_m_s2 == 200.0 &&
+                x.physical.feedforward_max_jerk_m_s3 == 1e5);
     drths_experiment_close(&x);
     free(p);
 }
@@ -463,6 +465,8 @@ static const bad_case_t bad_cases[] = {
      "daq.current_out: same subdevice and channel as daq.command_out (1/0)"},
     {"bad-hold-mode.yaml", -EINVAL,
      ":6: physical.hold: must be one of hold, ramp (got \"freeze\")"},
+    {"bad-feedforward-jerk.yaml", -EINVAL,
+     ":6: physical.feedforward_max_jerk_m_s3: must be in 0..1e+09 (got -1)"},
     {"bad-safe-position.yaml", -EINVAL,
      "physical.safe_position_m: must lie inside physical.limit_drive_m (0.05)"},
     {"no-such-experiment.yaml", -ENOENT, "cannot open the experiment file"},
