@@ -421,20 +421,34 @@ static void push_history(drths_actuator_t *a, const drths_cmd_channel_t *s)
     a->hist[3] = *s;
 }
 
-/* One tick ahead of the last four applied commands: displacement, velocity and acceleration
- * extrapolated; the damper command held (a semi-active command switches between its bounds, and
- * a cubic through a switch leaves them). */
+/* One tick ahead of the last four applied commands. The first DRTHS_ACT_CONCEAL_CUBIC_TICKS
+ * concealed ticks in a row extrapolate displacement, velocity and acceleration by the cubic
+ * through them (DESIGN.md 2); a cubic carried further diverges (seen: 1 m/s after 200 ticks),
+ * so later ones glide: the velocity of the last tick shrinks towards 0 by
+ * DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt per tick and the actuator comes to rest (a 0.25 m/s motion
+ * stops in 25 ms and 3 mm). The damper command is held: a semi-active command switches between
+ * its bounds, and a cubic through a switch leaves them. */
 static void conceal(const drths_actuator_t *a, drths_cmd_channel_t *out)
 {
-    const double *h[4];
-    for (int i = 0; i < 4; i++)
-        h[i] = &a->hist[i].disp_m;
-    double v[3];
-    drths_lagrange3_extrapolate_n(h, 1.0, v, 3);
-    out->disp_m = v[0];
-    out->vel_m_s = v[1];
-    out->acc_m_s2 = v[2];
     out->damper_cmd = a->hist[3].damper_cmd;
+    if (a->consecutive_concealed < DRTHS_ACT_CONCEAL_CUBIC_TICKS) {
+        const double *h[4];
+        for (int i = 0; i < 4; i++)
+            h[i] = &a->hist[i].disp_m;
+        double v[3];
+        drths_lagrange3_extrapolate_n(h, 1.0, v, 3);
+        out->disp_m = v[0];
+        out->vel_m_s = v[1];
+        out->acc_m_s2 = v[2];
+        return;
+    }
+    const double dt = 1.0 / a->p.rate_hz;
+    const double v = (a->hist[3].disp_m - a->hist[2].disp_m) / dt;
+    const double dv = DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt;
+    const double v1 = fabs(v) <= dv ? 0.0 : v - (v > 0.0 ? dv : -dv);
+    out->disp_m = a->hist[3].disp_m + v1 * dt;
+    out->vel_m_s = v1;
+    out->acc_m_s2 = (v1 - v) / dt;
 }
 
 /* The rejoin offset at tick t (0 outside the fade): o (1 - S(x)), S(x) = 10x^3 - 15x^4 + 6x^5,

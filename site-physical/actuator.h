@@ -10,9 +10,11 @@
  * Timing (DESIGN.md 2): tick t applies c(t) = x(t - L). For t <= L the command is the rest
  * position (displacement 0 and the experiment's rest damper command); the numerical site never
  * sends those ticks. For t > L the command is the one received for tick t; if it has not
- * arrived, it is extrapolated (third-order Lagrange, common/lagrange.h) one tick ahead from the
- * last four applied commands, counted and flagged; more than max_concealed_ticks in a row puts
- * the actuator in HOLD.
+ * arrived, it is concealed: extrapolated (third-order Lagrange, common/lagrange.h) one tick
+ * ahead from the last four applied commands for the first DRTHS_ACT_CONCEAL_CUBIC_TICKS, then
+ * gliding to rest, the damper command held; counted and flagged; more than
+ * max_concealed_ticks in a row puts the actuator in HOLD. The first received command after
+ * concealment is rejoined without a step (the gap fades out at the HOLD ramp rate).
  *
  * Drive (DESIGN.md 5.3): the command chosen for tick t is the DESIRED displacement r(t); the
  * drive signal written to the DAQ is drths_comp_drive(r(t-3..t), r(t+1..t+k), k) with the
@@ -88,6 +90,12 @@ extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
  * after its tick was concealed is counted late once, and a second COMMAND for the same tick is
  * counted as a duplicate (older ones are not counted). */
 #define DRTHS_ACT_LATE_MEMORY 4096
+
+/* Concealment (drths_actuator_tick): the first this many missing commands in a row are
+ * extrapolated by the cubic through the last four; later ones glide to rest decelerating at
+ * DRTHS_ACT_CONCEAL_DECEL_M_S2. */
+#define DRTHS_ACT_CONCEAL_CUBIC_TICKS 4
+#define DRTHS_ACT_CONCEAL_DECEL_M_S2 10.0
 
 /* Future commands read from the playout buffer for the compensation at most (the polynomial
  * mode's lead is about 45 ticks at 5 kHz). */

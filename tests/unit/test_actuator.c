@@ -455,6 +455,57 @@ static void test_rejoin_fades_into_commands(void **state)
     teardown();
 }
 
+/* A 0.05 m/s ramp with 100 commands lost (ticks 20..119): four ticks extrapolated on the ramp,
+ * then the glide takes 10 m/s^2 * 1 ms = 10 mm/s off the speed per tick and the actuator rests
+ * until the commands come back, and rejoins them without a step. */
+static double ramp_5cm_s(uint64_t t)
+{
+    return 0.05 * (double)t / RATE;
+}
+
+static int drop_20_to_119(uint64_t T)
+{
+    return T >= 20 && T <= 119;
+}
+
+static void test_long_gap_glides_to_rest(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_default(&p);
+    p.r = 1;
+    p.max_concealed_ticks = 200;
+    p.ramp_rate_m_s = 0.05;
+    setup_with(&p);
+    start(5);
+    send_cmd(6, 1, ramp_5cm_s, T0 - 4 * DT_NS);
+    double cmd[400];
+    for (uint64_t t = 0; t < 400; t++) {
+        assert_int_equal(tick(t, 0), 0);
+        cmd[t] = F.out.row[DRTHS_ACT_COL_COMMAND];
+        assert_true(F.out.row[DRTHS_ACT_COL_HOLD] == 0.0);
+        uint64_t T = t + 6;
+        if (t >= 1 && !drop_20_to_119(T))
+            send_cmd(T, 1, ramp_5cm_s, deadline(t) + 300000);
+    }
+    assert_int_equal(F.a.c.concealed, 100);
+    for (uint64_t t = 20; t <= 23; t++)
+        assert_true(fabs(cmd[t] - ramp_5cm_s(t)) < 1e-15);
+    const double speeds[5] = {4e-5, 3e-5, 2e-5, 1e-5, 0.0}; /* m per tick from tick 24 */
+    for (int i = 0; i < 5; i++)
+        assert_true(fabs((cmd[24 + i] - cmd[23 + i]) - speeds[i]) < 1e-15);
+    for (uint64_t t = 29; t <= 119; t++)
+        assert_true(cmd[t] == cmd[28]);
+    /* The rejoin: no step beyond the ramp's own 50 um plus the fade's 50 um per tick; the
+     * commands exactly after the fade. */
+    for (uint64_t t = 7; t < 400; t++)
+        assert_true(fabs(cmd[t] - cmd[t - 1]) <= 1e-4 * (1.0 + 1e-9));
+    assert_int_equal(F.a.c.rejoins, 1);
+    for (uint64_t t = 120 + F.a.rejoin_ticks; t < 400; t++)
+        assert_true(fabs(cmd[t] - ramp_5cm_s(t)) < 1e-15);
+    teardown();
+}
+
 static void test_late_and_duplicate_counted(void **state)
 {
     (void)state;
@@ -827,6 +878,7 @@ int main(void)
         cmocka_unit_test(test_conceal_exact_for_cubic),
         cmocka_unit_test(test_conceal_holds_damper_command),
         cmocka_unit_test(test_rejoin_fades_into_commands),
+        cmocka_unit_test(test_long_gap_glides_to_rest),
         cmocka_unit_test(test_late_and_duplicate_counted),
         cmocka_unit_test(test_too_many_concealed_holds),
         cmocka_unit_test(test_watchdog),
