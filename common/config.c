@@ -1456,7 +1456,7 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
     if (!x->physical.listen)
         return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
     if ((r = check_endpoint(c, "physical.listen", x->physical.listen)) ||
-        (r = get_int(c, "physical.playout_ticks", p->playout_ticks, 300, 10, 100000,
+        (r = get_int(c, "physical.playout_ticks", p->playout_ticks, 0, 0, 1000000,
                      &x->physical.playout_ticks)) ||
         (r = get_int(c, "physical.max_concealed_ticks", p->max_concealed_ticks, 20, 0, 10000,
                      &x->physical.max_concealed_ticks)) ||
@@ -1485,12 +1485,12 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
                         &x->physical.ramp_rate_m_s)) ||
         (r = check_gt0(c, "physical.ramp_rate_m_s", x->physical.ramp_rate_m_s)) ||
         (r = get_double(c, "physical.feedforward_max_acceleration_m_s2",
-                        p->feedforward_max_acceleration_m_s2, 200.0,
+                        p->feedforward_max_acceleration_m_s2, 50.0,
                         &x->physical.feedforward_max_acceleration_m_s2)) ||
         (r = check_range(c, "physical.feedforward_max_acceleration_m_s2",
                          x->physical.feedforward_max_acceleration_m_s2, 0, 1e6)) ||
         (r = get_double(c, "physical.feedforward_max_jerk_m_s3", p->feedforward_max_jerk_m_s3,
-                        1e5, &x->physical.feedforward_max_jerk_m_s3)) ||
+                        3e4, &x->physical.feedforward_max_jerk_m_s3)) ||
         (r = check_range(c, "physical.feedforward_max_jerk_m_s3",
                          x->physical.feedforward_max_jerk_m_s3, 0, 1e9)))
         return r;
@@ -1503,6 +1503,16 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
                     "physical.limit_measured_displacement_m (%g) (got %g)",
                     x->physical.limit_drive_m, x->physical.limit_measured_displacement_m,
                     x->physical.safe_position_m);
+    /* 0 = one second of commands, at least 300 ticks: commands wait in the buffer for up to
+     * L ticks, and an epoch may raise L to a round trip of several hundred ms. */
+    if (x->physical.playout_ticks == 0) {
+        double one_s = ceil(x->rate_hz);
+        x->physical.playout_ticks = one_s > 300.0 ? (int)fmin(one_s, 1000000.0) : 300;
+    } else if (x->physical.playout_ticks < 10) {
+        return fail(c, -EINVAL, "physical.playout_ticks",
+                    "must be 0 (one second of ticks) or 10..1000000 (got %d)",
+                    x->physical.playout_ticks);
+    }
     /* A command is sent L ticks ahead of its tick and waits in the playout buffer meanwhile. */
     if (x->link.loop_delay_ticks >= x->physical.playout_ticks)
         return fail(c, -EINVAL, "link.loop_delay_ticks",

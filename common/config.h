@@ -244,7 +244,7 @@ typedef struct drths_experiment {
     /* Actuator site only. */
     struct {
         char *listen;               /* "host:port" or "[v6]:port" (default "0.0.0.0:47000") */
-        int playout_ticks;          /* 10..100000 (default 300) */
+        int playout_ticks;          /* 0 in the file = one second (at least 300); 10..1000000 */
         int max_concealed_ticks;    /* 0..10000 (default 20) */
         double watchdog_ms;         /* 1..60000 (default 100) */
         double limit_displacement_m; /* > 0 (default 0.1) */
@@ -260,7 +260,7 @@ typedef struct drths_experiment {
         double ramp_rate_m_s;       /* largest drive speed in HOLD, > 0 (default 0.05) */
         /* Acceleration and jerk of the desired trajectory the feedforward's inverse model
          * sees at most (common/compensation.h drths_comp_set_limits); 0 = no limit.
-         * 0..1e6 (default 200) and 0..1e9 (default 1e5). */
+         * 0..1e6 (default 50) and 0..1e9 (default 3e4). */
         double feedforward_max_acceleration_m_s2;
         double feedforward_max_jerk_m_s3;
     } physical;

@@ -267,10 +267,11 @@ static void on_feedback(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx_ns)
     h->c.fb_datagrams++;
     if (f->echo_counter)
         drths_rtt_tracker_echo(&h->rtt, f->echo_counter, (int64_t)f->echo_hold_ns, rx_ns, NULL);
-    if (m->counter > h->fb_newest_counter) {
-        h->fb_newest_counter = m->counter;
-        h->fb_newest_counter_rx_ns = rx_ns;
-    }
+    /* The echo is the FEEDBACK that arrived last, not the one with the highest counter: with
+     * jitter the slow datagrams arrive after faster, newer ones, and echoing only the newest
+     * would leave them out and bias the round trip low (seen: p50 73 ms for a true 80 ms). */
+    h->fb_last_counter = m->counter;
+    h->fb_last_counter_rx_ns = rx_ns;
     int64_t off = rx_ns - (int64_t)m->tick * h->p.dt_ns;
     if (!h->got_feedback || rx_ns - h->off_short_bucket_ns >= SHORT_BUCKET_NS) {
         h->off_short_prev = h->got_feedback ? h->off_short_cur : off;
@@ -382,8 +383,8 @@ static void build_command(drths_hybrid_t *h, uint64_t T, double disp, double vel
     c->loop_delay_ticks = h->L;
     c->n_channels = 1;
     c->r = (uint8_t)((uint64_t)h->p.r < T + 1 ? (uint64_t)h->p.r : T + 1);
-    c->echo_counter = h->fb_newest_counter;
-    int64_t hold = h->fb_newest_counter ? now_ns - h->fb_newest_counter_rx_ns : 0;
+    c->echo_counter = h->fb_last_counter;
+    int64_t hold = h->fb_last_counter ? now_ns - h->fb_last_counter_rx_ns : 0;
     c->echo_hold_ns = hold > 0 ? (uint64_t)hold : 0;
     drths_cmd_channel_t rest = {0.0, 0.0, 0.0, h->rest_command};
     for (int k = 0; k < c->r; k++) {
@@ -456,8 +457,8 @@ static void build_filler(drths_hybrid_t *h, int64_t now_ns, uint64_t first)
     c->n_channels = 1;
     uint64_t avail = T - first + 1;
     c->r = (uint8_t)(avail < (uint64_t)h->p.r ? avail : (uint64_t)h->p.r);
-    c->echo_counter = h->fb_newest_counter;
-    int64_t hold = h->fb_newest_counter ? now_ns - h->fb_newest_counter_rx_ns : 0;
+    c->echo_counter = h->fb_last_counter;
+    int64_t hold = h->fb_last_counter ? now_ns - h->fb_last_counter_rx_ns : 0;
     c->echo_hold_ns = hold > 0 ? (uint64_t)hold : 0;
     for (int i = 0; i < c->r; i++)
         c->s[i][0] = h->filler;

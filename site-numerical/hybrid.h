@@ -202,8 +202,8 @@ typedef struct drths_hybrid {
     int got_feedback;
     int64_t off_cur, off_prev, off_bucket_ns; /* arrival offset minima, two buckets */
     /* feedback */
-    uint64_t fb_newest_tick, fb_newest_counter;
-    int64_t fb_newest_counter_rx_ns;
+    uint64_t fb_newest_tick, fb_last_counter;
+    int64_t fb_last_counter_rx_ns;
     int peer_stopped;
     uint64_t *concealed_tick;   /* ring (reorder depth) of concealed ticks, owned */
     size_t concealed_cap;

@@ -207,10 +207,10 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
         return;
     }
     a->c.commands++;
-    if (!a->have_cmd || m->counter > a->echo_counter) {
-        a->echo_counter = m->counter;
-        a->echo_arrival_ns = arrival_ns;
-    }
+    /* The echo is the COMMAND that arrived last, whatever its counter, so that the slow
+     * (overtaken) datagrams are measured too and the round trip is not biased low. */
+    a->echo_counter = m->counter;
+    a->echo_arrival_ns = arrival_ns;
     if (!a->have_cmd || arrival_ns > a->last_cmd_ns)
         a->last_cmd_ns = arrival_ns;
     a->have_cmd = 1;
@@ -423,7 +423,8 @@ static void push_history(drths_actuator_t *a, const drths_cmd_channel_t *s)
 
 /* One tick ahead of the last four applied commands. The first DRTHS_ACT_CONCEAL_CUBIC_TICKS
  * concealed ticks in a row extrapolate displacement, velocity and acceleration by the cubic
- * through them (DESIGN.md 2); a cubic carried further diverges (seen: 1 m/s after 200 ticks),
+ * through them (DESIGN.md 2), its acceleration clamped to DRTHS_ACT_CONCEAL_MAX_ACC_M_S2; a cubic
+ * carried further diverges (seen: 1 m/s after 200 ticks),
  * so later ones glide: the velocity of the last tick shrinks towards 0 by
  * DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt per tick and the actuator comes to rest (a 0.25 m/s motion
  * stops in 25 ms and 3 mm). The damper command is held: a semi-active command switches between
@@ -437,9 +438,21 @@ static void conceal(const drths_actuator_t *a, drths_cmd_channel_t *out)
             h[i] = &a->hist[i].disp_m;
         double v[3];
         drths_lagrange3_extrapolate_n(h, 1.0, v, 3);
-        out->disp_m = v[0];
-        out->vel_m_s = v[1];
-        out->acc_m_s2 = v[2];
+        /* Right after a kink the cubic accelerates away (through c, c, c, c - d it goes on
+         * c - 4d, ...): its step may differ from the last one by at most what
+         * DRTHS_ACT_CONCEAL_MAX_ACC_M_S2 allows. */
+        const double dt = 1.0 / a->p.rate_hz;
+        const double last = a->hist[3].disp_m - a->hist[2].disp_m;
+        const double band = DRTHS_ACT_CONCEAL_MAX_ACC_M_S2 * dt * dt;
+        double step = v[0] - a->hist[3].disp_m;
+        if (step > last + band)
+            step = last + band;
+        else if (step < last - band)
+            step = last - band;
+        const int clamped = step != v[0] - a->hist[3].disp_m;
+        out->disp_m = a->hist[3].disp_m + step;
+        out->vel_m_s = clamped ? step / dt : v[1];
+        out->acc_m_s2 = clamped ? (step - last) / (dt * dt) : v[2];
         return;
     }
     const double dt = 1.0 / a->p.rate_hz;

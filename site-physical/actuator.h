@@ -96,6 +96,9 @@ extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
  * DRTHS_ACT_CONCEAL_DECEL_M_S2. */
 #define DRTHS_ACT_CONCEAL_CUBIC_TICKS 4
 #define DRTHS_ACT_CONCEAL_DECEL_M_S2 10.0
+/* The cubic's acceleration is clamped to this (the default experiment's commands peak at about
+ * 8 m/s^2, the SDOF sweep's at 15). */
+#define DRTHS_ACT_CONCEAL_MAX_ACC_M_S2 50.0
 
 /* Future commands read from the playout buffer for the compensation at most (the polynomial
  * mode's lead is about 45 ticks at 5 kHz). */

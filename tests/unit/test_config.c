@@ -156,7 +156,7 @@ static void test_defaults(void **state)
     assert_false(x.daq.command_out.given || x.daq.force_in.given);
     assert_null(x.daq.calibration_file);
     assert_null(x.daq.calibration_path);
-    assert_int_equal(x.physical.playout_ticks, 300);
+    assert_int_equal(x.physical.playout_ticks, 5000); /* 0 = one second at 5000 Hz */
     assert_int_equal(x.physical.max_concealed_ticks, 20);
     assert_true(x.physical.watchdog_ms == 100);
     assert_true(x.physical.limit_displacement_m == 0.1 && x.physical.limit_velocity_m_s == 1.0);
@@ -164,8 +164,8 @@ static void test_defaults(void **state)
     assert_true(x.physical.limit_drive_m == 0.1 && x.physical.limit_measured_displacement_m == 0.1);
     assert_int_equal(x.physical.hold, DRTHS_HOLD_AT_POSITION);
     assert_true(x.physical.safe_position_m == 0.0 && x.physical.ramp_rate_m_s == 0.05);
-    assert_true(x.physical.feedforward_max_acceleration_m_s2 == 200.0 &&
-                x.physical.feedforward_max_jerk_m_s3 == 1e5);
+    assert_true(x.physical.feedforward_max_acceleration_m_s2 == 50.0 &&
+                x.physical.feedforward_max_jerk_m_s3 == 3e4);
     drths_experiment_close(&x);
     free(p);
 }
