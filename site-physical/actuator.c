@@ -422,46 +422,39 @@ static void push_history(drths_actuator_t *a, const drths_cmd_channel_t *s)
 }
 
 /* One tick ahead of the last four applied commands. The first DRTHS_ACT_CONCEAL_CUBIC_TICKS
- * concealed ticks in a row extrapolate displacement, velocity and acceleration by the cubic
- * through them (DESIGN.md 2), its acceleration clamped to DRTHS_ACT_CONCEAL_MAX_ACC_M_S2; a cubic
- * carried further diverges (seen: 1 m/s after 200 ticks),
- * so later ones glide: the velocity of the last tick shrinks towards 0 by
- * DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt per tick and the actuator comes to rest (a 0.25 m/s motion
- * stops in 25 ms and 3 mm). The damper command is held: a semi-active command switches between
- * its bounds, and a cubic through a switch leaves them. */
+ * concealed ticks in a row extrapolate the displacement by the cubic through them (DESIGN.md
+ * 2), its acceleration clamped to DRTHS_ACT_CONCEAL_MAX_ACC_M_S2. A cubic carried further
+ * diverges (seen: 1 m/s after 200 ticks), so later ones glide: the speed of the last tick
+ * shrinks by DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt per tick and the actuator comes to rest (a
+ * 0.25 m/s motion stops in 25 ms and 3 mm). The damper command is held: a semi-active command
+ * switches between its bounds, and a cubic through a switch leaves them. */
 static void conceal(const drths_actuator_t *a, drths_cmd_channel_t *out)
 {
     out->damper_cmd = a->hist[3].damper_cmd;
+    const double dt = 1.0 / a->p.rate_hz;
+    const double last = a->hist[3].disp_m - a->hist[2].disp_m; /* the last tick's step */
+    double step;
     if (a->consecutive_concealed < DRTHS_ACT_CONCEAL_CUBIC_TICKS) {
-        const double *h[4];
-        for (int i = 0; i < 4; i++)
-            h[i] = &a->hist[i].disp_m;
-        double v[3];
-        drths_lagrange3_extrapolate_n(h, 1.0, v, 3);
         /* Right after a kink the cubic accelerates away (through c, c, c, c - d it goes on
          * c - 4d, ...): its step may differ from the last one by at most what
          * DRTHS_ACT_CONCEAL_MAX_ACC_M_S2 allows. */
-        const double dt = 1.0 / a->p.rate_hz;
-        const double last = a->hist[3].disp_m - a->hist[2].disp_m;
         const double band = DRTHS_ACT_CONCEAL_MAX_ACC_M_S2 * dt * dt;
-        double step = v[0] - a->hist[3].disp_m;
+        const double x[4] = {a->hist[0].disp_m, a->hist[1].disp_m, a->hist[2].disp_m,
+                             a->hist[3].disp_m};
+        step = drths_lagrange3_next(x) - a->hist[3].disp_m;
         if (step > last + band)
             step = last + band;
         else if (step < last - band)
             step = last - band;
-        const int clamped = step != v[0] - a->hist[3].disp_m;
-        out->disp_m = a->hist[3].disp_m + step;
-        out->vel_m_s = clamped ? step / dt : v[1];
-        out->acc_m_s2 = clamped ? (step - last) / (dt * dt) : v[2];
-        return;
+    } else {
+        const double dv = DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt * dt; /* per tick, in m per tick */
+        step = fabs(last) <= dv ? 0.0 : last - (last > 0.0 ? dv : -dv);
     }
-    const double dt = 1.0 / a->p.rate_hz;
-    const double v = (a->hist[3].disp_m - a->hist[2].disp_m) / dt;
-    const double dv = DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt;
-    const double v1 = fabs(v) <= dv ? 0.0 : v - (v > 0.0 ? dv : -dv);
-    out->disp_m = a->hist[3].disp_m + v1 * dt;
-    out->vel_m_s = v1;
-    out->acc_m_s2 = (v1 - v) / dt;
+    /* Velocity and acceleration follow the displacement actually concealed (the received
+     * samples' own fields are the numerical site's and may not agree with a kinked path). */
+    out->disp_m = a->hist[3].disp_m + step;
+    out->vel_m_s = step / dt;
+    out->acc_m_s2 = (step - last) / (dt * dt);
 }
 
 /* The rejoin offset at tick t (0 outside the fade): o (1 - S(x)), S(x) = 10x^3 - 15x^4 + 6x^5,

@@ -354,8 +354,9 @@ static void test_conceal_exact_for_cubic(void **state)
             assert_int_equal(F.out.feedback.u.feedback.s[0].flags, DRTHS_FB_CONCEALED);
             assert_int_equal(F.out.feedback.u.feedback.s[0].cmd_tick, (int64_t)t);
             assert_true(isnan(F.out.row[DRTHS_ACT_COL_CMD_LEAD]));
-            /* Velocity is extrapolated too (0.5 x here). */
-            assert_true(fabs(F.out.row[DRTHS_ACT_COL_COMMAND_VEL] - 0.5 * cubic(t)) < 1e-15);
+            /* The velocity is the concealed tick's own step. */
+            assert_true(fabs(F.out.row[DRTHS_ACT_COL_COMMAND_VEL] -
+                             (cubic(t) - cubic(t - 1)) * RATE) < 1e-9);
             assert_true(fabs(F.out.row[DRTHS_ACT_COL_DAMPER_COMMAND] - 1.5) < 1e-12);
         } else {
             assert_true(F.out.row[DRTHS_ACT_COL_CONCEALED] == 0.0);
