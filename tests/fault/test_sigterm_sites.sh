@@ -91,6 +91,8 @@ check(all(float(r["hold"]) == (1.0 if int(float(r["tick"])) >= first else 0.0) f
 lim = hold["max_drive_step_allowed_m"] * (1 + 1e-9) + 1e-10
 steps_h = [abs(float(prow[i]["drive_m"]) - float(prow[i - 1]["drive_m"])) for i in range(first, len(prow))]
 check(max(steps_h) <= lim, f"drive steps in HOLD at most {max(steps_h) * 1e6:.3f} um (limit {lim * 1e6:.3f} um)")
+check(hold["max_drive_step_m"] <= hold["max_drive_step_allowed_m"] * (1 + 1e-12),
+      f"largest HOLD drive step (exact, summary) {hold['max_drive_step_m'] * 1e6:.6f} um")
 check(all(float(r["damper_command"]) == 0.0 for r in prow[first:]), "damper command 0 in HOLD")
 check(hold["settled"], "drive reached its HOLD target")
 sys.exit(0 if ok else 1)
