@@ -39,10 +39,19 @@ uint64_t drths_recorder_drain(drths_recorder_t *r)
         return 0;
     while (drths_ring_pop(&r->ring, r->row) == 0) {
         drths_csvw_row(&r->csv, r->row);
+        if (r->tap)
+            r->tap(r->tap_ctx, r->row);
         n++;
     }
     r->written += n;
     return n;
+}
+
+void drths_recorder_set_tap(drths_recorder_t *r, void (*tap)(void *ctx, const double *row),
+                            void *ctx)
+{
+    r->tap = tap;
+    r->tap_ctx = ctx;
 }
 
 uint64_t drths_recorder_dropped(drths_recorder_t *r)

@@ -20,6 +20,8 @@ typedef struct drths_recorder {
     int ncols;
     double *row; /* drain buffer */
     uint64_t written;
+    void (*tap)(void *ctx, const double *row); /* sees each drained row (may be NULL) */
+    void *tap_ctx;
 } drths_recorder_t;
 
 /* Creates the CSV at path with the header names and a ring of capacity rows (rounded up to a
@@ -32,6 +34,12 @@ int drths_recorder_push(drths_recorder_t *r, const double *row);
 
 /* Writes every queued row to the file (libuv thread). Returns the number written. */
 uint64_t drths_recorder_drain(drths_recorder_t *r);
+
+/* Calls tap(ctx, row) on the libuv thread for each row drained, after it is written (the live
+ * monitor's telemetry samples the record this way, away from the RT thread). Set after _open.
+ * init-only. */
+void drths_recorder_set_tap(drths_recorder_t *r, void (*tap)(void *ctx, const double *row),
+                            void *ctx);
 
 /* Rows dropped because the ring was full. */
 uint64_t drths_recorder_dropped(drths_recorder_t *r);

@@ -19,6 +19,7 @@
 #include "common/rtclock.h"
 #include "common/runfolder.h"
 #include "common/setup.h"
+#include "common/telemetry.h"
 #include "protocol/crypto.h"
 #include "site-numerical/hybrid.h"
 #include "site-numerical/numsite.h"
@@ -29,7 +30,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: drths-numerical --experiment FILE [--peer HOST:PORT] [--key FILE] [--out DIR]\n"
             "                       [--connect-timeout S] [--peer-timeout S] [--require-rt]\n"
-            "                       [--quiet]\n"
+            "                       [--quiet] [--monitor HOST:PORT [--monitor-token FILE]\n"
+            "                       [--wait-start]]\n"
             "       drths-numerical --experiment FILE --reference [--out DIR] [--quiet]\n"
             "\n"
             "Without --reference: the numerical site of a hybrid run. It connects to the actuator\n"
@@ -48,6 +50,10 @@ static void usage(FILE *f)
             "  --out DIR            run folder (default: <output.directory>/<date>-<name>-numerical\n"
             "                       or -reference)\n"
             "  --quiet              no progress line\n"
+            "  --monitor HOST:PORT  send telemetry (50 frames/s) to drths-monitor and accept its\n"
+            "                       Start / Stop / Abort (Stop and Abort act as SIGTERM)\n"
+            "  --monitor-token FILE control datagrams must carry the token in FILE\n"
+            "  --wait-start         wait for Start from the monitor before connecting\n"
             "  -h, --help           this text\n"
             "\n"
             "Exit status: 0 success, 1 run failed, 2 wrong experiment file or options.\n");
@@ -122,9 +128,9 @@ static int run_reference(const char *experiment, const char *out, int quiet)
 /* ---- hybrid run ------------------------------------------------------------------------- */
 
 typedef struct options {
-    const char *experiment, *out, *peer, *key;
+    const char *experiment, *out, *peer, *key, *monitor, *monitor_token;
     double connect_timeout_s, peer_timeout_s;
-    int reference, quiet, require_rt;
+    int reference, quiet, require_rt, wait_start;
 } options_t;
 
 /* Everything the main thread, the libuv callbacks and the RT thread share. */
@@ -145,11 +151,23 @@ typedef struct app {
     drths_hybrid_t hyb;
     drths_recorder_t rec;
     int status_line;
+    /* live monitor (--monitor) */
+    int tlm_on;
+    drths_telemetry_t tlm;
+    uv_timer_t tlm_timer;
+    unsigned tlm_ticks;
+    uint64_t tlm_frames_at_beat;
+    int tlm_state;   /* drths_telemetry_state_t, set by main */
+    int started;     /* Start received (or not waiting for it) */
+    int col[9];      /* numerical.csv columns of the frame's signals, -1 if absent */
 } app_t;
+
+enum { C_STEP, C_TIME, C_CMD, C_DAMPER, C_FMEAS, C_FUSED, C_RTT, C_L, C_CONCEALED };
 
 static void on_signal(uv_signal_t *h, int signum)
 {
     app_t *app = h->data;
+    app->started = 1; /* a site waiting for Start leaves at once */
     if (!atomic_exchange(&app->stop, 1))
         fprintf(stderr, "\ndrths-numerical: %s received, stopping (the actuator site is told "
                         "to hold)\n", signum == SIGINT ? "SIGINT" : "SIGTERM");
@@ -165,6 +183,90 @@ static void close_handles(app_t *app)
     uv_close((uv_handle_t *)&app->async, NULL);
     uv_close((uv_handle_t *)&app->drain_timer, NULL);
     uv_close((uv_handle_t *)&app->status_timer, NULL);
+    if (app->tlm_on)
+        uv_close((uv_handle_t *)&app->tlm_timer, NULL);
+}
+
+/* ---- live monitor ---- */
+
+static void tlm_event(app_t *app, const char *text)
+{
+    if (app->tlm_on)
+        drths_telemetry_frame_event(&app->tlm.f, text);
+}
+
+static void tlm_counters(app_t *app)
+{
+    drths_telemetry_frame_t *f = &app->tlm.f;
+    f->state = app->tlm_state;
+    f->late = atomic_load_explicit(&app->site.pub_late, memory_order_relaxed);
+    f->concealed = atomic_load_explicit(&app->site.pub_concealed, memory_order_relaxed);
+    f->rejected = atomic_load_explicit(&app->site.pub_rejected, memory_order_relaxed);
+}
+
+static double col_of(const app_t *app, const double *row, int which)
+{
+    return app->col[which] >= 0 ? row[app->col[which]] : NAN;
+}
+
+/* Every decimation-th row of numerical.csv becomes a frame (libuv thread, from the drain). */
+static void tlm_tap(void *ctx, const double *row)
+{
+    app_t *app = ctx;
+    if (!drths_telemetry_row_due(&app->tlm))
+        return;
+    drths_telemetry_frame_t *f = &app->tlm.f;
+    f->tick = (int64_t)col_of(app, row, C_STEP);
+    f->time_s = col_of(app, row, C_TIME);
+    f->cmd_disp_m = col_of(app, row, C_CMD);
+    f->damper_cmd = col_of(app, row, C_DAMPER);
+    f->meas_force_N = col_of(app, row, C_FMEAS);
+    f->used_force_N = col_of(app, row, C_FUSED);
+    f->smith_N = f->used_force_N - f->meas_force_N;
+    f->rtt_ms = col_of(app, row, C_RTT);
+    f->L_ticks = col_of(app, row, C_L);
+    tlm_counters(app);
+    drths_telemetry_send(&app->tlm);
+}
+
+static void act_on_control(app_t *app, drths_telemetry_cmd_t cmd)
+{
+    if (cmd == DRTHS_TELEM_CMD_START) {
+        if (!app->started) {
+            app->started = 1;
+            tlm_event(app, "start from the monitor");
+        }
+        return;
+    }
+    if (cmd != DRTHS_TELEM_CMD_STOP && cmd != DRTHS_TELEM_CMD_ABORT)
+        return;
+    /* Stop and Abort take the SIGTERM path: the actuator site is told to hold. */
+    app->started = 1;
+    if (!atomic_exchange(&app->stop, 1)) {
+        const char *what = cmd == DRTHS_TELEM_CMD_STOP ? "stop" : "abort";
+        fprintf(stderr, "\ndrths-numerical: %s from the monitor, stopping (the actuator site is "
+                        "told to hold)\n", what);
+        char text[80];
+        snprintf(text, sizeof text, "%s from the monitor: the actuator site is told to hold",
+                 what);
+        tlm_event(app, text);
+    }
+}
+
+/* 50 Hz: control datagrams; a frame 5 times a second when the record gives none. */
+static void on_tlm_timer(uv_timer_t *t)
+{
+    app_t *app = t->data;
+    drths_telemetry_cmd_t cmd;
+    drths_telemetry_poll(&app->tlm, &cmd);
+    act_on_control(app, cmd);
+    if (++app->tlm_ticks % 10 == 0) {
+        if (app->tlm.sent + app->tlm.send_errors == app->tlm_frames_at_beat) {
+            tlm_counters(app);
+            drths_telemetry_send(&app->tlm);
+        }
+        app->tlm_frames_at_beat = app->tlm.sent + app->tlm.send_errors;
+    }
 }
 
 static void on_async(uv_async_t *h)
@@ -346,6 +448,28 @@ static int run_hybrid(const options_t *o)
     app->handles_open = 1;
     uv_signal_start(&app->sigint, on_signal, SIGINT);
     uv_signal_start(&app->sigterm, on_signal, SIGTERM);
+    if (o->monitor) {
+        if (drths_telemetry_open(&app->tlm, o->monitor, o->monitor_token, "numerical",
+                                 exp.rate_hz, DRTHS_TELEMETRY_DEFAULT_HZ, &err) != 0) {
+            fprintf(stderr, "drths-numerical: %s\n", err.msg);
+            close_handles(app);
+            uv_run(&app->loop, UV_RUN_DEFAULT);
+            uv_loop_close(&app->loop);
+            drths_numsite_close(&app->site);
+            drths_experiment_close(&exp);
+            free(app);
+            return DRTHS_EXIT_CONFIG;
+        }
+        app->tlm_on = 1;
+        uv_timer_init(&app->loop, &app->tlm_timer);
+        app->tlm_timer.data = app;
+        uv_timer_start(&app->tlm_timer, on_tlm_timer, 0, 20);
+        printf("monitor: telemetry to %s (%g frames/s)%s%s\n", o->monitor,
+               DRTHS_TELEMETRY_DEFAULT_HZ, o->monitor_token ? ", control with a token" : "",
+               o->wait_start ? "; waiting for Start" : "");
+        fflush(stdout);
+    }
+    app->started = !o->wait_start;
     drths_rt_options_default(&app->rt_opts);
     app->rt_opts.require = o->require_rt;
     sem_init(&app->ready, 0, 0);
@@ -372,14 +496,24 @@ static int run_hybrid(const options_t *o)
         fprintf(stderr, "drths-numerical: %s\n", reason);
         goto finish;
     }
+    if (!app->started) {
+        app->tlm_state = DRTHS_TELEM_READY;
+        tlm_event(app, "waiting for Start");
+        /* Until Start (or a stop), only the monitor and the signals are served. */
+        while (!app->started)
+            uv_run(&app->loop, UV_RUN_ONCE);
+        app->tlm_state = DRTHS_TELEM_WAITING;
+    }
     printf("connecting: HELLO to %s (session %016llx, up to %g s)\n", app->site.peer_text,
            (unsigned long long)app->site.session_id, o->connect_timeout_s);
     fflush(stdout);
+    tlm_event(app, "connecting to the actuator site");
     rc = drths_numsite_handshake(&app->site, o->connect_timeout_s, idle, app, &err);
     if (rc == 0) {
         printf("connected: the actuator site runs the same experiment (fingerprint %.16s..)\n",
                app->site.fingerprint_hex);
         fflush(stdout);
+        tlm_event(app, "connected: measuring the round trip");
         rc = drths_numsite_probe(&app->site, idle, app, &err);
     }
     if (rc) {
@@ -415,6 +549,23 @@ static int run_hybrid(const options_t *o)
            drths_control_mode_name(exp.control.mode), hp.r, (double)app->hyb.p.wait_ns * 1e-6,
            hp.adapt_L ? "on the fly (epochs)" : "fixed");
     fflush(stdout);
+    if (app->tlm_on) {
+        for (int k = 0; k < 9; k++)
+            app->col[k] = -1;
+        static const char *const want[9] = {"step", "time_s", "damper_disp_m",
+                                            "damper_command", "force_measured_N",
+                                            "force_used_N", "rtt_ms", "loop_delay_ticks",
+                                            "fb_concealed"};
+        for (int c = 0; c < app->hyb.ncols; c++)
+            for (int k = 0; k < 9; k++)
+                if (strcmp(app->hyb.colnames[c], want[k]) == 0)
+                    app->col[k] = c;
+        drths_recorder_set_tap(&app->rec, tlm_tap, app);
+        char text[120];
+        snprintf(text, sizeof text, "running: %ld steps, L = %u ticks", app->hyb.ns.steps, hp.L);
+        tlm_event(app, text);
+        app->tlm_state = DRTHS_TELEM_RUN;
+    }
     uv_timer_start(&app->drain_timer, on_drain_timer, 50, 50);
     if (!o->quiet && isatty(2))
         uv_timer_start(&app->status_timer, on_status_timer, 1000, 1000);
@@ -473,6 +624,15 @@ finish_nothread:
         fprintf(stderr, "drths-numerical: %s\n", err.msg);
 
     printf("run finished: %s (exit %d)\n", reason, exit_code);
+    if (app->tlm_on) {
+        char text[800];
+        snprintf(text, sizeof text, "run finished: %s (exit %d)", reason, exit_code);
+        tlm_event(app, text);
+        app->tlm_state = DRTHS_TELEM_DONE;
+        tlm_counters(app);
+        drths_telemetry_send(&app->tlm);
+        drths_telemetry_close(&app->tlm);
+    }
     if (started) {
         const drths_hybrid_t *h = &app->hyb;
         drths_rtt_summary_t rs;
@@ -529,6 +689,9 @@ int main(int argc, char **argv)
         {"peer-timeout", required_argument, NULL, 't'},
         {"require-rt", no_argument, NULL, 'R'},
         {"quiet", no_argument, NULL, 'q'},
+        {"monitor", required_argument, NULL, 'M'},
+        {"monitor-token", required_argument, NULL, 'T'},
+        {"wait-start", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -569,6 +732,15 @@ int main(int argc, char **argv)
         case 'q':
             o.quiet = 1;
             break;
+        case 'M':
+            o.monitor = optarg;
+            break;
+        case 'T':
+            o.monitor_token = optarg;
+            break;
+        case 'S':
+            o.wait_start = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -583,6 +755,10 @@ int main(int argc, char **argv)
     }
     if (!o.experiment) {
         fprintf(stderr, "drths-numerical: --experiment FILE is required (see --help)\n");
+        return DRTHS_EXIT_CONFIG;
+    }
+    if ((o.wait_start || o.monitor_token) && !o.monitor) {
+        fprintf(stderr, "drths-numerical: --wait-start and --monitor-token need --monitor\n");
         return DRTHS_EXIT_CONFIG;
     }
     if (o.reference)

@@ -365,6 +365,11 @@ void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *
                 atomic_store_explicit(&s->pub_concealed, h->c.concealed, memory_order_relaxed);
                 atomic_store_explicit(&s->pub_rtt_ns, h->rtt.last_rtt_ns,
                                       memory_order_relaxed);
+                atomic_store_explicit(&s->pub_late, h->c.fb_late, memory_order_relaxed);
+                uint64_t rej = s->wrong_source;
+                for (int r = 1; r < DRTHS_REJECT_COUNT; r++)
+                    rej += s->rx.rejects[r];
+                atomic_store_explicit(&s->pub_rejected, rej, memory_order_relaxed);
                 if (++rows % 256 == 0 && wake)
                     wake(ctx);
             }

@@ -57,6 +57,8 @@ typedef struct drths_numsite {
     _Atomic long pub_step;
     _Atomic uint64_t pub_concealed;
     _Atomic int64_t pub_rtt_ns;
+    _Atomic uint64_t pub_late;     /* late feedback */
+    _Atomic uint64_t pub_rejected; /* datagrams rejected or from another address */
     int64_t run_start_ns, run_end_ns;
 } drths_numsite_t;
 

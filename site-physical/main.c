@@ -16,6 +16,7 @@
 #include "common/config.h"
 #include "common/recorder.h"
 #include "common/runfolder.h"
+#include "common/telemetry.h"
 #include "common/rt.h"
 #include "common/udp.h"
 #include "protocol/crypto.h"
@@ -28,6 +29,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
             "                      [--out DIR] [--wait-timeout S] [--require-rt] [--quiet]\n"
+            "                      [--monitor HOST:PORT [--monitor-token FILE] [--wait-start]]\n"
             "\n"
             "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
             "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
@@ -37,6 +39,10 @@ static void usage(FILE *f)
             "  --wait-timeout S    how long to wait for the numerical site (default 300)\n"
             "  --require-rt        fail unless real-time scheduling and memory locking apply\n"
             "  --quiet             no status line\n"
+            "  --monitor HOST:PORT send telemetry (50 frames/s) to drths-monitor and accept its\n"
+            "                      Start / Stop / Abort (Stop and Abort act as SIGTERM: HOLD)\n"
+            "  --monitor-token FILE  control datagrams must carry the token in FILE\n"
+            "  --wait-start        wait for Start from the monitor before taking part\n"
             "  -h, --help          this text\n"
             "\n"
             "Exit status: 0 run completed, 1 run failed (no peer, peer lost, abort, hold),\n"
@@ -55,6 +61,13 @@ typedef struct app {
     int closing;
     int status_shown;
     double rate_hz;
+    /* live monitor (--monitor) */
+    int tlm_on;
+    drths_telemetry_t tlm;
+    uv_timer_t tlm_timer;
+    unsigned tlm_ticks;
+    uint64_t tlm_frames_at_beat;
+    int wait_start, started;
 } app_t;
 
 static void clear_status(app_t *app)
@@ -83,6 +96,8 @@ static void print_events(app_t *app)
     drths_physsite_event_t ev;
     while (drths_physsite_next_event(ps, &ev) == 0) {
         clear_status(app);
+        if (app->tlm_on)
+            drths_telemetry_frame_event(&app->tlm.f, ev.text);
         if (ev.warning)
             fprintf(stderr, "drths-physical: %s\n", ev.text);
         else
@@ -106,6 +121,8 @@ static void shutdown_loop(app_t *app)
     uv_close((uv_handle_t *)&app->async, on_close);
     uv_close((uv_handle_t *)&app->drain_timer, on_close);
     uv_close((uv_handle_t *)&app->status_timer, on_close);
+    if (app->tlm_on)
+        uv_close((uv_handle_t *)&app->tlm_timer, on_close);
 }
 
 static void service(app_t *app)
@@ -157,9 +174,97 @@ static void on_status_timer(uv_timer_t *h)
     }
 }
 
+/* ---- live monitor ---- */
+
+static int tlm_state(app_t *app)
+{
+    if (app->wait_start && !app->started)
+        return DRTHS_TELEM_READY;
+    switch (atomic_load(&app->ps.state)) {
+    case DRTHS_PHYSSITE_WAITING:
+    case DRTHS_PHYSSITE_CONNECTED: return DRTHS_TELEM_WAITING;
+    case DRTHS_PHYSSITE_RUNNING: return DRTHS_TELEM_RUN;
+    case DRTHS_PHYSSITE_HOLD: return DRTHS_TELEM_HOLD;
+    default: return DRTHS_TELEM_DONE;
+    }
+}
+
+static void tlm_counters(app_t *app)
+{
+    drths_physsite_t *ps = &app->ps;
+    drths_telemetry_frame_t *f = &app->tlm.f;
+    f->state = tlm_state(app);
+    f->late = atomic_load_explicit(&ps->st_late, memory_order_relaxed);
+    f->concealed = atomic_load_explicit(&ps->st_concealed, memory_order_relaxed);
+    f->rejected = atomic_load_explicit(&ps->st_rejected, memory_order_relaxed);
+    if (f->state == DRTHS_TELEM_RUN || f->state == DRTHS_TELEM_HOLD)
+        f->L_ticks = (double)atomic_load_explicit(&ps->st_L, memory_order_relaxed);
+}
+
+/* Every decimation-th row of physical.csv becomes a frame (libuv thread, from the drain). */
+static void tlm_tap(void *ctx, const double *row)
+{
+    app_t *app = ctx;
+    if (!drths_telemetry_row_due(&app->tlm))
+        return;
+    drths_telemetry_frame_t *f = &app->tlm.f;
+    f->tick = (int64_t)row[DRTHS_ACT_COL_TICK];
+    f->time_s = row[DRTHS_ACT_COL_TIME];
+    f->cmd_disp_m = row[DRTHS_ACT_COL_COMMAND];
+    f->meas_disp_m = row[DRTHS_ACT_COL_MEAS_DISP];
+    f->meas_force_N = row[DRTHS_ACT_COL_MEAS_FORCE];
+    f->damper_cmd = row[DRTHS_ACT_COL_DAMPER_COMMAND];
+    f->lateness_us = row[DRTHS_ACT_COL_WAKE_LATE];
+    tlm_counters(app);
+    drths_telemetry_send(&app->tlm);
+}
+
+static void act_on_control(app_t *app, drths_telemetry_cmd_t cmd)
+{
+    if (cmd == DRTHS_TELEM_CMD_START) {
+        if (!app->started) {
+            app->started = 1;
+            drths_telemetry_frame_event(&app->tlm.f, "start from the monitor");
+        }
+        return;
+    }
+    if (cmd != DRTHS_TELEM_CMD_STOP && cmd != DRTHS_TELEM_CMD_ABORT)
+        return;
+    /* Stop and Abort take the SIGTERM path: HOLD at once, then the records are written. */
+    const char *what = cmd == DRTHS_TELEM_CMD_STOP ? "stop" : "abort";
+    if (!atomic_load(&app->ps.stop_request)) {
+        clear_status(app);
+        fprintf(stderr, "drths-physical: %s from the monitor: stopping (HOLD, then the records "
+                "are written)\n", what);
+        char text[80];
+        snprintf(text, sizeof text, "%s from the monitor: HOLD", what);
+        drths_telemetry_frame_event(&app->tlm.f, text);
+    }
+    app->started = 1; /* a site waiting for Start leaves at once */
+    drths_physsite_request_stop(&app->ps);
+}
+
+/* 50 Hz: control datagrams; a frame 5 times a second when the record gives none (waiting,
+ * ready, done) so the monitor sees the site alive. */
+static void on_tlm_timer(uv_timer_t *h)
+{
+    app_t *app = h->data;
+    drths_telemetry_cmd_t cmd;
+    drths_telemetry_poll(&app->tlm, &cmd);
+    act_on_control(app, cmd);
+    if (++app->tlm_ticks % 10 == 0) {
+        if (app->tlm.sent + app->tlm.send_errors == app->tlm_frames_at_beat) {
+            tlm_counters(app);
+            drths_telemetry_send(&app->tlm);
+        }
+        app->tlm_frames_at_beat = app->tlm.sent + app->tlm.send_errors;
+    }
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     app_t *app = h->data;
+    app->started = 1; /* a site waiting for Start leaves at once */
     if (!atomic_load(&app->ps.stop_request)) {
         clear_status(app);
         fprintf(stderr, "drths-physical: %s: stopping (HOLD, then the records are written)\n",
@@ -251,8 +356,9 @@ static void print_summary(app_t *app, const char *dir)
 int main(int argc, char **argv)
 {
     const char *experiment = NULL, *out = NULL, *listen = NULL, *key_file = NULL;
+    const char *monitor = NULL, *monitor_token = NULL;
     double wait_timeout = 300.0;
-    int require_rt = 0, quiet = 0;
+    int require_rt = 0, quiet = 0, wait_start = 0;
     static const struct option opts[] = {
         {"experiment", required_argument, NULL, 'e'},
         {"listen", required_argument, NULL, 'l'},
@@ -261,6 +367,9 @@ int main(int argc, char **argv)
         {"wait-timeout", required_argument, NULL, 'w'},
         {"require-rt", no_argument, NULL, 'R'},
         {"quiet", no_argument, NULL, 'q'},
+        {"monitor", required_argument, NULL, 'M'},
+        {"monitor-token", required_argument, NULL, 'T'},
+        {"wait-start", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -277,6 +386,9 @@ int main(int argc, char **argv)
             break;
         case 'R': require_rt = 1; break;
         case 'q': quiet = 1; break;
+        case 'M': monitor = optarg; break;
+        case 'T': monitor_token = optarg; break;
+        case 'S': wait_start = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return DRTHS_EXIT_CONFIG;
         }
@@ -287,6 +399,10 @@ int main(int argc, char **argv)
     }
     if (!experiment) {
         fprintf(stderr, "drths-physical: --experiment FILE is required (see --help)\n");
+        return DRTHS_EXIT_CONFIG;
+    }
+    if ((wait_start || monitor_token) && !monitor) {
+        fprintf(stderr, "drths-physical: --wait-start and --monitor-token need --monitor\n");
         return DRTHS_EXIT_CONFIG;
     }
 
@@ -362,6 +478,17 @@ int main(int argc, char **argv)
         goto out_ps;
     }
 
+    if (monitor) {
+        if (drths_telemetry_open(&app.tlm, monitor, monitor_token, "physical", exp.rate_hz,
+                                 DRTHS_TELEMETRY_DEFAULT_HZ, &err) != 0) {
+            fprintf(stderr, "drths-physical: %s\n", err.msg);
+            code = DRTHS_EXIT_CONFIG;
+            goto out_udp;
+        }
+        app.tlm_on = 1;
+        app.wait_start = wait_start;
+    }
+
     char label[300], dir[4096], path[4200];
     snprintf(label, sizeof label, "%s-physical", exp.name);
     if (drths_runfolder_create(dir, sizeof dir, out, exp.output.directory, label, experiment,
@@ -423,6 +550,10 @@ int main(int argc, char **argv)
         printf(" to %g m", exp.physical.safe_position_m);
     printf(" at most %g m/s\n", exp.physical.ramp_rate_m_s);
     printf("  run folder: %s\n", dir);
+    if (app.tlm_on)
+        printf("  monitor: telemetry to %s (%g frames/s)%s%s\n", monitor,
+               DRTHS_TELEMETRY_DEFAULT_HZ, monitor_token ? ", control with a token" : "",
+               wait_start ? "; waiting for Start" : "");
     fflush(stdout);
 
     uv_signal_init(app.loop, &app.sigint);
@@ -436,6 +567,17 @@ int main(int argc, char **argv)
     uv_timer_start(&app.drain_timer, on_drain_timer, 50, 50);
     if (!quiet && isatty(2))
         uv_timer_start(&app.status_timer, on_status_timer, 1000, 1000);
+    if (app.tlm_on) {
+        drths_recorder_set_tap(&app.rec, tlm_tap, &app);
+        uv_timer_init(app.loop, &app.tlm_timer);
+        app.tlm_timer.data = &app;
+        uv_timer_start(&app.tlm_timer, on_tlm_timer, 0, 20);
+        drths_telemetry_frame_event(&app.tlm.f, app.wait_start ? "waiting for Start"
+                                                                : "waiting for the numerical site");
+        /* Until Start (or a stop), only the monitor and the signals are served. */
+        while (app.wait_start && !app.started)
+            uv_run(app.loop, UV_RUN_ONCE);
+    }
 
     pthread_t th;
     int prc = pthread_create(&th, NULL, rt_main, &app.ps);
@@ -467,7 +609,16 @@ int main(int argc, char **argv)
         code = 1;
     }
     print_summary(&app, dir);
+    if (app.tlm_on) {
+        char text[800];
+        snprintf(text, sizeof text, "%s (exit %d)", app.ps.exit_reason, code);
+        drths_telemetry_frame_event(&app.tlm.f, text);
+        tlm_counters(&app);
+        app.tlm.f.state = DRTHS_TELEM_DONE;
+        drths_telemetry_send(&app.tlm);
+    }
 out_udp:
+    drths_telemetry_close(&app.tlm);
     drths_udp_close(&udp);
 out_ps:
     if (!app.closing) {

@@ -440,6 +440,10 @@ static void publish_status(drths_physsite_t *ps, uint64_t tick)
     int64_t ml = ps->act.lateness_ns.count ? ps->act.lateness_ns.max : 0;
     atomic_store_explicit(&ps->st_max_late_ns, ml > 0 ? (uint64_t)ml : 0, memory_order_relaxed);
     atomic_store_explicit(&ps->st_L, ps->act.L, memory_order_relaxed);
+    uint64_t rej = ps->wrong_source + ps->other_session;
+    for (int r = 1; r < DRTHS_REJECT_COUNT; r++)
+        rej += ps->rx.rejects[r] + ps->pre_rejects[r];
+    atomic_store_explicit(&ps->st_rejected, rej, memory_order_relaxed);
 }
 
 int drths_physsite_run(drths_physsite_t *ps)

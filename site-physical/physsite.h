@@ -124,6 +124,7 @@ typedef struct drths_physsite {
     atomic_int done;            /* RT: the thread is about to return */
     atomic_int state;           /* drths_physsite_state_t */
     atomic_uint_fast64_t st_tick, st_applied, st_concealed, st_late, st_max_late_ns;
+    atomic_uint_fast64_t st_rejected; /* datagrams rejected or from another address */
     atomic_uint_fast32_t st_L;
 } drths_physsite_t;
 

@@ -111,6 +111,13 @@ static void test_bind_in_use(void **state)
     drths_udp_close(&u);
 }
 
+static void tap_sum(void *ctx, const double *row)
+{
+    double *acc = ctx;
+    acc[0] += 1;        /* rows seen */
+    acc[1] += row[1];   /* their second column */
+}
+
 static void test_recorder(void **state)
 {
     (void)state;
@@ -122,6 +129,8 @@ static void test_recorder(void **state)
     drths_recorder_t r;
     drths_error_t err;
     assert_int_equal(drths_recorder_open(&r, path, names, 2, 4, &err), 0);
+    double acc[2] = {0, 0};
+    drths_recorder_set_tap(&r, tap_sum, acc);
     for (int i = 0; i < 4; i++)
         assert_int_equal(drths_recorder_push(&r, (double[]){i, 0.5 * i}), 0);
     /* A full ring drops and counts, never blocks. */
@@ -131,6 +140,8 @@ static void test_recorder(void **state)
     assert_int_equal(drths_recorder_push(&r, (double[]){4, 2}), 0);
     assert_int_equal(drths_recorder_close(&r, &err), 0);
     assert_int_equal(drths_recorder_close(&r, &err), 0);
+    /* The tap saw every written row once, the dropped one never. */
+    assert_true(acc[0] == 5.0 && acc[1] == 5.0);
     FILE *f = fopen(path, "r");
     char buf[256];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
