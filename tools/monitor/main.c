@@ -1,0 +1,641 @@
+/* drths-monitor: the host station of issue 9. Receives the sites' telemetry (one JSON frame per
+ * UDP datagram, common/telemetry.h), keeps the recent frames in memory, serves the page from the
+ * web directory (tools/web-build puts it in build/web), streams the frames to the page as
+ * server-sent events (GET /events) and forwards Start / Stop / Abort (POST /control/...) to the
+ * sites as control datagrams on the same UDP socket, to the address each site sends from.
+ *
+ * HTTP is libmicrohttpd with a thread per connection: an /events stream blocks in its reader on
+ * a condition variable until new frames arrive. The main thread receives the telemetry.
+ *
+ * Security: it listens on 127.0.0.1 by default. Any other address needs --token FILE; every
+ * request must then carry the token (?token=... or the X-Drths-Token header). Control requests
+ * also need the header X-Drths-Control: 1, which a page of another origin cannot send without a
+ * CORS preflight this server never grants, and on loopback the Host header must name loopback
+ * (DNS rebinding). The sites check the control token (--control-token, default --token) when
+ * they were given --monitor-token.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+#include <sodium.h>
+
+#include "common/config.h"
+#include "common/error.h"
+#include "common/telemetry.h"
+#include "common/udp.h"
+
+#define RING 8192          /* frames kept (about 80 s of both sites at 50 Hz) */
+#define BACKLOG_FRAMES 2000 /* a new page gets the last 20 s */
+#define MAX_SITES 4
+#define LINE_MAX_BYTES DRTHS_TELEMETRY_MAX_DATAGRAM
+
+typedef struct site {
+    char name[16];
+    drths_addr_t addr;
+    int64_t last_ns;
+    uint64_t frames;
+    char state[16];
+} site_t;
+
+typedef struct monitor {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char (*lines)[LINE_MAX_BYTES]; /* RING frames, each NUL-terminated without the newline */
+    uint64_t next;                 /* sequence number of the next frame */
+    site_t sites[MAX_SITES];
+    int nsites;
+    int fd;                        /* telemetry socket */
+    atomic_int quit;
+    char token[DRTHS_TELEMETRY_TOKEN_MAX];
+    size_t token_len;              /* 0: no token needed by the page */
+    char ctoken[DRTHS_TELEMETRY_TOKEN_MAX];
+    size_t ctoken_len;             /* token put in control datagrams */
+    int loopback;                  /* listening on a loopback address */
+    char web[PATH_MAX];
+    uint64_t controls_sent, bad_frames;
+} monitor_t;
+
+static monitor_t M;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void on_quit(int sig)
+{
+    (void)sig;
+    atomic_store(&M.quit, 1);
+}
+
+/* ---- telemetry in ------------------------------------------------------------------------ */
+
+/* The "site" and "state" string values of a frame (the sites write them without escapes). */
+static int json_str(const char *line, const char *key, char *out, size_t cap)
+{
+    char pat[32];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *p = strstr(line, pat);
+    if (!p)
+        return -1;
+    p += strlen(pat);
+    size_t n = 0;
+    while (p[n] && p[n] != '"' && p[n] != '\\' && n + 1 < cap)
+        n++;
+    if (p[n] != '"' || n == 0)
+        return -1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return 0;
+}
+
+static void take_frame(const char *buf, size_t len, const drths_addr_t *from)
+{
+    char line[LINE_MAX_BYTES];
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+        len--;
+    char name[16], state[16];
+    /* Only one-line JSON objects from a named site, nothing that could break the SSE framing. */
+    if (len == 0 || len >= sizeof line || buf[0] != '{' || buf[len - 1] != '}' ||
+        memchr(buf, '\n', len) || memchr(buf, '\r', len) || memchr(buf, '\0', len)) {
+        M.bad_frames++;
+        return;
+    }
+    memcpy(line, buf, len);
+    line[len] = '\0';
+    if (json_str(line, "site", name, sizeof name) != 0 ||
+        json_str(line, "state", state, sizeof state) != 0) {
+        M.bad_frames++;
+        return;
+    }
+    pthread_mutex_lock(&M.mu);
+    site_t *s = NULL;
+    for (int i = 0; i < M.nsites; i++)
+        if (strcmp(M.sites[i].name, name) == 0)
+            s = &M.sites[i];
+    if (!s && M.nsites < MAX_SITES) {
+        s = &M.sites[M.nsites++];
+        snprintf(s->name, sizeof s->name, "%s", name);
+    }
+    if (s) {
+        s->addr = *from;
+        s->last_ns = now_ns();
+        s->frames++;
+        snprintf(s->state, sizeof s->state, "%s", state);
+        memcpy(M.lines[M.next % RING], line, len + 1);
+        M.next++;
+        pthread_cond_broadcast(&M.cv);
+    } else {
+        M.bad_frames++;
+    }
+    pthread_mutex_unlock(&M.mu);
+}
+
+static void receive_loop(void)
+{
+    while (!atomic_load(&M.quit)) {
+        struct pollfd p = {M.fd, POLLIN, 0};
+        int r = poll(&p, 1, 200);
+        if (r <= 0)
+            continue;
+        for (int i = 0; i < 256; i++) {
+            char buf[2048];
+            drths_addr_t from;
+            from.len = sizeof from.ss;
+            ssize_t n = recvfrom(M.fd, buf, sizeof buf, MSG_DONTWAIT,
+                                 (struct sockaddr *)&from.ss, &from.len);
+            if (n < 0)
+                break;
+            take_frame(buf, (size_t)n, &from);
+        }
+    }
+    pthread_mutex_lock(&M.mu);
+    pthread_cond_broadcast(&M.cv);
+    pthread_mutex_unlock(&M.mu);
+}
+
+/* ---- HTTP -------------------------------------------------------------------------------- */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type,
+                             const char *body)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
+                                                             MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    enum MHD_Result ret = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static int token_ok(struct MHD_Connection *c)
+{
+    if (M.token_len == 0)
+        return 1;
+    const char *t = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+    if (!t)
+        t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Drths-Token");
+    return t && strlen(t) == M.token_len && sodium_memcmp(t, M.token, M.token_len) == 0;
+}
+
+static int host_ok(struct MHD_Connection *c)
+{
+    if (!M.loopback)
+        return 1; /* the token protects a non-loopback listener */
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (!h)
+        return 0;
+    static const char *const ok[] = {"127.0.0.1", "localhost", "[::1]"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        size_t n = strlen(ok[i]);
+        if (strncmp(h, ok[i], n) == 0 && (h[n] == '\0' || h[n] == ':'))
+            return 1;
+    }
+    return 0;
+}
+
+typedef struct stream {
+    uint64_t seq;     /* next frame to send */
+    char pending[LINE_MAX_BYTES + 16];
+    size_t plen, poff;
+} stream_t;
+
+/* The /events reader: frames as "data: {...}\n\n"; a comment line every second of silence so
+ * that a closed page is noticed. Blocks (thread per connection). */
+static ssize_t events_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    stream_t *st = cls;
+    size_t n = 0;
+    for (;;) {
+        if (st->poff < st->plen) {
+            size_t k = st->plen - st->poff;
+            if (k > max - n)
+                k = max - n;
+            memcpy(buf + n, st->pending + st->poff, k);
+            st->poff += k;
+            n += k;
+            if (n == max)
+                return (ssize_t)n;
+        }
+        pthread_mutex_lock(&M.mu);
+        if (n == 0) {
+            struct timespec dl;
+            clock_gettime(CLOCK_REALTIME, &dl);
+            dl.tv_sec += 1;
+            while (st->seq >= M.next && !atomic_load(&M.quit))
+                if (pthread_cond_timedwait(&M.cv, &M.mu, &dl) == ETIMEDOUT)
+                    break;
+        }
+        if (atomic_load(&M.quit)) {
+            pthread_mutex_unlock(&M.mu);
+            return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        if (M.next > RING && st->seq < M.next - RING)
+            st->seq = M.next - RING; /* too slow a reader skips what the ring lost */
+        if (st->seq >= M.next) {
+            pthread_mutex_unlock(&M.mu);
+            if (n)
+                return (ssize_t)n;
+            static const char ka[] = ": keep-alive\n\n";
+            memcpy(st->pending, ka, sizeof ka - 1);
+            st->plen = sizeof ka - 1;
+            st->poff = 0;
+            continue;
+        }
+        st->plen = (size_t)snprintf(st->pending, sizeof st->pending, "data: %s\n\n",
+                                    M.lines[st->seq % RING]);
+        st->poff = 0;
+        st->seq++;
+        pthread_mutex_unlock(&M.mu);
+    }
+}
+
+static void events_free(void *cls)
+{
+    free(cls);
+}
+
+static enum MHD_Result serve_events(struct MHD_Connection *c)
+{
+    stream_t *st = calloc(1, sizeof *st);
+    if (!st)
+        return reply(c, 500, "text/plain", "out of memory\n");
+    pthread_mutex_lock(&M.mu);
+    st->seq = M.next > BACKLOG_FRAMES ? M.next - BACKLOG_FRAMES : 0;
+    pthread_mutex_unlock(&M.mu);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, events_reader, st,
+                                          events_free);
+    if (!r) {
+        free(st);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    enum MHD_Result ret = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* GET /sites: what the monitor knows of each site (the page's disconnected check uses its own
+ * clock; this is for tests and scripts). */
+static enum MHD_Result serve_sites(struct MHD_Connection *c)
+{
+    char body[1024];
+    size_t n = 0;
+    int64_t now = now_ns();
+    pthread_mutex_lock(&M.mu);
+    n += (size_t)snprintf(body + n, sizeof body - n, "{\"frames\":%llu,\"sites\":[",
+                          (unsigned long long)M.next);
+    for (int i = 0; i < M.nsites && n < sizeof body; i++) {
+        char addr[80];
+        drths_addr_format(&M.sites[i].addr, addr, sizeof addr);
+        n += (size_t)snprintf(body + n, sizeof body - n,
+                              "%s{\"site\":\"%s\",\"state\":\"%s\",\"frames\":%llu,"
+                              "\"age_ms\":%.0f,\"addr\":\"%s\"}",
+                              i ? "," : "", M.sites[i].name, M.sites[i].state,
+                              (unsigned long long)M.sites[i].frames,
+                              (double)(now - M.sites[i].last_ns) * 1e-6, addr);
+    }
+    if (n < sizeof body)
+        snprintf(body + n, sizeof body - n, "],\"controls_sent\":%llu}\n",
+                 (unsigned long long)M.controls_sent);
+    pthread_mutex_unlock(&M.mu);
+    return reply(c, 200, "application/json", body);
+}
+
+/* Start goes to every site; Abort (HOLD now) to every site at once; Stop (graceful) to the
+ * numerical site, which ends the run and tells the actuator site to hold, or to the actuator
+ * site when the numerical site has not been heard from for 2 s. */
+static enum MHD_Result serve_control(struct MHD_Connection *c, const char *what)
+{
+    if (strcmp(what, "start") != 0 && strcmp(what, "stop") != 0 && strcmp(what, "abort") != 0)
+        return reply(c, 404, "application/json", "{\"error\":\"unknown command\"}\n");
+    const char *hdr = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Drths-Control");
+    if (!hdr || strcmp(hdr, "1") != 0)
+        return reply(c, 403, "application/json",
+                     "{\"error\":\"control requests need the header X-Drths-Control: 1\"}\n");
+    char msg[64 + DRTHS_TELEMETRY_TOKEN_MAX];
+    int len = snprintf(msg, sizeof msg, "drths-control %s%s%.*s\n", what,
+                       M.ctoken_len ? " " : "", (int)M.ctoken_len, M.ctoken);
+    char body[512];
+    size_t n = (size_t)snprintf(body, sizeof body, "{\"command\":\"%s\",\"sent_to\":[", what);
+    int sent = 0;
+    int64_t now = now_ns();
+    pthread_mutex_lock(&M.mu);
+    int num_alive = 0;
+    for (int i = 0; i < M.nsites; i++)
+        if (strcmp(M.sites[i].name, "numerical") == 0 &&
+            now - M.sites[i].last_ns < 2000000000LL && strcmp(M.sites[i].state, "DONE") != 0)
+            num_alive = 1;
+    for (int i = 0; i < M.nsites; i++) {
+        site_t *s = &M.sites[i];
+        if (strcmp(what, "stop") == 0 && num_alive && strcmp(s->name, "numerical") != 0)
+            continue;
+        if (sendto(M.fd, msg, (size_t)len, 0, (struct sockaddr *)&s->addr.ss, s->addr.len) ==
+            len) {
+            M.controls_sent++;
+            n += (size_t)snprintf(body + n, sizeof body - n, "%s\"%s\"", sent ? "," : "",
+                                  s->name);
+            sent++;
+        }
+    }
+    pthread_mutex_unlock(&M.mu);
+    snprintf(body + n, sizeof body - n, "]}\n");
+    sodium_memzero(msg, sizeof msg);
+    return reply(c, sent ? 200 : 409, "application/json", body);
+}
+
+static const char *content_type(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    if (!dot)
+        return "application/octet-stream";
+    if (!strcmp(dot, ".html"))
+        return "text/html; charset=utf-8";
+    if (!strcmp(dot, ".js") || !strcmp(dot, ".mjs"))
+        return "text/javascript; charset=utf-8";
+    if (!strcmp(dot, ".css"))
+        return "text/css; charset=utf-8";
+    if (!strcmp(dot, ".json") || !strcmp(dot, ".map"))
+        return "application/json";
+    if (!strcmp(dot, ".png"))
+        return "image/png";
+    if (!strcmp(dot, ".svg"))
+        return "image/svg+xml";
+    return "application/octet-stream";
+}
+
+/* Files of the web directory by plain name only: no sub-directories, no dot files. */
+static enum MHD_Result serve_file(struct MHD_Connection *c, const char *url)
+{
+    const char *name = url[1] ? url + 1 : "index.html";
+    if (name[0] == '.' || strlen(name) > 128)
+        return reply(c, 404, "text/plain", "not found\n");
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '-' || *p == '_'))
+            return reply(c, 404, "text/plain", "not found\n");
+    char path[PATH_MAX + 160];
+    snprintf(path, sizeof path, "%s/%s", M.web, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return reply(c, 404, "text/plain", "not found\n");
+    }
+    struct MHD_Response *r = MHD_create_response_from_fd((size_t)sb.st_size, fd);
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", content_type(name));
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result ret = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    (void)upload_data;
+    static int marker;
+    if (*con_cls == NULL) { /* headers only so far */
+        *con_cls = &marker;
+        return MHD_YES;
+    }
+    if (*upload_data_size) { /* a request body is read and ignored */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (!host_ok(c))
+        return reply(c, 403, "text/plain", "wrong Host header\n");
+    if (!token_ok(c))
+        return reply(c, 403, "text/plain", "this monitor needs its access token (?token=...)\n");
+    if (strcmp(method, "POST") == 0) {
+        if (strncmp(url, "/control/", 9) == 0)
+            return serve_control(c, url + 9);
+        return reply(c, 404, "text/plain", "not found\n");
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return reply(c, 405, "text/plain", "method not allowed\n");
+    if (strcmp(url, "/events") == 0)
+        return serve_events(c);
+    if (strcmp(url, "/sites") == 0)
+        return serve_sites(c);
+    return serve_file(c, url);
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: drths-monitor [--listen HOST:PORT] [--telemetry [HOST:]PORT] [--web DIR]\n"
+            "                     [--token FILE] [--control-token FILE]\n"
+            "\n"
+            "  --listen HOST:PORT   where the page is served (default 127.0.0.1:8080); any\n"
+            "                       address other than loopback needs --token\n"
+            "  --telemetry [H:]PORT UDP address for the sites' --monitor (default\n"
+            "                       127.0.0.1:47900; port 0 picks a free one)\n"
+            "  --web DIR            the page (default: web/ beside this program, from\n"
+            "                       tools/web-build)\n"
+            "  --token FILE         the page and its API need this token (?token=...)\n"
+            "  --control-token FILE token put in control datagrams (the sites'\n"
+            "                       --monitor-token; default: the --token file)\n"
+            "\n"
+            "Prints 'drths-monitor: page http://...' and 'drths-monitor: telemetry udp ...' and\n"
+            "runs until SIGINT or SIGTERM.\n");
+}
+
+static int is_loopback(const drths_addr_t *a)
+{
+    if (a->ss.ss_family == AF_INET) {
+        const struct sockaddr_in *s = (const struct sockaddr_in *)&a->ss;
+        return (ntohl(s->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (a->ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)&a->ss;
+        return IN6_IS_ADDR_LOOPBACK(&s->sin6_addr);
+    }
+    return 0;
+}
+
+static void default_web(const char *argv0, char *out, size_t cap)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(exe, sizeof exe, "%s", argv0);
+        n = (ssize_t)strlen(exe);
+    }
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(exe, sizeof exe, ".");
+    snprintf(out, cap, "%s/web", exe);
+}
+
+int main(int argc, char **argv)
+{
+    const char *listen = "127.0.0.1:8080", *telemetry = "127.0.0.1:47900", *web = NULL;
+    const char *token_file = NULL, *ctoken_file = NULL;
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"telemetry", required_argument, NULL, 't'},
+        {"web", required_argument, NULL, 'w'},
+        {"token", required_argument, NULL, 'k'},
+        {"control-token", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    int o;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'l': listen = optarg; break;
+        case 't': telemetry = optarg; break;
+        case 'w': web = optarg; break;
+        case 'k': token_file = optarg; break;
+        case 'c': ctoken_file = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return DRTHS_EXIT_CONFIG;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "drths-monitor: unexpected argument '%s'\n", argv[optind]);
+        return DRTHS_EXIT_CONFIG;
+    }
+    if (sodium_init() < 0) {
+        fprintf(stderr, "drths-monitor: cannot initialise libsodium\n");
+        return 1;
+    }
+    drths_error_t err = {{0}};
+    drths_addr_t laddr, taddr;
+    char tbuf[128];
+    if (strchr(telemetry, ':') == NULL) { /* a bare port */
+        snprintf(tbuf, sizeof tbuf, "127.0.0.1:%s", telemetry);
+        telemetry = tbuf;
+    }
+    if (drths_addr_parse(&laddr, listen, "--listen", &err) != 0 ||
+        drths_addr_parse(&taddr, telemetry, "--telemetry", &err) != 0) {
+        fprintf(stderr, "drths-monitor: %s\n", err.msg);
+        return DRTHS_EXIT_CONFIG;
+    }
+    M.loopback = is_loopback(&laddr);
+    if (!M.loopback && !token_file) {
+        fprintf(stderr, "drths-monitor: --listen %s is not a loopback address: it needs "
+                        "--token FILE\n", listen);
+        return DRTHS_EXIT_CONFIG;
+    }
+    if (token_file &&
+        drths_telemetry_token_load(M.token, &M.token_len, token_file, &err) != 0) {
+        fprintf(stderr, "drths-monitor: %s\n", err.msg);
+        return DRTHS_EXIT_CONFIG;
+    }
+    const char *cf = ctoken_file ? ctoken_file : token_file;
+    if (cf && drths_telemetry_token_load(M.ctoken, &M.ctoken_len, cf, &err) != 0) {
+        fprintf(stderr, "drths-monitor: %s\n", err.msg);
+        return DRTHS_EXIT_CONFIG;
+    }
+    if (web)
+        snprintf(M.web, sizeof M.web, "%s", web);
+    else
+        default_web(argv[0], M.web, sizeof M.web);
+    char probe[PATH_MAX + 20];
+    snprintf(probe, sizeof probe, "%s/index.html", M.web);
+    if (access(probe, R_OK) != 0)
+        fprintf(stderr, "drths-monitor: warning: no page at %s (run tools/web-build)\n", probe);
+
+    M.lines = calloc(RING, sizeof *M.lines);
+    if (!M.lines) {
+        fprintf(stderr, "drths-monitor: out of memory\n");
+        return 1;
+    }
+    pthread_mutex_init(&M.mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_cond_init(&M.cv, &ca);
+    M.fd = socket(taddr.ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (M.fd < 0 || bind(M.fd, (struct sockaddr *)&taddr.ss, taddr.len) != 0) {
+        fprintf(stderr, "drths-monitor: cannot listen for telemetry on udp %s: %s\n", telemetry,
+                strerror(errno));
+        return 1;
+    }
+    drths_addr_t tbound;
+    tbound.len = sizeof tbound.ss;
+    getsockname(M.fd, (struct sockaddr *)&tbound.ss, &tbound.len);
+
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_ERROR_LOG;
+    if (laddr.ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    struct MHD_Daemon *d =
+        MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
+                         (struct sockaddr *)&laddr.ss, MHD_OPTION_CONNECTION_LIMIT, 64u,
+                         MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "drths-monitor: cannot serve the page on %s (address in use?)\n", listen);
+        return 1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned port = di ? di->port : 0;
+    char host[80], taddr_text[80];
+    drths_addr_format(&laddr, host, sizeof host);
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    drths_addr_format(&tbound, taddr_text, sizeof taddr_text);
+    printf("drths-monitor: page http://%s:%u/%s\n", host, port,
+           M.token_len ? "?token=<the token>" : "");
+    printf("drths-monitor: telemetry udp %s (give the sites --monitor %s)\n", taddr_text,
+           taddr_text);
+    printf("drths-monitor: web files from %s\n", M.web);
+    fflush(stdout);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_quit;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    receive_loop();
+    MHD_stop_daemon(d);
+    close(M.fd);
+    printf("drths-monitor: %llu frames received, %llu rejected, %llu control datagrams sent\n",
+           (unsigned long long)M.next, (unsigned long long)M.bad_frames,
+           (unsigned long long)M.controls_sent);
+    free(M.lines);
+    sodium_memzero(M.token, sizeof M.token);
+    sodium_memzero(M.ctoken, sizeof M.ctoken);
+    return 0;
+}
