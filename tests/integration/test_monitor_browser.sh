@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The live monitor end to end (issue 9): drths-monitor on 127.0.0.1, both sites on loopback with
+# --monitor and --wait-start, the page in headless Chromium (tests/browser/monitor_e2e.js):
+# Start when both report READY, the charts get data and the counters move, Stop; then both sites
+# ended through the SIGTERM path (exit 1, reason "stopped by signal", not killed by the timeout)
+# with complete records: summary.json, every numerical step and every actuator tick in the CSVs,
+# no row dropped. The screenshot goes to <build>/test-artifacts/monitor.png.
+set -euo pipefail
+bdir=$1
+src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() {
+    echo "FAIL: $*" >&2
+    for f in "$tmp"/*.out "$tmp"/*.err; do [ -f "$f" ] && { echo "--- $f" >&2; sed 's/^/  | /' "$f" >&2; }; done
+    exit 1
+}
+
+command -v node >/dev/null || fail "node is missing (tools/deps)"
+[ -x /usr/bin/chromium ] || fail "/usr/bin/chromium is missing (tools/deps)"
+DRTHS_BUILD_DIR=$bdir "$src/tools/web-build" >"$tmp/web-build.out" 2>&1 || fail "tools/web-build failed"
+[ -f "$bdir/web/index.html" ] && [ -f "$bdir/web/uPlot.iife.min.js" ] || fail "no page in $bdir/web"
+
+# A 30 s record (Stop comes long before its end), with the timing headroom of
+# tests/integration/test_loopback.sh for a shared machine.
+ln -s "$src/examples/records" "$tmp/records"
+sed -e 's/^  duration_s: 0 .*/  duration_s: 30/' -e 's/^  tail_s: .*/  tail_s: 0/' \
+    -e 's/^  safety_margin_ticks: .*/  safety_margin_ticks: 100/' \
+    -e 's/^  reorder_ticks: .*/  reorder_ticks: 50/' \
+    -e "s|^  directory: .*|  directory: $tmp/runs|" \
+    "$src/examples/three-story-elcentro.yaml" >"$tmp/exp.yaml"
+grep -q '^  duration_s: 30$' "$tmp/exp.yaml" && grep -q '^  reorder_ticks: 50$' "$tmp/exp.yaml" ||
+    fail "could not edit the experiment"
+
+# The monitor picks free ports itself and prints them.
+timeout 120 "$bdir/drths-monitor" --listen 127.0.0.1:0 --telemetry 127.0.0.1:0 --web "$bdir/web" \
+    >"$tmp/monitor.out" 2>"$tmp/monitor.err" &
+mpid=$!
+pids+=("$mpid")
+for _ in $(seq 100); do grep -q "telemetry udp" "$tmp/monitor.out" 2>/dev/null && break; sleep 0.05; done
+url=$(sed -n 's|^drths-monitor: page \(http://[^ ]*\).*|\1|p' "$tmp/monitor.out")
+tlm=$(sed -n 's|^drths-monitor: telemetry udp \([^ ]*\) .*|\1|p' "$tmp/monitor.out")
+[ -n "$url" ] && [ -n "$tlm" ] || fail "drths-monitor did not print its addresses"
+echo "monitor: $url, telemetry $tlm"
+
+port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+timeout 90 "$bdir/drths-physical" --experiment "$tmp/exp.yaml" --listen "127.0.0.1:$port" \
+    --wait-timeout 60 --out "$tmp/phys" --quiet --monitor "$tlm" --wait-start \
+    >"$tmp/phys.out" 2>"$tmp/phys.err" &
+ppid=$!
+pids+=("$ppid")
+timeout 90 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --peer "127.0.0.1:$port" \
+    --connect-timeout 10 --out "$tmp/num" --quiet --monitor "$tlm" --wait-start \
+    >"$tmp/num.out" 2>"$tmp/num.err" &
+npid=$!
+pids+=("$npid")
+
+art="$bdir/test-artifacts"
+mkdir -p "$art"
+rm -f "$art/monitor.png"
+set +e
+NODE_PATH="$src/web/node_modules" timeout 120 node "$src/tests/browser/monitor_e2e.js" "$url" \
+    "$art/monitor.png" >"$tmp/e2e.out" 2>"$tmp/e2e.err"
+erc=$?
+wait "$npid"; nrc=$?
+wait "$ppid"; prc=$?
+set -e
+pids=("$mpid")
+cat "$tmp/e2e.out"
+echo "browser test exit $erc, drths-numerical exit $nrc, drths-physical exit $prc"
+[ "$erc" -eq 0 ] || fail "the browser test failed (screenshot: $art/monitor.png)"
+[ -s "$art/monitor.png" ] || fail "no screenshot"
+[ "$nrc" -ne 124 ] && [ "$prc" -ne 124 ] || fail "a site had to be killed by the timeout"
+[ "$nrc" -eq 1 ] || fail "drths-numerical exit $nrc (Stop takes the SIGTERM path: exit 1)"
+[ "$prc" -eq 1 ] || fail "drths-physical exit $prc (Stop takes the SIGTERM path: exit 1)"
+grep -q "stop from the monitor" "$tmp/num.err" || fail "drths-numerical does not say the monitor stopped it"
+
+python3 - "$tmp" "$url" <<'PY' || fail "record or monitor check failed"
+import csv, json, sys, urllib.request
+d, url = sys.argv[1], sys.argv[2]
+ok = True
+def check(cond, what):
+    global ok
+    print(("ok   " if cond else "FAIL ") + what)
+    ok &= bool(cond)
+num = json.load(open(f"{d}/num/summary.json"))
+phys = json.load(open(f"{d}/phys/summary.json"))
+check("signal" in num["exit_reason"].lower(), f"numerical: {num['exit_reason']!r}")
+check("signal" in phys["exit_reason"].lower(), f"physical: {phys['exit_reason']!r}")
+rows = list(csv.DictReader(open(f"{d}/num/numerical.csv")))
+steps = num["steps"]
+check(steps > 5000 and len(rows) == steps and
+      [int(float(r["step"])) for r in rows] == list(range(steps)),
+      f"numerical.csv: every step 0..{steps - 1} ({len(rows)} rows)")
+check(steps < num["steps_planned"], f"stopped before the end of the record ({steps} of {num['steps_planned']})")
+prow = list(csv.DictReader(open(f"{d}/phys/physical.csv")))
+ticks = phys["ticks"]
+check(ticks > 5000 and [int(float(r["tick"])) for r in prow] == list(range(ticks)),
+      f"physical.csv: every tick 0..{ticks - 1} ({len(prow)} rows)")
+check(phys["recorder"]["dropped_rows"] == 0 and phys["recorder"]["rows"] == ticks, "no row dropped")
+sites = json.load(urllib.request.urlopen(url.rstrip("/") + "/sites", timeout=5))
+by = {s["site"]: s for s in sites["sites"]}
+check(set(by) == {"numerical", "physical"}, f"the monitor heard both sites: {sorted(by)}")
+check(all(s["state"] == "DONE" for s in by.values()), "both last reported DONE")
+check(all(s["frames"] > 100 for s in by.values()),
+      "frames: " + ", ".join(f"{k} {v['frames']}" for k, v in by.items()))
+check(sites["controls_sent"] >= 3, f"control datagrams sent: {sites['controls_sent']} (start x2, stop)")
+sys.exit(0 if ok else 1)
+PY
+echo "screenshot: $art/monitor.png"
+echo "PASS"
