@@ -78,8 +78,11 @@ async function until(page, what, fn, timeoutMs, arg) {
     await until(page, "both sites DONE",
       () => ["numerical", "physical"].every(s => window.drthsMonitor.site[s].last?.state === "DONE"),
       30000);
+    // The panels refresh every 250 ms: then each site's last event is its end line.
+    await until(page, "both sites' end lines in the panels",
+      () => [...document.querySelectorAll("#site-numerical .event, #site-physical .event")]
+              .every(e => /\(exit \d+\)$/.test(e.textContent)), 5000);
     seen.done_events = await page.$$eval(".site .event", els => els.map(e => e.textContent));
-    await new Promise(r => setTimeout(r, 400)); // one more redraw of the panels for the picture
     await page.screenshot({ path: shot, fullPage: true });
     seen.screenshot = shot;
     if (errors.length) fail("errors in the page: " + errors.join(" | "));
