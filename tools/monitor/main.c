@@ -88,15 +88,23 @@ static void on_quit(int sig)
 
 /* ---- telemetry in ------------------------------------------------------------------------ */
 
-/* The "site" and "state" string values of a frame (the sites write them without escapes). */
+/* The "site" and "state" string values of a frame (plain names: no escapes). */
 static int json_str(const char *line, const char *key, char *out, size_t cap)
 {
     char pat[32];
-    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    snprintf(pat, sizeof pat, "\"%s\"", key);
     const char *p = strstr(line, pat);
     if (!p)
         return -1;
     p += strlen(pat);
+    while (*p == ' ')
+        p++;
+    if (*p++ != ':')
+        return -1;
+    while (*p == ' ')
+        p++;
+    if (*p++ != '"')
+        return -1;
     size_t n = 0;
     while (p[n] && p[n] != '"' && p[n] != '\\' && n + 1 < cap)
         n++;
