@@ -230,7 +230,8 @@
     }
     const n = site.numerical, p = site.physical;
     kv(document.getElementById("stats-kv"), [
-      ["run time", fmt(num(p.last?.t) ?? num(n.last?.t), 2, "s")],
+      ["run time", fmt(Math.max(num(p.last?.t) ?? -1, num(n.last?.t) ?? -1) >= 0
+                       ? Math.max(num(p.last?.t) ?? -1, num(n.last?.t) ?? -1) : null, 2, "s")],
       ["commands late / concealed", p.last ? p.last.late + " / " + p.last.concealed : "-"],
       ["feedback late / concealed", n.last ? n.last.late + " / " + n.last.concealed : "-"],
       ["rejected datagrams", String((n.last?.rejected || 0) + (p.last?.rejected || 0))],
