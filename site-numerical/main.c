@@ -140,7 +140,7 @@ typedef struct app {
     uv_async_t async;
     uv_timer_t drain_timer, status_timer;
     int handles_open;
-    atomic_int stop; /* a signal asked the run to end */
+    atomic_int stop; /* 1: a signal asked the run to end; 2: the monitor did */
     atomic_int done; /* the RT thread has finished the run */
     sem_t ready, go;
     int go_run;      /* set before posting go: 1 run, 0 leave at once */
@@ -242,7 +242,8 @@ static void act_on_control(app_t *app, drths_telemetry_cmd_t cmd)
         return;
     /* Stop and Abort take the SIGTERM path: the actuator site is told to hold. */
     app->started = 1;
-    if (!atomic_exchange(&app->stop, 1)) {
+    int none = 0;
+    if (atomic_compare_exchange_strong(&app->stop, &none, 2)) {
         const char *what = cmd == DRTHS_TELEM_CMD_STOP ? "stop" : "abort";
         fprintf(stderr, "\ndrths-numerical: %s from the monitor, stopping (the actuator site is "
                         "told to hold)\n", what);
@@ -518,7 +519,9 @@ static int run_hybrid(const options_t *o)
     }
     if (rc) {
         snprintf(reason, sizeof reason, "%s",
-                 rc == -ECANCELED ? "stopped by signal before the run" : err.msg);
+                 rc != -ECANCELED ? err.msg
+                 : atomic_load(&app->stop) == 2 ? "stopped from the monitor before the run"
+                                                : "stopped by signal before the run");
         fprintf(stderr, "drths-numerical: %s\n", reason);
         goto finish;
     }
@@ -610,7 +613,9 @@ finish_nothread:
             break;
         case DRTHS_HYBRID_SIGNAL:
         case DRTHS_HYBRID_RUNNING:
-            snprintf(reason, sizeof reason, "stopped by signal");
+            snprintf(reason, sizeof reason, "%s",
+                     atomic_load(&app->stop) == 2 ? "stopped from the monitor"
+                                                  : "stopped by signal");
             break;
         }
         if (exit_code != 0)

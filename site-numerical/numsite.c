@@ -342,9 +342,11 @@ void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *
     uint64_t rows = 0;
     s->run_start_ns = drths_now_ns();
     for (;;) {
-        if (!stop_sent && atomic_load_explicit(stop, memory_order_relaxed)) {
-            drths_hybrid_request_stop(h, DRTHS_STOP_SIGNAL, "stopped by signal at the "
-                                                            "numerical site");
+        int req = stop_sent ? 0 : atomic_load_explicit(stop, memory_order_relaxed);
+        if (req) {
+            drths_hybrid_request_stop(h, DRTHS_STOP_SIGNAL,
+                                      req == 2 ? "stopped from the monitor at the numerical site"
+                                               : "stopped by signal at the numerical site");
             stop_sent = 1;
         }
         /* Drain before reading the clock: if this thread was descheduled, the feedback that

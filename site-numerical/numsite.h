@@ -88,7 +88,8 @@ int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ct
                         drths_error_t *err);
 
 /* The run: polls the hybrid loop, seals and sends what it asks, pushes its rows to rec, feeds it
- * every valid datagram from the peer. stop is polled each iteration (a signal: ABORT SIGNAL).
+ * every valid datagram from the peer. stop is polled each iteration (a signal: ABORT SIGNAL;
+ * the value 2 means the live monitor asked, which the ABORT's text says).
  * wake(ctx) is called every 256 rows and at the end. Returns when the loop is done. Runs on the
  * RT thread; RT-safe in steady state. */
 void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *rec,

@@ -241,7 +241,7 @@ static void act_on_control(app_t *app, drths_telemetry_cmd_t cmd)
         drths_telemetry_frame_event(&app->tlm.f, text);
     }
     app->started = 1; /* a site waiting for Start leaves at once */
-    drths_physsite_request_stop(&app->ps);
+    drths_physsite_request_stop_monitor(&app->ps);
 }
 
 /* 50 Hz: control datagrams; a frame 5 times a second when the record gives none (waiting,

@@ -49,6 +49,12 @@ void drths_physsite_request_stop(drths_physsite_t *ps)
     atomic_store(&ps->stop_request, 1);
 }
 
+void drths_physsite_request_stop_monitor(drths_physsite_t *ps)
+{
+    int none = 0;
+    atomic_compare_exchange_strong(&ps->stop_request, &none, 2);
+}
+
 /* ---- init / close -------------------------------------------------------------------------- */
 
 int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg, drths_udp_t *udp,
@@ -395,8 +401,10 @@ static int before_run(drths_physsite_t *ps)
     int64_t last_valid = 0;
     char text[DRTHS_PHYSSITE_EVENT_TEXT];
     while (!drths_actuator_started(&ps->act)) {
-        if (atomic_load(&ps->stop_request))
-            return finish(ps, 1, "stopped by signal before the run started");
+        int req = atomic_load(&ps->stop_request);
+        if (req)
+            return finish(ps, 1, req == 2 ? "stopped from the monitor before the run started"
+                                          : "stopped by signal before the run started");
         int64_t now = drths_now_ns();
         if (!ps->have_session && now >= wait_deadline) {
             snprintf(text, sizeof text, "no numerical site connected within %g s",
@@ -485,9 +493,11 @@ int drths_physsite_run(drths_physsite_t *ps)
     for (;;) {
         if (drths_ticker_wait(&tk, &tick) != 0)
             continue; /* the sleep failed (it cannot with CLOCK_MONOTONIC): try again */
-        if (!signalled && atomic_load_explicit(&ps->stop_request, memory_order_relaxed)) {
+        int req = signalled ? 0 : atomic_load_explicit(&ps->stop_request, memory_order_relaxed);
+        if (req) {
             signalled = 1;
-            drths_actuator_hold(&ps->act, DRTHS_STOP_SIGNAL, 1, "stopped by signal");
+            drths_actuator_hold(&ps->act, DRTHS_STOP_SIGNAL, 1,
+                                req == 2 ? "stopped from the monitor" : "stopped by signal");
         }
         drain(ps, 1, MAX_BATCHES_PER_TICK, NULL);
         int64_t woke = tk.deadline_ns + tk.lateness_ns;

@@ -119,7 +119,7 @@ typedef struct drths_physsite {
     drths_rt_report_t rt_report;
 
     /* Shared. */
-    atomic_int stop_request;    /* main: SIGINT/SIGTERM */
+    atomic_int stop_request;    /* main: 1 SIGINT/SIGTERM, 2 the monitor */
     atomic_int rt_ready;        /* RT: rt_report is filled */
     atomic_int done;            /* RT: the thread is about to return */
     atomic_int state;           /* drths_physsite_state_t */
@@ -142,6 +142,10 @@ int drths_physsite_run(drths_physsite_t *ps);
 
 /* Asks the RT thread to stop (HOLD with "stopped by signal" once running). Any thread. */
 void drths_physsite_request_stop(drths_physsite_t *ps);
+
+/* The same path for Stop / Abort from the live monitor: the HOLD reason (code SIGNAL) says
+ * "stopped from the monitor", unless a signal came first. Any thread. */
+void drths_physsite_request_stop_monitor(drths_physsite_t *ps);
 
 /* main: the next event line, 0; or -EAGAIN when there is none. */
 int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *ev);

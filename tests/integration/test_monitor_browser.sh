@@ -2,7 +2,8 @@
 # The live monitor end to end (issue 9): drths-monitor on 127.0.0.1, both sites on loopback with
 # --monitor and --wait-start, the page in headless Chromium (tests/browser/monitor_e2e.js):
 # Start when both report READY, the charts get data and the counters move, Stop; then both sites
-# ended through the SIGTERM path (exit 1, reason "stopped by signal", not killed by the timeout)
+# ended through the SIGTERM path (exit 1, HOLD with reason code SIGNAL, the text naming the
+# monitor, not killed by the timeout)
 # with complete records: summary.json, every numerical step and every actuator tick in the CSVs,
 # no row dropped. The screenshot goes to <build>/test-artifacts/monitor.png.
 set -euo pipefail
@@ -88,8 +89,11 @@ def check(cond, what):
     ok &= bool(cond)
 num = json.load(open(f"{d}/num/summary.json"))
 phys = json.load(open(f"{d}/phys/summary.json"))
-check("signal" in num["exit_reason"].lower(), f"numerical: {num['exit_reason']!r}")
-check("signal" in phys["exit_reason"].lower(), f"physical: {phys['exit_reason']!r}")
+check(num["exit_reason"] == "stopped from the monitor", f"numerical: {num['exit_reason']!r}")
+check("stopped from the monitor at the numerical site" in phys["exit_reason"],
+      f"physical: {phys['exit_reason']!r}")
+check(phys["hold"]["active"] and phys["hold"]["reason_code"] == "SIGNAL",
+      f"the actuator site held (SIGNAL path): {phys['hold'].get('reason')!r}")
 rows = list(csv.DictReader(open(f"{d}/num/numerical.csv")))
 steps = num["steps"]
 check(steps > 5000 and len(rows) == steps and
