@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -208,6 +209,26 @@ int drths_udp_wait(drths_udp_t *u, int64_t deadline_ns)
         if (errno != EINTR)
             return -errno;
     }
+}
+
+int drths_udp_attach_filter(drths_udp_t *u, const struct sock_filter *insns, unsigned short len)
+{
+    struct sock_fprog prog = {.len = len, .filter = (struct sock_filter *)insns};
+    return setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) == 0 ? 0 : -errno;
+}
+
+int drths_udp_connect(drths_udp_t *u, const drths_addr_t *peer)
+{
+    return connect(u->fd, (const struct sockaddr *)&peer->ss, peer->len) == 0 ? 0 : -errno;
+}
+
+int64_t drths_udp_kernel_drops(const drths_udp_t *u)
+{
+    uint32_t mem[SK_MEMINFO_VARS];
+    socklen_t len = sizeof mem;
+    if (getsockopt(u->fd, SOL_SOCKET, SO_MEMINFO, mem, &len) != 0)
+        return -errno;
+    return len > SK_MEMINFO_DROPS * sizeof mem[0] ? (int64_t)mem[SK_MEMINFO_DROPS] : -ENOTSUP;
 }
 
 void drths_udp_close(drths_udp_t *u)

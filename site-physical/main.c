@@ -27,7 +27,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
-            "                      [--out DIR] [--wait-timeout S] [--require-rt] [--quiet]\n"
+            "                      [--out DIR] [--wait-timeout S] [--require-rt] [--kernel-filter]\n"
+            "                      [--quiet]\n"
             "\n"
             "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
             "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
@@ -36,6 +37,9 @@ static void usage(FILE *f)
             "  --out DIR           run folder (default: <output.directory>/<date>-<name>-physical)\n"
             "  --wait-timeout S    how long to wait for the numerical site (default 300)\n"
             "  --require-rt        fail unless real-time scheduling and memory locking apply\n"
+            "  --kernel-filter     drop malformed datagrams, other sessions and other senders in\n"
+            "                      the kernel (counted only as kernel_drops in summary.json, not by\n"
+            "                      reason); for a site reachable from the Internet\n"
             "  --quiet             no status line\n"
             "  -h, --help          this text\n"
             "\n"
@@ -252,7 +256,7 @@ int main(int argc, char **argv)
 {
     const char *experiment = NULL, *out = NULL, *listen = NULL, *key_file = NULL;
     double wait_timeout = 300.0;
-    int require_rt = 0, quiet = 0;
+    int require_rt = 0, quiet = 0, kernel_filter = 0;
     static const struct option opts[] = {
         {"experiment", required_argument, NULL, 'e'},
         {"listen", required_argument, NULL, 'l'},
@@ -261,6 +265,7 @@ int main(int argc, char **argv)
         {"wait-timeout", required_argument, NULL, 'w'},
         {"require-rt", no_argument, NULL, 'R'},
         {"quiet", no_argument, NULL, 'q'},
+        {"kernel-filter", no_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -277,6 +282,7 @@ int main(int argc, char **argv)
             break;
         case 'R': require_rt = 1; break;
         case 'q': quiet = 1; break;
+        case 'K': kernel_filter = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return DRTHS_EXIT_CONFIG;
         }
@@ -307,6 +313,7 @@ int main(int argc, char **argv)
     cfg.exp = &exp;
     cfg.wait_timeout_s = wait_timeout;
     cfg.silence_timeout_s = 10.0;
+    cfg.kernel_filter = kernel_filter;
     drths_rt_options_default(&cfg.rt);
     cfg.rt.require = require_rt;
     app.rate_hz = exp.rate_hz;

@@ -12,6 +12,7 @@
 #include "common/rtclock.h"
 #include "common/setup.h"
 #include "common/stats.h"
+#include "protocol/wire_filter.h"
 
 #define EVENT_CAPACITY 64
 #define START_DELAY_NS INT64_C(5000000)      /* tick 0 is due 5 ms after EPOCH 1 */
@@ -375,6 +376,7 @@ static int finish(drths_physsite_t *ps, int code, const char *reason)
      * value. After a normal end or a HOLD the tick has done it already; once more is harmless. */
     if (drths_actuator_safe_state(&ps->act) != 0)
         event(ps, 1, "the DAQ's safe state could not be written at the end");
+    ps->kernel_drops = drths_udp_kernel_drops(ps->udp);
     ps->exit_code = code;
     if (reason != ps->exit_reason)
         snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", reason);
@@ -442,6 +444,24 @@ static void publish_status(drths_physsite_t *ps, uint64_t tick)
     atomic_store_explicit(&ps->st_L, ps->act.L, memory_order_relaxed);
 }
 
+/* --kernel-filter: the key-less checks in the kernel (protocol/wire_filter.h). Before the run
+ * any session's HELLO must get through; once it runs, only the numerical site's address (the
+ * socket is connected) and session. */
+static int narrow_filter(drths_physsite_t *ps, int running)
+{
+    drths_wire_filter_t f;
+    drths_wire_filter_build(&f, DRTHS_ROLE_PHYSICAL, running ? ps->session_id : 0);
+    if (running && drths_udp_connect(ps->udp, &ps->peer) != 0)
+        return -1;
+    if (drths_udp_attach_filter(ps->udp, f.insns, f.len) != 0)
+        return -1;
+    if (running)
+        event(ps, 0, "kernel filter: only session %016" PRIx64 " from the numerical site's "
+                     "address reaches the site",
+              ps->session_id);
+    return 0;
+}
+
 int drths_physsite_run(drths_physsite_t *ps)
 {
     ps->rt_rc = drths_rt_apply_thread(&ps->cfg.rt, &ps->rt_report);
@@ -454,9 +474,14 @@ int drths_physsite_run(drths_physsite_t *ps)
                           ? "real time was required (--require-rt) and is not available"
                           : "invalid real-time settings");
 
+    if (ps->cfg.kernel_filter && narrow_filter(ps, 0) != 0)
+        return finish(ps, 1, "the kernel filter (--kernel-filter) could not be attached");
     int rc = before_run(ps);
     if (rc)
         return rc;
+    if (ps->cfg.kernel_filter && narrow_filter(ps, 1) != 0)
+        return finish(ps, 1, "the kernel filter (--kernel-filter) could not be narrowed to the "
+                             "session");
 
     const drths_actuator_t *a = &ps->act;
     int64_t dt_ns = a->dt_ns;
@@ -633,6 +658,10 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     if (ps->other_session)
         drths_json_int(&j, "OTHER_SESSION", (int64_t)ps->other_session);
     drths_json_object_end(&j);
+    /* Not by reason: what the kernel filter refused plus any receive-buffer overflow. */
+    drths_json_bool(&j, "kernel_filter", ps->cfg.kernel_filter);
+    if (ps->kernel_drops >= 0)
+        drths_json_int(&j, "kernel_drops", ps->kernel_drops);
 
     const drths_hist_t *lh = &a->lateness_ns;
     drths_json_object_begin(&j, "tick_lateness_us");

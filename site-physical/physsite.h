@@ -7,7 +7,9 @@
  *   2. waits up to wait_timeout_s for a valid HELLO (everything else is counted and ignored);
  *      answers it with HELLO_ACK and session keys; if the experiment fingerprint, rate, channel
  *      count, redundancy or units differ it still answers, then sends ABORT and ends (exit 1);
- *   3. echoes PROBEs, and on EPOCH 1 starts the ticker 5 ms later at tick 0;
+ *   3. echoes PROBEs, and on EPOCH 1 starts the ticker 5 ms later at tick 0 (with
+ *      kernel_filter, the socket is then connected to the numerical site and the kernel filter
+ *      narrowed to its session);
  *   4. per tick: waits for the absolute deadline, drains the socket (only the numerical site's
  *      address and session are acted on), runs drths_actuator_tick, sends the FEEDBACK (and any
  *      ABORT), pushes the row to the recorder and wakes main every 256 rows;
@@ -71,6 +73,8 @@ typedef struct drths_physsite_config {
     uint8_t fingerprint[DRTHS_FINGERPRINT_BYTES];
     double wait_timeout_s;     /* for the first HELLO (--wait-timeout, default 300) */
     double silence_timeout_s;  /* after the handshake, before EPOCH 1 (10) */
+    int kernel_filter;         /* --kernel-filter: protocol/wire_filter.h in the kernel, and the
+                                * socket connected to the numerical site once the run starts */
     drths_rt_options_t rt;     /* applied by the RT thread to itself */
     const drths_comedi_api_t *comedi_api; /* NULL = comedilib (tests pass a test double) */
     void (*wake)(void *ctx);   /* wakes main (uv_async_send); called from the RT thread */
@@ -107,6 +111,7 @@ typedef struct drths_physsite {
     uint64_t send_errors;
     uint64_t feedback_sent;
     uint64_t rows_pushed;
+    int64_t kernel_drops;       /* drths_udp_kernel_drops at the end (-1 if unknown) */
     int64_t run_start_ns, run_end_ns;
 
     /* Recorder figures for the summary, filled by main before it closes the recorder. */
