@@ -354,9 +354,9 @@ static int run_hybrid(const options_t *o)
     int64_t t_start = drths_now_ns();
     int exit_code = 1, started = 0;
     char reason[700] = "";
-    if ((rc = pthread_create(&thread, NULL, rt_thread, app)) != 0) {
+    if ((rc = drths_rt_thread_create(&thread, rt_thread, app)) != 0) {
         fprintf(stderr, "drths-numerical: cannot start the real-time thread: %s\n",
-                strerror(rc));
+                strerror(-rc));
         snprintf(reason, sizeof reason, "cannot start the real-time thread");
         goto finish_nothread;
     }
@@ -401,7 +401,8 @@ static int run_hybrid(const options_t *o)
     snprintf(path, sizeof path, "%s/numerical.csv", dir);
     if ((rc = drths_hybrid_init(&app->hyb, &exp, &hp, &err)) != 0 ||
         (rc = drths_recorder_open(&app->rec, path, (const char *const *)app->hyb.colnames,
-                                  app->hyb.ncols, (size_t)1 << 16, &err)) != 0) {
+                                  app->hyb.ncols, drths_recorder_rows_for(exp.rate_hz),
+                                  &err)) != 0) {
         snprintf(reason, sizeof reason, "%s", err.msg);
         fprintf(stderr, "drths-numerical: %s\n", reason);
         exit_code = rc == -ENOTSUP || rc == -EINVAL ? DRTHS_EXIT_CONFIG : 1;

@@ -21,7 +21,6 @@
 #include "protocol/crypto.h"
 #include "site-physical/physsite.h"
 
-#define RECORDER_ROWS (1u << 16) /* 13 s of rows at 5 kHz between drains (every 50 ms) */
 
 static void usage(FILE *f)
 {
@@ -379,7 +378,7 @@ int main(int argc, char **argv)
     }
     if (drths_path_join(path, sizeof path, dir, "physical.csv") != 0 ||
         drths_recorder_open(&app.rec, path, drths_actuator_columns, DRTHS_ACT_NCOLS,
-                            RECORDER_ROWS, &err) != 0) {
+                            drths_recorder_rows_for(exp.rate_hz), &err) != 0) {
         fprintf(stderr, "drths-physical: %s\n", err.msg[0] ? err.msg : "run folder path too long");
         code = 1;
         goto out_udp;
@@ -445,9 +444,9 @@ int main(int argc, char **argv)
         uv_timer_start(&app.status_timer, on_status_timer, 1000, 1000);
 
     pthread_t th;
-    int prc = pthread_create(&th, NULL, rt_main, &app.ps);
+    int prc = drths_rt_thread_create(&th, rt_main, &app.ps);
     if (prc != 0) {
-        fprintf(stderr, "drths-physical: cannot start the control thread: %s\n", strerror(prc));
+        fprintf(stderr, "drths-physical: cannot start the control thread: %s\n", strerror(-prc));
         atomic_store(&app.ps.done, 1);
         shutdown_loop(&app);
         uv_run(app.loop, UV_RUN_DEFAULT);
