@@ -211,6 +211,22 @@ int drths_udp_wait(drths_udp_t *u, int64_t deadline_ns)
     }
 }
 
+int drths_udp_wait_spin(drths_udp_t *u, int64_t deadline_ns, int64_t spin_ns)
+{
+    int64_t now = drths_now_ns();
+    int64_t spin_end = spin_ns < deadline_ns - now ? now + spin_ns : deadline_ns;
+    struct pollfd p = {.fd = u->fd, .events = POLLIN};
+    while (now < spin_end) {
+        int rc = poll(&p, 1, 0);
+        if (rc > 0)
+            return 1;
+        if (rc < 0 && errno != EINTR)
+            return -errno;
+        now = drths_now_ns();
+    }
+    return drths_udp_wait(u, deadline_ns);
+}
+
 int drths_udp_attach_filter(drths_udp_t *u, const struct sock_filter *insns, unsigned short len)
 {
     struct sock_fprog prog = {.len = len, .filter = (struct sock_filter *)insns};

@@ -80,6 +80,11 @@ int drths_udp_connect(drths_udp_t *u, const drths_addr_t *peer);
  * full; SO_MEMINFO), or a negative errno. RT-safe. */
 int64_t drths_udp_kernel_drops(const drths_udp_t *u);
 
+/* drths_udp_wait that first busy-polls (poll with a zero timeout) for up to spin_ns, then
+ * sleeps in ppoll: a datagram that comes within spin_ns is seen without the scheduler's wake-up
+ * latency, at the cost of a CPU while it spins. spin_ns 0 is drths_udp_wait. RT-safe. */
+int drths_udp_wait_spin(drths_udp_t *u, int64_t deadline_ns, int64_t spin_ns);
+
 void drths_udp_close(drths_udp_t *u);
 
 #endif

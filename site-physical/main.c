@@ -26,8 +26,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
-            "                      [--out DIR] [--wait-timeout S] [--require-rt] [--kernel-filter]\n"
-            "                      [--quiet]\n"
+            "                      [--out DIR] [--wait-timeout S] [--require-rt] [--cpu N]\n"
+            "                      [--tick-spin US] [--kernel-filter] [--quiet]\n"
             "\n"
             "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
             "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
@@ -36,6 +36,9 @@ static void usage(FILE *f)
             "  --out DIR           run folder (default: <output.directory>/<date>-<name>-physical)\n"
             "  --wait-timeout S    how long to wait for the numerical site (default 300)\n"
             "  --require-rt        fail unless real-time scheduling and memory locking apply\n"
+            "  --cpu N             pin the control thread to CPU N (isolate it with isolcpus=N)\n"
+            "  --tick-spin US      sleep until US microseconds before each tick, then spin: trades\n"
+            "                      US/period of a CPU for the timer's wake-up latency (default 0)\n"
             "  --kernel-filter     drop malformed datagrams, other sessions and other senders in\n"
             "                      the kernel (counted only as kernel_drops in summary.json, not by\n"
             "                      reason); for a site reachable from the Internet\n"
@@ -79,6 +82,9 @@ static void print_events(app_t *app)
             drths_rt_report_line(&ps->rt_report, i, line, sizeof line);
             printf("  %s\n", line);
         }
+        if (ps->cfg.tick_spin_ns > 0)
+            printf("  tick: sleeps to %.0f us before each deadline, then spins\n",
+                   (double)ps->cfg.tick_spin_ns * 1e-3);
         if (ps->rt_rc == 0)
             printf("  waiting for the numerical site (up to %g s)\n", ps->cfg.wait_timeout_s);
         fflush(stdout);
@@ -182,6 +188,19 @@ static void *rt_main(void *arg)
     return NULL;
 }
 
+static int parse_int(const char *text, const char *opt, long min, long max, long *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || v < min || v > max) {
+        fprintf(stderr, "drths-physical: %s: '%s' is not an integer in %ld..%ld\n", opt, text,
+                min, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 static int parse_seconds(const char *text, const char *opt, double *out)
 {
     char *end;
@@ -256,6 +275,7 @@ int main(int argc, char **argv)
     const char *experiment = NULL, *out = NULL, *listen = NULL, *key_file = NULL;
     double wait_timeout = 300.0;
     int require_rt = 0, quiet = 0, kernel_filter = 0;
+    long cpu = -1, tick_spin_us = 0;
     static const struct option opts[] = {
         {"experiment", required_argument, NULL, 'e'},
         {"listen", required_argument, NULL, 'l'},
@@ -265,6 +285,8 @@ int main(int argc, char **argv)
         {"require-rt", no_argument, NULL, 'R'},
         {"quiet", no_argument, NULL, 'q'},
         {"kernel-filter", no_argument, NULL, 'K'},
+        {"cpu", required_argument, NULL, 'C'},
+        {"tick-spin", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -282,6 +304,14 @@ int main(int argc, char **argv)
         case 'R': require_rt = 1; break;
         case 'q': quiet = 1; break;
         case 'K': kernel_filter = 1; break;
+        case 'C':
+            if (parse_int(optarg, "--cpu", 0, 4095, &cpu))
+                return DRTHS_EXIT_CONFIG;
+            break;
+        case 'S':
+            if (parse_int(optarg, "--tick-spin", 0, 1000000, &tick_spin_us))
+                return DRTHS_EXIT_CONFIG;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return DRTHS_EXIT_CONFIG;
         }
@@ -315,6 +345,8 @@ int main(int argc, char **argv)
     cfg.kernel_filter = kernel_filter;
     drths_rt_options_default(&cfg.rt);
     cfg.rt.require = require_rt;
+    cfg.rt.cpu = (int)cpu;
+    cfg.tick_spin_ns = (int64_t)tick_spin_us * 1000;
     app.rate_hz = exp.rate_hz;
 
     if (drths_experiment_fingerprint(&exp, cfg.fingerprint, &err) != 0) {

@@ -500,6 +500,7 @@ int drths_physsite_run(drths_physsite_t *ps)
     drths_ticker_t tk;
     ps->run_start_ns = drths_now_ns() + START_DELAY_NS;
     drths_ticker_init(&tk, dt_ns, ps->run_start_ns, dt_ns / 2, NULL, NULL, NULL);
+    drths_ticker_set_spin(&tk, ps->cfg.tick_spin_ns);
     atomic_store(&ps->state, DRTHS_PHYSSITE_RUNNING);
     int signalled = 0, hold_reported = 0;
     uint64_t tick = 0;

@@ -73,6 +73,7 @@ typedef struct drths_physsite_config {
     uint8_t fingerprint[DRTHS_FINGERPRINT_BYTES];
     double wait_timeout_s;     /* for the first HELLO (--wait-timeout, default 300) */
     double silence_timeout_s;  /* after the handshake, before EPOCH 1 (10) */
+    int64_t tick_spin_ns;      /* --tick-spin: drths_ticker_set_spin (0: sleep to the deadline) */
     int kernel_filter;         /* --kernel-filter: protocol/wire_filter.h in the kernel, and the
                                 * socket connected to the numerical site once the run starts */
     drths_rt_options_t rt;     /* applied by the RT thread to itself */
