@@ -19,6 +19,7 @@
 #include "common/rt.h"
 #include "common/udp.h"
 #include "protocol/crypto.h"
+#include "site-physical/openfresco_app.h"
 #include "site-physical/physsite.h"
 
 
@@ -28,6 +29,9 @@ static void usage(FILE *f)
             "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
             "                      [--out DIR] [--wait-timeout S] [--require-rt] [--cpu N]\n"
             "                      [--tick-spin US] [--kernel-filter] [--quiet]\n"
+            "       drths-physical --experiment FILE --openfresco HOST:PORT [--step-duration S]\n"
+            "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
+            "                      [--predict-fraction F] [--out DIR] [--wait-timeout S] ...\n"
             "\n"
             "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
             "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
@@ -43,6 +47,14 @@ static void usage(FILE *f)
             "                      the kernel (counted only as kernel_drops in summary.json, not by\n"
             "                      reason); for a site reachable from the Internet\n"
             "  --quiet             no status line\n"
+            "  --openfresco HOST:PORT  be the laboratory side of an OpenSees/OpenFresco analysis\n"
+            "                      (expSite ShadowSite, expControl GenericTCP, element\n"
+            "                      genericClient) on this TCP address instead of waiting for a\n"
+            "                      numerical site (docs/openfresco.md)\n"
+            "  --step-duration S   wall time per analysis step (default 0.01)\n"
+            "  --openfresco-variant auto|shadow|generic  wire variant (default auto)\n"
+            "  --precor d|lpd      corrector: PreCor-D (default) or PreCor-LPD\n"
+            "  --predict-fraction F  fraction of a step predicted before correcting (0.6)\n"
             "  -h, --help          this text\n"
             "\n"
             "Exit status: 0 run completed, 1 run failed (no peer, peer lost, abort, hold),\n"
@@ -85,7 +97,7 @@ static void print_events(app_t *app)
         if (ps->cfg.tick_spin_ns > 0)
             printf("  tick: sleeps to %.0f us before each deadline, then spins\n",
                    (double)ps->cfg.tick_spin_ns * 1e-3);
-        if (ps->rt_rc == 0)
+        if (ps->rt_rc == 0 && !ps->cfg.source)
             printf("  waiting for the numerical site (up to %g s)\n", ps->cfg.wait_timeout_s);
         fflush(stdout);
     }
@@ -276,7 +288,21 @@ int main(int argc, char **argv)
     double wait_timeout = 300.0;
     int require_rt = 0, quiet = 0, kernel_filter = 0;
     long cpu = -1, tick_spin_us = 0;
+    const char *openfresco = NULL;
+    static drths_ofr_app_t ofr;
+    int ofr_open = 0;
+    drths_ofr_app_config_t ocfg;
+    memset(&ocfg, 0, sizeof ocfg);
+    ocfg.variant = DRTHS_OFR_AUTO;
+    ocfg.precor.mode = DRTHS_PRECOR_D;
+    ocfg.precor.predict_fraction = DRTHS_PRECOR_DEFAULT_FRACTION;
+    ocfg.step_duration_s = 0.01;
     static const struct option opts[] = {
+        {"openfresco", required_argument, NULL, 'O'},
+        {"step-duration", required_argument, NULL, 'D'},
+        {"openfresco-variant", required_argument, NULL, 'V'},
+        {"precor", required_argument, NULL, 'P'},
+        {"predict-fraction", required_argument, NULL, 'F'},
         {"experiment", required_argument, NULL, 'e'},
         {"listen", required_argument, NULL, 'l'},
         {"key", required_argument, NULL, 'k'},
@@ -302,6 +328,35 @@ int main(int argc, char **argv)
                 return DRTHS_EXIT_CONFIG;
             break;
         case 'R': require_rt = 1; break;
+        case 'O': openfresco = optarg; break;
+        case 'D':
+            if (parse_seconds(optarg, "--step-duration", &ocfg.step_duration_s))
+                return DRTHS_EXIT_CONFIG;
+            break;
+        case 'V':
+            if (drths_ofr_variant_parse(optarg, &ocfg.variant) != 0) {
+                fprintf(stderr, "drths-physical: --openfresco-variant: '%s' is not auto, shadow "
+                        "or generic\n", optarg);
+                return DRTHS_EXIT_CONFIG;
+            }
+            break;
+        case 'P':
+            if (drths_precor_mode_parse(optarg, &ocfg.precor.mode) != 0) {
+                fprintf(stderr, "drths-physical: --precor: '%s' is not d or lpd\n", optarg);
+                return DRTHS_EXIT_CONFIG;
+            }
+            break;
+        case 'F': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (!*optarg || *end || !(v >= 0.0 && v < 1.0)) {
+                fprintf(stderr, "drths-physical: --predict-fraction: '%s' is not in [0, 1)\n",
+                        optarg);
+                return DRTHS_EXIT_CONFIG;
+            }
+            ocfg.precor.predict_fraction = v;
+            break;
+        }
         case 'q': quiet = 1; break;
         case 'K': kernel_filter = 1; break;
         case 'C':
@@ -370,6 +425,20 @@ int main(int argc, char **argv)
         snprintf(key_line, sizeof key_line, "rehearsal key (public)");
     }
 
+    if (openfresco) {
+        ocfg.listen = openfresco;
+        ocfg.accept_timeout_s = wait_timeout;
+        int orc = drths_ofr_app_init(&ofr, &ocfg, &err);
+        if (orc != 0) {
+            fprintf(stderr, "drths-physical: %s\n", err.msg);
+            code = orc == -EINVAL ? DRTHS_EXIT_CONFIG : 1;
+            goto out_exp;
+        }
+        ofr_open = 1;
+        cfg.source = drths_ofr_app_source();
+        cfg.source_ctx = &ofr;
+    }
+
     drths_addr_t laddr;
     const char *ltext = listen ? listen : exp.physical.listen;
     if (drths_addr_parse(&laddr, ltext, listen ? "--listen" : "physical.listen", &err) != 0) {
@@ -394,7 +463,8 @@ int main(int argc, char **argv)
         code = 1;
         goto out_exp;
     }
-    if (drths_udp_open(&udp, &laddr, NULL, &err) != 0) {
+    udp.fd = -1;
+    if (!openfresco && drths_udp_open(&udp, &laddr, NULL, &err) != 0) {
         fprintf(stderr, "drths-physical: %s\n", err.msg);
         code = 1;
         goto out_ps;
@@ -418,11 +488,17 @@ int main(int argc, char **argv)
 
     char fphex[65], addr[80];
     drths_experiment_fingerprint_hex(cfg.fingerprint, fphex);
-    drths_addr_format(&laddr, addr, sizeof addr);
     printf("drths-physical: experiment '%s' (fingerprint %.16s..)\n", exp.name, fphex);
-    printf("  listening on %s, %s\n", addr, key_line);
+    if (openfresco) {
+        drths_addr_format(&ofr.laddr, addr, sizeof addr);
+        printf("  OpenFresco: listening on TCP %s (variant %s)\n", addr,
+               drths_ofr_variant_name(ocfg.variant));
+    } else {
+        drths_addr_format(&laddr, addr, sizeof addr);
+        printf("  listening on %s, %s\n", addr, key_line);
+    }
     fflush(stdout);
-    if (rehearsal_key)
+    if (rehearsal_key && !openfresco)
         fprintf(stderr,
                 "drths-physical: warning: no key file (link.key_file or --key): using the public "
                 "rehearsal key, which protects nothing; use it only to rehearse on one machine\n");
@@ -475,6 +551,15 @@ int main(int argc, char **argv)
     if (!quiet && isatty(2))
         uv_timer_start(&app.status_timer, on_status_timer, 1000, 1000);
 
+    if (openfresco && drths_ofr_app_start(&ofr, &err) != 0) {
+        fprintf(stderr, "drths-physical: %s\n", err.msg);
+        atomic_store(&app.ps.done, 1);
+        shutdown_loop(&app);
+        uv_run(app.loop, UV_RUN_DEFAULT);
+        drths_recorder_close(&app.rec, NULL);
+        code = 1;
+        goto out_udp;
+    }
     pthread_t th;
     int prc = drths_rt_thread_create(&th, rt_main, &app.ps);
     if (prc != 0) {
@@ -488,6 +573,8 @@ int main(int argc, char **argv)
     }
     uv_run(app.loop, UV_RUN_DEFAULT);
     pthread_join(th, NULL);
+    if (openfresco)
+        drths_ofr_app_stop(&ofr);
     print_events(&app);
     clear_status(&app);
 
@@ -505,8 +592,16 @@ int main(int argc, char **argv)
         code = 1;
     }
     print_summary(&app, dir);
+    if (openfresco)
+        printf("  OpenFresco: %" PRIu64 " steps reached of %" PRIu64 " trials, %" PRIu64
+               " late targets (%" PRIu64 " ticks held), step-end tracking RMS error %.3f %%, "
+               "peak %.4f mm\n",
+               ofr.steps_reached, ofr.targets, ofr.late_targets, ofr.held_ticks,
+               drths_ofr_app_step_rms_pct(&ofr), ofr.max_abs_err * 1e3);
 out_udp:
     drths_udp_close(&udp);
+    if (openfresco)
+        drths_ofr_app_stop(&ofr);
 out_ps:
     if (!app.closing) {
         uv_close((uv_handle_t *)&app.async, NULL);
@@ -517,6 +612,8 @@ out_ps:
     drths_physsite_close(&app.ps);
     uv_loop_close(app.loop);
 out_exp:
+    if (ofr_open)
+        drths_ofr_app_close(&ofr);
     drths_crypto_wipe(cfg.psk, sizeof cfg.psk);
     drths_experiment_close(&exp);
     return code;

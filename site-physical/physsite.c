@@ -24,10 +24,7 @@
 
 /* ---- events to main ------------------------------------------------------------------------ */
 
-static void event(drths_physsite_t *ps, int warning, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void event(drths_physsite_t *ps, int warning, const char *fmt, ...)
+void drths_physsite_event(drths_physsite_t *ps, int warning, const char *fmt, ...)
 {
     drths_physsite_event_t ev;
     ev.warning = warning;
@@ -252,7 +249,7 @@ static int accept_session(drths_physsite_t *ps, const drths_udp_msg_t *d, uint64
 
     char from[80];
     drths_addr_format(&d->from, from, sizeof from);
-    event(ps, 0, "numerical site connected from %s (session %016" PRIx64 ", %s)", from, sid,
+    drths_physsite_event(ps, 0, "numerical site connected from %s (session %016" PRIx64 ", %s)", from, sid,
           h->software[0] ? h->software : "unknown software");
     send_hello_ack(ps);
 
@@ -264,7 +261,7 @@ static int accept_session(drths_physsite_t *ps, const drths_udp_msg_t *d, uint64
                 drths_sleep_until_ns(drths_now_ns() + ABORT_GAP_NS);
             send_stop_like(ps, DRTHS_MSG_ABORT, reason, 0, text);
         }
-        event(ps, 1, "%s", text);
+        drths_physsite_event(ps, 1, "%s", text);
         ps->exit_code = 1;
         snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", text);
         return 1;
@@ -375,8 +372,10 @@ static int finish(drths_physsite_t *ps, int code, const char *reason)
     /* Every end leaves the outputs neutral: the drive where it was, the damper at its safe
      * value. After a normal end or a HOLD the tick has done it already; once more is harmless. */
     if (drths_actuator_safe_state(&ps->act) != 0)
-        event(ps, 1, "the DAQ's safe state could not be written at the end");
-    ps->kernel_drops = drths_udp_kernel_drops(ps->udp);
+        drths_physsite_event(ps, 1, "the DAQ's safe state could not be written at the end");
+    /* A command source (OpenFresco) has no UDP socket. */
+    if (ps->udp && !ps->cfg.source)
+        ps->kernel_drops = drths_udp_kernel_drops(ps->udp);
     ps->exit_code = code;
     if (reason != ps->exit_reason)
         snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", reason);
@@ -456,7 +455,7 @@ static int narrow_filter(drths_physsite_t *ps, int running)
     if (drths_udp_attach_filter(ps->udp, f.insns, f.len) != 0)
         return -1;
     if (running)
-        event(ps, 0, "kernel filter: only session %016" PRIx64 " from the numerical site's "
+        drths_physsite_event(ps, 0, "kernel filter: only session %016" PRIx64 " from the numerical site's "
                      "address reaches the site",
               ps->session_id);
     return 0;
@@ -474,24 +473,31 @@ int drths_physsite_run(drths_physsite_t *ps)
                           ? "real time was required (--require-rt) and is not available"
                           : "invalid real-time settings");
 
-    if (ps->cfg.kernel_filter && narrow_filter(ps, 0) != 0)
-        return finish(ps, 1, "the kernel filter (--kernel-filter) could not be attached");
-    int rc = before_run(ps);
-    if (rc)
-        return rc;
-    if (ps->cfg.kernel_filter && narrow_filter(ps, 1) != 0)
-        return finish(ps, 1, "the kernel filter (--kernel-filter) could not be narrowed to the "
-                             "session");
+    const drths_physsite_source_t *src = ps->cfg.source;
+    if (src) {
+        const char *why = "the command source did not start";
+        if (src->start(ps->cfg.source_ctx, ps, &why) != 0)
+            return finish(ps, 1, why);
+    } else {
+        if (ps->cfg.kernel_filter && narrow_filter(ps, 0) != 0)
+            return finish(ps, 1, "the kernel filter (--kernel-filter) could not be attached");
+        int rc = before_run(ps);
+        if (rc)
+            return rc;
+        if (ps->cfg.kernel_filter && narrow_filter(ps, 1) != 0)
+            return finish(ps, 1, "the kernel filter (--kernel-filter) could not be narrowed to "
+                                 "the session");
+    }
 
     const drths_actuator_t *a = &ps->act;
     int64_t dt_ns = a->dt_ns;
-    event(ps, 0, "run started: loop delay L = %" PRIu32 " ticks (%.3f ms), epoch 1", a->L,
+    drths_physsite_event(ps, 0, "run started: loop delay L = %" PRIu32 " ticks (%.3f ms), epoch 1", a->L,
           (double)a->L * (double)dt_ns * 1e-6);
     /* Commands arrive about L ticks minus the round trip ahead of their tick. With L chosen
      * from the round trip that is a small margin; a fixed L far above the round trip can put
      * them beyond the playout buffer. */
     if (ps->cfg.exp->link.loop_delay_ticks > 0 && (size_t)a->L >= a->p.playout_ticks)
-        event(ps, 1,
+        drths_physsite_event(ps, 1,
               "fixed loop delay L = %" PRIu32 " ticks is not below physical.playout_ticks = %zu: "
               "if the round trip is much shorter than L, commands arrive too far ahead and are "
               "dropped (raise physical.playout_ticks above L)",
@@ -511,45 +517,52 @@ int drths_physsite_run(drths_physsite_t *ps)
             signalled = 1;
             drths_actuator_hold(&ps->act, DRTHS_STOP_SIGNAL, 1, "stopped by signal");
         }
-        drain(ps, 1, MAX_BATCHES_PER_TICK, NULL);
         int64_t woke = tk.deadline_ns + tk.lateness_ns;
+        if (src)
+            src->before_tick(ps->cfg.source_ctx, ps, tick, woke);
+        else
+            drain(ps, 1, MAX_BATCHES_PER_TICK, NULL);
         if (drths_actuator_tick(&ps->act, tick, tk.deadline_ns, woke, &ps->out) != 0)
             break;
-        drths_msg_feedback_t *f = &ps->out.feedback.u.feedback;
-        if (f->echo_counter) {
-            int64_t held = drths_now_ns() - a->echo_arrival_ns;
-            f->echo_hold_ns = held > 0 ? (uint64_t)held : 0;
+        if (src) {
+            src->after_tick(ps->cfg.source_ctx, ps, tick, &ps->out);
+        } else {
+            drths_msg_feedback_t *f = &ps->out.feedback.u.feedback;
+            if (f->echo_counter) {
+                int64_t held = drths_now_ns() - a->echo_arrival_ns;
+                f->echo_hold_ns = held > 0 ? (uint64_t)held : 0;
+            }
+            if (send_msg(ps, &ps->out.feedback) == 0)
+                ps->feedback_sent++;
+            if (ps->out.send_abort)
+                send_msg(ps, &ps->out.abort);
         }
-        if (send_msg(ps, &ps->out.feedback) == 0)
-            ps->feedback_sent++;
-        if (ps->out.send_abort)
-            send_msg(ps, &ps->out.abort);
         unsigned ev = ps->out.events;
         if (ev & DRTHS_ACT_EV_FIRST_COMMAND)
-            event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
+            drths_physsite_event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
                   drths_compensation_name(a->p.compensation));
         if (ev & DRTHS_ACT_EV_EPOCH)
-            event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick,
+            drths_physsite_event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick,
                   a->epoch, a->L);
         if (a->hold && !hold_reported) {
             hold_reported = 1;
             atomic_store(&ps->state, DRTHS_PHYSSITE_HOLD);
-            event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
+            drths_physsite_event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
         }
         if (ev & DRTHS_ACT_EV_HOLD) {
-            event(ps, 1, "HOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
+            drths_physsite_event(ps, 1, "HOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
                   a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
                                                     : "goes to the measured position",
                   a->hold_target_m, a->p.ramp_rate_m_s);
         }
         if (ev & DRTHS_ACT_EV_SETTLED)
-            event(ps, 0, "tick %" PRIu64 ": HOLD: drive at %.6g m (%.3f s after HOLD began)", tick,
+            drths_physsite_event(ps, 0, "tick %" PRIu64 ": HOLD: drive at %.6g m (%.3f s after HOLD began)", tick,
                   a->hold_target_m, (double)(tick - a->hold_tick) / a->p.rate_hz);
         if (ps->out.daq_rc) {
             drths_error_t derr;
             drths_daq_error(&ps->daq, &derr);
             /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
-            event(ps, 1, "tick %" PRIu64 ": %s", tick, derr.msg);
+            drths_physsite_event(ps, 1, "tick %" PRIu64 ": %s", tick, derr.msg);
         }
         drths_recorder_push(ps->rec, ps->out.row);
         ps->rows_pushed++;
@@ -560,6 +573,12 @@ int drths_physsite_run(drths_physsite_t *ps)
             break;
     }
     ps->run_end_ns = drths_now_ns();
+    if (src) {
+        const char *ok = src->ended(ps->cfg.source_ctx, ps);
+        if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold)
+            return finish(ps, 0, ok);
+        return finish(ps, 1, a->hold_text);
+    }
     if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold) {
         for (int i = 0; i < 3; i++) {
             if (i)
@@ -727,6 +746,8 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
             drths_json_string(&j, it->what, drths_rt_status_name(it->status));
     }
     drths_json_object_end(&j);
+    if (ps->cfg.source && ps->cfg.source->summary)
+        ps->cfg.source->summary(ps->cfg.source_ctx, ps, &j);
     drths_json_object_end(&j);
     fputc('\n', f);
     if (fclose(f) != 0)

@@ -67,6 +67,30 @@ typedef enum drths_physsite_state {
     DRTHS_PHYSSITE_DONE
 } drths_physsite_state_t;
 
+struct drths_physsite;
+struct drths_json;
+
+/* Another source of commands than the numerical site over UDP (the OpenFresco analysis client,
+ * site-physical/openfresco_app.h). With a source the RT thread neither drains nor sends
+ * datagrams: the source feeds the actuator (drths_actuator_receive) from its hooks. All hooks
+ * run on the RT thread.
+ *   start:       instead of the handshake: waits for the client and feeds EPOCH 1. Returns 0
+ *                when the run can start, else sets *reason (static or in ctx) and returns
+ *                nonzero; the run then ends with exit 1.
+ *   before_tick: before drths_actuator_tick of `tick`, woken at now_ns.
+ *   after_tick:  with what the tick produced.
+ *   ended:       after the last tick; returns the sentence of a successful end (the actuator
+ *                finished without HOLD). */
+typedef struct drths_physsite_source {
+    int (*start)(void *ctx, struct drths_physsite *ps, const char **reason);
+    void (*before_tick)(void *ctx, struct drths_physsite *ps, uint64_t tick, int64_t now_ns);
+    void (*after_tick)(void *ctx, struct drths_physsite *ps, uint64_t tick,
+                       const drths_actuator_out_t *out);
+    const char *(*ended)(void *ctx, struct drths_physsite *ps);
+    /* Optional: writes more members into summary.json's top object. */
+    void (*summary)(void *ctx, struct drths_physsite *ps, struct drths_json *j);
+} drths_physsite_source_t;
+
 typedef struct drths_physsite_config {
     const drths_experiment_t *exp;
     uint8_t psk[DRTHS_KEY_BYTES];
@@ -80,6 +104,8 @@ typedef struct drths_physsite_config {
     const drths_comedi_api_t *comedi_api; /* NULL = comedilib (tests pass a test double) */
     void (*wake)(void *ctx);   /* wakes main (uv_async_send); called from the RT thread */
     void *wake_ctx;
+    const drths_physsite_source_t *source; /* NULL: the numerical site over UDP */
+    void *source_ctx;
 } drths_physsite_config_t;
 
 typedef struct drths_physsite {
@@ -147,6 +173,11 @@ int drths_physsite_run(drths_physsite_t *ps);
 
 /* Asks the RT thread to stop (HOLD with "stopped by signal" once running). Any thread. */
 void drths_physsite_request_stop(drths_physsite_t *ps);
+
+/* RT thread (a source's hooks): queues a line for main. Formats text, so call it on
+ * transitions only, never every tick. */
+void drths_physsite_event(drths_physsite_t *ps, int warning, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* main: the next event line, 0; or -EAGAIN when there is none. */
 int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *ev);
