@@ -41,7 +41,7 @@ double drths_precor_command(const drths_precor_params_t *p, const double hist[4]
     if (!have_target)
         return xsw;
     if (f >= 1.0)
-        return target; /* exactly, whatever the rounding of the blends below */
+        return target;                  /* exactly, whatever the rounding of the blends below */
     double w = (1.0 - f) / (1.0 - fsw); /* 1 at the switch, 0 at the end of the step */
     if (p->mode == DRTHS_PRECOR_LPD)
         return target + (xsw - target) * w;

@@ -39,12 +39,18 @@ void drths_ofr_rx_init(drths_ofr_rx_t *rx, drths_ofr_variant_t variant)
 size_t drths_ofr_rx_need(const drths_ofr_rx_t *rx)
 {
     switch (rx->state) {
-    case DRTHS_OFR_ST_PROBE: return ID_BYTES;
-    case DRTHS_OFR_ST_OPEN: return 8 * (size_t)rx->data_size;
-    case DRTHS_OFR_ST_SETUP: return 8 * (size_t)rx->data_size + 2 * DRTHS_OFR_NSIZES * ID_BYTES;
-    case DRTHS_OFR_ST_ID: return GENERIC_ID_COUNT * ID_BYTES;
-    case DRTHS_OFR_ST_ACTIONS: return 8 * (size_t)rx->data_size;
-    default: return 0;
+    case DRTHS_OFR_ST_PROBE:
+        return ID_BYTES;
+    case DRTHS_OFR_ST_OPEN:
+        return 8 * (size_t)rx->data_size;
+    case DRTHS_OFR_ST_SETUP:
+        return 8 * (size_t)rx->data_size + 2 * DRTHS_OFR_NSIZES * ID_BYTES;
+    case DRTHS_OFR_ST_ID:
+        return GENERIC_ID_COUNT * ID_BYTES;
+    case DRTHS_OFR_ST_ACTIONS:
+        return 8 * (size_t)rx->data_size;
+    default:
+        return 0;
     }
 }
 
@@ -84,8 +90,8 @@ static int take_sizes(drths_ofr_rx_t *rx, drths_ofr_msg_t *m, const int32_t *ctr
     for (int i = 0; i < DRTHS_OFR_NSIZES; i++) {
         if (ctrl[i] < 0 || ctrl[i] > DRTHS_OFR_MAX_DATA || meas[i] < 0 ||
             meas[i] > DRTHS_OFR_MAX_DATA)
-            return fail(rx, m, "size %d out of range (control %d, measurement %d)", i,
-                        (int)ctrl[i], (int)meas[i]);
+            return fail(rx, m, "size %d out of range (control %d, measurement %d)", i, (int)ctrl[i],
+                        (int)meas[i]);
         rx->ctrl[i] = ctrl[i];
         rx->meas[i] = meas[i];
     }
@@ -207,8 +213,7 @@ size_t drths_ofr_reply_probe(uint8_t *out, size_t cap)
     return drths_ofr_build_ids(&one, 1, out, cap);
 }
 
-size_t drths_ofr_build_vector(const double *v, size_t nv, int data_size, uint8_t *out,
-                              size_t cap)
+size_t drths_ofr_build_vector(const double *v, size_t nv, int data_size, uint8_t *out, size_t cap)
 {
     size_t len = 8 * (size_t)data_size;
     if (data_size <= 0 || nv > (size_t)data_size || len > cap)
@@ -236,11 +241,16 @@ size_t drths_ofr_reply_open(uint8_t *out, size_t cap)
 static const double *block_of(const drths_ofr_response_t *r, int block)
 {
     switch (block) {
-    case DRTHS_OFR_DISP: return r->disp;
-    case DRTHS_OFR_VEL: return r->vel;
-    case DRTHS_OFR_ACCEL: return r->accel;
-    case DRTHS_OFR_FORCE: return r->force;
-    default: return NULL;
+    case DRTHS_OFR_DISP:
+        return r->disp;
+    case DRTHS_OFR_VEL:
+        return r->vel;
+    case DRTHS_OFR_ACCEL:
+        return r->accel;
+    case DRTHS_OFR_FORCE:
+        return r->force;
+    default:
+        return NULL;
     }
 }
 
@@ -316,9 +326,12 @@ size_t drths_ofr_reply_die(const drths_ofr_rx_t *rx, uint8_t *out, size_t cap)
 const char *drths_ofr_variant_name(drths_ofr_variant_t v)
 {
     switch (v) {
-    case DRTHS_OFR_SHADOW: return "shadow";
-    case DRTHS_OFR_GENERIC: return "generic";
-    default: return "auto";
+    case DRTHS_OFR_SHADOW:
+        return "shadow";
+    case DRTHS_OFR_GENERIC:
+        return "generic";
+    default:
+        return "auto";
     }
 }
 

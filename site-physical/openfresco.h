@@ -86,21 +86,21 @@ typedef enum drths_ofr_msg_kind {
 
 typedef struct drths_ofr_msg {
     drths_ofr_msg_kind_t kind;
-    int action;              /* DRTHS_OFR_* for ACTION (an unknown code is passed on) */
-    double tag;              /* OPEN: the client's tag; DIE: element 1 */
+    int action; /* DRTHS_OFR_* for ACTION (an unknown code is passed on) */
+    double tag; /* OPEN: the client's tag; DIE: element 1 */
     /* SET_TRIAL: the trial blocks (only the first DRTHS_OFR_MAX_DOF values of each). */
     double disp[DRTHS_OFR_MAX_DOF], vel[DRTHS_OFR_MAX_DOF], accel[DRTHS_OFR_MAX_DOF];
-    double time;             /* SET_TRIAL: the time slot, NaN if absent */
-    char text[128];          /* ERROR */
+    double time;    /* SET_TRIAL: the time slot, NaN if absent */
+    char text[128]; /* ERROR */
 } drths_ofr_msg_t;
 
 typedef enum drths_ofr_state {
-    DRTHS_OFR_ST_PROBE = 0,  /* SHADOW: waiting for the probe */
-    DRTHS_OFR_ST_OPEN,       /* SHADOW: waiting for open */
-    DRTHS_OFR_ST_SETUP,      /* SHADOW: waiting for setup + sizes */
-    DRTHS_OFR_ST_ID,         /* GENERIC: waiting for the ID */
-    DRTHS_OFR_ST_ACTIONS,    /* action vectors */
-    DRTHS_OFR_ST_FAILED,     /* after a protocol error */
+    DRTHS_OFR_ST_PROBE = 0, /* SHADOW: waiting for the probe */
+    DRTHS_OFR_ST_OPEN,      /* SHADOW: waiting for open */
+    DRTHS_OFR_ST_SETUP,     /* SHADOW: waiting for setup + sizes */
+    DRTHS_OFR_ST_ID,        /* GENERIC: waiting for the ID */
+    DRTHS_OFR_ST_ACTIONS,   /* action vectors */
+    DRTHS_OFR_ST_FAILED,    /* after a protocol error */
 } drths_ofr_state_t;
 
 typedef struct drths_ofr_rx {
@@ -171,8 +171,7 @@ int drths_ofr_variant_parse(const char *text, drths_ofr_variant_t *v);
 /* ---- the client side, for tests and tools: build the messages an OpenSees client sends. ---- */
 
 /* A vector of data_size doubles, v[0..nv) then zeros. Returns its length or 0. */
-size_t drths_ofr_build_vector(const double *v, size_t nv, int data_size, uint8_t *out,
-                              size_t cap);
+size_t drths_ofr_build_vector(const double *v, size_t nv, int data_size, uint8_t *out, size_t cap);
 
 /* int32 values in host order. Returns its length or 0. */
 size_t drths_ofr_build_ids(const int32_t *ids, size_t n, uint8_t *out, size_t cap);

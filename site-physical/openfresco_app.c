@@ -43,8 +43,7 @@ typedef struct resp {
 
 /* ---- init / close -------------------------------------------------------------------------- */
 
-int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg,
-                       drths_error_t *err)
+int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, drths_error_t *err)
 {
     memset(app, 0, sizeof *app);
     app->cfg = *cfg;
@@ -283,8 +282,10 @@ static void io_session(drths_ofr_app_t *app, int fd)
             if (atomic_load(&app->io_stop))
                 return;
             if (k == 0)
-                snprintf(text, sizeof text, "the OpenFresco client (%s) closed the connection "
-                         "without DIE", app->peer);
+                snprintf(text, sizeof text,
+                         "the OpenFresco client (%s) closed the connection "
+                         "without DIE",
+                         app->peer);
             else
                 snprintf(text, sizeof text, "the OpenFresco connection failed: %s",
                          strerror((int)-k));
@@ -433,8 +434,7 @@ static void handle_end(drths_ofr_app_t *app, drths_physsite_t *ps, const req_t *
     drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0, r->text);
 }
 
-static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t tick,
-                          int64_t now_ns)
+static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t tick, int64_t now_ns)
 {
     req_t r;
     while (drths_ring_pop(&app->to_rt, &r) == 0) {
@@ -498,9 +498,9 @@ static double next_command(drths_ofr_app_t *app, uint64_t u)
         x = drths_precor_command(&app->cfg.precor, app->hist, app->target, app->have_target, f);
     }
     if (app->j >= app->step_ticks) {
-        if (app->ends_count < DRTHS_OFR_PENDING) {
+        if (app->ends_count < DRTHS_OFR_ENDS) {
             drths_ofr_step_end_t *e =
-                &app->ends[(app->ends_head + app->ends_count) % DRTHS_OFR_PENDING];
+                &app->ends[(app->ends_head + app->ends_count) % DRTHS_OFR_ENDS];
             e->tick = u;
             e->target = app->target;
             app->ends_count++;
@@ -569,7 +569,7 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
         if (fabs(err) > app->max_abs_err)
             app->max_abs_err = fabs(err);
         app->steps_reached++;
-        app->ends_head = (app->ends_head + 1) % DRTHS_OFR_PENDING;
+        app->ends_head = (app->ends_head + 1) % DRTHS_OFR_ENDS;
         app->ends_count--;
     }
     /* Answer measurement requests once every target received has been reached (at once before
@@ -603,7 +603,8 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
                 app->setup_seen = 1;
             } else if (r.kind == REQ_DIE || r.kind == REQ_LOST) {
                 snprintf(app->end_text, sizeof app->end_text, "%s",
-                         r.kind == REQ_DIE ? "the OpenFresco client ended before any step" : r.text);
+                         r.kind == REQ_DIE ? "the OpenFresco client ended before any step"
+                                           : r.text);
                 *reason = app->end_text;
                 shut_connection(app);
                 return 1;
@@ -616,9 +617,9 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
     drths_physsite_event(ps, 0,
                          "OpenFresco client %s, %s variant: control sizes [%d,%d,%d,%d,%d], "
                          "measurement sizes [%d,%d,%d,%d,%d], dataSize %d",
-                         app->peer, drths_ofr_variant_name(app->variant), rx->ctrl[0],
-                         rx->ctrl[1], rx->ctrl[2], rx->ctrl[3], rx->ctrl[4], rx->meas[0],
-                         rx->meas[1], rx->meas[2], rx->meas[3], rx->meas[4], rx->data_size);
+                         app->peer, drths_ofr_variant_name(app->variant), rx->ctrl[0], rx->ctrl[1],
+                         rx->ctrl[2], rx->ctrl[3], rx->ctrl[4], rx->meas[0], rx->meas[1],
+                         rx->meas[2], rx->meas[3], rx->meas[4], rx->data_size);
     drths_physsite_event(ps, 0,
                          "continuous execution: %g s (%lld ticks) per analysis step, PreCor-%s, "
                          "predicting %g %% of each step; commands %u ticks ahead",

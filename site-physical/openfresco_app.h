@@ -52,20 +52,23 @@
 #include "site-physical/openfresco.h"
 #include "site-physical/physsite.h"
 
-#define DRTHS_OFR_PENDING 16 /* targets and step ends queued in the RT thread */
+#define DRTHS_OFR_PENDING 16 /* targets queued in the RT thread */
+/* Step ends in flight: computed D ticks before they are applied (D <= the largest lookahead
+ * + 1), at most one per tick. */
+#define DRTHS_OFR_ENDS (DRTHS_ACT_MAX_LOOKAHEAD + 8)
 #define DRTHS_OFR_TEXT 200
 
 typedef struct drths_ofr_app_config {
-    const char *listen;                /* HOST:PORT to accept the client on */
-    drths_ofr_variant_t variant;       /* AUTO, SHADOW or GENERIC */
+    const char *listen;          /* HOST:PORT to accept the client on */
+    drths_ofr_variant_t variant; /* AUTO, SHADOW or GENERIC */
     drths_precor_params_t precor;
-    double step_duration_s;            /* wall time per analysis step */
-    double accept_timeout_s;           /* how long to wait for the client */
-    double detect_wait_s;              /* AUTO: quiet time after a lone int32 1 (0.2 s) */
+    double step_duration_s;  /* wall time per analysis step */
+    double accept_timeout_s; /* how long to wait for the client */
+    double detect_wait_s;    /* AUTO: quiet time after a lone int32 1 (0.2 s) */
 } drths_ofr_app_config_t;
 
 typedef struct drths_ofr_step_end {
-    uint64_t tick;  /* the step's last command tick */
+    uint64_t tick; /* the step's last command tick */
     double target;
 } drths_ofr_step_end_t;
 
@@ -76,8 +79,8 @@ typedef struct drths_ofr_app {
     atomic_int conn_fd;
     pthread_t io;
     int io_started;
-    drths_ring_t to_rt;   /* I/O -> RT requests */
-    drths_ring_t to_io;   /* RT -> I/O responses */
+    drths_ring_t to_rt; /* I/O -> RT requests */
+    drths_ring_t to_io; /* RT -> I/O responses */
     atomic_int io_stop;
 
     /* I/O thread (read by the RT thread after the SETUP record, and by main after the join). */
@@ -85,19 +88,19 @@ typedef struct drths_ofr_app {
     drths_ofr_variant_t variant; /* resolved */
     char peer[80];
     uint64_t io_messages, io_unknown_actions, io_replies;
-    uint8_t *inbuf, *outbuf;     /* 8·DRTHS_OFR_MAX_DATA + 64 bytes each, owned */
+    uint8_t *inbuf, *outbuf; /* 8·DRTHS_OFR_MAX_DATA + 64 bytes each, owned */
 
     /* RT thread. */
-    int64_t step_ticks;          /* N */
-    uint32_t lead_ticks;         /* D */
+    int64_t step_ticks;  /* N */
+    uint32_t lead_ticks; /* D */
     int setup_seen, stopping, end_seen;
     double hist[4];
     int step_active, have_target, step_late;
     double target;
-    int64_t j;                   /* ticks of the current step played */
+    int64_t j; /* ticks of the current step played */
     double pend[DRTHS_OFR_PENDING];
     int pend_head, pend_count;
-    drths_ofr_step_end_t ends[DRTHS_OFR_PENDING];
+    drths_ofr_step_end_t ends[DRTHS_OFR_ENDS];
     int ends_head, ends_count;
     uint64_t daq_pending;
     double last_x, last_v;
@@ -105,10 +108,10 @@ typedef struct drths_ofr_app {
     char end_text[DRTHS_OFR_TEXT];
 
     /* Counters (RT thread; main reads them after the join). */
-    uint64_t targets;            /* trials received */
-    uint64_t steps_reached;      /* steps whose last tick has been applied */
-    uint64_t late_targets;       /* steps whose target was not there at the switch */
-    uint64_t held_ticks;         /* ticks held at a switch waiting for a target */
+    uint64_t targets;       /* trials received */
+    uint64_t steps_reached; /* steps whose last tick has been applied */
+    uint64_t late_targets;  /* steps whose target was not there at the switch */
+    uint64_t held_ticks;    /* ticks held at a switch waiting for a target */
     uint64_t daq_requests, daq_replies;
     double sum_err2, sum_tgt2, max_abs_err; /* measured - target at each step end */
 } drths_ofr_app_t;
@@ -116,8 +119,7 @@ typedef struct drths_ofr_app {
 /* Validates cfg (errors name the option), parses the address, creates the rings and the
  * buffers and opens the listening TCP socket (SO_REUSEADDR). A failed init leaves nothing to
  * close. init-only. */
-int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg,
-                       drths_error_t *err);
+int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, drths_error_t *err);
 
 /* The physsite command source; pass app as source_ctx. */
 const drths_physsite_source_t *drths_ofr_app_source(void);

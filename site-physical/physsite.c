@@ -24,17 +24,33 @@
 
 /* ---- events to main ------------------------------------------------------------------------ */
 
-void drths_physsite_event(drths_physsite_t *ps, int warning, const char *fmt, ...)
+static void vevent(drths_physsite_t *ps, int warning, const char *fmt, va_list ap)
 {
     drths_physsite_event_t ev;
     ev.warning = warning;
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(ev.text, sizeof ev.text, fmt, ap);
-    va_end(ap);
     (void)drths_ring_push(&ps->events, &ev);
     if (ps->cfg.wake)
         ps->cfg.wake(ps->cfg.wake_ctx);
+}
+
+static void event(drths_physsite_t *ps, int warning, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void event(drths_physsite_t *ps, int warning, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vevent(ps, warning, fmt, ap);
+    va_end(ap);
+}
+
+void drths_physsite_event(drths_physsite_t *ps, int warning, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vevent(ps, warning, fmt, ap);
+    va_end(ap);
 }
 
 int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *ev)
@@ -249,7 +265,7 @@ static int accept_session(drths_physsite_t *ps, const drths_udp_msg_t *d, uint64
 
     char from[80];
     drths_addr_format(&d->from, from, sizeof from);
-    drths_physsite_event(ps, 0, "numerical site connected from %s (session %016" PRIx64 ", %s)", from, sid,
+    event(ps, 0, "numerical site connected from %s (session %016" PRIx64 ", %s)", from, sid,
           h->software[0] ? h->software : "unknown software");
     send_hello_ack(ps);
 
@@ -261,7 +277,7 @@ static int accept_session(drths_physsite_t *ps, const drths_udp_msg_t *d, uint64
                 drths_sleep_until_ns(drths_now_ns() + ABORT_GAP_NS);
             send_stop_like(ps, DRTHS_MSG_ABORT, reason, 0, text);
         }
-        drths_physsite_event(ps, 1, "%s", text);
+        event(ps, 1, "%s", text);
         ps->exit_code = 1;
         snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", text);
         return 1;
@@ -372,7 +388,7 @@ static int finish(drths_physsite_t *ps, int code, const char *reason)
     /* Every end leaves the outputs neutral: the drive where it was, the damper at its safe
      * value. After a normal end or a HOLD the tick has done it already; once more is harmless. */
     if (drths_actuator_safe_state(&ps->act) != 0)
-        drths_physsite_event(ps, 1, "the DAQ's safe state could not be written at the end");
+        event(ps, 1, "the DAQ's safe state could not be written at the end");
     /* A command source (OpenFresco) has no UDP socket. */
     if (ps->udp && !ps->cfg.source)
         ps->kernel_drops = drths_udp_kernel_drops(ps->udp);
@@ -455,7 +471,7 @@ static int narrow_filter(drths_physsite_t *ps, int running)
     if (drths_udp_attach_filter(ps->udp, f.insns, f.len) != 0)
         return -1;
     if (running)
-        drths_physsite_event(ps, 0, "kernel filter: only session %016" PRIx64 " from the numerical site's "
+        event(ps, 0, "kernel filter: only session %016" PRIx64 " from the numerical site's "
                      "address reaches the site",
               ps->session_id);
     return 0;
@@ -491,13 +507,13 @@ int drths_physsite_run(drths_physsite_t *ps)
 
     const drths_actuator_t *a = &ps->act;
     int64_t dt_ns = a->dt_ns;
-    drths_physsite_event(ps, 0, "run started: loop delay L = %" PRIu32 " ticks (%.3f ms), epoch 1", a->L,
+    event(ps, 0, "run started: loop delay L = %" PRIu32 " ticks (%.3f ms), epoch 1", a->L,
           (double)a->L * (double)dt_ns * 1e-6);
     /* Commands arrive about L ticks minus the round trip ahead of their tick. With L chosen
      * from the round trip that is a small margin; a fixed L far above the round trip can put
      * them beyond the playout buffer. */
     if (ps->cfg.exp->link.loop_delay_ticks > 0 && (size_t)a->L >= a->p.playout_ticks)
-        drths_physsite_event(ps, 1,
+        event(ps, 1,
               "fixed loop delay L = %" PRIu32 " ticks is not below physical.playout_ticks = %zu: "
               "if the round trip is much shorter than L, commands arrive too far ahead and are "
               "dropped (raise physical.playout_ticks above L)",
@@ -539,30 +555,30 @@ int drths_physsite_run(drths_physsite_t *ps)
         }
         unsigned ev = ps->out.events;
         if (ev & DRTHS_ACT_EV_FIRST_COMMAND)
-            drths_physsite_event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
+            event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
                   drths_compensation_name(a->p.compensation));
         if (ev & DRTHS_ACT_EV_EPOCH)
-            drths_physsite_event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick,
+            event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick,
                   a->epoch, a->L);
         if (a->hold && !hold_reported) {
             hold_reported = 1;
             atomic_store(&ps->state, DRTHS_PHYSSITE_HOLD);
-            drths_physsite_event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
+            event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
         }
         if (ev & DRTHS_ACT_EV_HOLD) {
-            drths_physsite_event(ps, 1, "HOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
+            event(ps, 1, "HOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
                   a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
                                                     : "goes to the measured position",
                   a->hold_target_m, a->p.ramp_rate_m_s);
         }
         if (ev & DRTHS_ACT_EV_SETTLED)
-            drths_physsite_event(ps, 0, "tick %" PRIu64 ": HOLD: drive at %.6g m (%.3f s after HOLD began)", tick,
+            event(ps, 0, "tick %" PRIu64 ": HOLD: drive at %.6g m (%.3f s after HOLD began)", tick,
                   a->hold_target_m, (double)(tick - a->hold_tick) / a->p.rate_hz);
         if (ps->out.daq_rc) {
             drths_error_t derr;
             drths_daq_error(&ps->daq, &derr);
             /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
-            drths_physsite_event(ps, 1, "tick %" PRIu64 ": %s", tick, derr.msg);
+            event(ps, 1, "tick %" PRIu64 ": %s", tick, derr.msg);
         }
         drths_recorder_push(ps->rec, ps->out.row);
         ps->rows_pushed++;

@@ -14,6 +14,9 @@
  *      address and session are acted on), runs drths_actuator_tick, sends the FEEDBACK (and any
  *      ABORT), pushes the row to the recorder and wakes main every 256 rows;
  *   5. at the end of the record sends STOP three times 10 ms apart.
+ * With a command source in the config (drths_physsite_source_t: the OpenFresco analysis client,
+ * site-physical/openfresco_app.h) steps 2, 3 and 5 and the socket are replaced by the source's
+ * hooks, which feed the actuator; the tick loop, HOLD, records and summary are the same.
  * It never prints: start-up and end lines go to main through an SPSC ring of text events.
  * Whatever ends the run, the thread returns with exit_code and exit_reason set.
  *

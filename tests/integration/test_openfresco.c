@@ -1,7 +1,7 @@
 /* drths-physical --openfresco against a test client written from shared/OPENFRESCO-WIRE.md, on
  * 127.0.0.1: both wire variants (ShadowSite/actor, GenericTCP, genericClient), the quirks (a
  * getDaqResponse before any trial, stale values after the action code, DIE with and without a
- * reply, a client gone without DIE), a trial beyond the displacement limit, and the forces of an
+ * reply, a client gone without DIE), a trial far beyond the displacement limit, and the forces of an
  * elastic specimen (tests/data/openfresco/elastic.yaml: k = 2 MN/m, ideal actuator, no noise),
  * which must be k·d for every trial once the site answers. The site runs as a child process;
  * the assertions are on protocol, values, exit codes and summary.json, not on timing. */
@@ -31,7 +31,7 @@
 
 typedef struct site {
     pid_t pid;
-    FILE *out;       /* the child's stdout and stderr */
+    FILE *out; /* the child's stdout and stderr */
     int port;
     char dir[256];   /* run folder */
     char log[16384]; /* everything it printed */
@@ -60,9 +60,9 @@ static void site_start(site_t *s, const char *variant, const char *step)
         dup2(p[1], 2);
         close(p[0]);
         close(p[1]);
-        execl(exe, exe, "--experiment", exp, "--openfresco", "127.0.0.1:0",
-              "--openfresco-variant", variant, "--step-duration", step, "--wait-timeout", "20",
-              "--out", s->dir, "--quiet", (char *)NULL);
+        execl(exe, exe, "--experiment", exp, "--openfresco", "127.0.0.1:0", "--openfresco-variant",
+              variant, "--step-duration", step, "--wait-timeout", "20", "--out", s->dir, "--quiet",
+              (char *)NULL);
         _exit(127);
     }
     close(p[1]);

@@ -254,12 +254,9 @@ static void test_detect(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shadow_session),
-        cmocka_unit_test(test_shadow_large_data_size),
-        cmocka_unit_test(test_generic_tcp),
-        cmocka_unit_test(test_generic_client_element),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_shadow_session), cmocka_unit_test(test_shadow_large_data_size),
+        cmocka_unit_test(test_generic_tcp),    cmocka_unit_test(test_generic_client_element),
+        cmocka_unit_test(test_errors),         cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,7 +67,7 @@ static void test_target_reached_and_continuity(void **state)
         assert_true(fabs(xsw - 0.02496) < 1e-15); /* w3(0.6) = 1.6·2.6·3.6/6 = 2.496 */
         assert_true(drths_precor_command(&p, h, -0.02, 1, 1.0) == -0.02);
         assert_true(drths_precor_command(&p, h, -0.02, 1, 7.0) == -0.02); /* clamped */
-        assert_true(drths_precor_command(&p, h, -0.02, 1, -1.0) == 0.01);  /* clamped to f = 0 */
+        assert_true(drths_precor_command(&p, h, -0.02, 1, -1.0) == 0.01); /* clamped to f = 0 */
         double before = drths_precor_command(&p, h, -0.02, 1, 0.6 - 1e-9);
         double at = drths_precor_command(&p, h, -0.02, 1, 0.6);
         assert_true(fabs(at - xsw) < 1e-15);

@@ -130,18 +130,26 @@ int main(int argc, char **argv)
     long steps = -1;
     double dt = 0.01, scale = 1.0, step_dur = 0.01;
     static const struct option opts[] = {
-        {"connect", required_argument, NULL, 'c'}, {"record", required_argument, NULL, 'r'},
-        {"variant", required_argument, NULL, 'V'}, {"steps", required_argument, NULL, 'n'},
-        {"dt", required_argument, NULL, 'd'},      {"scale", required_argument, NULL, 's'},
+        {"connect", required_argument, NULL, 'c'},
+        {"record", required_argument, NULL, 'r'},
+        {"variant", required_argument, NULL, 'V'},
+        {"steps", required_argument, NULL, 'n'},
+        {"dt", required_argument, NULL, 'd'},
+        {"scale", required_argument, NULL, 's'},
         {"step-duration", required_argument, NULL, 'S'},
-        {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': connect_s = optarg; break;
-        case 'r': record = optarg; break;
+        case 'c':
+            connect_s = optarg;
+            break;
+        case 'r':
+            record = optarg;
+            break;
         case 'V':
             if (strcmp(optarg, "shadow") == 0)
                 shadow = 1;
@@ -152,13 +160,27 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'n': steps = strtol(optarg, NULL, 10); break;
-        case 'd': dt = strtod(optarg, NULL); break;
-        case 's': scale = strtod(optarg, NULL); break;
-        case 'S': step_dur = strtod(optarg, NULL); break;
-        case 'v': verbose = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'n':
+            steps = strtol(optarg, NULL, 10);
+            break;
+        case 'd':
+            dt = strtod(optarg, NULL);
+            break;
+        case 's':
+            scale = strtod(optarg, NULL);
+            break;
+        case 'S':
+            step_dur = strtod(optarg, NULL);
+            break;
+        case 'v':
+            verbose = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (!connect_s || !record || !(dt > 0.0) || !(step_dur > 0.0)) {
@@ -222,7 +244,8 @@ int main(int argc, char **argv)
     int64_t t0 = drths_now_ns(), tprev = t0;
     long done = 0;
     for (long k = 0; k < steps; k++) {
-        /* Central difference: (M/dt^2 + C/2dt) x+ = p - K x - r + (2M/dt^2) x - (M/dt^2 - C/2dt) x-. */
+        /* Central difference: (M/dt^2 + C/2dt) x+ = p - K x - r + (2M/dt^2) x - (M/dt^2 - C/2dt)
+         * x-. */
         for (int i = 0; i < NF; i++) {
             double kx = ks[i] * (x[i] - (i ? x[i - 1] : 0.0));
             if (i + 1 < NF)
@@ -269,7 +292,7 @@ int main(int argc, char **argv)
     close(fd);
     qsort(gap, (size_t)done, sizeof *gap, cmp_double);
     printf(PROG ": %ld steps (%s), wall %.4f s, configured %.4f s, protocol overhead %.4f s "
-           "(%.1f us/step)\n",
+                "(%.1f us/step)\n",
            done, shadow ? "ShadowSite" : "GenericTCP", wall, (double)done * step_dur,
            wall - (double)done * step_dur, done ? (wall - done * step_dur) / done * 1e6 : 0.0);
     if (done)
