@@ -21,14 +21,11 @@
 #define REPLY_POLL_NS 20000L /* the I/O thread looks for the RT thread's reply this often */
 #define START_POLL_NS INT64_C(1000000)
 
-/* I/O -> RT. */
-enum {
-    REQ_SETUP = 1, /* the sizes are known: the run can start */
-    REQ_TARGET,    /* a trial displacement */
-    REQ_MEASURE,   /* a measurement request: answer once the targets are reached */
-    REQ_DIE,       /* orderly end */
-    REQ_LOST,      /* connection closed, protocol error, no client: text says which */
-};
+#define REQ_SETUP DRTHS_OFR_REQ_SETUP
+#define REQ_TARGET DRTHS_OFR_REQ_TARGET
+#define REQ_MEASURE DRTHS_OFR_REQ_MEASURE
+#define REQ_DIE DRTHS_OFR_REQ_DIE
+#define REQ_LOST DRTHS_OFR_REQ_LOST
 
 typedef struct req {
     int kind;
@@ -126,7 +123,8 @@ double drths_ofr_app_step_rms_pct(const drths_ofr_app_t *app)
 
 /* ---- I/O thread ---------------------------------------------------------------------------- */
 
-static void push_req(drths_ofr_app_t *app, int kind, double disp, const char *text)
+void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp,
+                        const char *text)
 {
     req_t r;
     memset(&r, 0, sizeof r);
@@ -179,6 +177,15 @@ static int send_all(int fd, const uint8_t *buf, size_t n)
     return 0;
 }
 
+int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r)
+{
+    resp_t rr;
+    if (drths_ring_pop(&app->to_io, &rr) != 0)
+        return -EAGAIN;
+    *r = rr.r;
+    return 0;
+}
+
 /* Waits for the RT thread's answer to a measurement request. Returns 0, or -ECANCELED. */
 static int wait_response(drths_ofr_app_t *app, resp_t *out)
 {
@@ -213,7 +220,7 @@ static int accept_client(drths_ofr_app_t *app)
             char text[DRTHS_OFR_TEXT];
             snprintf(text, sizeof text, "no OpenFresco client connected within %g s",
                      app->cfg.accept_timeout_s);
-            push_req(app, REQ_LOST, 0.0, text);
+            drths_ofr_app_post(app, REQ_LOST, 0.0, text);
             return -ETIMEDOUT;
         }
     }
@@ -265,7 +272,7 @@ static void io_session(drths_ofr_app_t *app, int fd)
         ssize_t k = detect_variant(app, fd);
         if (k <= 0) {
             if (!atomic_load(&app->io_stop))
-                push_req(app, REQ_LOST, 0.0,
+                drths_ofr_app_post(app, REQ_LOST, 0.0,
                          "the OpenFresco client closed the connection before its first message");
             return;
         }
@@ -289,14 +296,14 @@ static void io_session(drths_ofr_app_t *app, int fd)
             else
                 snprintf(text, sizeof text, "the OpenFresco connection failed: %s",
                          strerror((int)-k));
-            push_req(app, REQ_LOST, 0.0, text);
+            drths_ofr_app_post(app, REQ_LOST, 0.0, text);
             return;
         }
         have = 0;
         app->io_messages++;
         if (drths_ofr_rx_parse(&app->rx, app->inbuf, need, &m) != 0) {
             snprintf(text, sizeof text, "OpenFresco protocol error: %s", m.text);
-            push_req(app, REQ_LOST, 0.0, text);
+            drths_ofr_app_post(app, REQ_LOST, 0.0, text);
             return;
         }
         size_t out = 0;
@@ -309,12 +316,12 @@ static void io_session(drths_ofr_app_t *app, int fd)
             out = drths_ofr_reply_open(app->outbuf, IO_BUF_BYTES);
             break;
         case DRTHS_OFR_MSG_SETUP:
-            push_req(app, REQ_SETUP, 0.0, NULL);
+            drths_ofr_app_post(app, REQ_SETUP, 0.0, NULL);
             break;
         case DRTHS_OFR_MSG_ACTION:
             switch (m.action) {
             case DRTHS_OFR_SET_TRIAL:
-                push_req(app, REQ_TARGET, m.disp[0], NULL);
+                drths_ofr_app_post(app, REQ_TARGET, m.disp[0], NULL);
                 break;
             case DRTHS_OFR_GET_DAQ:
             case DRTHS_OFR_GET_DISP:
@@ -322,7 +329,7 @@ static void io_session(drths_ofr_app_t *app, int fd)
             case DRTHS_OFR_GET_ACCEL:
             case DRTHS_OFR_GET_FORCE:
             case DRTHS_OFR_GET_TIME: {
-                push_req(app, REQ_MEASURE, 0.0, NULL);
+                drths_ofr_app_post(app, REQ_MEASURE, 0.0, NULL);
                 resp_t r;
                 if (wait_response(app, &r) != 0)
                     return;
@@ -357,14 +364,14 @@ static void io_session(drths_ofr_app_t *app, int fd)
                 if (!atomic_load(&app->io_stop)) {
                     snprintf(text, sizeof text, "sending to the OpenFresco client failed: %s",
                              strerror(-rc));
-                    push_req(app, REQ_LOST, 0.0, text);
+                    drths_ofr_app_post(app, REQ_LOST, 0.0, text);
                 }
                 return;
             }
             app->io_replies++;
         }
         if (last) {
-            push_req(app, REQ_DIE, 0.0, NULL);
+            drths_ofr_app_post(app, REQ_DIE, 0.0, NULL);
             return;
         }
     }

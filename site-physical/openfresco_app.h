@@ -116,6 +116,22 @@ typedef struct drths_ofr_app {
     double sum_err2, sum_tgt2, max_abs_err; /* measured - target at each step end */
 } drths_ofr_app_t;
 
+/* What the I/O thread hands the RT thread. */
+typedef enum drths_ofr_req_kind {
+    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known: the run can start */
+    DRTHS_OFR_REQ_TARGET,    /* a trial displacement */
+    DRTHS_OFR_REQ_MEASURE,   /* a measurement request: answered once the targets are reached */
+    DRTHS_OFR_REQ_DIE,       /* orderly end */
+    DRTHS_OFR_REQ_LOST,      /* connection closed, protocol error, no client: text says which */
+} drths_ofr_req_kind_t;
+
+/* The I/O thread's side of the two rings, public so that a test can drive the RT hooks in
+ * virtual time without a socket (only when no I/O thread runs). post waits while the ring is
+ * full unless the app is stopping; take returns 0 with the oldest answer, or -EAGAIN. */
+void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp,
+                        const char *text);
+int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r);
+
 /* Validates cfg (errors name the option), parses the address, creates the rings and the
  * buffers and opens the listening TCP socket (SO_REUSEADDR). A failed init leaves nothing to
  * close. init-only. */
