@@ -694,10 +694,13 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     if (ps->other_session)
         drths_json_int(&j, "OTHER_SESSION", (int64_t)ps->other_session);
     drths_json_object_end(&j);
-    /* Not by reason: what the kernel filter refused plus any receive-buffer overflow. */
-    drths_json_bool(&j, "kernel_filter", ps->cfg.kernel_filter);
-    if (ps->kernel_drops >= 0)
-        drths_json_int(&j, "kernel_drops", ps->kernel_drops);
+    /* Not by reason: what the kernel filter refused plus any receive-buffer overflow (a
+     * command source such as OpenFresco has no UDP socket). */
+    if (!ps->cfg.source) {
+        drths_json_bool(&j, "kernel_filter", ps->cfg.kernel_filter);
+        if (ps->kernel_drops >= 0)
+            drths_json_int(&j, "kernel_drops", ps->kernel_drops);
+    }
 
     const drths_hist_t *lh = &a->lateness_ns;
     drths_json_object_begin(&j, "tick_lateness_us");
