@@ -27,6 +27,14 @@ int drths_recorder_open(drths_recorder_t *r, const char *path, const char *const
     return rc;
 }
 
+size_t drths_recorder_rows_for(double rate_hz)
+{
+    size_t rows = 4096;
+    while (rows < 2.0 * rate_hz && rows < ((size_t)1 << 24))
+        rows <<= 1;
+    return rows;
+}
+
 int drths_recorder_push(drths_recorder_t *r, const double *row)
 {
     return drths_ring_push(&r->ring, row);

@@ -29,6 +29,11 @@ typedef struct drths_recorder {
 int drths_recorder_open(drths_recorder_t *r, const char *path, const char *const *names,
                         int ncols, size_t capacity, drths_error_t *err);
 
+/* The ring size for a loop at rate_hz: about two seconds of rows (a power of two, at least
+ * 4096), which rides out a disk that stalls for seconds while the ring is drained every 50 ms,
+ * and keeps the resident memory that mlockall pins small. init-only. */
+size_t drths_recorder_rows_for(double rate_hz);
+
 /* Queues one row of ncols values. Returns 0 or -ENOBUFS (dropped and counted). RT-safe. */
 int drths_recorder_push(drths_recorder_t *r, const double *row);
 

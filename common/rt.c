@@ -112,6 +112,19 @@ int drths_rt_lock_memory(size_t prefault_stack_bytes)
     return r;
 }
 
+int drths_rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    int r = pthread_attr_init(&attr);
+    if (r)
+        return -r;
+    r = pthread_attr_setstacksize(&attr, DRTHS_RT_STACK_BYTES);
+    if (!r)
+        r = pthread_create(t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return -r;
+}
+
 int drths_rt_open_dma_latency(const char *path, int32_t usec)
 {
     int fd = open(path ? path : DMA_LATENCY_PATH, O_WRONLY | O_CLOEXEC);

@@ -22,6 +22,8 @@
 #ifndef DRTHS_RT_H
 #define DRTHS_RT_H
 
+#include <pthread.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +81,13 @@ int drths_rt_apply_thread(const drths_rt_options_t *o, drths_rt_report_t *rep);
  * 0, -EINVAL when the prefault exceeds half the thread's stack (nothing is done), or mlockall's
  * negative errno (the stack is prefaulted anyway). init-only. */
 int drths_rt_lock_memory(size_t prefault_stack_bytes);
+
+/* The RT thread's stack: the default 8 MiB would all be locked and resident under mlockall;
+ * the loops use a few tens of KiB (the prefault touches DRTHS_RT_STACK_BYTES / 4). */
+#define DRTHS_RT_STACK_BYTES ((size_t)1 << 20)
+
+/* pthread_create with a DRTHS_RT_STACK_BYTES stack. Returns 0 or a negative errno. init-only. */
+int drths_rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* Opens path (NULL: /dev/cpu_dma_latency) and writes usec as the PM QoS request. The request
  * holds only while the returned descriptor stays open. Returns the descriptor (>= 0) or a

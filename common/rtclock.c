@@ -52,14 +52,24 @@ int drths_ticker_init(drths_ticker_t *t, int64_t period_ns, int64_t start_ns,
     return 0;
 }
 
+int drths_ticker_set_spin(drths_ticker_t *t, int64_t spin_ns)
+{
+    if (spin_ns < 0)
+        return -EINVAL;
+    t->spin_ns = spin_ns;
+    return 0;
+}
+
 int drths_ticker_wait(drths_ticker_t *t, uint64_t *tick)
 {
     /* A deadline already passed returns from the sleep at once, which is how a late loop
      * catches up without skipping ticks. */
-    int r = t->sleep_until(t->ctx, t->next_deadline_ns);
+    int r = t->sleep_until(t->ctx, t->next_deadline_ns - t->spin_ns);
     if (r < 0)
         return r;
     int64_t now = t->clock(t->ctx);
+    while (now < t->next_deadline_ns)
+        now = t->clock(t->ctx);
     t->tick = t->next_tick;
     t->deadline_ns = t->next_deadline_ns;
     t->lateness_ns = now - t->deadline_ns;

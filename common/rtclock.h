@@ -67,6 +67,7 @@ typedef struct drths_ticker {
     int64_t period_ns;
     int64_t start_ns;          /* deadline of tick 0 */
     int64_t late_threshold_ns; /* lateness above this counts as a late tick */
+    int64_t spin_ns;           /* sleep until this long before the deadline, then spin (0) */
     uint64_t next_tick;        /* index the next drths_ticker_wait returns */
     int64_t next_deadline_ns;  /* start_ns + next_tick·period_ns */
     /* The current tick (the one the last wait returned): */
@@ -88,6 +89,12 @@ typedef struct drths_ticker {
 int drths_ticker_init(drths_ticker_t *t, int64_t period_ns, int64_t start_ns,
                       int64_t late_threshold_ns, drths_clock_fn clock,
                       drths_sleep_until_fn sleep_until, void *ctx);
+
+/* Sleeps only until spin_ns before each deadline and spins on the clock for the rest, so the
+ * wake-up latency of the sleep (tens of µs on a virtual machine) is paid before the deadline
+ * instead of after it. Costs spin_ns of CPU per tick; spin_ns >= period_ns spins always.
+ * spin_ns < 0 is -EINVAL. init-only. */
+int drths_ticker_set_spin(drths_ticker_t *t, int64_t spin_ns);
 
 /* Sleeps until the next tick's deadline, then records when it woke. Returns 0 with *tick set to
  * the tick's index (each index exactly once, in order, none skipped), or the sleep's negative

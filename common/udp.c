@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -208,6 +209,42 @@ int drths_udp_wait(drths_udp_t *u, int64_t deadline_ns)
         if (errno != EINTR)
             return -errno;
     }
+}
+
+int drths_udp_wait_spin(drths_udp_t *u, int64_t deadline_ns, int64_t spin_ns)
+{
+    int64_t now = drths_now_ns();
+    int64_t spin_end = spin_ns < deadline_ns - now ? now + spin_ns : deadline_ns;
+    struct pollfd p = {.fd = u->fd, .events = POLLIN};
+    while (now < spin_end) {
+        int rc = poll(&p, 1, 0);
+        if (rc > 0)
+            return 1;
+        if (rc < 0 && errno != EINTR)
+            return -errno;
+        now = drths_now_ns();
+    }
+    return drths_udp_wait(u, deadline_ns);
+}
+
+int drths_udp_attach_filter(drths_udp_t *u, const struct sock_filter *insns, unsigned short len)
+{
+    struct sock_fprog prog = {.len = len, .filter = (struct sock_filter *)insns};
+    return setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) == 0 ? 0 : -errno;
+}
+
+int drths_udp_connect(drths_udp_t *u, const drths_addr_t *peer)
+{
+    return connect(u->fd, (const struct sockaddr *)&peer->ss, peer->len) == 0 ? 0 : -errno;
+}
+
+int64_t drths_udp_kernel_drops(const drths_udp_t *u)
+{
+    uint32_t mem[SK_MEMINFO_VARS];
+    socklen_t len = sizeof mem;
+    if (getsockopt(u->fd, SOL_SOCKET, SO_MEMINFO, mem, &len) != 0)
+        return -errno;
+    return len > SK_MEMINFO_DROPS * sizeof mem[0] ? (int64_t)mem[SK_MEMINFO_DROPS] : -ENOTSUP;
 }
 
 void drths_udp_close(drths_udp_t *u)

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/filter.h>
 #include <sys/socket.h>
 
 #include "common/error.h"
@@ -65,6 +66,24 @@ int drths_udp_recv(drths_udp_t *u, drths_udp_msg_t *msgs, int max);
  * Returns 1 if readable, 0 on timeout, negative errno on error (EINTR is retried). RT-safe
  * (ppoll). */
 int drths_udp_wait(drths_udp_t *u, int64_t deadline_ns);
+
+/* Attaches a classic BPF socket filter (SO_ATTACH_FILTER; protocol/wire_filter.h builds the
+ * drths one), replacing any earlier one. Returns 0 or a negative errno. RT-safe (one
+ * setsockopt, no allocation in user space). */
+int drths_udp_attach_filter(drths_udp_t *u, const struct sock_filter *insns, unsigned short len);
+
+/* Connects the socket to peer: from then on the kernel drops datagrams from any other address
+ * before they are queued. Sending with drths_udp_send to peer still works. RT-safe. */
+int drths_udp_connect(drths_udp_t *u, const drths_addr_t *peer);
+
+/* Datagrams the kernel dropped for this socket (filter refused them or the receive buffer was
+ * full; SO_MEMINFO), or a negative errno. RT-safe. */
+int64_t drths_udp_kernel_drops(const drths_udp_t *u);
+
+/* drths_udp_wait that first busy-polls (poll with a zero timeout) for up to spin_ns, then
+ * sleeps in ppoll: a datagram that comes within spin_ns is seen without the scheduler's wake-up
+ * latency, at the cost of a CPU while it spins. spin_ns 0 is drths_udp_wait. RT-safe. */
+int drths_udp_wait_spin(drths_udp_t *u, int64_t deadline_ns, int64_t spin_ns);
 
 void drths_udp_close(drths_udp_t *u);
 

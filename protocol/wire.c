@@ -180,6 +180,11 @@ static bool role_sends(drths_role_t sender, int type)
     }
 }
 
+int drths_wire_role_sends(drths_role_t sender, int type)
+{
+    return role_sends(sender, type);
+}
+
 static drths_role_t peer_of(drths_role_t self)
 {
     return self == DRTHS_ROLE_NUMERICAL ? DRTHS_ROLE_PHYSICAL : DRTHS_ROLE_NUMERICAL;

@@ -293,4 +293,7 @@ drths_reject_t drths_wire_open_hello(drths_wire_rx_t *rx, const uint8_t *buf, si
  * authenticated: use it to route a datagram, never to act on it. RT-safe. */
 drths_reject_t drths_wire_peek_header(const uint8_t *buf, size_t len, drths_wire_header_t *h);
 
+/* 1 if a site of role sender may send messages of this type (PROTOCOL.md section 9). RT-safe. */
+int drths_wire_role_sends(drths_role_t sender, int type);
+
 #endif

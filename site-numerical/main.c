@@ -30,8 +30,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: drths-numerical --experiment FILE [--peer HOST:PORT] [--key FILE] [--out DIR]\n"
             "                       [--connect-timeout S] [--peer-timeout S] [--require-rt]\n"
-            "                       [--quiet] [--monitor HOST:PORT [--monitor-token FILE]\n"
-            "                       [--wait-start]]\n"
+            "                       [--cpu N] [--wait block|spin|hybrid:US] [--quiet]\n"
+            "                       [--monitor HOST:PORT [--monitor-token FILE] [--wait-start]]\n"
             "       drths-numerical --experiment FILE --reference [--out DIR] [--quiet]\n"
             "\n"
             "Without --reference: the numerical site of a hybrid run. It connects to the actuator\n"
@@ -45,6 +45,10 @@ static void usage(FILE *f)
             "  --connect-timeout S  give up when the actuator site does not answer (default 10)\n"
             "  --peer-timeout S     stop when nothing valid arrives for S s in the run (default 1)\n"
             "  --require-rt         fail unless SCHED_FIFO and mlockall are granted\n"
+            "  --cpu N              pin the real-time thread to CPU N\n"
+            "  --wait MODE          how the real-time thread waits for the feedback: block (sleep\n"
+            "                       in the kernel; default), spin (busy-poll: the least latency,\n"
+            "                       a whole CPU), hybrid:US (busy-poll US microseconds, then sleep)\n"
             "  --reference          run the monolithic reference: structure and virtual specimen\n"
             "                       in one process, no network, no actuator\n"
             "  --out DIR            run folder (default: <output.directory>/<date>-<name>-numerical\n"
@@ -131,6 +135,8 @@ typedef struct options {
     const char *experiment, *out, *peer, *key, *monitor, *monitor_token;
     double connect_timeout_s, peer_timeout_s;
     int reference, quiet, require_rt, wait_start;
+    int cpu; /* --cpu, -1 none */
+    int64_t wait_spin_ns; /* --wait */
 } options_t;
 
 /* Everything the main thread, the libuv callbacks and the RT thread share. */
@@ -428,6 +434,12 @@ static int run_hybrid(const options_t *o)
     }
     printf("drths-numerical: hybrid run of '%s' at %.0f Hz\n", exp.name, exp.rate_hz);
     printf("peer: actuator site at %s\n", app->site.peer_text);
+    app->site.wait_spin_ns = o->wait_spin_ns;
+    if (o->wait_spin_ns == INT64_MAX)
+        printf("wait: the real-time thread busy-polls for the feedback (--wait spin)\n");
+    else if (o->wait_spin_ns > 0)
+        printf("wait: busy-polls %.0f us for the feedback, then sleeps (--wait hybrid)\n",
+               (double)o->wait_spin_ns * 1e-3);
     if (key_path)
         printf("key: %s (key id %s)\n", key_path, key_id);
     else
@@ -473,15 +485,16 @@ static int run_hybrid(const options_t *o)
     app->started = !o->wait_start;
     drths_rt_options_default(&app->rt_opts);
     app->rt_opts.require = o->require_rt;
+    app->rt_opts.cpu = o->cpu;
     sem_init(&app->ready, 0, 0);
     sem_init(&app->go, 0, 0);
     pthread_t thread;
     int64_t t_start = drths_now_ns();
     int exit_code = 1, started = 0;
     char reason[700] = "";
-    if ((rc = pthread_create(&thread, NULL, rt_thread, app)) != 0) {
+    if ((rc = drths_rt_thread_create(&thread, rt_thread, app)) != 0) {
         fprintf(stderr, "drths-numerical: cannot start the real-time thread: %s\n",
-                strerror(rc));
+                strerror(-rc));
         snprintf(reason, sizeof reason, "cannot start the real-time thread");
         goto finish_nothread;
     }
@@ -538,7 +551,8 @@ static int run_hybrid(const options_t *o)
     snprintf(path, sizeof path, "%s/numerical.csv", dir);
     if ((rc = drths_hybrid_init(&app->hyb, &exp, &hp, &err)) != 0 ||
         (rc = drths_recorder_open(&app->rec, path, (const char *const *)app->hyb.colnames,
-                                  app->hyb.ncols, (size_t)1 << 16, &err)) != 0) {
+                                  app->hyb.ncols, drths_recorder_rows_for(exp.rate_hz),
+                                  &err)) != 0) {
         snprintf(reason, sizeof reason, "%s", err.msg);
         fprintf(stderr, "drths-numerical: %s\n", reason);
         exit_code = rc == -ENOTSUP || rc == -EINVAL ? DRTHS_EXIT_CONFIG : 1;
@@ -683,7 +697,7 @@ finish_nothread:
 
 int main(int argc, char **argv)
 {
-    options_t o = {.connect_timeout_s = 10.0, .peer_timeout_s = 1.0};
+    options_t o = {.connect_timeout_s = 10.0, .peer_timeout_s = 1.0, .cpu = -1};
     static const struct option opts[] = {
         {"experiment", required_argument, NULL, 'e'},
         {"reference", no_argument, NULL, 'r'},
@@ -693,6 +707,8 @@ int main(int argc, char **argv)
         {"connect-timeout", required_argument, NULL, 'c'},
         {"peer-timeout", required_argument, NULL, 't'},
         {"require-rt", no_argument, NULL, 'R'},
+        {"cpu", required_argument, NULL, 'C'},
+        {"wait", required_argument, NULL, 'W'},
         {"quiet", no_argument, NULL, 'q'},
         {"monitor", required_argument, NULL, 'M'},
         {"monitor-token", required_argument, NULL, 'T'},
@@ -733,6 +749,31 @@ int main(int argc, char **argv)
         }
         case 'R':
             o.require_rt = 1;
+            break;
+        case 'C': {
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 0 || v > 4095) {
+                fprintf(stderr, "drths-numerical: --cpu: '%s' is not a CPU number 0..4095\n",
+                        optarg);
+                return DRTHS_EXIT_CONFIG;
+            }
+            o.cpu = (int)v;
+            break;
+        }
+        case 'W':
+            if (strcmp(optarg, "block") == 0) {
+                o.wait_spin_ns = 0;
+            } else if (strcmp(optarg, "spin") == 0) {
+                o.wait_spin_ns = INT64_MAX;
+            } else {
+                long us = strncmp(optarg, "hybrid:", 7) == 0 ? strtol(optarg + 7, &end, 10) : -1;
+                if (us <= 0 || us > 1000000 || *end) {
+                    fprintf(stderr, "drths-numerical: --wait: '%s' is not block, spin or "
+                                    "hybrid:US (US = 1..1000000 microseconds)\n", optarg);
+                    return DRTHS_EXIT_CONFIG;
+                }
+                o.wait_spin_ns = (int64_t)us * 1000;
+            }
             break;
         case 'q':
             o.quiet = 1;

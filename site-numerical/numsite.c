@@ -382,7 +382,7 @@ void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *
         int64_t until = a.wake_ns;
         if (until > now + IDLE_NS)
             until = now + IDLE_NS; /* to see a stop request soon */
-        drths_udp_wait(&s->udp, until);
+        drths_udp_wait_spin(&s->udp, until, s->wait_spin_ns);
     }
     s->run_end_ns = drths_now_ns();
     if (wake)

@@ -44,6 +44,7 @@ typedef struct drths_numsite {
     drths_udp_msg_t *batch; /* DRTHS_UDP_BATCH slots, owned */
     uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
     int64_t dt_ns;
+    int64_t wait_spin_ns; /* --wait: busy-poll this long before sleeping (drths_udp_wait_spin) */
     /* start-up probes */
     drths_probe_stats_t probes;
     uint64_t probes_sent, probes_answered;

@@ -20,16 +20,20 @@
 #include "common/rt.h"
 #include "common/udp.h"
 #include "protocol/crypto.h"
+#include "site-physical/openfresco_app.h"
 #include "site-physical/physsite.h"
 
-#define RECORDER_ROWS (1u << 16) /* 13 s of rows at 5 kHz between drains (every 50 ms) */
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
-            "                      [--out DIR] [--wait-timeout S] [--require-rt] [--quiet]\n"
+            "                      [--out DIR] [--wait-timeout S] [--require-rt] [--cpu N]\n"
+            "                      [--tick-spin US] [--kernel-filter] [--quiet]\n"
             "                      [--monitor HOST:PORT [--monitor-token FILE] [--wait-start]]\n"
+            "       drths-physical --experiment FILE --openfresco HOST:PORT [--step-duration S]\n"
+            "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
+            "                      [--predict-fraction F] [--out DIR] [--wait-timeout S] ...\n"
             "\n"
             "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
             "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
@@ -38,11 +42,25 @@ static void usage(FILE *f)
             "  --out DIR           run folder (default: <output.directory>/<date>-<name>-physical)\n"
             "  --wait-timeout S    how long to wait for the numerical site (default 300)\n"
             "  --require-rt        fail unless real-time scheduling and memory locking apply\n"
+            "  --cpu N             pin the control thread to CPU N (isolate it with isolcpus=N)\n"
+            "  --tick-spin US      sleep until US microseconds before each tick, then spin: trades\n"
+            "                      US/period of a CPU for the timer's wake-up latency (default 0)\n"
+            "  --kernel-filter     drop malformed datagrams, other sessions and other senders in\n"
+            "                      the kernel (counted only as kernel_drops in summary.json, not by\n"
+            "                      reason); for a site reachable from the Internet\n"
             "  --quiet             no status line\n"
             "  --monitor HOST:PORT send telemetry (50 frames/s) to drths-monitor and accept its\n"
             "                      Start / Stop / Abort (Stop and Abort act as SIGTERM: HOLD)\n"
             "  --monitor-token FILE  control datagrams must carry the token in FILE\n"
             "  --wait-start        wait for Start from the monitor before taking part\n"
+            "  --openfresco HOST:PORT  be the laboratory side of an OpenSees/OpenFresco analysis\n"
+            "                      (expSite ShadowSite, expControl GenericTCP, element\n"
+            "                      genericClient) on this TCP address instead of waiting for a\n"
+            "                      numerical site (docs/openfresco.md)\n"
+            "  --step-duration S   wall time per analysis step (default 0.01)\n"
+            "  --openfresco-variant auto|shadow|generic  wire variant (default auto)\n"
+            "  --precor d|lpd      corrector: PreCor-D (default) or PreCor-LPD\n"
+            "  --predict-fraction F  fraction of a step predicted before correcting (0.6)\n"
             "  -h, --help          this text\n"
             "\n"
             "Exit status: 0 run completed, 1 run failed (no peer, peer lost, abort, hold),\n"
@@ -89,7 +107,10 @@ static void print_events(app_t *app)
             drths_rt_report_line(&ps->rt_report, i, line, sizeof line);
             printf("  %s\n", line);
         }
-        if (ps->rt_rc == 0)
+        if (ps->cfg.tick_spin_ns > 0)
+            printf("  tick: sleeps to %.0f us before each deadline, then spins\n",
+                   (double)ps->cfg.tick_spin_ns * 1e-3);
+        if (ps->rt_rc == 0 && !ps->cfg.source)
             printf("  waiting for the numerical site (up to %g s)\n", ps->cfg.wait_timeout_s);
         fflush(stdout);
     }
@@ -284,6 +305,19 @@ static void *rt_main(void *arg)
     return NULL;
 }
 
+static int parse_int(const char *text, const char *opt, long min, long max, long *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || v < min || v > max) {
+        fprintf(stderr, "drths-physical: %s: '%s' is not an integer in %ld..%ld\n", opt, text,
+                min, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 static int parse_seconds(const char *text, const char *opt, double *out)
 {
     char *end;
@@ -358,8 +392,23 @@ int main(int argc, char **argv)
     const char *experiment = NULL, *out = NULL, *listen = NULL, *key_file = NULL;
     const char *monitor = NULL, *monitor_token = NULL;
     double wait_timeout = 300.0;
-    int require_rt = 0, quiet = 0, wait_start = 0;
+    int require_rt = 0, quiet = 0, kernel_filter = 0, wait_start = 0;
+    long cpu = -1, tick_spin_us = 0;
+    const char *openfresco = NULL;
+    static drths_ofr_app_t ofr;
+    int ofr_open = 0;
+    drths_ofr_app_config_t ocfg;
+    memset(&ocfg, 0, sizeof ocfg);
+    ocfg.variant = DRTHS_OFR_AUTO;
+    ocfg.precor.mode = DRTHS_PRECOR_D;
+    ocfg.precor.predict_fraction = DRTHS_PRECOR_DEFAULT_FRACTION;
+    ocfg.step_duration_s = 0.01;
     static const struct option opts[] = {
+        {"openfresco", required_argument, NULL, 'O'},
+        {"step-duration", required_argument, NULL, 'D'},
+        {"openfresco-variant", required_argument, NULL, 'V'},
+        {"precor", required_argument, NULL, 'P'},
+        {"predict-fraction", required_argument, NULL, 'F'},
         {"experiment", required_argument, NULL, 'e'},
         {"listen", required_argument, NULL, 'l'},
         {"key", required_argument, NULL, 'k'},
@@ -367,9 +416,12 @@ int main(int argc, char **argv)
         {"wait-timeout", required_argument, NULL, 'w'},
         {"require-rt", no_argument, NULL, 'R'},
         {"quiet", no_argument, NULL, 'q'},
+        {"kernel-filter", no_argument, NULL, 'K'},
+        {"cpu", required_argument, NULL, 'C'},
+        {"tick-spin", required_argument, NULL, 'S'},
         {"monitor", required_argument, NULL, 'M'},
         {"monitor-token", required_argument, NULL, 'T'},
-        {"wait-start", no_argument, NULL, 'S'},
+        {"wait-start", no_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -385,10 +437,48 @@ int main(int argc, char **argv)
                 return DRTHS_EXIT_CONFIG;
             break;
         case 'R': require_rt = 1; break;
+        case 'O': openfresco = optarg; break;
+        case 'D':
+            if (parse_seconds(optarg, "--step-duration", &ocfg.step_duration_s))
+                return DRTHS_EXIT_CONFIG;
+            break;
+        case 'V':
+            if (drths_ofr_variant_parse(optarg, &ocfg.variant) != 0) {
+                fprintf(stderr, "drths-physical: --openfresco-variant: '%s' is not auto, shadow "
+                        "or generic\n", optarg);
+                return DRTHS_EXIT_CONFIG;
+            }
+            break;
+        case 'P':
+            if (drths_precor_mode_parse(optarg, &ocfg.precor.mode) != 0) {
+                fprintf(stderr, "drths-physical: --precor: '%s' is not d or lpd\n", optarg);
+                return DRTHS_EXIT_CONFIG;
+            }
+            break;
+        case 'F': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (!*optarg || *end || !(v >= 0.0 && v < 1.0)) {
+                fprintf(stderr, "drths-physical: --predict-fraction: '%s' is not in [0, 1)\n",
+                        optarg);
+                return DRTHS_EXIT_CONFIG;
+            }
+            ocfg.precor.predict_fraction = v;
+            break;
+        }
         case 'q': quiet = 1; break;
+        case 'K': kernel_filter = 1; break;
+        case 'C':
+            if (parse_int(optarg, "--cpu", 0, 4095, &cpu))
+                return DRTHS_EXIT_CONFIG;
+            break;
+        case 'S':
+            if (parse_int(optarg, "--tick-spin", 0, 1000000, &tick_spin_us))
+                return DRTHS_EXIT_CONFIG;
+            break;
         case 'M': monitor = optarg; break;
         case 'T': monitor_token = optarg; break;
-        case 'S': wait_start = 1; break;
+        case 'W': wait_start = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return DRTHS_EXIT_CONFIG;
         }
@@ -423,8 +513,11 @@ int main(int argc, char **argv)
     cfg.exp = &exp;
     cfg.wait_timeout_s = wait_timeout;
     cfg.silence_timeout_s = 10.0;
+    cfg.kernel_filter = kernel_filter;
     drths_rt_options_default(&cfg.rt);
     cfg.rt.require = require_rt;
+    cfg.rt.cpu = (int)cpu;
+    cfg.tick_spin_ns = (int64_t)tick_spin_us * 1000;
     app.rate_hz = exp.rate_hz;
 
     if (drths_experiment_fingerprint(&exp, cfg.fingerprint, &err) != 0) {
@@ -446,6 +539,20 @@ int main(int argc, char **argv)
         drths_key_rehearsal(cfg.psk);
         rehearsal_key = 1;
         snprintf(key_line, sizeof key_line, "rehearsal key (public)");
+    }
+
+    if (openfresco) {
+        ocfg.listen = openfresco;
+        ocfg.accept_timeout_s = wait_timeout;
+        int orc = drths_ofr_app_init(&ofr, &ocfg, &err);
+        if (orc != 0) {
+            fprintf(stderr, "drths-physical: %s\n", err.msg);
+            code = orc == -EINVAL ? DRTHS_EXIT_CONFIG : 1;
+            goto out_exp;
+        }
+        ofr_open = 1;
+        cfg.source = drths_ofr_app_source();
+        cfg.source_ctx = &ofr;
     }
 
     drths_addr_t laddr;
@@ -472,7 +579,8 @@ int main(int argc, char **argv)
         code = 1;
         goto out_exp;
     }
-    if (drths_udp_open(&udp, &laddr, NULL, &err) != 0) {
+    udp.fd = -1;
+    if (!openfresco && drths_udp_open(&udp, &laddr, NULL, &err) != 0) {
         fprintf(stderr, "drths-physical: %s\n", err.msg);
         code = 1;
         goto out_ps;
@@ -499,7 +607,7 @@ int main(int argc, char **argv)
     }
     if (drths_path_join(path, sizeof path, dir, "physical.csv") != 0 ||
         drths_recorder_open(&app.rec, path, drths_actuator_columns, DRTHS_ACT_NCOLS,
-                            RECORDER_ROWS, &err) != 0) {
+                            drths_recorder_rows_for(exp.rate_hz), &err) != 0) {
         fprintf(stderr, "drths-physical: %s\n", err.msg[0] ? err.msg : "run folder path too long");
         code = 1;
         goto out_udp;
@@ -507,11 +615,17 @@ int main(int argc, char **argv)
 
     char fphex[65], addr[80];
     drths_experiment_fingerprint_hex(cfg.fingerprint, fphex);
-    drths_addr_format(&laddr, addr, sizeof addr);
     printf("drths-physical: experiment '%s' (fingerprint %.16s..)\n", exp.name, fphex);
-    printf("  listening on %s, %s\n", addr, key_line);
+    if (openfresco) {
+        drths_addr_format(&ofr.laddr, addr, sizeof addr);
+        printf("  OpenFresco: listening on TCP %s (variant %s)\n", addr,
+               drths_ofr_variant_name(ocfg.variant));
+    } else {
+        drths_addr_format(&laddr, addr, sizeof addr);
+        printf("  listening on %s, %s\n", addr, key_line);
+    }
     fflush(stdout);
-    if (rehearsal_key)
+    if (rehearsal_key && !openfresco)
         fprintf(stderr,
                 "drths-physical: warning: no key file (link.key_file or --key): using the public "
                 "rehearsal key, which protects nothing; use it only to rehearse on one machine\n");
@@ -579,10 +693,19 @@ int main(int argc, char **argv)
             uv_run(app.loop, UV_RUN_ONCE);
     }
 
+    if (openfresco && drths_ofr_app_start(&ofr, &err) != 0) {
+        fprintf(stderr, "drths-physical: %s\n", err.msg);
+        atomic_store(&app.ps.done, 1);
+        shutdown_loop(&app);
+        uv_run(app.loop, UV_RUN_DEFAULT);
+        drths_recorder_close(&app.rec, NULL);
+        code = 1;
+        goto out_udp;
+    }
     pthread_t th;
-    int prc = pthread_create(&th, NULL, rt_main, &app.ps);
+    int prc = drths_rt_thread_create(&th, rt_main, &app.ps);
     if (prc != 0) {
-        fprintf(stderr, "drths-physical: cannot start the control thread: %s\n", strerror(prc));
+        fprintf(stderr, "drths-physical: cannot start the control thread: %s\n", strerror(-prc));
         atomic_store(&app.ps.done, 1);
         shutdown_loop(&app);
         uv_run(app.loop, UV_RUN_DEFAULT);
@@ -592,6 +715,8 @@ int main(int argc, char **argv)
     }
     uv_run(app.loop, UV_RUN_DEFAULT);
     pthread_join(th, NULL);
+    if (openfresco)
+        drths_ofr_app_stop(&ofr);
     print_events(&app);
     clear_status(&app);
 
@@ -609,6 +734,12 @@ int main(int argc, char **argv)
         code = 1;
     }
     print_summary(&app, dir);
+    if (openfresco)
+        printf("  OpenFresco: %" PRIu64 " steps reached of %" PRIu64 " trials, %" PRIu64
+               " late targets (%" PRIu64 " ticks held), step-end tracking RMS error %.3f %%, "
+               "peak %.4f mm\n",
+               ofr.steps_reached, ofr.targets, ofr.late_targets, ofr.held_ticks,
+               drths_ofr_app_step_rms_pct(&ofr), ofr.max_abs_err * 1e3);
     if (app.tlm_on) {
         char text[800];
         snprintf(text, sizeof text, "%s (exit %d)", app.ps.exit_reason, code);
@@ -620,6 +751,8 @@ int main(int argc, char **argv)
 out_udp:
     drths_telemetry_close(&app.tlm);
     drths_udp_close(&udp);
+    if (openfresco)
+        drths_ofr_app_stop(&ofr);
 out_ps:
     if (!app.closing) {
         uv_close((uv_handle_t *)&app.async, NULL);
@@ -630,6 +763,8 @@ out_ps:
     drths_physsite_close(&app.ps);
     uv_loop_close(app.loop);
 out_exp:
+    if (ofr_open)
+        drths_ofr_app_close(&ofr);
     drths_crypto_wipe(cfg.psk, sizeof cfg.psk);
     drths_experiment_close(&exp);
     return code;

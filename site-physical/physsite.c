@@ -12,6 +12,7 @@
 #include "common/rtclock.h"
 #include "common/setup.h"
 #include "common/stats.h"
+#include "protocol/wire_filter.h"
 
 #define EVENT_CAPACITY 64
 #define START_DELAY_NS INT64_C(5000000)      /* tick 0 is due 5 ms after EPOCH 1 */
@@ -23,20 +24,33 @@
 
 /* ---- events to main ------------------------------------------------------------------------ */
 
+static void vevent(drths_physsite_t *ps, int warning, const char *fmt, va_list ap)
+{
+    drths_physsite_event_t ev;
+    ev.warning = warning;
+    vsnprintf(ev.text, sizeof ev.text, fmt, ap);
+    (void)drths_ring_push(&ps->events, &ev);
+    if (ps->cfg.wake)
+        ps->cfg.wake(ps->cfg.wake_ctx);
+}
+
 static void event(drths_physsite_t *ps, int warning, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void event(drths_physsite_t *ps, int warning, const char *fmt, ...)
 {
-    drths_physsite_event_t ev;
-    ev.warning = warning;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ev.text, sizeof ev.text, fmt, ap);
+    vevent(ps, warning, fmt, ap);
     va_end(ap);
-    (void)drths_ring_push(&ps->events, &ev);
-    if (ps->cfg.wake)
-        ps->cfg.wake(ps->cfg.wake_ctx);
+}
+
+void drths_physsite_event(drths_physsite_t *ps, int warning, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vevent(ps, warning, fmt, ap);
+    va_end(ap);
 }
 
 int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *ev)
@@ -381,6 +395,9 @@ static int finish(drths_physsite_t *ps, int code, const char *reason)
      * value. After a normal end or a HOLD the tick has done it already; once more is harmless. */
     if (drths_actuator_safe_state(&ps->act) != 0)
         event(ps, 1, "the DAQ's safe state could not be written at the end");
+    /* A command source (OpenFresco) has no UDP socket. */
+    if (ps->udp && !ps->cfg.source)
+        ps->kernel_drops = drths_udp_kernel_drops(ps->udp);
     ps->exit_code = code;
     if (reason != ps->exit_reason)
         snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", reason);
@@ -454,6 +471,24 @@ static void publish_status(drths_physsite_t *ps, uint64_t tick)
     atomic_store_explicit(&ps->st_rejected, rej, memory_order_relaxed);
 }
 
+/* --kernel-filter: the key-less checks in the kernel (protocol/wire_filter.h). Before the run
+ * any session's HELLO must get through; once it runs, only the numerical site's address (the
+ * socket is connected) and session. */
+static int narrow_filter(drths_physsite_t *ps, int running)
+{
+    drths_wire_filter_t f;
+    drths_wire_filter_build(&f, DRTHS_ROLE_PHYSICAL, running ? ps->session_id : 0);
+    if (running && drths_udp_connect(ps->udp, &ps->peer) != 0)
+        return -1;
+    if (drths_udp_attach_filter(ps->udp, f.insns, f.len) != 0)
+        return -1;
+    if (running)
+        event(ps, 0, "kernel filter: only session %016" PRIx64 " from the numerical site's "
+                     "address reaches the site",
+              ps->session_id);
+    return 0;
+}
+
 int drths_physsite_run(drths_physsite_t *ps)
 {
     ps->rt_rc = drths_rt_apply_thread(&ps->cfg.rt, &ps->rt_report);
@@ -466,9 +501,21 @@ int drths_physsite_run(drths_physsite_t *ps)
                           ? "real time was required (--require-rt) and is not available"
                           : "invalid real-time settings");
 
-    int rc = before_run(ps);
-    if (rc)
-        return rc;
+    const drths_physsite_source_t *src = ps->cfg.source;
+    if (src) {
+        const char *why = "the command source did not start";
+        if (src->start(ps->cfg.source_ctx, ps, &why) != 0)
+            return finish(ps, 1, why);
+    } else {
+        if (ps->cfg.kernel_filter && narrow_filter(ps, 0) != 0)
+            return finish(ps, 1, "the kernel filter (--kernel-filter) could not be attached");
+        int rc = before_run(ps);
+        if (rc)
+            return rc;
+        if (ps->cfg.kernel_filter && narrow_filter(ps, 1) != 0)
+            return finish(ps, 1, "the kernel filter (--kernel-filter) could not be narrowed to "
+                                 "the session");
+    }
 
     const drths_actuator_t *a = &ps->act;
     int64_t dt_ns = a->dt_ns;
@@ -487,6 +534,7 @@ int drths_physsite_run(drths_physsite_t *ps)
     drths_ticker_t tk;
     ps->run_start_ns = drths_now_ns() + START_DELAY_NS;
     drths_ticker_init(&tk, dt_ns, ps->run_start_ns, dt_ns / 2, NULL, NULL, NULL);
+    drths_ticker_set_spin(&tk, ps->cfg.tick_spin_ns);
     atomic_store(&ps->state, DRTHS_PHYSSITE_RUNNING);
     int signalled = 0, hold_reported = 0;
     uint64_t tick = 0;
@@ -499,19 +547,26 @@ int drths_physsite_run(drths_physsite_t *ps)
             drths_actuator_hold(&ps->act, DRTHS_STOP_SIGNAL, 1,
                                 req == 2 ? "stopped from the monitor" : "stopped by signal");
         }
-        drain(ps, 1, MAX_BATCHES_PER_TICK, NULL);
         int64_t woke = tk.deadline_ns + tk.lateness_ns;
+        if (src)
+            src->before_tick(ps->cfg.source_ctx, ps, tick, woke);
+        else
+            drain(ps, 1, MAX_BATCHES_PER_TICK, NULL);
         if (drths_actuator_tick(&ps->act, tick, tk.deadline_ns, woke, &ps->out) != 0)
             break;
-        drths_msg_feedback_t *f = &ps->out.feedback.u.feedback;
-        if (f->echo_counter) {
-            int64_t held = drths_now_ns() - a->echo_arrival_ns;
-            f->echo_hold_ns = held > 0 ? (uint64_t)held : 0;
+        if (src) {
+            src->after_tick(ps->cfg.source_ctx, ps, tick, &ps->out);
+        } else {
+            drths_msg_feedback_t *f = &ps->out.feedback.u.feedback;
+            if (f->echo_counter) {
+                int64_t held = drths_now_ns() - a->echo_arrival_ns;
+                f->echo_hold_ns = held > 0 ? (uint64_t)held : 0;
+            }
+            if (send_msg(ps, &ps->out.feedback) == 0)
+                ps->feedback_sent++;
+            if (ps->out.send_abort)
+                send_msg(ps, &ps->out.abort);
         }
-        if (send_msg(ps, &ps->out.feedback) == 0)
-            ps->feedback_sent++;
-        if (ps->out.send_abort)
-            send_msg(ps, &ps->out.abort);
         unsigned ev = ps->out.events;
         if (ev & DRTHS_ACT_EV_FIRST_COMMAND)
             event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
@@ -548,6 +603,12 @@ int drths_physsite_run(drths_physsite_t *ps)
             break;
     }
     ps->run_end_ns = drths_now_ns();
+    if (src) {
+        const char *ok = src->ended(ps->cfg.source_ctx, ps);
+        if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold)
+            return finish(ps, 0, ok);
+        return finish(ps, 1, a->hold_text);
+    }
     if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold) {
         for (int i = 0; i < 3; i++) {
             if (i)
@@ -647,6 +708,13 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     if (ps->other_session)
         drths_json_int(&j, "OTHER_SESSION", (int64_t)ps->other_session);
     drths_json_object_end(&j);
+    /* Not by reason: what the kernel filter refused plus any receive-buffer overflow (a
+     * command source such as OpenFresco has no UDP socket). */
+    if (!ps->cfg.source) {
+        drths_json_bool(&j, "kernel_filter", ps->cfg.kernel_filter);
+        if (ps->kernel_drops >= 0)
+            drths_json_int(&j, "kernel_drops", ps->kernel_drops);
+    }
 
     const drths_hist_t *lh = &a->lateness_ns;
     drths_json_object_begin(&j, "tick_lateness_us");
@@ -711,6 +779,8 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
             drths_json_string(&j, it->what, drths_rt_status_name(it->status));
     }
     drths_json_object_end(&j);
+    if (ps->cfg.source && ps->cfg.source->summary)
+        ps->cfg.source->summary(ps->cfg.source_ctx, ps, &j);
     drths_json_object_end(&j);
     fputc('\n', f);
     if (fclose(f) != 0)

@@ -7,11 +7,16 @@
  *   2. waits up to wait_timeout_s for a valid HELLO (everything else is counted and ignored);
  *      answers it with HELLO_ACK and session keys; if the experiment fingerprint, rate, channel
  *      count, redundancy or units differ it still answers, then sends ABORT and ends (exit 1);
- *   3. echoes PROBEs, and on EPOCH 1 starts the ticker 5 ms later at tick 0;
+ *   3. echoes PROBEs, and on EPOCH 1 starts the ticker 5 ms later at tick 0 (with
+ *      kernel_filter, the socket is then connected to the numerical site and the kernel filter
+ *      narrowed to its session);
  *   4. per tick: waits for the absolute deadline, drains the socket (only the numerical site's
  *      address and session are acted on), runs drths_actuator_tick, sends the FEEDBACK (and any
  *      ABORT), pushes the row to the recorder and wakes main every 256 rows;
  *   5. at the end of the record sends STOP three times 10 ms apart.
+ * With a command source in the config (drths_physsite_source_t: the OpenFresco analysis client,
+ * site-physical/openfresco_app.h) steps 2, 3 and 5 and the socket are replaced by the source's
+ * hooks, which feed the actuator; the tick loop, HOLD, records and summary are the same.
  * It never prints: start-up and end lines go to main through an SPSC ring of text events.
  * Whatever ends the run, the thread returns with exit_code and exit_reason set.
  *
@@ -65,16 +70,45 @@ typedef enum drths_physsite_state {
     DRTHS_PHYSSITE_DONE
 } drths_physsite_state_t;
 
+struct drths_physsite;
+struct drths_json;
+
+/* Another source of commands than the numerical site over UDP (the OpenFresco analysis client,
+ * site-physical/openfresco_app.h). With a source the RT thread neither drains nor sends
+ * datagrams: the source feeds the actuator (drths_actuator_receive) from its hooks. All hooks
+ * run on the RT thread.
+ *   start:       instead of the handshake: waits for the client and feeds EPOCH 1. Returns 0
+ *                when the run can start, else sets *reason (static or in ctx) and returns
+ *                nonzero; the run then ends with exit 1.
+ *   before_tick: before drths_actuator_tick of `tick`, woken at now_ns.
+ *   after_tick:  with what the tick produced.
+ *   ended:       after the last tick; returns the sentence of a successful end (the actuator
+ *                finished without HOLD). */
+typedef struct drths_physsite_source {
+    int (*start)(void *ctx, struct drths_physsite *ps, const char **reason);
+    void (*before_tick)(void *ctx, struct drths_physsite *ps, uint64_t tick, int64_t now_ns);
+    void (*after_tick)(void *ctx, struct drths_physsite *ps, uint64_t tick,
+                       const drths_actuator_out_t *out);
+    const char *(*ended)(void *ctx, struct drths_physsite *ps);
+    /* Optional: writes more members into summary.json's top object. */
+    void (*summary)(void *ctx, struct drths_physsite *ps, struct drths_json *j);
+} drths_physsite_source_t;
+
 typedef struct drths_physsite_config {
     const drths_experiment_t *exp;
     uint8_t psk[DRTHS_KEY_BYTES];
     uint8_t fingerprint[DRTHS_FINGERPRINT_BYTES];
     double wait_timeout_s;     /* for the first HELLO (--wait-timeout, default 300) */
     double silence_timeout_s;  /* after the handshake, before EPOCH 1 (10) */
+    int64_t tick_spin_ns;      /* --tick-spin: drths_ticker_set_spin (0: sleep to the deadline) */
+    int kernel_filter;         /* --kernel-filter: protocol/wire_filter.h in the kernel, and the
+                                * socket connected to the numerical site once the run starts */
     drths_rt_options_t rt;     /* applied by the RT thread to itself */
     const drths_comedi_api_t *comedi_api; /* NULL = comedilib (tests pass a test double) */
     void (*wake)(void *ctx);   /* wakes main (uv_async_send); called from the RT thread */
     void *wake_ctx;
+    const drths_physsite_source_t *source; /* NULL: the numerical site over UDP */
+    void *source_ctx;
 } drths_physsite_config_t;
 
 typedef struct drths_physsite {
@@ -107,6 +141,7 @@ typedef struct drths_physsite {
     uint64_t send_errors;
     uint64_t feedback_sent;
     uint64_t rows_pushed;
+    int64_t kernel_drops;       /* drths_udp_kernel_drops at the end (-1 if unknown) */
     int64_t run_start_ns, run_end_ns;
 
     /* Recorder figures for the summary, filled by main before it closes the recorder. */
@@ -146,6 +181,11 @@ void drths_physsite_request_stop(drths_physsite_t *ps);
 /* The same path for Stop / Abort from the live monitor: the HOLD reason (code SIGNAL) says
  * "stopped from the monitor", unless a signal came first. Any thread. */
 void drths_physsite_request_stop_monitor(drths_physsite_t *ps);
+
+/* RT thread (a source's hooks): queues a line for main. Formats text, so call it on
+ * transitions only, never every tick. */
+void drths_physsite_event(drths_physsite_t *ps, int warning, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* main: the next event line, 0; or -EAGAIN when there is none. */
 int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *ev);

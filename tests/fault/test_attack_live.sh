@@ -7,22 +7,26 @@
 #          its table (forged tag, bit flips, truncations, oversize, wrong magic / version / type /
 #          direction / session / counter, replays in the session, keyed valid msgpack with wrong
 #          types, ...), 1000 datagrams from another address, all of run 1 again (the replay of
-#          an earlier session), and 1 s of junk flood at the highest rate it can send.
+#          an earlier session), and 1 s of junk flood at the highest rate it can send;
+#   run 3: run 2's attacks on an actuator site with --kernel-filter.
 # Asserts: both sites exit 0 in both runs; no HOLD; the actuator site counted every injected
 # datagram under the reason the attacker declared for it (exactly; for the flood, less the
 # kernel's receive-buffer drops of the site's socket, which never reach it); the attacked run's
-# displacement error against the reference run is within the clean run's bounds.
+# displacement error against the reference run is within the clean run's bounds. With the kernel
+# filter: no HOLD, nothing the filter must refuse reached the site (only authentication and
+# replay failures are counted by reason), the kernel counted drops, and the same fidelity bound.
 source "$(dirname "$0")/lib.sh"
 
 make_experiment 5
 
-run() { # run NAME RELAY_OPTIONS...
-    local name=$1
-    shift
+run() { # run NAME PHYSICAL_OPTIONS RELAY_OPTIONS...
+    local name=$1 popts=$2
+    shift 2
     local pport rport
     pport=$(free_port)
     rport=$(free_port)
-    start_physical "$name-phys" "$pport"
+    # shellcheck disable=SC2086
+    start_physical "$name-phys" "$pport" $popts
     local ppid=$last_pid
     timeout 90 "$bdir/fault_attack" relay --listen "127.0.0.1:$rport" \
         --target "127.0.0.1:$pport" --report "$tmp/$name-relay.json" "$@" \
@@ -48,8 +52,9 @@ run() { # run NAME RELAY_OPTIONS...
 
 timeout 60 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --reference --out "$tmp/ref" \
     --quiet >"$tmp/ref.out" 2>"$tmp/ref.err" || fail "reference run failed"
-run clean --capture "$tmp/session1.bin"
-run attack --attack --old "$tmp/session1.bin" --seed 5
+run clean "" --capture "$tmp/session1.bin"
+run attack "" --attack --old "$tmp/session1.bin" --seed 5
+run filtered --kernel-filter --attack --old "$tmp/session1.bin" --seed 6
 sed 's/^/   /' "$tmp/attack-relay.err" | head -60
 
 python3 - "$tmp" <<'PY' || fail "attack checks failed"
@@ -95,8 +100,24 @@ for a, b in zip(clean, att):
     check(eb is not None and eb <= 0.5 and eb <= 2 * ea + 0.02,
           f"floor {a['floor']}: displacement RMS error attacked {eb:.4f} % "
           f"(clean {ea:.4f} %)")
+filt = json.load(open(f"{tmp}/filtered-phys/summary.json"))
+check(filt["kernel_filter"] and not filt["hold"]["active"], "kernel filter: on, no HOLD")
+keyless = {"TOO_SHORT", "TOO_LONG", "BAD_MAGIC", "BAD_VERSION", "BAD_TYPE", "WRONG_DIRECTION",
+           "BAD_RESERVED", "BAD_SESSION", "WRONG_SOURCE", "OTHER_SESSION"}
+passed = {n: v for n, v in filt["rejects"].items() if n in keyless}
+check(not passed, f"kernel filter: no key-less reject reached the site ({passed})")
+check(filt["kernel_drops"] > 10000,
+      f"kernel filter: {filt['kernel_drops']} kernel drops; counted by reason "
+      f"{filt['rejects']}")
+fatt = json.load(open(f"{tmp}/filtered-num/report.json"))["fidelity"]["floors"]
+for a, b in zip(clean, fatt):
+    ea, eb = a["disp_rms_err_pct"], b["disp_rms_err_pct"]
+    check(eb is not None and eb <= 0.5 and eb <= 2 * ea + 0.02,
+          f"kernel filter, floor {a['floor']}: displacement RMS error {eb:.4f} % "
+          f"(clean {ea:.4f} %)")
 sys.exit(0 if ok else 1)
 PY
+check_records "$tmp/filtered-phys" physical
 check_records "$tmp/attack-phys" physical
 check_records "$tmp/attack-num" numerical
 echo PASS

@@ -57,11 +57,16 @@ typedef struct fake {
     int64_t latency[64]; /* wake-up latency per sleep call that had to wait */
     int calls;
     int fail_call;       /* this call returns -EINVAL (or -1 for never) */
+    int64_t read_cost;   /* ns each clock read advances the clock (0: reads are free) */
+    int64_t reads;
 } fake_t;
 
 static int64_t fake_clock(void *ctx)
 {
-    return ((fake_t *)ctx)->now;
+    fake_t *f = ctx;
+    f->reads++;
+    f->now += f->read_cost; /* reading the clock takes time (the spin needs that) */
+    return f->now;
 }
 
 static int fake_sleep(void *ctx, int64_t t)
@@ -113,6 +118,36 @@ static void test_ticker_virtual_stall(void **state)
     assert_int_equal(drths_ticker_deadline(&t, 20), start + 20 * P);
 }
 
+/* With a spin the sleep ends spin_ns early and its wake-up latency is absorbed before the
+ * deadline: lateness is one clock read, not the sleep's latency. */
+static void test_ticker_spin(void **state)
+{
+    (void)state;
+    const int64_t P = 100000, start = INT64_C(1000000000);
+    fake_t f = {.now = 0, .fail_call = -1, .read_cost = 50};
+    for (int i = 0; i < 64; i++)
+        f.latency[i] = 30000; /* the sleep wakes 30 µs late */
+    f.latency[5] = 80000;     /* once 80 µs: more than the spin hides */
+    drths_ticker_t t;
+    assert_int_equal(drths_ticker_init(&t, P, start, 50000, fake_clock, fake_sleep, &f), 0);
+    assert_int_equal(drths_ticker_set_spin(&t, -1), -EINVAL);
+    assert_int_equal(drths_ticker_set_spin(&t, 40000), 0);
+    for (uint64_t i = 0; i < 10; i++) {
+        uint64_t k;
+        int64_t reads = f.reads;
+        assert_int_equal(drths_ticker_wait(&t, &k), 0);
+        assert_int_equal(k, i);
+        if (i == 5) {
+            assert_int_equal(t.lateness_ns, 80000 - 40000 + 50);
+            assert_int_equal(f.reads - reads, 1); /* past the deadline: no spinning */
+        } else {
+            assert_true(t.lateness_ns >= 0 && t.lateness_ns < 50);
+            assert_int_equal(f.reads - reads, 10000 / 50); /* spun the last 10 µs */
+        }
+    }
+    assert_int_equal(t.late_ticks, 0);
+}
+
 static void test_ticker_errors(void **state)
 {
     (void)state;
@@ -140,6 +175,7 @@ int main(void)
         cmocka_unit_test(test_timespec),
         cmocka_unit_test(test_real_clock_past_deadline),
         cmocka_unit_test(test_ticker_virtual_stall),
+        cmocka_unit_test(test_ticker_spin),
         cmocka_unit_test(test_ticker_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -118,6 +118,32 @@ static void tap_sum(void *ctx, const double *row)
     acc[1] += row[1];   /* their second column */
 }
 
+/* drths_udp_wait_spin: times out at the deadline whether it spins all the way or sleeps the
+ * rest, and sees a waiting datagram at once. */
+static void test_wait_spin(void **state)
+{
+    (void)state;
+    drths_addr_t lo, to;
+    drths_error_t err;
+    drths_udp_t a, b;
+    assert_int_equal(drths_addr_parse(&lo, "127.0.0.1:0", "test", &err), 0);
+    assert_int_equal(drths_udp_open(&a, &lo, NULL, &err), 0);
+    assert_int_equal(drths_udp_open(&b, &lo, NULL, &err), 0);
+    assert_int_equal(drths_udp_local(&b, &to), 0);
+    const int64_t ms = 1000000;
+    const int64_t spins[] = {0, ms, INT64_MAX};
+    for (int i = 0; i < 3; i++) {
+        int64_t deadline = drths_now_ns() + 2 * ms;
+        assert_int_equal(drths_udp_wait_spin(&b, deadline, spins[i]), 0);
+        assert_true(drths_now_ns() >= deadline);
+    }
+    assert_int_equal(drths_udp_send(&a, &to, "x", 1), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(drths_udp_wait_spin(&b, drths_now_ns() + 2000 * ms, spins[i]), 1);
+    drths_udp_close(&a);
+    drths_udp_close(&b);
+}
+
 static void test_recorder(void **state)
 {
     (void)state;
@@ -155,7 +181,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_addr_parse), cmocka_unit_test(test_udp_ipv4),
         cmocka_unit_test(test_udp_ipv6),   cmocka_unit_test(test_bind_in_use),
-        cmocka_unit_test(test_recorder),
+        cmocka_unit_test(test_wait_spin),  cmocka_unit_test(test_recorder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,704 @@
+#include "site-physical/openfresco_app.h"
+
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/json.h"
+#include "common/rtclock.h"
+
+#define IO_BUF_BYTES (8 * DRTHS_OFR_MAX_DATA + 64)
+#define RING_RECORDS 64
+#define POLL_MS 100
+#define REPLY_POLL_NS 20000L /* the I/O thread looks for the RT thread's reply this often */
+#define START_POLL_NS INT64_C(1000000)
+
+#define REQ_SETUP DRTHS_OFR_REQ_SETUP
+#define REQ_TARGET DRTHS_OFR_REQ_TARGET
+#define REQ_MEASURE DRTHS_OFR_REQ_MEASURE
+#define REQ_DIE DRTHS_OFR_REQ_DIE
+#define REQ_LOST DRTHS_OFR_REQ_LOST
+
+typedef struct req {
+    int kind;
+    double disp;
+    char text[DRTHS_OFR_TEXT];
+} req_t;
+
+/* RT -> I/O. */
+typedef struct resp {
+    drths_ofr_response_t r;
+} resp_t;
+
+/* ---- init / close -------------------------------------------------------------------------- */
+
+int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, drths_error_t *err)
+{
+    memset(app, 0, sizeof *app);
+    app->cfg = *cfg;
+    app->listen_fd = -1;
+    atomic_init(&app->conn_fd, -1);
+    atomic_init(&app->io_stop, 0);
+    if (!(cfg->step_duration_s > 0.0) || !isfinite(cfg->step_duration_s))
+        return drths_error_set(err, -EINVAL, "--step-duration must be a positive number of s");
+    if (drths_precor_check(&cfg->precor) != 0)
+        return drths_error_set(err, -EINVAL, "--predict-fraction must be in [0, 1)");
+    if (app->cfg.detect_wait_s <= 0.0)
+        app->cfg.detect_wait_s = 0.2;
+    int rc = drths_addr_parse(&app->laddr, cfg->listen, "--openfresco", err);
+    if (rc)
+        return rc;
+    rc = drths_ring_init(&app->to_rt, sizeof(req_t), RING_RECORDS);
+    if (rc)
+        return drths_error_set(err, rc, "out of memory for the OpenFresco rings");
+    rc = drths_ring_init(&app->to_io, sizeof(resp_t), RING_RECORDS);
+    if (rc) {
+        drths_ring_close(&app->to_rt);
+        return drths_error_set(err, rc, "out of memory for the OpenFresco rings");
+    }
+    app->inbuf = malloc(IO_BUF_BYTES);
+    app->outbuf = malloc(IO_BUF_BYTES);
+    if (!app->inbuf || !app->outbuf) {
+        rc = drths_error_set(err, -ENOMEM, "out of memory for the OpenFresco buffers");
+        goto fail;
+    }
+    int fd = socket(app->laddr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        rc = drths_error_set(err, -errno, "TCP socket: %s", strerror(errno));
+        goto fail;
+    }
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    char text[80];
+    drths_addr_format(&app->laddr, text, sizeof text);
+    if (bind(fd, (const struct sockaddr *)&app->laddr.ss, app->laddr.len) != 0 ||
+        listen(fd, 1) != 0) {
+        rc = drths_error_set(err, -errno, "cannot listen on %s: %s", text, strerror(errno));
+        close(fd);
+        goto fail;
+    }
+    /* With port 0 the kernel picked one: keep the real address for the log and the tests. */
+    app->laddr.len = sizeof app->laddr.ss;
+    (void)getsockname(fd, (struct sockaddr *)&app->laddr.ss, &app->laddr.len);
+    app->listen_fd = fd;
+    return 0;
+fail:
+    free(app->inbuf);
+    free(app->outbuf);
+    app->inbuf = app->outbuf = NULL;
+    drths_ring_close(&app->to_rt);
+    drths_ring_close(&app->to_io);
+    return rc;
+}
+
+void drths_ofr_app_close(drths_ofr_app_t *app)
+{
+    int fd = atomic_exchange(&app->conn_fd, -1);
+    if (fd >= 0)
+        close(fd);
+    if (app->listen_fd >= 0)
+        close(app->listen_fd);
+    app->listen_fd = -1;
+    free(app->inbuf);
+    free(app->outbuf);
+    app->inbuf = app->outbuf = NULL;
+    drths_ring_close(&app->to_rt);
+    drths_ring_close(&app->to_io);
+}
+
+double drths_ofr_app_step_rms_pct(const drths_ofr_app_t *app)
+{
+    if (!(app->sum_tgt2 > 0.0))
+        return NAN;
+    return 100.0 * sqrt(app->sum_err2 / app->sum_tgt2);
+}
+
+/* ---- I/O thread ---------------------------------------------------------------------------- */
+
+void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp,
+                        const char *text)
+{
+    req_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = kind;
+    r.disp = disp;
+    if (text)
+        snprintf(r.text, sizeof r.text, "%s", text);
+    /* The RT thread pops every tick and the client waits for each answer, so the ring holds a
+     * handful at most; retry rather than lose a record if it is ever full. */
+    while (drths_ring_push(&app->to_rt, &r) != 0 && !atomic_load(&app->io_stop)) {
+        struct timespec ts = {0, REPLY_POLL_NS};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Reads exactly n bytes. Returns n, 0 on an orderly close, or -errno. */
+static ssize_t recv_exact(int fd, uint8_t *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        /* Re-armed before every receive: the kernel leaves quick-ACK mode by itself, and a
+         * delayed ACK would hold the client's next vector (it writes two without TCP_NODELAY). */
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+        ssize_t k = recv(fd, buf + got, n - got, 0);
+        if (k == 0)
+            return 0;
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        got += (size_t)k;
+    }
+    return (ssize_t)n;
+}
+
+static int send_all(int fd, const uint8_t *buf, size_t n)
+{
+    size_t sent = 0;
+    while (sent < n) {
+        ssize_t k = send(fd, buf + sent, n - sent, MSG_NOSIGNAL);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        sent += (size_t)k;
+    }
+    return 0;
+}
+
+int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r)
+{
+    resp_t rr;
+    if (drths_ring_pop(&app->to_io, &rr) != 0)
+        return -EAGAIN;
+    *r = rr.r;
+    return 0;
+}
+
+/* Waits for the RT thread's answer to a measurement request. Returns 0, or -ECANCELED. */
+static int wait_response(drths_ofr_app_t *app, resp_t *out)
+{
+    while (drths_ring_pop(&app->to_io, out) != 0) {
+        if (atomic_load(&app->io_stop))
+            return -ECANCELED;
+        struct timespec ts = {0, REPLY_POLL_NS};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static int accept_client(drths_ofr_app_t *app)
+{
+    int64_t deadline = drths_now_ns() + (int64_t)(app->cfg.accept_timeout_s * 1e9);
+    while (!atomic_load(&app->io_stop)) {
+        struct pollfd p = {app->listen_fd, POLLIN, 0};
+        int r = poll(&p, 1, POLL_MS);
+        if (r > 0) {
+            drths_addr_t from;
+            from.len = sizeof from.ss;
+            int fd = accept4(app->listen_fd, (struct sockaddr *)&from.ss, &from.len, SOCK_CLOEXEC);
+            if (fd < 0)
+                continue;
+            int one = 1;
+            (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            drths_addr_format(&from, app->peer, sizeof app->peer);
+            atomic_store(&app->conn_fd, fd);
+            return fd;
+        }
+        if (drths_now_ns() >= deadline) {
+            char text[DRTHS_OFR_TEXT];
+            snprintf(text, sizeof text, "no OpenFresco client connected within %g s",
+                     app->cfg.accept_timeout_s);
+            drths_ofr_app_post(app, REQ_LOST, 0.0, text);
+            return -ETIMEDOUT;
+        }
+    }
+    return -ECANCELED;
+}
+
+/* AUTO: reads the first four bytes and decides; leaves them in inbuf. Returns how many bytes
+ * of the first message are already in inbuf (4), or a negative errno / 0 on close. */
+static ssize_t detect_variant(drths_ofr_app_t *app, int fd)
+{
+    ssize_t k = recv_exact(fd, app->inbuf, 4);
+    if (k <= 0)
+        return k;
+    drths_ofr_variant_t v = drths_ofr_detect(app->inbuf, 4, 0);
+    if (v == DRTHS_OFR_AUTO) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int r = poll(&p, 1, (int)(app->cfg.detect_wait_s * 1e3));
+        v = drths_ofr_detect(app->inbuf, 4, r <= 0);
+        if (v == DRTHS_OFR_AUTO)
+            v = DRTHS_OFR_GENERIC;
+    }
+    app->variant = v;
+    return 4;
+}
+
+static size_t measurement_reply(drths_ofr_app_t *app, int action, const drths_ofr_response_t *r)
+{
+    switch (action) {
+    case DRTHS_OFR_GET_DAQ:
+        return drths_ofr_reply_daq(&app->rx, r, app->outbuf, IO_BUF_BYTES);
+    case DRTHS_OFR_GET_DISP:
+        return drths_ofr_reply_block(&app->rx, r, DRTHS_OFR_DISP, app->outbuf, IO_BUF_BYTES);
+    case DRTHS_OFR_GET_VEL:
+        return drths_ofr_reply_block(&app->rx, r, DRTHS_OFR_VEL, app->outbuf, IO_BUF_BYTES);
+    case DRTHS_OFR_GET_ACCEL:
+        return drths_ofr_reply_block(&app->rx, r, DRTHS_OFR_ACCEL, app->outbuf, IO_BUF_BYTES);
+    case DRTHS_OFR_GET_FORCE:
+        return drths_ofr_reply_block(&app->rx, r, DRTHS_OFR_FORCE, app->outbuf, IO_BUF_BYTES);
+    default:
+        return drths_ofr_reply_block(&app->rx, r, DRTHS_OFR_TIME, app->outbuf, IO_BUF_BYTES);
+    }
+}
+
+static void io_session(drths_ofr_app_t *app, int fd)
+{
+    char text[DRTHS_OFR_TEXT];
+    size_t have = 0;
+    if (app->cfg.variant == DRTHS_OFR_AUTO) {
+        ssize_t k = detect_variant(app, fd);
+        if (k <= 0) {
+            if (!atomic_load(&app->io_stop))
+                drths_ofr_app_post(app, REQ_LOST, 0.0,
+                         "the OpenFresco client closed the connection before its first message");
+            return;
+        }
+        have = (size_t)k;
+    } else {
+        app->variant = app->cfg.variant;
+    }
+    drths_ofr_rx_init(&app->rx, app->variant);
+    drths_ofr_msg_t m;
+    for (;;) {
+        size_t need = drths_ofr_rx_need(&app->rx);
+        ssize_t k = need > have ? recv_exact(fd, app->inbuf + have, need - have) : 1;
+        if (k <= 0) {
+            if (atomic_load(&app->io_stop))
+                return;
+            if (k == 0)
+                snprintf(text, sizeof text,
+                         "the OpenFresco client (%s) closed the connection "
+                         "without DIE",
+                         app->peer);
+            else
+                snprintf(text, sizeof text, "the OpenFresco connection failed: %s",
+                         strerror((int)-k));
+            drths_ofr_app_post(app, REQ_LOST, 0.0, text);
+            return;
+        }
+        have = 0;
+        app->io_messages++;
+        if (drths_ofr_rx_parse(&app->rx, app->inbuf, need, &m) != 0) {
+            snprintf(text, sizeof text, "OpenFresco protocol error: %s", m.text);
+            drths_ofr_app_post(app, REQ_LOST, 0.0, text);
+            return;
+        }
+        size_t out = 0;
+        int last = 0;
+        switch (m.kind) {
+        case DRTHS_OFR_MSG_PROBE:
+            out = drths_ofr_reply_probe(app->outbuf, IO_BUF_BYTES);
+            break;
+        case DRTHS_OFR_MSG_OPEN:
+            out = drths_ofr_reply_open(app->outbuf, IO_BUF_BYTES);
+            break;
+        case DRTHS_OFR_MSG_SETUP:
+            drths_ofr_app_post(app, REQ_SETUP, 0.0, NULL);
+            break;
+        case DRTHS_OFR_MSG_ACTION:
+            switch (m.action) {
+            case DRTHS_OFR_SET_TRIAL:
+                drths_ofr_app_post(app, REQ_TARGET, m.disp[0], NULL);
+                break;
+            case DRTHS_OFR_GET_DAQ:
+            case DRTHS_OFR_GET_DISP:
+            case DRTHS_OFR_GET_VEL:
+            case DRTHS_OFR_GET_ACCEL:
+            case DRTHS_OFR_GET_FORCE:
+            case DRTHS_OFR_GET_TIME: {
+                drths_ofr_app_post(app, REQ_MEASURE, 0.0, NULL);
+                resp_t r;
+                if (wait_response(app, &r) != 0)
+                    return;
+                out = measurement_reply(app, m.action, &r.r);
+                break;
+            }
+            case DRTHS_OFR_GET_INITIAL_STIFF:
+            case DRTHS_OFR_GET_TANGENT_STIFF:
+            case DRTHS_OFR_GET_DAMP:
+            case DRTHS_OFR_GET_MASS:
+                out = drths_ofr_reply_matrix(&app->rx, 0.0, app->outbuf, IO_BUF_BYTES);
+                break;
+            case DRTHS_OFR_COMMIT:
+            case DRTHS_OFR_EXECUTE:
+                break;
+            case DRTHS_OFR_DIE:
+            case DRTHS_OFR_SHUTDOWN:
+                out = drths_ofr_reply_die(&app->rx, app->outbuf, IO_BUF_BYTES);
+                last = 1;
+                break;
+            default:
+                app->io_unknown_actions++;
+                break;
+            }
+            break;
+        default:
+            break;
+        }
+        if (out) {
+            int rc = send_all(fd, app->outbuf, out);
+            if (rc) {
+                if (!atomic_load(&app->io_stop)) {
+                    snprintf(text, sizeof text, "sending to the OpenFresco client failed: %s",
+                             strerror(-rc));
+                    drths_ofr_app_post(app, REQ_LOST, 0.0, text);
+                }
+                return;
+            }
+            app->io_replies++;
+        }
+        if (last) {
+            drths_ofr_app_post(app, REQ_DIE, 0.0, NULL);
+            return;
+        }
+    }
+}
+
+static void *io_main(void *arg)
+{
+    drths_ofr_app_t *app = arg;
+    int fd = accept_client(app);
+    if (fd >= 0)
+        io_session(app, fd);
+    return NULL;
+}
+
+int drths_ofr_app_start(drths_ofr_app_t *app, drths_error_t *err)
+{
+    int rc = pthread_create(&app->io, NULL, io_main, app);
+    if (rc != 0)
+        return drths_error_set(err, -rc, "cannot start the OpenFresco I/O thread: %s",
+                               strerror(rc));
+    app->io_started = 1;
+    return 0;
+}
+
+static void shut_connection(drths_ofr_app_t *app)
+{
+    atomic_store(&app->io_stop, 1);
+    int fd = atomic_load(&app->conn_fd);
+    if (fd >= 0)
+        (void)shutdown(fd, SHUT_RDWR);
+}
+
+void drths_ofr_app_stop(drths_ofr_app_t *app)
+{
+    shut_connection(app);
+    if (app->io_started) {
+        pthread_join(app->io, NULL);
+        app->io_started = 0;
+    }
+}
+
+/* ---- RT thread (the physsite's command source) --------------------------------------------- */
+
+static void handle_end(drths_ofr_app_t *app, drths_physsite_t *ps, const req_t *r, uint64_t tick)
+{
+    if (app->end_seen)
+        return;
+    app->end_seen = 1;
+    app->end_ns = drths_now_ns();
+    if (r->kind == REQ_DIE) {
+        /* The run ends after the commands already handed to the actuator: this tick's has not
+         * been generated yet, so the last one is for tick + D - 1. */
+        snprintf(app->end_text, sizeof app->end_text,
+                 "the analysis client ended the session (DIE) after %llu steps",
+                 (unsigned long long)app->steps_reached);
+        drths_msg_t m;
+        memset(&m, 0, sizeof m);
+        m.type = DRTHS_MSG_STOP;
+        m.epoch = 1;
+        m.tick = tick + app->lead_ticks - 1;
+        m.u.stop.reason = DRTHS_STOP_END_OF_RECORD;
+        drths_actuator_receive(&ps->act, &m, drths_now_ns());
+        app->stopping = 1;
+        return;
+    }
+    snprintf(app->end_text, sizeof app->end_text, "%s", r->text);
+    drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0, r->text);
+}
+
+static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t tick, int64_t now_ns)
+{
+    req_t r;
+    while (drths_ring_pop(&app->to_rt, &r) == 0) {
+        switch (r.kind) {
+        case REQ_SETUP:
+            app->setup_seen = 1;
+            break;
+        case REQ_TARGET:
+            if (!app->targets)
+                app->first_target_ns = now_ns;
+            app->targets++;
+            if (app->pend_count == DRTHS_OFR_PENDING) {
+                drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0,
+                                    "the OpenFresco client sent 16 trials without waiting for a "
+                                    "response");
+                break;
+            }
+            app->pend[(app->pend_head + app->pend_count) % DRTHS_OFR_PENDING] = r.disp;
+            app->pend_count++;
+            break;
+        case REQ_MEASURE:
+            app->daq_pending++;
+            app->daq_requests++;
+            break;
+        default:
+            handle_end(app, ps, &r, tick);
+            break;
+        }
+    }
+}
+
+/* The next command of the step sequence (one tick of command time). */
+static double next_command(drths_ofr_app_t *app, uint64_t u)
+{
+    if (!app->step_active) {
+        if (!app->pend_count)
+            return app->last_x; /* no target yet: stay */
+        app->step_active = 1;
+        app->j = 0;
+        app->have_target = 0;
+        app->step_late = 0;
+    }
+    if (!app->have_target && app->pend_count) {
+        app->target = app->pend[app->pend_head];
+        app->pend_head = (app->pend_head + 1) % DRTHS_OFR_PENDING;
+        app->pend_count--;
+        app->have_target = 1;
+    }
+    double n = (double)app->step_ticks;
+    double f = (double)(app->j + 1) / n;
+    double x;
+    if (!app->have_target && f >= app->cfg.precor.predict_fraction) {
+        if (!app->step_late) {
+            app->step_late = 1;
+            app->late_targets++;
+        }
+        app->held_ticks++;
+        x = drths_precor_command(&app->cfg.precor, app->hist, 0.0, 0, f);
+    } else {
+        app->j++;
+        x = drths_precor_command(&app->cfg.precor, app->hist, app->target, app->have_target, f);
+    }
+    if (app->j >= app->step_ticks) {
+        if (app->ends_count < DRTHS_OFR_ENDS) {
+            drths_ofr_step_end_t *e =
+                &app->ends[(app->ends_head + app->ends_count) % DRTHS_OFR_ENDS];
+            e->tick = u;
+            e->target = app->target;
+            app->ends_count++;
+        }
+        app->hist[0] = app->hist[1];
+        app->hist[1] = app->hist[2];
+        app->hist[2] = app->hist[3];
+        app->hist[3] = app->target;
+        app->j = 0;
+        app->have_target = 0;
+        app->step_late = 0;
+    }
+    return x;
+}
+
+static void before_tick(void *ctx, drths_physsite_t *ps, uint64_t tick, int64_t now_ns)
+{
+    drths_ofr_app_t *app = ctx;
+    take_requests(app, ps, tick, now_ns);
+    if (app->stopping || ps->act.hold)
+        return;
+    uint64_t u = tick + app->lead_ticks;
+    double x = next_command(app, u);
+    double rate = ps->act.p.rate_hz;
+    double v = (x - app->last_x) * rate;
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_COMMAND;
+    m.epoch = 1;
+    m.tick = u;
+    m.counter = u + 1;
+    drths_msg_command_t *c = &m.u.command;
+    c->loop_delay_ticks = app->lead_ticks;
+    c->n_channels = 1;
+    c->r = 1;
+    c->s[0][0].disp_m = x;
+    c->s[0][0].vel_m_s = v;
+    c->s[0][0].acc_m_s2 = (v - app->last_v) * rate;
+    c->s[0][0].damper_cmd = ps->act.p.rest_damper_command;
+    app->last_x = x;
+    app->last_v = v;
+    drths_actuator_receive(&ps->act, &m, now_ns);
+}
+
+static void respond(drths_ofr_app_t *app, const drths_actuator_out_t *out, double time_s)
+{
+    resp_t r;
+    memset(&r, 0, sizeof r);
+    r.r.disp[0] = out->row[DRTHS_ACT_COL_MEAS_DISP];
+    r.r.vel[0] = out->row[DRTHS_ACT_COL_COMMAND_VEL];
+    r.r.force[0] = out->row[DRTHS_ACT_COL_MEAS_FORCE];
+    r.r.time = time_s;
+    if (drths_ring_push(&app->to_io, &r) == 0)
+        app->daq_replies++;
+}
+
+static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
+                       const drths_actuator_out_t *out)
+{
+    drths_ofr_app_t *app = ctx;
+    while (app->ends_count && app->ends[app->ends_head].tick <= tick) {
+        const drths_ofr_step_end_t *e = &app->ends[app->ends_head];
+        double err = out->row[DRTHS_ACT_COL_MEAS_DISP] - e->target;
+        app->sum_err2 += err * err;
+        app->sum_tgt2 += e->target * e->target;
+        if (fabs(err) > app->max_abs_err)
+            app->max_abs_err = fabs(err);
+        app->steps_reached++;
+        app->ends_head = (app->ends_head + 1) % DRTHS_OFR_ENDS;
+        app->ends_count--;
+    }
+    /* Answer measurement requests once every target received has been reached (at once before
+     * the first trial), and never from HOLD: the client is disconnected then. */
+    if (ps->act.hold)
+        return;
+    while (app->daq_pending && app->steps_reached >= app->targets) {
+        app->daq_pending--;
+        respond(app, out, (double)app->steps_reached * app->cfg.step_duration_s);
+    }
+}
+
+static int start(void *ctx, drths_physsite_t *ps, const char **reason)
+{
+    drths_ofr_app_t *app = ctx;
+    drths_physsite_event(ps, 0, "waiting for an OpenFresco client (up to %g s)",
+                         app->cfg.accept_timeout_s);
+    app->lead_ticks = (uint32_t)ps->act.lookahead + 1;
+    app->step_ticks = (int64_t)llround(app->cfg.step_duration_s * ps->act.p.rate_hz);
+    if (app->step_ticks < 1)
+        app->step_ticks = 1;
+    while (!app->setup_seen) {
+        if (atomic_load(&ps->stop_request)) {
+            *reason = "stopped by signal before the OpenFresco client set up";
+            shut_connection(app);
+            return 1;
+        }
+        req_t r;
+        if (drths_ring_pop(&app->to_rt, &r) == 0) {
+            if (r.kind == REQ_SETUP) {
+                app->setup_seen = 1;
+            } else if (r.kind == REQ_DIE || r.kind == REQ_LOST) {
+                snprintf(app->end_text, sizeof app->end_text, "%s",
+                         r.kind == REQ_DIE ? "the OpenFresco client ended before any step"
+                                           : r.text);
+                *reason = app->end_text;
+                shut_connection(app);
+                return 1;
+            }
+            continue;
+        }
+        drths_sleep_until_ns(drths_now_ns() + START_POLL_NS);
+    }
+    const drths_ofr_rx_t *rx = &app->rx;
+    drths_physsite_event(ps, 0,
+                         "OpenFresco client %s, %s variant: control sizes [%d,%d,%d,%d,%d], "
+                         "measurement sizes [%d,%d,%d,%d,%d], dataSize %d",
+                         app->peer, drths_ofr_variant_name(app->variant), rx->ctrl[0], rx->ctrl[1],
+                         rx->ctrl[2], rx->ctrl[3], rx->ctrl[4], rx->meas[0], rx->meas[1],
+                         rx->meas[2], rx->meas[3], rx->meas[4], rx->data_size);
+    drths_physsite_event(ps, 0,
+                         "continuous execution: %g s (%lld ticks) per analysis step, PreCor-%s, "
+                         "predicting %g %% of each step; commands %u ticks ahead",
+                         app->cfg.step_duration_s, (long long)app->step_ticks,
+                         app->cfg.precor.mode == DRTHS_PRECOR_LPD ? "LPD" : "D",
+                         app->cfg.precor.predict_fraction * 100.0, app->lead_ticks);
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_EPOCH;
+    m.epoch = 1;
+    m.u.epoch.new_epoch = 1;
+    m.u.epoch.loop_delay_ticks = app->lead_ticks;
+    m.u.epoch.effective_tick = 0;
+    drths_actuator_receive(&ps->act, &m, drths_now_ns());
+    return 0;
+}
+
+static const char *ended(void *ctx, drths_physsite_t *ps)
+{
+    drths_ofr_app_t *app = ctx;
+    if (ps->act.hold && !app->end_seen)
+        drths_physsite_event(ps, 1, "closing the OpenFresco connection (HOLD)");
+    shut_connection(app);
+    if (app->late_targets)
+        drths_physsite_event(ps, 1,
+                             "%llu of %llu analysis steps had their target late (held %llu "
+                             "ticks at the switch): the analysis is slower than --step-duration",
+                             (unsigned long long)app->late_targets,
+                             (unsigned long long)app->steps_reached,
+                             (unsigned long long)app->held_ticks);
+    return app->end_text[0] ? app->end_text : "the OpenFresco session ended";
+}
+
+static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
+{
+    (void)ps;
+    drths_ofr_app_t *app = ctx;
+    drths_json_object_begin(j, "openfresco");
+    drths_json_string(j, "variant", drths_ofr_variant_name(app->variant));
+    if (app->peer[0])
+        drths_json_string(j, "client", app->peer);
+    drths_json_number(j, "step_duration_s", app->cfg.step_duration_s);
+    drths_json_int(j, "step_ticks", app->step_ticks);
+    drths_json_int(j, "lead_ticks", app->lead_ticks);
+    drths_json_string(j, "precor", drths_precor_mode_name(app->cfg.precor.mode));
+    drths_json_number(j, "predict_fraction", app->cfg.precor.predict_fraction);
+    drths_json_int(j, "targets", (int64_t)app->targets);
+    drths_json_int(j, "steps_reached", (int64_t)app->steps_reached);
+    drths_json_int(j, "late_targets", (int64_t)app->late_targets);
+    drths_json_int(j, "held_ticks", (int64_t)app->held_ticks);
+    drths_json_int(j, "measurement_requests", (int64_t)app->daq_requests);
+    drths_json_int(j, "measurement_replies", (int64_t)app->daq_replies);
+    drths_json_int(j, "messages", (int64_t)app->io_messages);
+    drths_json_int(j, "unknown_actions", (int64_t)app->io_unknown_actions);
+    drths_json_number(j, "step_end_rms_error_pct", drths_ofr_app_step_rms_pct(app));
+    drths_json_number(j, "step_end_max_abs_error_m", app->max_abs_err);
+    if (app->first_target_ns && app->end_ns > app->first_target_ns)
+        drths_json_number(j, "session_wall_time_s",
+                          (double)(app->end_ns - app->first_target_ns) * 1e-9);
+    drths_json_string(j, "end", app->end_text);
+    drths_json_object_end(j);
+}
+
+static const drths_physsite_source_t source = {
+    .start = start,
+    .before_tick = before_tick,
+    .after_tick = after_tick,
+    .ended = ended,
+    .summary = summary,
+};
+
+const drths_physsite_source_t *drths_ofr_app_source(void)
+{
+    return &source;
+}

@@ -1,0 +1,155 @@
+/* The actuator site driven by an OpenSees/OpenFresco analysis client over TCP (issue 8):
+ * drths-physical --openfresco HOST:PORT.
+ *
+ * Two threads:
+ *   - the I/O thread (drths_ofr_app_start) accepts one client, tells the wire variant apart
+ *     (site-physical/openfresco.h), and reads with blocking recv, TCP_NODELAY set and
+ *     TCP_QUICKACK re-armed before every receive (else the client's second back-to-back vector
+ *     waits for a delayed ACK: 40 ms a step). It forwards setup, targets, measurement requests
+ *     and the end of the session to the RT thread, and writes the replies the RT thread hands
+ *     back. Both directions are SPSC rings (common/ring.h).
+ *   - the RT thread is drths_physsite_run with this module as its command source
+ *     (drths_physsite_source_t): each tick it turns the analysis steps into one COMMAND for
+ *     tick + D (D = the compensation's lookahead + 1, so the compensation previews real
+ *     commands) and hands it to the actuator's state machine as if it had come from a
+ *     numerical site. So playout, compensation, limits and HOLD, physical.csv and summary.json
+ *     are those of a drths session.
+ *
+ * Continuous execution (common/precor.h): an analysis step lasts step_duration_s of wall time
+ * (N ticks). Step n starts as soon as step n-1 ends, predicting from the last four targets;
+ * from predict_fraction of the step on it corrects towards target n, reaching it at the step's
+ * last tick. If target n has not arrived by the switch, the command holds the predicted value
+ * there (the step is counted late, its held ticks too) until it arrives. A measurement request
+ * (getDaqResponse, getDisp, getForce, ...) is answered once every target received so far has
+ * been reached, with the displacement and force measured at that tick: at once when no trial
+ * has been sent yet.
+ *
+ * End of session: DIE (or shutdown) is answered (ShadowSite) and ends the run after the
+ * commands already queued: exit 0. A connection closed without DIE, a protocol error, or no
+ * client within the wait: HOLD (never a jump), records flushed, exit 1 with the reason. When the
+ * RT thread ends for any other reason (a limit, a signal) the connection is shut down, so the
+ * client is not left waiting.
+ *
+ * The damper command is the experiment's rest command (passive modes); the analysis client
+ * computes no control law. getInitialStiff, getTangentStiff, getDamp and getMass are answered
+ * with zero matrices: the specimen's contribution is its measured force.
+ *
+ * Ownership: the caller owns drths_ofr_app_t; _init opens the listening socket and the rings,
+ * _close closes and frees them (safe twice, after drths_ofr_app_stop). The physsite borrows
+ * the app as its source_ctx.
+ */
+#ifndef DRTHS_OPENFRESCO_APP_H
+#define DRTHS_OPENFRESCO_APP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/precor.h"
+#include "common/ring.h"
+#include "common/udp.h"
+#include "site-physical/openfresco.h"
+#include "site-physical/physsite.h"
+
+#define DRTHS_OFR_PENDING 16 /* targets queued in the RT thread */
+/* Step ends in flight: computed D ticks before they are applied (D <= the largest lookahead
+ * + 1), at most one per tick. */
+#define DRTHS_OFR_ENDS (DRTHS_ACT_MAX_LOOKAHEAD + 8)
+#define DRTHS_OFR_TEXT 200
+
+typedef struct drths_ofr_app_config {
+    const char *listen;          /* HOST:PORT to accept the client on */
+    drths_ofr_variant_t variant; /* AUTO, SHADOW or GENERIC */
+    drths_precor_params_t precor;
+    double step_duration_s;  /* wall time per analysis step */
+    double accept_timeout_s; /* how long to wait for the client */
+    double detect_wait_s;    /* AUTO: quiet time after a lone int32 1 (0.2 s) */
+} drths_ofr_app_config_t;
+
+typedef struct drths_ofr_step_end {
+    uint64_t tick; /* the step's last command tick */
+    double target;
+} drths_ofr_step_end_t;
+
+typedef struct drths_ofr_app {
+    drths_ofr_app_config_t cfg;
+    drths_addr_t laddr;
+    int listen_fd;
+    atomic_int conn_fd;
+    pthread_t io;
+    int io_started;
+    drths_ring_t to_rt; /* I/O -> RT requests */
+    drths_ring_t to_io; /* RT -> I/O responses */
+    atomic_int io_stop;
+
+    /* I/O thread (read by the RT thread after the SETUP record, and by main after the join). */
+    drths_ofr_rx_t rx;
+    drths_ofr_variant_t variant; /* resolved */
+    char peer[80];
+    uint64_t io_messages, io_unknown_actions, io_replies;
+    uint8_t *inbuf, *outbuf; /* 8·DRTHS_OFR_MAX_DATA + 64 bytes each, owned */
+
+    /* RT thread. */
+    int64_t step_ticks;  /* N */
+    uint32_t lead_ticks; /* D */
+    int setup_seen, stopping, end_seen;
+    double hist[4];
+    int step_active, have_target, step_late;
+    double target;
+    int64_t j; /* ticks of the current step played */
+    double pend[DRTHS_OFR_PENDING];
+    int pend_head, pend_count;
+    drths_ofr_step_end_t ends[DRTHS_OFR_ENDS];
+    int ends_head, ends_count;
+    uint64_t daq_pending;
+    double last_x, last_v;
+    int64_t first_target_ns, end_ns;
+    char end_text[DRTHS_OFR_TEXT];
+
+    /* Counters (RT thread; main reads them after the join). */
+    uint64_t targets;       /* trials received */
+    uint64_t steps_reached; /* steps whose last tick has been applied */
+    uint64_t late_targets;  /* steps whose target was not there at the switch */
+    uint64_t held_ticks;    /* ticks held at a switch waiting for a target */
+    uint64_t daq_requests, daq_replies;
+    double sum_err2, sum_tgt2, max_abs_err; /* measured - target at each step end */
+} drths_ofr_app_t;
+
+/* What the I/O thread hands the RT thread. */
+typedef enum drths_ofr_req_kind {
+    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known: the run can start */
+    DRTHS_OFR_REQ_TARGET,    /* a trial displacement */
+    DRTHS_OFR_REQ_MEASURE,   /* a measurement request: answered once the targets are reached */
+    DRTHS_OFR_REQ_DIE,       /* orderly end */
+    DRTHS_OFR_REQ_LOST,      /* connection closed, protocol error, no client: text says which */
+} drths_ofr_req_kind_t;
+
+/* The I/O thread's side of the two rings, public so that a test can drive the RT hooks in
+ * virtual time without a socket (only when no I/O thread runs). post waits while the ring is
+ * full unless the app is stopping; take returns 0 with the oldest answer, or -EAGAIN. */
+void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp,
+                        const char *text);
+int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r);
+
+/* Validates cfg (errors name the option), parses the address, creates the rings and the
+ * buffers and opens the listening TCP socket (SO_REUSEADDR). A failed init leaves nothing to
+ * close. init-only. */
+int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, drths_error_t *err);
+
+/* The physsite command source; pass app as source_ctx. */
+const drths_physsite_source_t *drths_ofr_app_source(void);
+
+/* Starts the I/O thread. Returns 0 or a negative errno. init-only. */
+int drths_ofr_app_start(drths_ofr_app_t *app, drths_error_t *err);
+
+/* Stops the I/O thread (shuts the connection down) and joins it. Safe twice. init-only. */
+void drths_ofr_app_stop(drths_ofr_app_t *app);
+
+/* Closes the sockets and frees the rings and buffers. Safe twice. init-only. */
+void drths_ofr_app_close(drths_ofr_app_t *app);
+
+/* RMS of (measured - target) at the step ends over RMS of the targets, %; NaN before any. */
+double drths_ofr_app_step_rms_pct(const drths_ofr_app_t *app);
+
+#endif

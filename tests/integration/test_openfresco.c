@@ -1,0 +1,425 @@
+/* drths-physical --openfresco against a test client written from shared/OPENFRESCO-WIRE.md, on
+ * 127.0.0.1: both wire variants (ShadowSite/actor, GenericTCP, genericClient), the quirks (a
+ * getDaqResponse before any trial, stale values after the action code, DIE with and without a
+ * reply, a client gone without DIE), a trial far beyond the displacement limit, and the forces of an
+ * elastic specimen (tests/data/openfresco/elastic.yaml: k = 2 MN/m, ideal actuator, no noise),
+ * which must be k·d for every trial once the site answers. The site runs as a child process;
+ * the assertions are on protocol, values, exit codes and summary.json, not on timing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "site-physical/openfresco.h"
+
+#define K_N_PER_M 2.0e6
+#define DS 256
+
+typedef struct site {
+    pid_t pid;
+    FILE *out; /* the child's stdout and stderr */
+    int port;
+    char dir[256];   /* run folder */
+    char log[16384]; /* everything it printed */
+    size_t log_len;
+    int exit_code;
+} site_t;
+
+static uint8_t buf[8 * DS + 64];
+
+static void site_start(site_t *s, const char *variant, const char *step)
+{
+    memset(s, 0, sizeof *s);
+    const char *src = getenv("DRTHS_SOURCE_DIR");
+    const char *bld = getenv("DRTHS_BUILD_DIR");
+    char exe[512], exp[512], tmp[] = "/tmp/drths-test-ofr-XXXXXX";
+    snprintf(exe, sizeof exe, "%s/drths-physical", bld ? bld : ".");
+    snprintf(exp, sizeof exp, "%s/tests/data/openfresco/elastic.yaml", src ? src : "..");
+    assert_non_null(mkdtemp(tmp));
+    snprintf(s->dir, sizeof s->dir, "%s/run", tmp);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    s->pid = fork();
+    assert_true(s->pid >= 0);
+    if (s->pid == 0) {
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        close(p[0]);
+        close(p[1]);
+        execl(exe, exe, "--experiment", exp, "--openfresco", "127.0.0.1:0", "--openfresco-variant",
+              variant, "--step-duration", step, "--wait-timeout", "20", "--out", s->dir, "--quiet",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    s->out = fdopen(p[0], "r");
+    assert_non_null(s->out);
+    char line[512];
+    while (fgets(line, sizeof line, s->out)) {
+        size_t n = strlen(line);
+        if (s->log_len + n < sizeof s->log) {
+            memcpy(s->log + s->log_len, line, n + 1);
+            s->log_len += n;
+        }
+        const char *k = strstr(line, "listening on TCP 127.0.0.1:");
+        if (k) {
+            s->port = atoi(k + strlen("listening on TCP 127.0.0.1:"));
+            break;
+        }
+    }
+    assert_true(s->port > 0);
+}
+
+/* Reads the rest of the output and the exit status. */
+static void site_wait(site_t *s)
+{
+    char line[512];
+    while (fgets(line, sizeof line, s->out)) {
+        size_t n = strlen(line);
+        if (s->log_len + n < sizeof s->log) {
+            memcpy(s->log + s->log_len, line, n + 1);
+            s->log_len += n;
+        }
+    }
+    fclose(s->out);
+    int st = 0;
+    assert_int_equal(waitpid(s->pid, &st, 0), s->pid);
+    assert_true(WIFEXITED(st));
+    s->exit_code = WEXITSTATUS(st);
+}
+
+static char summary[65536];
+
+static void read_summary(const site_t *s)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/summary.json", s->dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(summary, 1, sizeof summary - 1, f);
+    summary[n] = '\0';
+    fclose(f);
+}
+
+/* The integer value of "key": in summary.json (the first occurrence). */
+static long long summary_int(const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(summary, pat);
+    if (!p) {
+        print_error("summary.json has no %s\n", key);
+        fail();
+    }
+    return strtoll(p + strlen(pat), NULL, 10);
+}
+
+static int connect_site(const site_t *s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)s->port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    struct timeval tv = {20, 0}; /* a site that never answers fails the test, not hangs it */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+static void send_bytes(int fd, const uint8_t *b, size_t n)
+{
+    assert_int_equal(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+static void send_vec(int fd, const double *v, size_t nv)
+{
+    size_t n = drths_ofr_build_vector(v, nv, DS, buf, sizeof buf);
+    assert_int_equal(n, 8 * DS);
+    send_bytes(fd, buf, n);
+}
+
+/* Returns the bytes read: n, or fewer when the site closed the connection. */
+static size_t recv_bytes(int fd, uint8_t *b, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = recv(fd, b + got, n - got, 0);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    return got;
+}
+
+static void recv_vec(int fd, double *v)
+{
+    assert_int_equal(recv_bytes(fd, buf, 8 * DS), 8 * DS);
+    memcpy(v, buf, 8 * DS);
+}
+
+static double trial_disp(int k)
+{
+    return 0.02 * sin(2.0 * M_PI * k / 40.0) * (1.0 - exp(-k / 10.0));
+}
+
+static void shadow_handshake(int fd, const int32_t sizes[10])
+{
+    double v[DS];
+    int32_t one = 1, back = 0;
+    send_bytes(fd, (const uint8_t *)&one, 4);
+    assert_int_equal(recv_bytes(fd, (uint8_t *)&back, 4), 4);
+    assert_int_equal(back, 1);
+    const double open[3] = {1.0, 5.0, 2.8};
+    send_vec(fd, open, 3);
+    recv_vec(fd, v);
+    assert_true(v[0] == 0.0 && v[2] == 2.8); /* the client exits unless element 2 is 2.8 */
+    const double setup[2] = {2.0, DS};
+    size_t n = drths_ofr_build_vector(setup, 2, DS, buf, sizeof buf);
+    n += drths_ofr_build_ids(sizes, 10, buf + n, sizeof buf - n);
+    send_bytes(fd, buf, n);
+}
+
+/* ShadowSite session with the quirks; every answer must be the target and k·target. */
+static void test_shadow_elastic(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start(&s, "auto", "0.004");
+    int fd = connect_site(&s);
+    const int32_t sizes[10] = {1, 1, 1, 0, 1, 1, 1, 1, 1, 1};
+    shadow_handshake(fd, sizes);
+    double v[DS];
+    /* Quirk: getDaqResponse before any trial, with stale values after the action code. */
+    const double early[4] = {6.0, 0.5, 0.5, 0.5};
+    send_vec(fd, early, 4);
+    recv_vec(fd, v);
+    assert_true(v[0] == 0.0 && v[3] == 0.0);
+    const int steps = 150;
+    for (int k = 1; k <= steps; k++) {
+        double d = trial_disp(k);
+        const double trial[5] = {3.0, d, 0.1, -2.0, 0.01 * k};
+        send_vec(fd, trial, 5);
+        const double daq[4] = {6.0, 9.0, 9.0, 9.0}; /* stale values */
+        send_vec(fd, daq, 4);
+        recv_vec(fd, v);
+        /* [d, v, a, f, t] by the measurement sizes [1,1,1,1,1]. */
+        assert_true(fabs(v[0] - d) < 1e-12);
+        assert_true(fabs(v[3] - K_N_PER_M * d) < 1e-5);
+        assert_true(v[5] == 0.0);
+        const double commit[6] = {5.0, 7.0, 7.0, 7.0, 7.0, 0.02 * k}; /* the time is not trusted */
+        send_vec(fd, commit, 6);
+    }
+    const double die[2] = {99.0, 5.0};
+    send_vec(fd, die, 2);
+    recv_vec(fd, v);
+    assert_true(v[0] == 4.0 && v[1] == 1.0);
+    close(fd);
+    site_wait(&s);
+    if (s.exit_code != 0)
+        print_error("%s", s.log);
+    assert_int_equal(s.exit_code, 0);
+    assert_non_null(strstr(s.log, "shadow variant"));
+    assert_non_null(strstr(s.log, "ended the session (DIE) after 150 steps"));
+    read_summary(&s);
+    assert_int_equal(summary_int("targets"), steps);
+    assert_int_equal(summary_int("steps_reached"), steps);
+    assert_int_equal(summary_int("measurement_replies"), steps + 1);
+    assert_non_null(strstr(summary, "\"active\": false"));
+}
+
+/* GenericTCP: ID, [3, d], [6] -> [d, f], no commit, DIE without reply. */
+static void test_generic_tcp(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start(&s, "auto", "0.004");
+    int fd = connect_site(&s);
+    const int32_t id[11] = {1, 0, 0, 0, 0, 1, 0, 0, 1, 0, DS};
+    size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
+    send_bytes(fd, buf, n);
+    double v[DS];
+    for (int k = 1; k <= 60; k++) {
+        double d = -trial_disp(k);
+        const double trial[2] = {3.0, d};
+        send_vec(fd, trial, 2);
+        const double daq[1] = {6.0};
+        send_vec(fd, daq, 1);
+        recv_vec(fd, v);
+        assert_true(fabs(v[0] - d) < 1e-12);
+        assert_true(fabs(v[1] - K_N_PER_M * d) < 1e-5);
+        assert_true(v[2] == 0.0);
+    }
+    const double die[1] = {99.0};
+    send_vec(fd, die, 1);
+    close(fd); /* no reply expected: the GenericTCP client closes at once */
+    site_wait(&s);
+    if (s.exit_code != 0)
+        print_error("%s", s.log);
+    assert_int_equal(s.exit_code, 0);
+    assert_non_null(strstr(s.log, "generic variant"));
+    read_summary(&s);
+    assert_int_equal(summary_int("steps_reached"), 60);
+}
+
+/* OpenSees element genericClient with n = 1: [3, d, v, a, t], [10] force, [14]/[15]
+ * matrices, [5] commit, [99] without reply. The variant is given, not detected. */
+static void test_generic_client_element(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start(&s, "generic", "0.004");
+    int fd = connect_site(&s);
+    const int32_t id[11] = {1, 1, 1, 0, 1, 0, 0, 0, 1, 0, DS};
+    size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
+    send_bytes(fd, buf, n);
+    double v[DS];
+    const double mass[1] = {15.0};
+    send_vec(fd, mass, 1);
+    recv_vec(fd, v);
+    assert_true(v[0] == 0.0);
+    for (int k = 1; k <= 40; k++) {
+        double d = trial_disp(k);
+        const double trial[5] = {3.0, d, 0.0, 0.0, 0.01 * k};
+        send_vec(fd, trial, 5);
+        const double force[1] = {10.0};
+        send_vec(fd, force, 1);
+        recv_vec(fd, v);
+        assert_true(fabs(v[0] - K_N_PER_M * d) < 1e-5);
+        assert_true(v[1] == 0.0);
+        const double damp[1] = {14.0};
+        send_vec(fd, damp, 1);
+        recv_vec(fd, v);
+        assert_true(v[0] == 0.0);
+        const double commit[1] = {5.0};
+        send_vec(fd, commit, 1);
+    }
+    const double die[1] = {99.0};
+    send_vec(fd, die, 1);
+    close(fd);
+    site_wait(&s);
+    if (s.exit_code != 0)
+        print_error("%s", s.log);
+    assert_int_equal(s.exit_code, 0);
+    read_summary(&s);
+    assert_int_equal(summary_int("steps_reached"), 40);
+}
+
+/* A client killed mid-run sends nothing: the site holds, writes its records, exits 1. */
+static void test_client_killed(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start(&s, "shadow", "0.004");
+    int fd = connect_site(&s);
+    const int32_t sizes[10] = {1, 0, 0, 0, 0, 1, 0, 0, 1, 0};
+    shadow_handshake(fd, sizes);
+    double v[DS];
+    for (int k = 1; k <= 20; k++) {
+        const double trial[2] = {3.0, trial_disp(k)};
+        send_vec(fd, trial, 2);
+        const double daq[1] = {6.0};
+        send_vec(fd, daq, 1);
+        recv_vec(fd, v);
+    }
+    /* The next trial, then gone (as a killed process: the kernel closes the socket). */
+    const double trial[2] = {3.0, trial_disp(21)};
+    send_vec(fd, trial, 2);
+    close(fd);
+    site_wait(&s);
+    assert_int_equal(s.exit_code, 1);
+    assert_non_null(strstr(s.log, "closed the connection without DIE"));
+    assert_non_null(strstr(s.log, "HOLD"));
+    read_summary(&s);
+    assert_non_null(strstr(summary, "\"active\": true"));
+    assert_non_null(strstr(summary, "PEER_LOST"));
+    assert_true(summary_int("rows") > 0);
+}
+
+/* A trial far beyond the displacement limit (0.1 m): the command towards it trips a limit (the
+ * velocity limit first, as the corrector would need 30 m/s): HOLD with a clear line, never a
+ * jump (the largest drive step in HOLD within the ramp rate), the connection closed, exit 1. */
+static void test_limit(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start(&s, "shadow", "0.02");
+    int fd = connect_site(&s);
+    const int32_t sizes[10] = {1, 0, 0, 0, 0, 1, 0, 0, 1, 0};
+    shadow_handshake(fd, sizes);
+    double v[DS];
+    for (int k = 1; k <= 5; k++) {
+        const double trial[2] = {3.0, 0.001 * k};
+        send_vec(fd, trial, 2);
+        const double daq[1] = {6.0};
+        send_vec(fd, daq, 1);
+        recv_vec(fd, v);
+        assert_true(fabs(v[0] - 0.001 * k) < 1e-12);
+    }
+    const double trial[2] = {3.0, 0.25};
+    send_vec(fd, trial, 2);
+    const double daq[1] = {6.0};
+    send_vec(fd, daq, 1);
+    /* No answer: the site closes the connection instead. */
+    assert_true(recv_bytes(fd, buf, 8 * DS) < 8 * DS);
+    close(fd);
+    site_wait(&s);
+    assert_int_equal(s.exit_code, 1);
+    assert_non_null(strstr(s.log, "HOLD at tick"));
+    assert_non_null(strstr(s.log, " limit: "));
+    read_summary(&s);
+    assert_non_null(strstr(summary, "LIMIT"));
+    const char *p = strstr(summary, "\"max_drive_step_m\":");
+    const char *q = strstr(summary, "\"max_drive_step_allowed_m\":");
+    assert_non_null(p);
+    assert_non_null(q);
+    double step = strtod(p + strlen("\"max_drive_step_m\":"), NULL);
+    double allowed = strtod(q + strlen("\"max_drive_step_allowed_m\":"), NULL);
+    assert_true(step <= allowed * (1.0 + 1e-9));
+}
+
+/* A protocol error (a big-endian probe) ends the session with the reason. */
+static void test_protocol_error(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start(&s, "shadow", "0.004");
+    int fd = connect_site(&s);
+    const uint8_t be[4] = {0, 0, 0, 1};
+    send_bytes(fd, be, 4);
+    assert_int_equal(recv_bytes(fd, buf, 4), 0);
+    close(fd);
+    site_wait(&s);
+    assert_int_equal(s.exit_code, 1);
+    assert_non_null(strstr(s.log, "endianness probe"));
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shadow_elastic),
+        cmocka_unit_test(test_generic_tcp),
+        cmocka_unit_test(test_generic_client_element),
+        cmocka_unit_test(test_client_killed),
+        cmocka_unit_test(test_limit),
+        cmocka_unit_test(test_protocol_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,204 @@
+/* The OpenFresco command source (site-physical/openfresco_app.h) in virtual time: its RT hooks
+ * around the real actuator state machine (virtual DAQ, the elastic specimen of
+ * tests/data/openfresco/elastic.yaml: k = 2 MN/m, ideal actuator, no noise, no compensation),
+ * fed through the same rings the I/O thread uses, with no socket traffic and no clock. Checks
+ * when a measurement request is answered (at once before any trial; on the step's last tick
+ * after one), the values (target and k·target), the late-target hold, the end on DIE and on a
+ * lost client, and that the steady state allocates nothing (CONVENTIONS.md 6). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "site-physical/openfresco_app.h"
+#include "site-physical/physsite.h"
+
+#include "alloc_count.h"
+
+#define K_N_PER_M 2.0e6
+
+typedef struct world {
+    drths_experiment_t exp;
+    drths_physsite_t ps;
+    drths_ofr_app_t app;
+    const drths_physsite_source_t *src;
+    uint64_t tick;
+    int64_t dt_ns;
+    drths_actuator_out_t out;
+} world_t;
+
+static world_t *W;
+
+static int setup(void **state)
+{
+    (void)state;
+    W = calloc(1, sizeof *W);
+    const char *srcdir = getenv("DRTHS_SOURCE_DIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/data/openfresco/elastic.yaml", srcdir ? srcdir : "..");
+    drths_error_t err;
+    assert_int_equal(drths_experiment_load(&W->exp, path, &err), 0);
+    drths_ofr_app_config_t oc;
+    memset(&oc, 0, sizeof oc);
+    oc.listen = "127.0.0.1:0";
+    oc.variant = DRTHS_OFR_SHADOW;
+    oc.precor.mode = DRTHS_PRECOR_D;
+    oc.precor.predict_fraction = 0.6;
+    oc.step_duration_s = 0.01; /* 50 ticks at 5 kHz */
+    oc.accept_timeout_s = 1.0;
+    assert_int_equal(drths_ofr_app_init(&W->app, &oc, &err), 0);
+    drths_physsite_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.exp = &W->exp;
+    cfg.source = drths_ofr_app_source();
+    cfg.source_ctx = &W->app;
+    assert_int_equal(drths_physsite_init(&W->ps, &cfg, NULL, NULL, NULL, &err), 0);
+    W->src = cfg.source;
+    W->dt_ns = W->ps.act.dt_ns;
+    /* The client has set up: start feeds EPOCH 1 and returns at once. */
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_SETUP, 0.0, NULL);
+    const char *why = NULL;
+    assert_int_equal(W->src->start(&W->app, &W->ps, &why), 0);
+    assert_int_equal(W->app.step_ticks, 50);
+    assert_int_equal(W->app.lead_ticks, 1); /* compensation none: no lookahead */
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    drths_physsite_close(&W->ps);
+    drths_ofr_app_close(&W->app);
+    drths_experiment_close(&W->exp);
+    free(W);
+    return 0;
+}
+
+/* One tick as drths_physsite_run does it, in virtual time. Returns the actuator's result. */
+static int tick(void)
+{
+    int64_t t = (int64_t)W->tick * W->dt_ns;
+    W->src->before_tick(&W->app, &W->ps, W->tick, t);
+    int rc = drths_actuator_tick(&W->ps.act, W->tick, t, t, &W->out);
+    if (rc == 0)
+        W->src->after_tick(&W->app, &W->ps, W->tick, &W->out);
+    W->tick++;
+    return rc;
+}
+
+/* Runs ticks until an answer comes (at most max). Returns the tick it came after, or -1. */
+static int64_t until_answer(drths_ofr_response_t *r, int max)
+{
+    for (int i = 0; i < max; i++) {
+        assert_int_equal(tick(), 0);
+        if (drths_ofr_app_take(&W->app, r) == 0)
+            return (int64_t)W->tick - 1;
+    }
+    return -1;
+}
+
+static void test_steps(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    /* getDaqResponse before any trial: answered on the next tick, at rest. */
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+    assert_int_equal(until_answer(&r, 1), 0);
+    assert_true(r.disp[0] == 0.0 && r.force[0] == 0.0);
+    for (int i = 0; i < 9; i++)
+        assert_int_equal(tick(), 0);
+    /* Trial 1 and its request at tick 10: step 1 is command ticks 11 .. 60 (D = 1), so the
+     * answer comes after tick 60, with the target reached exactly. */
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.001, NULL);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+    assert_int_equal(until_answer(&r, 200), 60);
+    assert_true(r.disp[0] == 0.001);
+    assert_true(fabs(r.force[0] - K_N_PER_M * 0.001) < 1e-9);
+    assert_int_equal(W->app.late_targets, 0);
+    /* Step 2 runs on (ticks 61 .. 110) predicting from [0, 0, 0, 0.001]; its switch is its
+     * 30th tick (f = 0.6), tick 90. Trial 2 comes at tick 100: the step holds from tick 90
+     * until then and is counted late; its last tick is then 110 + the 11 held ticks. */
+    while (W->tick < 100)
+        assert_int_equal(tick(), 0);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.0015, NULL);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+    assert_int_equal(until_answer(&r, 200), 121);
+    assert_true(r.disp[0] == 0.0015);
+    assert_int_equal(W->app.late_targets, 1);
+    assert_int_equal(W->app.held_ticks, 11);
+    assert_int_equal(W->app.steps_reached, 2);
+    /* No HOLD, no concealment: one command per tick. */
+    assert_false(W->ps.act.hold);
+    assert_int_equal(W->ps.act.c.concealed, 0);
+    /* DIE: the run ends after the command already queued (tick + D - 1), without HOLD. */
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_DIE, 0.0, NULL);
+    assert_int_equal(tick(), 0);
+    assert_true(W->out.finished);
+    assert_false(W->ps.act.hold);
+    assert_int_equal(tick(), -EALREADY);
+    assert_non_null(strstr(W->src->ended(&W->app, &W->ps), "DIE) after 2 steps"));
+}
+
+static void test_lost_client_holds(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.002, NULL);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+    assert_true(until_answer(&r, 200) > 0);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.003, NULL);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(tick(), 0);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_LOST, 0.0, "the client went away");
+    int rc = 0;
+    for (int i = 0; i < 100000 && rc == 0 && !W->out.finished; i++)
+        rc = tick();
+    assert_true(W->out.finished);
+    assert_true(W->ps.act.hold);
+    assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_PEER_LOST);
+    assert_non_null(strstr(W->ps.act.hold_text, "went away"));
+    /* The request pending at the loss is never answered from HOLD. */
+    assert_int_equal(drths_ofr_app_take(&W->app, &r), -EAGAIN);
+}
+
+static void test_steady_state_allocates_nothing(void **state)
+{
+    (void)state;
+    if (!COUNT_ALLOCS) {
+        print_message("sanitizer build: allocation count skipped\n");
+        return;
+    }
+    drths_ofr_response_t r;
+    int k = 0;
+    long before = 0;
+    for (int step = 0; step < 200; step++) {
+        if (step == 20)
+            before = atomic_load(&alloc_count);
+        double d = 0.005 * sin(2.0 * M_PI * (++k) / 40.0);
+        drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, d, NULL);
+        drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+        assert_true(until_answer(&r, 200) > 0);
+        assert_true(fabs(r.disp[0] - d) < 1e-15);
+    }
+    long after = atomic_load(&alloc_count);
+    assert_int_equal(after - before, 0);
+    assert_int_equal(W->app.steps_reached, 200);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_steps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_client_holds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_steady_state_allocates_nothing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

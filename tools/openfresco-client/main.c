@@ -1,0 +1,309 @@
+/* drths-openfresco-client: an OpenSees-style analysis client for a drths actuator site started
+ * with --openfresco (docs/openfresco.md), speaking the wire protocol of shared/OPENFRESCO-WIRE.md.
+ *
+ * It integrates the canonical three-storey shear building (floor masses 5.0e4 kg, storey
+ * stiffnesses 73.955 / 100.51 / 85.74 MN/m, 2 % mass-proportional damping in the first mode)
+ * under a ground-motion record with the explicit central-difference method, one analysis step
+ * of --dt per trial, as OpenSees with an explicit integrator does in a hybrid test. The specimen
+ * sits in the first storey: each step's trial displacement is the first-storey drift, and the
+ * measured force the site returns acts between the ground and floor 1 in the next step.
+ *
+ * Per step it measures the tracking error (measured minus target displacement) and the time
+ * between consecutive answers; at the end it prints the tracking RMS error norm and the
+ * protocol overhead: total wall time minus steps × --step-duration (the site's setting, which
+ * this tool only uses for the arithmetic). With --verbose, one line per step. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/groundmotion.h"
+#include "common/rtclock.h"
+#include "site-physical/openfresco.h"
+
+#define PROG "drths-openfresco-client"
+#define DS 256
+#define NF 3
+
+static uint8_t buf[8 * DS + 64];
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: " PROG " --connect HOST:PORT --record FILE [--variant shadow|generic]\n"
+            "       [--steps N] [--dt S] [--scale F] [--step-duration S] [--verbose]\n"
+            "\n"
+            "  --connect HOST:PORT  the drths-physical --openfresco address\n"
+            "  --record FILE        ground-motion record (PEER AT2 or columns, in g)\n"
+            "  --variant V          shadow (expSite ShadowSite, default) or generic (GenericTCP)\n"
+            "  --steps N            analysis steps (default: the whole record)\n"
+            "  --dt S               analysis time step (default 0.01)\n"
+            "  --scale F            record scale factor (default 1)\n"
+            "  --step-duration S    the site's --step-duration, for the overhead (default 0.01)\n"
+            "  --verbose            one line per step: target, measured, error, force, interval\n");
+}
+
+static int send_all(int fd, const uint8_t *b, size_t n)
+{
+    while (n) {
+        ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        b += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int recv_all(int fd, uint8_t *b, size_t n)
+{
+    while (n) {
+        ssize_t k = recv(fd, b, n, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        b += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int send_vec(int fd, const double *v, size_t nv)
+{
+    size_t n = drths_ofr_build_vector(v, nv, DS, buf, sizeof buf);
+    return send_all(fd, buf, n);
+}
+
+static int recv_vec(int fd, double *v)
+{
+    if (recv_all(fd, buf, 8 * DS) != 0)
+        return -1;
+    memcpy(v, buf, 8 * DS);
+    return 0;
+}
+
+static int connect_to(const char *hostport)
+{
+    char host[256];
+    const char *colon = strrchr(hostport, ':');
+    if (!colon || (size_t)(colon - hostport) >= sizeof host)
+        return -1;
+    memcpy(host, hostport, (size_t)(colon - hostport));
+    host[colon - hostport] = '\0';
+    struct addrinfo hints, *res;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
+        return -1;
+    int fd = socket(res->ai_family, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    const char *connect_s = NULL, *record = NULL;
+    int shadow = 1, verbose = 0;
+    long steps = -1;
+    double dt = 0.01, scale = 1.0, step_dur = 0.01;
+    static const struct option opts[] = {
+        {"connect", required_argument, NULL, 'c'},
+        {"record", required_argument, NULL, 'r'},
+        {"variant", required_argument, NULL, 'V'},
+        {"steps", required_argument, NULL, 'n'},
+        {"dt", required_argument, NULL, 'd'},
+        {"scale", required_argument, NULL, 's'},
+        {"step-duration", required_argument, NULL, 'S'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            connect_s = optarg;
+            break;
+        case 'r':
+            record = optarg;
+            break;
+        case 'V':
+            if (strcmp(optarg, "shadow") == 0)
+                shadow = 1;
+            else if (strcmp(optarg, "generic") == 0)
+                shadow = 0;
+            else {
+                fprintf(stderr, PROG ": --variant: shadow or generic\n");
+                return 2;
+            }
+            break;
+        case 'n':
+            steps = strtol(optarg, NULL, 10);
+            break;
+        case 'd':
+            dt = strtod(optarg, NULL);
+            break;
+        case 's':
+            scale = strtod(optarg, NULL);
+            break;
+        case 'S':
+            step_dur = strtod(optarg, NULL);
+            break;
+        case 'v':
+            verbose = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!connect_s || !record || !(dt > 0.0) || !(step_dur > 0.0)) {
+        usage(stderr);
+        return 2;
+    }
+    drths_error_t err;
+    drths_record_t rec;
+    drths_gm_options_t o;
+    drths_gm_options_default(&o);
+    o.scale = scale;
+    if (drths_record_load(&rec, record, &o, &err) != 0 ||
+        drths_record_resample(&rec, &rec, dt, 0.0, &err) != 0) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        return 2;
+    }
+    if (steps < 0 || (size_t)steps > rec.n)
+        steps = (long)rec.n;
+
+    int fd = connect_to(connect_s);
+    if (fd < 0) {
+        fprintf(stderr, PROG ": cannot connect to %s\n", connect_s);
+        return 1;
+    }
+    double v[DS];
+    if (shadow) {
+        int32_t one = 1, back = 0;
+        const double open[3] = {1.0, 1.0, 2.8};
+        const double setup[2] = {2.0, DS};
+        const int32_t sizes[10] = {1, 0, 0, 0, 1, 1, 0, 0, 1, 1};
+        if (send_all(fd, (uint8_t *)&one, 4) || recv_all(fd, (uint8_t *)&back, 4) || back != 1 ||
+            send_vec(fd, open, 3) || recv_vec(fd, v) || v[2] != 2.8) {
+            fprintf(stderr, PROG ": ShadowSite handshake failed\n");
+            return 1;
+        }
+        size_t n = drths_ofr_build_vector(setup, 2, DS, buf, sizeof buf);
+        n += drths_ofr_build_ids(sizes, 10, buf + n, sizeof buf - n);
+        if (send_all(fd, buf, n)) {
+            fprintf(stderr, PROG ": setup failed\n");
+            return 1;
+        }
+    } else {
+        const int32_t id[11] = {1, 0, 0, 0, 0, 1, 0, 0, 1, 0, DS};
+        size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
+        if (send_all(fd, buf, n)) {
+            fprintf(stderr, PROG ": ID failed\n");
+            return 1;
+        }
+    }
+
+    /* The structure: diagonal M, tridiagonal K, C = a0·M (2 % in the first mode, 2.88 Hz). */
+    const double m[NF] = {5.0e4, 5.0e4, 5.0e4};
+    const double ks[NF] = {7.3955e7, 1.00510e8, 8.5740e7};
+    const double a0 = 2.0 * 0.02 * 2.0 * M_PI * 2.88;
+    double x[NF] = {0}, xprev[NF] = {0}, xnext[NF];
+    double fspec = 0.0;
+    double *gap = malloc((size_t)steps * sizeof *gap);
+    if (!gap)
+        return 1;
+    double sum_e2 = 0.0, sum_t2 = 0.0, max_e = 0.0;
+    int64_t t0 = drths_now_ns(), tprev = t0;
+    long done = 0;
+    for (long k = 0; k < steps; k++) {
+        /* Central difference: (M/dt^2 + C/2dt) x+ = p - K x - r + (2M/dt^2) x - (M/dt^2 - C/2dt)
+         * x-. */
+        for (int i = 0; i < NF; i++) {
+            double kx = ks[i] * (x[i] - (i ? x[i - 1] : 0.0));
+            if (i + 1 < NF)
+                kx -= ks[i + 1] * (x[i + 1] - x[i]);
+            double p = -m[i] * rec.ag_m_s2[k] - kx - (i == 0 ? fspec : 0.0);
+            double lhs = m[i] / (dt * dt) + a0 * m[i] / (2.0 * dt);
+            xnext[i] = (p + 2.0 * m[i] / (dt * dt) * x[i] -
+                        (m[i] / (dt * dt) - a0 * m[i] / (2.0 * dt)) * xprev[i]) /
+                       lhs;
+        }
+        double target = xnext[0];
+        const double trial[2] = {3.0, target};
+        const double daq[1] = {6.0};
+        if (send_vec(fd, trial, shadow ? 2 : 2) || send_vec(fd, daq, 1) || recv_vec(fd, v)) {
+            fprintf(stderr, PROG ": the site closed the connection at step %ld\n", k + 1);
+            break;
+        }
+        int64_t now = drths_now_ns();
+        gap[done] = (double)(now - tprev) * 1e-9 - step_dur;
+        tprev = now;
+        double meas = v[0], force = v[1];
+        if (shadow) {
+            const double commit[2] = {5.0, (double)(k + 1) * dt};
+            send_vec(fd, commit, 2);
+        }
+        double e = meas - target;
+        sum_e2 += e * e;
+        sum_t2 += target * target;
+        if (fabs(e) > max_e)
+            max_e = fabs(e);
+        if (verbose)
+            printf("%ld %.9g %.9g %.3e %.6g %.3f\n", k + 1, target, meas, e, force,
+                   gap[done] * 1e3);
+        fspec = force;
+        memcpy(xprev, x, sizeof x);
+        memcpy(x, xnext, sizeof x);
+        done++;
+    }
+    double wall = (double)(drths_now_ns() - t0) * 1e-9;
+    const double die[2] = {99.0, 1.0};
+    send_vec(fd, die, 2);
+    if (shadow)
+        (void)recv_vec(fd, v);
+    close(fd);
+    qsort(gap, (size_t)done, sizeof *gap, cmp_double);
+    printf(PROG ": %ld steps (%s), wall %.4f s, configured %.4f s, protocol overhead %.4f s "
+                "(%.1f us/step)\n",
+           done, shadow ? "ShadowSite" : "GenericTCP", wall, (double)done * step_dur,
+           wall - (double)done * step_dur, done ? (wall - done * step_dur) / done * 1e6 : 0.0);
+    if (done)
+        printf("  per-step interval minus step duration: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+               gap[done / 2] * 1e3, gap[(size_t)(0.99 * (double)(done - 1))] * 1e3,
+               gap[done - 1] * 1e3);
+    printf("  tracking at the step ends: RMS error %.3f %% of the RMS target, peak %.4f mm, "
+           "RMS target %.4f mm\n",
+           sum_t2 > 0 ? 100.0 * sqrt(sum_e2 / sum_t2) : NAN, max_e * 1e3,
+           done ? sqrt(sum_t2 / done) * 1e3 : 0.0);
+    free(gap);
+    drths_record_close(&rec);
+    return done == steps ? 0 : 1;
+}
