@@ -236,6 +236,16 @@ int drths_telemetry_row_due(drths_telemetry_t *t)
     return due;
 }
 
+int drths_telemetry_beat_due(drths_telemetry_t *t)
+{
+    if (++t->beat_calls % 10 != 0)
+        return 0;
+    uint64_t frames = t->sent + t->send_errors;
+    int due = frames == t->frames_at_beat;
+    t->frames_at_beat = frames + (uint64_t)due; /* the frame the caller is about to send */
+    return due;
+}
+
 int drths_telemetry_send(drths_telemetry_t *t)
 {
     if (!t->opened)

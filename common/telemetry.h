@@ -72,6 +72,8 @@ typedef struct drths_telemetry {
     uint64_t sent, send_errors, control_rejected;
     int decimation;          /* rows per frame (>= 1) */
     uint64_t rows;           /* rows seen by drths_telemetry_row_due */
+    unsigned beat_calls;     /* drths_telemetry_beat_due's state */
+    uint64_t frames_at_beat;
     drths_telemetry_frame_t f; /* the frame being filled; main fills the fields */
 } drths_telemetry_t;
 
@@ -109,6 +111,11 @@ int drths_telemetry_row_due(drths_telemetry_t *t);
 /* Encodes t->f and sends it; a failure is counted in send_errors and returned, never fatal.
  * Main thread, non-blocking. */
 int drths_telemetry_send(drths_telemetry_t *t);
+
+/* Called at 50 Hz: 1 on every tenth call when no frame went since the last one (the site is
+ * waiting, ready or done, so no rows make frames), and the caller sends one then, so the monitor
+ * sees the site alive 5 times a second. RT-safe. */
+int drths_telemetry_beat_due(drths_telemetry_t *t);
 
 /* Reads waiting control datagrams without blocking; returns the last valid command in *cmd
  * (DRTHS_TELEM_CMD_NONE if none). Invalid ones are counted in control_rejected. Main thread. */

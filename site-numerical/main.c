@@ -161,8 +161,6 @@ typedef struct app {
     int tlm_on;
     drths_telemetry_t tlm;
     uv_timer_t tlm_timer;
-    unsigned tlm_ticks;
-    uint64_t tlm_frames_at_beat;
     int tlm_state;   /* drths_telemetry_state_t, set by main */
     int started;     /* Start received (or not waiting for it) */
     int col[9];      /* numerical.csv columns of the frame's signals, -1 if absent */
@@ -267,12 +265,9 @@ static void on_tlm_timer(uv_timer_t *t)
     drths_telemetry_cmd_t cmd;
     drths_telemetry_poll(&app->tlm, &cmd);
     act_on_control(app, cmd);
-    if (++app->tlm_ticks % 10 == 0) {
-        if (app->tlm.sent + app->tlm.send_errors == app->tlm_frames_at_beat) {
-            tlm_counters(app);
-            drths_telemetry_send(&app->tlm);
-        }
-        app->tlm_frames_at_beat = app->tlm.sent + app->tlm.send_errors;
+    if (drths_telemetry_beat_due(&app->tlm)) {
+        tlm_counters(app);
+        drths_telemetry_send(&app->tlm);
     }
 }
 

@@ -83,8 +83,6 @@ typedef struct app {
     int tlm_on;
     drths_telemetry_t tlm;
     uv_timer_t tlm_timer;
-    unsigned tlm_ticks;
-    uint64_t tlm_frames_at_beat;
     int wait_start, started;
 } app_t;
 
@@ -273,12 +271,9 @@ static void on_tlm_timer(uv_timer_t *h)
     drths_telemetry_cmd_t cmd;
     drths_telemetry_poll(&app->tlm, &cmd);
     act_on_control(app, cmd);
-    if (++app->tlm_ticks % 10 == 0) {
-        if (app->tlm.sent + app->tlm.send_errors == app->tlm_frames_at_beat) {
-            tlm_counters(app);
-            drths_telemetry_send(&app->tlm);
-        }
-        app->tlm_frames_at_beat = app->tlm.sent + app->tlm.send_errors;
+    if (drths_telemetry_beat_due(&app->tlm)) {
+        tlm_counters(app);
+        drths_telemetry_send(&app->tlm);
     }
 }
 

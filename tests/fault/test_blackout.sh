@@ -7,7 +7,7 @@
 # before its 100 ms silence limit), sends ABORT (lost in the blackout), lingers 0.2 s recording
 # and exits 1; the numerical site hears nothing for its peer timeout (1 s) and aborts with
 # PEER_LOST, exit 1. Both records complete.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 make_experiment 6
 pport=$(free_port)
 rport=$(free_port)

@@ -3,7 +3,7 @@
 # read or write, or of the wrong size, with exit status 2 and a message naming the file and what
 # to do; a key made by drths-keygen (mode 0600) is accepted (the actuator site then waits for a
 # peer and, given 0.2 s, exits 1 for "no numerical site", not 2).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 make_experiment 1
 "$bdir/drths-keygen" "$tmp/good.key" >"$tmp/keygen.out" || fail "drths-keygen failed"
 [ "$(stat -c %a "$tmp/good.key")" = 600 ] || fail "drths-keygen did not make a 0600 file"

@@ -7,7 +7,7 @@
 # of recording, exit 1; the actuator site's record and summary complete. (With a lead below
 # 100 ms, as with the default file, the buffer runs dry first and the concealment limit holds
 # 20 ticks later: the same as test_blackout.sh.)
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 make_experiment 6 's/^  safety_margin_ticks: .*/  safety_margin_ticks: 600/' \
     's/^  playout_ticks: .*/  playout_ticks: 1000/'
 grep -q '^  playout_ticks: 1000' "$tmp/exp.yaml" || fail "could not edit the experiment"

@@ -2,7 +2,7 @@
 # Fault: kill -9 of the actuator site mid-run (docs/faults.md). Expected: the numerical site
 # receives nothing more, conceals feedback until its peer timeout (1 s) and stops with
 # PEER_LOST: exit 1, its record (a row per step up to where it stopped) and summary complete.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 make_experiment 6
 pport=$(free_port)
 start_physical phys "$pport"

@@ -7,7 +7,7 @@
 # repairing up to 3 from redundancy (R = 4; 2 observed). Expected: 12 to 14 ticks concealed at
 # the actuator site (13 observed), then resumed; the numerical site conceals the missing feedback (counted) and resumes; no HOLD;
 # both exit 0 with complete records. (Longer: HOLD, test_blackout.sh.)
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 make_experiment 4
 pport=$(free_port)
 rport=$(free_port)

@@ -11,7 +11,7 @@
 # concealment limit, ABORT to the numerical site through the new relay (or, when the ABORTs
 # leave before the new relay has heard from the numerical site, PEER_LOST there), both exit 1,
 # records complete. The test asserts whichever the measured gap implies.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 make_experiment 6
 pport=$(free_port)
 rport=$(free_port)

@@ -12,7 +12,7 @@
 # arrive more than 60 ms ahead are dropped as too_far (L is about 136 ms here and the fastest
 # datagrams take 20 ms): about half of them, which redundancy and concealment then cover with
 # runs of up to 17 concealed ticks, too close to the limit of 20 (docs/faults.md).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 make_experiment 4 's/^  playout_ticks: .*/  playout_ticks: 1000/'
 grep -q '^  playout_ticks: 1000' "$tmp/exp.yaml" || fail "could not edit the experiment"
 pport=$(free_port)

@@ -4,17 +4,7 @@
 # control needs the X-Drths-Control header and a loopback Host; control datagrams reach the
 # site with the control token; a non-loopback --listen without --token is refused (exit 2);
 # malformed frames are counted, not streamed.
-set -euo pipefail
-bdir=$1
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    for f in "$tmp"/*.out "$tmp"/*.err; do [ -f "$f" ] && { echo "--- $f" >&2; sed 's/^/  | /' "$f" >&2; }; done
-    exit 1
-}
+source "$(dirname "$0")/../lib.sh"
 
 set +e
 "$bdir/drths-monitor" --listen 0.0.0.0:0 --telemetry 0 >"$tmp/refused.out" 2>&1

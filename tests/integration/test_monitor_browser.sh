@@ -6,18 +6,7 @@
 # monitor, not killed by the timeout)
 # with complete records: summary.json, every numerical step and every actuator tick in the CSVs,
 # no row dropped. The screenshot goes to <build>/test-artifacts/monitor.png.
-set -euo pipefail
-bdir=$1
-src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    for f in "$tmp"/*.out "$tmp"/*.err; do [ -f "$f" ] && { echo "--- $f" >&2; sed 's/^/  | /' "$f" >&2; }; done
-    exit 1
-}
+source "$(dirname "$0")/../lib.sh"
 
 command -v node >/dev/null || fail "node is missing (tools/deps)"
 [ -x /usr/bin/chromium ] || fail "/usr/bin/chromium is missing (tools/deps)"

@@ -4,18 +4,7 @@
 # 4 s. In headless Chromium (tests/browser/monitor_disconnect.js) the actuator site must show
 # "disconnected" while the numerical site stays RUN; a dismissed Abort sends nothing, a confirmed
 # one reaches both stand-ins. Screenshot: <build>/test-artifacts/monitor-disconnect.png.
-set -euo pipefail
-bdir=$1
-src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    for f in "$tmp"/*.out "$tmp"/*.err; do [ -f "$f" ] && { echo "--- $f" >&2; sed 's/^/  | /' "$f" >&2; }; done
-    exit 1
-}
+source "$(dirname "$0")/../lib.sh"
 command -v node >/dev/null || fail "node is missing (tools/deps)"
 [ -x /usr/bin/chromium ] || fail "/usr/bin/chromium is missing (tools/deps)"
 DRTHS_BUILD_DIR=$bdir "$src/tools/web-build" >"$tmp/web-build.out" 2>&1 || fail "tools/web-build failed"

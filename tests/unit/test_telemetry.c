@@ -196,6 +196,32 @@ static void test_loopback(void **state)
     drths_telemetry_close(&z); /* never opened: must not close fd 0 */
 }
 
+/* The heartbeat: due on every tenth call only when no frame went since the last one. Sending is
+ * simulated by the counters drths_telemetry_send moves. */
+static void test_beat_due(void **state)
+{
+    (void)state;
+    drths_telemetry_t t;
+    memset(&t, 0, sizeof t);
+    int due = 0;
+    for (int i = 1; i <= 30; i++) {
+        int d = drths_telemetry_beat_due(&t);
+        assert_int_equal(d, i % 10 == 0);
+        if (d) {
+            t.sent++; /* the caller sends the beat */
+            due++;
+        }
+    }
+    assert_int_equal(due, 3); /* an idle site: 5 beats a second at 50 calls a second */
+    for (int i = 1; i <= 30; i++) {
+        if (i % 3 == 0)
+            t.send_errors++; /* rows made frames (some lost): no beat needed */
+        assert_int_equal(drths_telemetry_beat_due(&t), 0);
+    }
+    for (int i = 1; i <= 10; i++)
+        assert_int_equal(drths_telemetry_beat_due(&t), i == 10); /* idle again */
+}
+
 static void test_open_errors(void **state)
 {
     (void)state;
@@ -218,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_encode_fields),   cmocka_unit_test(test_encode_too_small),
         cmocka_unit_test(test_control_parse),   cmocka_unit_test(test_token_file),
         cmocka_unit_test(test_loopback),        cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_beat_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-# Shared by the tests/fault/*.sh tests (sourced, not a test itself): a temporary folder, the
+# Shared by the fault and monitor shell tests (sourced, not a test itself): a temporary folder, the
 # default experiment shortened for a test, free ports, starting the sites and the checks every
 # fault test makes on the records. Every process runs under `timeout`, so no test can hang.
 set -euo pipefail
