@@ -215,9 +215,38 @@ static void test_lock_memory(void **state)
 #endif
 }
 
+/* drths_rt_thread_create: the thread runs on a DRTHS_RT_STACK_BYTES stack, big enough for the
+ * default stack prefault (at most half the stack, drths_rt_lock_memory's own check). */
+static void *stack_probe(void *arg)
+{
+    size_t *size = arg;
+    pthread_attr_t attr;
+    void *addr;
+    *size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        pthread_attr_getstack(&attr, &addr, size);
+        pthread_attr_destroy(&attr);
+    }
+    return NULL;
+}
+
+static void test_thread_stack(void **state)
+{
+    (void)state;
+    pthread_t t;
+    size_t size = 1;
+    assert_int_equal(drths_rt_thread_create(&t, stack_probe, &size), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(size >= DRTHS_RT_STACK_BYTES && size < DRTHS_RT_STACK_BYTES + (64u << 10));
+    drths_rt_options_t o;
+    drths_rt_options_default(&o);
+    assert_true(o.prefault_stack_bytes <= DRTHS_RT_STACK_BYTES / 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_thread_stack),
         cmocka_unit_test(test_nothing_requested),
         cmocka_unit_test(test_invalid_priority),
         cmocka_unit_test(test_invalid_cpu),
