@@ -6,6 +6,7 @@
 # the signal; physical.csv has every tick from 0 to its summary's last tick, with the HOLD column
 # set from the HOLD tick on and the drive never stepping by more than the rate limit in HOLD;
 # numerical.csv has every step its summary counts; both summaries exist and name the reason.
+# A run that held on the concealment limit before the signal (a stalled thread) is run once more.
 set -euo pipefail
 bdir=$1
 src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -33,7 +34,7 @@ grep -q '^  duration_s: 10$' "$tmp/exp.yaml" && grep -q '^  compensation: feedfo
 # Rows are drained every 50 ms; a run must not finish before the signal.
 port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-one_case() { # target: physical | numerical
+one_case() { # target: physical | numerical, [retry]
     local target=$1 d="$tmp/$1" p
     mkdir -p "$d"
     p=$(port)
@@ -48,7 +49,22 @@ one_case() { # target: physical | numerical
     for _ in $(seq 200); do grep -q "run started" "$d/phys.out" 2>/dev/null && break; sleep 0.1; done
     grep -q "run started" "$d/phys.out" || fail "$target: the run did not start"
     sleep 1.5
-    if [ "$target" = physical ]; then kill -TERM "$ppid"; else kill -TERM "$npid"; fi
+    local victim=$npid
+    [ "$target" = physical ] && victim=$ppid
+    if ! kill -TERM "$victim" 2>/dev/null; then
+        # The run ended before the signal. On this VM a thread stalled for tens of ms now and
+        # then, and the concealment limit rightly held the actuator: that says nothing of the
+        # SIGTERM path, so the case runs once more (any other early end fails).
+        wait "$npid" "$ppid" 2>/dev/null || true
+        pids=()
+        if [ "${2:-}" != retry ] && grep -q "too many concealed commands" "$d/phys.out"; then
+            echo "$target: the run held on concealment before the signal (a stall); once more"
+            rm -rf "$d"
+            one_case "$target" retry
+            return
+        fi
+        fail "$target: the site had ended before the signal"
+    fi
     set +e
     wait "$npid"; local nrc=$?
     wait "$ppid"; local prc=$?
