@@ -78,6 +78,19 @@ void drths_addr_format(const drths_addr_t *a, char *out, size_t cap)
     }
 }
 
+int drths_addr_is_loopback(const drths_addr_t *a)
+{
+    if (a->ss.ss_family == AF_INET) {
+        const struct sockaddr_in *s = (const struct sockaddr_in *)&a->ss;
+        return (ntohl(s->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (a->ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)&a->ss;
+        return IN6_IS_ADDR_LOOPBACK(&s->sin6_addr);
+    }
+    return 0;
+}
+
 int drths_addr_equal(const drths_addr_t *a, const drths_addr_t *b)
 {
     if (a->ss.ss_family != b->ss.ss_family)

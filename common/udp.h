@@ -41,6 +41,9 @@ int drths_addr_parse(drths_addr_t *a, const char *text, const char *what, drths_
 /* "127.0.0.1:47000" / "[::1]:47000". RT-safe. */
 void drths_addr_format(const drths_addr_t *a, char *out, size_t cap);
 
+/* 1 for 127.0.0.0/8 and ::1 (reachable from this machine only). RT-safe. */
+int drths_addr_is_loopback(const drths_addr_t *a);
+
 /* 1 if the two addresses are the same host and port. RT-safe. */
 int drths_addr_equal(const drths_addr_t *a, const drths_addr_t *b);
 

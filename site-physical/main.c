@@ -615,6 +615,12 @@ int main(int argc, char **argv)
         drths_addr_format(&ofr.laddr, addr, sizeof addr);
         printf("  OpenFresco: listening on TCP %s (variant %s)\n", addr,
                drths_ofr_variant_name(ocfg.variant));
+        if (!drths_addr_is_loopback(&ofr.laddr))
+            fprintf(stderr, "drths-physical: warning: OpenFresco clients are not authenticated: "
+                            "anyone who reaches %s can drive the actuator (within the limits); "
+                            "keep the port closed to all but the analysis machine "
+                            "(docs/openfresco.md)\n",
+                    addr);
     } else {
         drths_addr_format(&laddr, addr, sizeof addr);
         printf("  listening on %s, %s\n", addr, key_line);

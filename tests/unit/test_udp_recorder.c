@@ -32,6 +32,14 @@ static void test_addr_parse(void **state)
     assert_true(drths_addr_parse(&a, "127.0.0.1:70000", "--listen", &err) < 0);
     assert_non_null(strstr(err.msg, "0..65535"));
     assert_true(drths_addr_parse(&a, "::1:5", "--peer", &err) < 0);
+    assert_int_equal(drths_addr_parse(&a, "127.3.2.1:5", "test", &err), 0);
+    assert_true(drths_addr_is_loopback(&a));
+    assert_int_equal(drths_addr_parse(&a, "[::1]:5", "test", &err), 0);
+    assert_true(drths_addr_is_loopback(&a));
+    assert_int_equal(drths_addr_parse(&a, "10.1.2.3:5", "test", &err), 0);
+    assert_false(drths_addr_is_loopback(&a));
+    assert_int_equal(drths_addr_parse(&a, ":5", "test", &err), 0); /* any address */
+    assert_false(drths_addr_is_loopback(&a));
     assert_non_null(strstr(err.msg, "[ADDR]:PORT"));
 }
 

@@ -484,19 +484,6 @@ static void usage(FILE *f)
             "runs until SIGINT or SIGTERM.\n");
 }
 
-static int is_loopback(const drths_addr_t *a)
-{
-    if (a->ss.ss_family == AF_INET) {
-        const struct sockaddr_in *s = (const struct sockaddr_in *)&a->ss;
-        return (ntohl(s->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (a->ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)&a->ss;
-        return IN6_IS_ADDR_LOOPBACK(&s->sin6_addr);
-    }
-    return 0;
-}
-
 static void default_web(const char *argv0, char *out, size_t cap)
 {
     char exe[PATH_MAX];
@@ -559,7 +546,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "drths-monitor: %s\n", err.msg);
         return DRTHS_EXIT_CONFIG;
     }
-    M.loopback = is_loopback(&laddr);
+    M.loopback = drths_addr_is_loopback(&laddr);
     if (!M.loopback && !token_file) {
         fprintf(stderr, "drths-monitor: --listen %s is not a loopback address: it needs "
                         "--token FILE\n", listen);
