@@ -81,7 +81,7 @@ struct raw_specimen {
 };
 
 struct raw_control {
-    char *mode, *command;
+    char *mode, *command, *q_disp, *q_acc, *r;
 };
 
 struct raw_actuator {
@@ -223,6 +223,9 @@ static const cyaml_schema_field_t specimen_fields[] = {
 static const cyaml_schema_field_t control_fields[] = {
     STR(struct raw_control, mode),
     STR(struct raw_control, command),
+    STR(struct raw_control, q_disp),
+    STR(struct raw_control, q_acc),
+    STR(struct raw_control, r),
     CYAML_FIELD_END,
 };
 
@@ -1365,6 +1368,30 @@ static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_contr
                       DRTHS_CONTROL_PASSIVE_OFF, &v)))
         return r;
     x->control.mode = (drths_control_mode_t)v;
+    x->control.q_disp = x->control.q_acc = x->control.r = 0;
+    const struct {
+        const char *path, *raw;
+        double def, lo, hi;
+        double *out;
+    } w[] = {
+        {"control.q_disp", ct ? ct->q_disp : NULL, 1.0, 0, 1e12, &x->control.q_disp},
+        {"control.q_acc", ct ? ct->q_acc : NULL, 1.0, 0, 1e12, &x->control.q_acc},
+        {"control.r", ct ? ct->r : NULL, 100.0, 1e-12, 1e12, &x->control.r},
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        if (x->control.mode != DRTHS_CONTROL_CLIPPED_OPTIMAL) {
+            if (w[i].raw)
+                return not_allowed(c, w[i].path, "unless control.mode is clipped-optimal");
+            continue;
+        }
+        if ((r = get_double(c, w[i].path, w[i].raw, w[i].def, w[i].out)) ||
+            (r = check_range(c, w[i].path, *w[i].out, w[i].lo, w[i].hi)))
+            return r;
+    }
+    if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL &&
+        x->control.q_disp + x->control.q_acc <= 0)
+        return fail(c, -EINVAL, "control.q_disp",
+                    "q_disp and q_acc are both 0: the design would weigh nothing");
     if (x->control.mode != DRTHS_CONTROL_FIXED) {
         if (ct && ct->command)
             return not_allowed(c, "control.command", "unless control.mode is fixed");
@@ -1904,6 +1931,9 @@ int drths_experiment_shared_text(const drths_experiment_t *x, char **text, size_
               x->specimen.true_scale.gamma_beta, x->specimen.true_scale.A);
     sb_printf(&b, "control.mode=%s\n", drths_control_mode_name(x->control.mode));
     sb_printf(&b, "control.command=%.17g\n", x->control.command);
+    if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL)
+        sb_printf(&b, "control.weights=%.17g,%.17g,%.17g\n", x->control.q_disp, x->control.q_acc,
+                  x->control.r);
     sb_printf(&b, "link.redundancy=%d\n", x->link.redundancy);
     sb_printf(&b, "link.probes=%d\n", x->link.probes);
     sb_printf(&b, "link.quantile=%.17g\n", x->link.quantile);

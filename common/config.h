@@ -207,6 +207,9 @@ typedef struct drths_experiment {
          * 0..2.25); 0 for the other damper models. 0 and not accepted in the file for the other
          * modes, which derive the command themselves (drths_experiment_command_max). */
         double command;
+        /* clipped-optimal only: the LQ design's weights (site-numerical/semiactive.h; defaults
+         * 1, 1, 100); 0 for the other modes and not accepted in the file there. */
+        double q_disp, q_acc, r;
     } control;
 
     /* Actuator site's virtual plant and sensors (rehearsal), not shared. */

@@ -124,7 +124,9 @@ int drths_reference_run(const drths_experiment_t *exp, const char *out_dir,
                         drths_reference_summary_t *sum, drths_progress_fn progress, void *ctx,
                         drths_error_t *err)
 {
-    return drths_reference_run_design(exp, NULL, out_dir, sum, progress, ctx, err);
+    drths_semiactive_design_t d;
+    return drths_reference_run_design(exp, drths_semiactive_design_of(exp, &d), out_dir, sum,
+                                      progress, ctx, err);
 }
 
 int drths_reference_run_design(const drths_experiment_t *exp,

@@ -453,9 +453,21 @@ int drths_semiactive_init(drths_semiactive_t *s, const drths_structure_t *st, in
 int drths_semiactive_init_experiment(drths_semiactive_t *s, const drths_experiment_t *exp,
                                      const drths_structure_t *st, drths_error_t *err)
 {
+    drths_semiactive_design_t d;
     return drths_semiactive_init(s, st, exp->specimen.floor, 1.0 / exp->rate_hz,
                                  drths_experiment_command_max(exp->specimen.damper.model),
-                                 exp->control.mode, exp->control.command, NULL, err);
+                                 exp->control.mode, exp->control.command,
+                                 drths_semiactive_design_of(exp, &d), err);
+}
+
+const drths_semiactive_design_t *drths_semiactive_design_of(const drths_experiment_t *exp,
+                                                            drths_semiactive_design_t *d)
+{
+    if (exp->control.mode != DRTHS_CONTROL_CLIPPED_OPTIMAL)
+        return NULL;
+    *d = (drths_semiactive_design_t){
+        .q_disp = exp->control.q_disp, .q_acc = exp->control.q_acc, .r = exp->control.r};
+    return d;
 }
 
 double drths_semiactive_clip(double desired_force_N, double measured_force_N, double command_max)

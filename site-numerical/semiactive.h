@@ -117,4 +117,9 @@ double drths_semiactive_desired_force(const drths_semiactive_t *s);
 /* Frees everything and zeroes *s. Safe twice and after a failed _init. init-only. */
 void drths_semiactive_close(drths_semiactive_t *s);
 
+/* The experiment's clipped-optimal weights (control.q_disp, q_acc, r) in d, and d; NULL for the
+ * other modes (the init functions then take the defaults). init-only. */
+const drths_semiactive_design_t *drths_semiactive_design_of(const drths_experiment_t *exp,
+                                                            drths_semiactive_design_t *d);
+
 #endif

@@ -285,6 +285,14 @@ static void test_fingerprint(void **state)
         if (memcmp(a, b, 32) == 0)
             fail_msg("fingerprint did not change with a shared field: %s", differ[i]);
     }
+    /* The clipped-optimal design's weights: explicit defaults are the same, a change is not. */
+    uint8_t c1[32], c2[32];
+    fp_with("control: {mode: clipped-optimal}\n", c1);
+    fp_with("control: {mode: clipped-optimal, q_disp: 1, q_acc: 1, r: 100}\n", c2);
+    assert_memory_equal(c1, c2, 32);
+    fp_with("control: {mode: clipped-optimal, r: 5}\n", c2);
+    assert_memory_not_equal(c1, c2, 32);
+
     char text[2048];
     snprintf(text, sizeof text, "%s", base_yaml);
     char *m = strstr(text, "[1000, 1000]");
@@ -465,6 +473,9 @@ static const bad_case_t bad_cases[] = {
      "daq.current_out: same subdevice and channel as daq.command_out (1/0)"},
     {"bad-hold-mode.yaml", -EINVAL,
      ":6: physical.hold: must be one of hold, ramp (got \"freeze\")"},
+    {"bad-control-weights.yaml", -EINVAL,
+     ":7: control.r: not allowed unless control.mode is clipped-optimal"},
+    {"bad-control-r.yaml", -EINVAL, ":7: control.r: must be in 1e-12..1e+12 (got 0)"},
     {"bad-feedforward-jerk.yaml", -EINVAL,
      ":6: physical.feedforward_max_jerk_m_s3: must be in 0..1e+09 (got -1)"},
     {"bad-safe-position.yaml", -EINVAL,
