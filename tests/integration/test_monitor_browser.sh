@@ -9,7 +9,7 @@
 source "$(dirname "$0")/../lib.sh"
 
 command -v node >/dev/null || fail "node is missing (tools/deps)"
-[ -x /usr/bin/chromium ] || fail "/usr/bin/chromium is missing (tools/deps)"
+[ -x /usr/bin/chromium ] || fail "/usr/bin/chromium is missing (tools/deps --test)"
 DRTHS_BUILD_DIR=$bdir "$src/tools/web-build" >"$tmp/web-build.out" 2>&1 || fail "tools/web-build failed"
 [ -f "$bdir/web/index.html" ] && [ -f "$bdir/web/uPlot.iife.min.js" ] || fail "no page in $bdir/web"
 

@@ -6,7 +6,7 @@
 # one reaches both stand-ins. Screenshot: <build>/test-artifacts/monitor-disconnect.png.
 source "$(dirname "$0")/../lib.sh"
 command -v node >/dev/null || fail "node is missing (tools/deps)"
-[ -x /usr/bin/chromium ] || fail "/usr/bin/chromium is missing (tools/deps)"
+[ -x /usr/bin/chromium ] || fail "/usr/bin/chromium is missing (tools/deps --test)"
 DRTHS_BUILD_DIR=$bdir "$src/tools/web-build" >"$tmp/web-build.out" 2>&1 || fail "tools/web-build failed"
 
 timeout 60 "$bdir/drths-monitor" --listen 127.0.0.1:0 --telemetry 127.0.0.1:0 --web "$bdir/web" \
