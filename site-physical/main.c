@@ -486,6 +486,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "drths-physical: --experiment FILE is required (see --help)\n");
         return DRTHS_EXIT_CONFIG;
     }
+    if (openfresco && kernel_filter) {
+        fprintf(stderr, "drths-physical: --kernel-filter is for the drths UDP link; an "
+                        "--openfresco site has no UDP socket\n");
+        return DRTHS_EXIT_CONFIG;
+    }
     if ((wait_start || monitor_token) && !monitor) {
         fprintf(stderr, "drths-physical: --wait-start and --monitor-token need --monitor\n");
         return DRTHS_EXIT_CONFIG;

@@ -16,6 +16,9 @@
 #include "common/rtclock.h"
 
 #define IO_BUF_BYTES (8 * DRTHS_OFR_MAX_DATA + 64)
+#define TEXT_OF(x) #x
+#define TEXT_OF_VALUE(x) TEXT_OF(x)
+#define PENDING_TEXT TEXT_OF_VALUE(DRTHS_OFR_PENDING)
 #define RING_RECORDS 64
 #define POLL_MS 100
 #define REPLY_POLL_NS 20000L /* the I/O thread looks for the RT thread's reply this often */
@@ -455,8 +458,8 @@ static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t t
             app->targets++;
             if (app->pend_count == DRTHS_OFR_PENDING) {
                 drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0,
-                                    "the OpenFresco client sent 16 trials without waiting for a "
-                                    "response");
+                                    "the OpenFresco client sent " PENDING_TEXT
+                                    " trials without waiting for a response");
                 break;
             }
             app->pend[(app->pend_head + app->pend_count) % DRTHS_OFR_PENDING] = r.disp;

@@ -102,6 +102,16 @@ static void site_wait(site_t *s)
     s->exit_code = WEXITSTATUS(st);
 }
 
+/* Waits for the site and requires its exit status; the site's log goes to the test output when
+ * it differs. */
+static void site_end(site_t *s, int exit_code)
+{
+    site_wait(s);
+    if (s->exit_code != exit_code)
+        print_error("%s", s->log);
+    assert_int_equal(s->exit_code, exit_code);
+}
+
 static char summary[65536];
 
 static void read_summary(const site_t *s)
@@ -231,10 +241,7 @@ static void test_shadow_elastic(void **state)
     recv_vec(fd, v);
     assert_true(v[0] == 4.0 && v[1] == 1.0);
     close(fd);
-    site_wait(&s);
-    if (s.exit_code != 0)
-        print_error("%s", s.log);
-    assert_int_equal(s.exit_code, 0);
+    site_end(&s, 0);
     assert_non_null(strstr(s.log, "shadow variant"));
     assert_non_null(strstr(s.log, "ended the session (DIE) after 150 steps"));
     read_summary(&s);
@@ -269,10 +276,7 @@ static void test_generic_tcp(void **state)
     const double die[1] = {99.0};
     send_vec(fd, die, 1);
     close(fd); /* no reply expected: the GenericTCP client closes at once */
-    site_wait(&s);
-    if (s.exit_code != 0)
-        print_error("%s", s.log);
-    assert_int_equal(s.exit_code, 0);
+    site_end(&s, 0);
     assert_non_null(strstr(s.log, "generic variant"));
     read_summary(&s);
     assert_int_equal(summary_int("steps_reached"), 60);
@@ -313,10 +317,7 @@ static void test_generic_client_element(void **state)
     const double die[1] = {99.0};
     send_vec(fd, die, 1);
     close(fd);
-    site_wait(&s);
-    if (s.exit_code != 0)
-        print_error("%s", s.log);
-    assert_int_equal(s.exit_code, 0);
+    site_end(&s, 0);
     read_summary(&s);
     assert_int_equal(summary_int("steps_reached"), 40);
 }
@@ -342,8 +343,7 @@ static void test_client_killed(void **state)
     const double trial[2] = {3.0, trial_disp(21)};
     send_vec(fd, trial, 2);
     close(fd);
-    site_wait(&s);
-    assert_int_equal(s.exit_code, 1);
+    site_end(&s, 1);
     assert_non_null(strstr(s.log, "closed the connection without DIE"));
     assert_non_null(strstr(s.log, "HOLD"));
     read_summary(&s);
@@ -379,8 +379,7 @@ static void test_limit(void **state)
     /* No answer: the site closes the connection instead. */
     assert_true(recv_bytes(fd, buf, 8 * DS) < 8 * DS);
     close(fd);
-    site_wait(&s);
-    assert_int_equal(s.exit_code, 1);
+    site_end(&s, 1);
     assert_non_null(strstr(s.log, "HOLD at tick"));
     assert_non_null(strstr(s.log, " limit: "));
     read_summary(&s);
@@ -405,8 +404,7 @@ static void test_protocol_error(void **state)
     send_bytes(fd, be, 4);
     assert_int_equal(recv_bytes(fd, buf, 4), 0);
     close(fd);
-    site_wait(&s);
-    assert_int_equal(s.exit_code, 1);
+    site_end(&s, 1);
     assert_non_null(strstr(s.log, "endianness probe"));
 }
 

@@ -117,6 +117,20 @@ static int connect_to(const char *hostport)
     return fd;
 }
 
+/* A number option: the whole text a finite number above min (exclusive), or a message naming
+ * the option. */
+static int parse_number(const char *text, const char *opt, double min, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (!*text || *end || !isfinite(v) || !(v > min)) {
+        fprintf(stderr, PROG ": %s: '%s' is not a number above %g\n", opt, text, min);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -160,17 +174,28 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'n':
-            steps = strtol(optarg, NULL, 10);
+        case 'n': {
+            double n;
+            if (parse_number(optarg, "--steps", 0, &n))
+                return 2;
+            if (n != floor(n) || n > 1e9) {
+                fprintf(stderr, PROG ": --steps: '%s' is not a whole number of steps\n", optarg);
+                return 2;
+            }
+            steps = (long)n;
             break;
+        }
         case 'd':
-            dt = strtod(optarg, NULL);
+            if (parse_number(optarg, "--dt", 0, &dt))
+                return 2;
             break;
         case 's':
-            scale = strtod(optarg, NULL);
+            if (parse_number(optarg, "--scale", 0, &scale))
+                return 2;
             break;
         case 'S':
-            step_dur = strtod(optarg, NULL);
+            if (parse_number(optarg, "--step-duration", 0, &step_dur))
+                return 2;
             break;
         case 'v':
             verbose = 1;
