@@ -73,6 +73,13 @@ wait_status() {
     wait "$1" || rc=$?
 }
 
+# stop_cleanly PID WHAT: SIGTERM to PID, which must then exit 0.
+stop_cleanly() {
+    kill -TERM "$1"
+    wait_status "$1"
+    [ "$rc" -eq 0 ] || fail "$2 exit $rc after SIGTERM"
+}
+
 # Waits (bounded) until a site's run has started: its CSV has at least MIN_ROWS data rows.
 wait_rows() {
     local csv=$1 min=$2 limit=${3:-30}

@@ -97,11 +97,7 @@ with urllib.request.urlopen(r, timeout=5) as ev:
     check(b'"state": "RUN"' in line, f"live event {line[:80]!r}")
 sys.exit(0 if ok else 1)
 PY
-kill -TERM "$mpid"
-set +e
-wait "$mpid"; mrc=$?
-set -e
+stop_cleanly "$mpid" drths-monitor
 pids=()
-[ "$mrc" -eq 0 ] || fail "drths-monitor exit $mrc after SIGTERM"
 grep -q "2 rejected" "$tmp/monitor.out" || fail "the two malformed frames were not counted"
 echo "PASS"

@@ -104,12 +104,8 @@ check(sites["controls_sent"] >= 3, f"control datagrams sent: {sites['controls_se
 sys.exit(0 if ok else 1)
 PY
 # The monitor ends cleanly on SIGTERM (and, in the sanitizer builds, without a report).
-kill -TERM "$mpid"
-set +e
-wait "$mpid"; mrc=$?
-set -e
+stop_cleanly "$mpid" drths-monitor
 pids=()
-[ "$mrc" -eq 0 ] || fail "drths-monitor exit $mrc after SIGTERM"
 grep -q "frames received" "$tmp/monitor.out" || fail "drths-monitor did not print its totals"
 echo "screenshot: $art/monitor.png"
 echo "PASS"
