@@ -8,7 +8,8 @@
  *   "drths-v1 session" || direction || session id || nonce_num || nonce_phys), so a key is fresh
  *   for every run as long as either side's nonce is fresh.
  * - AEAD: ChaCha20-Poly1305 IETF, detached 16-byte tag, 12-byte nonce
- *   direction || 00 00 00 || counter (big-endian 64 bits).
+ *   direction || 00 00 00 || counter (big-endian 64 bits). Composed from libsodium's ChaCha20
+ *   and Poly1305 for speed on short messages; byte for byte libsodium's AEAD (unit.crypto).
  *
  * Ownership: every key buffer belongs to the caller; nothing here allocates or keeps pointers.
  */

@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <sodium.h>
+
 #include "protocol/crypto.h"
 
 static char dir[64];
@@ -270,6 +272,53 @@ static void test_aead_rfc8439(void **state)
                      -EBADMSG);
 }
 
+/* drths_crypto_seal / _open compose the AEAD from ChaCha20 and Poly1305 (crypto.c): they must give
+ * libsodium's crypto_aead_chacha20poly1305_ietf bytes for every message length (each length
+ * up to 1200 bytes, across the 448-byte head of the first keystream call, then strides up to the
+ * largest payload) and associated-data length, and refuse any changed bit. */
+static void test_aead_matches_libsodium(void **state)
+{
+    (void)state;
+    enum { MAX = 4864 };
+    static uint8_t msg[MAX], c[MAX], ref[MAX], back[MAX];
+    uint8_t key[32], ad[64], tag[16], reftag[16], nonce[12];
+    randombytes_buf(msg, sizeof msg);
+    int checked = 0;
+    for (size_t len = 0; len <= MAX; len += len < 1200 ? 1 : 61) {
+        randombytes_buf(key, sizeof key);
+        randombytes_buf(ad, sizeof ad);
+        size_t adlen = len % 3 == 0 ? 40 : len % 65;
+        uint64_t counter = ((uint64_t)len << 40) + len + 1;
+        drths_role_t sender = len % 2 ? DRTHS_ROLE_NUMERICAL : DRTHS_ROLE_PHYSICAL;
+        memcpy(c, msg, len);
+        drths_crypto_seal(key, sender, counter, ad, adlen, c, len, tag);
+        drths_crypto_nonce(nonce, sender, counter);
+        crypto_aead_chacha20poly1305_ietf_encrypt_detached(ref, reftag, NULL, msg, len, ad, adlen,
+                                                           NULL, nonce, key);
+        assert_memory_equal(c, ref, len);
+        assert_memory_equal(tag, reftag, 16);
+        assert_int_equal(drths_crypto_open(key, sender, counter, ad, adlen, c, len, tag, back), 0);
+        assert_memory_equal(back, msg, len);
+        /* One flipped bit, in the ciphertext, the associated data or the tag: refused, and the
+         * output is zeroed, not a partial plaintext. */
+        uint8_t *where = len ? c : adlen ? ad : tag;
+        size_t at = (len * 7) % (len ? len : adlen ? adlen : 16);
+        uint8_t bit = (uint8_t)(1u << (len % 8));
+        where[at] ^= bit;
+        memset(back, 0xAA, len);
+        assert_int_equal(drths_crypto_open(key, sender, counter, ad, adlen, c, len, tag, back),
+                         -EBADMSG);
+        for (size_t i = 0; i < len; i++)
+            assert_int_equal(back[i], 0);
+        where[at] ^= bit;
+        tag[len % 16] ^= 0x80;
+        assert_int_equal(drths_crypto_open(key, sender, counter, ad, adlen, c, len, tag, back),
+                         -EBADMSG);
+        checked++;
+    }
+    assert_true(checked > 1200);
+}
+
 static void test_random(void **state)
 {
     (void)state;
@@ -286,7 +335,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_load_forms),   cmocka_unit_test(test_key_load_refusals),
         cmocka_unit_test(test_key_generate),     cmocka_unit_test(test_derivation_vectors),
-        cmocka_unit_test(test_aead_rfc8439),     cmocka_unit_test(test_random),
+        cmocka_unit_test(test_aead_rfc8439),     cmocka_unit_test(test_aead_matches_libsodium),
+        cmocka_unit_test(test_random),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
