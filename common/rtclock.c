@@ -60,6 +60,11 @@ int drths_ticker_set_spin(drths_ticker_t *t, int64_t spin_ns)
     return 0;
 }
 
+int64_t drths_ticker_auto_spin_ns(int64_t period_ns)
+{
+    return period_ns <= DRTHS_TICKER_AUTO_SPIN_PERIOD_NS ? period_ns * 3 / 10 : 0;
+}
+
 int drths_ticker_wait(drths_ticker_t *t, uint64_t *tick)
 {
     /* A deadline already passed returns from the sleep at once, which is how a late loop

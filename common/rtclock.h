@@ -96,6 +96,14 @@ int drths_ticker_init(drths_ticker_t *t, int64_t period_ns, int64_t start_ns,
  * spin_ns < 0 is -EINVAL. init-only. */
 int drths_ticker_set_spin(drths_ticker_t *t, int64_t spin_ns);
 
+/* Periods at or below this (rates of 10 kHz and more) spin by default: half such a period is
+ * within the wake-up latency of a virtual machine's timer (20-50 µs), so sleeping to the
+ * deadline makes ticks late that spinning keeps on time (README, Benchmarks). */
+#define DRTHS_TICKER_AUTO_SPIN_PERIOD_NS 100000
+/* The spin drths-physical uses without --tick-spin: 30 % of period_ns for a period of at most
+ * DRTHS_TICKER_AUTO_SPIN_PERIOD_NS, else 0 (sleep to the deadline). init-only. */
+int64_t drths_ticker_auto_spin_ns(int64_t period_ns);
+
 /* Sleeps until the next tick's deadline, then records when it woke. Returns 0 with *tick set to
  * the tick's index (each index exactly once, in order, none skipped), or the sleep's negative
  * errno (the tick is then not consumed). After it returns, t->deadline_ns and t->lateness_ns

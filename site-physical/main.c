@@ -18,6 +18,7 @@
 #include "common/runfolder.h"
 #include "common/telemetry.h"
 #include "common/rt.h"
+#include "common/rtclock.h"
 #include "common/udp.h"
 #include "protocol/crypto.h"
 #include "site-physical/openfresco_app.h"
@@ -29,7 +30,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
             "                      [--out DIR] [--wait-timeout S] [--require-rt] [--cpu N]\n"
-            "                      [--tick-spin US] [--kernel-filter] [--quiet]\n"
+            "                      [--tick-spin US|auto] [--kernel-filter] [--quiet]\n"
             "                      [--monitor HOST:PORT [--monitor-token FILE] [--wait-start]]\n"
             "       drths-physical --experiment FILE --openfresco HOST:PORT [--step-duration S]\n"
             "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
@@ -43,8 +44,9 @@ static void usage(FILE *f)
             "  --wait-timeout S    how long to wait for the numerical site (default 300)\n"
             "  --require-rt        fail unless real-time scheduling and memory locking apply\n"
             "  --cpu N             pin the control thread to CPU N (isolate it with isolcpus=N)\n"
-            "  --tick-spin US      sleep until US microseconds before each tick, then spin: trades\n"
-            "                      US/period of a CPU for the timer's wake-up latency (default 0)\n"
+            "  --tick-spin US|auto sleep until US microseconds before each tick, then spin: trades\n"
+            "                      US/period of a CPU for the timer's wake-up latency; auto\n"
+            "                      (default): 30 %% of the period at 10 kHz and above, else 0\n"
             "  --kernel-filter     drop malformed datagrams, other sessions and other senders in\n"
             "                      the kernel (counted only as kernel_drops in summary.json, not by\n"
             "                      reason); for a site reachable from the Internet\n"
@@ -79,6 +81,7 @@ typedef struct app {
     int closing;
     int status_shown;
     double rate_hz;
+    int tick_spin_auto; /* no --tick-spin: drths_ticker_auto_spin_ns */
     /* live monitor (--monitor) */
     int tlm_on;
     drths_telemetry_t tlm;
@@ -106,8 +109,11 @@ static void print_events(app_t *app)
             printf("  %s\n", line);
         }
         if (ps->cfg.tick_spin_ns > 0)
-            printf("  tick: sleeps to %.0f us before each deadline, then spins\n",
-                   (double)ps->cfg.tick_spin_ns * 1e-3);
+            printf("  tick: sleeps to %.0f us before each deadline, then spins%s\n",
+                   (double)ps->cfg.tick_spin_ns * 1e-3,
+                   app->tick_spin_auto ? " (--tick-spin auto at 10 kHz and above; --tick-spin 0 "
+                                         "sleeps to the deadline)"
+                                       : "");
         if (ps->rt_rc == 0 && !ps->cfg.source)
             printf("  waiting for the numerical site (up to %g s)\n", ps->cfg.wait_timeout_s);
         fflush(stdout);
@@ -388,7 +394,7 @@ int main(int argc, char **argv)
     const char *monitor = NULL, *monitor_token = NULL;
     double wait_timeout = 300.0;
     int require_rt = 0, quiet = 0, kernel_filter = 0, wait_start = 0;
-    long cpu = -1, tick_spin_us = 0;
+    long cpu = -1, tick_spin_us = -1; /* -1: auto */
     const char *openfresco = NULL;
     static drths_ofr_app_t ofr;
     int ofr_open = 0;
@@ -468,7 +474,9 @@ int main(int argc, char **argv)
                 return DRTHS_EXIT_CONFIG;
             break;
         case 'S':
-            if (parse_int(optarg, "--tick-spin", 0, 1000000, &tick_spin_us))
+            if (strcmp(optarg, "auto") == 0)
+                tick_spin_us = -1;
+            else if (parse_int(optarg, "--tick-spin (or auto)", 0, 1000000, &tick_spin_us))
                 return DRTHS_EXIT_CONFIG;
             break;
         case 'M': monitor = optarg; break;
@@ -517,7 +525,10 @@ int main(int argc, char **argv)
     drths_rt_options_default(&cfg.rt);
     cfg.rt.require = require_rt;
     cfg.rt.cpu = (int)cpu;
-    cfg.tick_spin_ns = (int64_t)tick_spin_us * 1000;
+    app.tick_spin_auto = tick_spin_us < 0;
+    cfg.tick_spin_ns = app.tick_spin_auto
+                           ? drths_ticker_auto_spin_ns((int64_t)llround(1e9 / exp.rate_hz))
+                           : (int64_t)tick_spin_us * 1000;
     app.rate_hz = exp.rate_hz;
 
     if (drths_experiment_fingerprint(&exp, cfg.fingerprint, &err) != 0) {

@@ -725,6 +725,7 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
         drths_json_number(&j, "max", us(lh->max));
     }
     drths_json_int(&j, "later_than_half_dt", (int64_t)c->late_wakeups);
+    drths_json_number(&j, "spin_us", (double)ps->cfg.tick_spin_ns * 1e-3);
     drths_json_object_end(&j);
 
     const drths_hist_t *ld = &a->lead_ns;

@@ -146,6 +146,11 @@ static void test_ticker_spin(void **state)
         }
     }
     assert_int_equal(t.late_ticks, 0);
+    /* drths-physical's default: spin 30 % of the period from 10 kHz on, sleep below. */
+    assert_int_equal(drths_ticker_auto_spin_ns(200000), 0);
+    assert_int_equal(drths_ticker_auto_spin_ns(100001), 0);
+    assert_int_equal(drths_ticker_auto_spin_ns(100000), 30000);
+    assert_int_equal(drths_ticker_auto_spin_ns(50000), 15000);
 }
 
 static void test_ticker_errors(void **state)
