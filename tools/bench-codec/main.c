@@ -11,12 +11,15 @@
  * recv, open, seal a COMMAND, send back); the figure is the time from just before the FEEDBACK
  * is sealed to the COMMAND opened, i.e. two trips through the kernel's UDP stack and both
  * codecs, without the integration step (drths-bench-step gives that) and without any network.
- * Both threads ask for SCHED_FIFO (refusal is reported, not fatal). Twice: with blocking recv
- * (the thread sleeps, the kernel wakes it) and spinning on a non-blocking recv (busy-poll).
+ * Both threads ask for SCHED_FIFO, and the process holds a 0 us /dev/cpu_dma_latency request,
+ * as the sites do while they run (refusals are reported, not fatal): without it an idle virtual
+ * CPU halts, and waking it costs tens of microseconds. Twice: with blocking recv (the thread
+ * sleeps, the kernel wakes it) and spinning on a non-blocking recv (busy-poll).
  *
  * Output, for tools/bench:
  *   codec type=COMMAND bytes=.. seal_ns=.. open_ns=.. total_ns=..
  *   latency mode=blocking|busy-poll round_trips=.. p50_us=.. p99_us=.. max_us=.. sched_fifo=0|1
+ *           dma_latency_0=0|1
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -29,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rt.h"
 #include "common/rtclock.h"
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
@@ -233,7 +237,7 @@ static int udp_socket(struct sockaddr_in *addr)
     return fd;
 }
 
-static int pingpong(long n, int busy)
+static int pingpong(long n, int busy, int dma)
 {
     struct sockaddr_in a_addr, b_addr;
     int a = udp_socket(&a_addr), b = udp_socket(&b_addr);
@@ -280,9 +284,10 @@ static int pingpong(long n, int busy)
         return 1;
     }
     qsort(lat, (size_t)n, sizeof lat[0], cmp_d);
-    printf("latency mode=%s round_trips=%ld p50_us=%.2f p99_us=%.2f max_us=%.2f sched_fifo=%d\n",
+    printf("latency mode=%s round_trips=%ld p50_us=%.2f p99_us=%.2f max_us=%.2f sched_fifo=%d "
+           "dma_latency_0=%d\n",
            busy ? "busy-poll" : "blocking", n, lat[n / 2], lat[(long)(0.99 * (double)n)],
-           lat[n - 1], rt);
+           lat[n - 1], rt, dma);
     free(lat);
     return 0;
 }
@@ -317,5 +322,11 @@ int main(int argc, char **argv)
     }
     if (bench(DRTHS_MSG_COMMAND, rounds, batch) || bench(DRTHS_MSG_FEEDBACK, rounds, batch))
         return 1;
-    return pp > 0 ? (pingpong(pp, 0) || pingpong(pp, 1)) : 0;
+    if (pp <= 0)
+        return 0;
+    int dma_fd = drths_rt_open_dma_latency(NULL, 0);
+    int rc = pingpong(pp, 0, dma_fd >= 0) || pingpong(pp, 1, dma_fd >= 0);
+    if (dma_fd >= 0)
+        close(dma_fd);
+    return rc;
 }
