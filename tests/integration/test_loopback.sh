@@ -78,6 +78,8 @@ prow = list(csv.DictReader(open(f"{tmp}/phys/physical.csv")))
 last = steps - 1 + L
 check([int(float(r["tick"])) for r in prow] == list(range(last + 1)),
       f"physical.csv: every tick 0..{last} ({len(prow)} rows)")
+check(phys["tick_lateness_us"]["spin_us"] == 0,
+      f"--tick-spin auto sleeps to the deadline below 10 kHz (spin {phys['tick_lateness_us']['spin_us']} us)")
 check(num["concealed_feedback"] == 0, f"feedback concealed {num['concealed_feedback']}")
 check(sum(int(float(r["fb_concealed"])) for r in rows) == 0, "no row flagged fb_concealed")
 check(sum(int(float(r["concealed"])) for r in prow) == 0, "no command concealed at the actuator site")
