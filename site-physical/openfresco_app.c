@@ -14,6 +14,7 @@
 
 #include "common/json.h"
 #include "common/rtclock.h"
+#include "common/tcp.h"
 
 #define IO_BUF_BYTES (8 * DRTHS_OFR_MAX_DATA + 64)
 #define TEXT_OF(x) #x
@@ -143,43 +144,6 @@ void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double 
     }
 }
 
-/* Reads exactly n bytes. Returns n, 0 on an orderly close, or -errno. */
-static ssize_t recv_exact(int fd, uint8_t *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        /* Re-armed before every receive: the kernel leaves quick-ACK mode by itself, and a
-         * delayed ACK would hold the client's next vector (it writes two without TCP_NODELAY). */
-        int one = 1;
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
-        ssize_t k = recv(fd, buf + got, n - got, 0);
-        if (k == 0)
-            return 0;
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        got += (size_t)k;
-    }
-    return (ssize_t)n;
-}
-
-static int send_all(int fd, const uint8_t *buf, size_t n)
-{
-    size_t sent = 0;
-    while (sent < n) {
-        ssize_t k = send(fd, buf + sent, n - sent, MSG_NOSIGNAL);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        sent += (size_t)k;
-    }
-    return 0;
-}
-
 int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r)
 {
     resp_t rr;
@@ -234,9 +198,9 @@ static int accept_client(drths_ofr_app_t *app)
  * of the first message are already in inbuf (4), or a negative errno / 0 on close. */
 static ssize_t detect_variant(drths_ofr_app_t *app, int fd)
 {
-    ssize_t k = recv_exact(fd, app->inbuf, 4);
-    if (k <= 0)
-        return k;
+    ssize_t k = drths_tcp_recv(fd, app->inbuf, 4, DRTHS_TCP_QUICKACK);
+    if (k < 4)
+        return k < 0 ? k : 0;
     drths_ofr_variant_t v = drths_ofr_detect(app->inbuf, 4, 0);
     if (v == DRTHS_OFR_AUTO) {
         struct pollfd p = {fd, POLLIN, 0};
@@ -275,8 +239,9 @@ static void io_session(drths_ofr_app_t *app, int fd)
         ssize_t k = detect_variant(app, fd);
         if (k <= 0) {
             if (!atomic_load(&app->io_stop))
-                drths_ofr_app_post(app, REQ_LOST, 0.0,
-                         "the OpenFresco client closed the connection before its first message");
+                drths_ofr_app_post(
+                    app, REQ_LOST, 0.0,
+                    "the OpenFresco client closed the connection before its first message");
             return;
         }
         have = (size_t)k;
@@ -287,7 +252,12 @@ static void io_session(drths_ofr_app_t *app, int fd)
     drths_ofr_msg_t m;
     for (;;) {
         size_t need = drths_ofr_rx_need(&app->rx);
-        ssize_t k = need > have ? recv_exact(fd, app->inbuf + have, need - have) : 1;
+        ssize_t k = 1;
+        if (need > have) {
+            k = drths_tcp_recv(fd, app->inbuf + have, need - have, DRTHS_TCP_QUICKACK);
+            if (k >= 0 && (size_t)k < need - have)
+                k = 0; /* closed, in the middle of a message or between two */
+        }
         if (k <= 0) {
             if (atomic_load(&app->io_stop))
                 return;
@@ -362,7 +332,7 @@ static void io_session(drths_ofr_app_t *app, int fd)
             break;
         }
         if (out) {
-            int rc = send_all(fd, app->outbuf, out);
+            int rc = drths_tcp_send_all(fd, app->outbuf, out);
             if (rc) {
                 if (!atomic_load(&app->io_stop)) {
                     snprintf(text, sizeof text, "sending to the OpenFresco client failed: %s",

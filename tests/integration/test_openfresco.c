@@ -1,8 +1,8 @@
 /* drths-physical --openfresco against a test client written from shared/OPENFRESCO-WIRE.md, on
  * 127.0.0.1: both wire variants (ShadowSite/actor, GenericTCP, genericClient), the quirks (a
  * getDaqResponse before any trial, stale values after the action code, DIE with and without a
- * reply, a client gone without DIE), a trial far beyond the displacement limit, and the forces of an
- * elastic specimen (tests/data/openfresco/elastic.yaml: k = 2 MN/m, ideal actuator, no noise),
+ * reply, a client gone without DIE), a trial far beyond the displacement limit, and the forces of
+ * an elastic specimen (tests/data/openfresco/elastic.yaml: k = 2 MN/m, ideal actuator, no noise),
  * which must be k·d for every trial once the site answers. The site runs as a child process;
  * the assertions are on protocol, values, exit codes and summary.json, not on timing. */
 #include <setjmp.h>
@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/tcp.h"
 #include "site-physical/openfresco.h"
 
 #define K_N_PER_M 2.0e6
@@ -155,7 +156,7 @@ static int connect_site(const site_t *s)
 
 static void send_bytes(int fd, const uint8_t *b, size_t n)
 {
-    assert_int_equal(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+    assert_int_equal(drths_tcp_send_all(fd, b, n), 0);
 }
 
 static void send_vec(int fd, const double *v, size_t nv)
@@ -165,17 +166,12 @@ static void send_vec(int fd, const double *v, size_t nv)
     send_bytes(fd, buf, n);
 }
 
-/* Returns the bytes read: n, or fewer when the site closed the connection. */
+/* Returns the bytes read: n, or fewer when the site closed the connection (0 on an error or
+ * after the 20 s receive timeout). */
 static size_t recv_bytes(int fd, uint8_t *b, size_t n)
 {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = recv(fd, b + got, n - got, 0);
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-    }
-    return got;
+    ssize_t k = drths_tcp_recv(fd, b, n, 0);
+    return k < 0 ? 0 : (size_t)k;
 }
 
 static void recv_vec(int fd, double *v)

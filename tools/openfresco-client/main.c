@@ -29,6 +29,7 @@
 #include "common/error.h"
 #include "common/groundmotion.h"
 #include "common/rtclock.h"
+#include "common/tcp.h"
 #include "site-physical/openfresco.h"
 
 #define PROG "drths-openfresco-client"
@@ -53,38 +54,16 @@ static void usage(FILE *f)
             "  --verbose            one line per step: target, measured, error, force, interval\n");
 }
 
-static int send_all(int fd, const uint8_t *b, size_t n)
-{
-    while (n) {
-        ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
+/* 0 when all n bytes arrived, -1 on an error or a connection closed first. */
 static int recv_all(int fd, uint8_t *b, size_t n)
 {
-    while (n) {
-        ssize_t k = recv(fd, b, n, 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
+    return drths_tcp_recv(fd, b, n, 0) == (ssize_t)n ? 0 : -1;
 }
 
 static int send_vec(int fd, const double *v, size_t nv)
 {
     size_t n = drths_ofr_build_vector(v, nv, DS, buf, sizeof buf);
-    return send_all(fd, buf, n);
+    return drths_tcp_send_all(fd, buf, n);
 }
 
 static int recv_vec(int fd, double *v)
@@ -236,21 +215,21 @@ int main(int argc, char **argv)
         const double open[3] = {1.0, 1.0, 2.8};
         const double setup[2] = {2.0, DS};
         const int32_t sizes[10] = {1, 0, 0, 0, 1, 1, 0, 0, 1, 1};
-        if (send_all(fd, (uint8_t *)&one, 4) || recv_all(fd, (uint8_t *)&back, 4) || back != 1 ||
-            send_vec(fd, open, 3) || recv_vec(fd, v) || v[2] != 2.8) {
+        if (drths_tcp_send_all(fd, (uint8_t *)&one, 4) || recv_all(fd, (uint8_t *)&back, 4) ||
+            back != 1 || send_vec(fd, open, 3) || recv_vec(fd, v) || v[2] != 2.8) {
             fprintf(stderr, PROG ": ShadowSite handshake failed\n");
             return 1;
         }
         size_t n = drths_ofr_build_vector(setup, 2, DS, buf, sizeof buf);
         n += drths_ofr_build_ids(sizes, 10, buf + n, sizeof buf - n);
-        if (send_all(fd, buf, n)) {
+        if (drths_tcp_send_all(fd, buf, n)) {
             fprintf(stderr, PROG ": setup failed\n");
             return 1;
         }
     } else {
         const int32_t id[11] = {1, 0, 0, 0, 0, 1, 0, 0, 1, 0, DS};
         size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
-        if (send_all(fd, buf, n)) {
+        if (drths_tcp_send_all(fd, buf, n)) {
             fprintf(stderr, PROG ": ID failed\n");
             return 1;
         }
