@@ -2,6 +2,7 @@
  * the logic lives in site-numerical/ and common/. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -30,7 +31,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: drths-numerical --experiment FILE [--peer HOST:PORT] [--key FILE] [--out DIR]\n"
             "                       [--connect-timeout S] [--peer-timeout S] [--require-rt]\n"
-            "                       [--cpu N] [--wait block|spin|hybrid:US] [--quiet]\n"
+            "                       [--cpu N] [--wait block|spin|hybrid:US] [--kernel-filter]\n"
+            "                       [--quiet]\n"
             "                       [--monitor HOST:PORT [--monitor-token FILE] [--wait-start]]\n"
             "       drths-numerical --experiment FILE --reference [--out DIR] [--quiet]\n"
             "\n"
@@ -49,6 +51,9 @@ static void usage(FILE *f)
             "  --wait MODE          how the real-time thread waits for the feedback: block (sleep\n"
             "                       in the kernel; default), spin (busy-poll: the least latency,\n"
             "                       a whole CPU), hybrid:US (busy-poll US microseconds, then sleep)\n"
+            "  --kernel-filter      drop malformed datagrams, other sessions and other senders in\n"
+            "                       the kernel (counted only as kernel_drops in summary.json, not\n"
+            "                       by reason); for a site reachable from the Internet\n"
             "  --reference          run the monolithic reference: structure and virtual specimen\n"
             "                       in one process, no network, no actuator\n"
             "  --out DIR            run folder (default: <output.directory>/<date>-<name>-numerical\n"
@@ -134,7 +139,7 @@ static int run_reference(const char *experiment, const char *out, int quiet)
 typedef struct options {
     const char *experiment, *out, *peer, *key, *monitor, *monitor_token;
     double connect_timeout_s, peer_timeout_s;
-    int reference, quiet, require_rt, wait_start;
+    int reference, quiet, require_rt, wait_start, kernel_filter;
     int cpu; /* --cpu, -1 none */
     int64_t wait_spin_ns; /* --wait */
 } options_t;
@@ -411,6 +416,8 @@ static int run_hybrid(const options_t *o)
     const char *peer = o->peer ? o->peer : exp.numerical.peer;
     int rc = drths_numsite_init(&app->site, &exp, peer, psk, &err);
     drths_crypto_wipe(psk, sizeof psk);
+    if (rc == 0 && o->kernel_filter && (rc = drths_numsite_filter(&app->site, &err)) != 0)
+        drths_numsite_close(&app->site);
     if (rc) {
         fprintf(stderr, "drths-numerical: %s\n", err.msg);
         drths_experiment_close(&exp);
@@ -429,6 +436,9 @@ static int run_hybrid(const options_t *o)
     }
     printf("drths-numerical: hybrid run of '%s' at %.0f Hz\n", exp.name, exp.rate_hz);
     printf("peer: actuator site at %s\n", app->site.peer_text);
+    if (o->kernel_filter)
+        printf("kernel filter: only session %016" PRIx64 " from %s reaches the site\n",
+               app->site.session_id, app->site.peer_text);
     app->site.wait_spin_ns = o->wait_spin_ns;
     if (o->wait_spin_ns == INT64_MAX)
         printf("wait: the real-time thread busy-polls for the feedback (--wait spin)\n");
@@ -704,6 +714,7 @@ int main(int argc, char **argv)
         {"require-rt", no_argument, NULL, 'R'},
         {"cpu", required_argument, NULL, 'C'},
         {"wait", required_argument, NULL, 'W'},
+        {"kernel-filter", no_argument, NULL, 'K'},
         {"quiet", no_argument, NULL, 'q'},
         {"monitor", required_argument, NULL, 'M'},
         {"monitor-token", required_argument, NULL, 'T'},
@@ -770,6 +781,9 @@ int main(int argc, char **argv)
                 o.wait_spin_ns = (int64_t)us * 1000;
             }
             break;
+        case 'K':
+            o.kernel_filter = 1;
+            break;
         case 'q':
             o.quiet = 1;
             break;
@@ -800,6 +814,11 @@ int main(int argc, char **argv)
     }
     if ((o.wait_start || o.monitor_token) && !o.monitor) {
         fprintf(stderr, "drths-numerical: --wait-start and --monitor-token need --monitor\n");
+        return DRTHS_EXIT_CONFIG;
+    }
+    if (o.reference && o.kernel_filter) {
+        fprintf(stderr, "drths-numerical: --kernel-filter is for a hybrid run; --reference "
+                        "has no network\n");
         return DRTHS_EXIT_CONFIG;
     }
     if (o.reference)

@@ -9,6 +9,7 @@
 #include "common/json.h"
 #include "common/rtclock.h"
 #include "common/runfolder.h"
+#include "protocol/wire_filter.h"
 
 #define MS INT64_C(1000000)
 #define IDLE_NS (50 * MS)
@@ -50,6 +51,22 @@ int drths_numsite_init(drths_numsite_t *s, const drths_experiment_t *exp, const 
         return rc;
     }
     drths_wire_rx_start(&s->rx, s->session_id);
+    return 0;
+}
+
+int drths_numsite_filter(drths_numsite_t *s, drths_error_t *err)
+{
+    int rc = drths_udp_connect(&s->udp, &s->peer);
+    if (rc)
+        return drths_error_set(err, rc, "--kernel-filter: cannot connect the socket to %s: %s",
+                               s->peer_text, strerror(-rc));
+    drths_wire_filter_t f;
+    drths_wire_filter_build(&f, DRTHS_ROLE_NUMERICAL, s->session_id);
+    rc = drths_udp_attach_filter(&s->udp, f.insns, f.len);
+    if (rc)
+        return drths_error_set(err, rc, "--kernel-filter: cannot attach the socket filter: %s",
+                               strerror(-rc));
+    s->kernel_filter = 1;
     return 0;
 }
 
@@ -459,6 +476,11 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
     if (s->wrong_source)
         drths_json_int(&j, "WRONG_SOURCE", (int64_t)s->wrong_source);
     drths_json_object_end(&j);
+    /* Not by reason: what the kernel filter refused plus any receive-buffer overflow. */
+    drths_json_bool(&j, "kernel_filter", s->kernel_filter);
+    int64_t kernel_drops = s->udp.fd >= 0 ? drths_udp_kernel_drops(&s->udp) : -1;
+    if (kernel_drops >= 0)
+        drths_json_int(&j, "kernel_drops", kernel_drops);
     drths_json_int(&j, "send_errors", (int64_t)s->send_errors);
     drths_json_int(&j, "recorder_dropped_rows", (int64_t)o->recorder_dropped);
     if (h) {

@@ -45,6 +45,7 @@ typedef struct drths_numsite {
     uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
     int64_t dt_ns;
     int64_t wait_spin_ns; /* --wait: busy-poll this long before sleeping (drths_udp_wait_spin) */
+    int kernel_filter;    /* --kernel-filter: drths_numsite_filter applied */
     /* start-up probes */
     drths_probe_stats_t probes;
     uint64_t probes_sent, probes_answered;
@@ -67,6 +68,13 @@ typedef struct drths_numsite {
  * with psk, draws the session id and nonce, and computes the experiment fingerprint. init-only. */
 int drths_numsite_init(drths_numsite_t *s, const drths_experiment_t *exp, const char *peer_text,
                        const uint8_t psk[DRTHS_KEY_BYTES], drths_error_t *err);
+
+/* --kernel-filter: connects the socket to the peer and attaches the kernel filter of
+ * protocol/wire_filter.h for this run's session, so datagrams from other addresses, of other
+ * sessions or malformed are dropped in the kernel (counted only as kernel_drops in
+ * summary.json, not by reason). The session id is this site's own, so the filter is narrow
+ * from the first HELLO on. Returns 0 or a negative errno (err says which step). init-only. */
+int drths_numsite_filter(drths_numsite_t *s, drths_error_t *err);
 
 /* Frees everything and wipes the keys. Safe twice. init-only. */
 void drths_numsite_close(drths_numsite_t *s);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# drths-numerical --kernel-filter during a live run. Both sites on loopback, 4 s of the default
+# experiment; once the run is on, another local socket floods the numerical site's port with
+# junk and with well-formed headers of other sessions, from its own address.
+# Asserts: --kernel-filter with --reference is refused (exit 2); both sites exit 0; the numerical site's summary says kernel_filter and counted nothing
+# by reason (without the filter every datagram would be WRONG_SOURCE); the flooder's socket got
+# "connection refused" (the kernel found no socket for its datagrams, so none reached the site);
+# the records are complete and the displacement error is within the clean bound.
+source "$(dirname "$0")/../lib.sh"
+
+make_experiment 4
+# The reference run has no network: the option is refused there, with exit status 2.
+rc=0
+timeout 20 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --reference --kernel-filter \
+    >"$tmp/refused.out" 2>"$tmp/refused.err" || rc=$?
+[ "$rc" = 2 ] && grep -q -- "--kernel-filter is for a hybrid run" "$tmp/refused.err" ||
+    fail "--reference --kernel-filter: exit $rc, expected 2 and a message"
+port=$(free_port)
+start_physical phys "$port"
+ppid=$last_pid
+start_numerical num "$port" --kernel-filter
+npid=$last_pid
+wait_rows "$tmp/num/numerical.csv" 200
+grep -q "kernel filter: only session" "$tmp/num.out" || fail "no kernel filter line at start"
+site=$(pgrep -P "$npid" drths-numerica | head -1)
+[ -n "$site" ] || fail "drths-numerical is not running"
+nport=$(ss -Hanup | awk -v p="pid=$site," '$0 ~ p { n = split($4, a, ":"); print a[n]; exit }')
+[ -n "$nport" ] || fail "cannot find the numerical site's UDP port"
+timeout 20 python3 - "$nport" >"$tmp/flood.out" 2>&1 <<'PY' || fail "flooder failed"
+import os, socket, struct, sys, time
+port = int(sys.argv[1])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(("127.0.0.1", port))
+sent = refused = 0
+end = time.monotonic() + 1.0
+while time.monotonic() < end:
+    if sent % 2:
+        d = os.urandom(100)
+    else:  # a FEEDBACK header of another session, then junk
+        d = b"DRTH" + bytes([1, 6, 0, 0]) + struct.pack(">QQQII", sent + 1, 1, 1, 0, 0) + os.urandom(60)
+    try:
+        s.send(d)
+        sent += 1
+    except ConnectionRefusedError:
+        refused += 1
+print(f"sent {sent} refused {refused}")
+PY
+cat "$tmp/flood.out"
+wait_status "$npid"
+nrc=$rc
+wait_status "$ppid"
+prc=$rc
+echo "drths-numerical exit $nrc, drths-physical exit $prc"
+[ "$nrc" = 0 ] || fail "drths-numerical exit $nrc"
+[ "$prc" = 0 ] || fail "drths-physical exit $prc"
+timeout 60 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --reference --out "$tmp/ref" \
+    --quiet >"$tmp/ref.out" 2>"$tmp/ref.err" || fail "reference run failed"
+timeout 60 "$bdir/drths-report" "$tmp/num" --reference "$tmp/ref" --physical "$tmp/phys" \
+    --no-plots >"$tmp/report.out" 2>&1 || fail "drths-report failed"
+
+python3 - "$tmp" <<'PY' || fail "numerical kernel filter checks failed"
+import json, re, sys
+tmp = sys.argv[1]
+ok = True
+def check(cond, what):
+    global ok
+    print(("ok   " if cond else "FAIL ") + what)
+    ok &= bool(cond)
+num = json.load(open(f"{tmp}/num/summary.json"))
+sent, refused = map(int, re.findall(r"\d+", open(f"{tmp}/flood.out").read())[:2])
+check(sent > 1000, f"flood: {sent} datagrams sent")
+check(refused > 0, f"flood: {refused} sends refused (no socket took them)")
+check(num["kernel_filter"] is True, "summary: kernel_filter true")
+check(num.get("kernel_drops", -1) >= 0, f"summary: kernel_drops {num.get('kernel_drops')}")
+check(num["rejects"] == {}, f"nothing counted by reason at the numerical site ({num['rejects']})")
+for f in json.load(open(f"{tmp}/num/report.json"))["fidelity"]["floors"]:
+    e = f["disp_rms_err_pct"]
+    check(e is not None and e <= 0.5, f"floor {f['floor']}: displacement RMS error {e:.4f} % <= 0.5 %")
+sys.exit(0 if ok else 1)
+PY
+check_records "$tmp/num" numerical
+check_records "$tmp/phys" physical
+echo PASS
