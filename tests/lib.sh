@@ -4,6 +4,7 @@
 set -euo pipefail
 bdir=$1
 src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+export PYTHONPATH="$src/tests${PYTHONPATH:+:$PYTHONPATH}" # tests/checks.py
 tmp=$(mktemp -d)
 pids=()
 cleanup() {

@@ -60,11 +60,7 @@ sed 's/^/   /' "$tmp/attack-relay.err" | head -60
 python3 - "$tmp" <<'PY' || fail "attack checks failed"
 import json, sys
 tmp = sys.argv[1]
-ok = True
-def check(cond, what):
-    global ok
-    print(("ok   " if cond else "FAIL ") + what)
-    ok &= bool(cond)
+from checks import check, status
 relay = json.load(open(f"{tmp}/attack-relay.json"))
 phys = json.load(open(f"{tmp}/attack-phys/summary.json"))
 clean_phys = json.load(open(f"{tmp}/clean-phys/summary.json"))
@@ -118,7 +114,7 @@ for a, b in zip(clean, fatt):
     check(eb is not None and eb <= 0.5 and eb <= 3 * ea + 0.05,
           f"kernel filter, floor {a['floor']}: displacement RMS error {eb:.4f} % "
           f"(clean {ea:.4f} %)")
-sys.exit(0 if ok else 1)
+sys.exit(status())
 PY
 check_records "$tmp/filtered-phys" physical
 check_records "$tmp/attack-phys" physical

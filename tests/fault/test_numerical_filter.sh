@@ -61,11 +61,7 @@ timeout 60 "$bdir/drths-report" "$tmp/num" --reference "$tmp/ref" --physical "$t
 python3 - "$tmp" <<'PY' || fail "numerical kernel filter checks failed"
 import json, re, sys
 tmp = sys.argv[1]
-ok = True
-def check(cond, what):
-    global ok
-    print(("ok   " if cond else "FAIL ") + what)
-    ok &= bool(cond)
+from checks import check, status
 num = json.load(open(f"{tmp}/num/summary.json"))
 sent, refused = map(int, re.findall(r"\d+", open(f"{tmp}/flood.out").read())[:2])
 check(sent > 1000, f"flood: {sent} datagrams sent")
@@ -76,7 +72,7 @@ check(num["rejects"] == {}, f"nothing counted by reason at the numerical site ({
 for f in json.load(open(f"{tmp}/num/report.json"))["fidelity"]["floors"]:
     e = f["disp_rms_err_pct"]
     check(e is not None and e <= 0.5, f"floor {f['floor']}: displacement RMS error {e:.4f} % <= 0.5 %")
-sys.exit(0 if ok else 1)
+sys.exit(status())
 PY
 check_records "$tmp/num" numerical
 check_records "$tmp/phys" physical

@@ -10,6 +10,7 @@
 set -euo pipefail
 bdir=$1
 src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+export PYTHONPATH="$src/tests${PYTHONPATH:+:$PYTHONPATH}" # tests/checks.py
 tmp=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
@@ -79,11 +80,7 @@ one_case() { # target: physical | numerical, [retry]
     python3 - "$d" "$target" <<'PY' || fail "$target: record check failed"
 import csv, json, math, sys
 d, target = sys.argv[1], sys.argv[2]
-ok = True
-def check(cond, what):
-    global ok
-    print(("ok   " if cond else "FAIL ") + what)
-    ok &= bool(cond)
+from checks import check, status
 num = json.load(open(f"{d}/num/summary.json"))
 phys = json.load(open(f"{d}/phys/summary.json"))
 check("signal" in num["exit_reason"].lower(), f"numerical summary names the signal: {num['exit_reason']!r}")
@@ -111,7 +108,7 @@ check(hold["max_drive_step_m"] <= hold["max_drive_step_allowed_m"] * (1 + 1e-12)
       f"largest HOLD drive step (exact, summary) {hold['max_drive_step_m'] * 1e6:.6f} um")
 check(all(float(r["damper_command"]) == 0.0 for r in prow[first:]), "damper command 0 in HOLD")
 check(hold["settled"], "drive reached its HOLD target")
-sys.exit(0 if ok else 1)
+sys.exit(status())
 PY
 }
 

@@ -6,6 +6,7 @@
 set -euo pipefail
 bdir=$1
 src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+export PYTHONPATH="$src/tests${PYTHONPATH:+:$PYTHONPATH}" # tests/checks.py
 tmp=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
@@ -64,11 +65,7 @@ tmp = sys.argv[1]
 num = json.load(open(f"{tmp}/num/summary.json"))
 phys = json.load(open(f"{tmp}/phys/summary.json"))
 rep = json.load(open(f"{tmp}/num/report.json"))
-ok = True
-def check(cond, what):
-    global ok
-    print(("ok   " if cond else "FAIL ") + what)
-    ok &= bool(cond)
+from checks import check, status
 L = num["L"]
 rows = list(csv.DictReader(open(f"{tmp}/num/numerical.csv")))
 steps = num["steps_planned"]
@@ -86,6 +83,6 @@ check(sum(int(float(r["concealed"])) for r in prow) == 0, "no command concealed 
 for f in rep["fidelity"]["floors"]:
     e = f["disp_rms_err_pct"]
     check(e is not None and e <= 0.5, f"floor {f['floor']}: displacement RMS error {e:.4f} % <= 0.5 %")
-sys.exit(0 if ok else 1)
+sys.exit(status())
 PY
 echo "PASS"

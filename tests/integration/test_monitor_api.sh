@@ -30,11 +30,7 @@ timeout 30 python3 - "$url" "$tlm" <<'PY' || fail "API check failed"
 import json, socket, sys, urllib.error, urllib.request
 url, tlm = sys.argv[1], sys.argv[2]
 host, port = tlm.rsplit(":", 1)
-ok = True
-def check(cond, what):
-    global ok
-    print(("ok   " if cond else "FAIL ") + what)
-    ok &= bool(cond)
+from checks import check, status
 def req(path, method="GET", headers=None):
     r = urllib.request.Request(url + path.lstrip("/"), method=method, headers=headers or {})
     try:
@@ -95,7 +91,7 @@ with urllib.request.urlopen(r, timeout=5) as ev:
     while line.startswith(b":") or line == b"\n":
         line = ev.readline()
     check(b'"state": "RUN"' in line, f"live event {line[:80]!r}")
-sys.exit(0 if ok else 1)
+sys.exit(status())
 PY
 stop_cleanly "$mpid" drths-monitor
 pids=()

@@ -71,11 +71,7 @@ grep -q "stop from the monitor" "$tmp/num.err" || fail "drths-numerical does not
 python3 - "$tmp" "$url" <<'PY' || fail "record or monitor check failed"
 import csv, json, sys, urllib.request
 d, url = sys.argv[1], sys.argv[2]
-ok = True
-def check(cond, what):
-    global ok
-    print(("ok   " if cond else "FAIL ") + what)
-    ok &= bool(cond)
+from checks import check, status
 num = json.load(open(f"{d}/num/summary.json"))
 phys = json.load(open(f"{d}/phys/summary.json"))
 check(num["exit_reason"] == "stopped from the monitor", f"numerical: {num['exit_reason']!r}")
@@ -101,7 +97,7 @@ check(all(s["state"] == "DONE" for s in by.values()), "both last reported DONE")
 check(all(s["frames"] > 100 for s in by.values()),
       "frames: " + ", ".join(f"{k} {v['frames']}" for k, v in by.items()))
 check(sites["controls_sent"] >= 3, f"control datagrams sent: {sites['controls_sent']} (start x2, stop)")
-sys.exit(0 if ok else 1)
+sys.exit(status())
 PY
 # The monitor ends cleanly on SIGTERM (and, in the sanitizer builds, without a report).
 stop_cleanly "$mpid" drths-monitor
