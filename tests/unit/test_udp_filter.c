@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+
 #include <cmocka.h>
 
 #include <stdint.h>
@@ -141,6 +142,8 @@ static void test_in_the_session(void **state)
     drths_udp_close(&s.rx);
 }
 
+/* The numerical site's filter (drths-numerical --kernel-filter): it knows its session from the
+ * start, so the session check is on from the first HELLO. */
 static void test_numerical_role(void **state)
 {
     (void)state;
@@ -148,12 +151,77 @@ static void test_numerical_role(void **state)
     open_pair(&s);
     drths_wire_filter_t f;
     drths_wire_filter_build(&f, DRTHS_ROLE_NUMERICAL, SID);
+    assert_true(f.len <= DRTHS_WIRE_FILTER_MAX_INSNS);
     assert_int_equal(drths_udp_attach_filter(&s.rx, f.insns, f.len), 0);
-    static uint8_t d[128];
-    s.marker_type = 6; /* the numerical site never receives a COMMAND */
-    assert_int_equal(passes(&s, d, datagram(d, 60, 6, SID, 1)), 1); /* FEEDBACK */
-    assert_int_equal(passes(&s, d, datagram(d, 60, 2, SID, 1)), 1); /* HELLO_ACK */
-    assert_int_equal(passes(&s, d, datagram(d, 60, 1, SID, 1)), 0); /* HELLO */
+    int64_t drops0 = drths_udp_kernel_drops(&s.rx);
+    assert_true(drops0 >= 0);
+    static uint8_t d[DRTHS_WIRE_MAX_DATAGRAM + 8];
+    int dropped = 0;
+    s.marker_type = 6; /* FEEDBACK: the numerical site never receives a COMMAND */
+
+    /* What the actuator site sends (HELLO_ACK, PROBE, PROBE_ECHO, FEEDBACK, HEARTBEAT, STOP,
+     * ABORT) passes; every other type byte, HELLO, COMMAND and EPOCH among them, is dropped. */
+    const uint8_t from_physical[] = {2, 3, 4, 6, 8, 9, 10};
+    for (int t = 0; t < 256; t++) {
+        int theirs = memchr(from_physical, t, sizeof from_physical) != NULL;
+        assert_int_equal(passes(&s, d, datagram(d, 60, (uint8_t)t, SID, 1)), theirs);
+        dropped += !theirs;
+    }
+    assert_int_equal(passes(&s, d, datagram(d, 57, 6, SID, 1)), 1);
+    assert_int_equal(passes(&s, d, datagram(d, DRTHS_WIRE_MAX_DATAGRAM, 6, SID, 1)), 1);
+    assert_int_equal(passes(&s, d, datagram(d, 56, 6, SID, 1)), 0);
+    assert_int_equal(passes(&s, d, datagram(d, DRTHS_WIRE_MAX_DATAGRAM + 1, 6, SID, 1)), 0);
+    dropped += 2;
+
+    /* Other sessions: either half of the id wrong, no session, in the answer to a HELLO too. */
+    const uint64_t others[] = {SID ^ 1, SID ^ (1ULL << 40), 0, ~SID};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        assert_int_equal(passes(&s, d, datagram(d, 60, 6, others[i], 1)), 0);
+        assert_int_equal(passes(&s, d, datagram(d, 60, 2, others[i], 1)), 0);
+        dropped += 2;
+    }
+
+    /* One wrong header byte at a time: magic, version, flags, reserved. */
+    const size_t offsets[] = {0, 3, 4, 6, 7, 36, 39};
+    for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
+        datagram(d, 60, 6, SID, 1);
+        d[offsets[i]] ^= 0x01;
+        assert_int_equal(passes(&s, d, 60), 0);
+        dropped++;
+    }
+    assert_int_equal(drths_udp_kernel_drops(&s.rx) - drops0, dropped);
+    drths_udp_close(&s.tx);
+    drths_udp_close(&s.rx);
+}
+
+/* The numerical site connects its socket before its first HELLO and keeps sending with
+ * drths_udp_send (sendto with the peer's address): that works on a connected socket, the
+ * datagram comes from the same address, and the peer's answer gets through the filter. */
+static void test_connected_socket_sends_to_its_peer(void **state)
+{
+    (void)state;
+    sockets_t s;
+    open_pair(&s);
+    drths_addr_t peer, self;
+    assert_int_equal(drths_udp_local(&s.tx, &peer), 0);
+    assert_int_equal(drths_udp_connect(&s.rx, &peer), 0);
+    drths_wire_filter_t f;
+    drths_wire_filter_build(&f, DRTHS_ROLE_NUMERICAL, SID);
+    assert_int_equal(drths_udp_attach_filter(&s.rx, f.insns, f.len), 0);
+    assert_int_equal(drths_udp_local(&s.rx, &self), 0);
+
+    static uint8_t d[64];
+    static drths_udp_msg_t msgs[DRTHS_UDP_BATCH];
+    datagram(d, 60, 1, SID, 1); /* a HELLO */
+    assert_int_equal(drths_udp_send(&s.rx, &peer, d, 60), 0);
+    assert_int_equal(drths_udp_wait(&s.tx, drths_now_ns() + 2000000000LL), 1);
+    assert_int_equal(drths_udp_recv(&s.tx, msgs, DRTHS_UDP_BATCH), 1);
+    assert_int_equal(msgs[0].len, 60);
+    assert_memory_equal(msgs[0].data, d, 60);
+    assert_true(drths_addr_equal(&msgs[0].from, &self));
+
+    s.marker_type = 6;
+    assert_int_equal(passes(&s, d, datagram(d, 60, 2, SID, 1)), 1); /* its HELLO_ACK */
     drths_udp_close(&s.tx);
     drths_udp_close(&s.rx);
 }
@@ -185,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_before_the_session),
         cmocka_unit_test(test_in_the_session),
         cmocka_unit_test(test_numerical_role),
+        cmocka_unit_test(test_connected_socket_sends_to_its_peer),
         cmocka_unit_test(test_connected_socket_drops_other_senders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
