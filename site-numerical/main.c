@@ -526,7 +526,8 @@ static int run_hybrid(const options_t *o)
     printf("connecting: HELLO to %s (session %016llx, up to %g s)\n", app->site.peer_text,
            (unsigned long long)app->site.session_id, o->connect_timeout_s);
     fflush(stdout);
-    tlm_event(app, "connecting to the actuator site");
+    tlm_event(app, o->kernel_filter ? "connecting to the actuator site (kernel filter on)"
+                                    : "connecting to the actuator site");
     rc = drths_numsite_handshake(&app->site, o->connect_timeout_s, idle, app, &err);
     if (rc == 0) {
         printf("connected: the actuator site runs the same experiment (fingerprint %.16s..)\n",

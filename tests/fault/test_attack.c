@@ -11,8 +11,8 @@
  *
  *   fault_attack relay --listen HOST:PORT --target HOST:PORT [--key FILE] [--seed N]
  *                      [--capture FILE] [--attack] [--old FILE] [--flood-seconds S]
- *                      [--flood-all] [--flood-rate N] [--burst-at C --burst N]
- *                      [--report FILE]
+ *                      [--flood-all] [--flood-rate N] [--flood-client]
+ *                      [--burst-at C --burst N] [--report FILE]
  *
  * A UDP forwarder between the numerical site (which sends to --listen) and the actuator site
  * (--target), like drths-impair without impairment. Because it forwards the numerical site's
@@ -23,11 +23,17 @@
  * during the run; --old FILE replays a captured earlier session; --flood-all floods junk that
  * fails authentication (the most expensive junk for the receiver) from the first COMMAND until
  * SIGTERM (--flood-rate N: at most N datagrams per second; default: as fast as it can).
+ * --flood-client floods the other way, the numerical site, from the relay's listen socket (the
+ * address the numerical site sends to, so a socket connected there takes it in): junk and
+ * well-formed headers of other sessions, nothing with the session's own id (for
+ * drths-numerical --kernel-filter, whose filter must refuse all of it).
  * --burst-at C --burst N drops N consecutive datagrams in each direction from the
  * C-th COMMAND on (a loss burst defined by datagrams, not by a time window that a descheduled
- * relay could miss). At SIGTERM it writes --report (JSON): what it sent, by the reject reason each datagram
- * must be counted under at the actuator site, and the kernel's drop count of the actuator site's
- * socket (a flood can overflow the receive buffer; those datagrams never reach the site).
+ * relay could miss). At SIGTERM it writes --report (JSON): what it sent, by the reject reason each
+ * datagram must be counted under at the actuator site, and the kernel's drop count of the actuator
+ * site's socket (a flood can overflow the receive buffer; those datagrams never reach the site);
+ * with --flood-client also what it sent the numerical site, by the reason each would be counted
+ * under there without the filter.
  *
  * Attack schedule (--attack), counted in COMMAND datagrams forwarded (5000 per second):
  *   from COMMAND 2200, every 50th: one single attack of the table below, made from the genuine
@@ -37,6 +43,8 @@
  *       before its forwarded copy: all WRONG_SOURCE;
  *   from COMMAND 4000: the old session (--old), 4 datagrams per COMMAND forwarded;
  *   from COMMAND 12000: junk flood for --flood-seconds (default 1) at the highest rate.
+ * With --flood-client, from COMMAND 10000: junk flood of the numerical site for --flood-seconds
+ * (the client flood starts first, so a run with both has them one after the other).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -460,6 +468,55 @@ static size_t flood_junk(uint64_t k, const knowledge_t *kn, uint64_t base_counte
     return len;
 }
 
+/* Junk datagram number k for the numerical site (--flood-client): six kinds in turn, none of
+ * them with the session's id, so a numerical site with --kernel-filter must drop every one in
+ * the kernel. The reason each would be counted under without the filter is known by
+ * construction. */
+static size_t client_junk(uint64_t k, const knowledge_t *kn, uint8_t *out, int *reason)
+{
+    size_t len = 57 + rnd() % 200;
+    for (size_t i = 0; i < len; i++)
+        out[i] = (uint8_t)rnd();
+    memcpy(out, "DRTH", 4);
+    out[4] = 1;
+    out[5] = DRTHS_MSG_FEEDBACK;
+    memset(out + 6, 0, 2);
+    uint64_t other = kn->session_id ^ (rnd() | 1); /* differs in the last bit at least */
+    put_u64(out + 8, other);
+    put_u64(out + 16, 1 + k);
+    memset(out + 36, 0, 4);
+    switch (k % 6) {
+    case 0:
+        out[0] = 'x';
+        *reason = DRTHS_REJECT_BAD_MAGIC;
+        break;
+    case 1:
+        len = rnd() % 57;
+        *reason = DRTHS_REJECT_TOO_SHORT;
+        break;
+    case 2:
+        out[4] = (uint8_t)(2 + rnd() % 200);
+        *reason = DRTHS_REJECT_BAD_VERSION;
+        break;
+    case 3: /* what only the numerical site sends */
+        out[5] = (k / 6) % 2 ? DRTHS_MSG_COMMAND : DRTHS_MSG_HELLO;
+        *reason = DRTHS_REJECT_WRONG_DIRECTION;
+        break;
+    case 4:
+        out[39] = 0x01;
+        *reason = DRTHS_REJECT_BAD_RESERVED;
+        break;
+    default: { /* well formed, of another session: what the actuator site sends */
+        static const uint8_t types[] = {DRTHS_MSG_FEEDBACK, DRTHS_MSG_HELLO_ACK,
+                                        DRTHS_MSG_HEARTBEAT, DRTHS_MSG_ABORT};
+        out[5] = types[(k / 6) % 4];
+        *reason = DRTHS_REJECT_BAD_SESSION;
+        break;
+    }
+    }
+    return len;
+}
+
 /* ---- offline test ---------------------------------------------------------------------------- */
 
 typedef struct pair {
@@ -614,6 +671,14 @@ typedef struct relay {
     uint64_t flood_sent;
     double flood_rate, flood_rate_limit;
     uint64_t kernel_drops0, kernel_drops;
+    /* --flood-client: the numerical site flooded from the listen socket */
+    bool flood_client, client_flood_started;
+    pthread_t client_flood_thread;
+    struct sockaddr_storage flood_to;
+    socklen_t flood_to_len;
+    uint64_t client_flood_expect[R_N];
+    uint64_t client_flood_sent;
+    double client_flood_rate;
     const char *report_path;
     FILE *log;
     uint64_t burst_at, burst_n, burst_fwd_left, burst_back_left, burst_dropped[2];
@@ -731,6 +796,64 @@ static void start_flood(relay_t *r)
         r->flood_started = true;
 }
 
+/* --flood-client: junk to the numerical site from the listen socket, for --flood-seconds, as
+ * fast as it can (or at --flood-rate). */
+static void *client_flood_main(void *arg)
+{
+    relay_t *r = arg;
+    enum { BATCH = 64 };
+    static uint8_t bufs[BATCH][300];
+    struct mmsghdr hdr[BATCH];
+    struct iovec iov[BATCH];
+    int reasons[BATCH];
+    struct sched_param sp = {.sched_priority = 0};
+    (void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    int64_t start = now_ns(), end = start + (int64_t)(r->flood_seconds * 1e9);
+    uint64_t k = 0;
+    while (!atomic_load(&r->flood_stop) && now_ns() < end) {
+        if (r->flood_rate_limit > 0) {
+            int64_t due =
+                start + (int64_t)((double)r->client_flood_sent / r->flood_rate_limit * 1e9);
+            int64_t wait = due - now_ns();
+            if (wait > 0) {
+                struct timespec ts = {wait / 1000000000, wait % 1000000000};
+                nanosleep(&ts, NULL);
+                continue;
+            }
+        }
+        for (int i = 0; i < BATCH; i++) {
+            iov[i].iov_base = bufs[i];
+            iov[i].iov_len = client_junk(k + (uint64_t)i, &r->kn, bufs[i], &reasons[i]);
+            memset(&hdr[i], 0, sizeof hdr[i]);
+            hdr[i].msg_hdr.msg_name = &r->flood_to;
+            hdr[i].msg_hdr.msg_namelen = r->flood_to_len;
+            hdr[i].msg_hdr.msg_iov = &iov[i];
+            hdr[i].msg_hdr.msg_iovlen = 1;
+        }
+        int sent = sendmmsg(r->fd_listen, hdr, BATCH, 0);
+        if (sent < 0)
+            continue;
+        for (int i = 0; i < sent; i++)
+            r->client_flood_expect[reasons[i]]++;
+        r->client_flood_sent += (uint64_t)sent;
+        k += (uint64_t)sent;
+    }
+    double s = (double)(now_ns() - start) * 1e-9;
+    r->client_flood_rate = s > 0 ? (double)r->client_flood_sent / s : 0;
+    return NULL;
+}
+
+static void start_client_flood(relay_t *r)
+{
+    if (r->client_flood_started || !r->have_client)
+        return;
+    /* The thread's own copy: the main loop rewrites r->client with every datagram. */
+    r->flood_to = r->client;
+    r->flood_to_len = r->client_len;
+    if (pthread_create(&r->client_flood_thread, NULL, client_flood_main, r) == 0)
+        r->client_flood_started = true;
+}
+
 static void learn(relay_t *r, const uint8_t *d, size_t n, bool from_numerical)
 {
     drths_wire_header_t h;
@@ -763,6 +886,7 @@ static void learn(relay_t *r, const uint8_t *d, size_t n, bool from_numerical)
 #define OLD_FROM 4000
 #define OLD_PER_COMMAND 4
 #define FLOOD_AT 12000
+#define FLOOD_CLIENT_AT 10000
 
 /* One datagram from the numerical site: the attacks around it, then the datagram itself. */
 static void forward(relay_t *r, const uint8_t *d, size_t n)
@@ -842,6 +966,8 @@ static void forward(relay_t *r, const uint8_t *d, size_t n)
         }
         if (r->attack && c == FLOOD_AT)
             start_flood(r);
+        if (r->flood_client && c == FLOOD_CLIENT_AT)
+            start_client_flood(r);
     }
     if (do_attack && !a.after) {
         send_target(r, r->fd_target, out, alen);
@@ -890,13 +1016,16 @@ static void write_report(relay_t *r)
     FILE *f = r->report_path ? fopen(r->report_path, "w") : NULL;
     if (!f)
         return;
-    fprintf(f, "{\n  \"forwarded_to_target\": %" PRIu64 ",\n  \"forwarded_to_client\": %" PRIu64
-               ",\n  \"commands\": %" PRIu64 ",\n  \"attacks_done\": %d,\n  \"attacks_total\": %d,\n",
+    fprintf(f,
+            "{\n  \"forwarded_to_target\": %" PRIu64 ",\n  \"forwarded_to_client\": %" PRIu64
+            ",\n  \"commands\": %" PRIu64 ",\n  \"attacks_done\": %d,\n  \"attacks_total\": %d,\n",
             r->forwarded_fwd, r->forwarded_back, r->commands, r->next_attack, N_ATTACKS);
     fprintf(f, "  \"injected\": %" PRIu64 ",\n  \"old_session_sent\": %zu,\n", r->injected,
             r->old_pos);
     fprintf(f, "  \"flood_sent\": %" PRIu64 ",\n  \"flood_rate_per_s\": %.0f,\n", r->flood_sent,
             r->flood_rate);
+    fprintf(f, "  \"client_flood_sent\": %" PRIu64 ",\n  \"client_flood_rate_per_s\": %.0f,\n",
+            r->client_flood_sent, r->client_flood_rate);
     fprintf(f, "  \"burst_dropped\": [%" PRIu64 ", %" PRIu64 "],\n", r->burst_dropped[0],
             r->burst_dropped[1]);
     fprintf(f, "  \"kernel_drops\": %" PRIu64 ",\n", r->kernel_drops - r->kernel_drops0);
@@ -912,6 +1041,13 @@ static void write_report(relay_t *r)
     for (int k = 1; k < R_N; k++)
         if (r->flood_expect[k]) {
             fprintf(f, "%s\"%s\": %" PRIu64, sep, reason_name(k), r->flood_expect[k]);
+            sep = ", ";
+        }
+    sep = "";
+    fprintf(f, "},\n  \"client_flood_expect\": {");
+    for (int k = 1; k < R_N; k++)
+        if (r->client_flood_expect[k]) {
+            fprintf(f, "%s\"%s\": %" PRIu64, sep, reason_name(k), r->client_flood_expect[k]);
             sep = ", ";
         }
     fprintf(f, "}\n}\n");
@@ -932,6 +1068,8 @@ static int relay_main(int argc, char **argv)
             r.attack = true;
         else if (!strcmp(o, "--flood-all"))
             r.flood_all = true;
+        else if (!strcmp(o, "--flood-client"))
+            r.flood_client = true;
         else if (v && !strcmp(o, "--listen"))
             listen_s = v, i++;
         else if (v && !strcmp(o, "--target"))
@@ -1050,10 +1188,12 @@ static int relay_main(int argc, char **argv)
                 break;
         }
     }
-    if (r.flood_started) {
+    if (r.flood_started || r.client_flood_started)
         atomic_store(&r.flood_stop, 1);
+    if (r.flood_started)
         pthread_join(r.flood_thread, NULL);
-    }
+    if (r.client_flood_started)
+        pthread_join(r.client_flood_thread, NULL);
     if (r.capture_path && write_file(r.capture_path, r.cap, r.cap_len) != 0)
         fprintf(stderr, "fault_attack: cannot write %s\n", r.capture_path);
     if (r.kernel_drops < r.kernel_drops0)
@@ -1074,6 +1214,30 @@ static int relay_main(int argc, char **argv)
     return 0;
 }
 
+/* The numerical site's flood junk is rejected by a receiver of the numerical role with the
+ * reason its kind declares. */
+static void test_client_junk_reasons(void **state)
+{
+    pair_t *p = *state;
+    drths_wire_rx_t rx;
+    drths_error_t err;
+    assert_int_equal(drths_wire_rx_init(&rx, DRTHS_ROLE_NUMERICAL, p->kn.psk, &err), 0);
+    drths_wire_rx_start(&rx, p->kn.session_id);
+    drths_wire_rx_set_keys(&rx, &p->kn.keys);
+    static uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    drths_msg_t m;
+    for (uint64_t k = 0; k < 6000; k++) {
+        int reason;
+        size_t len = client_junk(k, &p->kn, buf, &reason);
+        assert_true(len < 57 || get_u64(buf + 8) != p->kn.session_id);
+        drths_reject_t got = drths_wire_open(&rx, buf, len, &m);
+        if ((int)got != reason)
+            fail_msg("client junk %" PRIu64 ": %s, expected %s", k, drths_reject_name(got),
+                     reason_name(reason));
+    }
+    drths_wire_rx_close(&rx);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "relay"))
@@ -1085,6 +1249,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_attack_gives_its_reason),
         cmocka_unit_test(test_flood_junk_reasons),
+        cmocka_unit_test(test_client_junk_reasons),
     };
     return cmocka_run_group_tests(tests, pair_setup, NULL);
 }
