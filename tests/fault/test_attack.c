@@ -636,6 +636,19 @@ static void test_flood_junk_reasons(void **state)
 
 /* ---- the relay ---------------------------------------------------------------------------- */
 
+/* One junk flood and its tallies. */
+typedef struct flood {
+    struct relay *r;
+    bool client; /* to the numerical site, from the listen socket (else to the target) */
+    bool started;
+    pthread_t thread;
+    struct sockaddr_storage to; /* client: the numerical site's address, copied at start */
+    socklen_t to_len;
+    uint64_t expect[R_N]; /* by the reason each datagram is counted under at the receiver */
+    uint64_t sent;
+    double rate;
+} flood_t;
+
 typedef struct relay {
     int fd_listen, fd_target, fd_offpath;
     struct sockaddr_storage client;
@@ -663,22 +676,13 @@ typedef struct relay {
     uint64_t forwarded_fwd, forwarded_back, injected;
     uint64_t last_counter;
     uint64_t flood_base; /* counter the BAD_TAG junk starts above, fixed at flood start */
-    /* flood thread */
-    pthread_t flood_thread;
-    bool flood_started;
+    /* flood threads: junk to the actuator site (--attack, --flood-all) and to the numerical
+     * site (--flood-client) */
+    flood_t flood, client_flood;
+    bool flood_client;
     atomic_int flood_stop;
-    uint64_t flood_expect[R_N];
-    uint64_t flood_sent;
-    double flood_rate, flood_rate_limit;
+    double flood_rate_limit;
     uint64_t kernel_drops0, kernel_drops;
-    /* --flood-client: the numerical site flooded from the listen socket */
-    bool flood_client, client_flood_started;
-    pthread_t client_flood_thread;
-    struct sockaddr_storage flood_to;
-    socklen_t flood_to_len;
-    uint64_t client_flood_expect[R_N];
-    uint64_t client_flood_sent;
-    double client_flood_rate;
     const char *report_path;
     FILE *log;
     uint64_t burst_at, burst_n, burst_fwd_left, burst_back_left, burst_dropped[2];
@@ -738,11 +742,14 @@ static void send_target(relay_t *r, int fd, const uint8_t *d, size_t n)
         (void)sendto(fd, d, n, 0, (const struct sockaddr *)&r->target, sizeof r->target);
 }
 
+/* A flood thread: --flood-seconds (until SIGTERM with --flood-all) of junk, as fast as it can
+ * or at --flood-rate, each datagram tallied under the reason the receiver must count it. */
 static void *flood_main(void *arg)
 {
-    relay_t *r = arg;
+    flood_t *f = arg;
+    relay_t *r = f->r;
     enum { BATCH = 64 };
-    static uint8_t bufs[BATCH][300];
+    uint8_t bufs[BATCH][300];
     struct mmsghdr hdr[BATCH];
     struct iovec iov[BATCH];
     int reasons[BATCH];
@@ -751,12 +758,13 @@ static void *flood_main(void *arg)
     struct sched_param sp = {.sched_priority = 0};
     (void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
     int64_t start = now_ns();
-    int64_t end = r->flood_all ? INT64_MAX : start + (int64_t)(r->flood_seconds * 1e9);
+    int64_t end =
+        r->flood_all && !f->client ? INT64_MAX : start + (int64_t)(r->flood_seconds * 1e9);
     uint64_t k = 0;
     while (!atomic_load(&r->flood_stop) && now_ns() < end) {
         if (r->flood_rate_limit > 0) {
             /* Paced: the next batch is due when the ones sent so far fill the rate. */
-            int64_t due = start + (int64_t)((double)r->flood_sent / r->flood_rate_limit * 1e9);
+            int64_t due = start + (int64_t)((double)f->sent / r->flood_rate_limit * 1e9);
             int64_t wait = due - now_ns();
             if (wait > 0) {
                 struct timespec ts = {wait / 1000000000, wait % 1000000000};
@@ -765,93 +773,56 @@ static void *flood_main(void *arg)
             }
         }
         for (int i = 0; i < BATCH; i++) {
-            size_t len = flood_junk(k + (uint64_t)i, &r->kn, r->flood_base, bufs[i], &reasons[i]);
+            uint64_t n = k + (uint64_t)i;
             iov[i].iov_base = bufs[i];
-            iov[i].iov_len = len;
+            iov[i].iov_len = f->client ? client_junk(n, &r->kn, bufs[i], &reasons[i])
+                                       : flood_junk(n, &r->kn, r->flood_base, bufs[i], &reasons[i]);
             memset(&hdr[i], 0, sizeof hdr[i]);
+            if (f->to_len) {
+                hdr[i].msg_hdr.msg_name = &f->to;
+                hdr[i].msg_hdr.msg_namelen = f->to_len;
+            }
             hdr[i].msg_hdr.msg_iov = &iov[i];
             hdr[i].msg_hdr.msg_iovlen = 1;
         }
-        int sent = sendmmsg(r->fd_target, hdr, BATCH, 0);
+        int sent = sendmmsg(f->client ? r->fd_listen : r->fd_target, hdr, BATCH, 0);
         if (sent < 0)
             continue;
         for (int i = 0; i < sent; i++)
-            r->flood_expect[reasons[i]]++;
-        r->flood_sent += (uint64_t)sent;
+            f->expect[reasons[i]]++;
+        f->sent += (uint64_t)sent;
         k += (uint64_t)sent;
     }
-    double s = (double)(now_ns() - start) * 1e-9;
-    r->flood_rate = s > 0 ? (double)r->flood_sent / s : 0;
+    double secs = (double)(now_ns() - start) * 1e-9;
+    f->rate = secs > 0 ? (double)f->sent / secs : 0;
     return NULL;
 }
 
 static void start_flood(relay_t *r)
 {
-    if (r->flood_started)
+    if (r->flood.started)
         return;
     r->kernel_drops0 = udp_drops(ntohs(r->target.sin_port));
     r->flood_base = r->last_counter;
     atomic_store(&r->flood_stop, 0);
-    if (pthread_create(&r->flood_thread, NULL, flood_main, r) == 0)
-        r->flood_started = true;
+    r->flood.r = r;
+    if (pthread_create(&r->flood.thread, NULL, flood_main, &r->flood) == 0)
+        r->flood.started = true;
 }
 
-/* --flood-client: junk to the numerical site from the listen socket, for --flood-seconds, as
- * fast as it can (or at --flood-rate). */
-static void *client_flood_main(void *arg)
-{
-    relay_t *r = arg;
-    enum { BATCH = 64 };
-    static uint8_t bufs[BATCH][300];
-    struct mmsghdr hdr[BATCH];
-    struct iovec iov[BATCH];
-    int reasons[BATCH];
-    struct sched_param sp = {.sched_priority = 0};
-    (void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-    int64_t start = now_ns(), end = start + (int64_t)(r->flood_seconds * 1e9);
-    uint64_t k = 0;
-    while (!atomic_load(&r->flood_stop) && now_ns() < end) {
-        if (r->flood_rate_limit > 0) {
-            int64_t due =
-                start + (int64_t)((double)r->client_flood_sent / r->flood_rate_limit * 1e9);
-            int64_t wait = due - now_ns();
-            if (wait > 0) {
-                struct timespec ts = {wait / 1000000000, wait % 1000000000};
-                nanosleep(&ts, NULL);
-                continue;
-            }
-        }
-        for (int i = 0; i < BATCH; i++) {
-            iov[i].iov_base = bufs[i];
-            iov[i].iov_len = client_junk(k + (uint64_t)i, &r->kn, bufs[i], &reasons[i]);
-            memset(&hdr[i], 0, sizeof hdr[i]);
-            hdr[i].msg_hdr.msg_name = &r->flood_to;
-            hdr[i].msg_hdr.msg_namelen = r->flood_to_len;
-            hdr[i].msg_hdr.msg_iov = &iov[i];
-            hdr[i].msg_hdr.msg_iovlen = 1;
-        }
-        int sent = sendmmsg(r->fd_listen, hdr, BATCH, 0);
-        if (sent < 0)
-            continue;
-        for (int i = 0; i < sent; i++)
-            r->client_flood_expect[reasons[i]]++;
-        r->client_flood_sent += (uint64_t)sent;
-        k += (uint64_t)sent;
-    }
-    double s = (double)(now_ns() - start) * 1e-9;
-    r->client_flood_rate = s > 0 ? (double)r->client_flood_sent / s : 0;
-    return NULL;
-}
-
+/* --flood-client: the same to the numerical site, from the listen socket. */
 static void start_client_flood(relay_t *r)
 {
-    if (r->client_flood_started || !r->have_client)
+    flood_t *f = &r->client_flood;
+    if (f->started || !r->have_client)
         return;
     /* The thread's own copy: the main loop rewrites r->client with every datagram. */
-    r->flood_to = r->client;
-    r->flood_to_len = r->client_len;
-    if (pthread_create(&r->client_flood_thread, NULL, client_flood_main, r) == 0)
-        r->client_flood_started = true;
+    f->r = r;
+    f->client = true;
+    f->to = r->client;
+    f->to_len = r->client_len;
+    if (pthread_create(&f->thread, NULL, flood_main, f) == 0)
+        f->started = true;
 }
 
 static void learn(relay_t *r, const uint8_t *d, size_t n, bool from_numerical)
@@ -1022,10 +993,10 @@ static void write_report(relay_t *r)
             r->forwarded_fwd, r->forwarded_back, r->commands, r->next_attack, N_ATTACKS);
     fprintf(f, "  \"injected\": %" PRIu64 ",\n  \"old_session_sent\": %zu,\n", r->injected,
             r->old_pos);
-    fprintf(f, "  \"flood_sent\": %" PRIu64 ",\n  \"flood_rate_per_s\": %.0f,\n", r->flood_sent,
-            r->flood_rate);
+    fprintf(f, "  \"flood_sent\": %" PRIu64 ",\n  \"flood_rate_per_s\": %.0f,\n", r->flood.sent,
+            r->flood.rate);
     fprintf(f, "  \"client_flood_sent\": %" PRIu64 ",\n  \"client_flood_rate_per_s\": %.0f,\n",
-            r->client_flood_sent, r->client_flood_rate);
+            r->client_flood.sent, r->client_flood.rate);
     fprintf(f, "  \"burst_dropped\": [%" PRIu64 ", %" PRIu64 "],\n", r->burst_dropped[0],
             r->burst_dropped[1]);
     fprintf(f, "  \"kernel_drops\": %" PRIu64 ",\n", r->kernel_drops - r->kernel_drops0);
@@ -1039,15 +1010,15 @@ static void write_report(relay_t *r)
     sep = "";
     fprintf(f, "},\n  \"flood_expect\": {");
     for (int k = 1; k < R_N; k++)
-        if (r->flood_expect[k]) {
-            fprintf(f, "%s\"%s\": %" PRIu64, sep, reason_name(k), r->flood_expect[k]);
+        if (r->flood.expect[k]) {
+            fprintf(f, "%s\"%s\": %" PRIu64, sep, reason_name(k), r->flood.expect[k]);
             sep = ", ";
         }
     sep = "";
     fprintf(f, "},\n  \"client_flood_expect\": {");
     for (int k = 1; k < R_N; k++)
-        if (r->client_flood_expect[k]) {
-            fprintf(f, "%s\"%s\": %" PRIu64, sep, reason_name(k), r->client_flood_expect[k]);
+        if (r->client_flood.expect[k]) {
+            fprintf(f, "%s\"%s\": %" PRIu64, sep, reason_name(k), r->client_flood.expect[k]);
             sep = ", ";
         }
     fprintf(f, "}\n}\n");
@@ -1188,12 +1159,12 @@ static int relay_main(int argc, char **argv)
                 break;
         }
     }
-    if (r.flood_started || r.client_flood_started)
+    if (r.flood.started || r.client_flood.started)
         atomic_store(&r.flood_stop, 1);
-    if (r.flood_started)
-        pthread_join(r.flood_thread, NULL);
-    if (r.client_flood_started)
-        pthread_join(r.client_flood_thread, NULL);
+    if (r.flood.started)
+        pthread_join(r.flood.thread, NULL);
+    if (r.client_flood.started)
+        pthread_join(r.client_flood.thread, NULL);
     if (r.capture_path && write_file(r.capture_path, r.cap, r.cap_len) != 0)
         fprintf(stderr, "fault_attack: cannot write %s\n", r.capture_path);
     if (r.kernel_drops < r.kernel_drops0)
@@ -1204,7 +1175,7 @@ static int relay_main(int argc, char **argv)
             ", attacks %d of %d, injected %" PRIu64 ", flood %" PRIu64 " (%.0f/s), kernel drops %" PRIu64
             "\n",
             r.forwarded_fwd, r.forwarded_back, r.commands, r.next_attack, N_ATTACKS, r.injected,
-            r.flood_sent, r.flood_rate, r.kernel_drops - r.kernel_drops0);
+            r.flood.sent, r.flood.rate, r.kernel_drops - r.kernel_drops0);
     free(r.cap);
     free(r.old);
     free(r.ring);
