@@ -7,45 +7,23 @@
 # set from the HOLD tick on and the drive never stepping by more than the rate limit in HOLD;
 # numerical.csv has every step its summary counts; both summaries exist and name the reason.
 # A run that held on the concealment limit before the signal (a stalled thread) is run once more.
-set -euo pipefail
-bdir=$1
-src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-export PYTHONPATH="$src/tests${PYTHONPATH:+:$PYTHONPATH}" # tests/checks.py
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    for f in "$tmp"/*/*.out "$tmp"/*/*.err; do [ -f "$f" ] && { echo "--- $f" >&2; sed 's/^/  | /' "$f" >&2; }; done
-    exit 1
-}
+source "$(dirname "$0")/../lib.sh"
 
-# Timing headroom for a shared machine, as in tests/integration/test_loopback.sh.
-ln -s "$src/examples/records" "$tmp/records"
-sed -e 's/^  duration_s: 0 .*/  duration_s: 10/' -e 's/^  tail_s: .*/  tail_s: 0/' \
-    -e "s/^  plant: .*/  plant: three-pole/" -e "s/^  compensation: .*/  compensation: feedforward/" \
-    -e 's/^  io_delay_ticks: .*/  io_delay_ticks: 1/' \
-    -e 's/^  safety_margin_ticks: .*/  safety_margin_ticks: 100/' \
-    -e 's/^  reorder_ticks: .*/  reorder_ticks: 50/' \
-    -e "s|^  directory: .*|  directory: $tmp/runs|" \
-    "$src/examples/three-story-elcentro.yaml" >"$tmp/exp.yaml"
-grep -q '^  duration_s: 10$' "$tmp/exp.yaml" && grep -q '^  compensation: feedforward$' "$tmp/exp.yaml" &&
-    grep -q '^  plant: three-pole' "$tmp/exp.yaml" || fail "could not edit the experiment"
-# Rows are drained every 50 ms; a run must not finish before the signal.
-port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# The realistic actuator (three-pole plant, one-tick I/O delay, feedforward) and a 10 s record,
+# so a run does not finish before the signal (rows are drained every 50 ms).
+make_experiment 10 "s/^  plant: .*/  plant: three-pole/" \
+    "s/^  compensation: .*/  compensation: feedforward/" 's/^  io_delay_ticks: .*/  io_delay_ticks: 1/'
+grep -q '^  compensation: feedforward$' "$tmp/exp.yaml" && grep -q '^  plant: three-pole' "$tmp/exp.yaml" &&
+    grep -q '^  io_delay_ticks: 1$' "$tmp/exp.yaml" || fail "could not edit the experiment"
 
 one_case() { # target: physical | numerical, [retry]
     local target=$1 d="$tmp/$1" p
     mkdir -p "$d"
-    p=$(port)
-    timeout 60 "$bdir/drths-physical" --experiment "$tmp/exp.yaml" --listen "127.0.0.1:$p" \
-        --wait-timeout 20 --out "$d/phys" --quiet >"$d/phys.out" 2>"$d/phys.err" &
-    local ppid=$!
-    timeout 60 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --peer "127.0.0.1:$p" \
-        --connect-timeout 5 --out "$d/num" --quiet >"$d/num.out" 2>"$d/num.err" &
-    local npid=$!
-    pids=("$ppid" "$npid")
+    p=$(free_port)
+    start_physical "$target/phys" "$p"
+    local ppid=$last_pid
+    start_numerical "$target/num" "$p"
+    local npid=$last_pid
     # Wait until the run is under way (the actuator site prints "run started"), then 1.5 s.
     for _ in $(seq 200); do grep -q "run started" "$d/phys.out" 2>/dev/null && break; sleep 0.1; done
     grep -q "run started" "$d/phys.out" || fail "$target: the run did not start"
@@ -66,10 +44,10 @@ one_case() { # target: physical | numerical, [retry]
         fi
         fail "$target: the site had ended before the signal"
     fi
-    set +e
-    wait "$npid"; local nrc=$?
-    wait "$ppid"; local prc=$?
-    set -e
+    wait_status "$npid"
+    local nrc=$rc
+    wait_status "$ppid"
+    local prc=$rc
     pids=()
     echo "SIGTERM to the $target site: drths-numerical exit $nrc, drths-physical exit $prc"
     [ "$nrc" -ne 0 ] || fail "$target: drths-numerical exit 0"

@@ -3,50 +3,22 @@
 # of the same file, then drths-report: both sites exit 0, the records are complete (a row per
 # step at the numerical site, a row per tick 0 .. last command tick at the actuator site),
 # nothing was concealed, and the displacement RMS error is <= 0.5 % on every floor.
-set -euo pipefail
-bdir=$1
-src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-export PYTHONPATH="$src/tests${PYTHONPATH:+:$PYTHONPATH}" # tests/checks.py
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    for f in "$tmp"/*.out "$tmp"/*.err; do [ -f "$f" ] && { echo "--- $f" >&2; sed 's/^/  | /' "$f" >&2; }; done
-    exit 1
-}
+source "$(dirname "$0")/../lib.sh"
 
-# The experiment: the default file with a 3 s record, no free-vibration tail and its output in
-# the temporary folder; the record path is relative, so the records folder sits beside it.
-# Timing headroom for a shared test machine: on a loaded 2-CPU virtual machine the actuator
-# site's SCHED_FIFO thread was seen stalled for up to 9 ms, which with the default 2 ms reorder
-# wait and L = 3 ms on loopback is (correctly) concealment or HOLD, not what this test is about.
-# A 20 ms safety margin and a 10 ms reorder wait absorb such stalls.
-ln -s "$src/examples/records" "$tmp/records"
-sed -e 's/^  duration_s: 0 .*/  duration_s: 3/' -e 's/^  tail_s: .*/  tail_s: 0/' \
-    -e 's/^  safety_margin_ticks: .*/  safety_margin_ticks: 100/' \
-    -e 's/^  reorder_ticks: .*/  reorder_ticks: 50/' \
-    -e "s|^  directory: .*|  directory: $tmp/runs|" \
-    "$src/examples/three-story-elcentro.yaml" >"$tmp/exp.yaml"
-grep -q '^  duration_s: 3$' "$tmp/exp.yaml" && grep -q '^  reorder_ticks: 50$' "$tmp/exp.yaml" &&
-    grep -q '^  safety_margin_ticks: 100$' "$tmp/exp.yaml" || fail "could not edit the experiment"
-
-port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-
-timeout 60 "$bdir/drths-physical" --experiment "$tmp/exp.yaml" --listen "127.0.0.1:$port" \
-    --wait-timeout 20 --out "$tmp/phys" --quiet >"$tmp/phys.out" 2>"$tmp/phys.err" &
-ppid=$!
-pids+=("$ppid")
+# The default experiment with a 3 s record and the timing headroom of tests/lib.sh
+# (make_experiment: a 20 ms safety margin and a 10 ms reorder wait).
+make_experiment 3
+port=$(free_port)
 # No wait for the actuator site to bind: the numerical site repeats HELLO every 200 ms for up
 # to --connect-timeout.
-set +e
-timeout 60 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --peer "127.0.0.1:$port" \
-    --connect-timeout 5 --out "$tmp/num" --quiet >"$tmp/num.out" 2>"$tmp/num.err"
-nrc=$?
-wait "$ppid"
-prc=$?
-set -e
+start_physical phys "$port"
+ppid=$last_pid
+start_numerical num "$port"
+npid=$last_pid
+wait_status "$npid"
+nrc=$rc
+wait_status "$ppid"
+prc=$rc
 pids=()
 cat "$tmp/num.out"
 echo "drths-numerical exit $nrc, drths-physical exit $prc"

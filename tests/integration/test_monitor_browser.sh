@@ -14,16 +14,9 @@ DRTHS_BUILD_DIR=$bdir "$src/tools/web-build" >"$tmp/web-build.out" 2>&1 || fail 
 [ -f "$bdir/web/index.html" ] && [ -f "$bdir/web/uPlot.iife.min.js" ] || fail "no page in $bdir/web"
 
 # A 30 s record and 20 s of free vibration (Stop comes long before the end, even on a slow
-# machine), with the timing headroom of
-# tests/integration/test_loopback.sh for a shared machine.
-ln -s "$src/examples/records" "$tmp/records"
-sed -e 's/^  duration_s: 0 .*/  duration_s: 30/' -e 's/^  tail_s: .*/  tail_s: 20/' \
-    -e 's/^  safety_margin_ticks: .*/  safety_margin_ticks: 100/' \
-    -e 's/^  reorder_ticks: .*/  reorder_ticks: 50/' \
-    -e "s|^  directory: .*|  directory: $tmp/runs|" \
-    "$src/examples/three-story-elcentro.yaml" >"$tmp/exp.yaml"
-grep -q '^  duration_s: 30$' "$tmp/exp.yaml" && grep -q '^  reorder_ticks: 50$' "$tmp/exp.yaml" ||
-    fail "could not edit the experiment"
+# machine), with make_experiment's timing headroom.
+make_experiment 30 's/^  tail_s: 0$/  tail_s: 20/'
+grep -q '^  tail_s: 20$' "$tmp/exp.yaml" || fail "could not edit the experiment"
 
 # The monitor picks free ports itself and prints them.
 timeout 120 "$bdir/drths-monitor" --listen 127.0.0.1:0 --telemetry 127.0.0.1:0 --web "$bdir/web" \
