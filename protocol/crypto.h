@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "platform/error.h"
 
 #define DRTHS_KEY_BYTES 32
 #define DRTHS_HELLO_NONCE_BYTES 32

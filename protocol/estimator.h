@@ -17,7 +17,7 @@
  *     round trip itself drops. It is a pure function of its inputs and an explicit state, so
  *     tests drive it with synthetic sequences.
  *
- * Quantiles are nearest-rank (common/stats.h): an exact sample for the probes, the upper edge of
+ * Quantiles are nearest-rank (platform/stats.h): an exact sample for the probes, the upper edge of
  * the bin (so never an underestimate, and at most one bin width over) for the histograms.
  *
  * Ownership: the caller owns every struct here; those with _init own their arrays, freed by
@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
-#include "common/stats.h"
+#include "platform/error.h"
+#include "platform/stats.h"
 
 /* ceil(ns / dt_ns) for ns >= 0 and dt_ns > 0: the ticks needed to cover a delay. RT-safe. */
 static inline int64_t drths_ns_to_ticks_ceil(int64_t ns, int64_t dt_ns)

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "platform/error.h"
 #include "protocol/playout.h"
 
 typedef enum drths_reorder_result {

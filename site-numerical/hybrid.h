@@ -55,8 +55,8 @@
 
 #include <stdint.h>
 
-#include "common/config.h"
-#include "common/error.h"
+#include "config/config.h"
+#include "platform/error.h"
 #include "protocol/estimator.h"
 #include "protocol/reorder.h"
 #include "protocol/wire.h"

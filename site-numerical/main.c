@@ -1,5 +1,5 @@
 /* drths-numerical: the numerical site. Parses options, loads the experiment and wires modules;
- * the logic lives in site-numerical/ and common/. */
+ * the logic lives in site-numerical/ and the layers below it. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -14,13 +14,13 @@
 
 #include <uv.h>
 
-#include "common/config.h"
-#include "common/recorder.h"
-#include "common/rt.h"
-#include "common/rtclock.h"
-#include "common/runfolder.h"
-#include "common/setup.h"
-#include "common/telemetry.h"
+#include "config/config.h"
+#include "config/setup.h"
+#include "platform/recorder.h"
+#include "platform/rt.h"
+#include "platform/rtclock.h"
+#include "platform/runfolder.h"
+#include "platform/telemetry.h"
 #include "protocol/crypto.h"
 #include "site-numerical/hybrid.h"
 #include "site-numerical/numsite.h"

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
-#include "common/rtclock.h"
-#include "common/runfolder.h"
+#include "platform/json.h"
+#include "platform/rtclock.h"
+#include "platform/runfolder.h"
 #include "protocol/wire_filter.h"
 
 #define MS INT64_C(1000000)

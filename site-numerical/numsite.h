@@ -17,12 +17,13 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "common/config.h"
-#include "common/error.h"
-#include "common/recorder.h"
-#include "common/udp.h"
+#include "config/config.h"
+#include "platform/error.h"
+#include "platform/recorder.h"
+#include "platform/udp.h"
 #include "protocol/crypto.h"
 #include "protocol/estimator.h"
+#include "protocol/fingerprint.h"
 #include "protocol/wire.h"
 #include "site-numerical/hybrid.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/setup.h"
+#include "config/setup.h"
 
 static int make_colnames(drths_numsub_t *ns)
 {

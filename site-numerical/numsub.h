@@ -16,11 +16,11 @@
 #ifndef DRTHS_NUMSUB_H
 #define DRTHS_NUMSUB_H
 
-#include "common/config.h"
-#include "common/error.h"
-#include "common/groundmotion.h"
-#include "common/integrator.h"
-#include "common/structure.h"
+#include "config/config.h"
+#include "models/groundmotion.h"
+#include "models/integrator.h"
+#include "models/structure.h"
+#include "platform/error.h"
 
 typedef struct drths_numsub {
     drths_structure_t st;

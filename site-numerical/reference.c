@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/csvwrite.h"
-#include "common/damper.h"
-#include "common/json.h"
-#include "common/rtclock.h"
-#include "common/runfolder.h"
-#include "common/setup.h"
+#include "config/setup.h"
+#include "models/damper.h"
+#include "platform/csvwrite.h"
+#include "platform/json.h"
+#include "platform/rtclock.h"
+#include "platform/runfolder.h"
+#include "protocol/fingerprint.h"
 #include "site-numerical/numsub.h"
 #include "site-numerical/semiactive.h"
 

@@ -6,8 +6,8 @@
 #ifndef DRTHS_REFERENCE_H
 #define DRTHS_REFERENCE_H
 
-#include "common/config.h"
-#include "common/error.h"
+#include "config/config.h"
+#include "platform/error.h"
 #include "site-numerical/semiactive.h"
 
 typedef struct drths_reference_summary {

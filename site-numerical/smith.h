@@ -61,9 +61,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/config.h"
-#include "common/damper.h"
-#include "common/error.h"
+#include "config/config.h"
+#include "models/damper.h"
+#include "platform/error.h"
 
 #define DRTHS_SMITH_BANK 3
 #define DRTHS_SMITH_NPAR 4 /* the bank's three forces and the viscous term */

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/lagrange.h"
-#include "common/setup.h"
+#include "config/setup.h"
+#include "models/lagrange.h"
 
 const char *const drths_actuator_columns[DRTHS_ACT_NCOLS] = {
     "tick",         "time_s",        "cmd_tick",   "command_m",

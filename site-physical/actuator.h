@@ -10,7 +10,7 @@
  * Timing (DESIGN.md 2): tick t applies c(t) = x(t - L). For t <= L the command is the rest
  * position (displacement 0 and the experiment's rest damper command); the numerical site never
  * sends those ticks. For t > L the command is the one received for tick t; if it has not
- * arrived, it is concealed: extrapolated (third-order Lagrange, common/lagrange.h) one tick
+ * arrived, it is concealed: extrapolated (third-order Lagrange, models/lagrange.h) one tick
  * ahead from the last four applied commands for the first DRTHS_ACT_CONCEAL_CUBIC_TICKS, then
  * gliding to rest, the damper command held; counted and flagged; more than
  * max_concealed_ticks in a row puts the actuator in HOLD. The first received command after
@@ -18,7 +18,7 @@
  *
  * Drive (DESIGN.md 5.3): the command chosen for tick t is the DESIRED displacement r(t); the
  * drive signal written to the DAQ is drths_comp_drive(r(t-3..t), r(t+1..t+k), k) with the
- * experiment's compensation (common/compensation.h), the future samples read from the playout
+ * experiment's compensation (models/compensation.h), the future samples read from the playout
  * buffer (drths_playout_lookahead; rest ticks t <= L preview 0 and the first commands). For
  * `feedforward` the inverse model is scheduled on the commanded damper current through the
  * nominal damper's current dynamics. Tracking (measured against desired) is accumulated on every
@@ -53,14 +53,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/compensation.h"
-#include "common/config.h"
-#include "common/damper.h"
-#include "common/error.h"
-#include "site-physical/daq.h"
-#include "common/stats.h"
+#include "config/config.h"
+#include "models/compensation.h"
+#include "models/damper.h"
+#include "platform/error.h"
+#include "platform/stats.h"
 #include "protocol/playout.h"
 #include "protocol/wire.h"
+#include "site-physical/daq.h"
 
 /* Columns of physical.csv (notes/RUN-FOLDER.md), in this order. */
 enum {

@@ -13,14 +13,15 @@
 
 #include <uv.h>
 
-#include "common/config.h"
-#include "common/recorder.h"
-#include "common/runfolder.h"
-#include "common/telemetry.h"
-#include "common/rt.h"
-#include "common/rtclock.h"
-#include "common/udp.h"
+#include "config/config.h"
+#include "platform/recorder.h"
+#include "platform/rt.h"
+#include "platform/rtclock.h"
+#include "platform/runfolder.h"
+#include "platform/telemetry.h"
+#include "platform/udp.h"
 #include "protocol/crypto.h"
+#include "protocol/fingerprint.h"
 #include "site-physical/openfresco_app.h"
 #include "site-physical/physsite.h"
 

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/json.h"
-#include "common/rtclock.h"
-#include "common/tcp.h"
+#include "platform/json.h"
+#include "platform/rtclock.h"
+#include "platform/tcp.h"
 
 #define IO_BUF_BYTES (8 * DRTHS_OFR_MAX_DATA + 64)
 #define TEXT_OF(x) #x

@@ -7,7 +7,7 @@
  *     TCP_QUICKACK re-armed before every receive (else the client's second back-to-back vector
  *     waits for a delayed ACK: 40 ms a step). It forwards setup, targets, measurement requests
  *     and the end of the session to the RT thread, and writes the replies the RT thread hands
- *     back. Both directions are SPSC rings (common/ring.h).
+ *     back. Both directions are SPSC rings (platform/ring.h).
  *   - the RT thread is drths_physsite_run with this module as its command source
  *     (drths_physsite_source_t): each tick it turns the analysis steps into one COMMAND for
  *     tick + D (D = the compensation's lookahead + 1, so the compensation previews real
@@ -15,7 +15,7 @@
  *     numerical site. So playout, compensation, limits and HOLD, physical.csv and summary.json
  *     are those of a drths session.
  *
- * Continuous execution (common/precor.h): an analysis step lasts step_duration_s of wall time
+ * Continuous execution (models/precor.h): an analysis step lasts step_duration_s of wall time
  * (N ticks). Step n starts as soon as step n-1 ends, predicting from the last four targets;
  * from predict_fraction of the step on it corrects towards target n, reaching it at the step's
  * last tick. If target n has not arrived by the switch, the command holds the predicted value
@@ -45,10 +45,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "common/error.h"
-#include "common/precor.h"
-#include "common/ring.h"
-#include "common/udp.h"
+#include "models/precor.h"
+#include "platform/error.h"
+#include "platform/ring.h"
+#include "platform/udp.h"
 #include "site-physical/openfresco.h"
 #include "site-physical/physsite.h"
 

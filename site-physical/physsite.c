@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
-#include "common/rtclock.h"
-#include "common/setup.h"
-#include "common/stats.h"
+#include "config/setup.h"
+#include "platform/json.h"
+#include "platform/rtclock.h"
+#include "platform/stats.h"
 #include "protocol/wire_filter.h"
 
 #define EVENT_CAPACITY 64

@@ -40,14 +40,15 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "common/config.h"
-#include "common/error.h"
-#include "common/recorder.h"
-#include "common/ring.h"
-#include "common/rt.h"
-#include "common/specimen.h"
-#include "common/udp.h"
+#include "config/config.h"
+#include "models/specimen.h"
+#include "platform/error.h"
+#include "platform/recorder.h"
+#include "platform/ring.h"
+#include "platform/rt.h"
+#include "platform/udp.h"
 #include "protocol/crypto.h"
+#include "protocol/fingerprint.h"
 #include "protocol/wire.h"
 #include "site-physical/actuator.h"
 #include "site-physical/daq.h"

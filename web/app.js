@@ -1,5 +1,5 @@
 /* The drths monitor page: frames from drths-monitor's /events stream (one JSON object per site
- * frame, see common/telemetry.h) into uPlot strip charts, the sites' state, the run's statistics
+ * frame, see platform/telemetry.h) into uPlot strip charts, the sites' state, the run's statistics
  * and the Start / Stop / Abort buttons (POST /control/...). */
 "use strict";
 

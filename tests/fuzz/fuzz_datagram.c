@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/wire.h"
 #include "../unit/wire_examples.h"
+#include "protocol/wire.h"
 
 static drths_wire_rx_t rx_phys, rx_num;
 static drths_wire_tx_t tx_phys, tx_num;

@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/tcp.h"
+#include "platform/tcp.h"
 #include "site-physical/openfresco.h"
 
 #define K_N_PER_M 2.0e6

@@ -16,12 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/config.h"
-#include "common/csvread.h"
-#include "common/recorder.h"
-#include "common/rtclock.h"
-#include "common/udp.h"
+#include "config/config.h"
+#include "platform/csvread.h"
+#include "platform/recorder.h"
+#include "platform/rtclock.h"
+#include "platform/udp.h"
 #include "protocol/crypto.h"
+#include "protocol/fingerprint.h"
 #include "protocol/wire.h"
 #include "site-physical/physsite.h"
 

@@ -13,7 +13,8 @@
 
 #include <cmocka.h>
 
-#include "common/config.h"
+#include "config/config.h"
+#include "protocol/fingerprint.h"
 
 static char *src_path(const char *rel)
 {

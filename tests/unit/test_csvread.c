@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/csvread.h"
+#include "platform/csvread.h"
 
 /* Writes text to a fresh temporary file and returns its path (static buffer). */
 static const char *write_tmp(const char *text)

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <cmocka.h>
 
-#include "common/error.h"
+#include "platform/error.h"
 
 static void test_set_and_prefix(void **state)
 {

@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/csvread.h"
-#include "common/damper.h"
-#include "common/setup.h"
+#include "config/setup.h"
+#include "models/damper.h"
+#include "platform/csvread.h"
 #include "site-numerical/hybrid.h"
 #include "site-numerical/reference.h"
 

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "common/integrator.h"
-#include "common/structure.h"
+#include "models/integrator.h"
+#include "models/structure.h"
 
 #include "alloc_count.h"
 

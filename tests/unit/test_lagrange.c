@@ -6,7 +6,7 @@
 
 #include <math.h>
 
-#include "common/lagrange.h"
+#include "models/lagrange.h"
 
 static double cubic(double t)
 {

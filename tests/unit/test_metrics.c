@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/metrics.h"
+#include "platform/metrics.h"
 
 #define N 1000
 

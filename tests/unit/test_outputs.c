@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/csvwrite.h"
-#include "common/json.h"
-#include "common/runfolder.h"
+#include "platform/csvwrite.h"
+#include "platform/json.h"
+#include "platform/runfolder.h"
 
 static char tmpdir[256];
 

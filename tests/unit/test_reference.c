@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/config.h"
+#include "config/config.h"
 #include "site-numerical/reference.h"
 
 static drths_experiment_t ex;

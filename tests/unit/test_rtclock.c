@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "common/rtclock.h"
+#include "platform/rtclock.h"
 
 static void test_timespec(void **state)
 {

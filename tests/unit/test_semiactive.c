@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/config.h"
-#include "common/integrator.h"
-#include "common/setup.h"
-#include "common/structure.h"
+#include "config/config.h"
+#include "config/setup.h"
+#include "models/integrator.h"
+#include "models/structure.h"
 #include "site-numerical/reference.h"
 #include "site-numerical/semiactive.h"
 

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "common/damper.h"
+#include "models/damper.h"
 #include "site-numerical/smith.h"
 
 #define DT (1.0 / 5000.0)

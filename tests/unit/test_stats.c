@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "common/stats.h"
+#include "platform/stats.h"
 
 static void test_rank(void **state)
 {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "common/tcp.h"
+#include "platform/tcp.h"
 
 static void pair(int sv[2])
 {

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/telemetry.h"
+#include "platform/telemetry.h"
 
 static void test_encode_fields(void **state)
 {

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "common/rtclock.h"
-#include "common/udp.h"
+#include "platform/rtclock.h"
+#include "platform/udp.h"
 #include "protocol/wire_filter.h"
 
 #define SID 0x0123456789abcdefULL

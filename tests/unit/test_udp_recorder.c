@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/recorder.h"
-#include "common/rtclock.h"
-#include "common/udp.h"
+#include "platform/recorder.h"
+#include "platform/rtclock.h"
+#include "platform/udp.h"
 
 static void test_addr_parse(void **state)
 {

@@ -32,8 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/rt.h"
-#include "common/rtclock.h"
+#include "platform/rt.h"
+#include "platform/rtclock.h"
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
 

@@ -26,11 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/damper.h"
-#include "common/integrator.h"
-#include "common/rt.h"
-#include "common/rtclock.h"
-#include "common/structure.h"
+#include "models/damper.h"
+#include "models/integrator.h"
+#include "models/structure.h"
+#include "platform/rt.h"
+#include "platform/rtclock.h"
 
 #define MAX_SIZES 16
 #define NFORMS 3

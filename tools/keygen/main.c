@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "platform/error.h"
 #include "protocol/crypto.h"
 
 static void usage(FILE *f)

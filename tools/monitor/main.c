@@ -1,5 +1,5 @@
 /* drths-monitor: the host station of issue 9. Receives the sites' telemetry (one JSON frame per
- * UDP datagram, common/telemetry.h), keeps the recent frames in memory, serves the page from the
+ * UDP datagram, platform/telemetry.h), keeps the recent frames in memory, serves the page from the
  * web directory (tools/web-build puts it in build/web), streams the frames to the page as
  * server-sent events (GET /events) and forwards Start / Stop / Abort (POST /control/...) to the
  * sites as control datagrams on the same UDP socket, to the address each site sends from.
@@ -35,10 +35,10 @@
 #include <microhttpd.h>
 #include <sodium.h>
 
-#include "common/config.h"
-#include "common/error.h"
-#include "common/telemetry.h"
-#include "common/udp.h"
+#include "config/config.h"
+#include "platform/error.h"
+#include "platform/telemetry.h"
+#include "platform/udp.h"
 
 #define RING 8192          /* frames kept (about 80 s of both sites at 50 Hz) */
 #define BACKLOG_FRAMES 2000 /* a new page gets the last 20 s */

@@ -26,10 +26,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/error.h"
-#include "common/groundmotion.h"
-#include "common/rtclock.h"
-#include "common/tcp.h"
+#include "models/groundmotion.h"
+#include "platform/error.h"
+#include "platform/rtclock.h"
+#include "platform/tcp.h"
 #include "site-physical/openfresco.h"
 
 #define PROG "drths-openfresco-client"

@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/csvread.h"
-#include "common/metrics.h"
+#include "platform/csvread.h"
+#include "platform/metrics.h"
 
 /* Rows per plotted series: enough for a smooth 1200-pixel plot, small enough for gnuplot to
  * draw quickly from a 60 s run at 5 kHz. Time histories keep each bucket's minimum and maximum,

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/damper.h"
-#include "common/error.h"
-#include "common/specimen.h"
+#include "models/damper.h"
+#include "models/specimen.h"
+#include "platform/error.h"
 
 #define PROG "drths-specimen"
 #define MAX_SAMPLES 100000000L

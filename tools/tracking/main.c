@@ -1,11 +1,11 @@
 /* drths-tracking: the actuator tracking benchmark of seed 004 (Table 2) on the virtual plant.
  *
- * The virtual specimen (common/specimen.h: the 3-pole servo-hydraulic plant following the
+ * The virtual specimen (models/specimen.h: the 3-pole servo-hydraulic plant following the
  * 200-kN damper's effective current between the 0 A and 2.5 A models, the damper attached, the
  * default sensor noise and 16-bit converters, a one-tick I/O delay, 5000 Hz) is driven to
  * follow a band-limited white-noise displacement (0-5 Hz, RMS 2.78 mm; 0-15 Hz, RMS 0.595 mm)
  * with the damper at 0.0 A, 2.5 A and 2.5 A pulsed at 0.5 Hz, and each of the compensation
- * modes of common/compensation.h (designed on the average model, plus the feedforward scheduled
+ * modes of models/compensation.h (designed on the average model, plus the feedforward scheduled
  * on the commanded damper current). It prints the RMS error norm
  * of the measured against the desired displacement (seed 004 eq 31) beside the paper's best
  * figures and the project's goal (half of them).
@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/compensation.h"
-#include "common/error.h"
-#include "common/groundmotion.h"
-#include "common/specimen.h"
+#include "models/compensation.h"
+#include "models/groundmotion.h"
+#include "models/specimen.h"
+#include "platform/error.h"
 
 #define PROG "drths-tracking"
 #define RATE_HZ 5000.0
@@ -174,7 +174,7 @@ static double current_at(const case_t *cs, long k, double dt)
 
 /* One run. For FEEDFORWARD the inverse is scheduled on the damper current as the actuator site
  * does it: the COMMANDED current (what a lab knows) passed through the model of the damper's
- * current dynamics (common/compensation.h), not the plant's own internal current. */
+ * current dynamics (models/compensation.h), not the plant's own internal current. */
 static int run(const case_t *cs, drths_compensation_t mode, const double *r, long n,
                double dt, int lookahead, double poly_lead_s, result_t *res, drths_error_t *err)
 {

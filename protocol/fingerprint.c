@@ -1,0 +1,210 @@
+/* Canonical shared text and fingerprint of an experiment (protocol/fingerprint.h). */
+#include "protocol/fingerprint.h"
+
+#include <sodium.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} sb_t;
+
+static void sb_printf(sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sb_t *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->buf ? b->buf + b->len : NULL, b->buf ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->buf && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap <= b->len + (size_t)n)
+            cap *= 2;
+        char *p = realloc(b->buf, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->buf = p;
+        b->cap = cap;
+    }
+}
+
+/* Strings are written with backslash escapes so that every field stays on one line. */
+static void sb_string(sb_t *b, const char *key, const char *s)
+{
+    sb_printf(b, "%s=", key);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\')
+            sb_printf(b, "\\\\");
+        else if (*p < 0x20 || *p == 0x7f)
+            sb_printf(b, "\\x%02x", *p);
+        else
+            sb_printf(b, "%c", *p);
+    }
+    sb_printf(b, "\n");
+}
+
+static void sb_doubles(sb_t *b, const char *key, const double *v, size_t n)
+{
+    sb_printf(b, "%s=", key);
+    for (size_t i = 0; i < n; i++)
+        sb_printf(b, "%s%.17g", i ? "," : "", v[i]);
+    sb_printf(b, "\n");
+}
+
+static int hash_file(const char *path, uint8_t out[32], drths_error_t *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return drths_error_set(err, -e, "ground_motion.file: cannot open \"%s\": %s", path, strerror(e));
+    }
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, 32);
+    unsigned char buf[65536];
+    for (;;) {
+        ssize_t k = read(fd, buf, sizeof buf);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno;
+            close(fd);
+            return drths_error_set(err, -e, "ground_motion.file: cannot read \"%s\": %s", path,
+                                   strerror(e));
+        }
+        if (k == 0)
+            break;
+        crypto_generichash_update(&st, buf, (unsigned long long)k);
+    }
+    close(fd);
+    crypto_generichash_final(&st, out, 32);
+    return 0;
+}
+
+int drths_experiment_shared_text(const drths_experiment_t *x, char **text, size_t *len,
+                                 drths_error_t *err)
+{
+    *text = NULL;
+    if (len)
+        *len = 0;
+    if (sodium_init() < 0)
+        return drths_error_set(err, -EIO, "libsodium failed to initialise");
+    sb_t b = {0};
+    int n = x->n_dof;
+    size_t nn = (size_t)n * (size_t)n;
+    sb_printf(&b, "drths-experiment-shared v1\n");
+    sb_string(&b, "name", x->name);
+    sb_printf(&b, "rate_hz=%.17g\n", x->rate_hz);
+    sb_printf(&b, "structure.model=%s\n", drths_structure_model_name(x->structure.model));
+    sb_printf(&b, "structure.n_dof=%d\n", n);
+    if (x->structure.model == DRTHS_STRUCTURE_SHEAR_BUILDING) {
+        sb_doubles(&b, "structure.floor_mass_kg", x->structure.floor_mass_kg, (size_t)n);
+        sb_doubles(&b, "structure.storey_stiffness_N_per_m", x->structure.storey_stiffness_N_per_m,
+                   (size_t)n);
+    } else {
+        sb_doubles(&b, "structure.mass_kg", x->structure.mass_kg, nn);
+        sb_doubles(&b, "structure.stiffness_N_per_m", x->structure.stiffness_N_per_m, nn);
+        if (x->structure.damping_N_s_per_m)
+            sb_doubles(&b, "structure.damping_N_s_per_m", x->structure.damping_N_s_per_m, nn);
+    }
+    sb_printf(&b, "structure.damping.kind=%s\n", drths_damping_kind_name(x->structure.damping.kind));
+    if (x->structure.damping.n_ratio > 0)
+        sb_doubles(&b, "structure.damping.ratio", x->structure.damping.ratio,
+                   (size_t)x->structure.damping.n_ratio);
+    if (x->structure.damping.kind == DRTHS_DAMPING_RAYLEIGH)
+        sb_printf(&b, "structure.damping.modes=%d,%d\n", x->structure.damping.modes[0],
+                  x->structure.damping.modes[1]);
+    sb_printf(&b, "structure.integrator=%s\n", drths_integrator_kind_name(x->structure.integrator));
+    sb_printf(&b, "ground_motion.kind=%s\n", drths_ground_motion_kind_name(x->ground_motion.kind));
+    if (x->ground_motion.kind == DRTHS_GROUND_MOTION_RECORD) {
+        sb_printf(&b, "ground_motion.format=%s\n", drths_record_format_name(x->ground_motion.format));
+        sb_printf(&b, "ground_motion.units=%s\n", drths_accel_units_name(x->ground_motion.units));
+        sb_printf(&b, "ground_motion.column=%d\n", x->ground_motion.column);
+        sb_printf(&b, "ground_motion.scale=%.17g\n", x->ground_motion.scale);
+        sb_printf(&b, "ground_motion.time_compression=%.17g\n", x->ground_motion.time_compression);
+    } else {
+        sb_doubles(&b, "ground_motion.band_hz", x->ground_motion.band_hz, 2);
+        sb_printf(&b, "ground_motion.rms_m_s2=%.17g\n", x->ground_motion.rms_m_s2);
+        sb_printf(&b, "ground_motion.seed=%llu\n", (unsigned long long)x->ground_motion.seed);
+    }
+    sb_printf(&b, "ground_motion.duration_s=%.17g\n", x->ground_motion.duration_s);
+    sb_printf(&b, "ground_motion.tail_s=%.17g\n", x->ground_motion.tail_s);
+    sb_printf(&b, "specimen.floor=%d\n", x->specimen.floor);
+    sb_printf(&b, "specimen.damper.model=%s\n", drths_damper_model_name(x->specimen.damper.model));
+    sb_printf(&b, "specimen.damper.stiffness_N_per_m=%.17g\n", x->specimen.damper.stiffness_N_per_m);
+    sb_printf(&b, "specimen.damper.substeps=%d\n", x->specimen.damper.substeps);
+    sb_printf(&b, "specimen.true_scale=%.17g,%.17g,%.17g,%.17g,%.17g\n", x->specimen.true_scale.alpha,
+              x->specimen.true_scale.c0, x->specimen.true_scale.c1,
+              x->specimen.true_scale.gamma_beta, x->specimen.true_scale.A);
+    sb_printf(&b, "control.mode=%s\n", drths_control_mode_name(x->control.mode));
+    sb_printf(&b, "control.command=%.17g\n", x->control.command);
+    if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL)
+        sb_printf(&b, "control.weights=%.17g,%.17g,%.17g\n", x->control.q_disp, x->control.q_acc,
+                  x->control.r);
+    sb_printf(&b, "link.redundancy=%d\n", x->link.redundancy);
+    sb_printf(&b, "link.probes=%d\n", x->link.probes);
+    sb_printf(&b, "link.quantile=%.17g\n", x->link.quantile);
+    sb_printf(&b, "link.safety_margin_ticks=%d\n", x->link.safety_margin_ticks);
+    sb_printf(&b, "link.loop_delay_ticks=%d\n", x->link.loop_delay_ticks);
+    if (x->ground_motion.kind == DRTHS_GROUND_MOTION_RECORD) {
+        uint8_t h[32];
+        int r = hash_file(x->ground_motion.record_path, h, err);
+        if (r) {
+            free(b.buf);
+            return r;
+        }
+        char hex[65];
+        drths_experiment_fingerprint_hex(h, hex);
+        sb_printf(&b, "ground_motion.record_blake2b256=%s\n", hex);
+    }
+    if (b.oom || !b.buf) {
+        free(b.buf);
+        return drths_error_set(err, -ENOMEM, "out of memory");
+    }
+    *text = b.buf;
+    if (len)
+        *len = b.len;
+    return 0;
+}
+
+int drths_experiment_fingerprint(const drths_experiment_t *exp,
+                                 uint8_t out[DRTHS_FINGERPRINT_BYTES], drths_error_t *err)
+{
+    char *text;
+    size_t len;
+    int r = drths_experiment_shared_text(exp, &text, &len, err);
+    if (r)
+        return r;
+    crypto_generichash(out, DRTHS_FINGERPRINT_BYTES, (const unsigned char *)text, len, NULL, 0);
+    free(text);
+    return 0;
+}
+
+void drths_experiment_fingerprint_hex(const uint8_t fp[DRTHS_FINGERPRINT_BYTES], char out[65])
+{
+    static const char hexd[] = "0123456789abcdef";
+    for (int i = 0; i < DRTHS_FINGERPRINT_BYTES; i++) {
+        out[2 * i] = hexd[fp[i] >> 4];
+        out[2 * i + 1] = hexd[fp[i] & 15];
+    }
+    out[64] = '\0';
+}

@@ -1,0 +1,34 @@
+/* The experiment's fingerprint: the shared part of the experiment file (name, rate_hz,
+ * structure, ground_motion with the record file's bytes, specimen, control, link except
+ * key_file) as one canonical text, and its BLAKE2b-256 hash. Both sites send the hash in HELLO
+ * and refuse a peer whose hash differs, so they cannot run different experiments by accident.
+ * It belongs to the protocol: the text's format is part of what two sites must agree on
+ * (docs/experiment-file.md specifies it). */
+#ifndef DRTHS_FINGERPRINT_H
+#define DRTHS_FINGERPRINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "platform/error.h"
+
+#define DRTHS_FINGERPRINT_BYTES 32
+
+/* The canonical text of the shared part: one "key=value" line per field in a fixed order,
+ * numbers printed with %.17g, enums by their YAML names, defaults filled in, and a last line
+ * "ground_motion.record_blake2b256=<hex>" with the hash of the record file's bytes (absent for
+ * white-noise). docs/experiment-file.md specifies it. *text is malloc'ed, NUL-terminated and
+ * owned by the caller (free()); *len excludes the NUL. Reads the record file. init-only. */
+int drths_experiment_shared_text(const drths_experiment_t *exp, char **text, size_t *len,
+                                 drths_error_t *err);
+
+/* BLAKE2b-256 (libsodium crypto_generichash, no key) of drths_experiment_shared_text. Both sites
+ * send it in HELLO. init-only. */
+int drths_experiment_fingerprint(const drths_experiment_t *exp,
+                                 uint8_t out[DRTHS_FINGERPRINT_BYTES], drths_error_t *err);
+
+/* Lower-case hex of a fingerprint, NUL-terminated. RT-safe. */
+void drths_experiment_fingerprint_hex(const uint8_t fp[DRTHS_FINGERPRINT_BYTES], char out[65]);
+
+#endif
