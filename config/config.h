@@ -27,10 +27,11 @@
 #include "models/compensation.h" /* drths_compensation_t */
 #include "models/damper.h"     /* drths_damper_model_t */
 #include "models/integrator.h" /* drths_integrator_kind_t */
+#include "platform/cli.h"        /* DRTHS_EXIT_USAGE */
 #include "platform/error.h"
 
 /* Exit code of a site or tool whose experiment file (or command line) is wrong. */
-#define DRTHS_EXIT_CONFIG 2
+#define DRTHS_EXIT_CONFIG DRTHS_EXIT_USAGE
 
 /* Largest number of degrees of freedom the file may describe (the loader refuses bigger files
  * rather than allocating without bound). */

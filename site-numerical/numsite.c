@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/cli.h"
 #include "platform/json.h"
 #include "platform/rtclock.h"
 #include "platform/runfolder.h"
@@ -208,7 +209,7 @@ int drths_numsite_handshake(drths_numsite_t *s, double timeout_s, drths_numsite_
     snprintf(h->units, sizeof h->units, "SI");
     memcpy(h->nonce, s->nonce, sizeof h->nonce);
     memcpy(h->fingerprint, s->fingerprint, sizeof h->fingerprint);
-    snprintf(h->software, sizeof h->software, "%s", DRTHS_NUMSITE_SOFTWARE);
+    snprintf(h->software, sizeof h->software, "drths %s", drths_version());
     int64_t start = drths_now_ns(), end = start + (int64_t)(timeout_s * 1e9), next = start;
     hs_ctx_t c = {err, 0};
     for (;;) {

@@ -27,7 +27,6 @@
 #include "protocol/wire.h"
 #include "site-numerical/hybrid.h"
 
-#define DRTHS_NUMSITE_SOFTWARE "drths 0.1"
 
 typedef struct drths_numsite {
     const drths_experiment_t *exp; /* borrowed */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config/setup.h"
+#include "platform/cli.h"
 #include "platform/json.h"
 #include "platform/rtclock.h"
 #include "platform/stats.h"
@@ -178,7 +179,7 @@ static void send_hello_ack(drths_physsite_t *ps)
     snprintf(h->units, sizeof h->units, "SI");
     memcpy(h->nonce, ps->nonce_phys, sizeof h->nonce);
     memcpy(h->fingerprint, ps->cfg.fingerprint, sizeof h->fingerprint);
-    snprintf(h->software, sizeof h->software, "%s", DRTHS_PHYSSITE_SOFTWARE);
+    snprintf(h->software, sizeof h->software, "drths %s", drths_version());
     send_msg(ps, &m);
 }
 

@@ -53,7 +53,6 @@
 #include "site-physical/actuator.h"
 #include "site-physical/daq.h"
 
-#define DRTHS_PHYSSITE_SOFTWARE "drths 0.1"
 #define DRTHS_PHYSSITE_EVENT_TEXT 320
 
 /* One line for main to print. */
