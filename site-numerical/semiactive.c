@@ -192,97 +192,134 @@ static double dare_residual(int n2, const double *A, const double *B, const doub
     return norm_f(nn, Res) / fmax(norm_f(nn, P), norm_f(nn, APA));
 }
 
-static int design(drths_semiactive_t *s, const drths_structure_t *st, drths_error_t *err)
+/* The design's scratch: one calloc, carved into the matrices of each stage. */
+typedef struct {
+    double *buf;
+    double *Minv, *MK, *MC, *Ml;                    /* n x n, n x n, n x n, n */
+    double *X, *E, *scratch;                        /* m x m, m x m, 4 m x m (m = 2n + 1) */
+    double *At, *G, *H, *Wm, *Y, *Z, *T1, *T2, *Hn; /* 2n x 2n each */
+    double *Ca, *Da;                                /* n x 2n (fits in 4 n^2), n */
+    double mtot;                                    /* total mass */
+} design_ws_t;
+
+static int ws_alloc(design_ws_t *w, int n)
 {
-    int n = s->n, n2 = 2 * n, m = n2 + 1, nn = n2 * n2;
+    int n2 = 2 * n, m = n2 + 1, nn = n2 * n2;
     size_t words = (size_t)(n * n * 3 + n + 6 * m * m + 10 * nn + n);
-    double *w = calloc(words, sizeof(double));
-    if (!w)
-        return drths_error_set(err, -ENOMEM, "out of memory for the control design");
-    double *Minv = w, *MK = Minv + n * n, *MC = MK + n * n, *Ml = MC + n * n;
-    double *X = Ml + n, *E = X + m * m, *scratch = E + m * m; /* scratch: 4 m^2 */
-    double *At = scratch + 4 * m * m, *G = At + nn, *H = G + nn, *Wm = H + nn, *Y = Wm + nn,
-           *Z = Y + nn, *T1 = Z + nn, *T2 = T1 + nn, *Hn = T2 + nn;
+    w->buf = calloc(words, sizeof(double));
+    if (!w->buf)
+        return -ENOMEM;
+    w->Minv = w->buf;
+    w->MK = w->Minv + n * n;
+    w->MC = w->MK + n * n;
+    w->Ml = w->MC + n * n;
+    w->X = w->Ml + n;
+    w->E = w->X + m * m;
+    w->scratch = w->E + m * m;
+    w->At = w->scratch + 4 * m * m;
+    w->G = w->At + nn;
+    w->H = w->G + nn;
+    w->Wm = w->H + nn;
+    w->Y = w->Wm + nn;
+    w->Z = w->Y + nn;
+    w->T1 = w->Z + nn;
+    w->T2 = w->T1 + nn;
+    w->Hn = w->T2 + nn;
     /* dare_residual's 3 nn + 2 n2 scratch reuses At, G, H and part of Wm, done with by then. */
-    double *Ca = Hn + nn, *Da = Ca + nn; /* Ca n x n2 fits in nn */
-    int rc = 0;
+    w->Ca = w->Hn + nn;
+    w->Da = w->Ca + nn;
+    return 0;
+}
 
-    /* M^-1 K, M^-1 C, M^-1 lambda with lambda = e_top - e_{top-1}. */
-    double mtot = 0.0;
+/* M^-1 K, M^-1 C and M^-1 lambda with lambda = e_top - e_{top-1}; then the zero-order-hold
+ * discretisation Ad, Bd of the state-space model from the exponential of X = [Ac Bc; 0 0] dt. */
+static int discretise(drths_semiactive_t *s, const drths_structure_t *st, design_ws_t *w,
+                      drths_error_t *err)
+{
+    int n = s->n, n2 = 2 * n, m = n2 + 1;
+    w->mtot = 0.0;
     for (int i = 0; i < n * n; i++)
-        mtot += st->M[i];
-    memcpy(Minv, st->M, (size_t)(n * n) * sizeof(double));
-    memcpy(MK, st->K, (size_t)(n * n) * sizeof(double));
-    if (solve(n, n, Minv, MK)) {
-        free(w);
+        w->mtot += st->M[i];
+    memcpy(w->Minv, st->M, (size_t)(n * n) * sizeof(double));
+    memcpy(w->MK, st->K, (size_t)(n * n) * sizeof(double));
+    if (solve(n, n, w->Minv, w->MK))
         return drths_error_set(err, -EDOM, "control: M is singular");
-    }
-    memcpy(Minv, st->M, (size_t)(n * n) * sizeof(double));
-    memcpy(MC, st->C, (size_t)(n * n) * sizeof(double));
-    solve(n, n, Minv, MC);
+    memcpy(w->Minv, st->M, (size_t)(n * n) * sizeof(double));
+    memcpy(w->MC, st->C, (size_t)(n * n) * sizeof(double));
+    solve(n, n, w->Minv, w->MC);
     int top = s->floor - 1;
-    memset(Ml, 0, (size_t)n * sizeof(double));
-    Ml[top] = 1.0;
+    memset(w->Ml, 0, (size_t)n * sizeof(double));
+    w->Ml[top] = 1.0;
     if (top > 0)
-        Ml[top - 1] = -1.0;
-    memcpy(Minv, st->M, (size_t)(n * n) * sizeof(double));
-    solve(n, 1, Minv, Ml);
+        w->Ml[top - 1] = -1.0;
+    memcpy(w->Minv, st->M, (size_t)(n * n) * sizeof(double));
+    solve(n, 1, w->Minv, w->Ml);
 
-    /* X = [Ac Bc; 0 0] dt. */
+    double *X = w->X, *E = w->E;
     memset(X, 0, (size_t)(m * m) * sizeof(double));
     for (int i = 0; i < n; i++) {
         X[i * m + n + i] = s->dt_s;
         for (int j = 0; j < n; j++) {
-            X[(n + i) * m + j] = -MK[i * n + j] * s->dt_s;
-            X[(n + i) * m + n + j] = -MC[i * n + j] * s->dt_s;
+            X[(n + i) * m + j] = -w->MK[i * n + j] * s->dt_s;
+            X[(n + i) * m + n + j] = -w->MC[i * n + j] * s->dt_s;
         }
-        X[(n + i) * m + n2] = -Ml[i] * s->dt_s;
+        X[(n + i) * m + n2] = -w->Ml[i] * s->dt_s;
     }
-    if (expm(m, X, E, scratch)) {
-        free(w);
+    if (expm(m, X, E, w->scratch))
         return drths_error_set(err, -EDOM, "control: matrix exponential failed");
-    }
     for (int i = 0; i < n2; i++) {
         for (int j = 0; j < n2; j++)
             s->Ad[i * n2 + j] = E[i * m + j];
         s->Bd[i] = E[i * m + n2];
     }
+    return 0;
+}
 
-    /* Weights scaled by x_ref^2: q_disp on x, q_acc / w1^4 on a_abs = Ca z + Da R,
-     * r / (mtot w1^2)^2 on R. */
+/* Weights scaled by x_ref^2: q_disp on x, q_acc / w1^4 on a_abs = Ca z + Da R,
+ * r / (mtot w1^2)^2 on R; fills Q, S and R. */
+static int weights(drths_semiactive_t *s, const drths_structure_t *st, design_ws_t *w,
+                   drths_error_t *err)
+{
+    int n = s->n, n2 = 2 * n, nn = n2 * n2;
     double w1 = 0.0;
-    rc = lowest_frequency(st, &w1, err);
-    if (rc) {
-        free(w);
+    int rc = lowest_frequency(st, &w1, err);
+    if (rc)
         return rc;
-    }
     double qa = s->design.q_acc / pow(w1, 4.0);
-    double ra = s->design.r / pow(mtot * w1 * w1, 2.0);
+    double ra = s->design.r / pow(w->mtot * w1 * w1, 2.0);
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < n; j++) {
-            Ca[i * n2 + j] = -MK[i * n + j];
-            Ca[i * n2 + n + j] = -MC[i * n + j];
+            w->Ca[i * n2 + j] = -w->MK[i * n + j];
+            w->Ca[i * n2 + n + j] = -w->MC[i * n + j];
         }
-        Da[i] = -Ml[i];
+        w->Da[i] = -w->Ml[i];
     }
-    mtm(n, n2, n2, Ca, Ca, s->Q);
+    mtm(n, n2, n2, w->Ca, w->Ca, s->Q);
     for (int i = 0; i < nn; i++)
         s->Q[i] *= qa;
     for (int i = 0; i < n; i++)
         s->Q[i * n2 + i] += s->design.q_disp;
-    mtm(n, n2, 1, Ca, Da, s->S);
+    mtm(n, n2, 1, w->Ca, w->Da, s->S);
     double dd = 0.0;
     for (int i = 0; i < n; i++)
-        dd += Da[i] * Da[i];
+        dd += w->Da[i] * w->Da[i];
     for (int i = 0; i < n2; i++)
         s->S[i] *= qa;
     s->R = qa * dd + ra;
+    return 0;
+}
 
-    /* Remove the cross term: At = Ad - Bd S' / R, H = Q - S S' / R, G = Bd Bd' / R. Then
-     * the doubling iteration: with W = I + G H,
-     *   A <- A W^-1 A,  G <- G + A W^-1 G A',  H <- H + A' H W^-1 A,
-     * H converges to P quadratically once the horizon 2^k exceeds the slowest closed-loop
-     * time constant. */
+/* The discrete algebraic Riccati equation's solution P. The cross term is removed first:
+ * At = Ad - Bd S' / R, H = Q - S S' / R, G = Bd Bd' / R. Then the doubling iteration: with
+ * W = I + G H,
+ *   A <- A W^-1 A,  G <- G + A W^-1 G A',  H <- H + A' H W^-1 A,
+ * H converges to P quadratically once the horizon 2^k exceeds the slowest closed-loop time
+ * constant. */
+static int riccati(drths_semiactive_t *s, design_ws_t *w, drths_error_t *err)
+{
+    int n2 = 2 * s->n, nn = n2 * n2, rc = 0;
+    double *At = w->At, *G = w->G, *H = w->H, *Wm = w->Wm, *Y = w->Y, *Z = w->Z, *T1 = w->T1,
+           *T2 = w->T2, *Hn = w->Hn;
     for (int i = 0; i < n2; i++)
         for (int j = 0; j < n2; j++) {
             At[i * n2 + j] = s->Ad[i * n2 + j] - s->Bd[i] * s->S[j] / s->R;
@@ -324,25 +361,27 @@ static int design(drths_semiactive_t *s, const drths_structure_t *st, drths_erro
             converged = 1;
     }
     s->riccati_iterations = it - 1;
-    if (rc || !converged) {
-        free(w);
+    if (rc || !converged)
         return drths_error_set(err, -EDOM,
                                "control: the Riccati iteration did not converge in %d "
                                "iterations (is the damper's storey controllable?)",
                                s->riccati_iterations);
-    }
     memcpy(s->P, H, (size_t)nn * sizeof(double));
     s->riccati_residual = dare_residual(n2, s->Ad, s->Bd, s->Q, s->S, s->R, s->P, At);
-    if (!(s->riccati_residual < 1e-8)) {
-        free(w);
+    if (!(s->riccati_residual < 1e-8))
         return drths_error_set(err, -EDOM,
                                "control: the Riccati solution's relative residual is %.3g "
                                "(> 1e-8)",
                                s->riccati_residual);
-    }
+    return 0;
+}
 
-    /* gain = (R + Bd' P Bd)^-1 (Bd' P Ad + S'). */
-    double *PB = T1;
+/* gain = (R + Bd' P Bd)^-1 (Bd' P Ad + S'), and the spectral radius of the closed loop, which
+ * must be below 1. */
+static int gain_and_check(drths_semiactive_t *s, design_ws_t *w, drths_error_t *err)
+{
+    int n2 = 2 * s->n;
+    double *PB = w->T1;
     mm(n2, n2, 1, s->P, s->Bd, PB);
     double BPB = 0.0;
     for (int i = 0; i < n2; i++)
@@ -351,24 +390,36 @@ static int design(drths_semiactive_t *s, const drths_structure_t *st, drths_erro
     for (int i = 0; i < n2; i++)
         s->gain[i] = (s->gain[i] + s->S[i]) / (s->R + BPB);
 
-    /* Spectral radius of the closed loop. */
-    double *Acl = T2, *wr = Y, *wi = Z;
+    double *Acl = w->T2, *wr = w->Y, *wi = w->Z;
     for (int i = 0; i < n2; i++)
         for (int j = 0; j < n2; j++)
             Acl[i * n2 + j] = s->Ad[i * n2 + j] - s->Bd[i] * s->gain[j];
-    if (LAPACKE_dgeev(LAPACK_ROW_MAJOR, 'N', 'N', n2, Acl, n2, wr, wi, NULL, 1, NULL, 1) != 0) {
-        free(w);
+    if (LAPACKE_dgeev(LAPACK_ROW_MAJOR, 'N', 'N', n2, Acl, n2, wr, wi, NULL, 1, NULL, 1) != 0)
         return drths_error_set(err, -EDOM, "control: eigenvalues of the closed loop failed");
-    }
     s->spectral_radius = 0.0;
     for (int i = 0; i < n2; i++)
         s->spectral_radius = fmax(s->spectral_radius, hypot(wr[i], wi[i]));
-    free(w);
     if (!(s->spectral_radius < 1.0))
         return drths_error_set(err, -EDOM,
                                "control: the closed loop is not stable (spectral radius %.9f)",
                                s->spectral_radius);
     return 0;
+}
+
+static int design(drths_semiactive_t *s, const drths_structure_t *st, drths_error_t *err)
+{
+    design_ws_t w;
+    if (ws_alloc(&w, s->n) != 0)
+        return drths_error_set(err, -ENOMEM, "out of memory for the control design");
+    int rc = discretise(s, st, &w, err);
+    if (rc == 0)
+        rc = weights(s, st, &w, err);
+    if (rc == 0)
+        rc = riccati(s, &w, err);
+    if (rc == 0)
+        rc = gain_and_check(s, &w, err);
+    free(w.buf);
+    return rc;
 }
 
 int drths_semiactive_init(drths_semiactive_t *s, const drths_structure_t *st, int floor,
