@@ -523,6 +523,175 @@ static int once(parser_t *p, int at, unsigned *seen, unsigned bit)
     return 0;
 }
 
+/* "PCT [CORR]", as duplicate, reorder and corrupt take. */
+static int pct_corr(parser_t *p, const char *what, double *pct, double *corr)
+{
+    char name[48];
+    snprintf(name, sizeof name, "%s percentage", what);
+    int r = parse_percent(p, name, pct);
+    if (r || !next_is_number(p))
+        return r;
+    snprintf(name, sizeof name, "%s correlation", what);
+    return parse_percent(p, name, corr);
+}
+
+/* "delay TIME [JITTER [CORR]]" after the keyword. */
+static int kw_delay(parser_t *p, drths_impair_spec_t *s)
+{
+    int r = parse_time(p, "delay time", &s->delay_ns);
+    if (r || !next_is_number(p))
+        return r;
+    if ((r = parse_time(p, "delay jitter", &s->jitter_ns)) || !next_is_number(p))
+        return r;
+    return parse_percent(p, "delay correlation", &s->delay_corr);
+}
+
+/* "distribution NAME" after the keyword. */
+static int kw_distribution(parser_t *p, drths_impair_spec_t *s)
+{
+    static const struct {
+        const char *name;
+        drths_impair_dist_t dist;
+    } dists[] = {{"uniform", DRTHS_IMPAIR_DIST_UNIFORM},
+                 {"normal", DRTHS_IMPAIR_DIST_NORMAL},
+                 {"pareto", DRTHS_IMPAIR_DIST_PARETO},
+                 {"paretonormal", DRTHS_IMPAIR_DIST_PARETONORMAL}};
+    if (p->i >= p->n)
+        return bad(p, p->i, "distribution name", "");
+    int at = p->i++;
+    for (size_t i = 0; i < sizeof dists / sizeof dists[0]; i++)
+        if (!strcmp(p->tok[at], dists[i].name)) {
+            s->dist = dists[i].dist;
+            return 0;
+        }
+    return bad(p, at, "distribution name", "unknown; use uniform, normal, pareto or paretonormal");
+}
+
+/* "loss [random] PCT [CORR]" or "loss gemodel P [R [1-H [1-K]]]" after the keyword. */
+static int kw_loss(parser_t *p, drths_impair_spec_t *s)
+{
+    if (p->i >= p->n)
+        return bad(p, p->i, "loss model or percentage", "");
+    const char *m = p->tok[p->i];
+    int r;
+    if (!strcmp(m, "random") || next_is_number(p)) {
+        if (!strcmp(m, "random"))
+            p->i++;
+        s->loss_model = DRTHS_IMPAIR_LOSS_RANDOM;
+        if ((r = parse_percent(p, "loss percentage", &s->loss)) || !next_is_number(p))
+            return r;
+        return parse_percent(p, "loss correlation", &s->loss_corr);
+    }
+    if (!strcmp(m, "gemodel")) {
+        p->i++;
+        s->loss_model = DRTHS_IMPAIR_LOSS_GE;
+        if ((r = parse_percent(p, "gemodel p", &s->ge_p)))
+            return r;
+        s->ge_r = 1.0 - s->ge_p;
+        s->ge_1h = 1.0;
+        s->ge_1k = 0.0;
+        if (!next_is_number(p) || (r = parse_percent(p, "gemodel r", &s->ge_r)))
+            return r;
+        if (!next_is_number(p) || (r = parse_percent(p, "gemodel 1-h", &s->ge_1h)))
+            return r;
+        if (!next_is_number(p))
+            return 0;
+        return parse_percent(p, "gemodel 1-k", &s->ge_1k);
+    }
+    if (!strcmp(m, "state"))
+        return bad(p, p->i, "loss model", "the 4-state model is not supported; use gemodel");
+    return bad(p, p->i, "loss model or percentage", "expected random, gemodel or a percentage");
+}
+
+/* "rate RATE [PACKETOVERHEAD [CELLSIZE [CELLOVERHEAD]]]" after the keyword. */
+static int kw_rate(parser_t *p, drths_impair_spec_t *s)
+{
+    int r = parse_rate(p, &s->rate_bit_s);
+    if (r || !next_is_signed_number(p))
+        return r;
+    if ((r = parse_int(p, "rate packet overhead", -65535, 65535, &s->packet_overhead)) ||
+        !next_is_number(p))
+        return r;
+    if ((r = parse_uint(p, "rate cell size", 1, 65535, &s->cell_size)) || !next_is_signed_number(p))
+        return r;
+    return parse_int(p, "rate cell overhead", -65535, 65535, &s->cell_overhead);
+}
+
+/* The token positions of the keywords whose consistency is checked after the whole spec. */
+typedef struct {
+    int gap, dist, reorder;
+} spec_at_t;
+
+/* The keywords, in the order of their bits in `seen` (each may be given once). */
+enum {
+    KW_DELAY,
+    KW_DISTRIBUTION,
+    KW_LOSS,
+    KW_DUPLICATE,
+    KW_REORDER,
+    KW_GAP,
+    KW_CORRUPT,
+    KW_RATE,
+    KW_LIMIT,
+    KW_COUNT
+};
+static const char *const keyword_names[KW_COUNT] = {
+    "delay", "distribution", "loss", "duplicate", "reorder", "gap", "corrupt", "rate", "limit"};
+
+static int keyword_index(const char *k)
+{
+    if (!strcmp(k, "latency"))
+        return KW_DELAY; /* tc's synonyms */
+    if (!strcmp(k, "drop"))
+        return KW_LOSS;
+    for (int i = 0; i < KW_COUNT; i++)
+        if (!strcmp(k, keyword_names[i]))
+            return i;
+    return -1;
+}
+
+/* One keyword at p->tok[at] (p->i is past it) with its arguments. */
+static int keyword(parser_t *p, int at, unsigned *seen, drths_impair_spec_t *s, spec_at_t *pos)
+{
+    const char *k = p->tok[at];
+    if (!strcmp(k, "none"))
+        return 0; /* what drths_impair_spec_format writes for the zero spec */
+    if (!strcmp(k, "ecn") || !strcmp(k, "slot") || !strcmp(k, "seed"))
+        return bad(p, at, "keyword",
+                   "not supported by drths-impair (seed: use the relay's --seed option)");
+    int kw = keyword_index(k);
+    if (kw < 0)
+        return bad(p, at, "keyword",
+                   "unknown; expected delay, distribution, loss, duplicate, reorder, gap, "
+                   "corrupt, rate or limit");
+    int r = once(p, at, seen, 1u << kw);
+    if (r)
+        return r;
+    switch (kw) {
+    case KW_DELAY:
+        return kw_delay(p, s);
+    case KW_DISTRIBUTION:
+        pos->dist = p->i;
+        return kw_distribution(p, s);
+    case KW_LOSS:
+        return kw_loss(p, s);
+    case KW_DUPLICATE:
+        return pct_corr(p, "duplicate", &s->duplicate, &s->duplicate_corr);
+    case KW_REORDER:
+        pos->reorder = at;
+        return pct_corr(p, "reorder", &s->reorder, &s->reorder_corr);
+    case KW_GAP:
+        pos->gap = at;
+        return parse_uint(p, "reorder gap", 1, UINT32_MAX, &s->gap);
+    case KW_CORRUPT:
+        return pct_corr(p, "corrupt", &s->corrupt, &s->corrupt_corr);
+    case KW_RATE:
+        return kw_rate(p, s);
+    default:
+        return parse_uint(p, "limit", 1, UINT32_MAX, &s->limit);
+    }
+}
+
 int drths_impair_spec_parse(drths_impair_spec_t *spec, const char *text, drths_error_t *err)
 {
     memset(spec, 0, sizeof *spec);
@@ -544,135 +713,22 @@ int drths_impair_spec_parse(drths_impair_spec_t *spec, const char *text, drths_e
 
     drths_impair_spec_t s = {0};
     unsigned seen = 0;
-    int gap_at = -1, dist_at = -1, reorder_at = -1;
-    int r;
+    spec_at_t pos = {-1, -1, -1};
     while (p.i < p.n) {
         int at = p.i++;
-        const char *k = p.tok[at];
-        if (!strcmp(k, "none")) {
-            continue; /* what drths_impair_spec_format writes for the zero spec */
-        } else if (!strcmp(k, "delay") || !strcmp(k, "latency")) {
-            if ((r = once(&p, at, &seen, 1u << 0)) || (r = parse_time(&p, "delay time", &s.delay_ns)))
-                return r;
-            if (next_is_number(&p)) {
-                if ((r = parse_time(&p, "delay jitter", &s.jitter_ns)))
-                    return r;
-                if (next_is_number(&p) && (r = parse_percent(&p, "delay correlation", &s.delay_corr)))
-                    return r;
-            }
-        } else if (!strcmp(k, "distribution")) {
-            if ((r = once(&p, at, &seen, 1u << 1)))
-                return r;
-            dist_at = p.i;
-            if (p.i >= p.n)
-                return bad(&p, p.i, "distribution name", "");
-            const char *d = p.tok[p.i++];
-            if (!strcmp(d, "uniform"))
-                s.dist = DRTHS_IMPAIR_DIST_UNIFORM;
-            else if (!strcmp(d, "normal"))
-                s.dist = DRTHS_IMPAIR_DIST_NORMAL;
-            else if (!strcmp(d, "pareto"))
-                s.dist = DRTHS_IMPAIR_DIST_PARETO;
-            else if (!strcmp(d, "paretonormal"))
-                s.dist = DRTHS_IMPAIR_DIST_PARETONORMAL;
-            else
-                return bad(&p, dist_at, "distribution name",
-                           "unknown; use uniform, normal, pareto or paretonormal");
-        } else if (!strcmp(k, "loss") || !strcmp(k, "drop")) {
-            if ((r = once(&p, at, &seen, 1u << 2)))
-                return r;
-            if (p.i >= p.n)
-                return bad(&p, p.i, "loss model or percentage", "");
-            const char *m = p.tok[p.i];
-            if (!strcmp(m, "random") || next_is_number(&p)) {
-                if (!strcmp(m, "random"))
-                    p.i++;
-                s.loss_model = DRTHS_IMPAIR_LOSS_RANDOM;
-                if ((r = parse_percent(&p, "loss percentage", &s.loss)))
-                    return r;
-                if (next_is_number(&p) && (r = parse_percent(&p, "loss correlation", &s.loss_corr)))
-                    return r;
-            } else if (!strcmp(m, "gemodel")) {
-                p.i++;
-                s.loss_model = DRTHS_IMPAIR_LOSS_GE;
-                if ((r = parse_percent(&p, "gemodel p", &s.ge_p)))
-                    return r;
-                s.ge_r = 1.0 - s.ge_p;
-                s.ge_1h = 1.0;
-                s.ge_1k = 0.0;
-                if (next_is_number(&p) && (r = parse_percent(&p, "gemodel r", &s.ge_r)))
-                    return r;
-                if (next_is_number(&p) && (r = parse_percent(&p, "gemodel 1-h", &s.ge_1h)))
-                    return r;
-                if (next_is_number(&p) && (r = parse_percent(&p, "gemodel 1-k", &s.ge_1k)))
-                    return r;
-            } else if (!strcmp(m, "state")) {
-                return bad(&p, p.i, "loss model", "the 4-state model is not supported; use gemodel");
-            } else {
-                return bad(&p, p.i, "loss model or percentage",
-                           "expected random, gemodel or a percentage");
-            }
-        } else if (!strcmp(k, "duplicate")) {
-            if ((r = once(&p, at, &seen, 1u << 3)) ||
-                (r = parse_percent(&p, "duplicate percentage", &s.duplicate)))
-                return r;
-            if (next_is_number(&p) &&
-                (r = parse_percent(&p, "duplicate correlation", &s.duplicate_corr)))
-                return r;
-        } else if (!strcmp(k, "reorder")) {
-            reorder_at = at;
-            if ((r = once(&p, at, &seen, 1u << 4)) ||
-                (r = parse_percent(&p, "reorder percentage", &s.reorder)))
-                return r;
-            if (next_is_number(&p) &&
-                (r = parse_percent(&p, "reorder correlation", &s.reorder_corr)))
-                return r;
-        } else if (!strcmp(k, "gap")) {
-            gap_at = at;
-            if ((r = once(&p, at, &seen, 1u << 5)) ||
-                (r = parse_uint(&p, "reorder gap", 1, UINT32_MAX, &s.gap)))
-                return r;
-        } else if (!strcmp(k, "corrupt")) {
-            if ((r = once(&p, at, &seen, 1u << 6)) ||
-                (r = parse_percent(&p, "corrupt percentage", &s.corrupt)))
-                return r;
-            if (next_is_number(&p) &&
-                (r = parse_percent(&p, "corrupt correlation", &s.corrupt_corr)))
-                return r;
-        } else if (!strcmp(k, "rate")) {
-            if ((r = once(&p, at, &seen, 1u << 7)) || (r = parse_rate(&p, &s.rate_bit_s)))
-                return r;
-            if (next_is_signed_number(&p) &&
-                (r = parse_int(&p, "rate packet overhead", -65535, 65535, &s.packet_overhead)))
-                return r;
-            if (next_is_number(&p) &&
-                (r = parse_uint(&p, "rate cell size", 1, 65535, &s.cell_size)))
-                return r;
-            if (next_is_signed_number(&p) &&
-                (r = parse_int(&p, "rate cell overhead", -65535, 65535, &s.cell_overhead)))
-                return r;
-        } else if (!strcmp(k, "limit")) {
-            if ((r = once(&p, at, &seen, 1u << 8)) ||
-                (r = parse_uint(&p, "limit", 1, UINT32_MAX, &s.limit)))
-                return r;
-        } else if (!strcmp(k, "ecn") || !strcmp(k, "slot") || !strcmp(k, "seed")) {
-            return bad(&p, at, "keyword",
-                       "not supported by drths-impair (seed: use the relay's --seed option)");
-        } else {
-            return bad(&p, at, "keyword",
-                       "unknown; expected delay, distribution, loss, duplicate, reorder, gap, "
-                       "corrupt, rate or limit");
-        }
+        int r = keyword(&p, at, &seen, &s, &pos);
+        if (r)
+            return r;
     }
 
     if (s.reorder > 0 && s.delay_ns == 0)
-        return bad(&p, reorder_at, "keyword", "reordering needs a delay (as in tc)");
-    if (gap_at >= 0 && s.reorder == 0)
-        return bad(&p, gap_at, "keyword", "gap given without a reorder percentage");
+        return bad(&p, pos.reorder, "keyword", "reordering needs a delay (as in tc)");
+    if (pos.gap >= 0 && s.reorder == 0)
+        return bad(&p, pos.gap, "keyword", "gap given without a reorder percentage");
     if (s.reorder > 0 && s.gap == 0)
         s.gap = 1;
-    if (dist_at >= 0 && (s.delay_ns == 0 || s.jitter_ns == 0))
-        return bad(&p, dist_at, "distribution name",
+    if (pos.dist >= 0 && (s.delay_ns == 0 || s.jitter_ns == 0))
+        return bad(&p, pos.dist, "distribution name",
                    "a distribution needs a delay and a jitter, e.g. delay 40ms 5ms");
     if (check_spec(&s) != 0)
         return drths_error_set(err, -EINVAL, "inconsistent options");
