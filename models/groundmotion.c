@@ -480,113 +480,121 @@ static int names_time(const tok_t *name)
     return 0;
 }
 
-static int parse_columns(const text_t *t, const char *path, int csv, const drths_gm_options_t *o,
-                         series_t *s, drths_error_t *err)
+/* The index of the first data row, or t->nlines when there is none. */
+static size_t first_data_row(const text_t *t, int csv)
 {
-    const char *what = csv ? "CSV" : "column text";
-    size_t first = t->nlines;
     for (size_t i = 0; i < t->nlines; i++) {
         const char *l = t->line[i];
         if (is_blank_line(l) || is_comment_line(l))
             continue;
-        if (is_data_row(l, csv)) {
-            first = i;
-            break;
-        }
+        if (is_data_row(l, csv))
+            return i;
     }
-    if (first == t->nlines)
-        return drths_error_set(err, -EINVAL,
-                               "%s:%ld: no data rows as %s (only header or comment lines)", path,
-                               last_content_line(t), what);
-    s->first_line = (long)first + 1;
-    tok_t tok[MAX_COLS];
-    int ncols = split(t->line[first], csv, tok, MAX_COLS);
+    return t->nlines;
+}
 
-    /* The names line: the nearest non-blank line above the data, if it names every column. */
-    tok_t names[MAX_COLS];
-    int have_names = 0;
-    long names_line = 0;
+/* The names line: the nearest non-blank line above the data row `first`, if it names every one
+ * of the ncols columns. Returns 1 with names[] and *line (1-based) filled, else 0. */
+static int names_above(const text_t *t, size_t first, int csv, int ncols, tok_t *names, long *line)
+{
     for (size_t i = first; i > 0; i--) {
         const char *l = skip_space(t->line[i - 1]);
         if (!*l)
             continue;
         while (*l == '%' || *l == '#' || *l == '!')
             l++;
-        have_names = split(l, csv, names, MAX_COLS) == ncols;
-        names_line = (long)i;
-        break;
+        *line = (long)i;
+        return split(l, csv, names, MAX_COLS) == ncols;
     }
+    return 0;
+}
 
-    int has_time;
-    switch (o->time_column) {
-    case DRTHS_GM_TIME_FIRST:
-        has_time = 1;
-        break;
-    case DRTHS_GM_TIME_NONE:
-        has_time = 0;
-        break;
-    default:
-        /* A first column named like time is time. So is a first column that steps up evenly over
-         * its first three values, whatever a free-text line above says: a value column cannot
-         * look like that, and taking times for accelerations would be the worst mistake. */
-        has_time = have_names && names_time(&names[0]);
-        if (!has_time) {
-            double c[3];
-            int got = 0;
-            for (size_t i = first; i < t->nlines && got < 3 && ncols >= 2; i++) {
-                const char *l = t->line[i];
-                if (is_blank_line(l) || is_comment_line(l))
-                    continue;
-                tok_t tk[MAX_COLS];
-                if (split(l, csv, tk, MAX_COLS) < 1 || parse_number(tk[0].p, tk[0].len, &c[got]))
-                    break;
-                got++;
-            }
-            if (got == 3) {
-                double d1 = c[1] - c[0], d2 = c[2] - c[1];
-                has_time = d1 > 0 && fabs(d2 - d1) <= UNIFORM_TOL * d1;
-            }
-        }
-        break;
+/* Whether the first column is time. A first column named like time is time. So is a first column
+ * that steps up evenly over its first three values, whatever a free-text line above says: a value
+ * column cannot look like that, and taking times for accelerations would be the worst mistake. */
+static int first_column_is_time(const text_t *t, size_t first, int csv, int ncols,
+                                const tok_t *names, const drths_gm_options_t *o)
+{
+    if (o->time_column == DRTHS_GM_TIME_FIRST)
+        return 1;
+    if (o->time_column == DRTHS_GM_TIME_NONE)
+        return 0;
+    if (names && names_time(&names[0]))
+        return 1;
+    double c[3];
+    int got = 0;
+    for (size_t i = first; i < t->nlines && got < 3 && ncols >= 2; i++) {
+        const char *l = t->line[i];
+        if (is_blank_line(l) || is_comment_line(l))
+            continue;
+        tok_t tk[MAX_COLS];
+        if (split(l, csv, tk, MAX_COLS) < 1 || parse_number(tk[0].p, tk[0].len, &c[got]))
+            break;
+        got++;
     }
-    if (has_time && ncols < 2)
-        return drths_error_set(err, -EINVAL,
-                               "%s:%ld: one column only, so it cannot hold both time and values",
-                               path, s->first_line);
-    int nvalues = ncols - has_time;
-    if (o->column > nvalues)
-        return drths_error_set(err, -EINVAL,
-                               "%s:%ld: options.column = %d but the file has %d "
-                               "value column%s%s",
-                               path, s->first_line, o->column, nvalues, nvalues == 1 ? "" : "s",
-                               has_time ? " besides time" : "");
-    int vc = has_time + o->column - 1;
-    if (have_names && (contains_nocase_n(names[vc].p, names[vc].len, "vel") ||
-                       contains_nocase_n(names[vc].p, names[vc].len, "disp")))
-        return drths_error_set(err, -EINVAL,
-                               "%s:%ld: the column is named \"%.*s\", which looks like velocity or "
-                               "displacement; only acceleration records can drive the test",
-                               path, names_line, (int)(names[vc].len > 40 ? 40 : names[vc].len),
-                               names[vc].p);
-    if (have_names) {
-        s->units = units_from_name(names[vc].p, names[vc].len);
-        snprintf(s->units_from, sizeof s->units_from, "line %ld names the column \"%.*s\"",
-                 names_line, (int)(names[vc].len > 40 ? 40 : names[vc].len), names[vc].p);
-    }
+    if (got < 3)
+        return 0;
+    double d1 = c[1] - c[0], d2 = c[2] - c[1];
+    return d1 > 0 && fabs(d2 - d1) <= UNIFORM_TOL * d1;
+}
 
-    double t0 = 0, tprev = 0, step0 = 0;
+/* What parse_columns learnt from the header and the first rows. */
+typedef struct {
+    int ncols;    /* fields per data row */
+    int has_time; /* column 0 is time */
+    int vc;       /* the value column read (0-based) */
+} layout_t;
+
+/* The time of a row: the first two set t0 and the step, later ones must keep the step. */
+typedef struct {
+    double t0, tprev, step0;
+} time_check_t;
+
+static int check_time(time_check_t *tc, size_t rows, double tk, const char *path, long lineno,
+                      const drths_gm_options_t *o, drths_error_t *err)
+{
+    if (rows == 0) {
+        tc->t0 = tk;
+    } else if (rows == 1) {
+        tc->step0 = tk - tc->t0;
+        if (!(tc->step0 > 0))
+            return drths_error_set(err, -EINVAL,
+                                   "%s:%ld: time %g s does not increase from %g s "
+                                   "(the first column is taken as time%s)",
+                                   path, lineno, tk, tc->t0,
+                                   o->time_column == DRTHS_GM_TIME_FIRST
+                                       ? ""
+                                       : "; set options.time_column if it is not");
+    } else if (fabs((tk - tc->tprev) - tc->step0) > UNIFORM_TOL * tc->step0) {
+        return drths_error_set(err, -EINVAL,
+                               "%s:%ld: time step %.9g s (from %.9g s) differs from the "
+                               "first step %.9g s; times must be uniformly spaced "
+                               "(within 1e-6 relative)",
+                               path, lineno, tk - tc->tprev, tc->tprev, tc->step0);
+    }
+    tc->tprev = tk;
+    return 0;
+}
+
+/* Every data row from `first` on: the value column into s, the times checked. */
+static int read_rows(const text_t *t, size_t first, const char *path, int csv,
+                     const drths_gm_options_t *o, const layout_t *lay, series_t *s,
+                     drths_error_t *err)
+{
+    time_check_t tc = {0};
     size_t rows = 0;
     for (size_t i = first; i < t->nlines; i++) {
         const char *l = t->line[i];
         long lineno = (long)i + 1;
         if (is_blank_line(l) || is_comment_line(l))
             continue;
+        tok_t tok[MAX_COLS];
         int n = split(l, csv, tok, MAX_COLS);
-        if (n != ncols)
+        if (n != lay->ncols)
             return drths_error_set(err, -EINVAL,
                                    "%s:%ld: %d fields, the first data row (line "
                                    "%ld) has %d",
-                                   path, lineno, n, s->first_line, ncols);
+                                   path, lineno, n, s->first_line, lay->ncols);
         double row[MAX_COLS];
         for (int c = 0; c < n; c++)
             if (parse_number(tok[c].p, tok[c].len, &row[c])) {
@@ -596,42 +604,66 @@ static int parse_columns(const text_t *t, const char *path, int csv, const drths
                 return drths_error_set(err, -EINVAL, "%s:%ld: not a number: \"%.*s\"", path, lineno,
                                        (int)(tok[c].len > 40 ? 40 : tok[c].len), tok[c].p);
             }
-        if (has_time) {
-            double tk = row[0];
-            if (rows == 0) {
-                t0 = tk;
-            } else if (rows == 1) {
-                step0 = tk - t0;
-                if (!(step0 > 0))
-                    return drths_error_set(err, -EINVAL,
-                                           "%s:%ld: time %g s does not increase from %g s "
-                                           "(the first column is taken as time%s)",
-                                           path, lineno, tk, t0,
-                                           o->time_column == DRTHS_GM_TIME_FIRST
-                                               ? ""
-                                               : "; set options.time_column if it is not");
-            } else if (fabs((tk - tprev) - step0) > UNIFORM_TOL * step0) {
-                return drths_error_set(err, -EINVAL,
-                                       "%s:%ld: time step %.9g s (from %.9g s) differs from the "
-                                       "first step %.9g s; times must be uniformly spaced "
-                                       "(within 1e-6 relative)",
-                                       path, lineno, tk - tprev, tprev, step0);
-            }
-            tprev = tk;
-        }
+        int r;
+        if (lay->has_time && (r = check_time(&tc, rows, row[0], path, lineno, o, err)))
+            return r;
         if (rows >= DRTHS_GM_MAX_SAMPLES)
             return drths_error_set(err, -EFBIG, "%s:%ld: more than %u samples", path, lineno,
                                    DRTHS_GM_MAX_SAMPLES);
-        if (series_push(s, row[vc], lineno))
+        if (series_push(s, row[lay->vc], lineno))
             return drths_error_set(err, -ENOMEM, "%s: out of memory", path);
         rows++;
     }
-    if (has_time && rows >= 2) {
+    if (lay->has_time && rows >= 2) {
         /* The mean step over the whole record averages out the printing precision of the times. */
-        s->dt = (tprev - t0) / (double)(rows - 1);
+        s->dt = (tc.tprev - tc.t0) / (double)(rows - 1);
         s->dt_line = s->first_line;
     }
     return 0;
+}
+
+static int parse_columns(const text_t *t, const char *path, int csv, const drths_gm_options_t *o,
+                         series_t *s, drths_error_t *err)
+{
+    size_t first = first_data_row(t, csv);
+    if (first == t->nlines)
+        return drths_error_set(err, -EINVAL,
+                               "%s:%ld: no data rows as %s (only header or comment lines)", path,
+                               last_content_line(t), csv ? "CSV" : "column text");
+    s->first_line = (long)first + 1;
+    tok_t tok[MAX_COLS];
+    layout_t lay;
+    lay.ncols = split(t->line[first], csv, tok, MAX_COLS);
+    tok_t names[MAX_COLS];
+    long names_line = 0;
+    int have_names = names_above(t, first, csv, lay.ncols, names, &names_line);
+    lay.has_time = first_column_is_time(t, first, csv, lay.ncols, have_names ? names : NULL, o);
+    if (lay.has_time && lay.ncols < 2)
+        return drths_error_set(err, -EINVAL,
+                               "%s:%ld: one column only, so it cannot hold both time and values",
+                               path, s->first_line);
+    int nvalues = lay.ncols - lay.has_time;
+    if (o->column > nvalues)
+        return drths_error_set(err, -EINVAL,
+                               "%s:%ld: options.column = %d but the file has %d "
+                               "value column%s%s",
+                               path, s->first_line, o->column, nvalues, nvalues == 1 ? "" : "s",
+                               lay.has_time ? " besides time" : "");
+    lay.vc = lay.has_time + o->column - 1;
+    if (have_names) {
+        const tok_t *nm = &names[lay.vc];
+        int shown = (int)(nm->len > 40 ? 40 : nm->len);
+        if (contains_nocase_n(nm->p, nm->len, "vel") || contains_nocase_n(nm->p, nm->len, "disp"))
+            return drths_error_set(err, -EINVAL,
+                                   "%s:%ld: the column is named \"%.*s\", which looks like "
+                                   "velocity or displacement; only acceleration records can "
+                                   "drive the test",
+                                   path, names_line, shown, nm->p);
+        s->units = units_from_name(nm->p, nm->len);
+        snprintf(s->units_from, sizeof s->units_from, "line %ld names the column \"%.*s\"",
+                 names_line, shown, nm->p);
+    }
+    return read_rows(t, first, path, csv, o, &lay, s, err);
 }
 
 /* ---- load ---------------------------------------------------------------------------------- */
