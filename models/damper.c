@@ -23,7 +23,7 @@ void drths_damper_params_preset(drths_damper_params_t *p, drths_damper_model_t m
     p->n = 2.0;
     switch (m) {
     case DRTHS_DAMPER_PHILLIPS2013:
-        /* Seed 004 (Phillips & Spencer 2013), Table 3: mm, kN, A. */
+        /* Phillips & Spencer (2013), the 200-kN damper's identified parameters: mm, kN, A. */
         p->length_unit_m = 1e-3;
         p->force_unit_N = 1e3;
         p->c0_a = 0.080, p->c0_b = 0.32, p->c0_c = 1.5;

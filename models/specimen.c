@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The plant's 2.5 A model is the damper's largest current (seed 004). */
+/* The plant's 2.5 A model is the damper's largest current (Phillips & Spencer 2013 identified
+ * the actuator at 0 A and at 2.5 A). */
 #define PLANT_I_HI_A 2.5
 
 void drths_specimen_params_default(drths_specimen_params_t *p, drths_damper_model_t m)

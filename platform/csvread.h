@@ -1,4 +1,5 @@
-/* Reader for run-folder CSV files (numerical.csv, physical.csv; see DESIGN.md 10).
+/* Reader for run-folder CSV files (numerical.csv, physical.csv; see
+ * docs/design.md#records-and-reports).
  *
  * The first line names the columns (comma separated, units in the names); every further line is
  * one row of numbers in the same order. "nan" (any case, as strtod accepts it) is a number.

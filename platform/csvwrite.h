@@ -1,4 +1,5 @@
-/* Buffered CSV writer for run records (see the run-folder contract in README / DESIGN.md 10).
+/* Buffered CSV writer for run records (the run-folder contract:
+ * docs/design.md#records-and-reports).
  *
  * The header names every column with its unit. Rows are written as numbers with enough digits
  * to round-trip a double's useful precision (%.9g); NaN is written as "nan".

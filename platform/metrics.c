@@ -282,7 +282,8 @@ static int physical_link(const drths_csv_table_t *phys, drths_link_stats_t *out,
     if (drths_stats_compute(lead, n, &out->cmd_lead_ms) ||
         drths_stats_compute(late, n, &out->wake_late_us))
         return drths_error_set(err, -ENOMEM, "%s: out of memory", phys->path);
-    /* Tracking error norm (seed 004 eq 31) over the ticks where both values are known. */
+    /* Tracking RMS error norm (Phillips & Spencer 2013) over the ticks where both values are
+     * known. */
     double sum_d2 = 0.0, sum_c2 = 0.0, peak = 0.0;
     for (long i = 0; i < n; i++) {
         if (isnan(cmd[i]) || isnan(meas[i]))
@@ -308,7 +309,7 @@ int drths_link_stats_compute(const drths_csv_table_t *num, const drths_csv_table
     drths_stats_compute(NULL, 0, &out->rtt_ms);
     out->rtt_ticks = out->loop_delay_ticks = out->cmd_lead_ms = out->wake_late_us = out->rtt_ms;
     /* The control period: the physical site's ticks when known, else the numerical steps,
-     * which are lock-stepped to the ticks (DESIGN.md 2). */
+     * which are lock-stepped to the ticks (docs/design.md#timing-model). */
     const drths_csv_table_t *sources[2] = {phys, num};
     for (int k = 0; k < 2 && isnan(out->tick_s); k++) {
         const double *t = sources[k] ? drths_csv_column(sources[k], "time_s") : NULL;

@@ -1,9 +1,10 @@
-/* Metrics of a run (DESIGN.md 12): fidelity against the reference run, actuator tracking, link
- * and real-time statistics, and the one table that the report tool and the rehearsal print.
+/* Metrics of a run (docs/design.md#records-and-reports): fidelity against the reference run,
+ * actuator tracking, link and real-time statistics, and the one table that the report tool and the
+ * rehearsal print.
  *
  * Fidelity, per floor, for the displacement relative to ground (x<i>_m) and the absolute
  * acceleration (a<i>_abs_m_s2) of the hybrid run h against the reference run r, over the rows
- * both runs have (seed 001 Table 3.1 layout; seed 004 eq 31):
+ * both runs have (the RMS error is the error norm of Phillips & Spencer 2013):
  *     peak error  | max|h| - max|r| | / max|r|
  *     RMS error   sqrt( sum (h - r)^2 / sum r^2 )
  * Errors are stored as fractions (0.01 = 1 %) and printed in percent. When the reference is all

@@ -1,7 +1,7 @@
-/* The run recorder (CONVENTIONS.md 7): the RT thread pushes fixed-size rows of doubles into an
- * SPSC ring without blocking; the libuv thread drains the ring into the CSV file. Nothing is
- * lost while the ring has room; a full ring drops the row and counts it, so the summary can
- * say the record is incomplete (it never blocks the RT thread).
+/* The run recorder: the RT thread, which never writes files or logs, pushes fixed-size rows of
+ * doubles into an SPSC ring without blocking; the libuv thread drains the ring into the CSV file.
+ * Nothing is lost while the ring has room; a full ring drops the row and counts it, so the summary
+ * can say the record is incomplete (it never blocks the RT thread).
  * Ownership: the recorder owns its ring and CSV writer. drths_recorder_push is the only
  * function the RT thread calls.
  */

@@ -1,9 +1,10 @@
 /* Lock-free single-producer single-consumer ring of fixed-size records.
  *
- * This is the only channel between the real-time thread and the libuv thread (DESIGN.md 3,
- * CONVENTIONS.md 7): the RT thread pushes event, record and telemetry records; the other thread
- * pops them and does the logging and file writes. Exactly one thread may push and exactly one
- * (other) thread may pop; push and pop never block, never allocate and never take a lock.
+ * This is the only channel between the real-time thread and the libuv thread
+ * (docs/design.md#processes-and-threads): the RT thread pushes event, record and telemetry records;
+ * the other thread pops them and does the logging and file writes. Exactly one thread may push and
+ * exactly one (other) thread may pop; push and pop never block, never allocate and never take a
+ * lock.
  *
  * The producer publishes a record with a release store of the head index after copying it in;
  * the consumer reads the head with acquire, copies the record out, then publishes the freed slot

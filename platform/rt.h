@@ -1,4 +1,4 @@
-/* Real-time hardening of the control thread (DESIGN.md 3).
+/* Real-time hardening of the control thread (docs/design.md#processes-and-threads).
  *
  * Four measures, each optional and each reported: SCHED_FIFO priority, CPU affinity, locked and
  * prefaulted memory, and a zero CPU DMA latency request (which keeps the CPU out of deep idle

@@ -1,5 +1,5 @@
 /* Time for the real-time loop: CLOCK_MONOTONIC in int64 nanoseconds, an absolute-deadline sleep,
- * and the tick scheduler of the actuator site's control loop (DESIGN.md 2 and 3).
+ * and the tick scheduler of the actuator site's control loop (docs/design.md#timing-model).
  *
  * All times are int64_t nanoseconds on CLOCK_MONOTONIC (good for 292 years from boot). Absolute
  * deadlines, never relative sleeps: a relative sleep adds the loop's own run time to every
@@ -9,7 +9,7 @@
  * time), tick k is still returned, with its own index and its lateness; the following ticks,
  * whose deadlines may also have passed, are returned immediately one after the other until the
  * loop has caught up. Skipping would silently break the tick-indexed protocol (a command for
- * tick k is applied at tick k, DESIGN.md 2).
+ * tick k is applied at tick k).
  *
  * The ticker reads time and sleeps through function pointers, so tests drive it in virtual time
  * with a fake clock and a fake sleep that only advances the fake clock.

@@ -1,5 +1,5 @@
-/* The run folder of DESIGN.md section 10: one folder per run holding the CSV records, a copy of
- * the experiment file and summary.json.
+/* The run folder (docs/design.md#records-and-reports): one folder per run holding the CSV records,
+ * a copy of the experiment file and summary.json.
  * init-only: called before a run starts and after it ends, never from the RT thread.
  */
 #ifndef DRTHS_RUNFOLDER_H

@@ -1,4 +1,4 @@
-/* Telemetry for the live monitor (issue 9): each site's libuv thread (never the RT thread)
+/* Telemetry for the live monitor (docs/monitor.md): each site's libuv thread (never the RT thread)
  * publishes a decimated stream of fixed-size frames, one JSON line per UDP datagram, to
  * drths-monitor; the monitor answers on the same socket with small control datagrams
  * ("drths-control start|stop|abort [TOKEN]").

@@ -1,5 +1,6 @@
-/* UDP endpoints for the data plane (DESIGN.md 3, 4): address parsing for "host:port" and
- * "[v6]:port", a non-blocking socket, batched receive with kernel receive timestamps.
+/* UDP endpoints for the data plane (docs/design.md#processes-and-threads): address parsing for
+ * "host:port" and "[v6]:port", a non-blocking socket, batched receive with kernel receive
+ * timestamps.
  * The socket belongs to the RT thread once the run starts.
  * Ownership: drths_udp_t owns its file descriptor; _close is safe twice.
  */

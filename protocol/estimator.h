@@ -1,4 +1,4 @@
-/* Round-trip delay estimation and the choice of the loop delay L (DESIGN.md 6).
+/* Round-trip delay estimation and the choice of the loop delay L (docs/design.md#delay-estimator).
  *
  * Four parts:
  * (a) Start-up probe statistics: N probe round trips (default 500), reported as
@@ -130,7 +130,7 @@ typedef struct drths_rtt_tracker {
     uint64_t negative;   /* now - sent - hold < 0: a bogus hold time */
 } drths_rtt_tracker_t;
 
-/* A send log of log_size counters and two histograms of bin_ns bins up to max_ns (DESIGN.md:
+/* A send log of log_size counters and two histograms of bin_ns bins up to max_ns (the sites use
  * 10 µs bins up to 2 s, i.e. 200 000 bins, 1.6 MB each). init-only. */
 int drths_rtt_tracker_init(drths_rtt_tracker_t *t, size_t log_size, int64_t bin_ns, int64_t max_ns,
                            drths_error_t *err);

@@ -1,4 +1,5 @@
-/* The actuator site's playout buffer: commands indexed by the tick they are for (DESIGN.md 2).
+/* The actuator site's playout buffer: commands indexed by the tick they are for
+ * (docs/design.md#jitter-buffer).
  *
  * A command for tick k may arrive at any time before tick k; at tick k the control loop takes
  * it (or learns that it is missing and conceals it). The buffer is a ring of P slots indexed by
@@ -91,7 +92,8 @@ int drths_playout_newest(const drths_playout_t *pb, uint64_t *tick);
 
 /* Copies the buffered samples for ticks tick+1 .. tick+k into out (k · sample_size bytes),
  * stopping at the first one not buffered, and returns how many were copied. This is the preview
- * of future commands for the actuator compensation (DESIGN.md 5.3). RT-safe. */
+ * of future commands for the actuator compensation (docs/design.md#compensation).
+ * RT-safe. */
 size_t drths_playout_lookahead(const drths_playout_t *pb, uint64_t tick, size_t k, void *out);
 
 /* The play head: the next tick to be played. RT-safe. */

@@ -1,11 +1,11 @@
-/* The numerical site's feedback reorder buffer (DESIGN.md 2).
+/* The numerical site's feedback reorder buffer (docs/design.md#jitter-buffer).
  *
  * The numerical site integrates step n with the feedback of tick n, so it consumes feedback
  * strictly in tick order. Datagrams may arrive out of order, duplicated (each carries the last R
- * samples) or not at all; this small tick-indexed buffer (seed: depth 10) puts them back in
- * order. The consumer takes the next tick when it is there; when its deadline passes without it,
- * the consumer conceals the step (Smith model force, DESIGN.md 2) and skips the tick, which is
- * counted as missing; a copy arriving afterwards is LATE.
+ * samples) or not at all; this small tick-indexed buffer puts them back in order. The consumer
+ * takes the next tick when it is there; when its deadline passes without it, the consumer conceals
+ * the step (Smith model force, docs/design.md#concealment) and skips the tick, which is counted as
+ * missing; a copy arriving afterwards is LATE.
  *
  * It is the playout buffer's slot logic (protocol/playout.h) with an in-order consumer: taking
  * never advances past a tick that has not arrived, only an explicit skip does.

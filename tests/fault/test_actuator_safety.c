@@ -1,7 +1,7 @@
-/* Fault injection on the actuator site's state machine in virtual time (DESIGN.md 7), with the
- * realistic rehearsal specimen: the seed 004 three-pole servo-hydraulic plant, the 200-kN MR
- * damper, sensor noise, 16-bit converters, a one-tick I/O delay, 5 kHz and the scheduled
- * feedforward, all behind the virtual DAQ back end.
+/* Fault injection on the actuator site's state machine in virtual time (docs/design.md#safety),
+ * with the realistic rehearsal specimen: the Phillips & Spencer (2013) three-pole servo-hydraulic
+ * plant, the 200-kN MR damper, sensor noise, 16-bit converters, a one-tick I/O delay, 5 kHz and the
+ * scheduled feedforward, all behind the virtual DAQ back end.
  *
  *  - A command beyond the displacement limit puts the site in HOLD in the very tick it is due
  *    (within one tick), the command never reaches the drive, and from then on the drive signal

@@ -566,7 +566,7 @@ static void test_relay(void **state)
     close(s.client_fd);
 }
 
-/* --change steps the forward delay mid-run (issue 7's 40 -> 70 ms step, scaled down). */
+/* --change steps the forward delay mid-run (a 40 -> 70 ms route change, scaled down). */
 static void test_change(void **state)
 {
     (void)state;

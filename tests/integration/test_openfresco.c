@@ -1,10 +1,10 @@
-/* drths-physical --openfresco against a test client written from shared/OPENFRESCO-WIRE.md, on
- * 127.0.0.1: both wire variants (ShadowSite/actor, GenericTCP, genericClient), the quirks (a
- * getDaqResponse before any trial, stale values after the action code, DIE with and without a
- * reply, a client gone without DIE), a trial far beyond the displacement limit, and the forces of
- * an elastic specimen (tests/data/openfresco/elastic.yaml: k = 2 MN/m, ideal actuator, no noise),
- * which must be k·d for every trial once the site answers. The site runs as a child process;
- * the assertions are on protocol, values, exit codes and summary.json, not on timing. */
+/* drths-physical --openfresco against a test client written from docs/openfresco.md (The wire
+ * protocol), on 127.0.0.1: both wire variants (ShadowSite/actor, GenericTCP, genericClient), the
+ * quirks (a getDaqResponse before any trial, stale values after the action code, DIE with and
+ * without a reply, a client gone without DIE), a trial far beyond the displacement limit, and the
+ * forces of an elastic specimen (tests/data/openfresco/elastic.yaml: k = 2 MN/m, ideal actuator, no
+ * noise), which must be k·d for every trial once the site answers. The site runs as a child
+ * process; the assertions are on protocol, values, exit codes and summary.json, not on timing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -29,8 +29,8 @@ static double pexp(double a, double b, double c, double i)
     return b + (a - b) * exp(-c * i);
 }
 
-/* Seed 004 Table 3 (mm, kN, A) at current i, converted to SI: kN/mm = 1e6 N/m,
- * kN.s/mm = 1e6 N.s/m, mm^-2 = 1e6 m^-2. */
+/* Phillips & Spencer (2013), the 200-kN damper's parameters (mm, kN, A) at current i, converted to
+ * SI: kN/mm = 1e6 N/m, kN.s/mm = 1e6 N.s/m, mm^-2 = 1e6 m^-2. */
 static ref_params_t ref_phillips(double i)
 {
     ref_params_t r;

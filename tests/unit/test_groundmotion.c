@@ -585,8 +585,8 @@ static void test_white_noise(void **state)
     drths_record_close(&b);
     drths_record_close(&a);
 
-    /* Seed 004's input at the loop rate: 0-30 Hz, 1000 mm/s^2 RMS, 5 kHz, longer than one
-     * phasor resynchronisation. */
+    /* The input of Phillips & Spencer's (2013) SDOF study at the loop rate: 0-30 Hz, 1000 mm/s^2
+     * RMS, 5 kHz, longer than one phasor resynchronisation. */
     assert_int_equal(drths_record_white_noise(&a, 0.0002, 2.0, 0, 30, 1.0, 7, &err), 0);
     assert_int_equal(a.n, 10001);
     ss = 0;

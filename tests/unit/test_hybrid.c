@@ -435,8 +435,8 @@ static void test_burst_longer_than_r_is_concealed(void **state)
     result_free(&r);
 }
 
-/* The feedback wait spends the command budget (L+1) dt left after the way down, at the seed's
- * conditions: 80 ms round trip +/- 10 ms (70..90 ms), L = 463 ticks of 0.2 ms. */
+/* The feedback wait spends the command budget (L+1) dt left after the way down, on the
+ * default rehearsal link: 80 ms round trip +/- 10 ms (70..90 ms), L = 463 ticks of 0.2 ms. */
 static void test_feedback_wait_budget(void **state)
 {
     (void)state;

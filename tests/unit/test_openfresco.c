@@ -10,7 +10,8 @@
 
 #include "site-physical/openfresco.h"
 
-/* Byte layouts from shared/OPENFRESCO-WIRE.md, written out by hand (little-endian x86-64). */
+/* Byte layouts from docs/openfresco.md (The wire protocol), written out by hand (little-endian
+ * x86-64). */
 
 static uint8_t buf[8 * 1024 + 64];
 

@@ -4,7 +4,7 @@
  * fed through the same rings the I/O thread uses, with no socket traffic and no clock. Checks
  * when a measurement request is answered (at once before any trial; on the step's last tick
  * after one), the values (target and k·target), the late-target hold, the end on DIE and on a
- * lost client, and that the steady state allocates nothing (CONVENTIONS.md 6). */
+ * lost client, and that the steady state allocates nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
-/* Acceptance tests of the monolithic reference run (issue 2) on the default experiment:
+/* Acceptance tests of the monolithic reference run on the default experiment:
  * step-halving convergence of every floor's peak, and the damper's effect against the structure
- * without it (DESIGN.md section 11 magnitudes). */
+ * without it (the magnitudes expected of the default experiment). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,8 +78,8 @@ static void test_halving_passive_on(void **state)
     halving(DRTHS_CONTROL_PASSIVE_ON);
 }
 
-/* DESIGN.md 11: without delay, passive-on (2.5 A) reduces the roof peak from about 33 mm (no
- * damper) to about 20 mm; the damper force peaks near 205 kN. */
+/* The default experiment without delay: passive-on (2.5 A) reduces the roof peak from about 33 mm
+ * (no damper) to about 20 mm; the damper force peaks near 205 kN. */
 static void test_damper_effect(void **state)
 {
     (void)state;

@@ -1,8 +1,8 @@
-/* Semi-active control (DESIGN.md 5.5, issue 4): the exact discretisation, the Riccati solution
- * and its gain, the clipped-optimal switching law, the sign convention against the integrator,
- * no allocation per tick, and the acceptance runs: on the default experiment clipped-optimal
- * reduces the reference run's peak roof displacement and peak roof absolute acceleration
- * against passive-off; the Dyke et al. 1996 example in clipped-optimal mode. */
+/* Semi-active control (docs/design.md#clipped-optimal-control): the exact discretisation, the
+ * Riccati solution and its gain, the clipped-optimal switching law, the sign convention against the
+ * integrator, no allocation per tick, and the acceptance runs: on the default experiment
+ * clipped-optimal reduces the reference run's peak roof displacement and peak roof absolute
+ * acceleration against passive-off; the Dyke et al. 1996 example in clipped-optimal mode. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -397,7 +397,7 @@ static void print_table(const char *title, const char *fu, double fs, row_t *row
     }
 }
 
-/* Issue 4 acceptance on the default experiment. */
+/* Acceptance on the default experiment. */
 static void test_default_experiment(void **state)
 {
     (void)state;

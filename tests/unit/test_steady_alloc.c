@@ -1,11 +1,11 @@
-/* Zero heap allocations in both nodes' steady state (CONVENTIONS.md 6): the numerical site's
- * hybrid loop (site-numerical/hybrid.h) and the actuator site's state machine
- * (site-physical/actuator.h, virtual DAQ and specimen) run against each other in virtual time
- * for thousands of ticks, every message going through the real codec (drths_wire_seal and
- * drths_wire_open, both directions) and every row through drths_recorder_push, as on the two
- * RT threads. The test binary interposes malloc, calloc, realloc and free and counts them over
- * 10000 ticks after a 2000-tick warm-up; the recorder's drain (the libuv thread's job: it
- * formats and writes the CSV) runs outside the counted calls. */
+/* Zero heap allocations in both nodes' steady state (nothing allocates after activation): the
+ * numerical site's hybrid loop (site-numerical/hybrid.h) and the actuator site's state machine
+ * (site-physical/actuator.h, virtual DAQ and specimen) run against each other in virtual time for
+ * thousands of ticks, every message going through the real codec (drths_wire_seal and
+ * drths_wire_open, both directions) and every row through drths_recorder_push, as on the two RT
+ * threads. The test binary interposes malloc, calloc, realloc and free and counts them over 10000
+ * ticks after a 2000-tick warm-up; the recorder's drain (the libuv thread's job: it formats and
+ * writes the CSV) runs outside the counted calls. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
