@@ -1,5 +1,5 @@
-/* drths-monitor: the live monitor of a run (docs/monitor.md). Receives the sites' telemetry (one JSON frame per
- * UDP datagram, platform/telemetry.h), keeps the recent frames in memory, serves the page from the
+/* drths-monitor: the live monitor of a run (docs/monitor.md). Receives the sites' telemetry (one
+ * JSON frame per UDP datagram, platform/telemetry.h), keeps the recent frames in memory, serves the page from the
  * web directory (tools/web-build puts it in build/web), streams the frames to the page as
  * server-sent events (GET /events) and forwards Start / Stop / Abort (POST /control/...) to the
  * sites as control datagrams on the same UDP socket, to the address each site sends from.
@@ -475,7 +475,7 @@ static void usage(FILE *f)
             "http://...' and 'drths-monitor: telemetry udp ...' and runs until SIGINT or SIGTERM.\n"
             "\n"
             "  --listen HOST:PORT    where the page is served (default 127.0.0.1:8080)\n"
-            "  --telemetry [H:]PORT  UDP address for the sites' --monitor (default 127.0.0.1:47900)\n"
+            "  --telemetry [H:]PORT  UDP address for the sites' --monitor (default port 47900)\n"
             "  --web DIR             the page (default: web/ beside this program)\n"
             "  --token FILE          the page and its API need this token (?token=...)\n"
             "  --control-token FILE  token put in control datagrams (default: the --token file)\n"

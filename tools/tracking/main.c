@@ -74,11 +74,12 @@ static void usage(FILE *f)
             "usage: " PROG " [--duration S] [--seed N] [--lookahead-ticks K] [--poly-lead-ms MS]\n"
             "                      [--csv FILE]\n"
             "Table 2 of Phillips & Spencer 2013 on the virtual plant: the actuator follows\n"
-            "band-limited white-noise displacements (0-5 Hz RMS 2.78 mm, 0-15 Hz RMS 0.595 mm)\n"
-            "with the 200-kN damper at 0.0 A, 2.5 A and 2.5 A pulsed at 0.5 Hz, with compensation\n"
-            "none, polynomial, feedforward-average (the paper's) and feedforward (scheduled on the\n"
-            "commanded damper current). Prints the RMS error norm 100 sqrt(sum (xm - xd)^2 /\n"
-            "sum xd^2) in percent beside the paper's best figures and the goal (half of them).\n"
+            "band-limited white-noise displacements (0-5 Hz RMS 2.78 mm, 0-15 Hz RMS\n"
+            "0.595 mm) with the 200-kN damper at 0.0 A, 2.5 A and 2.5 A pulsed at 0.5 Hz,\n"
+            "with compensation none, polynomial, feedforward-average (the paper's) and\n"
+            "feedforward (scheduled on the commanded damper current). Prints the RMS error\n"
+            "norm 100 sqrt(sum (xm - xd)^2 / sum xd^2) in percent beside the paper's best\n"
+            "figures and the goal (half of them).\n"
             "\n"
             "  --duration S         length of each desired displacement, 3 to 3600 s (default 60)\n"
             "  --seed N             white-noise seed (default 4; the 15 Hz band uses N + 1)\n"
@@ -88,12 +89,13 @@ static void usage(FILE *f)
             "  -h, --help           print this help and exit\n"
             "  --version            print the version and exit\n"
             "\n"
-            "The lookahead is the playout preview; with fewer ticks than it needs the compensator\n"
-            "extrapolates. The default polynomial lead is 1/p + a/b of the average model plus half\n"
-            "a tick. Plant: the paper's 3-pole models at 0 A and 2.5 A, interpolated by the\n"
-            "damper's effective current; one-tick I/O delay; sensor noise 2 um and a 16-bit\n"
-            "converter over +/- 0.1 m; 5000 Hz. The compensators are designed on the average\n"
-            "model. The desired displacement fades in and out over %g s.\n"
+            "The lookahead is the playout preview; with fewer ticks than it needs the\n"
+            "compensator extrapolates. The default polynomial lead is 1/p + a/b of the average\n"
+            "model plus half a tick. Plant: the paper's 3-pole models at 0 A and 2.5 A,\n"
+            "interpolated by the damper's effective current; one-tick I/O delay; sensor noise\n"
+            "2 um and a 16-bit converter over +/- 0.1 m; 5000 Hz. The compensators are\n"
+            "designed on the average model. The desired displacement fades in and out over\n"
+            "%g s.\n"
             "\n",
             MAX_LOOKAHEAD, TAPER_S);
     drths_cli_print_exit_codes(f, "a run failed or the --csv file could not be written");
@@ -275,8 +277,8 @@ int main(int argc, char **argv)
     printf("drths-tracking: Phillips & Spencer 2013, Table 2, on the virtual plant\n");
     printf("  %g Hz, %g s per run (%g s fade in/out), seed %ld (0-5 Hz) and %ld (0-15 Hz)\n",
            RATE_HZ, duration, TAPER_S, seed, seed + 1);
-    printf("  plant: the paper's 3-pole models at 0 A and 2.5 A, interpolated by the damper's effective\n"
-           "  current; 200-kN damper attached; I/O delay 1 tick; sensor noise 2 um, 16-bit over\n"
+    printf("  plant: the paper's 3-pole models at 0 A and 2.5 A, interpolated by the damper's\n"
+           "  effective current; 200-kN damper attached; I/O delay 1 tick; sensor noise 2 um, 16-bit over\n"
            "  +/- 0.1 m. \"ff average\": feedforward on the average model (the paper's method,\n"
            "  `feedforward-average`); \"feedforward\": the inverse scheduled on the COMMANDED damper\n"
            "  current passed through the damper's current-dynamics model (`feedforward`, beyond\n"
