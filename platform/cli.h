@@ -8,9 +8,13 @@
  * message themselves and return -1; main() then returns DRTHS_EXIT_USAGE. They are for main()
  * only: library code never prints (it fills a drths_error_t instead).
  *
- * --help layout (GNU conventions): "usage:" lines, a blank line, one line per option with its
- * argument in capitals, a blank line, then drths_cli_print_exit_codes. --version prints
- * "PROGRAM (drths) VERSION" on stdout (drths_cli_print_version) and exits 0.
+ * --help layout (GNU conventions), on stdout: "usage:" lines, a few lines saying what the program
+ * does, a blank line, one line per option with its argument in capitals (-h, --help and
+ * --version last), a blank line, any longer notes followed by a blank line, then
+ * drths_cli_print_exit_codes. --version prints "PROGRAM (drths) VERSION" on stdout
+ * (drths_cli_print_version) and exits 0. A program sets argv[0] to its name before
+ * getopt_long, so that getopt's own messages (unknown option, missing value) name it as every
+ * other message does rather than the path it was started by.
  *
  * All functions are init-only (they may print and allocate nothing else).
  */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # drths-specimen: CSV header, row count, peak force in the plausible range for each damper,
-# the plant and displacement-file paths, and one-line errors with exit status 2.
+# the plant and displacement-file paths, one-line errors with exit status 2, exit 1 when the output
+# cannot be written.
 set -euo pipefail
 bdir=${1:?build dir}
 tool="$bdir/drths-specimen"
@@ -47,7 +48,8 @@ printf 'time_s,disp_m\n0,0\n0.5,0.01\n1.0,0\n' > "$tmp/h.csv"
 check "file rows 1001" "$([ "$(wc -l < "$tmp/e.csv")" -eq 1002 ]; echo $?)"
 check "file mid-ramp velocity 0.02 m/s" "$(awk -F, 'NR == 252 { exit !($3 > 0.01999 && $3 < 0.02001) }' "$tmp/e.csv"; echo $?)"
 
-# Bad options: exit 2 and exactly one line on stderr.
+# Bad options: exit 2 and one line on stderr naming the program (an unknown option: getopt's
+# line and "Try 'drths-specimen --help'.").
 for args in "--sine 0.02" "--model nope --sine 0.01,1" "--current 3 --sine 0.01,1" \
     "--voltage 1 --sine 0.01,1" "--bogus" "--sine 0.01,1 --rate -5" "" \
     "--displacement-file $tmp/missing.csv"; do
@@ -56,9 +58,21 @@ for args in "--sine 0.02" "--model nope --sine 0.01,1" "--current 3 --sine 0.01,
     "$tool" $args > /dev/null 2> "$tmp/err"
     rc=$?
     set -e
+    lines=$(wc -l < "$tmp/err")
     check "'$args' exits 2 with one line ($(head -c 100 "$tmp/err"))" \
-        "$([ $rc -eq 2 ] && [ "$(wc -l < "$tmp/err")" -eq 1 ]; echo $?)"
+        "$([ $rc -eq 2 ] && grep -q '^drths-specimen: ' "$tmp/err" && { [ "$lines" -eq 1 ] ||
+            { [ "$lines" -eq 2 ] && [ "$(tail -1 "$tmp/err")" = "Try 'drths-specimen --help'." ]; }; }
+            echo $?)"
 done
+"$tool" --current 3 --sine 0.01,1 > /dev/null 2> "$tmp/err" || true
+check "--current 3: names the option and the range" \
+    "$(grep -qx "drths-specimen: --current: '3' is not a number from 0 A to 2.5 A" "$tmp/err"; echo $?)"
+# An output that cannot be written is a failed run (exit 1), not a usage error.
+set +e
+"$tool" --sine 0.01,1 --out "$tmp/no/such/dir.csv" > /dev/null 2> "$tmp/err"
+rc=$?
+set -e
+check "unwritable --out exits 1 ($(head -c 100 "$tmp/err"))" "$([ $rc -eq 1 ]; echo $?)"
 check "--help" "$("$tool" --help | grep -q -- "--displacement-file"; echo $?)"
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# drths-tracking: a 5 s version of the seed 004 Table 2 benchmark prints the six-row table and
-# exits 0; the feedforward beats no compensation in every row; the CSV has one row per run;
-# with no lookahead the feedforward falls back to extrapolation and says so; bad options exit 2
-# with one line.
+# drths-tracking: a 5 s version of the Table 2 benchmark of Phillips & Spencer 2013 prints the
+# six-row table and exits 0; the feedforward beats no compensation in every row; the CSV has one
+# row per run; with no lookahead the feedforward falls back to extrapolation and says so; bad
+# options exit 2 with one line naming the program (an unknown option or a missing value:
+# getopt's line and "Try 'drths-tracking --help'.").
 set -euo pipefail
 bdir=${1:?build dir}
 tool="$bdir/drths-tracking"
@@ -51,9 +52,15 @@ for args in "--duration 1" "--lookahead-ticks 65" "--seed x" "--bogus" "--durati
     "$tool" $args > /dev/null 2> "$tmp/err"
     rc=$?
     set -e
+    lines=$(wc -l < "$tmp/err")
     check "'$args' exits 2 with one line ($(head -c 100 "$tmp/err"))" \
-        "$([ $rc -eq 2 ] && [ "$(wc -l < "$tmp/err")" -eq 1 ]; echo $?)"
+        "$([ $rc -eq 2 ] && grep -q '^drths-tracking: ' "$tmp/err" && { [ "$lines" -eq 1 ] ||
+            { [ "$lines" -eq 2 ] && [ "$(tail -1 "$tmp/err")" = "Try 'drths-tracking --help'." ]; }; }
+            echo $?)"
 done
+"$tool" --lookahead-ticks 65 > /dev/null 2> "$tmp/err" || true
+check "--lookahead-ticks 65: names the option and the range" \
+    "$(grep -qx "drths-tracking: --lookahead-ticks: '65' is not an integer in 0..64" "$tmp/err"; echo $?)"
 check "--help" "$("$tool" --help | grep -q -- "--lookahead-ticks"; echo $?)"
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }

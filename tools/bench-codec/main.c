@@ -22,6 +22,7 @@
  *           dma_latency_0=0|1
  */
 #include <errno.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
@@ -32,12 +33,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/cli.h"
 #include "platform/rt.h"
 #include "platform/rtclock.h"
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
 
+#define PROG "drths-bench-codec"
 #define MAX_ROUNDS 1000
+#define MAX_BATCH 100000        /* a 4.9 KB datagram buffer per call: at most 490 MB */
+#define MAX_PINGPONG 100000000L /* one double per round trip: at most 800 MB */
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -96,7 +101,7 @@ static int bench(drths_msg_type_t type, int rounds, int batch)
     drths_error_t err;
     if (drths_wire_tx_init(&tx, sender, psk, sid) ||
         drths_wire_rx_init(&rx, receiver, psk, &err)) {
-        fprintf(stderr, "drths-bench-codec: init failed\n");
+        fprintf(stderr, PROG ": init failed\n");
         return 1;
     }
     drths_wire_tx_set_keys(&tx, &keys);
@@ -124,7 +129,7 @@ static int bench(drths_msg_type_t type, int rounds, int batch)
         open[r] = (double)(t2 - t1) / batch;
     }
     if (bad) {
-        fprintf(stderr, "drths-bench-codec: a datagram failed to seal or open\n");
+        fprintf(stderr, PROG ": a datagram failed to seal or open\n");
         return 1;
     }
     qsort(seal, (size_t)rounds, sizeof seal[0], cmp_d);
@@ -243,13 +248,13 @@ static int pingpong(long n, int busy, int dma)
     int a = udp_socket(&a_addr), b = udp_socket(&b_addr);
     double *lat = malloc((size_t)n * sizeof(double));
     if (a < 0 || b < 0 || !lat) {
-        fprintf(stderr, "drths-bench-codec: loopback sockets: %s\n", strerror(errno));
+        fprintf(stderr, PROG ": loopback sockets: %s\n", strerror(errno));
         return 1;
     }
     peer_t p = {.fd = b, .busy = busy, .to = a_addr, .n = n, .rc = 0};
     pthread_t th;
     if (pthread_create(&th, NULL, echo_thread, &p)) {
-        fprintf(stderr, "drths-bench-codec: cannot start the echo thread\n");
+        fprintf(stderr, PROG ": cannot start the echo thread\n");
         return 1;
     }
     int rt = fifo();
@@ -279,7 +284,7 @@ static int pingpong(long n, int busy, int dma)
     close(a);
     close(b);
     if (done < n || p.rc) {
-        fprintf(stderr, "drths-bench-codec: ping-pong stopped after %ld of %ld\n", done, n);
+        fprintf(stderr, PROG ": ping-pong stopped after %ld of %ld\n", done, n);
         free(lat);
         return 1;
     }
@@ -292,41 +297,74 @@ static int pingpong(long n, int busy, int dma)
     return 0;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: " PROG " [--rounds N] [--batch N] [--pingpong N]\n"
+               "Nanoseconds per datagram to seal and to open (the median over the rounds of the\n"
+               "mean of a batch of calls), then the FEEDBACK-to-COMMAND latency through loopback\n"
+               "sockets, with a blocking and with a busy-polling receiver. One \"key=value\" line\n"
+               "per figure, for tools/bench.\n"
+               "\n"
+               "  --rounds N     rounds, 1 to %d (default 201)\n"
+               "  --batch N      calls per round, 1 to %d (default 200)\n"
+               "  --pingpong N   loopback round trips per receiver, 0 for none (default 20000)\n"
+               "  -h, --help     print this help and exit\n"
+               "  --version      print the version and exit\n"
+               "\n",
+            MAX_ROUNDS, MAX_BATCH);
+    drths_cli_print_exit_codes(f, "a datagram failed to seal or open, or the loopback failed");
+}
+
 int main(int argc, char **argv)
 {
-    int rounds = 201, batch = 200;
-    long pp = 20000;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
-            rounds = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
-            batch = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--pingpong") && i + 1 < argc) {
-            pp = atol(argv[++i]);
-        } else {
-            fprintf(stderr, "usage: drths-bench-codec [--rounds N (<= %d)] [--batch N] "
-                            "[--pingpong N (0: none)]\n"
-                            "ns per datagram to seal and to open (median of rounds), then the\n"
-                            "FEEDBACK-to-COMMAND latency through loopback sockets.\n",
-                    MAX_ROUNDS);
-            return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
+    enum { OPT_ROUNDS = 1, OPT_BATCH, OPT_PINGPONG, OPT_VERSION };
+    static const struct option opts[] = {
+        {"rounds", required_argument, NULL, OPT_ROUNDS},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"pingpong", required_argument, NULL, OPT_PINGPONG},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    long rounds = 201, batch = 200, pp = 20000;
+    argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_ROUNDS:
+            if (drths_cli_long(PROG, "--rounds", optarg, 1, MAX_ROUNDS, &rounds) != 0)
+                return DRTHS_EXIT_USAGE;
+            break;
+        case OPT_BATCH:
+            if (drths_cli_long(PROG, "--batch", optarg, 1, MAX_BATCH, &batch) != 0)
+                return DRTHS_EXIT_USAGE;
+            break;
+        case OPT_PINGPONG:
+            if (drths_cli_long(PROG, "--pingpong", optarg, 0, MAX_PINGPONG, &pp) != 0)
+                return DRTHS_EXIT_USAGE;
+            break;
+        case 'h':
+            usage(stdout);
+            return DRTHS_EXIT_OK;
+        case OPT_VERSION:
+            drths_cli_print_version(PROG);
+            return DRTHS_EXIT_OK;
+        default:
+            return drths_cli_bad_option(PROG);
         }
     }
-    if (rounds < 1 || rounds > MAX_ROUNDS || batch < 1) {
-        fprintf(stderr, "drths-bench-codec: --rounds 1..%d, --batch >= 1\n", MAX_ROUNDS);
-        return 2;
-    }
-    if (drths_crypto_init() != 0) {
-        fprintf(stderr, "drths-bench-codec: libsodium failed to initialise\n");
-        return 1;
-    }
-    if (bench(DRTHS_MSG_COMMAND, rounds, batch) || bench(DRTHS_MSG_FEEDBACK, rounds, batch))
-        return 1;
-    if (pp <= 0)
-        return 0;
+    if (optind < argc)
+        return drths_cli_unexpected_argument(PROG, argv[optind]);
+    if (drths_crypto_init() != 0)
+        return drths_cli_error(PROG, "libsodium failed to initialise");
+    if (bench(DRTHS_MSG_COMMAND, (int)rounds, (int)batch) ||
+        bench(DRTHS_MSG_FEEDBACK, (int)rounds, (int)batch))
+        return DRTHS_EXIT_FAILED;
+    if (pp == 0)
+        return DRTHS_EXIT_OK;
     int dma_fd = drths_rt_open_dma_latency(NULL, 0);
     int rc = pingpong(pp, 0, dma_fd >= 0) || pingpong(pp, 1, dma_fd >= 0);
     if (dma_fd >= 0)
         close(dma_fd);
-    return rc;
+    return rc ? DRTHS_EXIT_FAILED : DRTHS_EXIT_OK;
 }

@@ -20,6 +20,7 @@
  *   largest form=F rate_hz=.. n=N      (0: none of the sizes held)
  */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,13 +30,15 @@
 #include "models/damper.h"
 #include "models/integrator.h"
 #include "models/structure.h"
+#include "platform/cli.h"
 #include "platform/rt.h"
 #include "platform/rtclock.h"
 
+#define PROG "drths-bench-step"
 #define MAX_SIZES 16
 #define NFORMS 3
 
-static const char *form_names[NFORMS] = {"full", "modal", "modal-watch"};
+static const char *const form_names[NFORMS + 1] = {"full", "modal", "modal-watch", NULL};
 
 typedef struct model {
     drths_structure_t st;
@@ -45,13 +48,28 @@ typedef struct model {
     long k;
 } model_t;
 
-static void usage(FILE *f)
+static void usage(FILE *f, const drths_rt_options_t *defaults)
 {
-    fprintf(f, "usage: drths-bench-step [--sizes 3,30,100,300,1000] [--steps N] [--rate HZ]\n"
-               "                        [--seconds S] [--priority P] [--cpu N] [--forms LIST]\n"
-               "Per-step cost of the numerical substructure against model size, and the largest\n"
-               "size that holds the rate on the RT thread (<= 0.1 %% overruns). Forms: full,\n"
-               "modal, modal-watch (default all three).\n");
+    fprintf(f,
+            "usage: " PROG " [--sizes LIST] [--forms LIST] [--steps N] [--rate HZ] [--seconds S]\n"
+            "                        [--priority P] [--cpu N]\n"
+            "Per-step cost of the numerical substructure against model size, and the largest\n"
+            "size that holds the rate on the real-time thread (at most 0.1 %% of the ticks\n"
+            "overrun). One \"key=value\" line per figure, for tools/bench. A size is the\n"
+            "number of storeys of a shear building, 1 to 20000; at most %d sizes.\n"
+            "\n"
+            "  --sizes LIST    sizes to measure, N1,N2,... (default 3,30,100,300,1000)\n"
+            "  --forms LIST    full, modal and/or modal-watch (default all three)\n"
+            "  --steps N       steps timed in a tight loop per size and form (default 2000)\n"
+            "  --rate HZ       tick rate of the hold test (default 5000)\n"
+            "  --seconds S     length of the hold test per size and form (default 2)\n"
+            "  --priority P    SCHED_FIFO priority 1 to 99, 0 for none (default %d)\n"
+            "  --cpu N         pin the thread to CPU N, -1 for none (default %d)\n"
+            "  -h, --help      print this help and exit\n"
+            "  --version       print the version and exit\n"
+            "\n",
+            MAX_SIZES, defaults->priority, defaults->cpu);
+    drths_cli_print_exit_codes(f, "a model could not be set up");
 }
 
 static int model_init(model_t *m, int n, int form, double dt)
@@ -85,7 +103,7 @@ static int model_init(model_t *m, int n, int form, double dt)
     if (!rc)
         rc = drths_damper_init(&m->damper, &dp, dt, &err);
     if (rc) {
-        fprintf(stderr, "drths-bench-step: %d DOF: %s\n", n, err.msg);
+        fprintf(stderr, PROG ": %d DOF: %s\n", n, err.msg);
         return rc;
     }
     m->x1 = calloc((size_t)n, sizeof(double));
@@ -122,60 +140,111 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Splits a comma-separated option value into at most max items of at most 31 characters each.
+ * Returns the number of items, or -1 after a message naming the option. */
+static int split_list(const char *opt, const char *text, char items[][32], int max)
+{
+    int n = 0;
+    for (const char *p = text;; p++) {
+        size_t len = strcspn(p, ",");
+        if (n == max || len >= 32) {
+            fprintf(stderr, PROG ": %s: '%s' is not a list of at most %d items\n", opt, text, max);
+            return -1;
+        }
+        memcpy(items[n], p, len);
+        items[n++][len] = '\0';
+        p += len;
+        if (!*p)
+            return n;
+    }
+}
+
 int main(int argc, char **argv)
 {
+    enum { OPT_SIZES = 1, OPT_STEPS, OPT_RATE, OPT_SECONDS, OPT_PRIORITY, OPT_CPU, OPT_FORMS,
+           OPT_VERSION };
+    static const struct option opts[] = {
+        {"sizes", required_argument, NULL, OPT_SIZES},
+        {"steps", required_argument, NULL, OPT_STEPS},
+        {"rate", required_argument, NULL, OPT_RATE},
+        {"seconds", required_argument, NULL, OPT_SECONDS},
+        {"priority", required_argument, NULL, OPT_PRIORITY},
+        {"cpu", required_argument, NULL, OPT_CPU},
+        {"forms", required_argument, NULL, OPT_FORMS},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
     int sizes[MAX_SIZES] = {3, 30, 100, 300, 1000}, nsizes = 5;
-    long steps = 2000;
+    long steps = 2000, v;
     double rate = 5000.0, seconds = 2.0;
     int forms[NFORMS] = {1, 1, 1};
+    char items[MAX_SIZES][32];
     drths_rt_options_t rto;
     drths_rt_options_default(&rto);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!v) {
-            fprintf(stderr, "drths-bench-step: %s needs a value\n", a);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--sizes")) {
-            nsizes = 0;
-            for (char *s = argv[i], *e; *s && nsizes < MAX_SIZES; s = *e ? e + 1 : e) {
-                long n = strtol(s, &e, 10);
-                if (e == s || n < 1 || n > 20000 || (*e && *e != ',')) {
-                    fprintf(stderr, "drths-bench-step: --sizes: bad list '%s'\n", argv[i]);
-                    return 2;
-                }
-                sizes[nsizes++] = (int)n;
+    argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_SIZES:
+            if ((nsizes = split_list("--sizes", optarg, items, MAX_SIZES)) < 0)
+                return DRTHS_EXIT_USAGE;
+            for (int i = 0; i < nsizes; i++) {
+                if (drths_cli_long(PROG, "--sizes", items[i], 1, 20000, &v) != 0)
+                    return DRTHS_EXIT_USAGE;
+                sizes[i] = (int)v;
             }
-        } else if (!strcmp(a, "--steps")) {
-            steps = atol(v);
-        } else if (!strcmp(a, "--rate")) {
-            rate = atof(v);
-        } else if (!strcmp(a, "--seconds")) {
-            seconds = atof(v);
-        } else if (!strcmp(a, "--priority")) {
-            rto.priority = atoi(v);
-        } else if (!strcmp(a, "--cpu")) {
-            rto.cpu = atoi(v);
-        } else if (!strcmp(a, "--forms")) {
-            for (int f = 0; f < NFORMS; f++)
-                forms[f] = strstr(v, form_names[f]) != NULL &&
-                           (f != 1 || strstr(v, "modal,") || strstr(v, ",modal") ||
-                            !strcmp(v, "modal"));
-        } else {
-            fprintf(stderr, "drths-bench-step: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
+            break;
+        case OPT_FORMS: {
+            int n = split_list("--forms", optarg, items, MAX_SIZES);
+            if (n < 0)
+                return DRTHS_EXIT_USAGE;
+            memset(forms, 0, sizeof forms);
+            for (int i = 0; i < n; i++) {
+                int f = drths_cli_choice(PROG, "--forms", items[i], form_names);
+                if (f < 0)
+                    return DRTHS_EXIT_USAGE;
+                forms[f] = 1;
+            }
+            break;
+        }
+        case OPT_STEPS:
+            if (drths_cli_long(PROG, "--steps", optarg, 10, 100000000, &steps) != 0)
+                return DRTHS_EXIT_USAGE;
+            break;
+        case OPT_RATE:
+            if (drths_cli_double(PROG, "--rate", optarg, 1.0, 1e6, "Hz", &rate) != 0)
+                return DRTHS_EXIT_USAGE;
+            break;
+        case OPT_SECONDS:
+            if (drths_cli_double(PROG, "--seconds", optarg, 0.001, 3600.0, "s", &seconds) != 0)
+                return DRTHS_EXIT_USAGE;
+            break;
+        case OPT_PRIORITY:
+            if (drths_cli_long(PROG, "--priority", optarg, 0, 99, &v) != 0)
+                return DRTHS_EXIT_USAGE;
+            rto.priority = (int)v;
+            break;
+        case OPT_CPU:
+            if (drths_cli_long(PROG, "--cpu", optarg, -1, 4095, &v) != 0)
+                return DRTHS_EXIT_USAGE;
+            rto.cpu = (int)v;
+            break;
+        case 'h': {
+            drths_rt_options_t d;
+            drths_rt_options_default(&d);
+            usage(stdout, &d);
+            return DRTHS_EXIT_OK;
+        }
+        case OPT_VERSION:
+            drths_cli_print_version(PROG);
+            return DRTHS_EXIT_OK;
+        default:
+            return drths_cli_bad_option(PROG);
         }
     }
-    if (steps < 10 || !(rate > 0) || !(seconds > 0)) {
-        fprintf(stderr, "drths-bench-step: --steps >= 10, --rate and --seconds > 0\n");
-        return 2;
-    }
+    if (optind < argc)
+        return drths_cli_unexpected_argument(PROG, argv[optind]);
     double dt = 1.0 / rate;
     int64_t dt_ns = (int64_t)llround(1e9 / rate);
     drths_rt_report_t rep;
@@ -186,13 +255,17 @@ int main(int argc, char **argv)
         printf("rt %s\n", line);
     }
     if (rc) {
+        /* Only an invalid request fails here (a priority or CPU this machine does not have): the
+         * options are wrong, not the run. */
         drths_rt_report_close(&rep);
-        return 1;
+        return drths_cli_usage_error(PROG, "--priority/--cpu: refused (see the rt lines)");
     }
     int64_t *t = malloc((size_t)steps * sizeof(int64_t));
-    if (!t)
-        return 1;
-    int largest[NFORMS] = {0};
+    if (!t) {
+        drths_rt_report_close(&rep);
+        return drths_cli_error(PROG, "no memory for %ld steps", steps);
+    }
+    int largest[NFORMS] = {0}, status = DRTHS_EXIT_OK;
     for (int si = 0; si < nsizes; si++) {
         for (int f = 0; f < NFORMS; f++) {
             if (!forms[f])
@@ -200,6 +273,7 @@ int main(int argc, char **argv)
             model_t m;
             if (model_init(&m, sizes[si], f, dt)) {
                 model_close(&m);
+                status = DRTHS_EXIT_FAILED;
                 continue;
             }
             for (long k = 0; k < steps / 10; k++) /* warm the caches */
@@ -244,5 +318,5 @@ int main(int argc, char **argv)
             printf("largest form=%s rate_hz=%g n=%d\n", form_names[f], rate, largest[f]);
     free(t);
     drths_rt_report_close(&rep);
-    return 0;
+    return status;
 }

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,28 +33,50 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "platform/cli.h"
 #include "relay.h"
 
+#define PROG "drths-impair"
 #define MAX_CHANGES 64
+#define MAX_SECONDS 1e7 /* about 116 days */
 
 static void usage(FILE *f)
 {
-    fputs("usage: drths-impair --listen HOST:PORT --target HOST:PORT\n"
-            "         [--forward \"NETEM OPTIONS\"] [--backward \"NETEM OPTIONS\"] [--seed N]\n"
-            "         [--stats FILE] [--duration S] [--report-interval S]\n"
-            "         [--change AT_S:forward|backward|both:\"OPTIONS\"]... [--source HOST:PORT]\n"
-            "         [--pool N] [--max-datagram BYTES] [--rt-priority N]\n"
-            "\n"
-            "A UDP relay that impairs each direction like netem. The client (numerical site)\n"
-            "sends to --listen; datagrams go to --target (actuator site); the target's replies\n"
-            "go back to the last client address seen. forward = client -> target,\n"
-            "backward = target -> client. NETEM OPTIONS, e.g.\n"
-            "  \"delay 40ms 5ms distribution normal loss 1% duplicate 0.1% reorder 1%\"\n"
-            "  \"delay 40ms 5ms loss gemodel 1% 30% 100% 0% rate 10mbit\"\n"
-            "Times need a unit (us, ms, s). Jitter reorders packets, as in netem.\n"
-            "Prints what it did per direction on exit (SIGINT/SIGTERM or --duration) and every\n"
-            "--report-interval seconds; --stats writes the same as JSON.\n",
+    fputs("usage: " PROG " --listen HOST:PORT --target HOST:PORT\n"
+          "                    [--forward \"NETEM OPTIONS\"] [--backward \"NETEM OPTIONS\"]\n"
+          "                    [--seed N] [--stats FILE] [--duration S] [--report-interval S]\n"
+          "                    [--change AT_S:forward|backward|both:\"OPTIONS\"]...\n"
+          "                    [--source HOST:PORT] [--pool N] [--max-datagram BYTES]\n"
+          "                    [--rt-priority N]\n"
+          "A UDP relay that impairs each direction like netem. The client (numerical site)\n"
+          "sends to --listen; datagrams go to --target (actuator site); the target's replies\n"
+          "go back to the last client address seen. forward = client -> target,\n"
+          "backward = target -> client.\n"
+          "\n"
+          "  --listen HOST:PORT       where the client sends\n"
+          "  --target HOST:PORT       where the datagrams go\n"
+          "  --forward \"OPTIONS\"      netem options for client -> target (default none)\n"
+          "  --backward \"OPTIONS\"     netem options for target -> client (default none)\n"
+          "  --seed N                 seeds: N forward, N + 1 backward (default: the clock)\n"
+          "  --stats FILE             write the counters as JSON on exit\n"
+          "  --duration S             stop after S seconds (default: at SIGINT or SIGTERM)\n"
+          "  --report-interval S      print the counters every S seconds (default: on exit only)\n"
+          "  --change AT_S:DIR:\"OPTS\" replace DIR's options AT_S seconds after start\n"
+          "  --source HOST:PORT       send to the target from this address\n"
+          "  --pool N                 datagrams held per direction, 16 to 4194304 (default 65536)\n"
+          "  --max-datagram BYTES     largest datagram relayed, 64 to 65535 (default 2048)\n"
+          "  --rt-priority N          SCHED_FIFO priority 1 to 99 of both threads (default none)\n"
+          "  -h, --help               print this help and exit\n"
+          "  --version                print the version and exit\n"
+          "\n"
+          "NETEM OPTIONS, e.g.\n"
+          "  \"delay 40ms 5ms distribution normal loss 1% duplicate 0.1% reorder 1%\"\n"
+          "  \"delay 40ms 5ms loss gemodel 1% 30% 100% 0% rate 10mbit\"\n"
+          "Times need a unit (us, ms, s). Jitter reorders packets, as in netem. DIR is forward,\n"
+          "backward or both. The same --seed, options and arrival order give the same decisions.\n"
+          "\n",
           f);
+    drths_cli_print_exit_codes(f, "a socket or the --stats file failed");
 }
 
 static int resolve(const char *text, bool passive, struct sockaddr_storage *out, socklen_t *len,
@@ -65,7 +88,7 @@ static int resolve(const char *text, bool passive, struct sockaddr_storage *out,
     if (text[0] == '[') {
         const char *close = strchr(text, ']');
         if (!close || close[1] != ':') {
-            snprintf(why, whylen, "\"%s\": write an IPv6 address as [ADDR]:PORT", text);
+            snprintf(why, whylen, "'%s' is not [IPV6-ADDRESS]:PORT", text);
             return -1;
         }
         size_t n = (size_t)(close - text - 1);
@@ -77,7 +100,7 @@ static int resolve(const char *text, bool passive, struct sockaddr_storage *out,
     } else {
         colon = strrchr(text, ':');
         if (!colon || colon == text) {
-            snprintf(why, whylen, "\"%s\": expected HOST:PORT", text);
+            snprintf(why, whylen, "'%s' is not HOST:PORT", text);
             return -1;
         }
         size_t n = (size_t)(colon - text);
@@ -93,7 +116,7 @@ static int resolve(const char *text, bool passive, struct sockaddr_storage *out,
     struct addrinfo *res = NULL;
     int r = getaddrinfo(host, port, &hints, &res);
     if (r != 0) {
-        snprintf(why, whylen, "\"%s\": %s", text, gai_strerror(r));
+        snprintf(why, whylen, "'%s': %s", text, gai_strerror(r));
         return -1;
     }
     memcpy(out, res->ai_addr, res->ai_addrlen);
@@ -133,17 +156,6 @@ static void tune_socket(int fd)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
     if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof sz) != 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
-}
-
-static double parse_seconds(const char *opt, const char *v)
-{
-    char *end;
-    double s = strtod(v, &end);
-    if (end == v || *end != '\0' || !(s >= 0) || s > 1e7) {
-        fprintf(stderr, "drths-impair: %s \"%s\": expected a number of seconds\n", opt, v);
-        exit(2);
-    }
-    return s;
 }
 
 static uint64_t u64(const relay_counters_t *c, size_t off)
@@ -284,6 +296,7 @@ int main(int argc, char **argv)
     const char *change_args[MAX_CHANGES];
     size_t n_change_args = 0;
 
+    enum { OPT_VERSION = 1 };
     static const struct option opts[] = {
         {"listen", required_argument, 0, 'l'},     {"target", required_argument, 0, 't'},
         {"source", required_argument, 0, 'S'},     {"forward", required_argument, 0, 'f'},
@@ -293,10 +306,11 @@ int main(int argc, char **argv)
         {"change", required_argument, 0, 'c'},     {"pool", required_argument, 0, 'p'},
         {"max-datagram", required_argument, 0, 'm'},
         {"rt-priority", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"version", no_argument, 0, OPT_VERSION},  {0, 0, 0, 0}};
+    argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        char *end;
+        long v;
         switch (o) {
         case 'l': listen_s = optarg; break;
         case 't': target_s = optarg; break;
@@ -304,56 +318,47 @@ int main(int argc, char **argv)
         case 'f': fwd_s = optarg; break;
         case 'b': bwd_s = optarg; break;
         case 's':
-            seed = strtoull(optarg, &end, 0);
-            if (end == optarg || *end) {
-                fprintf(stderr, "drths-impair: --seed \"%s\": expected an integer\n", optarg);
-                return 2;
-            }
+            if (drths_cli_long(PROG, "--seed", optarg, 0, LONG_MAX, &v) != 0)
+                return DRTHS_EXIT_USAGE;
+            seed = (uint64_t)v;
             seed_given = true;
             break;
         case 'j': stats_path = optarg; break;
-        case 'd': duration = parse_seconds("--duration", optarg); break;
-        case 'r': report_every = parse_seconds("--report-interval", optarg); break;
+        case 'd':
+            if (drths_cli_double(PROG, "--duration", optarg, 0.0, MAX_SECONDS, "s", &duration))
+                return DRTHS_EXIT_USAGE;
+            break;
+        case 'r':
+            if (drths_cli_double(PROG, "--report-interval", optarg, 0.0, MAX_SECONDS, "s",
+                                 &report_every))
+                return DRTHS_EXIT_USAGE;
+            break;
         case 'c':
-            if (n_change_args == MAX_CHANGES) {
-                fprintf(stderr, "drths-impair: at most %d --change options\n", MAX_CHANGES);
-                return 2;
-            }
+            if (n_change_args == MAX_CHANGES)
+                return drths_cli_usage_error(PROG, "--change: at most %d of them", MAX_CHANGES);
             change_args[n_change_args++] = optarg;
             break;
         case 'p':
-            pool = strtol(optarg, &end, 10);
-            if (*end || pool < 16 || pool > (1 << 22)) {
-                fprintf(stderr, "drths-impair: --pool: expected 16 to 4194304 packets\n");
-                return 2;
-            }
+            if (drths_cli_long(PROG, "--pool", optarg, 16, 1L << 22, &pool) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
         case 'm':
-            max_dgram = strtol(optarg, &end, 10);
-            if (*end || max_dgram < 64 || max_dgram > 65535) {
-                fprintf(stderr, "drths-impair: --max-datagram: expected 64 to 65535 bytes\n");
-                return 2;
-            }
+            if (drths_cli_long(PROG, "--max-datagram", optarg, 64, 65535, &max_dgram) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
         case 'P':
-            rt_prio = strtol(optarg, &end, 10);
-            if (*end || rt_prio < 1 || rt_prio > 99) {
-                fprintf(stderr, "drths-impair: --rt-priority: expected 1 to 99\n");
-                return 2;
-            }
+            if (drths_cli_long(PROG, "--rt-priority", optarg, 1, 99, &rt_prio) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': usage(stdout); return DRTHS_EXIT_OK;
+        case OPT_VERSION: drths_cli_print_version(PROG); return DRTHS_EXIT_OK;
+        default: return drths_cli_bad_option(PROG);
         }
     }
-    if (optind < argc || !listen_s || !target_s) {
-        if (optind < argc)
-            fprintf(stderr, "drths-impair: unexpected argument \"%s\"\n", argv[optind]);
-        else
-            fprintf(stderr, "drths-impair: --listen and --target are required\n");
-        usage(stderr);
-        return 2;
-    }
+    if (optind < argc)
+        return drths_cli_unexpected_argument(PROG, argv[optind]);
+    if (!listen_s || !target_s)
+        return drths_cli_usage_error(PROG, "--listen and --target are required (see --help)");
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     /* Specs, checked before anything is opened. */
@@ -362,40 +367,39 @@ int main(int argc, char **argv)
     const char *spec_text[2] = {fwd_s, bwd_s};
     const char *dir_name[2] = {"forward", "backward"};
     for (int k = 0; k < 2; k++) {
-        if (drths_impair_spec_parse(&specs[k], spec_text[k], &err) != 0) {
-            fprintf(stderr, "drths-impair: --%s \"%s\": %s\n", dir_name[k], spec_text[k], err.msg);
-            return 2;
-        }
+        if (drths_impair_spec_parse(&specs[k], spec_text[k], &err) != 0)
+            return drths_cli_usage_error(PROG, "--%s: '%s': %s", dir_name[k], spec_text[k],
+                                         err.msg);
     }
     for (size_t i = 0; i < n_change_args; i++) {
         const char *a = change_args[i];
-        char *end;
-        double at = strtod(a, &end);
-        const char *dir = end;
-        if (end == a || *end != ':' || !(at >= 0)) {
-            fprintf(stderr,
-                    "drths-impair: --change \"%s\": expected AT_S:DIRECTION:OPTIONS, e.g. "
-                    "30:forward:\"delay 70ms 5ms\"\n",
-                    a);
-            return 2;
-        }
-        dir++;
-        const char *colon = strchr(dir, ':');
+        const char *colon = strchr(a, ':');
+        char at_s[32];
+        size_t al = colon ? (size_t)(colon - a) : 0;
+        if (!colon || al >= sizeof at_s)
+            return drths_cli_usage_error(PROG,
+                                         "--change: '%s' is not AT_S:DIRECTION:OPTIONS, e.g. "
+                                         "30:forward:\"delay 70ms 5ms\"",
+                                         a);
+        memcpy(at_s, a, al);
+        at_s[al] = '\0';
+        double at;
+        if (drths_cli_double(PROG, "--change AT_S", at_s, 0.0, MAX_SECONDS, "s", &at) != 0)
+            return DRTHS_EXIT_USAGE;
+        const char *dir = colon + 1;
+        colon = strchr(dir, ':');
         size_t dl = colon ? (size_t)(colon - dir) : 0;
         bool f = dl == 7 && !strncmp(dir, "forward", 7);
         bool b = dl == 8 && !strncmp(dir, "backward", 8);
         bool both = dl == 4 && !strncmp(dir, "both", 4);
-        if (!colon || !(f || b || both)) {
-            fprintf(stderr,
-                    "drths-impair: --change \"%s\": direction must be forward, backward or both\n",
-                    a);
-            return 2;
-        }
+        if (!colon || !(f || b || both))
+            return drths_cli_usage_error(PROG,
+                                         "--change: '%s': the direction is not forward, "
+                                         "backward or both",
+                                         a);
         drths_impair_spec_t s;
-        if (drths_impair_spec_parse(&s, colon + 1, &err) != 0) {
-            fprintf(stderr, "drths-impair: --change \"%s\": %s\n", a, err.msg);
-            return 2;
-        }
+        if (drths_impair_spec_parse(&s, colon + 1, &err) != 0)
+            return drths_cli_usage_error(PROG, "--change: '%s': %s", a, err.msg);
         for (int k = 0; k < 2; k++) {
             if (!(both || (k == 0 && f) || (k == 1 && b)))
                 continue;
@@ -416,47 +420,31 @@ int main(int argc, char **argv)
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+        seed &= (uint64_t)LONG_MAX; /* printed below; --seed must take it back to replay the run */
     }
 
     /* Sockets. */
     struct sockaddr_storage la, ta, sa;
     socklen_t ll, tl, sl = 0;
     char why[512];
-    if (resolve(listen_s, true, &la, &ll, why, sizeof why) != 0) {
-        fprintf(stderr, "drths-impair: --listen %s\n", why);
-        return 2;
-    }
-    if (resolve(target_s, false, &ta, &tl, why, sizeof why) != 0) {
-        fprintf(stderr, "drths-impair: --target %s\n", why);
-        return 2;
-    }
-    if (source_s && resolve(source_s, true, &sa, &sl, why, sizeof why) != 0) {
-        fprintf(stderr, "drths-impair: --source %s\n", why);
-        return 2;
-    }
-    if (source_s && sa.ss_family != ta.ss_family) {
-        fprintf(stderr, "drths-impair: --source and --target must be of the same family\n");
-        return 2;
-    }
+    if (resolve(listen_s, true, &la, &ll, why, sizeof why) != 0)
+        return drths_cli_usage_error(PROG, "--listen: %s", why);
+    if (resolve(target_s, false, &ta, &tl, why, sizeof why) != 0)
+        return drths_cli_usage_error(PROG, "--target: %s", why);
+    if (source_s && resolve(source_s, true, &sa, &sl, why, sizeof why) != 0)
+        return drths_cli_usage_error(PROG, "--source: %s", why);
+    if (source_s && sa.ss_family != ta.ss_family)
+        return drths_cli_usage_error(PROG, "--source and --target must be of the same family");
     int lfd = socket(la.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     int tfd = socket(ta.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (lfd < 0 || tfd < 0) {
-        fprintf(stderr, "drths-impair: socket: %s\n", strerror(errno));
-        return 1;
-    }
-    if (bind(lfd, (struct sockaddr *)&la, ll) != 0) {
-        fprintf(stderr, "drths-impair: cannot listen on %s: %s\n", listen_s, strerror(errno));
-        return 1;
-    }
-    if (source_s && bind(tfd, (struct sockaddr *)&sa, sl) != 0) {
-        fprintf(stderr, "drths-impair: cannot bind --source %s: %s\n", source_s, strerror(errno));
-        return 1;
-    }
-    if (connect(tfd, (struct sockaddr *)&ta, tl) != 0) {
-        fprintf(stderr, "drths-impair: cannot connect to target %s: %s\n", target_s,
-                strerror(errno));
-        return 1;
-    }
+    if (lfd < 0 || tfd < 0)
+        return drths_cli_error(PROG, "socket: %s", strerror(errno));
+    if (bind(lfd, (struct sockaddr *)&la, ll) != 0)
+        return drths_cli_error(PROG, "cannot listen on %s: %s", listen_s, strerror(errno));
+    if (source_s && bind(tfd, (struct sockaddr *)&sa, sl) != 0)
+        return drths_cli_error(PROG, "cannot bind --source %s: %s", source_s, strerror(errno));
+    if (connect(tfd, (struct sockaddr *)&ta, tl) != 0)
+        return drths_cli_error(PROG, "cannot connect to target %s: %s", target_s, strerror(errno));
     tune_socket(lfd);
     tune_socket(tfd);
     struct sockaddr_storage lb, tb;
@@ -471,11 +459,9 @@ int main(int argc, char **argv)
         int r = relay_dir_init(&dirs[k], dir_name[k], (uint32_t)pool, (size_t)max_dgram);
         if (r == 0)
             r = drths_impair_init(&dirs[k].model, &specs[k], seed + (uint64_t)k);
-        if (r != 0) {
-            fprintf(stderr, "drths-impair: cannot set up the %s direction: %s\n", dir_name[k],
-                    strerror(-r));
-            return 1;
-        }
+        if (r != 0)
+            return drths_cli_error(PROG, "cannot set up the %s direction: %s", dir_name[k],
+                                   strerror(-r));
         dirs[k].peer = &peer;
         dirs[k].changes = changes[k];
         dirs[k].n_changes = n_changes[k];
@@ -516,16 +502,15 @@ int main(int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         int r = relay_dir_start(&dirs[k], t0);
         if (r != 0) {
-            fprintf(stderr, "drths-impair: cannot start the %s thread: %s\n", dir_name[k],
+            fprintf(stderr, PROG ": cannot start the %s thread: %s\n", dir_name[k],
                     strerror(-r));
             relay_dir_stop(&dirs[0]);
             return 1;
         }
         if (dirs[k].rt_refused) {
-            fprintf(stderr,
-                    "drths-impair: warning: SCHED_FIFO refused for the %s thread; running at "
-                    "normal priority\n",
-                    dir_name[k]);
+            drths_cli_warning(PROG, "SCHED_FIFO refused for the %s thread; running at normal "
+                                    "priority",
+                              dir_name[k]);
         }
     }
 
@@ -571,7 +556,7 @@ int main(int argc, char **argv)
     int rc = 0;
     for (int k = 0; k < 2; k++) {
         if (dirs[k].thread_error) {
-            fprintf(stderr, "drths-impair: the %s thread stopped: %s\n", dir_name[k],
+            fprintf(stderr, PROG ": the %s thread stopped: %s\n", dir_name[k],
                     strerror(-dirs[k].thread_error));
             rc = 1;
         }
@@ -579,7 +564,7 @@ int main(int argc, char **argv)
     if (stats_path) {
         int r = write_json(stats_path, dirs, cpu, elapsed, seed, lbuf, tbuf);
         if (r != 0) {
-            fprintf(stderr, "drths-impair: cannot write --stats %s: %s\n", stats_path,
+            fprintf(stderr, PROG ": cannot write --stats %s: %s\n", stats_path,
                     strerror(-r));
             rc = 1;
         }

@@ -1,5 +1,5 @@
-/* drths-monitor: the host station of issue 9. Receives the sites' telemetry (one JSON frame per
- * UDP datagram, platform/telemetry.h), keeps the recent frames in memory, serves the page from the
+/* drths-monitor: the live monitor of a run (docs/monitor.md). Receives the sites' telemetry (one
+ * JSON frame per UDP datagram, platform/telemetry.h), keeps the recent frames in memory, serves the page from the
  * web directory (tools/web-build puts it in build/web), streams the frames to the page as
  * server-sent events (GET /events) and forwards Start / Stop / Abort (POST /control/...) to the
  * sites as control datagrams on the same UDP socket, to the address each site sends from.
@@ -35,11 +35,12 @@
 #include <microhttpd.h>
 #include <sodium.h>
 
-#include "config/config.h"
+#include "platform/cli.h"
 #include "platform/error.h"
 #include "platform/telemetry.h"
 #include "platform/udp.h"
 
+#define PROG "drths-monitor"
 #define RING 8192          /* frames kept (about 80 s of both sites at 50 Hz) */
 #define BACKLOG_FRAMES 2000 /* a new page gets the last 20 s */
 #define MAX_SITES 4
@@ -467,21 +468,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: drths-monitor [--listen HOST:PORT] [--telemetry [HOST:]PORT] [--web DIR]\n"
+            "usage: " PROG " [--listen HOST:PORT] [--telemetry [HOST:]PORT] [--web DIR]\n"
             "                     [--token FILE] [--control-token FILE]\n"
+            "Serves the live page of a run: receives the sites' telemetry, streams it to the page\n"
+            "and forwards its Start, Stop and Abort to the sites. Prints 'drths-monitor: page\n"
+            "http://...' and 'drths-monitor: telemetry udp ...' and runs until SIGINT or SIGTERM.\n"
             "\n"
-            "  --listen HOST:PORT   where the page is served (default 127.0.0.1:8080); any\n"
-            "                       address other than loopback needs --token\n"
-            "  --telemetry [H:]PORT UDP address for the sites' --monitor (default\n"
-            "                       127.0.0.1:47900; port 0 picks a free one)\n"
-            "  --web DIR            the page (default: web/ beside this program, from\n"
-            "                       tools/web-build)\n"
-            "  --token FILE         the page and its API need this token (?token=...)\n"
-            "  --control-token FILE token put in control datagrams (the sites'\n"
-            "                       --monitor-token; default: the --token file)\n"
+            "  --listen HOST:PORT    where the page is served (default 127.0.0.1:8080)\n"
+            "  --telemetry [H:]PORT  UDP address for the sites' --monitor (default port 47900)\n"
+            "  --web DIR             the page (default: web/ beside this program)\n"
+            "  --token FILE          the page and its API need this token (?token=...)\n"
+            "  --control-token FILE  token put in control datagrams (default: the --token file)\n"
+            "  -h, --help            print this help and exit\n"
+            "  --version             print the version and exit\n"
             "\n"
-            "Prints 'drths-monitor: page http://...' and 'drths-monitor: telemetry udp ...' and\n"
-            "runs until SIGINT or SIGTERM.\n");
+            "A --listen address other than loopback needs --token. Telemetry port 0 picks a free\n"
+            "port. tools/web-build makes the page. The control token is the sites'\n"
+            "--monitor-token.\n"
+            "\n");
+    drths_cli_print_exit_codes(f, "the page or the telemetry socket could not be opened");
 }
 
 static void default_web(const char *argv0, char *out, size_t cap)
@@ -503,37 +508,53 @@ static void default_web(const char *argv0, char *out, size_t cap)
 
 int main(int argc, char **argv)
 {
+    enum { OPT_LISTEN = 1, OPT_TELEMETRY, OPT_WEB, OPT_TOKEN, OPT_CONTROL_TOKEN, OPT_VERSION };
     const char *listen = "127.0.0.1:8080", *telemetry = "127.0.0.1:47900", *web = NULL;
     const char *token_file = NULL, *ctoken_file = NULL;
     static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"telemetry", required_argument, NULL, 't'},
-        {"web", required_argument, NULL, 'w'},
-        {"token", required_argument, NULL, 'k'},
-        {"control-token", required_argument, NULL, 'c'},
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"telemetry", required_argument, NULL, OPT_TELEMETRY},
+        {"web", required_argument, NULL, OPT_WEB},
+        {"token", required_argument, NULL, OPT_TOKEN},
+        {"control-token", required_argument, NULL, OPT_CONTROL_TOKEN},
         {"help", no_argument, NULL, 'h'},
-        {0, 0, 0, 0},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
     };
+    const char *argv0 = argv[0]; /* where the default web directory is looked for */
+    argv[0] = (char *)PROG;      /* getopt names the program in its messages from argv[0] */
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
-        case 'l': listen = optarg; break;
-        case 't': telemetry = optarg; break;
-        case 'w': web = optarg; break;
-        case 'k': token_file = optarg; break;
-        case 'c': ctoken_file = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return DRTHS_EXIT_CONFIG;
+        case OPT_LISTEN:
+            listen = optarg;
+            break;
+        case OPT_TELEMETRY:
+            telemetry = optarg;
+            break;
+        case OPT_WEB:
+            web = optarg;
+            break;
+        case OPT_TOKEN:
+            token_file = optarg;
+            break;
+        case OPT_CONTROL_TOKEN:
+            ctoken_file = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return DRTHS_EXIT_OK;
+        case OPT_VERSION:
+            drths_cli_print_version(PROG);
+            return DRTHS_EXIT_OK;
+        default:
+            return drths_cli_bad_option(PROG);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "drths-monitor: unexpected argument '%s'\n", argv[optind]);
-        return DRTHS_EXIT_CONFIG;
-    }
-    if (sodium_init() < 0) {
-        fprintf(stderr, "drths-monitor: cannot initialise libsodium\n");
-        return 1;
-    }
+    if (optind < argc)
+        return drths_cli_unexpected_argument(PROG, argv[optind]);
+    if (sodium_init() < 0)
+        return drths_cli_error(PROG, "cannot initialise libsodium");
     drths_error_t err = {{0}};
     drths_addr_t laddr, taddr;
     char tbuf[128];
@@ -542,50 +563,40 @@ int main(int argc, char **argv)
         telemetry = tbuf;
     }
     if (drths_addr_parse(&laddr, listen, "--listen", &err) != 0 ||
-        drths_addr_parse(&taddr, telemetry, "--telemetry", &err) != 0) {
-        fprintf(stderr, "drths-monitor: %s\n", err.msg);
-        return DRTHS_EXIT_CONFIG;
-    }
+        drths_addr_parse(&taddr, telemetry, "--telemetry", &err) != 0)
+        return drths_cli_usage_error(PROG, "%s", err.msg);
     M.loopback = drths_addr_is_loopback(&laddr);
-    if (!M.loopback && !token_file) {
-        fprintf(stderr, "drths-monitor: --listen %s is not a loopback address: it needs "
-                        "--token FILE\n", listen);
-        return DRTHS_EXIT_CONFIG;
-    }
-    if (token_file &&
-        drths_telemetry_token_load(M.token, &M.token_len, token_file, &err) != 0) {
-        fprintf(stderr, "drths-monitor: %s\n", err.msg);
-        return DRTHS_EXIT_CONFIG;
-    }
+    if (!M.loopback && !token_file)
+        return drths_cli_usage_error(PROG,
+                                     "--listen: '%s' is not a loopback address: it needs "
+                                     "--token FILE",
+                                     listen);
+    if (token_file && drths_telemetry_token_load(M.token, &M.token_len, token_file, &err) != 0)
+        return drths_cli_usage_error(PROG, "--token: %s", err.msg);
     const char *cf = ctoken_file ? ctoken_file : token_file;
-    if (cf && drths_telemetry_token_load(M.ctoken, &M.ctoken_len, cf, &err) != 0) {
-        fprintf(stderr, "drths-monitor: %s\n", err.msg);
-        return DRTHS_EXIT_CONFIG;
-    }
+    if (cf && drths_telemetry_token_load(M.ctoken, &M.ctoken_len, cf, &err) != 0)
+        return drths_cli_usage_error(PROG, "%s: %s", ctoken_file ? "--control-token" : "--token",
+                                     err.msg);
     if (web)
         snprintf(M.web, sizeof M.web, "%s", web);
     else
-        default_web(argv[0], M.web, sizeof M.web);
+        default_web(argv0, M.web, sizeof M.web);
     char probe[PATH_MAX + 20];
     snprintf(probe, sizeof probe, "%s/index.html", M.web);
     if (access(probe, R_OK) != 0)
-        fprintf(stderr, "drths-monitor: warning: no page at %s (run tools/web-build)\n", probe);
+        drths_cli_warning(PROG, "no page at %s (run tools/web-build)", probe);
 
     M.lines = calloc(RING, sizeof *M.lines);
-    if (!M.lines) {
-        fprintf(stderr, "drths-monitor: out of memory\n");
-        return 1;
-    }
+    if (!M.lines)
+        return drths_cli_error(PROG, "out of memory");
     pthread_mutex_init(&M.mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_cond_init(&M.cv, &ca);
     M.fd = socket(taddr.ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (M.fd < 0 || bind(M.fd, (struct sockaddr *)&taddr.ss, taddr.len) != 0) {
-        fprintf(stderr, "drths-monitor: cannot listen for telemetry on udp %s: %s\n", telemetry,
-                strerror(errno));
-        return 1;
-    }
+    if (M.fd < 0 || bind(M.fd, (struct sockaddr *)&taddr.ss, taddr.len) != 0)
+        return drths_cli_error(PROG, "cannot listen for telemetry on udp %s: %s", telemetry,
+                               strerror(errno));
     drths_addr_t tbound;
     tbound.len = sizeof tbound.ss;
     getsockname(M.fd, (struct sockaddr *)&tbound.ss, &tbound.len);
@@ -598,10 +609,8 @@ int main(int argc, char **argv)
         MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
                          (struct sockaddr *)&laddr.ss, MHD_OPTION_CONNECTION_LIMIT, 64u,
                          MHD_OPTION_END);
-    if (!d) {
-        fprintf(stderr, "drths-monitor: cannot serve the page on %s (address in use?)\n", listen);
-        return 1;
-    }
+    if (!d)
+        return drths_cli_error(PROG, "cannot serve the page on %s (address in use?)", listen);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     unsigned port = di ? di->port : 0;
     char host[80], taddr_text[80];
@@ -632,5 +641,5 @@ int main(int argc, char **argv)
     free(M.lines);
     sodium_memzero(M.token, sizeof M.token);
     sodium_memzero(M.ctoken, sizeof M.ctoken);
-    return 0;
+    return DRTHS_EXIT_OK;
 }

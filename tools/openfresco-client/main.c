@@ -1,5 +1,6 @@
 /* drths-openfresco-client: an OpenSees-style analysis client for a drths actuator site started
- * with --openfresco (docs/openfresco.md), speaking the wire protocol of shared/OPENFRESCO-WIRE.md.
+ * with --openfresco, speaking the OpenFresco wire protocol (docs/openfresco.md; the codec is
+ * site-physical/openfresco.h).
  *
  * It integrates the canonical three-storey shear building (floor masses 5.0e4 kg, storey
  * stiffnesses 73.955 / 100.51 / 85.74 MN/m, 2 % mass-proportional damping in the first mode)
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "models/groundmotion.h"
+#include "platform/cli.h"
 #include "platform/error.h"
 #include "platform/rtclock.h"
 #include "platform/tcp.h"
@@ -34,6 +36,7 @@
 
 #define PROG "drths-openfresco-client"
 #define DS 256
+#define MAX_STEPS 1000000000L
 #define NF 3
 
 static uint8_t buf[8 * DS + 64];
@@ -42,16 +45,25 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " --connect HOST:PORT --record FILE [--variant shadow|generic]\n"
-            "       [--steps N] [--dt S] [--scale F] [--step-duration S] [--verbose]\n"
+            "                               [--steps N] [--dt S] [--scale F] [--step-duration S]\n"
+            "                               [--verbose]\n"
+            "Integrates the three-storey shear building under a ground-motion record as an\n"
+            "OpenSees analysis does, with a drths-physical --openfresco site as the first storey,\n"
+            "and prints the tracking error and the protocol overhead.\n"
             "\n"
             "  --connect HOST:PORT  the drths-physical --openfresco address\n"
             "  --record FILE        ground-motion record (PEER AT2 or columns, in g)\n"
             "  --variant V          shadow (expSite ShadowSite, default) or generic (GenericTCP)\n"
-            "  --steps N            analysis steps (default: the whole record)\n"
-            "  --dt S               analysis time step (default 0.01)\n"
+            "  --steps N            analysis steps, 1 to %ld (default: the whole record)\n"
+            "  --dt S               analysis time step in seconds (default 0.01)\n"
             "  --scale F            record scale factor (default 1)\n"
             "  --step-duration S    the site's --step-duration, for the overhead (default 0.01)\n"
-            "  --verbose            one line per step: target, measured, error, force, interval\n");
+            "  --verbose            one line per step: target, measured, error, force, interval\n"
+            "  -h, --help           print this help and exit\n"
+            "  --version            print the version and exit\n"
+            "\n",
+            MAX_STEPS);
+    drths_cli_print_exit_codes(f, "the site could not be reached or closed the connection early");
 }
 
 /* 0 when all n bytes arrived, -1 on an error or a connection closed first. */
@@ -96,20 +108,6 @@ static int connect_to(const char *hostport)
     return fd;
 }
 
-/* A number option: the whole text a finite number above min (exclusive), or a message naming
- * the option. */
-static int parse_number(const char *text, const char *opt, double min, double *out)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (!*text || *end || !isfinite(v) || !(v > min)) {
-        fprintf(stderr, PROG ": %s: '%s' is not a number above %g\n", opt, text, min);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -118,79 +116,77 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    enum { OPT_CONNECT = 1, OPT_RECORD, OPT_VARIANT, OPT_STEPS, OPT_DT, OPT_SCALE,
+           OPT_STEP_DURATION, OPT_VERBOSE, OPT_VERSION };
+    static const struct option opts[] = {
+        {"connect", required_argument, NULL, OPT_CONNECT},
+        {"record", required_argument, NULL, OPT_RECORD},
+        {"variant", required_argument, NULL, OPT_VARIANT},
+        {"steps", required_argument, NULL, OPT_STEPS},
+        {"dt", required_argument, NULL, OPT_DT},
+        {"scale", required_argument, NULL, OPT_SCALE},
+        {"step-duration", required_argument, NULL, OPT_STEP_DURATION},
+        {"verbose", no_argument, NULL, OPT_VERBOSE},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    static const char *const variants[] = {"shadow", "generic", NULL};
     const char *connect_s = NULL, *record = NULL;
     int shadow = 1, verbose = 0;
     long steps = -1;
     double dt = 0.01, scale = 1.0, step_dur = 0.01;
-    static const struct option opts[] = {
-        {"connect", required_argument, NULL, 'c'},
-        {"record", required_argument, NULL, 'r'},
-        {"variant", required_argument, NULL, 'V'},
-        {"steps", required_argument, NULL, 'n'},
-        {"dt", required_argument, NULL, 'd'},
-        {"scale", required_argument, NULL, 's'},
-        {"step-duration", required_argument, NULL, 'S'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {0, 0, 0, 0},
-    };
+    argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'c':
+        case OPT_CONNECT:
             connect_s = optarg;
             break;
-        case 'r':
+        case OPT_RECORD:
             record = optarg;
             break;
-        case 'V':
-            if (strcmp(optarg, "shadow") == 0)
-                shadow = 1;
-            else if (strcmp(optarg, "generic") == 0)
-                shadow = 0;
-            else {
-                fprintf(stderr, PROG ": --variant: shadow or generic\n");
-                return 2;
-            }
-            break;
-        case 'n': {
-            double n;
-            if (parse_number(optarg, "--steps", 0, &n))
-                return 2;
-            if (n != floor(n) || n > 1e9) {
-                fprintf(stderr, PROG ": --steps: '%s' is not a whole number of steps\n", optarg);
-                return 2;
-            }
-            steps = (long)n;
+        case OPT_VARIANT:
+        {
+            int i = drths_cli_choice(PROG, "--variant", optarg, variants);
+            if (i < 0)
+                return DRTHS_EXIT_USAGE;
+            shadow = i == 0;
             break;
         }
-        case 'd':
-            if (parse_number(optarg, "--dt", 0, &dt))
-                return 2;
+        case OPT_STEPS:
+            if (drths_cli_long(PROG, "--steps", optarg, 1, MAX_STEPS, &steps) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
-        case 's':
-            if (parse_number(optarg, "--scale", 0, &scale))
-                return 2;
+        case OPT_DT:
+            if (drths_cli_positive(PROG, "--dt", optarg, "seconds", &dt) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
-        case 'S':
-            if (parse_number(optarg, "--step-duration", 0, &step_dur))
-                return 2;
+        case OPT_SCALE:
+            if (drths_cli_positive(PROG, "--scale", optarg, NULL, &scale) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
-        case 'v':
+        case OPT_STEP_DURATION:
+            if (drths_cli_positive(PROG, "--step-duration", optarg, "seconds", &step_dur) != 0)
+                return DRTHS_EXIT_USAGE;
+            break;
+        case OPT_VERBOSE:
             verbose = 1;
             break;
         case 'h':
             usage(stdout);
-            return 0;
+            return DRTHS_EXIT_OK;
+        case OPT_VERSION:
+            drths_cli_print_version(PROG);
+            return DRTHS_EXIT_OK;
         default:
-            usage(stderr);
-            return 2;
+            return drths_cli_bad_option(PROG);
         }
     }
-    if (!connect_s || !record || !(dt > 0.0) || !(step_dur > 0.0)) {
-        usage(stderr);
-        return 2;
-    }
+    if (optind < argc)
+        return drths_cli_unexpected_argument(PROG, argv[optind]);
+    if (!connect_s || !record)
+        return drths_cli_usage_error(PROG, "--connect and --record are required (see --help)");
     drths_error_t err;
     drths_record_t rec;
     drths_gm_options_t o;
@@ -198,16 +194,15 @@ int main(int argc, char **argv)
     o.scale = scale;
     if (drths_record_load(&rec, record, &o, &err) != 0 ||
         drths_record_resample(&rec, &rec, dt, 0.0, &err) != 0) {
-        fprintf(stderr, PROG ": %s\n", err.msg);
-        return 2;
+        return drths_cli_usage_error(PROG, "--record: %s", err.msg);
     }
     if (steps < 0 || (size_t)steps > rec.n)
         steps = (long)rec.n;
 
     int fd = connect_to(connect_s);
     if (fd < 0) {
-        fprintf(stderr, PROG ": cannot connect to %s\n", connect_s);
-        return 1;
+        drths_record_close(&rec);
+        return drths_cli_error(PROG, "cannot connect to %s", connect_s);
     }
     double v[DS];
     if (shadow) {
@@ -216,23 +211,17 @@ int main(int argc, char **argv)
         const double setup[2] = {2.0, DS};
         const int32_t sizes[10] = {1, 0, 0, 0, 1, 1, 0, 0, 1, 1};
         if (drths_tcp_send_all(fd, (uint8_t *)&one, 4) || recv_all(fd, (uint8_t *)&back, 4) ||
-            back != 1 || send_vec(fd, open, 3) || recv_vec(fd, v) || v[2] != 2.8) {
-            fprintf(stderr, PROG ": ShadowSite handshake failed\n");
-            return 1;
-        }
+            back != 1 || send_vec(fd, open, 3) || recv_vec(fd, v) || v[2] != 2.8)
+            return drths_cli_error(PROG, "ShadowSite handshake failed");
         size_t n = drths_ofr_build_vector(setup, 2, DS, buf, sizeof buf);
         n += drths_ofr_build_ids(sizes, 10, buf + n, sizeof buf - n);
-        if (drths_tcp_send_all(fd, buf, n)) {
-            fprintf(stderr, PROG ": setup failed\n");
-            return 1;
-        }
+        if (drths_tcp_send_all(fd, buf, n))
+            return drths_cli_error(PROG, "setup failed");
     } else {
         const int32_t id[11] = {1, 0, 0, 0, 0, 1, 0, 0, 1, 0, DS};
         size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
-        if (drths_tcp_send_all(fd, buf, n)) {
-            fprintf(stderr, PROG ": ID failed\n");
-            return 1;
-        }
+        if (drths_tcp_send_all(fd, buf, n))
+            return drths_cli_error(PROG, "ID failed");
     }
 
     /* The structure: diagonal M, tridiagonal K, C = a0·M (2 % in the first mode, 2.88 Hz). */
@@ -243,7 +232,7 @@ int main(int argc, char **argv)
     double fspec = 0.0;
     double *gap = malloc((size_t)steps * sizeof *gap);
     if (!gap)
-        return 1;
+        return drths_cli_error(PROG, "no memory for %ld steps", steps);
     double sum_e2 = 0.0, sum_t2 = 0.0, max_e = 0.0;
     int64_t t0 = drths_now_ns(), tprev = t0;
     long done = 0;
@@ -309,5 +298,5 @@ int main(int argc, char **argv)
            done ? sqrt(sum_t2 / done) * 1e3 : 0.0);
     free(gap);
     drths_record_close(&rec);
-    return done == steps ? 0 : 1;
+    return done == steps ? DRTHS_EXIT_OK : DRTHS_EXIT_FAILED;
 }

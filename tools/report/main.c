@@ -1,7 +1,8 @@
-/* drths-report: error metrics of a run against the reference run, link and real-time
- * statistics, and PNG plots (DESIGN.md 10 and 12).
+/* drths-report: error metrics of a run against the reference run (the same experiment integrated
+ * in one process with the virtual specimen: per floor, the peak and RMS errors of displacement
+ * and absolute acceleration), link and real-time statistics, and PNG plots.
  *
- *   drths-report RUN_DIR [--reference REF_DIR] [--out DIR] [--no-plots]
+ *   drths-report RUN_DIR [--reference REF_DIR] [--physical PHYS_DIR] [--out DIR] [--no-plots]
  *
  * Prints the table, writes report.txt and report.json into RUN_DIR (or DIR), and, when gnuplot
  * is installed, report_displacement.png, report_acceleration.png, report_damper.png and (for a
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "platform/cli.h"
 #include "platform/csvread.h"
 #include "platform/metrics.h"
 
@@ -27,16 +29,29 @@
  * so no peak disappears. */
 #define PLOT_ROWS 8000
 
+#define PROG "drths-report"
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: drths-report RUN_DIR [--reference REF_DIR] [--physical PHYS_DIR] [--out DIR]\n"
+            "usage: " PROG " RUN_DIR [--reference REF_DIR] [--physical PHYS_DIR] [--out DIR]\n"
             "                    [--no-plots]\n"
-            "  Compares RUN_DIR/numerical.csv with REF_DIR/numerical.csv (per-floor peak and RMS\n"
-            "  errors of displacement and absolute acceleration), adds link and real-time\n"
-            "  statistics from the hybrid columns and the actuator site's physical.csv (in\n"
-            "  PHYS_DIR, default RUN_DIR) when present, prints the table and writes report.txt,\n"
-            "  report.json and PNG plots (gnuplot) into RUN_DIR or DIR.\n");
+            "Compares RUN_DIR/numerical.csv with REF_DIR/numerical.csv (per-floor peak and RMS\n"
+            "errors of displacement and absolute acceleration), adds link and real-time\n"
+            "statistics from the hybrid columns and the actuator site's physical.csv when\n"
+            "present, prints the table and writes report.txt, report.json and PNG plots (with\n"
+            "gnuplot).\n"
+            "\n"
+            "  -r, --reference REF_DIR  the reference run to compare with\n"
+            "  -p, --physical PHYS_DIR  where physical.csv is (default RUN_DIR)\n"
+            "  -o, --out DIR            where the report goes (default RUN_DIR)\n"
+            "  -n, --no-plots           no PNG plots\n"
+            "  -h, --help               print this help and exit\n"
+            "      --version            print the version and exit\n"
+            "\n"
+            "Without gnuplot the report is written without plots (exit 0).\n"
+            "\n");
+    drths_cli_print_exit_codes(f, "an output could not be written or gnuplot failed");
 }
 
 typedef struct inputs {
@@ -49,8 +64,8 @@ static char *join(const char *dir, const char *name)
     size_t n = strlen(dir) + strlen(name) + 2;
     char *p = malloc(n);
     if (!p) {
-        fprintf(stderr, "drths-report: out of memory\n");
-        exit(1);
+        fprintf(stderr, PROG ": out of memory\n");
+        exit(DRTHS_EXIT_FAILED);
     }
     snprintf(p, n, "%s/%s", dir, name);
     return p;
@@ -66,7 +81,7 @@ static int load(drths_csv_table_t *t, const char *dir, const char *name, int opt
     if (rc == -ENOENT && optional)
         return 1;
     if (rc) {
-        fprintf(stderr, "drths-report: %s\n", err.msg);
+        fprintf(stderr, PROG ": %s\n", err.msg);
         return -1;
     }
     return 0;
@@ -76,7 +91,7 @@ static const double *column(const drths_csv_table_t *t, const char *name)
 {
     const double *c = drths_csv_column(t, name);
     if (!c)
-        fprintf(stderr, "drths-report: %s: no column %s\n", t->path, name);
+        fprintf(stderr, PROG ": %s: no column %s\n", t->path, name);
     return c;
 }
 
@@ -274,8 +289,8 @@ static const char *tmpfile_in(plot_job_t *j, const char *name)
     char *p = join(j->tmp, name);
     char **nf = realloc(j->files, (size_t)(j->nfiles + 1) * sizeof *nf);
     if (!nf) {
-        fprintf(stderr, "drths-report: out of memory\n");
-        exit(1);
+        fprintf(stderr, PROG ": out of memory\n");
+        exit(DRTHS_EXIT_FAILED);
     }
     j->files = nf;
     j->files[j->nfiles++] = p;
@@ -299,7 +314,7 @@ static int write_histories(plot_job_t *j, const inputs_t *in, const char *kind)
             cols[i].v = drths_csv_column(tabs[k], name);
             cols[i].scale = disp ? 1e3 : 1.0;
             if (!cols[i].v) {
-                fprintf(stderr, "drths-report: %s: no column %s\n", tabs[k]->path, name);
+                fprintf(stderr, PROG ": %s: no column %s\n", tabs[k]->path, name);
                 return -1;
             }
         }
@@ -309,7 +324,7 @@ static int write_histories(plot_job_t *j, const inputs_t *in, const char *kind)
         int rc = write_envelope(dat[k], drths_csv_column(tabs[k], "time_s"), cols, nc,
                                 tabs[k]->rows, PLOT_ROWS);
         if (rc) {
-            fprintf(stderr, "drths-report: %s: %s\n", dat[k], strerror(-rc));
+            fprintf(stderr, PROG ": %s: %s\n", dat[k], strerror(-rc));
             return -1;
         }
     }
@@ -348,7 +363,7 @@ static int write_damper(plot_job_t *j, const inputs_t *in)
         dat[k] = tmpfile_in(j, k ? "damper_ref.dat" : "damper_run.dat");
         int rc = write_stride(dat[k], cols, 3, tabs[k]->rows, 4 * PLOT_ROWS);
         if (rc) {
-            fprintf(stderr, "drths-report: %s: %s\n", dat[k], strerror(-rc));
+            fprintf(stderr, PROG ": %s: %s\n", dat[k], strerror(-rc));
             return -1;
         }
     }
@@ -408,7 +423,7 @@ static int write_link(plot_job_t *j, const inputs_t *in, const drths_link_stats_
                             NULL, &top_hold, &unused);
     }
     if (rc) {
-        fprintf(stderr, "drths-report: plot data in %s: %s\n", j->tmp, strerror(-rc));
+        fprintf(stderr, PROG ": plot data in %s: %s\n", j->tmp, strerror(-rc));
         return -1;
     }
     FILE *gp = j->gp;
@@ -466,7 +481,7 @@ static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_d
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/drths-report-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     if (!mkdtemp(tmp)) {
-        fprintf(stderr, "drths-report: cannot create a temporary folder %s: %s\n", tmp,
+        fprintf(stderr, PROG ": cannot create a temporary folder %s: %s\n", tmp,
                 strerror(errno));
         return -1;
     }
@@ -475,7 +490,7 @@ static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_d
     int rc = -1;
     j.gp = fopen(script, "w");
     if (!j.gp) {
-        fprintf(stderr, "drths-report: %s: %s\n", script, strerror(errno));
+        fprintf(stderr, PROG ": %s: %s\n", script, strerror(errno));
     } else {
         fprintf(j.gp, "set datafile missing 'nan'\n");
         rc = write_histories(&j, in, "displacement");
@@ -486,7 +501,7 @@ static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_d
         if (!rc && link->has_numerical)
             rc = write_link(&j, in, link);
         if (fclose(j.gp) && !rc) {
-            fprintf(stderr, "drths-report: %s: %s\n", script, strerror(errno));
+            fprintf(stderr, PROG ": %s: %s\n", script, strerror(errno));
             rc = -1;
         }
     }
@@ -495,13 +510,13 @@ static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_d
         pid_t pid = fork();
         if (pid == 0) {
             execl(gnuplot, "gnuplot", script, (char *)NULL);
-            fprintf(stderr, "drths-report: cannot run %s: %s\n", gnuplot, strerror(errno));
+            fprintf(stderr, PROG ": cannot run %s: %s\n", gnuplot, strerror(errno));
             _exit(127);
         }
         int status = 0;
         if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
             WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "drths-report: gnuplot failed (status %d); plots may be missing\n",
+            fprintf(stderr, PROG ": gnuplot failed (status %d); plots may be missing\n",
                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
             rc = -1;
         }
@@ -522,7 +537,7 @@ static int write_text(const char *path, const char *run, const char *ref,
 {
     FILE *f = fopen(path, "w");
     if (!f) {
-        fprintf(stderr, "drths-report: cannot create %s: %s\n", path, strerror(errno));
+        fprintf(stderr, PROG ": cannot create %s: %s\n", path, strerror(errno));
         return -1;
     }
     if (json)
@@ -530,7 +545,7 @@ static int write_text(const char *path, const char *run, const char *ref,
     else
         drths_report_print(f, run, ref, fid, link);
     if (ferror(f) | fclose(f)) {
-        fprintf(stderr, "drths-report: write error on %s\n", path);
+        fprintf(stderr, PROG ": write error on %s\n", path);
         return -1;
     }
     return 0;
@@ -538,14 +553,17 @@ static int write_text(const char *path, const char *run, const char *ref,
 
 int main(int argc, char **argv)
 {
+    enum { OPT_VERSION = 1 };
     static const struct option opts[] = {{"reference", required_argument, NULL, 'r'},
                                          {"physical", required_argument, NULL, 'p'},
                                          {"out", required_argument, NULL, 'o'},
                                          {"no-plots", no_argument, NULL, 'n'},
                                          {"help", no_argument, NULL, 'h'},
+                                         {"version", no_argument, NULL, OPT_VERSION},
                                          {NULL, 0, NULL, 0}};
     const char *ref_dir = NULL, *out_dir = NULL, *phys_dir = NULL;
     int plots = 1, c;
+    argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     while ((c = getopt_long(argc, argv, "r:p:o:nh", opts, NULL)) != -1) {
         switch (c) {
         case 'r':
@@ -562,16 +580,18 @@ int main(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
-            return 0;
+            return DRTHS_EXIT_OK;
+        case OPT_VERSION:
+            drths_cli_print_version(PROG);
+            return DRTHS_EXIT_OK;
         default:
-            usage(stderr);
-            return 2;
+            return drths_cli_bad_option(PROG);
         }
     }
-    if (optind != argc - 1) {
-        usage(stderr);
-        return 2;
-    }
+    if (optind == argc)
+        return drths_cli_usage_error(PROG, "no RUN_DIR given (see --help)");
+    if (optind + 1 < argc)
+        return drths_cli_unexpected_argument(PROG, argv[optind + 1]);
     const char *run_dir = argv[optind];
     if (!out_dir)
         out_dir = run_dir;
@@ -580,7 +600,7 @@ int main(int argc, char **argv)
 
     inputs_t in;
     memset(&in, 0, sizeof in);
-    int status = 2;
+    int status = DRTHS_EXIT_USAGE; /* until the inputs are read */
     drths_error_t err = {{0}};
     drths_fidelity_t fid;
     drths_link_stats_t link;
@@ -597,17 +617,17 @@ int main(int argc, char **argv)
         goto out;
     in.has_phys = prc == 0;
     if (in.has_ref && drths_fidelity_compute(&in.run, &in.ref, &fid, &err)) {
-        fprintf(stderr, "drths-report: %s\n", err.msg);
+        fprintf(stderr, PROG ": %s\n", err.msg);
         goto out;
     }
     if (drths_link_stats_compute(&in.run, in.has_phys ? &in.phys : NULL, &link, &err)) {
-        fprintf(stderr, "drths-report: %s\n", err.msg);
+        fprintf(stderr, PROG ": %s\n", err.msg);
         goto out;
     }
     if (plots && (check_plot_columns(&in.run) || (in.has_ref && check_plot_columns(&in.ref))))
         goto out;
 
-    status = 0;
+    status = DRTHS_EXIT_OK;
     const drths_fidelity_t *fp = in.has_ref ? &fid : NULL;
     drths_report_print(stdout, run_dir, ref_dir, fp, &link);
     if (!in.has_phys)
@@ -617,14 +637,14 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     if (mkdir(out_dir, 0777) && errno != EEXIST) {
-        fprintf(stderr, "drths-report: cannot create %s: %s\n", out_dir, strerror(errno));
-        status = 1;
+        fprintf(stderr, PROG ": cannot create %s: %s\n", out_dir, strerror(errno));
+        status = DRTHS_EXIT_FAILED;
         goto out;
     }
     char *txt = join(out_dir, "report.txt"), *json = join(out_dir, "report.json");
     if (write_text(txt, run_dir, ref_dir, fp, &link, 0) ||
         write_text(json, run_dir, ref_dir, fp, &link, 1))
-        status = 1;
+        status = DRTHS_EXIT_FAILED;
     free(txt);
     free(json);
 
@@ -633,7 +653,7 @@ int main(int argc, char **argv)
         if (!gnuplot)
             printf("gnuplot not found: no plots (install the Debian package gnuplot-nox)\n");
         else if (make_plots(gnuplot, &in, out_dir, &link))
-            status = 1;
+            status = DRTHS_EXIT_FAILED;
         else
             printf("plots: %s/report_{displacement,acceleration,damper%s}.png\n", out_dir,
                    link.has_numerical ? ",link" : "");

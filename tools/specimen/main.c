@@ -1,73 +1,56 @@
 /* drths-specimen: drives an MR-damper model (or the whole virtual specimen: servo-hydraulic
  * plant + damper) with a prescribed displacement history and writes the force history as CSV.
- * A lab uses it to compare a damper model with its characterisation tests (sinusoids at fixed
- * current, seed 004 Fig. 5) before putting the model into a Smith predictor or a rehearsal. */
+ * A lab uses it to compare a damper model with its characterisation tests (sinusoids at a fixed
+ * current, as in the force-displacement loops of Phillips & Spencer 2013) before putting the
+ * model into a Smith predictor or a rehearsal. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "models/damper.h"
 #include "models/specimen.h"
+#include "platform/cli.h"
 #include "platform/error.h"
 
 #define PROG "drths-specimen"
 #define MAX_SAMPLES 100000000L
+#define MAX_AMPLITUDE_M 1.0 /* beyond the stroke of any lab actuator */
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: " PROG " [--model NAME] [--current A | --voltage V]\n"
+            "usage: " PROG " [--model NAME] [--current A | --voltage V]\n"
             "                      (--sine AMP_M,FREQ_HZ [--cycles N] | --displacement-file FILE)\n"
             "                      [--rate HZ] [--plant] [--out FILE]\n"
+            "Drives an MR-damper model with a prescribed displacement and writes the force\n"
+            "history as CSV: time_s,disp_m,vel_m_s,force_N,command. The damper starts at rest\n"
+            "at the first displacement, its current (voltage) dynamics settled at the given\n"
+            "command; the command column is the effective current (A) or the filtered\n"
+            "voltage (V).\n"
             "\n"
-            "Drives an MR-damper model with a prescribed displacement and writes the force history\n"
-            "as CSV: time_s,disp_m,vel_m_s,force_N,command.\n"
-            "\n"
-            "  --model NAME              phillips2013-200kN (default; current-driven, 0 to 2.5 A)\n"
-            "                            or spencer1997-small (voltage-driven, 0 to 2.25 V)\n"
-            "  --current A               constant damper current (phillips2013-200kN), default 0\n"
-            "  --voltage V               constant damper voltage (spencer1997-small), default 0\n"
+            "  --model NAME              phillips2013-200kN (default) or spencer1997-small\n"
+            "  --current A               phillips2013-200kN current, 0 to 2.5 A (default 0)\n"
+            "  --voltage V               spencer1997-small voltage, 0 to 2.25 V (default 0)\n"
             "  --sine AMP_M,FREQ_HZ      x(t) = AMP_M sin(2 pi FREQ_HZ t), velocity exact\n"
             "  --cycles N                number of sine cycles (default 3)\n"
-            "  --displacement-file FILE  CSV rows time_s,disp_m (an optional header line and '#'\n"
-            "                            comments are skipped); resampled at --rate by linear\n"
-            "                            interpolation, velocity by central differences\n"
+            "  --displacement-file FILE  CSV rows time_s,disp_m, resampled at --rate (see below)\n"
             "  --rate HZ                 sample rate (default 5000)\n"
-            "  --plant                   drive through the 3-pole servo-hydraulic plant (seed 004\n"
-            "                            models, following the damper current) with a one-tick\n"
-            "                            I/O delay; no sensor noise or quantisation. disp_m and\n"
-            "                            vel_m_s are then the plant's output\n"
+            "  --plant                   drive through the servo-hydraulic plant (see below)\n"
             "  --out FILE                output file (default stdout)\n"
-            "  --help                    this text\n"
+            "  -h, --help                print this help and exit\n"
+            "  --version                 print the version and exit\n"
             "\n"
-            "The damper starts at rest at the first displacement, its current (voltage) dynamics\n"
-            "settled at the given command; the command column is the effective current (A) or\n"
-            "filtered voltage (V). Exit status: 0 ok, 1 output error, 2 bad options or input.\n");
-}
-
-/* One line on stderr for a bad option or input; exit status 2. */
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, PROG ": ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (try --help)\n");
-    va_end(ap);
-    return 2;
-}
-
-static int parse_num(const char *s, double *v)
-{
-    char *end;
-    errno = 0;
-    *v = strtod(s, &end);
-    return end != s && *end == '\0' && errno == 0 && isfinite(*v) ? 0 : -1;
+            "--displacement-file skips an optional header line and '#' comments; the history is\n"
+            "resampled by linear interpolation and the velocity is taken by central differences.\n"
+            "--plant puts the identified 3-pole servo-hydraulic plant of the 200-kN damper's\n"
+            "actuator (following the damper current) and a one-tick I/O delay in front of the\n"
+            "damper, without sensor noise or quantisation; disp_m and vel_m_s are then the\n"
+            "plant's output.\n"
+            "\n");
+    drths_cli_print_exit_codes(f, "the output could not be written");
 }
 
 /* Reads time_s,disp_m rows. Returns 0 or prints one line and returns 2. */
@@ -75,7 +58,7 @@ static int read_history(const char *path, double **t_out, double **x_out, long *
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, PROG ": --displacement-file %s: %s\n", path, strerror(errno));
+        fprintf(stderr, PROG ": --displacement-file: %s: %s\n", path, strerror(errno));
         return 2;
     }
     double *t = NULL, *x = NULL;
@@ -156,10 +139,28 @@ static int read_history(const char *path, double **t_out, double **x_out, long *
     return 0;
 }
 
+/* The amplitude and frequency of --sine AMP_M,FREQ_HZ. Returns 0, or -1 after one message. */
+static int parse_sine(const char *text, double *amp, double *freq)
+{
+    const char *comma = strchr(text, ',');
+    char a[64];
+    size_t la = comma ? (size_t)(comma - text) : 0;
+    if (!comma || la >= sizeof a) {
+        fprintf(stderr, PROG ": --sine: '%s' is not AMP_M,FREQ_HZ\n", text);
+        return -1;
+    }
+    memcpy(a, text, la);
+    a[la] = '\0';
+    if (drths_cli_double(PROG, "--sine AMP_M", a, 0.0, MAX_AMPLITUDE_M, "m", amp) != 0 ||
+        drths_cli_positive(PROG, "--sine FREQ_HZ", comma + 1, "Hz", freq) != 0)
+        return -1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     enum { OPT_MODEL = 1, OPT_CURRENT, OPT_VOLTAGE, OPT_SINE, OPT_CYCLES, OPT_FILE, OPT_RATE,
-           OPT_PLANT, OPT_OUT, OPT_HELP };
+           OPT_PLANT, OPT_OUT, OPT_VERSION };
     static const struct option opts[] = {
         {"model", required_argument, NULL, OPT_MODEL},
         {"current", required_argument, NULL, OPT_CURRENT},
@@ -170,64 +171,48 @@ int main(int argc, char **argv)
         {"rate", required_argument, NULL, OPT_RATE},
         {"plant", no_argument, NULL, OPT_PLANT},
         {"out", required_argument, NULL, OPT_OUT},
-        {"help", no_argument, NULL, OPT_HELP},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
-    drths_damper_model_t model = DRTHS_DAMPER_PHILLIPS2013;
-    const char *model_name = "phillips2013-200kN";
-    double current = NAN, voltage = NAN, amp = 0.0, freq = 0.0, cycles = 3.0, rate = 5000.0;
+    static const char *const model_names[] = {"phillips2013-200kN", "spencer1997-small", NULL};
+    static const drths_damper_model_t models[] = {DRTHS_DAMPER_PHILLIPS2013,
+                                                  DRTHS_DAMPER_SPENCER1997};
+    int model_index = 0;
+    double amp = 0.0, freq = 0.0, cycles = 3.0, rate = 5000.0;
     int have_sine = 0, have_cycles = 0, plant = 0;
-    const char *file = NULL, *out_path = NULL;
+    const char *file = NULL, *out_path = NULL, *current_s = NULL, *voltage_s = NULL;
 
-    opterr = 0;
+    argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
-    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case OPT_MODEL:
-            if (strcmp(optarg, "phillips2013-200kN") == 0)
-                model = DRTHS_DAMPER_PHILLIPS2013;
-            else if (strcmp(optarg, "spencer1997-small") == 0)
-                model = DRTHS_DAMPER_SPENCER1997;
-            else
-                return fail("--model: unknown model '%s'; use phillips2013-200kN or spencer1997-small",
-                            optarg);
-            model_name = optarg;
+            if ((model_index = drths_cli_choice(PROG, "--model", optarg, model_names)) < 0)
+                return DRTHS_EXIT_USAGE;
             break;
-        case OPT_CURRENT:
-            if (parse_num(optarg, &current) < 0)
-                return fail("--current: expected a number of amperes (got '%s')", optarg);
+        case OPT_CURRENT: /* its range depends on --model: checked after all options */
+            current_s = optarg;
             break;
         case OPT_VOLTAGE:
-            if (parse_num(optarg, &voltage) < 0)
-                return fail("--voltage: expected a number of volts (got '%s')", optarg);
+            voltage_s = optarg;
             break;
-        case OPT_SINE: {
-            const char *comma = strchr(optarg, ',');
-            char a[128];
-            size_t la = comma ? (size_t)(comma - optarg) : 0;
-            if (!comma || la >= sizeof a)
-                return fail("--sine: expected AMP_M,FREQ_HZ (got '%s')", optarg);
-            memcpy(a, optarg, la);
-            a[la] = '\0';
-            if (parse_num(a, &amp) < 0 || parse_num(comma + 1, &freq) < 0 || !(amp >= 0.0) ||
-                !(freq > 0.0))
-                return fail("--sine: expected AMP_M,FREQ_HZ with AMP_M >= 0 and FREQ_HZ > 0 "
-                            "(got '%s')",
-                            optarg);
+        case OPT_SINE:
+            if (parse_sine(optarg, &amp, &freq) != 0)
+                return DRTHS_EXIT_USAGE;
             have_sine = 1;
             break;
-        }
         case OPT_CYCLES:
-            if (parse_num(optarg, &cycles) < 0 || !(cycles > 0.0))
-                return fail("--cycles: expected a number > 0 (got '%s')", optarg);
+            if (drths_cli_positive(PROG, "--cycles", optarg, NULL, &cycles) != 0)
+                return DRTHS_EXIT_USAGE;
             have_cycles = 1;
             break;
         case OPT_FILE:
             file = optarg;
             break;
         case OPT_RATE:
-            if (parse_num(optarg, &rate) < 0 || !(rate > 0.0) || rate > 1e6)
-                return fail("--rate: expected a rate in Hz, > 0 and <= 1e6 (got '%s')", optarg);
+            if (drths_cli_double(PROG, "--rate", optarg, 1.0, 1e6, "Hz", &rate) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
         case OPT_PLANT:
             plant = 1;
@@ -235,22 +220,25 @@ int main(int argc, char **argv)
         case OPT_OUT:
             out_path = optarg;
             break;
-        case OPT_HELP:
+        case 'h':
             usage(stdout);
-            return 0;
-        case ':':
-            return fail("%s: needs a value", argv[optind - 1]);
+            return DRTHS_EXIT_OK;
+        case OPT_VERSION:
+            drths_cli_print_version(PROG);
+            return DRTHS_EXIT_OK;
         default:
-            return fail("unknown option '%s'", argv[optind - 1]);
+            return drths_cli_bad_option(PROG);
         }
     }
     if (optind < argc)
-        return fail("unexpected argument '%s'", argv[optind]);
+        return drths_cli_unexpected_argument(PROG, argv[optind]);
     if (have_sine == (file != NULL))
-        return fail("give exactly one of --sine AMP_M,FREQ_HZ and --displacement-file FILE");
+        return drths_cli_usage_error(
+            PROG, "give exactly one of --sine AMP_M,FREQ_HZ and --displacement-file FILE");
     if (have_cycles && !have_sine)
-        return fail("--cycles applies to --sine only");
-
+        return drths_cli_usage_error(PROG, "--cycles applies to --sine only");
+    const drths_damper_model_t model = models[model_index];
+    const char *model_name = model_names[model_index];
     drths_specimen_params_t sp;
     drths_specimen_params_default(&sp, model);
     sp.plant_enabled = plant;
@@ -260,22 +248,21 @@ int main(int argc, char **argv)
     const double cmax = drths_damper_command_max(&sp.damper);
     double command = 0.0;
     if (model == DRTHS_DAMPER_PHILLIPS2013) {
-        if (!isnan(voltage))
-            return fail("--voltage applies to spencer1997-small; %s is current-driven, use --current",
-                        model_name);
-        if (!isnan(current))
-            command = current;
+        if (voltage_s)
+            return drths_cli_usage_error(PROG,
+                                         "--voltage applies to spencer1997-small; %s is "
+                                         "current-driven, use --current",
+                                         model_name);
+        if (current_s && drths_cli_double(PROG, "--current", current_s, 0.0, cmax, "A", &command))
+            return DRTHS_EXIT_USAGE;
     } else {
-        if (!isnan(current))
-            return fail("--current applies to phillips2013-200kN; %s is voltage-driven, use --voltage",
-                        model_name);
-        if (!isnan(voltage))
-            command = voltage;
-    }
-    if (command < 0.0 || command > cmax) {
-        const int amps = model == DRTHS_DAMPER_PHILLIPS2013;
-        return fail("%s: %g is outside 0 to %g %s for %s", amps ? "--current" : "--voltage", command,
-                    cmax, amps ? "A" : "V", model_name);
+        if (current_s)
+            return drths_cli_usage_error(PROG,
+                                         "--current applies to phillips2013-200kN; %s is "
+                                         "voltage-driven, use --voltage",
+                                         model_name);
+        if (voltage_s && drths_cli_double(PROG, "--voltage", voltage_s, 0.0, cmax, "V", &command))
+            return DRTHS_EXIT_USAGE;
     }
 
     /* The prescribed history, sampled at the rate. */
@@ -285,7 +272,10 @@ int main(int argc, char **argv)
     if (have_sine) {
         const double ns = cycles * rate / freq;
         if (ns > MAX_SAMPLES)
-            return fail("--sine/--cycles/--rate: %.3g samples is too many (limit %ld)", ns, MAX_SAMPLES);
+            return drths_cli_usage_error(PROG,
+                                         "--sine/--cycles/--rate: %.3g samples is too many "
+                                         "(limit %ld)",
+                                         ns, MAX_SAMPLES);
         n = lround(ns) + 1;
     } else {
         long nf;
@@ -297,22 +287,24 @@ int main(int argc, char **argv)
         if (ns > MAX_SAMPLES) {
             free(ft);
             free(fx);
-            return fail("--displacement-file: %.3g samples at --rate is too many (limit %ld)", ns,
-                        MAX_SAMPLES);
+            return drths_cli_usage_error(PROG,
+                                         "--displacement-file: %.3g samples at --rate is too "
+                                         "many (limit %ld)",
+                                         ns, MAX_SAMPLES);
         }
         n = (long)floor(ns * (1.0 + 1e-12)) + 1;
         if (n < 2) {
             free(ft);
             free(fx);
-            return fail("--displacement-file: the history is shorter than one sample at --rate");
+            return drths_cli_usage_error(
+                PROG, "--displacement-file: the history is shorter than one sample at --rate");
         }
         /* Resample in place of the file arrays. */
         double *xs = malloc((size_t)n * sizeof *xs);
         if (!xs) {
             free(ft);
             free(fx);
-            fprintf(stderr, PROG ": out of memory\n");
-            return 1;
+            return drths_cli_error(PROG, "out of memory");
         }
         long j = 0;
         for (long k = 0; k < n; k++) {
@@ -333,17 +325,16 @@ int main(int argc, char **argv)
     drths_specimen_t s;
     int rc = drths_specimen_init(&s, &sp, dt, &err);
     if (rc < 0) {
-        fprintf(stderr, PROG ": %s\n", err.msg);
         free(fx);
-        return 2;
+        return drths_cli_error(PROG, "%s", err.msg);
     }
 
     FILE *out = stdout;
     if (out_path && !(out = fopen(out_path, "w"))) {
-        fprintf(stderr, PROG ": --out %s: %s\n", out_path, strerror(errno));
+        int e = errno;
         drths_specimen_close(&s);
         free(fx);
-        return 2;
+        return drths_cli_error(PROG, "--out: %s: %s", out_path, strerror(e));
     }
 
     const double w = 2.0 * M_PI * freq;
@@ -382,9 +373,7 @@ int main(int argc, char **argv)
         bad |= fclose(out) != 0;
     else
         bad |= fflush(out) != 0;
-    if (bad) {
-        fprintf(stderr, PROG ": writing %s failed\n", out_path ? out_path : "stdout");
-        return 1;
-    }
-    return 0;
+    if (bad)
+        return drths_cli_error(PROG, "writing %s failed", out_path ? out_path : "stdout");
+    return DRTHS_EXIT_OK;
 }

@@ -1,4 +1,5 @@
-/* drths-tracking: the actuator tracking benchmark of seed 004 (Table 2) on the virtual plant.
+/* drths-tracking: the actuator tracking benchmark of Phillips & Spencer 2013 (Table 2) on the
+ * virtual plant.
  *
  * The virtual specimen (models/specimen.h: the 3-pole servo-hydraulic plant following the
  * 200-kN damper's effective current between the 0 A and 2.5 A models, the damper attached, the
@@ -6,9 +7,9 @@
  * follow a band-limited white-noise displacement (0-5 Hz, RMS 2.78 mm; 0-15 Hz, RMS 0.595 mm)
  * with the damper at 0.0 A, 2.5 A and 2.5 A pulsed at 0.5 Hz, and each of the compensation
  * modes of models/compensation.h (designed on the average model, plus the feedforward scheduled
- * on the commanded damper current). It prints the RMS error norm
- * of the measured against the desired displacement (seed 004 eq 31) beside the paper's best
- * figures and the project's goal (half of them).
+ * on the commanded damper current). It prints the RMS error norm of the measured against the
+ * desired displacement, 100 sqrt(sum (xm - xd)^2 / sum xd^2) % (the paper's eq 31), beside the
+ * paper's best figures and the project's goal (half of them).
  *
  * A lab uses it to see what the compensation does before the first test with the real
  * actuator, and to choose the lookahead the playout buffer must give it. */
@@ -16,7 +17,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +24,7 @@
 #include "models/compensation.h"
 #include "models/groundmotion.h"
 #include "models/specimen.h"
+#include "platform/cli.h"
 #include "platform/error.h"
 
 #define PROG "drths-tracking"
@@ -33,7 +34,7 @@
  * at rest: the generated noise is periodic, not tapered, and starts at a non-zero value. */
 #define TAPER_S 1.0
 
-/* One row of seed 004 Table 2: a damper current case and a band. */
+/* One row of the paper's Table 2: a damper current case and a band. */
 typedef struct {
     const char *current_name; /* "0.0 A", "2.5 A", "pulsed" */
     int pulsed;
@@ -53,7 +54,7 @@ static const case_t CASES[] = {
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 
-/* Seed 004's three modes (its feedforward on the average model), and the feedforward scheduled
+/* The paper's three modes (its feedforward on the average model), and the feedforward scheduled
  * on the commanded damper current (the experiment file's `feedforward`). */
 static const drths_compensation_t MODES[] = {DRTHS_COMPENSATION_NONE, DRTHS_COMPENSATION_POLYNOMIAL,
                                             DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE,
@@ -70,59 +71,34 @@ typedef struct {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: " PROG " [--duration S] [--seed N] [--lookahead-ticks K] [--poly-lead-ms MS]\n"
-            "                     [--csv FILE]\n"
+            "usage: " PROG " [--duration S] [--seed N] [--lookahead-ticks K] [--poly-lead-ms MS]\n"
+            "                      [--csv FILE]\n"
+            "Table 2 of Phillips & Spencer 2013 on the virtual plant: the actuator follows\n"
+            "band-limited white-noise displacements (0-5 Hz RMS 2.78 mm, 0-15 Hz RMS\n"
+            "0.595 mm) with the 200-kN damper at 0.0 A, 2.5 A and 2.5 A pulsed at 0.5 Hz,\n"
+            "with compensation none, polynomial, feedforward-average (the paper's) and\n"
+            "feedforward (scheduled on the commanded damper current). Prints the RMS error\n"
+            "norm 100 sqrt(sum (xm - xd)^2 / sum xd^2) in percent beside the paper's best\n"
+            "figures and the goal (half of them).\n"
             "\n"
-            "Seed 004 Table 2 on the virtual plant: the actuator follows band-limited white-noise\n"
-            "displacements (0-5 Hz RMS 2.78 mm, 0-15 Hz RMS 0.595 mm) with the 200-kN damper at\n"
-            "0.0 A, 2.5 A and 2.5 A pulsed at 0.5 Hz, with compensation none, polynomial,\n"
-            "feedforward-average (seed 004) and feedforward (scheduled on the commanded damper\n"
-            "current). Prints the RMS error norm 100 sqrt(sum (xm - xd)^2 / sum xd^2) in percent\n"
-            "beside the paper's best figures and the goal (half of them).\n"
-            "\n"
-            "  --duration S         length of each desired displacement (default 60; >= 3)\n"
+            "  --duration S         length of each desired displacement, 3 to 3600 s (default 60)\n"
             "  --seed N             white-noise seed (default 4; the 15 Hz band uses N + 1)\n"
-            "  --lookahead-ticks K  future commands the compensator gets (the playout preview;\n"
-            "                       default 3, 0 to %d); with fewer than it needs it extrapolates\n"
-            "  --poly-lead-ms MS    lead of the polynomial mode (default: 1/p + a/b of the average\n"
-            "                       model plus half a tick, 9.05 ms)\n"
+            "  --lookahead-ticks K  future commands the compensator gets, 0 to %d (default 3)\n"
+            "  --poly-lead-ms MS    lead of the polynomial mode, 0 to 1000 ms (default 9.05)\n"
             "  --csv FILE           one row per run (case, band, mode) with every indicator\n"
-            "  --help               this text\n"
+            "  -h, --help           print this help and exit\n"
+            "  --version            print the version and exit\n"
             "\n"
-            "Plant: 3-pole models of seed 004 at 0 A and 2.5 A, interpolated by the damper's\n"
-            "effective current; one-tick I/O delay; sensor noise 2 um and 16-bit converter over\n"
-            "+/- 0.1 m; 5000 Hz. The compensators are designed on the average model. The desired\n"
-            "displacement fades in and out over %g s. Exit status: 0 ok, 1 output error, 2 bad\n"
-            "options.\n",
+            "The lookahead is the playout preview; with fewer ticks than it needs the\n"
+            "compensator extrapolates. The default polynomial lead is 1/p + a/b of the average\n"
+            "model plus half a tick. Plant: the paper's 3-pole models at 0 A and 2.5 A,\n"
+            "interpolated by the damper's effective current; one-tick I/O delay; sensor noise\n"
+            "2 um and a 16-bit converter over +/- 0.1 m; 5000 Hz. The compensators are\n"
+            "designed on the average model. The desired displacement fades in and out over\n"
+            "%g s.\n"
+            "\n",
             MAX_LOOKAHEAD, TAPER_S);
-}
-
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, PROG ": ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (try --help)\n");
-    va_end(ap);
-    return 2;
-}
-
-static int parse_num(const char *s, double *v)
-{
-    char *end;
-    errno = 0;
-    *v = strtod(s, &end);
-    return end != s && *end == '\0' && errno == 0 && isfinite(*v) ? 0 : -1;
-}
-
-static int parse_int(const char *s, long lo, long hi, long *v)
-{
-    char *end;
-    errno = 0;
-    *v = strtol(s, &end, 10);
-    return end != s && *end == '\0' && errno == 0 && *v >= lo && *v <= hi ? 0 : -1;
+    drths_cli_print_exit_codes(f, "a run failed or the --csv file could not be written");
 }
 
 /* The desired displacement with MAX_LOOKAHEAD + 4 zeros before and after, so that the windows
@@ -222,57 +198,57 @@ static int run(const case_t *cs, drths_compensation_t mode, const double *r, lon
 
 int main(int argc, char **argv)
 {
-    enum { OPT_DURATION = 1, OPT_SEED, OPT_LOOKAHEAD, OPT_POLY_LEAD, OPT_CSV, OPT_HELP };
+    enum { OPT_DURATION = 1, OPT_SEED, OPT_LOOKAHEAD, OPT_POLY_LEAD, OPT_CSV, OPT_VERSION };
     static const struct option opts[] = {
         {"duration", required_argument, NULL, OPT_DURATION},
         {"seed", required_argument, NULL, OPT_SEED},
         {"lookahead-ticks", required_argument, NULL, OPT_LOOKAHEAD},
         {"poly-lead-ms", required_argument, NULL, OPT_POLY_LEAD},
         {"csv", required_argument, NULL, OPT_CSV},
-        {"help", no_argument, NULL, OPT_HELP},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
-    double duration = 60.0, poly_lead_s = -1.0;
+    double duration = 60.0, poly_lead_s = -1.0, lead_ms;
     long seed = 4, lookahead = 3;
     const char *csv_path = NULL;
 
-    opterr = 0;
+    argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
-    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-        double v;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case OPT_DURATION:
-            if (parse_num(optarg, &duration) < 0 || duration < 3.0 || duration > 3600.0)
-                return fail("--duration: expected 3 to 3600 seconds (got '%s')", optarg);
+            if (drths_cli_double(PROG, "--duration", optarg, 3.0, 3600.0, "s", &duration) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
         case OPT_SEED:
-            if (parse_int(optarg, 0, 0x7fffffffL, &seed) < 0)
-                return fail("--seed: expected an integer 0 to 2147483647 (got '%s')", optarg);
+            if (drths_cli_long(PROG, "--seed", optarg, 0, 0x7fffffffL, &seed) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
         case OPT_LOOKAHEAD:
-            if (parse_int(optarg, 0, MAX_LOOKAHEAD, &lookahead) < 0)
-                return fail("--lookahead-ticks: expected an integer 0 to %d (got '%s')",
-                            MAX_LOOKAHEAD, optarg);
+            if (drths_cli_long(PROG, "--lookahead-ticks", optarg, 0, MAX_LOOKAHEAD, &lookahead))
+                return DRTHS_EXIT_USAGE;
             break;
         case OPT_POLY_LEAD:
-            if (parse_num(optarg, &v) < 0 || v < 0.0 || v > 1000.0)
-                return fail("--poly-lead-ms: expected 0 to 1000 ms (got '%s')", optarg);
-            poly_lead_s = v * 1e-3;
+            if (drths_cli_double(PROG, "--poly-lead-ms", optarg, 0.0, 1000.0, "ms", &lead_ms))
+                return DRTHS_EXIT_USAGE;
+            poly_lead_s = lead_ms * 1e-3;
             break;
         case OPT_CSV:
             csv_path = optarg;
             break;
-        case OPT_HELP:
+        case 'h':
             usage(stdout);
-            return 0;
-        case ':':
-            return fail("%s: missing value", argv[optind - 1]);
+            return DRTHS_EXIT_OK;
+        case OPT_VERSION:
+            drths_cli_print_version(PROG);
+            return DRTHS_EXIT_OK;
         default:
-            return fail("unknown option '%s'", argv[optind - 1]);
+            return drths_cli_bad_option(PROG);
         }
     }
     if (optind < argc)
-        return fail("unexpected argument '%s'", argv[optind]);
+        return drths_cli_unexpected_argument(PROG, argv[optind]);
 
     const double dt = 1.0 / RATE_HZ;
     drths_error_t err;
@@ -280,37 +256,33 @@ int main(int argc, char **argv)
 
     /* Header: what was run, so a table pasted into a lab notebook is self-describing. */
     drths_comp_t probe;
-    if (drths_comp_init(&probe, DRTHS_COMPENSATION_FEEDFORWARD, &DRTHS_PLANT_AVERAGE, 1, dt, &err) < 0) {
-        fprintf(stderr, PROG ": %s\n", err.msg);
-        return 2;
-    }
+    if (drths_comp_init(&probe, DRTHS_COMPENSATION_FEEDFORWARD, &DRTHS_PLANT_AVERAGE, 1, dt, &err) < 0)
+        return drths_cli_error(PROG, "%s", err.msg);
     const int ff_need = drths_comp_lookahead_needed(&probe);
     drths_comp_init(&probe, DRTHS_COMPENSATION_POLYNOMIAL, &DRTHS_PLANT_AVERAGE, 1, dt, &err);
     if (poly_lead_s >= 0.0)
         drths_comp_set_poly_lead(&probe, poly_lead_s, &err);
-    const double lead_ms = probe.poly_lead_ticks * dt * 1e3;
+    lead_ms = probe.poly_lead_ticks * dt * 1e3;
 
     FILE *csv = NULL;
     if (csv_path) {
         csv = fopen(csv_path, "w");
-        if (!csv) {
-            fprintf(stderr, PROG ": --csv %s: %s\n", csv_path, strerror(errno));
-            return 1;
-        }
+        if (!csv)
+            return drths_cli_error(PROG, "--csv: %s: %s", csv_path, strerror(errno));
         fprintf(csv, "current_case,band_hz,desired_rms_m,mode,lookahead_ticks,rms_error_pct,"
                      "rms_error_true_pct,tracking_indicator_m2,peak_error_m,extrapolated_ticks,"
                      "ticks,paper_best_pct,goal_pct\n");
     }
 
-    printf("drths-tracking: seed 004 Table 2 on the virtual plant\n");
+    printf("drths-tracking: Phillips & Spencer 2013, Table 2, on the virtual plant\n");
     printf("  %g Hz, %g s per run (%g s fade in/out), seed %ld (0-5 Hz) and %ld (0-15 Hz)\n",
            RATE_HZ, duration, TAPER_S, seed, seed + 1);
-    printf("  plant: seed 004 3-pole models at 0 A and 2.5 A, interpolated by the damper's effective\n"
-           "  current; 200-kN damper attached; I/O delay 1 tick; sensor noise 2 um, 16-bit over\n"
-           "  +/- 0.1 m. \"ff average\": feedforward on the average model (seed 004's method,\n"
+    printf("  plant: the paper's 3-pole models at 0 A and 2.5 A, interpolated by the damper's\n"
+           "  effective current; 200-kN damper attached; I/O delay 1 tick; sensor noise 2 um, 16-bit over\n"
+           "  +/- 0.1 m. \"ff average\": feedforward on the average model (the paper's method,\n"
            "  `feedforward-average`); \"feedforward\": the inverse scheduled on the COMMANDED damper\n"
            "  current passed through the damper's current-dynamics model (`feedforward`, beyond\n"
-           "  seed 004; it does not read the plant's internal current).\n");
+           "  the paper; it does not read the plant's internal current).\n");
     printf("  lookahead %ld ticks (feedforward needs %d%s); polynomial lead %.3f ms\n", lookahead,
            ff_need, lookahead < ff_need ? ", the rest extrapolated" : "", lead_ms);
     printf("  RMS error norm of measured vs desired displacement, %%\n\n");
@@ -325,11 +297,10 @@ int main(int argc, char **argv)
         desired[b] = make_desired(dt, duration, bands[b], rmss[b], useed + (uint64_t)b, &nsamp[b],
                                   &blocks[b], &err);
         if (!desired[b]) {
-            fprintf(stderr, PROG ": white noise 0-%g Hz: %s\n", bands[b], err.msg);
             free(blocks[0]);
             if (csv)
                 fclose(csv);
-            return 2;
+            return drths_cli_error(PROG, "white noise 0-%g Hz: %s", bands[b], err.msg);
         }
     }
 
@@ -342,8 +313,7 @@ int main(int argc, char **argv)
         for (int m = 0; m < NMODES; m++) {
             if (run(cs, MODES[m], desired[b], nsamp[b], dt, (int)lookahead, poly_lead_s, &res[m],
                     &err) < 0) {
-                fprintf(stderr, PROG ": %s\n", err.msg);
-                status = 2;
+                status = drths_cli_error(PROG, "%s", err.msg);
                 break;
             }
         }
@@ -374,9 +344,7 @@ int main(int argc, char **argv)
     }
     free(blocks[0]);
     free(blocks[1]);
-    if (csv && fclose(csv) != 0 && status == 0) {
-        fprintf(stderr, PROG ": --csv %s: %s\n", csv_path, strerror(errno));
-        status = 1;
-    }
+    if (csv && fclose(csv) != 0 && status == 0)
+        status = drths_cli_error(PROG, "--csv: %s: %s", csv_path, strerror(errno));
     return status;
 }
