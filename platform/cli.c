@@ -22,7 +22,10 @@ void drths_cli_print_version(const char *prog)
 void drths_cli_print_exit_codes(FILE *f, const char *failed)
 {
     fprintf(f,
-            "Exit status: 0 success; 1 %s; 2 wrong options or a wrong file (nothing was run).\n",
+            "Exit status:\n"
+            "  0  success\n"
+            "  1  %s\n"
+            "  2  wrong options or a wrong file (nothing was run)\n",
             failed);
 }
 

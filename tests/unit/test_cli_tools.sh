@@ -63,7 +63,8 @@ for t in $tools; do
         run "$t" "$h"
         check "drths-$t $h exits 0, usage first, ends with the exit status" \
             "$([ $rc -eq 0 ] && head -1 "$tmp/out" | grep -q "^usage: drths-$t " &&
-                tail -1 "$tmp/out" | grep -q '^Exit status: 0 success; 1 .*; 2 ' &&
+                tail -4 "$tmp/out" | head -1 | grep -qx 'Exit status:' &&
+                tail -1 "$tmp/out" | grep -q '^  2  wrong options' &&
                 grep -q -- '--version' "$tmp/out" && [ ! -s "$tmp/err" ]; echo $?)"
     done
 
