@@ -1,6 +1,8 @@
 # Shared by the fault and monitor shell tests (sourced, not a test itself): a temporary folder, the
 # default experiment shortened for a test, free ports, starting the sites and the checks every
 # fault test makes on the records. Every process runs under `timeout`, so no test can hang.
+# Exit status of a test: 0 passed, 77 skipped (`skip`: it cannot run here; ctest's
+# SKIP_RETURN_CODE), anything else failed (`fail`).
 set -euo pipefail
 bdir=$1
 src=${DRTHS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -22,6 +24,13 @@ fail() {
         [ -f "$f" ] && { echo "--- $f" >&2; tail -n 40 "$f" | sed 's/^/  | /' >&2; }
     done
     exit 1
+}
+
+# skip REASON: the test cannot run on this machine (no root, a program missing): one line saying
+# why, and exit 77, which ctest reports as skipped, not passed.
+skip() {
+    echo "SKIPPED: $*"
+    exit 77
 }
 
 # make_experiment DURATION_S [sed expressions...]: $tmp/exp.yaml, the default experiment with a
@@ -121,7 +130,7 @@ PY
 
 # start_impair NAME LISTEN_PORT TARGET_PORT [drths-impair options]: the impairment relay in the
 # background (pid in $last_pid), at real-time priority 70, below the sites' 80, for the reason
-# given in tests/fault/test_attack.c: on a loaded machine an ordinary process is descheduled for
+# given in tools/attack/main.c: on a loaded machine an ordinary process is descheduled for
 # tens of ms, which the sites would see as an outage the test did not ask for.
 start_impair() {
     local name=$1 lport=$2 tport=$3
@@ -152,12 +161,13 @@ for k in sys.argv[2].split("."):
 print(v)' "$1" "$2"
 }
 
-# start_attack_relay NAME LISTEN_PORT TARGET_PORT [fault_attack relay options]: the forwarder
-# of tests/fault/test_attack.c (its report in $tmp/NAME.json).
+# start_attack_relay NAME LISTEN_PORT TARGET_PORT [drths-attack options]: the on-path attacker
+# and forwarder drths-attack (tools/attack) in the background (pid in $last_pid, its report in
+# $tmp/NAME.json).
 start_attack_relay() {
     local name=$1 lport=$2 tport=$3
     shift 3
-    timeout 90 "$bdir/fault_attack" relay --listen "127.0.0.1:$lport" \
+    timeout 90 "$bdir/drths-attack" --listen "127.0.0.1:$lport" \
         --target "127.0.0.1:$tport" --report "$tmp/$name.json" "$@" \
         >"$tmp/$name.out" 2>"$tmp/$name.err" &
     last_pid=$!

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Hostile datagrams during a live run (issue 5). Both sites on loopback, 5 s of the default
-# experiment, with the on-path attacker fault_attack (tests/fault/test_attack.c) as the relay
-# between them:
+# Hostile datagrams during a live run. Both sites on loopback, 5 s of the default experiment,
+# with the on-path attacker drths-attack (tools/attack) as the relay between them:
 #   run 1: no attack; the relay captures every datagram of the numerical site;
 #   run 2: a new session; the relay injects, from the peer's own address, each single attack of
 #          its table (forged tag, bit flips, truncations, oversize, wrong magic / version / type /
@@ -28,11 +27,8 @@ run() { # run NAME PHYSICAL_OPTIONS RELAY_OPTIONS...
     # shellcheck disable=SC2086
     start_physical "$name-phys" "$pport" $popts
     local ppid=$last_pid
-    timeout 90 "$bdir/fault_attack" relay --listen "127.0.0.1:$rport" \
-        --target "127.0.0.1:$pport" --report "$tmp/$name-relay.json" "$@" \
-        >"$tmp/$name-relay.out" 2>"$tmp/$name-relay.err" &
-    local rpid=$!
-    pids+=("$rpid")
+    start_attack_relay "$name-relay" "$rport" "$pport" "$@"
+    local rpid=$last_pid
     start_numerical "$name-num" "$rport"
     local npid=$last_pid
     local nrc prc

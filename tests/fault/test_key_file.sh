@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Key handling (issue 5, PROTOCOL.md section 3): both sites refuse a key file that others may
+# Key handling (protocol/PROTOCOL.md section 3): both sites refuse a key file that others may
 # read or write, or of the wrong size, with exit status 2 and a message naming the file and what
 # to do; a key made by drths-keygen (mode 0600) is accepted (the actuator site then waits for a
 # peer and, given 0.2 s, exits 1 for "no numerical site", not 2).

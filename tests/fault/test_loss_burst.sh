@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fault: a burst of 100 % loss shorter than the watchdog (docs/faults.md): 15 consecutive
 # datagrams lost in each direction (3 ms at 5000 Hz) from the 10000th COMMAND on, dropped by the
-# fault_attack forwarder (counted in datagrams, so a descheduled relay cannot miss the window).
+# drths-attack forwarder (counted in datagrams, so a descheduled relay cannot miss the window).
 # The binding limit for a burst is not the 100 ms silence watchdog but max_concealed_ticks (20
 # ticks, 4 ms): a burst of N COMMANDs leaves N - 3 ticks to conceal, the first COMMAND after it
 # repairing up to 3 from redundancy (R = 4; 2 observed). Expected: 12 to 14 ticks concealed at

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # drths-numerical --kernel-filter during a live run. Both sites on loopback, 4 s of the default
-# experiment, with the forwarder of tests/fault/test_attack.c between them. Two floods of the
+# experiment, with the on-path attacker drths-attack (tools/attack) between them. Two floods of the
 # numerical site's port, one after the other, each of junk and of well-formed headers of other
 # sessions:
 #   - once the run is on, for 1 s from another local socket (off path): the site's socket is
 #     connected to its peer, so the kernel finds no socket for these datagrams;
 #   - from COMMAND 10000 (2 s in), for 1 s from the forwarder's socket, the address the site
-#     sends to and takes answers from (fault_attack relay --flood-client): these reach the
+#     sends to and takes answers from (drths-attack --flood-client): these reach the
 #     socket, and its filter (the numerical role, this run's session) must drop them all.
 # Asserts: --kernel-filter with --reference is refused (exit 2); the start-up line; both sites
 # exit 0; the off-path flooder's sends came back "connection refused"; the numerical site's
@@ -63,7 +63,7 @@ wait_status "$ppid"
 prc=$rc
 kill -TERM "$rpid" 2>/dev/null || true
 wait_status "$rpid"
-[ "$rc" = 0 ] || fail "fault_attack relay exit $rc"
+[ "$rc" = 0 ] || fail "drths-attack exit $rc"
 echo "drths-numerical exit $nrc, drths-physical exit $prc"
 [ "$nrc" = 0 ] || fail "drths-numerical exit $nrc"
 [ "$prc" = 0 ] || fail "drths-physical exit $prc"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Without a board, drths-physical stops at start (DESIGN.md 8): an experiment whose daq section
+# Without a board, drths-physical stops at start (the comedi back end fails at start with a clear
+# message rather than running without its I/O): an experiment whose daq section
 # names the comedi back end and a device that does not exist makes it exit 1 at once, with one
 # message naming the device and the reason, before it listens or creates a run folder.
 set -euo pipefail

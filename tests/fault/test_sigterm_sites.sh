@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# SIGTERM during a run ends BOTH sites with complete records and summaries (DESIGN.md 7): both
+# SIGTERM during a run ends BOTH sites with complete records and summaries (SIGINT and SIGTERM
+# stop a site gracefully, through HOLD at the actuator site, keeping the records): both
 # sites on loopback run the default experiment with the realistic actuator (three-pole plant,
 # one-tick I/O delay, feedforward); 1.5 s into the run one site gets SIGTERM. Twice: the
 # signal to the actuator site, then to the numerical site. Each time both exit non-zero and name

@@ -247,6 +247,11 @@ static void test_steady_state_allocates_nothing(void **state)
 
 int main(void)
 {
+    if (!COUNT_ALLOCS) {
+        /* The program's one check: ctest reports it skipped (SKIP_RETURN_CODE 77). */
+        printf("SKIPPED: sanitizer build: its allocator cannot be counted\n");
+        return 77;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_steady_state_allocates_nothing),
     };
