@@ -547,6 +547,7 @@ int main(int argc, char **argv)
     };
     int c;
     long v;
+    argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'l':
