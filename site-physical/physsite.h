@@ -1,5 +1,5 @@
-/* The actuator site's data plane (notes SITES.md): the socket, the wire protocol and the real-time
- * thread around the per-tick state machine (site-physical/actuator.h).
+/* The actuator site's data plane: the socket, the wire protocol and the real-time thread around
+ * the per-tick state machine (site-physical/actuator.h).
  *
  * drths_physsite_run is the body of the one RT thread. In order it:
  *   1. applies the real-time options (SCHED_FIFO, mlockall, ...) to itself and publishes the
