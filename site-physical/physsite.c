@@ -488,7 +488,10 @@ static int narrow_filter(drths_physsite_t *ps, int running)
     return 0;
 }
 
-int drths_physsite_run(drths_physsite_t *ps)
+/* Before the ticker starts: the real-time options, then the command source's start or the
+ * handshake (with the kernel filter around it), then the "run started" lines. Returns 0 when
+ * the run can start, else the exit code (finish has been called). */
+static int start_run(drths_physsite_t *ps)
 {
     ps->rt_rc = drths_rt_apply_thread(&ps->cfg.rt, &ps->rt_report);
     atomic_store(&ps->rt_ready, 1);
@@ -517,9 +520,8 @@ int drths_physsite_run(drths_physsite_t *ps)
     }
 
     const drths_actuator_t *a = &ps->act;
-    int64_t dt_ns = a->dt_ns;
     event(ps, 0, "run started: loop delay L = %" PRIu32 " ticks (%.3f ms), epoch 1", a->L,
-          (double)a->L * (double)dt_ns * 1e-6);
+          (double)a->L * (double)a->dt_ns * 1e-6);
     /* Commands arrive about L ticks minus the round trip ahead of their tick. With L chosen
      * from the round trip that is a small margin; a fixed L far above the round trip can put
      * them beyond the playout buffer. */
@@ -529,7 +531,87 @@ int drths_physsite_run(drths_physsite_t *ps)
               "if the round trip is much shorter than L, commands arrive too far ahead and are "
               "dropped (raise physical.playout_ticks above L)",
               a->L, a->p.playout_ticks);
+    return 0;
+}
 
+/* The tick's FEEDBACK (its echo hold time measured up to now) and any ABORT, over UDP. */
+static void send_tick(drths_physsite_t *ps)
+{
+    drths_msg_feedback_t *f = &ps->out.feedback.u.feedback;
+    if (f->echo_counter) {
+        int64_t held = drths_now_ns() - ps->act.echo_arrival_ns;
+        f->echo_hold_ns = held > 0 ? (uint64_t)held : 0;
+    }
+    if (send_msg(ps, &ps->out.feedback) == 0)
+        ps->feedback_sent++;
+    if (ps->out.send_abort)
+        send_msg(ps, &ps->out.abort);
+}
+
+/* The event lines of the tick's transitions; *hold_reported says whether HOLD was reported. */
+static void report_tick(drths_physsite_t *ps, uint64_t tick, int *hold_reported)
+{
+    const drths_actuator_t *a = &ps->act;
+    unsigned ev = ps->out.events;
+    if (ev & DRTHS_ACT_EV_FIRST_COMMAND)
+        event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
+              drths_compensation_name(a->p.compensation));
+    if (ev & DRTHS_ACT_EV_EPOCH)
+        event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick, a->epoch,
+              a->L);
+    if (a->hold && !*hold_reported) {
+        *hold_reported = 1;
+        atomic_store(&ps->state, DRTHS_PHYSSITE_HOLD);
+        event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
+    }
+    if (ev & DRTHS_ACT_EV_HOLD) {
+        event(ps, 1, "HOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
+              a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
+                                                : "goes to the measured position",
+              a->hold_target_m, a->p.ramp_rate_m_s);
+    }
+    if (ev & DRTHS_ACT_EV_SETTLED)
+        event(ps, 0, "tick %" PRIu64 ": HOLD: drive at %.6g m (%.3f s after HOLD began)", tick,
+              a->hold_target_m, (double)(tick - a->hold_tick) / a->p.rate_hz);
+    if (ps->out.daq_rc) {
+        drths_error_t derr;
+        drths_daq_error(&ps->daq, &derr);
+        /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
+        event(ps, 1, "tick %" PRIu64 ": %s", tick, derr.msg);
+    }
+}
+
+/* After the last tick (`tick`): the source's end, or STOP three times to the numerical site at
+ * the end of the record. Returns the exit code. */
+static int end_run(drths_physsite_t *ps, uint64_t tick)
+{
+    const drths_actuator_t *a = &ps->act;
+    const drths_physsite_source_t *src = ps->cfg.source;
+    ps->run_end_ns = drths_now_ns();
+    if (src) {
+        const char *ok = src->ended(ps->cfg.source_ctx, ps);
+        if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold)
+            return finish(ps, 0, ok);
+        return finish(ps, 1, a->hold_text);
+    }
+    if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold) {
+        for (int i = 0; i < 3; i++) {
+            if (i)
+                drths_sleep_until_ns(drths_now_ns() + STOP_GAP_NS);
+            send_stop_like(ps, DRTHS_MSG_STOP, DRTHS_STOP_END_OF_RECORD, tick, "end of record");
+        }
+        return finish(ps, 0, "end of record");
+    }
+    return finish(ps, 1, a->hold_text);
+}
+
+int drths_physsite_run(drths_physsite_t *ps)
+{
+    int rc = start_run(ps);
+    if (rc)
+        return rc;
+    const drths_physsite_source_t *src = ps->cfg.source;
+    const int64_t dt_ns = ps->act.dt_ns;
     drths_ticker_t tk;
     ps->run_start_ns = drths_now_ns() + START_DELAY_NS;
     drths_ticker_init(&tk, dt_ns, ps->run_start_ns, dt_ns / 2, NULL, NULL, NULL);
@@ -553,46 +635,11 @@ int drths_physsite_run(drths_physsite_t *ps)
             drain(ps, 1, MAX_BATCHES_PER_TICK, NULL);
         if (drths_actuator_tick(&ps->act, tick, tk.deadline_ns, woke, &ps->out) != 0)
             break;
-        if (src) {
+        if (src)
             src->after_tick(ps->cfg.source_ctx, ps, tick, &ps->out);
-        } else {
-            drths_msg_feedback_t *f = &ps->out.feedback.u.feedback;
-            if (f->echo_counter) {
-                int64_t held = drths_now_ns() - a->echo_arrival_ns;
-                f->echo_hold_ns = held > 0 ? (uint64_t)held : 0;
-            }
-            if (send_msg(ps, &ps->out.feedback) == 0)
-                ps->feedback_sent++;
-            if (ps->out.send_abort)
-                send_msg(ps, &ps->out.abort);
-        }
-        unsigned ev = ps->out.events;
-        if (ev & DRTHS_ACT_EV_FIRST_COMMAND)
-            event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
-                  drths_compensation_name(a->p.compensation));
-        if (ev & DRTHS_ACT_EV_EPOCH)
-            event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick,
-                  a->epoch, a->L);
-        if (a->hold && !hold_reported) {
-            hold_reported = 1;
-            atomic_store(&ps->state, DRTHS_PHYSSITE_HOLD);
-            event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
-        }
-        if (ev & DRTHS_ACT_EV_HOLD) {
-            event(ps, 1, "HOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
-                  a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
-                                                    : "goes to the measured position",
-                  a->hold_target_m, a->p.ramp_rate_m_s);
-        }
-        if (ev & DRTHS_ACT_EV_SETTLED)
-            event(ps, 0, "tick %" PRIu64 ": HOLD: drive at %.6g m (%.3f s after HOLD began)", tick,
-                  a->hold_target_m, (double)(tick - a->hold_tick) / a->p.rate_hz);
-        if (ps->out.daq_rc) {
-            drths_error_t derr;
-            drths_daq_error(&ps->daq, &derr);
-            /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
-            event(ps, 1, "tick %" PRIu64 ": %s", tick, derr.msg);
-        }
+        else
+            send_tick(ps);
+        report_tick(ps, tick, &hold_reported);
         drths_recorder_push(ps->rec, ps->out.row);
         ps->rows_pushed++;
         publish_status(ps, tick);
@@ -601,20 +648,5 @@ int drths_physsite_run(drths_physsite_t *ps)
         if (ps->out.finished)
             break;
     }
-    ps->run_end_ns = drths_now_ns();
-    if (src) {
-        const char *ok = src->ended(ps->cfg.source_ctx, ps);
-        if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold)
-            return finish(ps, 0, ok);
-        return finish(ps, 1, a->hold_text);
-    }
-    if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold) {
-        for (int i = 0; i < 3; i++) {
-            if (i)
-                drths_sleep_until_ns(drths_now_ns() + STOP_GAP_NS);
-            send_stop_like(ps, DRTHS_MSG_STOP, DRTHS_STOP_END_OF_RECORD, tick, "end of record");
-        }
-        return finish(ps, 0, "end of record");
-    }
-    return finish(ps, 1, a->hold_text);
+    return end_run(ps, tick);
 }
