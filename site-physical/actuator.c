@@ -3,6 +3,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -124,8 +125,9 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     if (a->dt_ns <= 0)
         return drths_error_set(err, -EINVAL, "rate_hz: %g gives a tick below 1 ns", p->rate_hz);
     const double dt = 1.0 / p->rate_hz;
-    /* Seed 004 designs every compensator on the average model; `feedforward` then schedules
-     * the inverse between the 0 A and 2.5 A models on the commanded current. */
+    /* Every compensator is designed on the average plant model, as Phillips & Spencer (2013)
+     * do; `feedforward` then schedules the inverse between the 0 A and 2.5 A models on the
+     * commanded current. */
     rc = drths_comp_init(&a->comp, p->compensation, &DRTHS_PLANT_AVERAGE, p->comp_io_delay_ticks,
                          dt, err);
     if (!rc && p->compensation == DRTHS_COMPENSATION_FEEDFORWARD) {
@@ -318,49 +320,81 @@ void drths_actuator_receive(drths_actuator_t *a, const drths_msg_t *m, int64_t a
     }
 }
 
+/* ---- HOLD causes ---------------------------------------------------------------------------- */
+
+/* Each check below returns true when its limit is exceeded, after entering HOLD through
+ * drths_actuator_hold with a sentence naming the limit and the offending value (ignored when a
+ * cause came first, such as a failed write before the measurement is checked). */
+
 /* The command limits, checked before a command reaches the drive. */
-static void check_command(drths_actuator_t *a, const drths_cmd_channel_t *s)
+static bool check_command(drths_actuator_t *a, const drths_cmd_channel_t *s)
 {
     char text[DRTHS_WIRE_MAX_TEXT + 1];
     if (fabs(s->disp_m) > a->p.limit_displacement_m) {
-        snprintf(text, sizeof text, "displacement limit: command %.6g m exceeds %.6g m",
-                 s->disp_m, a->p.limit_displacement_m);
-        drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+        snprintf(text, sizeof text, "displacement limit: command %.6g m exceeds %.6g m", s->disp_m,
+                 a->p.limit_displacement_m);
     } else if (fabs(s->vel_m_s) > a->p.limit_velocity_m_s) {
         snprintf(text, sizeof text, "velocity limit: command velocity %.6g m/s exceeds %.6g m/s",
                  s->vel_m_s, a->p.limit_velocity_m_s);
-        drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    } else {
+        return false;
     }
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    return true;
 }
 
 /* The measurement limits, checked after each read. */
-static void check_measurement(drths_actuator_t *a, double disp_m, double force_N)
+static bool check_measurement(drths_actuator_t *a, double disp_m, double force_N)
 {
     char text[DRTHS_WIRE_MAX_TEXT + 1];
     if (!(fabs(disp_m) <= a->p.limit_meas_disp_m)) {
-        snprintf(text, sizeof text,
-                 "measured displacement limit: %.6g m exceeds %.6g m", disp_m,
+        snprintf(text, sizeof text, "measured displacement limit: %.6g m exceeds %.6g m", disp_m,
                  a->p.limit_meas_disp_m);
-        drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
     } else if (!(fabs(force_N) <= a->p.limit_force_N)) {
         snprintf(text, sizeof text, "force limit: measured force %.6g kN exceeds %.6g kN",
                  force_N * 1e-3, a->p.limit_force_N * 1e-3);
-        drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    } else {
+        return false;
     }
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    return true;
 }
 
-/* The drive limit, checked before the drive is written. Returns nonzero when it is exceeded. */
-static int check_drive(drths_actuator_t *a, double drive_m)
+/* The drive limit, checked before the drive is written. */
+static bool check_drive(drths_actuator_t *a, double drive_m)
 {
     if (fabs(drive_m) <= a->p.limit_drive_m)
-        return 0;
+        return false;
     char text[DRTHS_WIRE_MAX_TEXT + 1];
     snprintf(text, sizeof text, "drive limit: drive signal %.6g m exceeds %.6g m (not written)",
              drive_m, a->p.limit_drive_m);
     drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
-    return 1;
+    return true;
 }
 
+/* The first commanded tick arms the watchdog; from then on, until STOP has announced the last
+ * commanded tick, a silence longer than watchdog_s since the latest COMMAND is a HOLD. */
+static bool check_watchdog(drths_actuator_t *a, int64_t now_ns, drths_actuator_out_t *out)
+{
+    if (!a->watchdog_armed) {
+        out->events |= DRTHS_ACT_EV_FIRST_COMMAND;
+        a->watchdog_armed = 1;
+        a->watchdog_ref_ns = now_ns;
+    }
+    if (a->stop_received)
+        return false;
+    int64_t limit_ns = (int64_t)llround(a->p.watchdog_s * 1e9);
+    int64_t quiet_ns = now_ns - a->watchdog_ref_ns;
+    if (quiet_ns <= limit_ns)
+        return false;
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    snprintf(text, sizeof text, "watchdog: no command for %.1f ms (limit %.6g ms)",
+             (double)quiet_ns * 1e-6, a->p.watchdog_s * 1e3);
+    drths_actuator_hold(a, DRTHS_STOP_WATCHDOG, 1, text);
+    return true;
+}
+
+/* A failed DAQ call is counted and is a HOLD (a no-op when already in HOLD). */
 static void daq_failed(drths_actuator_t *a, int rc, const char *what)
 {
     char text[DRTHS_WIRE_MAX_TEXT + 1];
@@ -369,49 +403,7 @@ static void daq_failed(drths_actuator_t *a, int rc, const char *what)
     drths_actuator_hold(a, DRTHS_STOP_INTERNAL_ERROR, 1, text);
 }
 
-static double rejoin_offset(const drths_actuator_t *a, uint64_t t);
-
-/* The desired displacements of the ticks after `tick` (at most a->lookahead), into a->future:
- * 0 for rest ticks (<= L), then what the playout buffer holds, stopping at the first missing
- * one. Returns how many. */
-static int gather_future(drths_actuator_t *a, uint64_t tick)
-{
-    int n = 0;
-    while (n < a->lookahead && tick + (uint64_t)n + 1 <= a->L)
-        a->future[n++] = 0.0;
-    if (n < a->lookahead) {
-        uint64_t from = tick + (uint64_t)n; /* lookahead reads from + 1 .. */
-        size_t k = drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n), a->future_s);
-        for (size_t i = 0; i < k; i++) {
-            const double d = a->future_s[i].disp_m + rejoin_offset(a, from + 1 + i);
-            a->future[n + (int)i] = d;
-            /* A command beyond the limit must not reach the drive even through the preview
-             * (the feedforward's derivatives would amplify it): HOLD as soon as it is seen. */
-            if (!(fabs(d) <= a->p.limit_displacement_m)) {
-                char text[DRTHS_WIRE_MAX_TEXT + 1];
-                snprintf(text, sizeof text,
-                         "displacement limit: command %.6g m for tick %llu exceeds %.6g m", d,
-                         (unsigned long long)(from + 1 + i), a->p.limit_displacement_m);
-                drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
-                return n + (int)i;
-            }
-        }
-        n += (int)k;
-    }
-    return n;
-}
-
-static void check_watchdog(drths_actuator_t *a, int64_t now_ns)
-{
-    int64_t limit_ns = (int64_t)llround(a->p.watchdog_s * 1e9);
-    int64_t quiet_ns = now_ns - a->watchdog_ref_ns;
-    if (quiet_ns > limit_ns) {
-        char text[DRTHS_WIRE_MAX_TEXT + 1];
-        snprintf(text, sizeof text, "watchdog: no command for %.1f ms (limit %.6g ms)",
-                 (double)quiet_ns * 1e-6, a->p.watchdog_s * 1e3);
-        drths_actuator_hold(a, DRTHS_STOP_WATCHDOG, 1, text);
-    }
-}
+/* ---- concealment and rejoin ----------------------------------------------------------------- */
 
 static void push_history(drths_actuator_t *a, const drths_cmd_channel_t *s)
 {
@@ -422,12 +414,13 @@ static void push_history(drths_actuator_t *a, const drths_cmd_channel_t *s)
 }
 
 /* One tick ahead of the last four applied commands. The first DRTHS_ACT_CONCEAL_CUBIC_TICKS
- * concealed ticks in a row extrapolate the displacement by the cubic through them (DESIGN.md
- * 2), its acceleration clamped to DRTHS_ACT_CONCEAL_MAX_ACC_M_S2. A cubic carried further
- * diverges (seen: 1 m/s after 200 ticks), so later ones glide: the speed of the last tick
- * shrinks by DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt per tick and the actuator comes to rest (a
- * 0.25 m/s motion stops in 25 ms and 3 mm). The damper command is held: a semi-active command
- * switches between its bounds, and a cubic through a switch leaves them. */
+ * concealed ticks in a row extrapolate the displacement by the cubic through them (third-order
+ * Lagrange extrapolation, models/lagrange.h), its acceleration clamped to
+ * DRTHS_ACT_CONCEAL_MAX_ACC_M_S2. A cubic carried further diverges (seen: 1 m/s after 200
+ * ticks), so later ones glide: the speed of the last tick shrinks by
+ * DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt per tick and the actuator comes to rest (a 0.25 m/s motion
+ * stops in 25 ms and 3 mm). The damper command is held: a semi-active command switches between
+ * its bounds, and a cubic through a switch leaves them. */
 static void conceal(const drths_actuator_t *a, drths_cmd_channel_t *out)
 {
     out->damper_cmd = a->hist[3].damper_cmd;
@@ -487,171 +480,231 @@ static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_cha
     a->rejoin_ticks = n > 20.0 ? (uint64_t)n : 20u;
 }
 
-int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns, int64_t now_ns,
-                        drths_actuator_out_t *out)
+/* The desired displacements of the ticks after `tick` (at most a->lookahead), into a->future:
+ * 0 for rest ticks (<= L), then what the playout buffer holds, stopping at the first missing
+ * one; *n is how many. A command beyond the displacement limit must not reach the drive even
+ * through the preview (the feedforward's derivatives would amplify it): it is a HOLD as soon as
+ * it is seen, and true is returned. */
+static bool gather_future(drths_actuator_t *a, uint64_t tick, int *n_out)
 {
-    if (a->finished)
-        return -EALREADY;
-    if (!a->started)
-        return -EAGAIN;
+    int n = 0;
+    while (n < a->lookahead && tick + (uint64_t)n + 1 <= a->L)
+        a->future[n++] = 0.0;
+    *n_out = n;
+    if (n == a->lookahead)
+        return false;
+    uint64_t from = tick + (uint64_t)n; /* lookahead reads from + 1 .. */
+    size_t k = drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n), a->future_s);
+    for (size_t i = 0; i < k; i++) {
+        const double d = a->future_s[i].disp_m + rejoin_offset(a, from + 1 + i);
+        a->future[n + (int)i] = d;
+        if (!(fabs(d) <= a->p.limit_displacement_m)) {
+            char text[DRTHS_WIRE_MAX_TEXT + 1];
+            snprintf(text, sizeof text,
+                     "displacement limit: command %.6g m for tick %llu exceeds %.6g m", d,
+                     (unsigned long long)(from + 1 + i), a->p.limit_displacement_m);
+            drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+            *n_out = n + (int)i;
+            return true;
+        }
+    }
+    *n_out = n + (int)k;
+    return false;
+}
+
+/* ---- the tick's phases ---------------------------------------------------------------------- */
+
+/* What one tick carries from phase to phase. */
+typedef struct tick_state {
+    uint64_t tick;
+    int64_t deadline_ns, now_ns;
+    int64_t lateness_ns;     /* now_ns - deadline_ns */
+    bool holding;            /* this tick drives the HOLD ramp */
+    bool rest;               /* t <= L: the rest position, not a command */
+    bool concealed;          /* the command was extrapolated */
+    drths_cmd_channel_t cmd; /* the desired command (rest, received or concealed) */
+    int64_t cmd_tick;        /* the tick of the command applied, -1 for none */
+    double lead_ms;          /* how long before its tick the command arrived, NaN for none */
+    double drive, vel, dcmd; /* what goes to the DAQ */
+    double md, mf;           /* measured displacement and force, NaN after a failed read */
+    double terr;             /* measured - desired displacement, NaN when not tracked */
+} tick_state_t;
+
+/* Lateness of the wake-up, the tick count and a new epoch taking effect at this tick. */
+static void begin_tick(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_t *out)
+{
     out->events = 0;
-    int64_t lateness = now_ns - deadline_ns;
-    drths_hist_add(&a->lateness_ns, lateness);
-    if ((double)lateness > a->p.late_wake_fraction * (double)a->dt_ns)
+    s->lateness_ns = s->now_ns - s->deadline_ns;
+    drths_hist_add(&a->lateness_ns, s->lateness_ns);
+    if ((double)s->lateness_ns > a->p.late_wake_fraction * (double)a->dt_ns)
         a->c.late_wakeups++;
     a->c.ticks++;
-
-    if (a->epoch_pending && tick >= a->pend_tick) {
+    if (a->epoch_pending && s->tick >= a->pend_tick) {
         a->epoch = a->pend_epoch;
         a->L = a->pend_L;
         a->epoch_pending = 0;
         a->c.epochs++;
         out->events |= DRTHS_ACT_EV_EPOCH;
     }
+}
 
-    drths_cmd_channel_t cmd = {0.0, 0.0, 0.0, a->p.rest_damper_command};
-    int rest = 0, concealed = 0;
-    int64_t cmd_tick = -1;
-    double lead_ms = NAN;
-    int holding = a->hold;
-    if (!holding) {
-        if (tick <= a->L) {
-            rest = 1;
-            a->c.rest_ticks++;
-        } else {
-            if (!a->watchdog_armed) {
-                out->events |= DRTHS_ACT_EV_FIRST_COMMAND;
-                a->watchdog_armed = 1;
-                a->watchdog_ref_ns = now_ns;
-            }
-            if (!a->stop_received)
-                check_watchdog(a, now_ns);
-            int64_t lead_ns = 0;
-            if (a->hold) {
-                (void)drths_playout_take(&a->pb, tick, deadline_ns, &cmd, NULL);
-            } else if (drths_playout_take(&a->pb, tick, deadline_ns, &cmd, &lead_ns) == 0) {
-                cmd_tick = (int64_t)tick;
-                if (a->consecutive_concealed)
-                    start_rejoin(a, tick, &cmd);
-                cmd.disp_m += rejoin_offset(a, tick);
-                a->consecutive_concealed = 0;
-                a->c.applied++;
-                drths_hist_add(&a->lead_ns, lead_ns);
-                lead_ms = (double)lead_ns * 1e-6;
-            } else if (a->consecutive_concealed >= (uint64_t)a->p.max_concealed_ticks) {
-                char text[DRTHS_WIRE_MAX_TEXT + 1];
-                snprintf(text, sizeof text,
-                         "too many concealed commands (%llu in a row, limit %d)",
-                         (unsigned long long)(a->consecutive_concealed + 1),
-                         a->p.max_concealed_ticks);
-                drths_actuator_hold(a, DRTHS_STOP_HOLD, 1, text);
-            } else {
-                conceal(a, &cmd);
-                concealed = 1;
-                cmd_tick = (int64_t)tick;
-                a->consecutive_concealed++;
-                a->c.concealed++;
-                if (a->consecutive_concealed > a->c.max_consecutive_concealed)
-                    a->c.max_consecutive_concealed = a->consecutive_concealed;
-                a->concealed_tick[tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)tick;
-            }
-            if (!a->hold)
-                check_command(a, &cmd);
-        }
-        holding = a->hold;
-    } else {
-        (void)drths_playout_take(&a->pb, tick, deadline_ns, &cmd, NULL);
-    }
+/* A received command: ends a concealed stretch (rejoin) and is shifted by the rejoin offset. */
+static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns)
+{
+    s->cmd_tick = (int64_t)s->tick;
+    if (a->consecutive_concealed)
+        start_rejoin(a, s->tick, &s->cmd);
+    s->cmd.disp_m += rejoin_offset(a, s->tick);
+    a->consecutive_concealed = 0;
+    a->c.applied++;
+    drths_hist_add(&a->lead_ns, lead_ns);
+    s->lead_ms = (double)lead_ns * 1e-6;
+}
 
-    /* The drive of this tick: the compensated desired displacement, unless HOLD. */
-    double drive = a->last_drive_m, vel = 0.0, dcmd = 0.0;
-    out->daq_rc = 0;
-    if (!holding) {
-        push_history(a, &cmd);
-        drths_comp_set_command(&a->comp, cmd.damper_cmd);
-        double past[4];
-        for (int i = 0; i < 4; i++)
-            past[i] = a->hist[i].disp_m;
-        const int nf = gather_future(a, tick);
-        if (a->hold) {
-            holding = 1;
-        } else {
-            drive = drths_comp_drive(&a->comp, past, a->future, nf);
-            vel = cmd.vel_m_s;
-            dcmd = cmd.damper_cmd;
-            if (check_drive(a, drive))
-                holding = 1;
-        }
+/* A missing command: concealed, unless that would make more than max_concealed_ticks in a
+ * row, which is a HOLD (returns true). */
+static bool conceal_missing(drths_actuator_t *a, tick_state_t *s)
+{
+    if (a->consecutive_concealed >= (uint64_t)a->p.max_concealed_ticks) {
+        char text[DRTHS_WIRE_MAX_TEXT + 1];
+        snprintf(text, sizeof text, "too many concealed commands (%llu in a row, limit %d)",
+                 (unsigned long long)(a->consecutive_concealed + 1), a->p.max_concealed_ticks);
+        drths_actuator_hold(a, DRTHS_STOP_HOLD, 1, text);
+        return true;
     }
-    if (holding && !a->hold_started) {
+    conceal(a, &s->cmd);
+    s->concealed = true;
+    s->cmd_tick = (int64_t)s->tick;
+    a->consecutive_concealed++;
+    a->c.concealed++;
+    if (a->consecutive_concealed > a->c.max_consecutive_concealed)
+        a->c.max_consecutive_concealed = a->consecutive_concealed;
+    a->concealed_tick[s->tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)s->tick;
+    return false;
+}
+
+/* Phase 1, the command: the rest position for t <= L; otherwise the watchdog, then the one
+ * take of this tick from the playout buffer (in HOLD too, so that the play head keeps up and
+ * a copy arriving later is counted late), then the received command, or a concealed one, and
+ * the command limits. Returns true when the tick runs in HOLD. */
+static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_t *out)
+{
+    if (!a->hold && s->tick <= a->L) {
+        s->rest = true;
+        a->c.rest_ticks++;
+        return false;
+    }
+    const bool hold = a->hold || check_watchdog(a, s->now_ns, out);
+    int64_t lead_ns = 0;
+    const int rc = drths_playout_take(&a->pb, s->tick, s->deadline_ns, &s->cmd, &lead_ns);
+    if (hold)
+        return true;
+    if (rc == 0)
+        apply_received(a, s, lead_ns);
+    else if (conceal_missing(a, s))
+        return true;
+    return check_command(a, &s->cmd);
+}
+
+/* Phase 2, the drive outside HOLD: the compensation of the desired displacement with its past
+ * and previewed future, checked against the drive limit before anything is written. Returns
+ * true when the preview or the drive is a HOLD (the drive is then not written). */
+static bool compute_drive(drths_actuator_t *a, tick_state_t *s)
+{
+    push_history(a, &s->cmd);
+    drths_comp_set_command(&a->comp, s->cmd.damper_cmd);
+    double past[4];
+    for (int i = 0; i < 4; i++)
+        past[i] = a->hist[i].disp_m;
+    int nf;
+    if (gather_future(a, s->tick, &nf))
+        return true;
+    s->drive = drths_comp_drive(&a->comp, past, a->future, nf);
+    s->vel = s->cmd.vel_m_s;
+    s->dcmd = s->cmd.damper_cmd;
+    return check_drive(a, s->drive);
+}
+
+/* Phase 2 in HOLD: on its first tick the target is fixed; the drive then moves from the last
+ * drive written towards it, never faster than the ramp rate, and the tick carries no command. */
+static void hold_drive(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_t *out)
+{
+    if (!a->hold_started) {
         a->hold_started = 1;
-        a->hold_tick = tick;
+        a->hold_tick = s->tick;
         out->events |= DRTHS_ACT_EV_HOLD;
-        a->hold_target_m = a->p.hold_mode == DRTHS_HOLD_RAMP ? a->p.safe_position_m
-                                                             : a->last_meas_disp_m;
+        a->hold_target_m =
+            a->p.hold_mode == DRTHS_HOLD_RAMP ? a->p.safe_position_m : a->last_meas_disp_m;
         /* A measurement that failed or left the limits is no place to hold at. */
         if (!(fabs(a->hold_target_m) < a->p.limit_drive_m))
             a->hold_target_m = a->last_drive_m;
     }
-    int rc;
-    if (holding) {
-        /* From the last drive written towards the target, never faster than the rate limit. */
-        const double max_step = a->p.ramp_rate_m_s / a->p.rate_hz;
-        const double gap = a->hold_target_m - a->last_drive_m;
-        drive = fabs(gap) <= max_step ? a->hold_target_m
-                                      : a->last_drive_m + (gap > 0 ? max_step : -max_step);
-        const double step = fabs(drive - a->last_drive_m);
-        assert(step <= max_step * (1.0 + 1e-12));
-        if (step > a->hold_max_step_m)
-            a->hold_max_step_m = step;
-        if (!a->hold_settled && drive == a->hold_target_m) {
-            a->hold_settled = 1;
-            a->settled_tick = tick;
-            out->events |= DRTHS_ACT_EV_SETTLED;
-        }
-        vel = 0.0;
-        dcmd = 0.0;
-        cmd_tick = -1;
-        concealed = 0;
-        lead_ms = NAN;
-        a->c.hold_ticks++;
-        rc = drths_daq_safe_state(a->daq, drive);
-    } else {
-        rc = drths_daq_write(a->daq, drive, vel, dcmd);
+    const double max_step = a->p.ramp_rate_m_s / a->p.rate_hz;
+    const double gap = a->hold_target_m - a->last_drive_m;
+    s->drive = fabs(gap) <= max_step ? a->hold_target_m
+                                     : a->last_drive_m + (gap > 0 ? max_step : -max_step);
+    const double step = fabs(s->drive - a->last_drive_m);
+    assert(step <= max_step * (1.0 + 1e-12));
+    if (step > a->hold_max_step_m)
+        a->hold_max_step_m = step;
+    if (!a->hold_settled && s->drive == a->hold_target_m) {
+        a->hold_settled = 1;
+        a->settled_tick = s->tick;
+        out->events |= DRTHS_ACT_EV_SETTLED;
     }
-    a->last_drive_m = drive;
+    s->vel = 0.0;
+    s->dcmd = 0.0;
+    s->cmd_tick = -1;
+    s->concealed = false;
+    s->lead_ms = NAN;
+    a->c.hold_ticks++;
+}
+
+/* Phase 3, the DAQ: writes the drive (the safe state in HOLD), reads the measurement, checks
+ * its limits and adds a commanded tick to the tracking. A failure or a limit here is a HOLD
+ * that this tick's FEEDBACK and row flag and the next tick's drive carries out. */
+static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_t *out)
+{
+    out->daq_rc = 0;
+    int rc = s->holding ? drths_daq_safe_state(a->daq, s->drive)
+                        : drths_daq_write(a->daq, s->drive, s->vel, s->dcmd);
+    a->last_drive_m = s->drive;
     if (rc) {
         out->daq_rc = rc;
-        daq_failed(a, rc, holding ? "safe state" : "write");
+        daq_failed(a, rc, s->holding ? "safe state" : "write");
     }
-
-    double md = NAN, mf = NAN;
-    rc = drths_daq_read(a->daq, &md, &mf);
+    s->md = NAN;
+    s->mf = NAN;
+    rc = drths_daq_read(a->daq, &s->md, &s->mf);
     if (rc) {
         if (!out->daq_rc)
             out->daq_rc = rc;
         daq_failed(a, rc, "read");
-    } else {
-        a->last_meas_disp_m = md;
+        return;
     }
-    double terr = NAN;
-    if (!holding && !rc) {
-        check_measurement(a, md, mf);
-        if (!rest) {
-            terr = md - cmd.disp_m;
-            drths_tracking_add(&a->track, cmd.disp_m, md);
-            a->c.tracked++;
-        }
+    a->last_meas_disp_m = s->md;
+    if (s->holding)
+        return;
+    check_measurement(a, s->md, s->mf);
+    if (!s->rest) {
+        s->terr = s->md - s->cmd.disp_m;
+        drths_tracking_add(&a->track, s->cmd.disp_m, s->md);
+        a->c.tracked++;
     }
+}
 
-    uint8_t flags = (uint8_t)((concealed ? DRTHS_FB_CONCEALED : 0u) |
-                              (a->hold ? DRTHS_FB_HOLD : 0u));
+/* Phase 4, the FEEDBACK: this tick's measurement goes into the ring, and the message carries
+ * the last r ticks and the echo of the newest COMMAND. */
+static void build_feedback(drths_actuator_t *a, const tick_state_t *s, drths_actuator_out_t *out)
+{
+    const uint64_t tick = s->tick;
     drths_fb_sample_t *fs = &a->fb_ring[tick % DRTHS_WIRE_MAX_R];
     memset(fs, 0, sizeof *fs);
-    fs->cmd_tick = cmd_tick;
-    fs->flags = flags;
-    fs->ch[0].force_n = mf;
-    fs->ch[0].disp_m = md;
+    fs->cmd_tick = s->cmd_tick;
+    fs->flags =
+        (uint8_t)((s->concealed ? DRTHS_FB_CONCEALED : 0u) | (a->hold ? DRTHS_FB_HOLD : 0u));
+    fs->ch[0].force_n = s->mf;
+    fs->ch[0].disp_m = s->md;
 
     drths_msg_t *fb = &out->feedback;
     fb->type = DRTHS_MSG_FEEDBACK;
@@ -663,28 +716,40 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
     f->n_channels = 1;
     f->r = (uint8_t)a->p.r;
     f->echo_counter = a->have_cmd ? a->echo_counter : 0;
-    f->echo_hold_ns =
-        a->have_cmd && now_ns > a->echo_arrival_ns ? (uint64_t)(now_ns - a->echo_arrival_ns) : 0;
+    f->echo_hold_ns = a->have_cmd && s->now_ns > a->echo_arrival_ns
+                          ? (uint64_t)(s->now_ns - a->echo_arrival_ns)
+                          : 0;
     /* s[k] is tick t - k. The wire requires r - 1 <= t, so the first r - 1 FEEDBACKs carry
      * only the ticks that exist (t + 1 samples). */
     if ((uint64_t)(a->p.r - 1) > tick)
         f->r = (uint8_t)(tick + 1);
     for (int k = 0; k < f->r; k++)
         f->s[k] = a->fb_ring[(tick - (uint64_t)k) % DRTHS_WIRE_MAX_R];
+}
 
+/* Phase 5, the ABORT: in HOLD, unless the numerical site's own ABORT caused it, three of them
+ * abort_interval_s apart from the first HOLD tick. */
+static void build_abort(drths_actuator_t *a, uint64_t tick, drths_actuator_out_t *out)
+{
     out->send_abort = 0;
-    if (a->hold_started && a->hold_abort_peer && a->aborts_sent < 3 &&
-        tick >= a->hold_tick + (uint64_t)a->aborts_sent * a->abort_every_ticks) {
-        out->send_abort = 1;
-        a->aborts_sent++;
-        memset(&out->abort, 0, sizeof out->abort);
-        out->abort.type = DRTHS_MSG_ABORT;
-        out->abort.epoch = a->epoch;
-        out->abort.tick = tick;
-        out->abort.u.stop.reason = a->hold_reason;
-        scopy(out->abort.u.stop.text, sizeof out->abort.u.stop.text, a->hold_text);
-    }
+    if (!a->hold_started || !a->hold_abort_peer || a->aborts_sent >= 3 ||
+        tick < a->hold_tick + (uint64_t)a->aborts_sent * a->abort_every_ticks)
+        return;
+    out->send_abort = 1;
+    a->aborts_sent++;
+    memset(&out->abort, 0, sizeof out->abort);
+    out->abort.type = DRTHS_MSG_ABORT;
+    out->abort.epoch = a->epoch;
+    out->abort.tick = tick;
+    out->abort.u.stop.reason = a->hold_reason;
+    scopy(out->abort.u.stop.text, sizeof out->abort.u.stop.text, a->hold_text);
+}
 
+/* Phase 6, the end of the run: in HOLD once the drive has settled and the linger (and the
+ * three ABORTs) are over; without HOLD at the STOP's last commanded tick, which writes the
+ * safe state at the last drive (no step; the damper goes to its safe value). */
+static void end_of_run(drths_actuator_t *a, uint64_t tick, drths_actuator_out_t *out)
+{
     out->finished = 0;
     if (a->hold_started) {
         uint64_t end = a->linger_ticks;
@@ -697,8 +762,7 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
     } else if (!a->hold && a->stop_received && tick >= a->stop_tick) {
         out->finished = 1;
         a->end_reason = DRTHS_STOP_END_OF_RECORD;
-        /* The last drive stays; the damper goes to its safe value. */
-        rc = drths_daq_safe_state(a->daq, a->last_drive_m);
+        const int rc = drths_daq_safe_state(a->daq, a->last_drive_m);
         if (rc) {
             a->c.daq_errors++;
             if (!out->daq_rc)
@@ -708,24 +772,60 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
     a->finished = out->finished;
     if (out->finished)
         out->events |= DRTHS_ACT_EV_FINISHED;
+}
 
+/* Phase 7, the physical.csv row. In HOLD the command column is the drive. */
+static void fill_row(const drths_actuator_t *a, const tick_state_t *s, drths_actuator_out_t *out)
+{
     double *row = out->row;
-    row[DRTHS_ACT_COL_TICK] = (double)tick;
-    row[DRTHS_ACT_COL_TIME] = (double)tick / a->p.rate_hz;
-    row[DRTHS_ACT_COL_CMD_TICK] = (double)cmd_tick;
-    row[DRTHS_ACT_COL_COMMAND] = holding ? drive : cmd.disp_m;
-    row[DRTHS_ACT_COL_COMMAND_VEL] = vel;
-    row[DRTHS_ACT_COL_DAMPER_COMMAND] = dcmd;
-    row[DRTHS_ACT_COL_CONCEALED] = concealed;
+    row[DRTHS_ACT_COL_TICK] = (double)s->tick;
+    row[DRTHS_ACT_COL_TIME] = (double)s->tick / a->p.rate_hz;
+    row[DRTHS_ACT_COL_CMD_TICK] = (double)s->cmd_tick;
+    row[DRTHS_ACT_COL_COMMAND] = s->holding ? s->drive : s->cmd.disp_m;
+    row[DRTHS_ACT_COL_COMMAND_VEL] = s->vel;
+    row[DRTHS_ACT_COL_DAMPER_COMMAND] = s->dcmd;
+    row[DRTHS_ACT_COL_CONCEALED] = s->concealed;
     row[DRTHS_ACT_COL_HOLD] = a->hold ? 1.0 : 0.0;
-    row[DRTHS_ACT_COL_MEAS_DISP] = md;
-    row[DRTHS_ACT_COL_MEAS_FORCE] = mf;
-    row[DRTHS_ACT_COL_CMD_LEAD] = lead_ms;
-    row[DRTHS_ACT_COL_WAKE_LATE] = (double)lateness * 1e-3;
-    row[DRTHS_ACT_COL_DRIVE] = drive;
-    row[DRTHS_ACT_COL_TRACK_ERR] = terr;
+    row[DRTHS_ACT_COL_MEAS_DISP] = s->md;
+    row[DRTHS_ACT_COL_MEAS_FORCE] = s->mf;
+    row[DRTHS_ACT_COL_CMD_LEAD] = s->lead_ms;
+    row[DRTHS_ACT_COL_WAKE_LATE] = (double)s->lateness_ns * 1e-3;
+    row[DRTHS_ACT_COL_DRIVE] = s->drive;
+    row[DRTHS_ACT_COL_TRACK_ERR] = s->terr;
     row[DRTHS_ACT_COL_TRACK_RMS] = drths_tracking_rms_pct(&a->track);
     row[DRTHS_ACT_COL_TRACK_TI] = drths_tracking_ti(&a->track);
+}
+
+int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns, int64_t now_ns,
+                        drths_actuator_out_t *out)
+{
+    if (a->finished)
+        return -EALREADY;
+    if (!a->started)
+        return -EAGAIN;
+    tick_state_t s = {
+        .tick = tick,
+        .deadline_ns = deadline_ns,
+        .now_ns = now_ns,
+        .cmd = {0.0, 0.0, 0.0, a->p.rest_damper_command},
+        .cmd_tick = -1,
+        .lead_ms = NAN,
+        .drive = a->last_drive_m,
+        .md = NAN,
+        .mf = NAN,
+        .terr = NAN,
+    };
+    begin_tick(a, &s, out);
+    s.holding = choose_command(a, &s, out);
+    if (!s.holding)
+        s.holding = compute_drive(a, &s);
+    if (s.holding)
+        hold_drive(a, &s, out);
+    write_and_read(a, &s, out);
+    build_feedback(a, &s, out);
+    build_abort(a, tick, out);
+    end_of_run(a, tick, out);
+    fill_row(a, &s, out);
     return 0;
 }
 

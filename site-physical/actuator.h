@@ -1,44 +1,59 @@
-/* The actuator site's per-tick state machine (DESIGN.md 2, 7; notes SITES.md "Physical site per
- * tick"): playout of received commands, concealment of missing ones, the watchdog, the limits,
- * HOLD, one step of the specimen, the FEEDBACK to send and the physical.csv row.
+/* The actuator site's per-tick state machine (docs/design.md, "Data flow of one tick"): playout
+ * of received commands, concealment of missing ones, the watchdog, the limits, HOLD, one step of
+ * the specimen, the FEEDBACK to send and the physical.csv row.
  *
  * It knows nothing of sockets or clocks: the caller opens datagrams (protocol/wire.h) and hands
  * the messages to drths_actuator_receive with their arrival time, then calls drths_actuator_tick
  * once per tick with the tick's deadline and the time it actually woke. So a test drives it in
  * virtual time, and site-physical/physsite.c drives it from the real ticker and socket.
  *
- * Timing (DESIGN.md 2): tick t applies c(t) = x(t - L). For t <= L the command is the rest
- * position (displacement 0 and the experiment's rest damper command); the numerical site never
- * sends those ticks. For t > L the command is the one received for tick t; if it has not
- * arrived, it is concealed: extrapolated (third-order Lagrange, models/lagrange.h) one tick
- * ahead from the last four applied commands for the first DRTHS_ACT_CONCEAL_CUBIC_TICKS, then
- * gliding to rest, the damper command held; counted and flagged; more than
- * max_concealed_ticks in a row puts the actuator in HOLD. The first received command after
- * concealment is rejoined without a step (the gap fades out at the HOLD ramp rate).
+ * Timing (docs/design.md, "Timing model"): tick t applies c(t) = x(t - L). For t <= L the
+ * command is the rest position (displacement 0 and the experiment's rest damper command); the
+ * numerical site never sends those ticks. For t > L the command is the one received for tick t;
+ * if it has not arrived, it is concealed: extrapolated (third-order Lagrange, models/lagrange.h)
+ * one tick ahead from the last four applied commands for the first
+ * DRTHS_ACT_CONCEAL_CUBIC_TICKS, then gliding to rest, the damper command held; counted and
+ * flagged; more than max_concealed_ticks in a row puts the actuator in HOLD. The first received
+ * command after concealment is rejoined without a step (the gap fades out at the HOLD ramp
+ * rate).
  *
- * Drive (DESIGN.md 5.3): the command chosen for tick t is the DESIRED displacement r(t); the
- * drive signal written to the DAQ is drths_comp_drive(r(t-3..t), r(t+1..t+k), k) with the
- * experiment's compensation (models/compensation.h), the future samples read from the playout
- * buffer (drths_playout_lookahead; rest ticks t <= L preview 0 and the first commands). For
+ * Drive (docs/design.md, "Algorithms", compensation): the command chosen for tick t is the
+ * DESIRED displacement r(t); the drive signal written to the DAQ is
+ * drths_comp_drive(r(t-3..t), r(t+1..t+k), k) with the experiment's compensation
+ * (models/compensation.h), the future samples read from the playout buffer
+ * (drths_playout_lookahead; rest ticks t <= L preview 0 and the first commands). For
  * `feedforward` the inverse model is scheduled on the commanded damper current through the
  * nominal damper's current dynamics. Tracking (measured against desired) is accumulated on every
- * commanded tick outside HOLD.
+ * commanded tick (t > L) outside HOLD whose read succeeded.
  *
- * Limits (DESIGN.md 7), each putting the actuator in HOLD: |command| and |command velocity|
- * before the drive is computed, |drive| before it is written (the offending drive is never
- * written), |measured displacement| and |measured force| after the read. A DAQ error is a HOLD
- * too.
+ * Limits, each putting the actuator in HOLD: |command| and |command velocity| before the drive
+ * is computed (|command| also for each previewed future command), |drive| before it is written
+ * (the offending drive is never written), |measured displacement| and |measured force| after
+ * the read. A failed DAQ write or read is a HOLD too.
  *
- * HOLD (DESIGN.md 7): the drive moves from the last drive written towards the target, the
- * displacement measured when HOLD began (physical.hold: hold) or physical.safe_position_m
- * (ramp), by at most ramp_rate_m_s * dt per tick (asserted, and the largest step is kept in
- * hold_max_step_m), through drths_daq_safe_state, which also puts the damper command at its
- * safe value (0). Every FEEDBACK carries DRTHS_FB_HOLD, an ABORT naming the reason is sent to
- * the numerical site three times abort_interval_s apart (not when the HOLD was the numerical
- * site's own ABORT), and the loop keeps ticking and recording until the drive has reached the
- * target and hold_linger_s has passed, then finishes. Every cause of HOLD goes through
- * drths_actuator_hold. At the end of a run without HOLD the tick that finishes calls
- * drths_daq_safe_state at the last drive (no step, damper to its safe value).
+ * HOLD (docs/design.md, "Safety"; this is the description the DAQ and the site refer to). Every
+ * cause of HOLD goes through drths_actuator_hold: the watchdog, too many concealed commands, the
+ * limits, a DAQ error, a signal or the monitor (physsite.h), the OpenFresco client lost
+ * (openfresco_app.h) and the numerical site's ABORT. A cause found before the tick's drive is
+ * written (one entered between ticks, the watchdog, the concealment and command limits, the
+ * preview and the drive limit) drives the ramp from that tick on; one found after it (a DAQ
+ * error, the measurement limits) flags that tick's FEEDBACK and row and drives the ramp from
+ * the next tick. The first ramp tick fixes the target: the last displacement measured
+ * (physical.hold: hold) or physical.safe_position_m (ramp); a target outside +/-
+ * limit_drive_m (a runaway or failed measurement) is replaced by the last drive written. Each
+ * HOLD tick then moves the drive from the last drive written towards the target by at most
+ * ramp_rate_m_s * dt (asserted; the largest step is kept in hold_max_step_m) and writes it with
+ * drths_daq_safe_state, which also puts the damper command at its safe value (0); nothing is
+ * taken from the commands (the row's command column is the drive, with no command tick,
+ * velocity and damper command 0). Every FEEDBACK carries DRTHS_FB_HOLD. Unless the HOLD was the
+ * numerical site's own ABORT, an ABORT naming the reason is sent to it three times,
+ * abort_interval_s apart from the first ramp tick. The loop keeps ticking, reading and
+ * recording until the drive has reached the target and hold_linger_s (at least the two ABORT
+ * intervals when ABORTs are sent) has passed since the first ramp tick, then finishes.
+ *
+ * End of a run without HOLD: the tick of the STOP's last commanded tick finishes the run and
+ * writes drths_daq_safe_state at the last drive (no step, damper to its safe value). Whoever
+ * ends the run otherwise (an error, a failed start) calls drths_actuator_safe_state.
  *
  * One channel (the damper) for now: COMMANDs with another channel count are counted and dropped.
  *
@@ -62,7 +77,7 @@
 #include "protocol/wire.h"
 #include "site-physical/daq.h"
 
-/* Columns of physical.csv (notes/RUN-FOLDER.md), in this order. */
+/* Columns of physical.csv, in this order (drths_actuator_columns gives their header names). */
 enum {
     DRTHS_ACT_COL_TICK = 0,
     DRTHS_ACT_COL_TIME,
@@ -272,21 +287,22 @@ static inline int drths_actuator_started(const drths_actuator_t *a)
 }
 
 /* Runs tick `tick` (0, 1, 2, ... in order, none skipped), due at deadline_ns and woken at
- * now_ns: chooses the command (rest, received, concealed or HOLD), checks the watchdog and the
- * limits, steps the specimen, and fills out with the FEEDBACK, any ABORT to send and the row.
- * Returns 0, or -EALREADY when the run has already finished (out untouched). RT-safe. */
+ * now_ns, in phases: the command (rest, received or concealed; the watchdog and the command
+ * limits), the drive (compensated, or the HOLD ramp), the DAQ write and read (the measurement
+ * limits, the tracking), then out is filled with the FEEDBACK, any ABORT to send, the end of
+ * the run and the row. Returns 0; -EALREADY when the run has already finished, -EAGAIN before
+ * EPOCH 1 (out untouched in both). RT-safe. */
 int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns, int64_t now_ns,
                         drths_actuator_out_t *out);
 
-/* Enters HOLD (if not already in it) with a stop reason and one sentence; abort_peer says
- * whether the numerical site is sent ABORT {reason, text}. Takes effect at the next tick. The
- * single entry into HOLD: the watchdog, the limits, concealment, a signal and the peer's ABORT
- * all come through here. RT-safe. */
+/* Enters HOLD (if not already in it, nor finished) with a stop reason and one sentence;
+ * abort_peer says whether the numerical site is sent ABORT {reason, text}. The single entry
+ * into HOLD; when it takes effect is in the file comment (HOLD). RT-safe. */
 void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, const char *text);
 
-/* Tracking RMS error norm in % (seed 004 eq 31): sqrt(sum (measured - command)^2 / sum
- * command^2) over the ticks driven by a command (received or concealed), outside HOLD; NaN if
- * the commands were all zero. RT-safe. */
+/* Tracking RMS error norm in % (Phillips & Spencer 2013, eq. 31): 100 sqrt(sum (measured -
+ * command)^2 / sum command^2) over the ticks driven by a command (received or concealed),
+ * outside HOLD; NaN if the commands were all zero. RT-safe. */
 double drths_actuator_tracking_rms_pct(const drths_actuator_t *a);
 
 /* Writes the DAQ's safe state at the last drive (no step; damper command to its safe value).

@@ -122,7 +122,7 @@ static int virt_safe_state(drths_daq_t *d, double hold_m)
 {
     int r = 0;
     d->clamped = 0;
-    /* Without a position to hold (a failed read), the drive stays where it was. */
+    /* A NaN set-point is no position to hold: the drive stays where it was. */
     if (isnan(hold_m)) {
         virt_record(d, DRTHS_DAQ_COMMAND_OUT);
         r = -EINVAL;

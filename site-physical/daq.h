@@ -1,5 +1,5 @@
-/* The actuator site's I/O driver interface (DESIGN.md 7, 8): one drive signal and one damper
- * command out, one displacement and one force in, and a safe state. Two back ends:
+/* The actuator site's I/O driver interface: one drive signal and one damper command out, one
+ * displacement and one force in, and a safe state. Two back ends:
  *
  *   virtual  the rehearsal specimen (models/specimen.h): each read is one tick of the virtual
  *            plant and damper, driven by the outputs last written.
@@ -8,9 +8,10 @@
  *            displacement transducer and the load cell (docs/experiment-file.md, `daq`).
  *
  * Per tick the site calls drths_daq_write, then drths_daq_read; in HOLD it calls
- * drths_daq_safe_state with the last measured displacement. Every per-tick call is RT-safe: no
- * allocation, no logging; the comedi back end makes one synchronous comedilib call (an ioctl)
- * per channel. A failing call returns a negative errno-style code and records what failed;
+ * drths_daq_safe_state instead of the write, with the drive of the HOLD ramp (what the site
+ * passes, and when, is described once, in site-physical/actuator.h, HOLD). Every per-tick call
+ * is RT-safe: no allocation, no logging; the comedi back end makes one synchronous comedilib
+ * call (an ioctl) per channel. A failing call returns a negative errno-style code and records what failed;
  * drths_daq_error formats it later, outside the RT thread.
  *
  * Conversion on the comedi back end. Engineering value e and connector voltage v are related
@@ -188,9 +189,11 @@ int drths_daq_write(drths_daq_t *d, double drive_m, double vel_m_s, double dampe
  * specimen one tick. On failure *disp_m and *force_N are NaN. RT-safe. */
 int drths_daq_read(drths_daq_t *d, double *disp_m, double *force_N);
 
-/* Writes the neutral outputs: the set-point hold_m (the last measured displacement, so the
- * actuator stays where it is) and the damper's safe command. Both outputs are attempted even if
- * the first fails; returns the first error. RT-safe. */
+/* Writes the neutral outputs: the set-point hold_m and the damper's safe command (0 on the
+ * virtual back end). The caller chooses hold_m (the actuator site: each tick of the HOLD ramp,
+ * or the last drive at the end of the run; see site-physical/actuator.h, HOLD). A NaN hold_m
+ * is not written (the set-point stays as it was) and gives -EINVAL. Both outputs are attempted
+ * even if the first fails; returns the first error. RT-safe. */
 int drths_daq_safe_state(drths_daq_t *d, double hold_m);
 
 /* The virtual back end's full measurement of the last read (true values as well as the

@@ -1,4 +1,4 @@
-/* The comedi back end of the DAQ interface (site-physical/daq.h, DESIGN.md 8).
+/* The comedi back end of the DAQ interface (site-physical/daq.h).
  *
  * comedilib is called only through the drths_comedi_api_t given at open, so a test can stand in
  * for the library. The flow is comedilib's own for calibrated conversion: for each channel,
@@ -192,8 +192,8 @@ static int cm_safe_state(drths_daq_t *d, double hold_m)
 {
     d->clamped = 0;
     int r1 = 0;
-    /* Without a position to hold (a failed read) the set-point is left as it was, which is
-     * the last command: the servo controller keeps the actuator there. */
+    /* A NaN set-point is no position to hold: the output is left as it was, which is the last
+     * drive written, so the servo controller keeps the actuator there. */
     if (isnan(hold_m)) {
         r1 = -EINVAL;
         record(d, DRTHS_DAQ_COMMAND_OUT, "nan", 0, r1);

@@ -1,5 +1,5 @@
-/* The actuator site driven by an OpenSees/OpenFresco analysis client over TCP (issue 8):
- * drths-physical --openfresco HOST:PORT.
+/* The actuator site driven by an OpenSees/OpenFresco analysis client over TCP, instead of the
+ * numerical site: drths-physical --openfresco HOST:PORT (user guide: docs/openfresco.md).
  *
  * Two threads:
  *   - the I/O thread (drths_ofr_app_start) accepts one client, tells the wire variant apart

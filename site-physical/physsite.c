@@ -10,9 +10,7 @@
 
 #include "config/setup.h"
 #include "platform/cli.h"
-#include "platform/json.h"
 #include "platform/rtclock.h"
-#include "platform/stats.h"
 #include "protocol/wire_filter.h"
 
 #define EVENT_CAPACITY 64
@@ -490,7 +488,10 @@ static int narrow_filter(drths_physsite_t *ps, int running)
     return 0;
 }
 
-int drths_physsite_run(drths_physsite_t *ps)
+/* Before the ticker starts: the real-time options, then the command source's start or the
+ * handshake (with the kernel filter around it), then the "run started" lines. Returns 0 when
+ * the run can start, else the exit code (finish has been called). */
+static int start_run(drths_physsite_t *ps)
 {
     ps->rt_rc = drths_rt_apply_thread(&ps->cfg.rt, &ps->rt_report);
     atomic_store(&ps->rt_ready, 1);
@@ -519,9 +520,8 @@ int drths_physsite_run(drths_physsite_t *ps)
     }
 
     const drths_actuator_t *a = &ps->act;
-    int64_t dt_ns = a->dt_ns;
     event(ps, 0, "run started: loop delay L = %" PRIu32 " ticks (%.3f ms), epoch 1", a->L,
-          (double)a->L * (double)dt_ns * 1e-6);
+          (double)a->L * (double)a->dt_ns * 1e-6);
     /* Commands arrive about L ticks minus the round trip ahead of their tick. With L chosen
      * from the round trip that is a small margin; a fixed L far above the round trip can put
      * them beyond the playout buffer. */
@@ -531,7 +531,87 @@ int drths_physsite_run(drths_physsite_t *ps)
               "if the round trip is much shorter than L, commands arrive too far ahead and are "
               "dropped (raise physical.playout_ticks above L)",
               a->L, a->p.playout_ticks);
+    return 0;
+}
 
+/* The tick's FEEDBACK (its echo hold time measured up to now) and any ABORT, over UDP. */
+static void send_tick(drths_physsite_t *ps)
+{
+    drths_msg_feedback_t *f = &ps->out.feedback.u.feedback;
+    if (f->echo_counter) {
+        int64_t held = drths_now_ns() - ps->act.echo_arrival_ns;
+        f->echo_hold_ns = held > 0 ? (uint64_t)held : 0;
+    }
+    if (send_msg(ps, &ps->out.feedback) == 0)
+        ps->feedback_sent++;
+    if (ps->out.send_abort)
+        send_msg(ps, &ps->out.abort);
+}
+
+/* The event lines of the tick's transitions; *hold_reported says whether HOLD was reported. */
+static void report_tick(drths_physsite_t *ps, uint64_t tick, int *hold_reported)
+{
+    const drths_actuator_t *a = &ps->act;
+    unsigned ev = ps->out.events;
+    if (ev & DRTHS_ACT_EV_FIRST_COMMAND)
+        event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
+              drths_compensation_name(a->p.compensation));
+    if (ev & DRTHS_ACT_EV_EPOCH)
+        event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick, a->epoch,
+              a->L);
+    if (a->hold && !*hold_reported) {
+        *hold_reported = 1;
+        atomic_store(&ps->state, DRTHS_PHYSSITE_HOLD);
+        event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
+    }
+    if (ev & DRTHS_ACT_EV_HOLD) {
+        event(ps, 1, "HOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
+              a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
+                                                : "goes to the measured position",
+              a->hold_target_m, a->p.ramp_rate_m_s);
+    }
+    if (ev & DRTHS_ACT_EV_SETTLED)
+        event(ps, 0, "tick %" PRIu64 ": HOLD: drive at %.6g m (%.3f s after HOLD began)", tick,
+              a->hold_target_m, (double)(tick - a->hold_tick) / a->p.rate_hz);
+    if (ps->out.daq_rc) {
+        drths_error_t derr;
+        drths_daq_error(&ps->daq, &derr);
+        /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
+        event(ps, 1, "tick %" PRIu64 ": %s", tick, derr.msg);
+    }
+}
+
+/* After the last tick (`tick`): the source's end, or STOP three times to the numerical site at
+ * the end of the record. Returns the exit code. */
+static int end_run(drths_physsite_t *ps, uint64_t tick)
+{
+    const drths_actuator_t *a = &ps->act;
+    const drths_physsite_source_t *src = ps->cfg.source;
+    ps->run_end_ns = drths_now_ns();
+    if (src) {
+        const char *ok = src->ended(ps->cfg.source_ctx, ps);
+        if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold)
+            return finish(ps, 0, ok);
+        return finish(ps, 1, a->hold_text);
+    }
+    if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold) {
+        for (int i = 0; i < 3; i++) {
+            if (i)
+                drths_sleep_until_ns(drths_now_ns() + STOP_GAP_NS);
+            send_stop_like(ps, DRTHS_MSG_STOP, DRTHS_STOP_END_OF_RECORD, tick, "end of record");
+        }
+        return finish(ps, 0, "end of record");
+    }
+    return finish(ps, 1, a->hold_text);
+}
+
+int drths_physsite_run(drths_physsite_t *ps)
+{
+    int rc = start_run(ps);
+    if (rc)
+        return rc;
+    const drths_physsite_source_t *src = ps->cfg.source;
+    const int64_t dt_ns = ps->act.dt_ns;
     drths_ticker_t tk;
     ps->run_start_ns = drths_now_ns() + START_DELAY_NS;
     drths_ticker_init(&tk, dt_ns, ps->run_start_ns, dt_ns / 2, NULL, NULL, NULL);
@@ -555,46 +635,11 @@ int drths_physsite_run(drths_physsite_t *ps)
             drain(ps, 1, MAX_BATCHES_PER_TICK, NULL);
         if (drths_actuator_tick(&ps->act, tick, tk.deadline_ns, woke, &ps->out) != 0)
             break;
-        if (src) {
+        if (src)
             src->after_tick(ps->cfg.source_ctx, ps, tick, &ps->out);
-        } else {
-            drths_msg_feedback_t *f = &ps->out.feedback.u.feedback;
-            if (f->echo_counter) {
-                int64_t held = drths_now_ns() - a->echo_arrival_ns;
-                f->echo_hold_ns = held > 0 ? (uint64_t)held : 0;
-            }
-            if (send_msg(ps, &ps->out.feedback) == 0)
-                ps->feedback_sent++;
-            if (ps->out.send_abort)
-                send_msg(ps, &ps->out.abort);
-        }
-        unsigned ev = ps->out.events;
-        if (ev & DRTHS_ACT_EV_FIRST_COMMAND)
-            event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
-                  drths_compensation_name(a->p.compensation));
-        if (ev & DRTHS_ACT_EV_EPOCH)
-            event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick,
-                  a->epoch, a->L);
-        if (a->hold && !hold_reported) {
-            hold_reported = 1;
-            atomic_store(&ps->state, DRTHS_PHYSSITE_HOLD);
-            event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
-        }
-        if (ev & DRTHS_ACT_EV_HOLD) {
-            event(ps, 1, "HOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
-                  a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
-                                                    : "goes to the measured position",
-                  a->hold_target_m, a->p.ramp_rate_m_s);
-        }
-        if (ev & DRTHS_ACT_EV_SETTLED)
-            event(ps, 0, "tick %" PRIu64 ": HOLD: drive at %.6g m (%.3f s after HOLD began)", tick,
-                  a->hold_target_m, (double)(tick - a->hold_tick) / a->p.rate_hz);
-        if (ps->out.daq_rc) {
-            drths_error_t derr;
-            drths_daq_error(&ps->daq, &derr);
-            /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
-            event(ps, 1, "tick %" PRIu64 ": %s", tick, derr.msg);
-        }
+        else
+            send_tick(ps);
+        report_tick(ps, tick, &hold_reported);
         drths_recorder_push(ps->rec, ps->out.row);
         ps->rows_pushed++;
         publish_status(ps, tick);
@@ -603,189 +648,5 @@ int drths_physsite_run(drths_physsite_t *ps)
         if (ps->out.finished)
             break;
     }
-    ps->run_end_ns = drths_now_ns();
-    if (src) {
-        const char *ok = src->ended(ps->cfg.source_ctx, ps);
-        if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold)
-            return finish(ps, 0, ok);
-        return finish(ps, 1, a->hold_text);
-    }
-    if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold) {
-        for (int i = 0; i < 3; i++) {
-            if (i)
-                drths_sleep_until_ns(drths_now_ns() + STOP_GAP_NS);
-            send_stop_like(ps, DRTHS_MSG_STOP, DRTHS_STOP_END_OF_RECORD, tick, "end of record");
-        }
-        return finish(ps, 0, "end of record");
-    }
-    return finish(ps, 1, a->hold_text);
-}
-
-/* ---- summary ------------------------------------------------------------------------------- */
-
-static double us(int64_t ns)
-{
-    return (double)ns * 1e-3;
-}
-
-int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_error_t *err)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
-    const drths_experiment_t *exp = ps->cfg.exp;
-    const drths_actuator_t *a = &ps->act;
-    const drths_actuator_counters_t *c = &a->c;
-    char fphex[65], text[80];
-    drths_experiment_fingerprint_hex(ps->cfg.fingerprint, fphex);
-    drths_json_t j;
-    drths_json_init(&j, f);
-    drths_json_object_begin(&j, NULL);
-    drths_json_string(&j, "kind", "hybrid-physical");
-    drths_json_string(&j, "experiment", exp->name);
-    drths_json_string(&j, "fingerprint", fphex);
-    drths_json_number(&j, "rate_hz", exp->rate_hz);
-    drths_json_number(&j, "dt_s", 1.0 / exp->rate_hz);
-    if (ps->have_session) {
-        snprintf(text, sizeof text, "%016" PRIx64, ps->session_id);
-        drths_json_string(&j, "session", text);
-        drths_addr_format(&ps->peer, text, sizeof text);
-        drths_json_string(&j, "numerical_site", text);
-    }
-    drths_json_int(&j, "exit_code", ps->exit_code);
-    drths_json_string(&j, "exit_reason", ps->exit_reason);
-    drths_json_int(&j, "ticks", (int64_t)c->ticks);
-    drths_json_number(&j, "duration_s", (double)c->ticks / exp->rate_hz);
-    drths_json_number(&j, "wall_time_s",
-                      ps->run_end_ns > ps->run_start_ns
-                          ? (double)(ps->run_end_ns - ps->run_start_ns) * 1e-9
-                          : 0.0);
-    drths_json_int(&j, "loop_delay_ticks", a->L);
-    drths_json_number(&j, "loop_delay_ms", (double)a->L * 1e3 / exp->rate_hz);
-    drths_json_int(&j, "epochs", (int64_t)c->epochs);
-
-    drths_json_object_begin(&j, "commands");
-    drths_json_int(&j, "received", (int64_t)c->commands);
-    drths_json_int(&j, "applied", (int64_t)c->applied);
-    drths_json_int(&j, "rest_ticks", (int64_t)c->rest_ticks);
-    drths_json_int(&j, "late", (int64_t)c->late);
-    drths_json_int(&j, "duplicate", (int64_t)c->duplicates);
-    drths_json_int(&j, "too_far", (int64_t)c->too_far);
-    drths_json_int(&j, "reordered", (int64_t)c->reordered);
-    drths_json_int(&j, "from_redundancy", (int64_t)c->from_redundancy);
-    drths_json_int(&j, "concealed", (int64_t)c->concealed);
-    drths_json_int(&j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
-    drths_json_int(&j, "rejoins", (int64_t)c->rejoins);
-    drths_json_number(&j, "max_rejoin_offset_m", c->max_rejoin_offset_m);
-    drths_json_int(&j, "wrong_channel_count", (int64_t)c->bad_commands);
-    drths_json_object_end(&j);
-
-    drths_json_object_begin(&j, "hold");
-    drths_json_bool(&j, "active", a->hold);
-    if (a->hold) {
-        drths_json_string(&j, "reason_code", drths_stop_reason_name(a->hold_reason));
-        drths_json_string(&j, "reason", a->hold_text);
-        drths_json_int(&j, "ticks", (int64_t)c->hold_ticks);
-        drths_json_int(&j, "first_tick", (int64_t)a->hold_tick);
-        drths_json_string(&j, "mode", drths_hold_mode_name(a->p.hold_mode));
-        drths_json_number(&j, "target_m", a->hold_target_m);
-        drths_json_number(&j, "ramp_rate_m_s", a->p.ramp_rate_m_s);
-        drths_json_number(&j, "max_drive_step_m", a->hold_max_step_m);
-        drths_json_number(&j, "max_drive_step_allowed_m", a->p.ramp_rate_m_s / a->p.rate_hz);
-        drths_json_bool(&j, "settled", a->hold_settled);
-        if (a->hold_settled)
-            drths_json_int(&j, "settled_tick", (int64_t)a->settled_tick);
-    }
-    drths_json_object_end(&j);
-
-    drths_json_object_begin(&j, "rejects");
-    for (int r = 1; r < DRTHS_REJECT_COUNT; r++) {
-        uint64_t n = ps->rx.rejects[r] + ps->pre_rejects[r];
-        if (n)
-            drths_json_int(&j, drths_reject_name((drths_reject_t)r), (int64_t)n);
-    }
-    if (ps->wrong_source)
-        drths_json_int(&j, "WRONG_SOURCE", (int64_t)ps->wrong_source);
-    if (ps->other_session)
-        drths_json_int(&j, "OTHER_SESSION", (int64_t)ps->other_session);
-    drths_json_object_end(&j);
-    /* Not by reason: what the kernel filter refused plus any receive-buffer overflow (a
-     * command source such as OpenFresco has no UDP socket). */
-    if (!ps->cfg.source) {
-        drths_json_bool(&j, "kernel_filter", ps->cfg.kernel_filter);
-        if (ps->kernel_drops >= 0)
-            drths_json_int(&j, "kernel_drops", ps->kernel_drops);
-    }
-
-    const drths_hist_t *lh = &a->lateness_ns;
-    drths_json_object_begin(&j, "tick_lateness_us");
-    if (lh->count) {
-        drths_json_number(&j, "p50", us(drths_hist_quantile(lh, 0.5)));
-        drths_json_number(&j, "p99", us(drths_hist_quantile(lh, 0.99)));
-        drths_json_number(&j, "p999", us(drths_hist_quantile(lh, 0.999)));
-        drths_json_number(&j, "max", us(lh->max));
-    }
-    drths_json_int(&j, "later_than_half_dt", (int64_t)c->late_wakeups);
-    drths_json_number(&j, "spin_us", (double)ps->cfg.tick_spin_ns * 1e-3);
-    drths_json_object_end(&j);
-
-    const drths_hist_t *ld = &a->lead_ns;
-    drths_json_object_begin(&j, "command_lead_ms");
-    if (ld->count) {
-        drths_json_number(&j, "p50", (double)drths_hist_quantile(ld, 0.5) * 1e-6);
-        drths_json_number(&j, "min", (double)ld->min * 1e-6);
-    }
-    drths_json_object_end(&j);
-
-    drths_json_number(&j, "tracking_rms_error_pct", drths_actuator_tracking_rms_pct(a));
-    drths_json_object_begin(&j, "tracking");
-    drths_json_string(&j, "compensation", drths_compensation_name(a->p.compensation));
-    drths_json_int(&j, "lookahead_ticks", a->lookahead);
-    drths_json_int(&j, "ticks", (int64_t)c->tracked);
-    drths_json_number(&j, "rms_error_pct", drths_actuator_tracking_rms_pct(a));
-    drths_json_number(&j, "tracking_indicator_m2", drths_tracking_ti(&a->track));
-    drths_json_number(&j, "max_abs_error_m", drths_tracking_max_err(&a->track));
-    drths_json_int(&j, "extrapolated_ticks", (int64_t)a->comp.extrapolated_ticks);
-    drths_json_int(&j, "derivative_limited_ticks", (int64_t)a->comp.limited_ticks);
-    drths_json_object_end(&j);
-    drths_json_object_begin(&j, "daq");
-    drths_json_string(&j, "backend", drths_daq_backend_name(ps->daq.backend));
-    if (ps->daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
-        drths_json_string(&j, "device", ps->daq.u.comedi.device);
-    drths_json_int(&j, "errors", (int64_t)c->daq_errors);
-    drths_json_int(&j, "clamped_writes", (int64_t)ps->daq.n_clamped);
-    drths_json_int(&j, "saturated_reads", (int64_t)ps->daq.n_saturated);
-    drths_json_object_end(&j);
-    drths_json_int(&j, "probes_answered", (int64_t)ps->probes_answered);
-    drths_json_int(&j, "feedback_sent", (int64_t)ps->feedback_sent);
-    drths_json_int(&j, "send_errors", (int64_t)ps->send_errors);
-    drths_json_object_begin(&j, "recorder");
-    drths_json_int(&j, "rows", (int64_t)ps->rec_written);
-    drths_json_int(&j, "dropped_rows", (int64_t)ps->rec_dropped);
-    drths_json_object_end(&j);
-
-    drths_json_object_begin(&j, "specimen");
-    drths_json_string(&j, "damper", drths_damper_model_name(exp->specimen.damper.model));
-    drths_json_string(&j, "plant", drths_actuator_plant_name(exp->actuator.plant));
-    drths_json_number(&j, "noise_displacement_m", exp->actuator.noise_displacement_m);
-    drths_json_number(&j, "noise_force_N", exp->actuator.noise_force_N);
-    drths_json_int(&j, "adc_bits", exp->actuator.adc_bits);
-    drths_json_int(&j, "io_delay_ticks", exp->actuator.io_delay_ticks);
-    drths_json_number(&j, "rest_damper_command", a->p.rest_damper_command);
-    drths_json_object_end(&j);
-
-    drths_json_object_begin(&j, "real_time");
-    for (int i = 0; i < DRTHS_RT_NITEMS; i++) {
-        const drths_rt_item_t *it = &ps->rt_report.item[i];
-        if (it->what[0])
-            drths_json_string(&j, it->what, drths_rt_status_name(it->status));
-    }
-    drths_json_object_end(&j);
-    if (ps->cfg.source && ps->cfg.source->summary)
-        ps->cfg.source->summary(ps->cfg.source_ctx, ps, &j);
-    drths_json_object_end(&j);
-    fputc('\n', f);
-    if (fclose(f) != 0)
-        return drths_error_set(err, -EIO, "writing %s failed", path);
-    return 0;
+    return end_run(ps, tick);
 }

@@ -1,5 +1,5 @@
-/* The actuator site's data plane (notes SITES.md): the socket, the wire protocol and the real-time
- * thread around the per-tick state machine (site-physical/actuator.h).
+/* The actuator site's data plane: the socket, the wire protocol and the real-time thread around
+ * the per-tick state machine (site-physical/actuator.h).
  *
  * drths_physsite_run is the body of the one RT thread. In order it:
  *   1. applies the real-time options (SCHED_FIFO, mlockall, ...) to itself and publishes the
@@ -190,7 +190,8 @@ void drths_physsite_event(drths_physsite_t *ps, int warning, const char *fmt, ..
 /* main: the next event line, 0; or -EAGAIN when there is none. */
 int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *ev);
 
-/* Writes summary.json (kind "hybrid-physical") after the RT thread has ended. init-only. */
+/* Writes summary.json (kind "hybrid-physical", with the software version) after the RT thread
+ * has ended (site-physical/summary.c). init-only. */
 int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_error_t *err);
 
 /* Frees what init allocated and releases the real-time report. Safe twice. init-only. */

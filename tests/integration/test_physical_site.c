@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "platform/cli.h"
 #include "platform/csvread.h"
 #include "platform/recorder.h"
 #include "platform/rtclock.h"
@@ -106,6 +107,14 @@ static int world_join(void)
     char path[512];
     snprintf(path, sizeof path, "%s/summary.json", W.dir);
     assert_int_equal(drths_physsite_write_summary(&W.ps, path, NULL), 0);
+    /* The summary names the software that wrote it. */
+    char text[8192], want[128];
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    snprintf(want, sizeof want, "\"version\": \"%s\"", drths_version());
+    assert_non_null(strstr(text, want));
     return W.ps.exit_code;
 }
 

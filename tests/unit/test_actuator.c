@@ -2,7 +2,8 @@
  * commands applied at their tick, redundancy repairing a lost datagram, Lagrange concealment
  * (exact for a cubic), late and duplicate commands counted, HOLD after too many concealed
  * ticks, the watchdog, the displacement / velocity / force limits, the peer's ABORT, STOP,
- * a later epoch, FEEDBACK contents and echo, and no allocation per tick.
+ * a later epoch, FEEDBACK contents and echo, no allocation per tick, and golden hashes of
+ * everything seven varied runs hand back.
  *
  * The specimen is a linear spring (1e6 N/m) behind an ideal actuator with no noise and no I/O
  * delay, so the measured displacement equals the drive and the force is 1e6 times it. */
@@ -869,6 +870,321 @@ static void test_no_allocation_per_tick(void **state)
     teardown();
 }
 
+/* ---- golden record ------------------------------------------------------------------------ */
+
+/* Everything a tick hands back, folded into a 64-bit FNV-1a hash: the row, the FEEDBACK, the
+ * ABORT, the events and the end flag, bit for bit (NaN payloads included). The constants in
+ * test_golden_runs were computed by this test on the tick before it was split into phases, so
+ * that any change of behaviour, however small, shows; change them only for a deliberate change
+ * of behaviour, from the hash the failing test prints. */
+static uint64_t golden_hash;
+
+static void hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        golden_hash ^= b[i];
+        golden_hash *= UINT64_C(1099511628211);
+    }
+}
+
+static void hash_u64(uint64_t v)
+{
+    hash_bytes(&v, sizeof v);
+}
+
+static void hash_double(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    hash_u64(u);
+}
+
+static void hash_out(int rc, const drths_actuator_out_t *o)
+{
+    hash_u64((uint64_t)(int64_t)rc);
+    if (rc)
+        return;
+    for (int i = 0; i < DRTHS_ACT_NCOLS; i++)
+        hash_double(o->row[i]);
+    const drths_msg_t *fb = &o->feedback;
+    const drths_msg_feedback_t *f = &fb->u.feedback;
+    hash_u64(fb->type);
+    hash_u64(fb->epoch);
+    hash_u64(fb->tick);
+    hash_u64(fb->counter);
+    hash_u64(fb->session_id);
+    hash_u64(f->n_channels);
+    hash_u64(f->r);
+    hash_u64(f->echo_counter);
+    hash_u64(f->echo_hold_ns);
+    for (int k = 0; k < f->r; k++) {
+        hash_u64((uint64_t)f->s[k].cmd_tick);
+        hash_u64(f->s[k].flags);
+        hash_double(f->s[k].ch[0].force_n);
+        hash_double(f->s[k].ch[0].disp_m);
+    }
+    hash_u64((uint64_t)o->send_abort);
+    if (o->send_abort) {
+        hash_u64(o->abort.type);
+        hash_u64(o->abort.epoch);
+        hash_u64(o->abort.tick);
+        hash_u64(o->abort.u.stop.reason);
+        hash_bytes(o->abort.u.stop.text, strlen(o->abort.u.stop.text));
+    }
+    hash_u64((uint64_t)o->finished);
+    hash_u64(o->events);
+    hash_u64((uint64_t)(int64_t)o->daq_rc);
+}
+
+/* The counters and HOLD state after a run. */
+static void hash_end(const drths_actuator_t *a)
+{
+    const drths_actuator_counters_t *c = &a->c;
+    const uint64_t n[] = {c->ticks,       c->rest_ticks,      c->commands,
+                          c->applied,     c->concealed,       c->max_consecutive_concealed,
+                          c->late,        c->duplicates,      c->reordered,
+                          c->too_far,     c->from_redundancy, c->bad_commands,
+                          c->epochs,      c->late_wakeups,    c->hold_ticks,
+                          c->daq_errors,  c->tracked,         c->rejoins,
+                          a->hold_tick,   a->settled_tick,    (uint64_t)a->hold,
+                          a->hold_reason, a->end_reason,      (uint64_t)a->aborts_sent};
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+        hash_u64(n[i]);
+    hash_double(c->max_rejoin_offset_m);
+    hash_double(a->hold_target_m);
+    hash_double(a->hold_max_step_m);
+    hash_double(a->last_drive_m);
+    hash_double(drths_actuator_tracking_rms_pct(a));
+    hash_bytes(a->hold_text, strlen(a->hold_text));
+}
+
+/* The 200-kN damper behind the virtual plant, with sensor noise, quantisation and an I/O
+ * delay, so that the drive, the measurement and the HOLD ramp all carry non-trivial numbers. */
+static void setup_golden_plant(const drths_actuator_params_t *p)
+{
+    memset(&F, 0, sizeof F);
+    drths_specimen_params_t sp;
+    drths_specimen_params_default(&sp, DRTHS_DAMPER_PHILLIPS2013);
+    sp.plant_enabled = 1;
+    sp.io_delay_ticks = 1;
+    sp.seed = 42;
+    drths_error_t err;
+    assert_int_equal(drths_specimen_init(&F.spec, &sp, 1.0 / RATE, &err), 0);
+    assert_int_equal(drths_daq_open_virtual(&F.spec, &F.daq, &err), 0);
+    F.p = *p;
+    assert_int_equal(drths_actuator_init(&F.a, &F.p, &F.daq, &err), 0);
+}
+
+/* A 2 mm, 1.5 Hz sine whose damper command switches between 0 and 2.5 A every 37 ticks, with
+ * a spike of golden_spike_m at tick golden_spike (0: none). */
+static uint64_t golden_spike;
+static double golden_spike_m;
+
+static double golden_traj(uint64_t t)
+{
+    if (golden_spike && t == golden_spike)
+        return golden_spike_m;
+    return 2e-3 * sin(2.0 * M_PI * 1.5 * (double)t / RATE);
+}
+
+static double golden_damper(uint64_t t)
+{
+    return (t / 37) % 2 ? 2.5 : 0.0;
+}
+
+/* Lost datagrams: one now and then (repaired by redundancy), and a run of five. */
+static int golden_drop(uint64_t T)
+{
+    return T % 97 == 0 || (T >= 150 && T <= 154);
+}
+
+typedef struct golden_case {
+    const char *name;
+    drths_compensation_t comp;
+    int plant; /* the 200-kN damper and plant, else the spring */
+    int r;
+    drths_hold_mode_t hold_mode; /* 0: at the measured position */
+    double ramp_rate_m_s;        /* 0: 0.05 */
+    double limit_drive_m;        /* 0: 0.1 */
+    uint64_t spike;              /* tick of a spike command (a limit), 0: none */
+    double spike_m;
+    uint64_t last_sent;   /* no COMMAND after this tick (concealment, watchdog), 0: none */
+    uint64_t stop_tick;   /* STOP after this tick's COMMAND, 0: none */
+    uint64_t abort_at;    /* the numerical site's ABORT after this tick, 0: none */
+    uint64_t epoch_at;    /* EPOCH 2 (L 7) effective at this tick, 0: none */
+    double watchdog_s;    /* 0: 1 s */
+    int max_concealed;    /* 0: 10 */
+    double limit_force_N; /* 0: 250 kN */
+    uint64_t expect;
+} golden_case_t;
+
+static uint64_t golden_run(const golden_case_t *gc)
+{
+    drths_actuator_params_t p;
+    params_default(&p);
+    p.compensation = gc->comp;
+    p.comp_io_delay_ticks = 1;
+    p.ff_max_acc_m_s2 = 50.0;
+    p.ff_max_jerk_m_s3 = 2e4;
+    drths_damper_params_preset(&p.damper_nominal, DRTHS_DAMPER_PHILLIPS2013);
+    p.r = gc->r;
+    p.hold_mode = gc->hold_mode;
+    p.safe_position_m = 5e-4;
+    p.ramp_rate_m_s = gc->ramp_rate_m_s > 0.0 ? gc->ramp_rate_m_s : 0.05;
+    p.limit_drive_m = gc->limit_drive_m > 0.0 ? gc->limit_drive_m : 0.1;
+    p.watchdog_s = gc->watchdog_s > 0.0 ? gc->watchdog_s : 1.0;
+    p.max_concealed_ticks = gc->max_concealed ? gc->max_concealed : 10;
+    p.limit_force_N = gc->limit_force_N > 0.0 ? gc->limit_force_N : 250e3;
+    const uint64_t last_sent = gc->last_sent ? gc->last_sent : UINT64_MAX;
+    if (gc->plant)
+        setup_golden_plant(&p);
+    else
+        setup_with(&p);
+    damper_of = golden_damper;
+    golden_spike = gc->spike;
+    golden_spike_m = gc->spike_m;
+    golden_hash = UINT64_C(14695981039346656037);
+    start(5);
+    send_cmd(6, gc->r, golden_traj, T0 - 4 * DT_NS);
+    uint64_t t = 0, held = 0;
+    for (; t < 2000; t++) {
+        /* Wake-up lateness from 0 to 0.9 ms, some of it above half a tick. */
+        int rc = tick(t, (int64_t)((t * 7919u) % 900u) * 1000);
+        hash_out(rc, &F.out);
+        assert_int_equal(rc, 0);
+        if (F.out.finished)
+            break;
+        uint64_t T = t + 1 + F.a.L;
+        if (gc->epoch_at && t == gc->epoch_at - 20) {
+            drths_msg_t m;
+            memset(&m, 0, sizeof m);
+            m.type = DRTHS_MSG_EPOCH;
+            m.u.epoch.new_epoch = 2;
+            m.u.epoch.loop_delay_ticks = 7;
+            m.u.epoch.effective_tick = gc->epoch_at;
+            drths_actuator_receive(&F.a, &m, deadline(t) + 100000);
+        }
+        const int64_t at = deadline(t) + 300000;
+        if (t >= 1 && T <= last_sent && !golden_drop(T) && (!gc->stop_tick || T <= gc->stop_tick)) {
+            /* Every 13th datagram arrives after the next one (reordered), every 41st twice. */
+            if (T % 13 == 0) {
+                held = T;
+            } else {
+                send_cmd(T, gc->r, golden_traj, at);
+                if (T % 41 == 0)
+                    send_cmd(T, gc->r, golden_traj, at + 50000);
+            }
+        }
+        if (held && held != T) {
+            send_cmd(held, gc->r, golden_traj, at + 100000);
+            held = 0;
+        }
+        if (t == 151) /* the lost command of tick 150 arrives after its tick: late */
+            send_cmd(150, 1, golden_traj, deadline(t) + 200000);
+        if (gc->stop_tick && T == gc->stop_tick) {
+            drths_msg_t m;
+            memset(&m, 0, sizeof m);
+            m.type = DRTHS_MSG_STOP;
+            m.tick = gc->stop_tick;
+            drths_actuator_receive(&F.a, &m, deadline(t) + 400000);
+        }
+        if (gc->abort_at && t == gc->abort_at) {
+            drths_msg_t m;
+            memset(&m, 0, sizeof m);
+            m.type = DRTHS_MSG_ABORT;
+            m.u.stop.reason = DRTHS_STOP_SIGNAL;
+            strcpy(m.u.stop.text, "interrupted");
+            drths_actuator_receive(&F.a, &m, deadline(t) + 500000);
+        }
+    }
+    assert_true(F.out.finished);
+    hash_u64(t);
+    hash_end(&F.a);
+    const uint64_t h = golden_hash;
+    golden_spike = 0;
+    teardown();
+    return h;
+}
+
+static void test_golden_runs(void **state)
+{
+    (void)state;
+    const golden_case_t cases[] = {
+        /* Feedforward over the plant: redundancy, concealment and rejoin, a late, reordered and
+         * duplicate commands, a second epoch, then a command over the limit seen in the preview
+         * and the HOLD ramp to the safe position with its three ABORTs. */
+        {.name = "feedforward ramp",
+         .comp = DRTHS_COMPENSATION_FEEDFORWARD,
+         .plant = 1,
+         .r = 2,
+         .hold_mode = DRTHS_HOLD_RAMP,
+         .ramp_rate_m_s = 0.01,
+         .spike = 600,
+         .spike_m = 0.2,
+         .epoch_at = 300,
+         .expect = UINT64_C(0x8bac67b16aa7d1ca)},
+        /* The polynomial compensation to the end of the record (STOP). */
+        {.name = "polynomial stop",
+         .comp = DRTHS_COMPENSATION_POLYNOMIAL,
+         .plant = 1,
+         .r = 4,
+         .stop_tick = 400,
+         .expect = UINT64_C(0x97ff57bfc662fc06)},
+        /* Too many concealed commands: HOLD at the measured position over the spring. */
+        {.name = "concealed hold",
+         .comp = DRTHS_COMPENSATION_NONE,
+         .r = 1,
+         .last_sent = 250,
+         .max_concealed = 3,
+         .expect = UINT64_C(0x00aa122f6a079e0d)},
+        /* The drive limit (the command itself within its limit). */
+        {.name = "drive limit",
+         .comp = DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE,
+         .plant = 1,
+         .r = 4,
+         .limit_drive_m = 0.03,
+         .spike = 500,
+         .spike_m = 0.05,
+         .expect = UINT64_C(0x8547c26b3868d52b)},
+        /* The watchdog, with concealment allowed for longer. */
+        {.name = "watchdog",
+         .comp = DRTHS_COMPENSATION_NONE,
+         .r = 1,
+         .hold_mode = DRTHS_HOLD_RAMP,
+         .ramp_rate_m_s = 0.02,
+         .last_sent = 250,
+         .watchdog_s = 0.02,
+         .max_concealed = 1000,
+         .expect = UINT64_C(0x6731f0570232cb7b)},
+        /* The force limit, measured over the spring (60 kN at 0.06 m). */
+        {.name = "force limit",
+         .comp = DRTHS_COMPENSATION_NONE,
+         .r = 4,
+         .spike = 300,
+         .spike_m = 0.06,
+         .limit_force_N = 50e3,
+         .expect = UINT64_C(0xc7204263b8f4694a)},
+        /* The numerical site's ABORT: HOLD without an ABORT back. */
+        {.name = "peer abort",
+         .comp = DRTHS_COMPENSATION_FEEDFORWARD,
+         .plant = 1,
+         .r = 4,
+         .abort_at = 350,
+         .expect = UINT64_C(0x54b1290b73975a5d)},
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const uint64_t h = golden_run(&cases[i]);
+        if (h != cases[i].expect) {
+            print_message("golden %s: hash 0x%016llx, expected 0x%016llx\n", cases[i].name,
+                          (unsigned long long)h, (unsigned long long)cases[i].expect);
+            bad++;
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -892,6 +1208,7 @@ int main(void)
         cmocka_unit_test(test_later_epoch),
         cmocka_unit_test(test_L_beyond_playout_capacity),
         cmocka_unit_test(test_no_allocation_per_tick),
+        cmocka_unit_test(test_golden_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,226 @@
+/* summary.json of the actuator site (drths_physsite_write_summary, declared in
+ * site-physical/physsite.h): one JSON object written after the RT thread has ended, from the
+ * site's counters, the actuator's state and the experiment. Each section below writes one
+ * group of members, in the order they appear in the file. init-only throughout. */
+#include "site-physical/physsite.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "platform/cli.h"
+#include "platform/json.h"
+#include "platform/stats.h"
+
+static double us(int64_t ns)
+{
+    return (double)ns * 1e-3;
+}
+
+/* What ran, with whom, for how long and how it ended. */
+static void write_run(const drths_physsite_t *ps, drths_json_t *j)
+{
+    const drths_experiment_t *exp = ps->cfg.exp;
+    const drths_actuator_t *a = &ps->act;
+    char fphex[65], text[80];
+    drths_experiment_fingerprint_hex(ps->cfg.fingerprint, fphex);
+    drths_json_string(j, "kind", "hybrid-physical");
+    drths_json_string(j, "version", drths_version());
+    drths_json_string(j, "experiment", exp->name);
+    drths_json_string(j, "fingerprint", fphex);
+    drths_json_number(j, "rate_hz", exp->rate_hz);
+    drths_json_number(j, "dt_s", 1.0 / exp->rate_hz);
+    if (ps->have_session) {
+        snprintf(text, sizeof text, "%016" PRIx64, ps->session_id);
+        drths_json_string(j, "session", text);
+        drths_addr_format(&ps->peer, text, sizeof text);
+        drths_json_string(j, "numerical_site", text);
+    }
+    drths_json_int(j, "exit_code", ps->exit_code);
+    drths_json_string(j, "exit_reason", ps->exit_reason);
+    drths_json_int(j, "ticks", (int64_t)a->c.ticks);
+    drths_json_number(j, "duration_s", (double)a->c.ticks / exp->rate_hz);
+    drths_json_number(j, "wall_time_s",
+                      ps->run_end_ns > ps->run_start_ns
+                          ? (double)(ps->run_end_ns - ps->run_start_ns) * 1e-9
+                          : 0.0);
+    drths_json_int(j, "loop_delay_ticks", a->L);
+    drths_json_number(j, "loop_delay_ms", (double)a->L * 1e3 / exp->rate_hz);
+    drths_json_int(j, "epochs", (int64_t)a->c.epochs);
+}
+
+/* "commands": what the playout buffer received, applied and concealed. */
+static void write_commands(const drths_actuator_counters_t *c, drths_json_t *j)
+{
+    drths_json_object_begin(j, "commands");
+    drths_json_int(j, "received", (int64_t)c->commands);
+    drths_json_int(j, "applied", (int64_t)c->applied);
+    drths_json_int(j, "rest_ticks", (int64_t)c->rest_ticks);
+    drths_json_int(j, "late", (int64_t)c->late);
+    drths_json_int(j, "duplicate", (int64_t)c->duplicates);
+    drths_json_int(j, "too_far", (int64_t)c->too_far);
+    drths_json_int(j, "reordered", (int64_t)c->reordered);
+    drths_json_int(j, "from_redundancy", (int64_t)c->from_redundancy);
+    drths_json_int(j, "concealed", (int64_t)c->concealed);
+    drths_json_int(j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
+    drths_json_int(j, "rejoins", (int64_t)c->rejoins);
+    drths_json_number(j, "max_rejoin_offset_m", c->max_rejoin_offset_m);
+    drths_json_int(j, "wrong_channel_count", (int64_t)c->bad_commands);
+    drths_json_object_end(j);
+}
+
+/* "hold": whether the run ended in HOLD, why, and how the ramp went. */
+static void write_hold(const drths_actuator_t *a, drths_json_t *j)
+{
+    drths_json_object_begin(j, "hold");
+    drths_json_bool(j, "active", a->hold);
+    if (a->hold) {
+        drths_json_string(j, "reason_code", drths_stop_reason_name(a->hold_reason));
+        drths_json_string(j, "reason", a->hold_text);
+        drths_json_int(j, "ticks", (int64_t)a->c.hold_ticks);
+        drths_json_int(j, "first_tick", (int64_t)a->hold_tick);
+        drths_json_string(j, "mode", drths_hold_mode_name(a->p.hold_mode));
+        drths_json_number(j, "target_m", a->hold_target_m);
+        drths_json_number(j, "ramp_rate_m_s", a->p.ramp_rate_m_s);
+        drths_json_number(j, "max_drive_step_m", a->hold_max_step_m);
+        drths_json_number(j, "max_drive_step_allowed_m", a->p.ramp_rate_m_s / a->p.rate_hz);
+        drths_json_bool(j, "settled", a->hold_settled);
+        if (a->hold_settled)
+            drths_json_int(j, "settled_tick", (int64_t)a->settled_tick);
+    }
+    drths_json_object_end(j);
+}
+
+/* "rejects" by reason (only the reasons that occurred), then the kernel filter's drops. */
+static void write_rejects(const drths_physsite_t *ps, drths_json_t *j)
+{
+    drths_json_object_begin(j, "rejects");
+    for (int r = 1; r < DRTHS_REJECT_COUNT; r++) {
+        uint64_t n = ps->rx.rejects[r] + ps->pre_rejects[r];
+        if (n)
+            drths_json_int(j, drths_reject_name((drths_reject_t)r), (int64_t)n);
+    }
+    if (ps->wrong_source)
+        drths_json_int(j, "WRONG_SOURCE", (int64_t)ps->wrong_source);
+    if (ps->other_session)
+        drths_json_int(j, "OTHER_SESSION", (int64_t)ps->other_session);
+    drths_json_object_end(j);
+    /* Not by reason: what the kernel filter refused plus any receive-buffer overflow (a
+     * command source such as OpenFresco has no UDP socket). */
+    if (!ps->cfg.source) {
+        drths_json_bool(j, "kernel_filter", ps->cfg.kernel_filter);
+        if (ps->kernel_drops >= 0)
+            drths_json_int(j, "kernel_drops", ps->kernel_drops);
+    }
+}
+
+/* "tick_lateness_us" and "command_lead_ms": the wake-ups and how early commands arrived. */
+static void write_timing(const drths_physsite_t *ps, drths_json_t *j)
+{
+    const drths_actuator_t *a = &ps->act;
+    const drths_hist_t *lh = &a->lateness_ns;
+    drths_json_object_begin(j, "tick_lateness_us");
+    if (lh->count) {
+        drths_json_number(j, "p50", us(drths_hist_quantile(lh, 0.5)));
+        drths_json_number(j, "p99", us(drths_hist_quantile(lh, 0.99)));
+        drths_json_number(j, "p999", us(drths_hist_quantile(lh, 0.999)));
+        drths_json_number(j, "max", us(lh->max));
+    }
+    drths_json_int(j, "later_than_half_dt", (int64_t)a->c.late_wakeups);
+    drths_json_number(j, "spin_us", (double)ps->cfg.tick_spin_ns * 1e-3);
+    drths_json_object_end(j);
+
+    const drths_hist_t *ld = &a->lead_ns;
+    drths_json_object_begin(j, "command_lead_ms");
+    if (ld->count) {
+        drths_json_number(j, "p50", (double)drths_hist_quantile(ld, 0.5) * 1e-6);
+        drths_json_number(j, "min", (double)ld->min * 1e-6);
+    }
+    drths_json_object_end(j);
+}
+
+/* "tracking_rms_error_pct" and "tracking": measured against desired displacement. */
+static void write_tracking(const drths_actuator_t *a, drths_json_t *j)
+{
+    drths_json_number(j, "tracking_rms_error_pct", drths_actuator_tracking_rms_pct(a));
+    drths_json_object_begin(j, "tracking");
+    drths_json_string(j, "compensation", drths_compensation_name(a->p.compensation));
+    drths_json_int(j, "lookahead_ticks", a->lookahead);
+    drths_json_int(j, "ticks", (int64_t)a->c.tracked);
+    drths_json_number(j, "rms_error_pct", drths_actuator_tracking_rms_pct(a));
+    drths_json_number(j, "tracking_indicator_m2", drths_tracking_ti(&a->track));
+    drths_json_number(j, "max_abs_error_m", drths_tracking_max_err(&a->track));
+    drths_json_int(j, "extrapolated_ticks", (int64_t)a->comp.extrapolated_ticks);
+    drths_json_int(j, "derivative_limited_ticks", (int64_t)a->comp.limited_ticks);
+    drths_json_object_end(j);
+}
+
+/* "daq", the datagrams sent and "recorder". */
+static void write_io(const drths_physsite_t *ps, drths_json_t *j)
+{
+    drths_json_object_begin(j, "daq");
+    drths_json_string(j, "backend", drths_daq_backend_name(ps->daq.backend));
+    if (ps->daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
+        drths_json_string(j, "device", ps->daq.u.comedi.device);
+    drths_json_int(j, "errors", (int64_t)ps->act.c.daq_errors);
+    drths_json_int(j, "clamped_writes", (int64_t)ps->daq.n_clamped);
+    drths_json_int(j, "saturated_reads", (int64_t)ps->daq.n_saturated);
+    drths_json_object_end(j);
+    drths_json_int(j, "probes_answered", (int64_t)ps->probes_answered);
+    drths_json_int(j, "feedback_sent", (int64_t)ps->feedback_sent);
+    drths_json_int(j, "send_errors", (int64_t)ps->send_errors);
+    drths_json_object_begin(j, "recorder");
+    drths_json_int(j, "rows", (int64_t)ps->rec_written);
+    drths_json_int(j, "dropped_rows", (int64_t)ps->rec_dropped);
+    drths_json_object_end(j);
+}
+
+/* "specimen" (the rehearsal's virtual one, as the experiment describes it) and "real_time"
+ * (what the RT options achieved). */
+static void write_setup(const drths_physsite_t *ps, drths_json_t *j)
+{
+    const drths_experiment_t *exp = ps->cfg.exp;
+    drths_json_object_begin(j, "specimen");
+    drths_json_string(j, "damper", drths_damper_model_name(exp->specimen.damper.model));
+    drths_json_string(j, "plant", drths_actuator_plant_name(exp->actuator.plant));
+    drths_json_number(j, "noise_displacement_m", exp->actuator.noise_displacement_m);
+    drths_json_number(j, "noise_force_N", exp->actuator.noise_force_N);
+    drths_json_int(j, "adc_bits", exp->actuator.adc_bits);
+    drths_json_int(j, "io_delay_ticks", exp->actuator.io_delay_ticks);
+    drths_json_number(j, "rest_damper_command", ps->act.p.rest_damper_command);
+    drths_json_object_end(j);
+
+    drths_json_object_begin(j, "real_time");
+    for (int i = 0; i < DRTHS_RT_NITEMS; i++) {
+        const drths_rt_item_t *it = &ps->rt_report.item[i];
+        if (it->what[0])
+            drths_json_string(j, it->what, drths_rt_status_name(it->status));
+    }
+    drths_json_object_end(j);
+}
+
+int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_error_t *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
+    drths_json_t j;
+    drths_json_init(&j, f);
+    drths_json_object_begin(&j, NULL);
+    write_run(ps, &j);
+    write_commands(&ps->act.c, &j);
+    write_hold(&ps->act, &j);
+    write_rejects(ps, &j);
+    write_timing(ps, &j);
+    write_tracking(&ps->act, &j);
+    write_io(ps, &j);
+    write_setup(ps, &j);
+    if (ps->cfg.source && ps->cfg.source->summary)
+        ps->cfg.source->summary(ps->cfg.source_ctx, ps, &j);
+    drths_json_object_end(&j);
+    fputc('\n', f);
+    if (fclose(f) != 0)
+        return drths_error_set(err, -EIO, "writing %s failed", path);
+    return 0;
+}
