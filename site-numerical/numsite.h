@@ -1,6 +1,6 @@
-/* The numerical site's network glue (notes SITES.md): the socket and the wire protocol around
- * the hybrid loop (site-numerical/hybrid.h), the handshake, the start-up probes and the choice of
- * L, and summary.json.
+/* The numerical site's network glue: the socket and the wire protocol around the hybrid loop
+ * (site-numerical/hybrid.h), the handshake, the start-up probes and the choice of L.
+ * summary.json is written by site-numerical/summary.h.
  *
  * Threads: drths_numsite_handshake and drths_numsite_probe run on the main thread before the run
  * (they call `idle` at least every 50 ms so main can serve its signals); drths_numsite_run is
@@ -103,20 +103,5 @@ int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ct
  * RT thread; RT-safe in steady state. */
 void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *rec,
                        atomic_int *stop, void (*wake)(void *ctx), void *ctx);
-
-/* What summary.json says besides the loop's own numbers. */
-typedef struct drths_numsite_outcome {
-    const char *exit_reason; /* one sentence */
-    int exit_code;
-    double wall_s;
-    uint64_t recorder_dropped;
-    const char *rt_summary;  /* e.g. "SCHED_FIFO 80: not permitted; ..." */
-} drths_numsite_outcome_t;
-
-/* Writes dir/summary.json (kind "hybrid-numerical"). h may be NULL when the run never started.
- * init-only. */
-int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h,
-                                const char *dir, const drths_numsite_outcome_t *o,
-                                drths_error_t *err);
 
 #endif

@@ -1,0 +1,352 @@
+/* summary.json of a hybrid run at the numerical site: what ran (experiment, fingerprint, peer,
+ * software version), how it ended, the start-up probes and the choice of L, the rejected
+ * datagrams and, once the run started, the loop's counters, round trips, peaks, Smith predictor
+ * and epochs. drths-report and the tests read it. */
+#include "site-numerical/summary.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "platform/cli.h"
+#include "platform/json.h"
+#include "platform/runfolder.h"
+
+static void rtt_json(drths_json_t *j, const char *key, const drths_rtt_summary_t *r)
+{
+    drths_json_object_begin(j, key);
+    drths_json_int(j, "count", (int64_t)r->count);
+    drths_json_number(j, "min_ms", (double)r->min_ns * 1e-6);
+    drths_json_number(j, "p50_ms", (double)r->p50_ns * 1e-6);
+    drths_json_number(j, "p99_ms", (double)r->p99_ns * 1e-6);
+    drths_json_number(j, "p999_ms", (double)r->p999_ns * 1e-6);
+    drths_json_number(j, "max_ms", (double)r->max_ns * 1e-6);
+    drths_json_int(j, "min_ticks", r->min_ticks);
+    drths_json_int(j, "p50_ticks", r->p50_ticks);
+    drths_json_int(j, "p99_ticks", r->p99_ticks);
+    drths_json_int(j, "p999_ticks", r->p999_ticks);
+    drths_json_int(j, "max_ticks", r->max_ticks);
+    drths_json_object_end(j);
+}
+
+int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h,
+                                const char *dir, const drths_numsite_outcome_t *o,
+                                drths_error_t *err)
+{
+    char path[4096];
+    if (drths_path_join(path, sizeof path, dir, "summary.json"))
+        return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
+    const drths_experiment_t *e = s->exp;
+    drths_json_t j;
+    drths_json_init(&j, f);
+    drths_json_object_begin(&j, NULL);
+    drths_json_string(&j, "kind", "hybrid-numerical");
+    drths_json_string(&j, "version", drths_version());
+    drths_json_string(&j, "experiment", e->name);
+    drths_json_string(&j, "fingerprint", s->fingerprint_hex);
+    drths_json_string(&j, "peer", s->peer_text);
+    drths_json_string(&j, "peer_fingerprint", s->peer_fingerprint_hex);
+    drths_json_number(&j, "rate_hz", e->rate_hz);
+    drths_json_int(&j, "redundancy", e->link.redundancy);
+    drths_json_string(&j, "smith", drths_smith_mode_name(e->numerical.smith));
+    drths_json_string(&j, "exit_reason", o->exit_reason);
+    drths_json_int(&j, "exit_code", o->exit_code);
+    drths_json_number(&j, "wall_time_s", o->wall_s);
+    if (o->rt_summary)
+        drths_json_string(&j, "real_time", o->rt_summary);
+    drths_json_object_begin(&j, "probes");
+    drths_json_int(&j, "sent", (int64_t)s->probes_sent);
+    drths_json_int(&j, "answered", (int64_t)s->probes_answered);
+    if (s->have_probe_summary)
+        rtt_json(&j, "round_trip", &s->probe_summary);
+    drths_json_object_end(&j);
+    if (s->have_probe_summary) {
+        const drths_lchoice_t *l = &s->lchoice;
+        drths_json_object_begin(&j, "loop_delay");
+        drths_json_int(&j, "L", l->L);
+        drths_json_number(&j, "L_ms", (double)l->L * (double)s->dt_ns * 1e-6);
+        drths_json_int(&j, "L_auto", l->L_auto);
+        drths_json_bool(&j, "fixed", l->fixed);
+        drths_json_int(&j, "rtt_ticks", l->rtt_ticks);
+        drths_json_int(&j, "wake_local_ticks", l->wake_local_ticks);
+        drths_json_int(&j, "wake_peer_ticks", l->wake_peer_ticks);
+        drths_json_int(&j, "safety_ticks", l->safety_ticks);
+        drths_json_object_end(&j);
+    }
+    drths_json_object_begin(&j, "rejects");
+    for (int r = 1; r < DRTHS_REJECT_COUNT; r++)
+        if (s->rx.rejects[r])
+            drths_json_int(&j, drths_reject_name((drths_reject_t)r), (int64_t)s->rx.rejects[r]);
+    if (s->wrong_source)
+        drths_json_int(&j, "WRONG_SOURCE", (int64_t)s->wrong_source);
+    drths_json_object_end(&j);
+    /* Not by reason: what the kernel filter refused plus any receive-buffer overflow. */
+    drths_json_bool(&j, "kernel_filter", s->kernel_filter);
+    int64_t kernel_drops = s->udp.fd >= 0 ? drths_udp_kernel_drops(&s->udp) : -1;
+    if (kernel_drops >= 0)
+        drths_json_int(&j, "kernel_drops", kernel_drops);
+    drths_json_int(&j, "send_errors", (int64_t)s->send_errors);
+    drths_json_int(&j, "recorder_dropped_rows", (int64_t)o->recorder_dropped);
+    if (h) {
+        const drths_hybrid_counters_t *c = &h->c;
+        drths_json_int(&j, "L", h->L);
+        drths_json_int(&j, "L_start", h->p.L);
+        drths_json_int(&j, "steps", (int64_t)c->rows);
+        drths_json_int(&j, "steps_planned", h->ns.steps);
+        drths_json_number(&j, "simulated_s", (double)h->ns.step * h->ns.dt_s);
+        drths_json_int(&j, "concealed_feedback", (int64_t)c->concealed);
+        drths_json_int(&j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
+        drths_json_object_begin(&j, "feedback");
+        drths_json_int(&j, "datagrams", (int64_t)c->fb_datagrams);
+        drths_json_int(&j, "ticks_received", (int64_t)c->fb_samples_stored);
+        drths_json_int(&j, "duplicates", (int64_t)c->fb_duplicates);
+        drths_json_int(&j, "late_after_concealed", (int64_t)c->fb_late);
+        drths_json_int(&j, "too_far", (int64_t)c->fb_too_far);
+        drths_json_int(&j, "actuator_concealed_ticks", (int64_t)c->phys_concealed);
+        drths_json_int(&j, "actuator_hold_ticks", (int64_t)c->phys_hold);
+        drths_json_object_end(&j);
+        drths_json_int(&j, "commands_sent", (int64_t)c->commands_sent);
+        drths_json_int(&j, "unexpected_messages", (int64_t)c->unexpected);
+        drths_rtt_summary_t rs;
+        drths_rtt_summary_from_hist(&h->rtt.run, s->dt_ns, &rs);
+        rtt_json(&j, "rtt", &rs);
+        drths_json_int(&j, "rtt_unknown_echoes", (int64_t)h->rtt.unknown);
+        if (h->end == DRTHS_HYBRID_PEER_ABORT) {
+            drths_json_string(&j, "peer_abort_reason", drths_stop_reason_name(h->end_reason));
+            drths_json_string(&j, "peer_abort_text", h->end_text);
+        }
+        long rows = (long)c->rows;
+        drths_json_array_begin(&j, "floors");
+        for (int i = 0; i < h->ns.n; i++) {
+            drths_json_object_begin(&j, NULL);
+            drths_json_int(&j, "floor", i + 1);
+            drths_json_number(&j, "peak_disp_m", h->peak_x[i]);
+            drths_json_number(&j, "rms_disp_m", rows ? sqrt(h->sum_x2[i] / rows) : 0.0);
+            drths_json_number(&j, "peak_abs_accel_m_s2", h->peak_a[i]);
+            drths_json_number(&j, "rms_abs_accel_m_s2", rows ? sqrt(h->sum_a2[i] / rows) : 0.0);
+            drths_json_object_end(&j);
+        }
+        drths_json_array_end(&j);
+        drths_json_object_begin(&j, "damper");
+        drths_json_number(&j, "peak_force_N", h->peak_force_N);
+        drths_json_number(&j, "command", h->command);
+        drths_json_string(&j, "control", drths_control_mode_name(e->control.mode));
+        drths_json_object_end(&j);
+        const drths_smith_t *sm = &h->smith;
+        drths_json_object_begin(&j, "smith_predictor");
+        drths_json_string(&j, "mode", drths_smith_mode_name(sm->mode));
+        drths_json_number(&j, "force_gain", drths_smith_gain(sm));
+        if (h->adaptive) {
+            drths_json_numbers(&j, "bank_gamma_beta", sm->ap.bank_gamma_beta, DRTHS_SMITH_BANK);
+            drths_json_numbers(&j, "bank_weights", sm->theta, DRTHS_SMITH_BANK);
+            drths_json_number(&j, "viscous_N_s_per_m", sm->theta[3] * sm->c_ref);
+            drths_json_number(&j, "forgetting", sm->ap.forgetting);
+            drths_json_int(&j, "updates", (int64_t)sm->st.updates);
+            drths_json_int(&j, "skipped_low_signal", (int64_t)sm->st.low_signal);
+            drths_json_int(&j, "skipped_dead_zone", (int64_t)sm->st.dead_zone);
+            drths_json_int(&j, "projections", (int64_t)sm->st.projections);
+            drths_json_int(&j, "covariance_trace_limited", (int64_t)sm->st.trace_limited);
+            drths_json_int(&j, "covariance_resets", (int64_t)sm->st.resets);
+        }
+        drths_json_object_end(&j);
+        drths_json_object_begin(&j, "epochs");
+        drths_json_bool(&j, "on_the_fly", h->p.adapt_L);
+        drths_json_int(&j, "changes", (int64_t)c->epoch_changes);
+        drths_json_int(&j, "L_final", h->L);
+        drths_json_int(&j, "L_min", c->L_min_seen);
+        drths_json_int(&j, "L_max", c->L_max_seen);
+        drths_json_int(&j, "transition_steps", (int64_t)c->transition);
+        drths_json_int(&j, "filler_commands", (int64_t)c->fillers_sent);
+        drths_json_int(&j, "glide_skips", (int64_t)c->glide_skips);
+        drths_json_array_begin(&j, "log");
+        for (int i = 0; i < h->n_elog; i++) {
+            const drths_hybrid_epoch_log_t *l = &h->elog[i];
+            drths_json_object_begin(&j, NULL);
+            drths_json_int(&j, "epoch", l->epoch);
+            drths_json_number(&j, "time_s", l->time_s);
+            drths_json_int(&j, "step", l->step);
+            drths_json_int(&j, "L_from", l->L_from);
+            drths_json_int(&j, "L_to", l->L_to);
+            drths_json_int(&j, "effective_tick", (int64_t)l->effective_tick);
+            drths_json_string(&j, "reason", drths_epoch_reason_name(l->reason));
+            drths_json_object_end(&j);
+        }
+        drths_json_array_end(&j);
+        drths_json_object_end(&j);
+    }
+    drths_json_object_end(&j);
+    fputc('\n', f);
+    if (fclose(f) != 0)
+        return drths_error_set(err, -EIO, "writing %s failed", path);
+    return 0;
+}
+
+/* ---- the printed lines ------------------------------------------------------------------ */
+
+void drths_numsite_print_reference(FILE *f, const drths_reference_summary_t *s, const char *dir)
+{
+    fprintf(f, "structure: %d degrees of freedom\n  mode  frequency (Hz)  damping (%%)\n", s->n);
+    for (int i = 0; i < s->n && i < 10; i++)
+        fprintf(f, "  %4d  %14.4f  %11.3f\n", i + 1, s->freq_hz[i], 100.0 * s->zeta[i]);
+    if (s->n > 10)
+        fprintf(f, "  ... (%d modes in summary.json)\n", s->n);
+    fprintf(f, "  floor  peak disp (mm)  RMS disp (mm)  peak abs accel (m/s2)\n");
+    for (int i = 0; i < s->n && i < 10; i++)
+        fprintf(f, "  %5d  %14.3f  %13.3f  %21.3f\n", i + 1, 1e3 * s->peak_x_m[i],
+               1e3 * s->rms_x_m[i], s->peak_a_m_s2[i]);
+    fprintf(f, "  damper: peak force %.1f kN, peak stroke %.2f mm, peak velocity %.1f mm/s, "
+           "command %.3g\n",
+           1e-3 * s->peak_force_N, 1e3 * s->peak_damper_disp_m, 1e3 * s->peak_damper_vel_m_s,
+           s->command);
+    fprintf(f, "  %ld steps (%.2f s simulated) in %.3f s wall time (%.3f s per simulated s)\n",
+           s->steps, s->duration_s, s->wall_s, s->wall_s / s->duration_s);
+    fprintf(f, "  written: %s/numerical.csv, %s/summary.json\n", dir, dir);
+}
+
+void drths_numsite_print_probes(FILE *f, const drths_numsite_t *s)
+{
+    const drths_rtt_summary_t *r = &s->probe_summary;
+    fprintf(f, "probes: %llu sent, %llu answered (%.1f %% lost)\n",
+           (unsigned long long)s->probes_sent, (unsigned long long)s->probes_answered,
+           100.0 * (double)(s->probes_sent - s->probes_answered) / (double)s->probes_sent);
+    fprintf(f, "  round trip  min %.3f  p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f ms\n",
+           (double)r->min_ns * 1e-6, (double)r->p50_ns * 1e-6, (double)r->p99_ns * 1e-6,
+           (double)r->p999_ns * 1e-6, (double)r->max_ns * 1e-6);
+    fprintf(f, "              min %lld  p50 %lld  p99 %lld  p99.9 %lld  max %lld ticks\n",
+           (long long)r->min_ticks, (long long)r->p50_ticks, (long long)r->p99_ticks,
+           (long long)r->p999_ticks, (long long)r->max_ticks);
+    const drths_lchoice_t *l = &s->lchoice;
+    fprintf(f, "loop delay L = %u ticks (%.3f ms)", l->L, (double)l->L * (double)s->dt_ns * 1e-6);
+    if (l->fixed)
+        fprintf(f, ": fixed by link.loop_delay_ticks (the measurements ask for %u)%s\n", l->L_auto,
+               l->L < l->L_auto ? " -- WARNING: below what the link needs" : "");
+    else
+        fprintf(f, ": round trip q%g %u + wake margins %u + %u + safety %u\n", s->exp->link.quantile,
+               l->rtt_ticks, l->wake_local_ticks, l->wake_peer_ticks, l->safety_ticks);
+}
+
+int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double peer_timeout_s,
+                             char *out, size_t cap)
+{
+    switch (h->end) {
+    case DRTHS_HYBRID_END_OF_RECORD: snprintf(out, cap, "end of record"); return 0;
+    case DRTHS_HYBRID_PEER_ABORT:
+        snprintf(out, cap, "actuator site aborted: %s: %s", drths_stop_reason_name(h->end_reason),
+                 h->end_text);
+        break;
+    case DRTHS_HYBRID_PEER_LOST:
+        snprintf(out, cap, "peer lost: no valid datagram from the actuator site for %g s",
+                 peer_timeout_s);
+        break;
+    case DRTHS_HYBRID_NO_START:
+        snprintf(out, cap, "peer lost: no FEEDBACK from the actuator site within %g s of EPOCH 1",
+                 (double)h->p.start_timeout_ns * 1e-9);
+        break;
+    case DRTHS_HYBRID_SIGNAL:
+    case DRTHS_HYBRID_RUNNING:
+        snprintf(out, cap, "%s", by_monitor ? "stopped from the monitor" : "stopped by signal");
+        break;
+    }
+    return DRTHS_EXIT_FAILED;
+}
+
+void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybrid_t *h,
+                             uint64_t dropped)
+{
+    if (h) {
+        drths_rtt_summary_t rs;
+        drths_rtt_summary_from_hist(&h->rtt.run, s->dt_ns, &rs);
+        fprintf(f, "  steps %llu of %ld, concealed feedback %llu (max %llu in a row), late "
+                   "feedback %llu\n",
+                (unsigned long long)h->c.rows, h->ns.steps, (unsigned long long)h->c.concealed,
+                (unsigned long long)h->c.max_consecutive_concealed,
+                (unsigned long long)h->c.fb_late);
+        if (rs.count)
+            fprintf(f, "  round trip p50 %.3f ms, p99 %.3f ms, max %.3f ms (%llu echoes)\n",
+                    (double)rs.p50_ns * 1e-6, (double)rs.p99_ns * 1e-6, (double)rs.max_ns * 1e-6,
+                    (unsigned long long)rs.count);
+        else
+            fprintf(f, "  round trip: no echo measured\n");
+        if (h->c.epoch_changes)
+            fprintf(f, "  epochs: %llu changes, L from %u to %u ticks, %llu transition steps, "
+                       "final L %u\n",
+                    (unsigned long long)h->c.epoch_changes, h->c.L_min_seen, h->c.L_max_seen,
+                    (unsigned long long)h->c.transition, h->L);
+        if (h->adaptive)
+            fprintf(f, "  adaptive Smith: force gain %.4f, %llu updates (%llu low signal, %llu in "
+                       "the dead zone)\n",
+                    drths_smith_gain(&h->smith), (unsigned long long)h->smith.st.updates,
+                    (unsigned long long)h->smith.st.low_signal,
+                    (unsigned long long)h->smith.st.dead_zone);
+        if (dropped)
+            fprintf(f, "  WARNING: %llu rows dropped by the recorder\n",
+                    (unsigned long long)dropped);
+    }
+    char out[600] = "";
+    size_t n = 0;
+    for (int r = 1; r < DRTHS_REJECT_COUNT && n < sizeof out; r++)
+        if (s->rx.rejects[r])
+            n += (size_t)snprintf(out + n, sizeof out - n, "%s%s %llu", n ? ", " : "",
+                                  drths_reject_name((drths_reject_t)r),
+                                  (unsigned long long)s->rx.rejects[r]);
+    if (s->wrong_source && n < sizeof out)
+        n += (size_t)snprintf(out + n, sizeof out - n, "%sfrom other addresses %llu",
+                              n ? ", " : "", (unsigned long long)s->wrong_source);
+    fprintf(f, "  rejected datagrams: %s\n", n ? out : "none");
+}
+
+/* ---- the status line and the monitor's frames ------------------------------------------- */
+
+int drths_numsite_status_text(const drths_numsite_t *s, const drths_hybrid_t *h, char *buf,
+                              size_t cap)
+{
+    long step = atomic_load_explicit(&s->pub_step, memory_order_relaxed);
+    unsigned long long conc = atomic_load_explicit(&s->pub_concealed, memory_order_relaxed);
+    int64_t rtt = atomic_load_explicit(&s->pub_rtt_ns, memory_order_relaxed);
+    return snprintf(buf, cap, "  step %ld of %ld (%.0f %%), concealed %llu, rtt %.3f ms   ", step,
+                    h->ns.steps, 100.0 * (double)step / (double)h->ns.steps, conc,
+                    (double)rtt * 1e-6);
+}
+
+void drths_numsite_frame_counters(const drths_numsite_t *s, drths_telemetry_frame_t *f)
+{
+    f->late = atomic_load_explicit(&s->pub_late, memory_order_relaxed);
+    f->concealed = atomic_load_explicit(&s->pub_concealed, memory_order_relaxed);
+    f->rejected = atomic_load_explicit(&s->pub_rejected, memory_order_relaxed);
+}
+
+/* The frame's signals, in the order of drths_numsite_frame_map_t.col. */
+static const char *const frame_columns[DRTHS_NUMSITE_FRAME_SIGNALS] = {
+    "step", "time_s", "damper_disp_m", "damper_command", "force_measured_N", "force_used_N",
+    "rtt_ms", "loop_delay_ticks"};
+
+void drths_numsite_frame_map(drths_numsite_frame_map_t *m, const drths_hybrid_t *h)
+{
+    for (int k = 0; k < DRTHS_NUMSITE_FRAME_SIGNALS; k++) {
+        m->col[k] = -1;
+        for (int c = 0; c < h->ncols; c++)
+            if (strcmp(h->colnames[c], frame_columns[k]) == 0)
+                m->col[k] = c;
+    }
+}
+
+void drths_numsite_frame_row(const drths_numsite_frame_map_t *m, const double *row,
+                             drths_telemetry_frame_t *f)
+{
+    double v[DRTHS_NUMSITE_FRAME_SIGNALS];
+    for (int k = 0; k < DRTHS_NUMSITE_FRAME_SIGNALS; k++)
+        v[k] = m->col[k] >= 0 ? row[m->col[k]] : NAN;
+    f->tick = (int64_t)v[0];
+    f->time_s = v[1];
+    f->cmd_disp_m = v[2];
+    f->damper_cmd = v[3];
+    f->meas_force_N = v[4];
+    f->used_force_N = v[5];
+    f->smith_N = f->used_force_N - f->meas_force_N;
+    f->rtt_ms = v[6];
+    f->L_ticks = v[7];
+}

@@ -1,0 +1,71 @@
+/* What the numerical site tells people about a run: summary.json; the lines drths-numerical
+ * prints about the start-up probes, the end of a hybrid run and a reference run; the status
+ * line; the live monitor's frames. The printing functions write to the stream they are given
+ * (main passes stdout). init-only, except the status and frame functions, which read the RT
+ * thread's published atomics from the loop thread during the run. */
+#ifndef DRTHS_NUMSITE_SUMMARY_H
+#define DRTHS_NUMSITE_SUMMARY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "platform/error.h"
+#include "platform/telemetry.h"
+#include "site-numerical/hybrid.h"
+#include "site-numerical/numsite.h"
+#include "site-numerical/reference.h"
+
+/* What summary.json says besides the loop's own numbers. */
+typedef struct drths_numsite_outcome {
+    const char *exit_reason; /* one sentence */
+    int exit_code;
+    double wall_s;
+    uint64_t recorder_dropped;
+    const char *rt_summary;  /* e.g. "SCHED_FIFO 80: not permitted; ..." */
+} drths_numsite_outcome_t;
+
+/* Writes dir/summary.json (kind "hybrid-numerical"). h may be NULL when the run never started.
+ * init-only. */
+int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h,
+                                const char *dir, const drths_numsite_outcome_t *o,
+                                drths_error_t *err);
+
+/* The probes' round trips and the loop delay L chosen from them. */
+void drths_numsite_print_probes(FILE *f, const drths_numsite_t *s);
+
+/* The sentence saying how a run that started ended (by_monitor: the stop came from the live
+ * monitor); returns the exit code: 0 at the end of the record, else DRTHS_EXIT_FAILED. */
+int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double peer_timeout_s,
+                             char *out, size_t cap);
+
+/* The end lines: the loop's counters and round trips (h NULL: the run never started), then the
+ * rejected datagrams. */
+void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybrid_t *h,
+                             uint64_t dropped);
+
+/* The modes, peaks and timing of a reference run, and the files it wrote into dir. */
+void drths_numsite_print_reference(FILE *f, const drths_reference_summary_t *s, const char *dir);
+
+/* The status line during the run ("  step S of N (P %), concealed C, rtt R ms"); returns its
+ * length. */
+int drths_numsite_status_text(const drths_numsite_t *s, const drths_hybrid_t *h, char *buf,
+                              size_t cap);
+
+/* The frame's counters (late, concealed, rejected); the caller sets its state. */
+void drths_numsite_frame_counters(const drths_numsite_t *s, drths_telemetry_frame_t *f);
+
+/* Where the frame's signals are in numerical.csv (step, time, damper displacement and
+ * command, measured and used force, round trip, L): -1 when the loop does not record one. */
+#define DRTHS_NUMSITE_FRAME_SIGNALS 8
+typedef struct drths_numsite_frame_map {
+    int col[DRTHS_NUMSITE_FRAME_SIGNALS];
+} drths_numsite_frame_map_t;
+
+void drths_numsite_frame_map(drths_numsite_frame_map_t *m, const drths_hybrid_t *h);
+
+/* One numerical.csv row into the frame's signals (NaN for a signal not recorded). */
+void drths_numsite_frame_row(const drths_numsite_frame_map_t *m, const double *row,
+                             drths_telemetry_frame_t *f);
+
+#endif

@@ -1,0 +1,30 @@
+/* The actuator site's printed start-up and end lines, status line and monitor frames
+ * (site-physical/report.c). */
+#ifndef DRTHS_PHYSSITE_REPORT_H
+#define DRTHS_PHYSSITE_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "platform/telemetry.h"
+#include "site-physical/physsite.h"
+
+/* The experiment as this site runs it: rate and watchdog, specimen, converters, DAQ,
+ * compensation, limits and HOLD. After drths_physsite_init. init-only. */
+void drths_physsite_print_setup(FILE *f, const drths_physsite_t *ps);
+
+/* After the RT thread has ended: how it ended, ticks and L, commands, tick lateness, command
+ * lead, tracking, HOLD, rejected datagrams, and where the records are (dir). init-only. */
+void drths_physsite_print_end(FILE *f, const drths_physsite_t *ps, const char *dir);
+
+/* The status line while running or in HOLD ("  running  tick T (S s)  L ..."); 0 (nothing to
+ * show) in the other states, else 1. Reads the RT thread's published atomics (loop thread). */
+int drths_physsite_status_text(const drths_physsite_t *ps, char *buf, size_t cap);
+
+/* The monitor frame's state and counters from the published atomics (loop thread). */
+void drths_physsite_frame_counters(const drths_physsite_t *ps, drths_telemetry_frame_t *f);
+
+/* One physical.csv row (drths_actuator_columns) into the frame's signals. */
+void drths_physsite_frame_row(const double *row, drths_telemetry_frame_t *f);
+
+#endif

@@ -1,0 +1,303 @@
+/* The shell both site programs (drths-numerical, drths-physical) run in: everything around the
+ * real-time data plane that is not a site's own.
+ *
+ *  - the options common to both sites (--experiment, --key, --out, --require-rt, --cpu,
+ *    --kernel-filter, --quiet, --monitor, --monitor-token, --wait-start, --help, --version),
+ *    parsed together with the program's own in one getopt_long loop, with platform/cli.h's
+ *    messages and exit codes;
+ *  - the start-up steps: libsodium, then the experiment file; the pre-shared key (or the public
+ *    rehearsal key, with a warning); the run folder; the recorders;
+ *  - one libuv loop owned by drths_site_t: SIGINT and SIGTERM become a stop request, an async
+ *    handle lets the real-time thread wake the loop, a 50 ms timer drains the recorders into
+ *    their files, a 1 s timer redraws the status line, and with --monitor a 50 Hz timer sends
+ *    telemetry and acts on the monitor's Start / Stop / Abort;
+ *  - the real-time thread: started, optionally held at a gate until main has done its network
+ *    start-up, and joined.
+ *
+ * What a site does itself comes in through drths_site_hooks_t: its event lines, its status
+ * text, its telemetry counters and signals, and what a stop request means to it. The shell
+ * knows nothing about peers: a stop request is one flag (drths_site_t.stop) the program hands to
+ * each of its peers' loops, and a site may register several recorders, so a numerical site
+ * coupled to several actuator sites needs no change here.
+ *
+ * This is main()'s half of each program, like platform/cli.h: it prints the status line, and
+ * the parsers print their messages. Steps that can fail fill a drths_error_t and return a
+ * negative errno, and main chooses the message and the exit code. Nothing here runs on the
+ * real-time thread except the body the program gives drths_site_rt_start and drths_site_wake.
+ *
+ * Ownership: the program owns drths_site_t (static storage: it holds a libuv loop and a
+ * telemetry frame). drths_site_init opens the loop and its handles; drths_site_close closes
+ * them, the telemetry socket and the real-time report. Every function is init-only unless its
+ * comment says otherwise.
+ */
+#ifndef DRTHS_SITE_SHELL_H
+#define DRTHS_SITE_SHELL_H
+
+#include <getopt.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#include "config/config.h"
+#include "platform/error.h"
+#include "platform/recorder.h"
+#include "platform/rt.h"
+#include "platform/telemetry.h"
+#include "protocol/crypto.h"
+
+/* ---- command line ----------------------------------------------------------------------- */
+
+/* getopt_long codes of the common options (above any character a program uses). */
+enum {
+    DRTHS_SITE_OPT_EXPERIMENT = 0x1000,
+    DRTHS_SITE_OPT_KEY,
+    DRTHS_SITE_OPT_OUT,
+    DRTHS_SITE_OPT_REQUIRE_RT,
+    DRTHS_SITE_OPT_CPU,
+    DRTHS_SITE_OPT_KERNEL_FILTER,
+    DRTHS_SITE_OPT_QUIET,
+    DRTHS_SITE_OPT_MONITOR,
+    DRTHS_SITE_OPT_MONITOR_TOKEN,
+    DRTHS_SITE_OPT_WAIT_START,
+    DRTHS_SITE_OPT_VERSION,
+};
+
+/* The common options (the pointers are into argv). */
+typedef struct drths_site_options {
+    const char *experiment;    /* --experiment FILE (required) */
+    const char *key;           /* --key FILE, or NULL: link.key_file, else the rehearsal key */
+    const char *out;           /* --out DIR, or NULL: <output.directory>/<date>-<name>-<role> */
+    const char *monitor;       /* --monitor HOST:PORT, or NULL */
+    const char *monitor_token; /* --monitor-token FILE (needs --monitor) */
+    int require_rt;            /* --require-rt */
+    int cpu;                   /* --cpu N, -1 when not given */
+    int kernel_filter;         /* --kernel-filter */
+    int quiet;                 /* --quiet: no status line */
+    int wait_start;            /* --wait-start (needs --monitor) */
+} drths_site_options_t;
+
+/* What the program adds to the common command line. */
+typedef struct drths_site_cli {
+    const char *prog;              /* "drths-numerical" */
+    const struct option *options;  /* the program's own options, {0}-terminated; may be NULL */
+    /* One of the program's own options (its code from `options`, arg NULL for a flag).
+     * Returns 0, or -1 after printing why the value is wrong (platform/cli.h). */
+    int (*option)(void *ctx, int code, const char *arg);
+    void *ctx;
+    void (*usage)(FILE *f);        /* --help text; the shell appends the exit-code paragraph */
+    const char *failed;            /* what exit 1 means, for drths_cli_print_exit_codes */
+} drths_site_cli_t;
+
+/* The most options a program may add to the common ones. */
+#define DRTHS_SITE_MAX_OWN_OPTIONS 32
+
+/* drths_site_parse's result when main goes on with the run. */
+#define DRTHS_SITE_CONTINUE (-1)
+
+/* Parses argv: the common options into *o (after drths_site_options_default) and the program's
+ * through cli->option. Then checks what every site needs: --experiment is given, and
+ * --wait-start and --monitor-token come with --monitor. Returns DRTHS_SITE_CONTINUE, or the exit
+ * code main returns at once: 0 after --help or --version, DRTHS_EXIT_USAGE after printing what
+ * is wrong. Resets getopt first (optind = 0), so it may be called more than once. */
+int drths_site_parse(const drths_site_cli_t *cli, int argc, char **argv,
+                     drths_site_options_t *o);
+
+/* No option given: cpu -1, everything else 0 or NULL. */
+void drths_site_options_default(drths_site_options_t *o);
+
+/* The real-time options of the common ones: the defaults, --require-rt and --cpu. */
+void drths_site_rt_options(const drths_site_options_t *o, drths_rt_options_t *rt);
+
+/* ---- start-up steps --------------------------------------------------------------------- */
+
+/* Initialises libsodium, then loads the experiment file (in that order in both programs).
+ * Prints "PROG: ..." and returns the exit code on failure (1 for libsodium, DRTHS_EXIT_USAGE
+ * for the file), 0 on success. */
+int drths_site_load_experiment(const char *prog, drths_experiment_t *exp, const char *path);
+
+/* The pre-shared key of the link. */
+typedef struct drths_site_key {
+    uint8_t psk[DRTHS_KEY_BYTES];
+    char id[17];      /* drths_key_id: 16 hex digits to compare between the laboratories */
+    const char *path; /* the file it came from; NULL: the public rehearsal key */
+} drths_site_key_t;
+
+/* Loads the key from option_path (--key), else from file_path (link.key_file), else takes the
+ * public rehearsal key. Returns 0 or drths_key_load's negative errno (err names the file and
+ * what to change: mode, size). */
+int drths_site_key_load(drths_site_key_t *k, const char *option_path, const char *file_path,
+                        drths_error_t *err);
+
+/* With the rehearsal key, prints on stderr "PROG: warning: no key file ...: using the public
+ * rehearsal key (key id ...), which protects nothing; use it only to rehearse on one machine".
+ * Nothing with a key file. */
+void drths_site_key_warning(const char *prog, const drths_site_key_t *k);
+
+/* Overwrites the key with zeros. RT-safe. */
+void drths_site_key_wipe(drths_site_key_t *k);
+
+/* Creates the run folder: o->out, else <exp.output.directory>/<date>-<exp.name>-<role>, with a
+ * copy of the experiment file. Returns 0 or a negative errno (err says which path). */
+int drths_site_run_folder(char *dir, size_t cap, const drths_site_options_t *o,
+                          const drths_experiment_t *exp, const char *role, drths_error_t *err);
+
+/* ---- the shell -------------------------------------------------------------------------- */
+
+/* What drths_site_t.stop holds: who asked the run to end first (a signal after the monitor
+ * still counts as the signal, as SIGINT then SIGTERM is one stop). */
+typedef enum drths_site_stop {
+    DRTHS_SITE_STOP_NONE = 0,
+    DRTHS_SITE_STOP_SIGNAL = 1,  /* SIGINT or SIGTERM */
+    DRTHS_SITE_STOP_MONITOR = 2, /* Stop or Abort from the live monitor */
+} drths_site_stop_t;
+
+/* A stop request, as the program's stop hook sees it. */
+typedef struct drths_site_stop_request {
+    drths_site_stop_t by;
+    int signum;          /* SIGINT or SIGTERM when by is DRTHS_SITE_STOP_SIGNAL */
+    const char *command; /* "stop" or "abort" when by is DRTHS_SITE_STOP_MONITOR */
+    int first;           /* no stop was requested before: say so (the status line is cleared) */
+} drths_site_stop_request_t;
+
+/* The program's side. Every hook runs on the loop's thread and may be NULL. */
+typedef struct drths_site_hooks {
+    void *ctx;
+    /* Prints what the real-time side has queued (start-up and event lines), on each wake, every
+     * 50 ms and once more after the join; calls drths_site_clear_status before printing. */
+    void (*service)(void *ctx);
+    /* The status line's text (without the leading \r); returns 0 to show nothing this time. */
+    int (*status)(void *ctx, char *buf, size_t cap);
+    /* A stop was requested (signal or monitor): the program tells its real-time side(s), and
+     * when req->first prints its sentence. drths_site_t.stop is already set. */
+    void (*stop)(void *ctx, const drths_site_stop_request_t *req);
+    /* Telemetry: the frame's state and counters (the shell then sets the state READY while the
+     * site waits for Start). */
+    void (*counters)(void *ctx, drths_telemetry_frame_t *f);
+    /* Telemetry: one recorder row (of a recorder opened with tap) into the frame's signals. */
+    void (*tap)(void *ctx, const double *row, drths_telemetry_frame_t *f);
+} drths_site_hooks_t;
+
+/* Recorders one site may register (one per peer and direction is far below this). */
+#define DRTHS_SITE_MAX_RECORDERS 8
+
+typedef struct drths_site {
+    const char *prog;
+    const drths_site_options_t *opt; /* borrowed */
+    drths_site_hooks_t hooks;
+    uv_loop_t loop;
+    uv_signal_t sigint, sigterm;
+    uv_async_t async;
+    uv_timer_t drain_timer, status_timer, tlm_timer;
+    int loop_open;    /* uv_loop_init done */
+    int handles_open; /* the handles above are open (until the run ends) */
+    int started;      /* not waiting for Start (any more) */
+    atomic_int stop;  /* drths_site_stop_t; read by the real-time side */
+    atomic_int done;  /* the real-time thread has returned */
+
+    /* the status line */
+    int status_shown;
+    int status_len;
+
+    /* recorders drained by the loop */
+    drths_recorder_t *rec[DRTHS_SITE_MAX_RECORDERS];
+    int nrec;
+
+    /* --monitor */
+    int tlm_on;
+    drths_telemetry_t tlm;
+
+    /* the real-time thread */
+    pthread_t thread;
+    int thread_on;
+    void (*body)(void *ctx);
+    void *body_ctx;
+    int gated;         /* the shell applies rt itself and waits for drths_site_rt_go */
+    sem_t ready, go;
+    int go_run;        /* set before go is posted: 1 run the body, 0 return at once */
+    drths_rt_options_t rt;
+    drths_rt_report_t rt_report; /* gated: filled before ready */
+    int rt_rc;                   /* gated: drths_rt_apply_thread's result */
+} drths_site_t;
+
+/* Opens the loop, starts serving SIGINT and SIGTERM, prepares the wake and the timers (started
+ * by drths_site_timers_start). s must be zeroed (static storage). o and hooks->ctx must outlive
+ * s. Returns 0 or a negative errno. */
+int drths_site_init(drths_site_t *s, const char *prog, const drths_site_options_t *o,
+                    const drths_site_hooks_t *hooks, drths_error_t *err);
+
+/* Closes what is still open: the handles (running the loop until they are closed), the loop,
+ * the telemetry socket, the real-time report. Joins the thread if it was not joined. Safe
+ * twice, and on a zeroed s. */
+void drths_site_close(drths_site_t *s);
+
+/* Wakes the loop (uv_async_send): the real-time side calls it with ctx = s after a batch of
+ * rows and at the end. RT-safe (async-signal-safe, allocates nothing). */
+void drths_site_wake(void *s);
+
+/* Serves signals and the monitor once without blocking and returns drths_site_t.stop (nonzero:
+ * give up). For main's waits on the network (a drths_numsite_idle_fn). */
+int drths_site_poll(void *s);
+
+/* --monitor: opens the telemetry socket (role "numerical" or "physical", frames decimated from
+ * rate_hz rows) and starts the 50 Hz timer. Without --monitor, does nothing. Returns 0 or a
+ * negative errno (err: the address or the token file). */
+int drths_site_monitor_open(drths_site_t *s, const char *role, double rate_hz, drths_error_t *err);
+
+/* With --monitor, prints "INDENTmonitor: telemetry to HOST:PORT (50 frames/s)[, control with a
+ * token][; waiting for Start]" on stdout. */
+void drths_site_print_monitor(const drths_site_t *s, const char *indent);
+
+/* An event line for the monitor's log (nothing without --monitor). */
+void drths_site_event(drths_site_t *s, const char *text);
+
+/* The last frame: the event text, the counters, state DONE. Nothing without --monitor. */
+void drths_site_monitor_end(drths_site_t *s, const char *text);
+
+/* Runs the loop (signals and the monitor only) until Start, a signal or Stop; at once without
+ * --wait-start. */
+void drths_site_wait_start(drths_site_t *s);
+
+/* Opens a recorder on dir/file with the columns given, sized for rate_hz, and drains it from
+ * the loop from now on; with tap and --monitor its rows feed the telemetry (hooks.tap). Returns
+ * 0 or a negative errno. */
+int drths_site_recorder_open(drths_site_t *s, drths_recorder_t *rec, const char *dir,
+                             const char *file, const char *const *columns, int ncols,
+                             double rate_hz, int tap, drths_error_t *err);
+
+/* Starts the drain timer (every 50 ms) and, unless --quiet or stderr is not a terminal, the
+ * status line (every second). */
+void drths_site_timers_start(drths_site_t *s);
+
+/* Erases the status line if one is shown (before printing anything else). */
+void drths_site_clear_status(drths_site_t *s);
+
+/* Starts the real-time thread running body(ctx). With rt non-NULL the thread first applies rt
+ * to itself (drths_site_t.rt_report, .rt_rc), then waits for drths_site_rt_go; with NULL the
+ * body applies its own real-time options. When the body returns, drths_site_t.done is set and
+ * the loop woken. Returns 0 or a negative errno. */
+int drths_site_rt_start(drths_site_t *s, void (*body)(void *ctx), void *ctx,
+                        const drths_rt_options_t *rt);
+
+/* With a gate: waits until the thread has applied its options; returns rt_rc. */
+int drths_site_rt_ready(drths_site_t *s);
+
+/* With a gate: lets the thread run its body (run = 1) or return at once (run = 0). */
+void drths_site_rt_go(drths_site_t *s, int run);
+
+/* Runs the loop until the real-time thread has returned (at once if there is none), joins it,
+ * closes the handles, serves the program's last events (hooks.service), drains the recorders
+ * once more and erases the status line. */
+void drths_site_run(drths_site_t *s);
+
+/* Prints the real-time report's lines (drths_rt_report_line), each after indent, on stdout. */
+void drths_site_rt_print(const drths_rt_report_t *rep, const char *indent);
+
+/* "SCHED_FIFO 80: granted; mlockall: ...": the report on one line, for summary.json. */
+void drths_site_rt_summary(const drths_rt_report_t *rep, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,279 @@
+/* Unit tests of the site shell's parts that need no live run (site/shell.h): the common options
+ * with a program's own, their errors and exit codes, --help and --version; key loading and its
+ * errors; the real-time options taken from the common ones. stdout and stderr are redirected to
+ * a file to read the messages back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "platform/cli.h"
+#include "site/shell.h"
+
+static char msg[2048];
+
+/* Runs `expr` with stdout and stderr going to a temporary file, then reads it into msg. */
+#define CAPTURE(expr, rc)                                                                          \
+    do {                                                                                           \
+        fflush(stdout);                                                                            \
+        fflush(stderr);                                                                            \
+        FILE *tmp_ = tmpfile();                                                                    \
+        assert_non_null(tmp_);                                                                     \
+        int out_ = dup(1), err_ = dup(2);                                                          \
+        dup2(fileno(tmp_), 1);                                                                     \
+        dup2(fileno(tmp_), 2);                                                                     \
+        (rc) = (expr);                                                                             \
+        fflush(stdout);                                                                            \
+        fflush(stderr);                                                                            \
+        dup2(out_, 1);                                                                             \
+        dup2(err_, 2);                                                                             \
+        close(out_);                                                                               \
+        close(err_);                                                                               \
+        rewind(tmp_);                                                                              \
+        size_t n_ = fread(msg, 1, sizeof msg - 1, tmp_);                                           \
+        msg[n_] = '\0';                                                                            \
+        fclose(tmp_);                                                                              \
+    } while (0)
+
+/* A program with one option of its own, --peer-timeout S, and one flag, --reference. */
+typedef struct own {
+    double peer_timeout_s;
+    int reference;
+} own_t;
+
+static int own_option(void *ctx, int c, const char *arg)
+{
+    own_t *o = ctx;
+    if (c == 'r') {
+        o->reference = 1;
+        return 0;
+    }
+    return drths_cli_positive("drths-x", "--peer-timeout", arg, "seconds", &o->peer_timeout_s);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: drths-x --experiment FILE\n\n");
+}
+
+static const struct option own_options[] = {
+    {"peer-timeout", required_argument, NULL, 't'},
+    {"reference", no_argument, NULL, 'r'},
+    {0, 0, 0, 0},
+};
+
+static own_t own;
+
+/* Parses the NULL-terminated argument list (after the program name). */
+static int parse(drths_site_options_t *o, const char *const *args)
+{
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = (char *)"drths-x";
+    for (; *args; args++)
+        argv[argc++] = (char *)*args;
+    argv[argc] = NULL;
+    memset(&own, 0, sizeof own);
+    const drths_site_cli_t cli = {"drths-x", own_options, own_option, &own, usage,
+                                  "the run failed"};
+    return drths_site_parse(&cli, argc, argv, o);
+}
+
+static void test_parse_all(void **state)
+{
+    (void)state;
+    drths_site_options_t o;
+    int rc;
+    const char *args[] = {"--experiment", "e.yaml", "--key", "k", "--out", "d", "--require-rt",
+                          "--cpu", "3", "--kernel-filter", "--quiet", "--monitor", "h:1",
+                          "--monitor-token", "t", "--wait-start", "--peer-timeout", "0.5",
+                          "--reference", NULL};
+    CAPTURE(parse(&o, args), rc);
+    assert_int_equal(rc, DRTHS_SITE_CONTINUE);
+    assert_string_equal(msg, "");
+    assert_string_equal(o.experiment, "e.yaml");
+    assert_string_equal(o.key, "k");
+    assert_string_equal(o.out, "d");
+    assert_string_equal(o.monitor, "h:1");
+    assert_string_equal(o.monitor_token, "t");
+    assert_int_equal(o.require_rt, 1);
+    assert_int_equal(o.cpu, 3);
+    assert_int_equal(o.kernel_filter, 1);
+    assert_int_equal(o.quiet, 1);
+    assert_int_equal(o.wait_start, 1);
+    assert_true(own.peer_timeout_s == 0.5);
+    assert_int_equal(own.reference, 1);
+
+    /* The defaults, and a second parse starting over. */
+    const char *min[] = {"--experiment", "e.yaml", NULL};
+    CAPTURE(parse(&o, min), rc);
+    assert_int_equal(rc, DRTHS_SITE_CONTINUE);
+    assert_null(o.key);
+    assert_null(o.monitor);
+    assert_int_equal(o.cpu, -1);
+    assert_int_equal(o.quiet, 0);
+    assert_int_equal(own.reference, 0);
+}
+
+static void expect_usage(const char *const *args, const char *want)
+{
+    drths_site_options_t o;
+    int rc;
+    CAPTURE(parse(&o, args), rc);
+    assert_int_equal(rc, DRTHS_EXIT_USAGE);
+    if (!strstr(msg, want))
+        fail_msg("expected '%s' in '%s'", want, msg);
+}
+
+static void test_parse_errors(void **state)
+{
+    (void)state;
+    expect_usage((const char *const[]){"--experiment", "e", "--cpu", "9x", NULL},
+                 "drths-x: --cpu: '9x' is not an integer in 0..4095\n");
+    expect_usage((const char *const[]){"--experiment", "e", "--cpu", "4096", NULL},
+                 "is not an integer in 0..4095");
+    expect_usage((const char *const[]){"--experiment", "e", "--peer-timeout", "0", NULL},
+                 "drths-x: --peer-timeout: '0' is not a positive number of seconds\n");
+    expect_usage((const char *const[]){NULL},
+                 "drths-x: --experiment FILE is required (see --help)\n");
+    expect_usage((const char *const[]){"--experiment", "e", "--wait-start", NULL},
+                 "drths-x: --wait-start and --monitor-token need --monitor\n");
+    expect_usage((const char *const[]){"--experiment", "e", "--monitor-token", "t", NULL},
+                 "need --monitor");
+    expect_usage((const char *const[]){"--experiment", "e", "stray", NULL},
+                 "drths-x: unexpected argument 'stray' (see --help)\n");
+    expect_usage((const char *const[]){"--experiment", "e", "--bogus", NULL},
+                 "Try 'drths-x --help'.\n");
+    expect_usage((const char *const[]){"--experiment", NULL}, "Try 'drths-x --help'.\n");
+}
+
+static void test_help_and_version(void **state)
+{
+    (void)state;
+    drths_site_options_t o;
+    int rc;
+    /* --help wins even with nothing else given, and ends with the exit-code paragraph. */
+    CAPTURE(parse(&o, (const char *const[]){"--help", NULL}), rc);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(msg, "usage: drths-x --experiment FILE\n"));
+    assert_non_null(strstr(msg, "Exit status: 0 success; 1 the run failed; 2 "));
+    CAPTURE(parse(&o, (const char *const[]){"-h", NULL}), rc);
+    assert_int_equal(rc, 0);
+    CAPTURE(parse(&o, (const char *const[]){"--version", NULL}), rc);
+    assert_int_equal(rc, 0);
+    char want[200];
+    snprintf(want, sizeof want, "drths-x (drths) %s\n", drths_version());
+    assert_string_equal(msg, want);
+}
+
+static void test_rt_options(void **state)
+{
+    (void)state;
+    drths_site_options_t o;
+    drths_site_options_default(&o);
+    drths_rt_options_t rt, def;
+    drths_rt_options_default(&def);
+    drths_site_rt_options(&o, &rt);
+    assert_int_equal(rt.require, 0);
+    assert_int_equal(rt.cpu, -1);
+    assert_int_equal(rt.priority, def.priority);
+    o.require_rt = 1;
+    o.cpu = 2;
+    drths_site_rt_options(&o, &rt);
+    assert_int_equal(rt.require, 1);
+    assert_int_equal(rt.cpu, 2);
+}
+
+static void write_key(const char *path, size_t n, mode_t mode)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (size_t i = 0; i < n; i++)
+        fputc((int)(i * 7 + 1), f);
+    fclose(f);
+    chmod(path, mode);
+}
+
+static void test_key_load(void **state)
+{
+    (void)state;
+    assert_int_equal(drths_crypto_init(), 0);
+    char dir[] = "/tmp/drths-shell-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char good[300], open_[300], shortk[300];
+    snprintf(good, sizeof good, "%s/good.key", dir);
+    snprintf(open_, sizeof open_, "%s/open.key", dir);
+    snprintf(shortk, sizeof shortk, "%s/short.key", dir);
+    write_key(good, DRTHS_KEY_BYTES, 0600);
+    write_key(open_, DRTHS_KEY_BYTES, 0644);
+    write_key(shortk, DRTHS_KEY_BYTES - 1, 0600);
+
+    drths_site_key_t k, r;
+    drths_error_t err = {{0}};
+    /* --key comes before link.key_file. */
+    assert_int_equal(drths_site_key_load(&k, good, "/nonexistent", &err), 0);
+    assert_string_equal(k.path, good);
+    assert_int_equal(strlen(k.id), 16);
+    /* No file at all: the rehearsal key, with its warning. */
+    assert_int_equal(drths_site_key_load(&r, NULL, NULL, &err), 0);
+    assert_null(r.path);
+    assert_string_not_equal(r.id, k.id);
+    int rc;
+    CAPTURE((drths_site_key_warning("drths-x", &r), 0), rc);
+    assert_non_null(strstr(msg, "drths-x: warning: no key file (link.key_file or --key): using "
+                                "the public rehearsal key (key id "));
+    assert_non_null(strstr(msg, r.id));
+    CAPTURE((drths_site_key_warning("drths-x", &k), 0), rc);
+    assert_int_equal(rc, 0);
+    assert_string_equal(msg, "");
+    /* A key file from the experiment, and the refusals (the error names the file). */
+    assert_int_equal(drths_site_key_load(&k, NULL, good, &err), 0);
+    assert_string_equal(k.path, good);
+    assert_true(drths_site_key_load(&k, open_, NULL, &err) < 0);
+    assert_non_null(strstr(err.msg, "readable by others (mode 0644); chmod 600"));
+    assert_true(drths_site_key_load(&k, NULL, shortk, &err) < 0);
+    assert_non_null(strstr(err.msg, "got 31"));
+    assert_true(drths_site_key_load(&k, "/nonexistent/key", NULL, &err) < 0);
+    assert_non_null(strstr(err.msg, "/nonexistent/key"));
+    /* A refused key leaves nothing behind. */
+    static const uint8_t zero[DRTHS_KEY_BYTES];
+    assert_memory_equal(k.psk, zero, sizeof zero);
+    unlink(good);
+    unlink(open_);
+    unlink(shortk);
+    rmdir(dir);
+}
+
+static void test_close_unused(void **state)
+{
+    (void)state;
+    /* A shell that was never initialised, and one that ran nothing, close cleanly. */
+    static drths_site_t never, idle;
+    drths_site_close(&never);
+    drths_site_options_t o;
+    drths_site_options_default(&o);
+    drths_site_hooks_t hooks = {0};
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_site_init(&idle, "drths-x", &o, &hooks, &err), 0);
+    assert_int_equal(idle.started, 1);
+    assert_int_equal(drths_site_poll(&idle), DRTHS_SITE_STOP_NONE);
+    drths_site_run(&idle);
+    drths_site_close(&idle);
+    drths_site_close(&idle);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_all),      cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_help_and_version), cmocka_unit_test(test_rt_options),
+        cmocka_unit_test(test_key_load),       cmocka_unit_test(test_close_unused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
