@@ -162,7 +162,7 @@ static void test_help_and_version(void **state)
     CAPTURE(parse(&o, (const char *const[]){"--help", NULL}), rc);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(msg, "usage: drths-x --experiment FILE\n"));
-    assert_non_null(strstr(msg, "Exit status: 0 success; 1 the run failed; 2 "));
+    assert_non_null(strstr(msg, "Exit status:\n  0  success\n  1  the run failed\n  2  "));
     CAPTURE(parse(&o, (const char *const[]){"-h", NULL}), rc);
     assert_int_equal(rc, 0);
     CAPTURE(parse(&o, (const char *const[]){"--version", NULL}), rc);
