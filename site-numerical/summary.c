@@ -30,6 +30,169 @@ static void rtt_json(drths_json_t *j, const char *key, const drths_rtt_summary_t
     drths_json_object_end(j);
 }
 
+/* Who ran what: versions, the peer, the outcome, the probes and the initial L. */
+static void head_json(drths_json_t *j, const drths_numsite_t *s, const drths_numsite_outcome_t *o)
+{
+    const drths_experiment_t *e = s->exp;
+    drths_json_string(j, "kind", "hybrid-numerical");
+    drths_json_string(j, "version", drths_version());
+    drths_json_string(j, "experiment", e->name);
+    drths_json_string(j, "fingerprint", s->fingerprint_hex);
+    drths_json_string(j, "peer", s->peer_text);
+    drths_json_string(j, "peer_fingerprint", s->peer_fingerprint_hex);
+    drths_json_number(j, "rate_hz", e->rate_hz);
+    drths_json_int(j, "redundancy", e->link.redundancy);
+    drths_json_string(j, "smith", drths_smith_mode_name(e->numerical.smith));
+    drths_json_string(j, "exit_reason", o->exit_reason);
+    drths_json_int(j, "exit_code", o->exit_code);
+    drths_json_number(j, "wall_time_s", o->wall_s);
+    if (o->rt_summary)
+        drths_json_string(j, "real_time", o->rt_summary);
+    drths_json_object_begin(j, "probes");
+    drths_json_int(j, "sent", (int64_t)s->probes_sent);
+    drths_json_int(j, "answered", (int64_t)s->probes_answered);
+    if (s->have_probe_summary)
+        rtt_json(j, "round_trip", &s->probe_summary);
+    drths_json_object_end(j);
+    if (!s->have_probe_summary)
+        return;
+    const drths_lchoice_t *l = &s->lchoice;
+    drths_json_object_begin(j, "loop_delay");
+    drths_json_int(j, "L", l->L);
+    drths_json_number(j, "L_ms", (double)l->L * (double)s->dt_ns * 1e-6);
+    drths_json_int(j, "L_auto", l->L_auto);
+    drths_json_bool(j, "fixed", l->fixed);
+    drths_json_int(j, "rtt_ticks", l->rtt_ticks);
+    drths_json_int(j, "wake_local_ticks", l->wake_local_ticks);
+    drths_json_int(j, "wake_peer_ticks", l->wake_peer_ticks);
+    drths_json_int(j, "safety_ticks", l->safety_ticks);
+    drths_json_object_end(j);
+}
+
+/* What the socket refused or lost. */
+static void socket_json(drths_json_t *j, const drths_numsite_t *s,
+                        const drths_numsite_outcome_t *o)
+{
+    drths_json_object_begin(j, "rejects");
+    for (int r = 1; r < DRTHS_REJECT_COUNT; r++)
+        if (s->rx.rejects[r])
+            drths_json_int(j, drths_reject_name((drths_reject_t)r), (int64_t)s->rx.rejects[r]);
+    if (s->wrong_source)
+        drths_json_int(j, "WRONG_SOURCE", (int64_t)s->wrong_source);
+    drths_json_object_end(j);
+    /* Not by reason: what the kernel filter refused plus any receive-buffer overflow. */
+    drths_json_bool(j, "kernel_filter", s->kernel_filter);
+    int64_t kernel_drops = s->udp.fd >= 0 ? drths_udp_kernel_drops(&s->udp) : -1;
+    if (kernel_drops >= 0)
+        drths_json_int(j, "kernel_drops", kernel_drops);
+    drths_json_int(j, "send_errors", (int64_t)s->send_errors);
+    drths_json_int(j, "recorder_dropped_rows", (int64_t)o->recorder_dropped);
+}
+
+/* The loop's counters: steps, concealment, feedback, the round trip. */
+static void loop_json(drths_json_t *j, const drths_numsite_t *s, const drths_hybrid_t *h)
+{
+    const drths_hybrid_counters_t *c = &h->c;
+    drths_json_int(j, "L", h->L);
+    drths_json_int(j, "L_start", h->p.L);
+    drths_json_int(j, "steps", (int64_t)c->rows);
+    drths_json_int(j, "steps_planned", h->ns.steps);
+    drths_json_number(j, "simulated_s", (double)h->ns.step * h->ns.dt_s);
+    drths_json_int(j, "concealed_feedback", (int64_t)c->concealed);
+    drths_json_int(j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
+    drths_json_object_begin(j, "feedback");
+    drths_json_int(j, "datagrams", (int64_t)c->fb_datagrams);
+    drths_json_int(j, "ticks_received", (int64_t)c->fb_samples_stored);
+    drths_json_int(j, "duplicates", (int64_t)c->fb_duplicates);
+    drths_json_int(j, "late_after_concealed", (int64_t)c->fb_late);
+    drths_json_int(j, "too_far", (int64_t)c->fb_too_far);
+    drths_json_int(j, "actuator_concealed_ticks", (int64_t)c->phys_concealed);
+    drths_json_int(j, "actuator_hold_ticks", (int64_t)c->phys_hold);
+    drths_json_object_end(j);
+    drths_json_int(j, "commands_sent", (int64_t)c->commands_sent);
+    drths_json_int(j, "unexpected_messages", (int64_t)c->unexpected);
+    drths_rtt_summary_t rs;
+    drths_rtt_summary_from_hist(&h->rtt.run, s->dt_ns, &rs);
+    rtt_json(j, "rtt", &rs);
+    drths_json_int(j, "rtt_unknown_echoes", (int64_t)h->rtt.unknown);
+    if (h->end == DRTHS_HYBRID_PEER_ABORT) {
+        drths_json_string(j, "peer_abort_reason", drths_stop_reason_name(h->end_reason));
+        drths_json_string(j, "peer_abort_text", h->end_text);
+    }
+}
+
+/* The structure's response and the damper. */
+static void response_json(drths_json_t *j, const drths_experiment_t *e, const drths_hybrid_t *h)
+{
+    long rows = (long)h->c.rows;
+    drths_json_array_begin(j, "floors");
+    for (int i = 0; i < h->ns.n; i++) {
+        drths_json_object_begin(j, NULL);
+        drths_json_int(j, "floor", i + 1);
+        drths_json_number(j, "peak_disp_m", h->peak_x[i]);
+        drths_json_number(j, "rms_disp_m", rows ? sqrt(h->sum_x2[i] / rows) : 0.0);
+        drths_json_number(j, "peak_abs_accel_m_s2", h->peak_a[i]);
+        drths_json_number(j, "rms_abs_accel_m_s2", rows ? sqrt(h->sum_a2[i] / rows) : 0.0);
+        drths_json_object_end(j);
+    }
+    drths_json_array_end(j);
+    drths_json_object_begin(j, "damper");
+    drths_json_number(j, "peak_force_N", h->peak_force_N);
+    drths_json_number(j, "command", h->command);
+    drths_json_string(j, "control", drths_control_mode_name(e->control.mode));
+    drths_json_object_end(j);
+}
+
+static void smith_json(drths_json_t *j, const drths_hybrid_t *h)
+{
+    const drths_smith_t *sm = &h->smith;
+    drths_json_object_begin(j, "smith_predictor");
+    drths_json_string(j, "mode", drths_smith_mode_name(sm->mode));
+    drths_json_number(j, "force_gain", drths_smith_gain(sm));
+    if (h->adaptive) {
+        drths_json_numbers(j, "bank_gamma_beta", sm->ap.bank_gamma_beta, DRTHS_SMITH_BANK);
+        drths_json_numbers(j, "bank_weights", sm->theta, DRTHS_SMITH_BANK);
+        drths_json_number(j, "viscous_N_s_per_m", sm->theta[3] * sm->c_ref);
+        drths_json_number(j, "forgetting", sm->ap.forgetting);
+        drths_json_int(j, "updates", (int64_t)sm->st.updates);
+        drths_json_int(j, "skipped_low_signal", (int64_t)sm->st.low_signal);
+        drths_json_int(j, "skipped_dead_zone", (int64_t)sm->st.dead_zone);
+        drths_json_int(j, "projections", (int64_t)sm->st.projections);
+        drths_json_int(j, "covariance_trace_limited", (int64_t)sm->st.trace_limited);
+        drths_json_int(j, "covariance_resets", (int64_t)sm->st.resets);
+    }
+    drths_json_object_end(j);
+}
+
+static void epochs_json(drths_json_t *j, const drths_hybrid_t *h)
+{
+    const drths_hybrid_counters_t *c = &h->c;
+    drths_json_object_begin(j, "epochs");
+    drths_json_bool(j, "on_the_fly", h->p.adapt_L);
+    drths_json_int(j, "changes", (int64_t)c->epoch_changes);
+    drths_json_int(j, "L_final", h->L);
+    drths_json_int(j, "L_min", c->L_min_seen);
+    drths_json_int(j, "L_max", c->L_max_seen);
+    drths_json_int(j, "transition_steps", (int64_t)c->transition);
+    drths_json_int(j, "filler_commands", (int64_t)c->fillers_sent);
+    drths_json_int(j, "glide_skips", (int64_t)c->glide_skips);
+    drths_json_array_begin(j, "log");
+    for (int i = 0; i < h->n_elog; i++) {
+        const drths_hybrid_epoch_log_t *l = &h->elog[i];
+        drths_json_object_begin(j, NULL);
+        drths_json_int(j, "epoch", l->epoch);
+        drths_json_number(j, "time_s", l->time_s);
+        drths_json_int(j, "step", l->step);
+        drths_json_int(j, "L_from", l->L_from);
+        drths_json_int(j, "L_to", l->L_to);
+        drths_json_int(j, "effective_tick", (int64_t)l->effective_tick);
+        drths_json_string(j, "reason", drths_epoch_reason_name(l->reason));
+        drths_json_object_end(j);
+    }
+    drths_json_array_end(j);
+    drths_json_object_end(j);
+}
+
 int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h,
                                 const char *dir, const drths_numsite_outcome_t *o,
                                 drths_error_t *err)
@@ -40,143 +203,16 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
     FILE *f = fopen(path, "w");
     if (!f)
         return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
-    const drths_experiment_t *e = s->exp;
     drths_json_t j;
     drths_json_init(&j, f);
     drths_json_object_begin(&j, NULL);
-    drths_json_string(&j, "kind", "hybrid-numerical");
-    drths_json_string(&j, "version", drths_version());
-    drths_json_string(&j, "experiment", e->name);
-    drths_json_string(&j, "fingerprint", s->fingerprint_hex);
-    drths_json_string(&j, "peer", s->peer_text);
-    drths_json_string(&j, "peer_fingerprint", s->peer_fingerprint_hex);
-    drths_json_number(&j, "rate_hz", e->rate_hz);
-    drths_json_int(&j, "redundancy", e->link.redundancy);
-    drths_json_string(&j, "smith", drths_smith_mode_name(e->numerical.smith));
-    drths_json_string(&j, "exit_reason", o->exit_reason);
-    drths_json_int(&j, "exit_code", o->exit_code);
-    drths_json_number(&j, "wall_time_s", o->wall_s);
-    if (o->rt_summary)
-        drths_json_string(&j, "real_time", o->rt_summary);
-    drths_json_object_begin(&j, "probes");
-    drths_json_int(&j, "sent", (int64_t)s->probes_sent);
-    drths_json_int(&j, "answered", (int64_t)s->probes_answered);
-    if (s->have_probe_summary)
-        rtt_json(&j, "round_trip", &s->probe_summary);
-    drths_json_object_end(&j);
-    if (s->have_probe_summary) {
-        const drths_lchoice_t *l = &s->lchoice;
-        drths_json_object_begin(&j, "loop_delay");
-        drths_json_int(&j, "L", l->L);
-        drths_json_number(&j, "L_ms", (double)l->L * (double)s->dt_ns * 1e-6);
-        drths_json_int(&j, "L_auto", l->L_auto);
-        drths_json_bool(&j, "fixed", l->fixed);
-        drths_json_int(&j, "rtt_ticks", l->rtt_ticks);
-        drths_json_int(&j, "wake_local_ticks", l->wake_local_ticks);
-        drths_json_int(&j, "wake_peer_ticks", l->wake_peer_ticks);
-        drths_json_int(&j, "safety_ticks", l->safety_ticks);
-        drths_json_object_end(&j);
-    }
-    drths_json_object_begin(&j, "rejects");
-    for (int r = 1; r < DRTHS_REJECT_COUNT; r++)
-        if (s->rx.rejects[r])
-            drths_json_int(&j, drths_reject_name((drths_reject_t)r), (int64_t)s->rx.rejects[r]);
-    if (s->wrong_source)
-        drths_json_int(&j, "WRONG_SOURCE", (int64_t)s->wrong_source);
-    drths_json_object_end(&j);
-    /* Not by reason: what the kernel filter refused plus any receive-buffer overflow. */
-    drths_json_bool(&j, "kernel_filter", s->kernel_filter);
-    int64_t kernel_drops = s->udp.fd >= 0 ? drths_udp_kernel_drops(&s->udp) : -1;
-    if (kernel_drops >= 0)
-        drths_json_int(&j, "kernel_drops", kernel_drops);
-    drths_json_int(&j, "send_errors", (int64_t)s->send_errors);
-    drths_json_int(&j, "recorder_dropped_rows", (int64_t)o->recorder_dropped);
+    head_json(&j, s, o);
+    socket_json(&j, s, o);
     if (h) {
-        const drths_hybrid_counters_t *c = &h->c;
-        drths_json_int(&j, "L", h->L);
-        drths_json_int(&j, "L_start", h->p.L);
-        drths_json_int(&j, "steps", (int64_t)c->rows);
-        drths_json_int(&j, "steps_planned", h->ns.steps);
-        drths_json_number(&j, "simulated_s", (double)h->ns.step * h->ns.dt_s);
-        drths_json_int(&j, "concealed_feedback", (int64_t)c->concealed);
-        drths_json_int(&j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
-        drths_json_object_begin(&j, "feedback");
-        drths_json_int(&j, "datagrams", (int64_t)c->fb_datagrams);
-        drths_json_int(&j, "ticks_received", (int64_t)c->fb_samples_stored);
-        drths_json_int(&j, "duplicates", (int64_t)c->fb_duplicates);
-        drths_json_int(&j, "late_after_concealed", (int64_t)c->fb_late);
-        drths_json_int(&j, "too_far", (int64_t)c->fb_too_far);
-        drths_json_int(&j, "actuator_concealed_ticks", (int64_t)c->phys_concealed);
-        drths_json_int(&j, "actuator_hold_ticks", (int64_t)c->phys_hold);
-        drths_json_object_end(&j);
-        drths_json_int(&j, "commands_sent", (int64_t)c->commands_sent);
-        drths_json_int(&j, "unexpected_messages", (int64_t)c->unexpected);
-        drths_rtt_summary_t rs;
-        drths_rtt_summary_from_hist(&h->rtt.run, s->dt_ns, &rs);
-        rtt_json(&j, "rtt", &rs);
-        drths_json_int(&j, "rtt_unknown_echoes", (int64_t)h->rtt.unknown);
-        if (h->end == DRTHS_HYBRID_PEER_ABORT) {
-            drths_json_string(&j, "peer_abort_reason", drths_stop_reason_name(h->end_reason));
-            drths_json_string(&j, "peer_abort_text", h->end_text);
-        }
-        long rows = (long)c->rows;
-        drths_json_array_begin(&j, "floors");
-        for (int i = 0; i < h->ns.n; i++) {
-            drths_json_object_begin(&j, NULL);
-            drths_json_int(&j, "floor", i + 1);
-            drths_json_number(&j, "peak_disp_m", h->peak_x[i]);
-            drths_json_number(&j, "rms_disp_m", rows ? sqrt(h->sum_x2[i] / rows) : 0.0);
-            drths_json_number(&j, "peak_abs_accel_m_s2", h->peak_a[i]);
-            drths_json_number(&j, "rms_abs_accel_m_s2", rows ? sqrt(h->sum_a2[i] / rows) : 0.0);
-            drths_json_object_end(&j);
-        }
-        drths_json_array_end(&j);
-        drths_json_object_begin(&j, "damper");
-        drths_json_number(&j, "peak_force_N", h->peak_force_N);
-        drths_json_number(&j, "command", h->command);
-        drths_json_string(&j, "control", drths_control_mode_name(e->control.mode));
-        drths_json_object_end(&j);
-        const drths_smith_t *sm = &h->smith;
-        drths_json_object_begin(&j, "smith_predictor");
-        drths_json_string(&j, "mode", drths_smith_mode_name(sm->mode));
-        drths_json_number(&j, "force_gain", drths_smith_gain(sm));
-        if (h->adaptive) {
-            drths_json_numbers(&j, "bank_gamma_beta", sm->ap.bank_gamma_beta, DRTHS_SMITH_BANK);
-            drths_json_numbers(&j, "bank_weights", sm->theta, DRTHS_SMITH_BANK);
-            drths_json_number(&j, "viscous_N_s_per_m", sm->theta[3] * sm->c_ref);
-            drths_json_number(&j, "forgetting", sm->ap.forgetting);
-            drths_json_int(&j, "updates", (int64_t)sm->st.updates);
-            drths_json_int(&j, "skipped_low_signal", (int64_t)sm->st.low_signal);
-            drths_json_int(&j, "skipped_dead_zone", (int64_t)sm->st.dead_zone);
-            drths_json_int(&j, "projections", (int64_t)sm->st.projections);
-            drths_json_int(&j, "covariance_trace_limited", (int64_t)sm->st.trace_limited);
-            drths_json_int(&j, "covariance_resets", (int64_t)sm->st.resets);
-        }
-        drths_json_object_end(&j);
-        drths_json_object_begin(&j, "epochs");
-        drths_json_bool(&j, "on_the_fly", h->p.adapt_L);
-        drths_json_int(&j, "changes", (int64_t)c->epoch_changes);
-        drths_json_int(&j, "L_final", h->L);
-        drths_json_int(&j, "L_min", c->L_min_seen);
-        drths_json_int(&j, "L_max", c->L_max_seen);
-        drths_json_int(&j, "transition_steps", (int64_t)c->transition);
-        drths_json_int(&j, "filler_commands", (int64_t)c->fillers_sent);
-        drths_json_int(&j, "glide_skips", (int64_t)c->glide_skips);
-        drths_json_array_begin(&j, "log");
-        for (int i = 0; i < h->n_elog; i++) {
-            const drths_hybrid_epoch_log_t *l = &h->elog[i];
-            drths_json_object_begin(&j, NULL);
-            drths_json_int(&j, "epoch", l->epoch);
-            drths_json_number(&j, "time_s", l->time_s);
-            drths_json_int(&j, "step", l->step);
-            drths_json_int(&j, "L_from", l->L_from);
-            drths_json_int(&j, "L_to", l->L_to);
-            drths_json_int(&j, "effective_tick", (int64_t)l->effective_tick);
-            drths_json_string(&j, "reason", drths_epoch_reason_name(l->reason));
-            drths_json_object_end(&j);
-        }
-        drths_json_array_end(&j);
-        drths_json_object_end(&j);
+        loop_json(&j, s, h);
+        response_json(&j, s->exp, h);
+        smith_json(&j, h);
+        epochs_json(&j, h);
     }
     drths_json_object_end(&j);
     fputc('\n', f);
