@@ -146,17 +146,15 @@ static size_t keyed_payload(int v, uint64_t tick, uint8_t *out, size_t cap)
 
 /* ---- the single attacks ------------------------------------------------------------------- */
 
-/* Builds attack i from the genuine COMMAND g (length n, not yet delivered) and an older
- * datagram of the same session (>= 2000 counters back). Returns the length (0 is a legal empty
- * datagram) and fills *a. out holds at least 65536 bytes. */
-size_t drths_attack_build(int i, const drths_attack_knowledge_t *kn, const uint8_t *g, size_t n,
-                          const uint8_t *old, size_t old_n, uint8_t *out, drths_attack_t *a)
-{
-    memset(a, 0, sizeof *a);
-    memcpy(out, g, n);
-    size_t len = n;
-    size_t body = n - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
+/* The attack's name and the reason it must be counted under. */
 #define SET(nm, r) (a->name = (nm), a->expect = (r))
+
+/* Attacks 0-12: bits flipped, the datagram truncated or padded. */
+static void tamper_bytes(int i, const drths_attack_knowledge_t *kn, const uint8_t *g, size_t n,
+                         const uint8_t *old, size_t old_n, uint8_t *out, size_t *len,
+                         drths_attack_t *a)
+{
+    size_t body = n - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
     switch (i) {
     case 0:
         SET("forged tag", DRTHS_REJECT_BAD_TAG);
@@ -189,31 +187,40 @@ size_t drths_attack_build(int i, const drths_attack_knowledge_t *kn, const uint8
         break;
     case 7:
         SET("truncated by 1 byte", DRTHS_REJECT_BAD_TAG);
-        len = n - 1;
+        *len = n - 1;
         break;
     case 8:
         SET("truncated to 56 bytes", DRTHS_REJECT_TOO_SHORT);
-        len = 56;
+        *len = 56;
         break;
     case 9:
         SET("truncated to the header", DRTHS_REJECT_TOO_SHORT);
-        len = DRTHS_WIRE_HEADER_BYTES;
+        *len = DRTHS_WIRE_HEADER_BYTES;
         break;
     case 10:
         SET("empty datagram", DRTHS_REJECT_TOO_SHORT);
-        len = 0;
+        *len = 0;
         break;
     case 11:
         SET("oversized: 4921 bytes", DRTHS_REJECT_TOO_LONG);
         memset(out + n, 0, DRTHS_WIRE_MAX_DATAGRAM + 1 - n);
-        len = DRTHS_WIRE_MAX_DATAGRAM + 1;
+        *len = DRTHS_WIRE_MAX_DATAGRAM + 1;
         break;
     case 12:
         SET("oversized: 60000 bytes", DRTHS_REJECT_TOO_LONG);
         for (size_t k = n; k < 60000; k++)
             out[k] = (uint8_t)rnd();
-        len = 60000;
+        *len = 60000;
         break;
+    }
+}
+
+/* Attacks 13-25: one header field set to a wrong value. */
+static void tamper_header(int i, const drths_attack_knowledge_t *kn, const uint8_t *g, size_t n,
+                          const uint8_t *old, size_t old_n, uint8_t *out, size_t *len,
+                          drths_attack_t *a)
+{
+    switch (i) {
     case 13:
         SET("bad magic", DRTHS_REJECT_BAD_MAGIC);
         out[0] = 'X';
@@ -266,6 +273,15 @@ size_t drths_attack_build(int i, const drths_attack_knowledge_t *kn, const uint8
         SET("counter 1e6 ahead, forged (the window must not move)", DRTHS_REJECT_BAD_TAG);
         put_u64(out + 16, get_u64(g + 16) + 1000000);
         break;
+    }
+}
+
+/* Attacks 26-30: replays and HELLOs of other sessions. */
+static void replay_or_session(int i, const drths_attack_knowledge_t *kn, const uint8_t *g, size_t n,
+                              const uint8_t *old, size_t old_n, uint8_t *out, size_t *len,
+                              drths_attack_t *a)
+{
+    switch (i) {
     case 26:
         SET("replay of the COMMAND just delivered", DRTHS_REJECT_REPLAYED);
         a->after = true;
@@ -274,12 +290,12 @@ size_t drths_attack_build(int i, const drths_attack_knowledge_t *kn, const uint8
         SET("replay of a COMMAND 2000+ counters old", DRTHS_REJECT_TOO_OLD);
         a->after = true;
         memcpy(out, old, old_n);
-        len = old_n;
+        *len = old_n;
         break;
     case 28:
         SET("replay of this session's HELLO", DRTHS_REJECT_TOO_OLD);
         memcpy(out, kn->hello, kn->hello_len);
-        len = kn->hello_len;
+        *len = kn->hello_len;
         break;
     case 29: {
         /* A genuine-looking HELLO of another session, sealed with the (public) key: the site
@@ -298,37 +314,60 @@ size_t drths_attack_build(int i, const drths_attack_knowledge_t *kn, const uint8
         strcpy(h->units, "SI");
         strcpy(h->software, "attacker");
         drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, kn->psk, kn->session_id ^ 0x5a5a5a5a);
-        if (drths_wire_seal(&tx, &m, out, 65536, &len) != 0)
-            len = 0;
+        if (drths_wire_seal(&tx, &m, out, 65536, len) != 0)
+            *len = 0;
         drths_wire_tx_close(&tx);
         break;
     }
     case 30:
         SET("HELLO of a new session, forged tag", DRTHS_REJECT_BAD_TAG);
         memcpy(out, kn->hello, kn->hello_len);
-        len = kn->hello_len;
+        *len = kn->hello_len;
         put_u64(out + 8, kn->session_id ^ 0xa5a5a5a5);
         break;
-    default: {
-        int v = i - DRTHS_ATTACK_N_PLAIN;
-        if (v < 0 || v >= KV_COUNT)
-            return 0;
-        /* Keyed: the genuine header (its counter: the numerical site uses every counter, so
-         * a keyed message must take one), our payload, sealed with the session key. */
-        SET(keyed_variant[v].name, keyed_variant[v].expect);
-        a->spends = true;
-        if (v == KV_HEADER_HEARTBEAT)
-            out[5] = DRTHS_MSG_HEARTBEAT;
-        size_t pl = keyed_payload(v == KV_HEADER_HEARTBEAT ? KV_COUNT : v, get_u64(g + 24),
-                                  out + DRTHS_WIRE_HEADER_BYTES, DRTHS_WIRE_MAX_PAYLOAD);
-        drths_crypto_seal(kn->keys.num_to_phys, DRTHS_ROLE_NUMERICAL, get_u64(g + 16), out,
-                          DRTHS_WIRE_HEADER_BYTES, out + DRTHS_WIRE_HEADER_BYTES, pl,
-                          out + DRTHS_WIRE_HEADER_BYTES + pl);
-        len = DRTHS_WIRE_HEADER_BYTES + pl + DRTHS_TAG_BYTES;
-        break;
     }
-    }
+}
+
+/* Attacks from DRTHS_ATTACK_N_PLAIN on: sealed with the session key, so only the payload
+ * checks can refuse them. Returns the length, 0 past the last variant. */
+static size_t keyed(int i, const drths_attack_knowledge_t *kn, const uint8_t *g, uint8_t *out,
+                    drths_attack_t *a)
+{
+    int v = i - DRTHS_ATTACK_N_PLAIN;
+    if (v < 0 || v >= KV_COUNT)
+        return 0;
+    /* Keyed: the genuine header (its counter: the numerical site uses every counter, so
+     * a keyed message must take one), our payload, sealed with the session key. */
+    SET(keyed_variant[v].name, keyed_variant[v].expect);
+    a->spends = true;
+    if (v == KV_HEADER_HEARTBEAT)
+        out[5] = DRTHS_MSG_HEARTBEAT;
+    size_t pl = keyed_payload(v == KV_HEADER_HEARTBEAT ? KV_COUNT : v, get_u64(g + 24),
+                              out + DRTHS_WIRE_HEADER_BYTES, DRTHS_WIRE_MAX_PAYLOAD);
+    drths_crypto_seal(kn->keys.num_to_phys, DRTHS_ROLE_NUMERICAL, get_u64(g + 16), out,
+                      DRTHS_WIRE_HEADER_BYTES, out + DRTHS_WIRE_HEADER_BYTES, pl,
+                      out + DRTHS_WIRE_HEADER_BYTES + pl);
+    return DRTHS_WIRE_HEADER_BYTES + pl + DRTHS_TAG_BYTES;
+}
 #undef SET
+
+/* Builds attack i from the genuine COMMAND g (length n, not yet delivered) and an older
+ * datagram of the same session (>= 2000 counters back). Returns the length (0 is a legal empty
+ * datagram) and fills *a. out holds at least 65536 bytes. */
+size_t drths_attack_build(int i, const drths_attack_knowledge_t *kn, const uint8_t *g, size_t n,
+                          const uint8_t *old, size_t old_n, uint8_t *out, drths_attack_t *a)
+{
+    memset(a, 0, sizeof *a);
+    memcpy(out, g, n);
+    size_t len = n;
+    if (i <= 12)
+        tamper_bytes(i, kn, g, n, old, old_n, out, &len, a);
+    else if (i <= 25)
+        tamper_header(i, kn, g, n, old, old_n, out, &len, a);
+    else if (i < DRTHS_ATTACK_N_PLAIN)
+        replay_or_session(i, kn, g, n, old, old_n, out, &len, a);
+    else
+        len = keyed(i, kn, g, out, a);
     return len;
 }
 
