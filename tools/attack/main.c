@@ -506,13 +506,14 @@ static void usage(FILE *f)
     drths_cli_print_exit_codes(f, "a socket could not be opened");
 }
 
-int main(int argc, char **argv)
+/* The options that are not kept in the relay itself. */
+typedef struct {
+    const char *listen, *target, *key, *old;
+} args_t;
+
+/* Fills *r and *a from the command line. Returns -1 to go on, else the exit code. */
+static int parse_options(int argc, char **argv, relay_t *r, args_t *a)
 {
-    static relay_t r;
-    memset(&r, 0, sizeof r);
-    r.log = stderr;
-    r.flood_seconds = 1.0;
-    const char *listen_s = NULL, *target_s = NULL, *key = NULL, *old = NULL;
     enum {
         O_VERSION = 256,
         O_FLOOD_SECONDS,
@@ -551,16 +552,16 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'l':
-            listen_s = optarg;
+            a->listen = optarg;
             break;
         case 't':
-            target_s = optarg;
+            a->target = optarg;
             break;
         case 'k':
-            key = optarg;
+            a->key = optarg;
             break;
         case 'a':
-            r.attack = true;
+            r->attack = true;
             break;
         case O_SEED:
             if (drths_cli_long(PROG, "--seed", optarg, 0, LONG_MAX, &v) != 0)
@@ -568,40 +569,40 @@ int main(int argc, char **argv)
             drths_attack_seed((uint64_t)v);
             break;
         case O_CAPTURE:
-            r.capture_path = optarg;
+            r->capture_path = optarg;
             break;
         case O_OLD:
-            old = optarg;
+            a->old = optarg;
             break;
         case O_REPORT:
-            r.report_path = optarg;
+            r->report_path = optarg;
             break;
         case O_FLOOD_SECONDS:
-            if (drths_cli_positive(PROG, "--flood-seconds", optarg, "seconds", &r.flood_seconds) !=
+            if (drths_cli_positive(PROG, "--flood-seconds", optarg, "seconds", &r->flood_seconds) !=
                 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case O_FLOOD_RATE:
             /* 0 is the default: no limit. */
             if (drths_cli_double(PROG, "--flood-rate", optarg, 0, 1e9, "datagrams/s",
-                                 &r.flood_rate_limit) != 0)
+                                 &r->flood_rate_limit) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case O_FLOOD_ALL:
-            r.flood_all = true;
+            r->flood_all = true;
             break;
         case O_FLOOD_CLIENT:
-            r.flood_client = true;
+            r->flood_client = true;
             break;
         case O_BURST_AT:
             if (drths_cli_long(PROG, "--burst-at", optarg, 0, LONG_MAX, &v) != 0)
                 return DRTHS_EXIT_USAGE;
-            r.burst_at = (uint64_t)v;
+            r->burst_at = (uint64_t)v;
             break;
         case O_BURST:
             if (drths_cli_long(PROG, "--burst", optarg, 1, 1000000, &v) != 0)
                 return DRTHS_EXIT_USAGE;
-            r.burst_n = (uint64_t)v;
+            r->burst_n = (uint64_t)v;
             break;
         case 'h':
             usage(stdout);
@@ -615,62 +616,66 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         return drths_cli_unexpected_argument(PROG, argv[optind]);
+    return -1;
+}
+
+/* Addresses, key, sockets. Returns -1 to go on, else the exit code. */
+static int set_up(relay_t *r, const args_t *a)
+{
     struct sockaddr_in la;
-    if (!listen_s || !target_s)
+    if (!a->listen || !a->target)
         return drths_cli_usage_error(PROG, "--listen and --target are needed (see --help)");
-    if (parse_addr(listen_s, &la) != 0)
-        return drths_cli_usage_error(PROG, "--listen: '%s' is not an IPv4 HOST:PORT", listen_s);
-    if (parse_addr(target_s, &r.target) != 0)
-        return drths_cli_usage_error(PROG, "--target: '%s' is not an IPv4 HOST:PORT", target_s);
+    if (parse_addr(a->listen, &la) != 0)
+        return drths_cli_usage_error(PROG, "--listen: '%s' is not an IPv4 HOST:PORT", a->listen);
+    if (parse_addr(a->target, &r->target) != 0)
+        return drths_cli_usage_error(PROG, "--target: '%s' is not an IPv4 HOST:PORT", a->target);
     if (drths_crypto_init() != 0)
         return drths_cli_error(PROG, "libsodium failed to initialise");
     drths_error_t err;
-    if (key) {
-        if (drths_key_load(r.kn.psk, key, &err) != 0) {
+    if (a->key) {
+        if (drths_key_load(r->kn.psk, a->key, &err) != 0) {
             return drths_cli_usage_error(PROG, "--key: %s", err.msg);
         }
     } else {
-        drths_key_rehearsal(r.kn.psk);
+        drths_key_rehearsal(r->kn.psk);
     }
-    if (drths_wire_rx_init(&r.rx_phys, DRTHS_ROLE_PHYSICAL, r.kn.psk, &err) ||
-        drths_wire_rx_init(&r.rx_num, DRTHS_ROLE_NUMERICAL, r.kn.psk, &err))
+    if (drths_wire_rx_init(&r->rx_phys, DRTHS_ROLE_PHYSICAL, r->kn.psk, &err) ||
+        drths_wire_rx_init(&r->rx_num, DRTHS_ROLE_NUMERICAL, r->kn.psk, &err))
         return drths_cli_error(PROG, "%s", err.msg);
-    if (old && read_file(old, &r.old, &r.old_len) != 0)
-        return drths_cli_usage_error(PROG, "--old: cannot read %s: %s", old, strerror(errno));
-    r.ring = calloc(RING, sizeof *r.ring);
-    r.ring_len = calloc(RING, sizeof *r.ring_len);
-    r.fd_listen = socket(AF_INET, SOCK_DGRAM, 0);
-    r.fd_target = socket(AF_INET, SOCK_DGRAM, 0);
-    r.fd_offpath = socket(AF_INET, SOCK_DGRAM, 0);
+    if (a->old && read_file(a->old, &r->old, &r->old_len) != 0)
+        return drths_cli_usage_error(PROG, "--old: cannot read %s: %s", a->old, strerror(errno));
+    r->ring = calloc(RING, sizeof *r->ring);
+    r->ring_len = calloc(RING, sizeof *r->ring_len);
+    r->fd_listen = socket(AF_INET, SOCK_DGRAM, 0);
+    r->fd_target = socket(AF_INET, SOCK_DGRAM, 0);
+    r->fd_offpath = socket(AF_INET, SOCK_DGRAM, 0);
     int big = 4 << 20;
-    setsockopt(r.fd_listen, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    setsockopt(r.fd_target, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    setsockopt(r.fd_target, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
-    if (bind(r.fd_listen, (struct sockaddr *)&la, sizeof la) != 0 ||
-        connect(r.fd_target, (struct sockaddr *)&r.target, sizeof r.target) != 0) {
-        return drths_cli_error(PROG, "bind %s / connect %s: %s", listen_s, target_s,
+    setsockopt(r->fd_listen, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    setsockopt(r->fd_target, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    setsockopt(r->fd_target, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    if (bind(r->fd_listen, (struct sockaddr *)&la, sizeof la) != 0 ||
+        connect(r->fd_target, (struct sockaddr *)&r->target, sizeof r->target) != 0) {
+        return drths_cli_error(PROG, "bind %s / connect %s: %s", a->listen, a->target,
                                strerror(errno));
     }
-    signal(SIGTERM, on_signal);
-    signal(SIGINT, on_signal);
-    /* The relay is the network: on a loaded machine an ordinary process is descheduled for
-     * tens of ms, which the sites see (correctly) as a network outage. Below the sites' RT
-     * threads (priority 80); without the privilege it runs as it is. */
-    struct sched_param sp = {.sched_priority = 70};
-    (void)sched_setscheduler(0, SCHED_FIFO, &sp);
-    (void)mlockall(MCL_CURRENT | MCL_FUTURE);
+    return -1;
+}
+
+/* Forwards both ways, attacking and flooding as asked, until SIGINT or SIGTERM. */
+static void relay_loop(relay_t *r)
+{
     static uint8_t buf[65536];
-    struct pollfd pf[2] = {{.fd = r.fd_listen, .events = POLLIN},
-                           {.fd = r.fd_target, .events = POLLIN}};
-    uint16_t tport = ntohs(r.target.sin_port);
+    struct pollfd pf[2] = {{.fd = r->fd_listen, .events = POLLIN},
+                           {.fd = r->fd_target, .events = POLLIN}};
+    uint16_t tport = ntohs(r->target.sin_port);
     int64_t next_drops = 0;
     while (!stop_flag) {
         int np = poll(pf, 2, 50);
         if (now_ns() >= next_drops) {
             /* The site's socket disappears when it exits: keep the last value seen. */
             uint64_t d = udp_drops(tport);
-            if (d > r.kernel_drops)
-                r.kernel_drops = d;
+            if (d > r->kernel_drops)
+                r->kernel_drops = d;
             next_drops = now_ns() + 20000000;
         }
         if (np <= 0)
@@ -679,54 +684,83 @@ int main(int argc, char **argv)
             bool any = false;
             struct sockaddr_storage from;
             socklen_t fl = sizeof from;
-            ssize_t n =
-                recvfrom(r.fd_listen, buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+            ssize_t n = recvfrom(r->fd_listen, buf, sizeof buf, MSG_DONTWAIT,
+                                 (struct sockaddr *)&from, &fl);
             if (n >= 0) {
                 any = true;
-                r.client = from;
-                r.client_len = fl;
-                r.have_client = true;
-                forward(&r, buf, (size_t)n);
+                r->client = from;
+                r->client_len = fl;
+                r->have_client = true;
+                forward(r, buf, (size_t)n);
             }
-            n = recv(r.fd_target, buf, sizeof buf, MSG_DONTWAIT);
+            n = recv(r->fd_target, buf, sizeof buf, MSG_DONTWAIT);
             if (n >= 0) {
                 any = true;
-                learn(&r, buf, (size_t)n, false);
-                if (r.burst_back_left) {
-                    r.burst_back_left--;
-                    r.burst_dropped[1]++;
-                } else if (r.have_client) {
-                    (void)sendto(r.fd_listen, buf, (size_t)n, 0, (struct sockaddr *)&r.client,
-                                 r.client_len);
-                    r.forwarded_back++;
+                learn(r, buf, (size_t)n, false);
+                if (r->burst_back_left) {
+                    r->burst_back_left--;
+                    r->burst_dropped[1]++;
+                } else if (r->have_client) {
+                    (void)sendto(r->fd_listen, buf, (size_t)n, 0, (struct sockaddr *)&r->client,
+                                 r->client_len);
+                    r->forwarded_back++;
                 }
             }
             if (!any)
                 break;
         }
     }
-    if (r.flood.started || r.client_flood.started)
-        atomic_store(&r.flood_stop, 1);
-    if (r.flood.started)
-        pthread_join(r.flood.thread, NULL);
-    if (r.client_flood.started)
-        pthread_join(r.client_flood.thread, NULL);
-    if (r.capture_path && write_file(r.capture_path, r.cap, r.cap_len) != 0)
-        drths_cli_warning(PROG, "--capture: cannot write %s", r.capture_path);
-    if (r.kernel_drops < r.kernel_drops0)
-        r.kernel_drops = r.kernel_drops0;
-    write_report(&r);
+}
+
+/* Stops the floods, writes the capture and the report, frees. */
+static void finish(relay_t *r)
+{
+    if (r->flood.started || r->client_flood.started)
+        atomic_store(&r->flood_stop, 1);
+    if (r->flood.started)
+        pthread_join(r->flood.thread, NULL);
+    if (r->client_flood.started)
+        pthread_join(r->client_flood.thread, NULL);
+    if (r->capture_path && write_file(r->capture_path, r->cap, r->cap_len) != 0)
+        drths_cli_warning(PROG, "--capture: cannot write %s", r->capture_path);
+    if (r->kernel_drops < r->kernel_drops0)
+        r->kernel_drops = r->kernel_drops0;
+    write_report(r);
     fprintf(stderr,
             "drths-attack: forwarded %" PRIu64 " / %" PRIu64 ", commands %" PRIu64
             ", attacks %d of %d, injected %" PRIu64 ", flood %" PRIu64
             " (%.0f/s), kernel drops %" PRIu64 "\n",
-            r.forwarded_fwd, r.forwarded_back, r.commands, r.next_attack, DRTHS_ATTACK_COUNT,
-            r.injected, r.flood.sent, r.flood.rate, r.kernel_drops - r.kernel_drops0);
-    free(r.cap);
-    free(r.old);
-    free(r.ring);
-    free(r.ring_len);
-    drths_wire_rx_close(&r.rx_phys);
-    drths_wire_rx_close(&r.rx_num);
+            r->forwarded_fwd, r->forwarded_back, r->commands, r->next_attack, DRTHS_ATTACK_COUNT,
+            r->injected, r->flood.sent, r->flood.rate, r->kernel_drops - r->kernel_drops0);
+    free(r->cap);
+    free(r->old);
+    free(r->ring);
+    free(r->ring_len);
+    drths_wire_rx_close(&r->rx_phys);
+    drths_wire_rx_close(&r->rx_num);
+}
+
+int main(int argc, char **argv)
+{
+    static relay_t r;
+    memset(&r, 0, sizeof r);
+    r.log = stderr;
+    r.flood_seconds = 1.0;
+    args_t a = {0};
+    int rc = parse_options(argc, argv, &r, &a);
+    if (rc < 0)
+        rc = set_up(&r, &a);
+    if (rc >= 0)
+        return rc;
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    /* The relay is the network: on a loaded machine an ordinary process is descheduled for
+     * tens of ms, which the sites see (correctly) as a network outage. Below the sites' RT
+     * threads (priority 80); without the privilege it runs as it is. */
+    struct sched_param sp = {.sched_priority = 70};
+    (void)sched_setscheduler(0, SCHED_FIFO, &sp);
+    (void)mlockall(MCL_CURRENT | MCL_FUTURE);
+    relay_loop(&r);
+    finish(&r);
     return 0;
 }
