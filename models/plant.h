@@ -20,6 +20,14 @@
 
 #include "platform/error.h"
 
+/* The experiment file's actuator.plant: which virtual plant a rehearsal drives (config/config.h
+ * has the YAML names). */
+typedef enum drths_actuator_plant {
+    DRTHS_ACTUATOR_PLANT_IDEAL = 0,   /* "ideal": measured displacement = command */
+    DRTHS_ACTUATOR_PLANT_THREE_POLE   /* "three-pole": drths_plant_t on the identified models
+                                       * below, following the damper current */
+} drths_actuator_plant_t;
+
 /* G(s) = K / ((s + p)(s^2 + a s + b)); K in s^-3, p in s^-1, a in s^-1, b in s^-2. */
 typedef struct {
     double K, p, a, b;
