@@ -1,4 +1,4 @@
-/* The experiment file (DESIGN.md 9, 11; reference page docs/experiment-file.md).
+/* The experiment file (docs/experiment-file.md documents every key).
  *
  * One YAML file describes both sites of an experiment. drths_experiment_load parses it with
  * libcyaml, fills in every default, checks every field and resolves the paths; afterwards each
@@ -45,11 +45,15 @@ typedef enum drths_control_mode {
     DRTHS_CONTROL_PASSIVE_OFF = 0,  /* "passive-off": command 0 */
     DRTHS_CONTROL_PASSIVE_ON,       /* "passive-on": the damper model's maximum command */
     DRTHS_CONTROL_FIXED,            /* "fixed": control.command */
-    DRTHS_CONTROL_CLIPPED_OPTIMAL   /* "clipped-optimal" (DESIGN.md 5.5) */
+    /* "clipped-optimal": the maximum command while (f_c - F) F > 0, else 0, with f_c the force
+     * of a linear-quadratic design and F the measured force (site-numerical/semiactive.h) */
+    DRTHS_CONTROL_CLIPPED_OPTIMAL
 } drths_control_mode_t;
 
-/* What the actuator does in HOLD (DESIGN.md 7). Either way the drive moves at most
- * physical.ramp_rate_m_s * dt per tick and the damper command goes to its safe value (0). */
+/* What the actuator does in HOLD, the safe state the actuator site enters on a limit, a
+ * watchdog, too many concealed ticks, a lost session, an ABORT or a signal. Either way the drive
+ * moves at most physical.ramp_rate_m_s * dt per tick and the damper command goes to its safe
+ * value (0). */
 typedef enum drths_hold_mode {
     DRTHS_HOLD_AT_POSITION = 0, /* "hold": to the displacement measured when HOLD began */
     DRTHS_HOLD_RAMP             /* "ramp": to physical.safe_position_m */

@@ -1,4 +1,4 @@
-/* Ground-motion records (DESIGN.md 5.1 "Ground motion", 11): load, scale, compress in time,
+/* Ground-motion records: load, scale, compress in time,
  * cut, resample to the integrator's step, and band-limited white noise.
  *
  * Formats read (examples/records/ has one file of each; PROVENANCE.md there describes them):

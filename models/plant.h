@@ -1,4 +1,4 @@
-/* Virtual servo-hydraulic plant (DESIGN.md 5.3): the identified 3-pole models of seed 004,
+/* Virtual servo-hydraulic plant: the identified 3-pole models of Phillips & Spencer 2013,
  *
  *     G(s) = K / ((s + p)(s^2 + a s + b)),
  *
@@ -33,8 +33,8 @@ typedef struct {
     double K, p, a, b;
 } drths_plant_model_t;
 
-/* Seed 004 eqs 28-30: identified at 0.0 A, at 2.5 A, and their average (the compensator's
- * design model). */
+/* Phillips & Spencer 2013, eqs 28-30: identified at 0.0 A, at 2.5 A, and their average (the
+ * compensator's design model). */
 extern const drths_plant_model_t DRTHS_PLANT_0A;
 extern const drths_plant_model_t DRTHS_PLANT_2P5A;
 extern const drths_plant_model_t DRTHS_PLANT_AVERAGE;

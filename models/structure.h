@@ -1,5 +1,5 @@
 /* Linear numerical substructure: mass, damping and stiffness matrices, modes and damping models
- * (DESIGN.md 5.1, 11).
+ * (the experiment file's structure section, docs/experiment-file.md).
  *
  * The equation of motion the integrators solve is
  *     M a + C v + K x = -M iota ag(t) - f_spec
