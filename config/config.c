@@ -805,8 +805,9 @@ static int parse_field(vctx_t *c, const char *prefix, const field_t *f, const vo
     case K_ENUM:
         if ((r = get_enum(c, path, s, f->names, (int)f->def, &v)))
             return r;
-        /* Every destination of an ENUM row is one of the enums of config.h, which are int-sized
-         * (int or unsigned int, both of which an int lvalue may access). */
+        /* Every destination of an ENUM row is one of the experiment's enums (config.h and the
+         * models' headers): int-sized, of type int or unsigned int, which an int lvalue may
+         * access. */
         *(int *)dst = v;
         return 0;
     case K_INT:
