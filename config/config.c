@@ -1,5 +1,8 @@
 /* Experiment file loader: libcyaml parses the YAML into "raw" structs whose every scalar is a
- * string, then this file converts, fills defaults and validates field by field.
+ * string, then this file converts, fills defaults and validates field by field. Each key is
+ * declared once, in its section's table ("the fields of each section" below), which gives its
+ * name, kind, destination, default and range; the raw structs, the libcyaml schema and the
+ * conversion of plain scalars are generated from the tables.
  *
  * Why strings: libcyaml's own number parsing is lenient (it loads "2.5" into an int as 2, "-1"
  * into an unsigned as 2^64-1 and "1_000" as 1), and its enum errors do not list the valid
@@ -32,301 +35,6 @@
 #define SYMMETRY_TOL 1e-9
 #define G_M_S2 9.80665
 
-/* ---- raw structs, as libcyaml loads them ------------------------------------------------ */
-
-struct raw_damping {
-    char *kind;
-    char **ratio;
-    unsigned ratio_count;
-    char **modes;
-    unsigned modes_count;
-};
-
-struct raw_structure {
-    char *model;
-    char **floor_mass_kg;
-    unsigned floor_mass_kg_count;
-    char **storey_stiffness_N_per_m;
-    unsigned storey_stiffness_N_per_m_count;
-    void **mass_kg; /* pass 1: rows counted only */
-    unsigned mass_kg_count;
-    void **stiffness_N_per_m;
-    unsigned stiffness_N_per_m_count;
-    void **damping_N_s_per_m;
-    unsigned damping_N_s_per_m_count;
-    struct raw_damping *damping;
-    char *integrator;
-};
-
-struct raw_ground {
-    char *kind, *file, *format, *units, *column, *scale, *time_compression, *duration_s, *tail_s;
-    char **band_hz;
-    unsigned band_hz_count;
-    char *rms_m_s2, *seed;
-};
-
-struct raw_damper {
-    char *model, *stiffness_N_per_m, *substeps;
-};
-
-struct raw_true_scale {
-    char *alpha, *c0, *c1, *gamma_beta, *A;
-};
-
-struct raw_specimen {
-    char *floor;
-    struct raw_damper *damper;
-    struct raw_true_scale *true_scale;
-};
-
-struct raw_control {
-    char *mode, *command, *q_disp, *q_acc, *r;
-};
-
-struct raw_actuator {
-    char *plant, *compensation, *noise_displacement_m, *noise_force_N, *adc_bits,
-        *displacement_range_m, *force_range_N, *io_delay_ticks, *seed;
-};
-
-struct raw_link {
-    char *redundancy, *probes, *quantile, *safety_margin_ticks, *loop_delay_ticks, *key_file;
-};
-
-struct raw_numerical {
-    char *peer, *reorder_ticks, *smith;
-};
-
-struct raw_physical {
-    char *listen, *playout_ticks, *max_concealed_ticks, *watchdog_ms, *limit_displacement_m,
-        *limit_velocity_m_s, *limit_force_N, *limit_drive_m, *limit_measured_displacement_m,
-        *hold, *safe_position_m, *ramp_rate_m_s, *feedforward_max_acceleration_m_s2,
-        *feedforward_max_jerk_m_s3;
-};
-
-struct raw_output {
-    char *directory;
-};
-
-struct raw_daq_channel {
-    char *subdevice, *channel, *range, *aref, *units_per_volt, *offset;
-};
-
-struct raw_daq {
-    char *backend, *device;
-    struct raw_daq_channel *command_out, *current_out, *displacement_in, *force_in;
-    char *calibration_file;
-};
-
-struct raw_top {
-    char *name, *description, *rate_hz;
-    struct raw_structure *structure;
-    struct raw_ground *ground_motion;
-    struct raw_specimen *specimen;
-    struct raw_control *control;
-    struct raw_actuator *actuator;
-    struct raw_link *link;
-    struct raw_numerical *numerical;
-    struct raw_physical *physical;
-    struct raw_output *output;
-    struct raw_daq *daq;
-};
-
-/* Pass 2: the matrices, as rows of n strings each. */
-struct raw2_structure {
-    char ***mass_kg;
-    unsigned mass_kg_count;
-    char ***stiffness_N_per_m;
-    unsigned stiffness_N_per_m_count;
-    char ***damping_N_s_per_m;
-    unsigned damping_N_s_per_m_count;
-};
-
-struct raw2_top {
-    struct raw2_structure *structure;
-};
-
-/* ---- schema ------------------------------------------------------------------------------ */
-
-#define OPT (CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL)
-#define STR(type, m) CYAML_FIELD_STRING_PTR(#m, OPT, type, m, 0, CYAML_UNLIMITED)
-#define SEQ(type, m, entry) CYAML_FIELD_SEQUENCE(#m, OPT, type, m, entry, 0, CYAML_UNLIMITED)
-#define MAP(type, m, fields) CYAML_FIELD_MAPPING_PTR(#m, OPT, type, m, fields)
-
-static const cyaml_schema_value_t string_entry = {
-    CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
-};
-static const cyaml_schema_value_t ignore_entry = {
-    .type = CYAML_IGNORE,
-    .flags = CYAML_FLAG_DEFAULT,
-    .data_size = 0,
-};
-
-static const cyaml_schema_field_t damping_fields[] = {
-    STR(struct raw_damping, kind),
-    SEQ(struct raw_damping, ratio, &string_entry),
-    SEQ(struct raw_damping, modes, &string_entry),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t structure_fields[] = {
-    STR(struct raw_structure, model),
-    SEQ(struct raw_structure, floor_mass_kg, &string_entry),
-    SEQ(struct raw_structure, storey_stiffness_N_per_m, &string_entry),
-    SEQ(struct raw_structure, mass_kg, &ignore_entry),
-    SEQ(struct raw_structure, stiffness_N_per_m, &ignore_entry),
-    SEQ(struct raw_structure, damping_N_s_per_m, &ignore_entry),
-    MAP(struct raw_structure, damping, damping_fields),
-    STR(struct raw_structure, integrator),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t ground_fields[] = {
-    STR(struct raw_ground, kind),
-    STR(struct raw_ground, file),
-    STR(struct raw_ground, format),
-    STR(struct raw_ground, units),
-    STR(struct raw_ground, column),
-    STR(struct raw_ground, scale),
-    STR(struct raw_ground, time_compression),
-    STR(struct raw_ground, duration_s),
-    STR(struct raw_ground, tail_s),
-    SEQ(struct raw_ground, band_hz, &string_entry),
-    STR(struct raw_ground, rms_m_s2),
-    STR(struct raw_ground, seed),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t damper_fields[] = {
-    STR(struct raw_damper, model),
-    STR(struct raw_damper, stiffness_N_per_m),
-    STR(struct raw_damper, substeps),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t true_scale_fields[] = {
-    STR(struct raw_true_scale, alpha),
-    STR(struct raw_true_scale, c0),
-    STR(struct raw_true_scale, c1),
-    STR(struct raw_true_scale, gamma_beta),
-    STR(struct raw_true_scale, A),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t specimen_fields[] = {
-    STR(struct raw_specimen, floor),
-    MAP(struct raw_specimen, damper, damper_fields),
-    MAP(struct raw_specimen, true_scale, true_scale_fields),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t control_fields[] = {
-    STR(struct raw_control, mode),
-    STR(struct raw_control, command),
-    STR(struct raw_control, q_disp),
-    STR(struct raw_control, q_acc),
-    STR(struct raw_control, r),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t actuator_fields[] = {
-    STR(struct raw_actuator, plant),
-    STR(struct raw_actuator, compensation),
-    STR(struct raw_actuator, noise_displacement_m),
-    STR(struct raw_actuator, noise_force_N),
-    STR(struct raw_actuator, adc_bits),
-    STR(struct raw_actuator, displacement_range_m),
-    STR(struct raw_actuator, force_range_N),
-    STR(struct raw_actuator, io_delay_ticks),
-    STR(struct raw_actuator, seed),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t link_fields[] = {
-    STR(struct raw_link, redundancy),
-    STR(struct raw_link, probes),
-    STR(struct raw_link, quantile),
-    STR(struct raw_link, safety_margin_ticks),
-    STR(struct raw_link, loop_delay_ticks),
-    /* "key_file: null" (or ~, or nothing) means no key file. */
-    CYAML_FIELD_STRING_PTR("key_file", CYAML_FLAG_POINTER_NULL_STR | CYAML_FLAG_OPTIONAL,
-                           struct raw_link, key_file, 0, CYAML_UNLIMITED),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t numerical_fields[] = {
-    STR(struct raw_numerical, peer),
-    STR(struct raw_numerical, reorder_ticks),
-    STR(struct raw_numerical, smith),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t physical_fields[] = {
-    STR(struct raw_physical, listen),
-    STR(struct raw_physical, playout_ticks),
-    STR(struct raw_physical, max_concealed_ticks),
-    STR(struct raw_physical, watchdog_ms),
-    STR(struct raw_physical, limit_displacement_m),
-    STR(struct raw_physical, limit_velocity_m_s),
-    STR(struct raw_physical, limit_force_N),
-    STR(struct raw_physical, limit_drive_m),
-    STR(struct raw_physical, limit_measured_displacement_m),
-    STR(struct raw_physical, hold),
-    STR(struct raw_physical, safe_position_m),
-    STR(struct raw_physical, ramp_rate_m_s),
-    STR(struct raw_physical, feedforward_max_acceleration_m_s2),
-    STR(struct raw_physical, feedforward_max_jerk_m_s3),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t output_fields[] = {
-    STR(struct raw_output, directory),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t daq_channel_fields[] = {
-    STR(struct raw_daq_channel, subdevice),
-    STR(struct raw_daq_channel, channel),
-    STR(struct raw_daq_channel, range),
-    STR(struct raw_daq_channel, aref),
-    STR(struct raw_daq_channel, units_per_volt),
-    STR(struct raw_daq_channel, offset),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t daq_fields[] = {
-    STR(struct raw_daq, backend),
-    STR(struct raw_daq, device),
-    MAP(struct raw_daq, command_out, daq_channel_fields),
-    MAP(struct raw_daq, current_out, daq_channel_fields),
-    MAP(struct raw_daq, displacement_in, daq_channel_fields),
-    MAP(struct raw_daq, force_in, daq_channel_fields),
-    /* "calibration_file: null" (or ~, or nothing) means comedilib's default path. */
-    CYAML_FIELD_STRING_PTR("calibration_file", CYAML_FLAG_POINTER_NULL_STR | CYAML_FLAG_OPTIONAL,
-                           struct raw_daq, calibration_file, 0, CYAML_UNLIMITED),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t top_fields[] = {
-    STR(struct raw_top, name),
-    STR(struct raw_top, description),
-    STR(struct raw_top, rate_hz),
-    MAP(struct raw_top, structure, structure_fields),
-    MAP(struct raw_top, ground_motion, ground_fields),
-    MAP(struct raw_top, specimen, specimen_fields),
-    MAP(struct raw_top, control, control_fields),
-    MAP(struct raw_top, actuator, actuator_fields),
-    MAP(struct raw_top, link, link_fields),
-    MAP(struct raw_top, numerical, numerical_fields),
-    MAP(struct raw_top, physical, physical_fields),
-    MAP(struct raw_top, output, output_fields),
-    MAP(struct raw_top, daq, daq_fields),
-    CYAML_FIELD_END,
-};
-
-static const cyaml_schema_value_t top_schema = {
-    CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_top, top_fields),
-};
-
 /* ---- enum names ------------------------------------------------------------------------- */
 
 typedef struct {
@@ -334,9 +42,9 @@ typedef struct {
     int value;
 } enum_name_t;
 
-static const enum_name_t structure_models[] = {
-    {"shear-building", DRTHS_STRUCTURE_SHEAR_BUILDING}, {"matrices", DRTHS_STRUCTURE_MATRICES},
-    {NULL, 0}};
+static const enum_name_t structure_models[] = {{"shear-building", DRTHS_STRUCTURE_SHEAR_BUILDING},
+                                               {"matrices", DRTHS_STRUCTURE_MATRICES},
+                                               {NULL, 0}};
 static const enum_name_t damping_kinds[] = {{"modal", DRTHS_DAMPING_MODAL},
                                             {"rayleigh", DRTHS_DAMPING_RAYLEIGH},
                                             {"matrix", DRTHS_DAMPING_MATRIX},
@@ -372,23 +80,21 @@ static const enum_name_t control_modes[] = {{"passive-off", DRTHS_CONTROL_PASSIV
 static const enum_name_t actuator_plants[] = {{"ideal", DRTHS_ACTUATOR_PLANT_IDEAL},
                                               {"three-pole", DRTHS_ACTUATOR_PLANT_THREE_POLE},
                                               {NULL, 0}};
-static const enum_name_t compensations[] = {{"none", DRTHS_COMPENSATION_NONE},
-                                            {"polynomial", DRTHS_COMPENSATION_POLYNOMIAL},
-                                            {"feedforward", DRTHS_COMPENSATION_FEEDFORWARD},
-                                            {"feedforward-average",
-                                             DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE},
-                                            {NULL, 0}};
-static const enum_name_t hold_modes[] = {{"hold", DRTHS_HOLD_AT_POSITION},
-                                         {"ramp", DRTHS_HOLD_RAMP},
-                                         {NULL, 0}};
+static const enum_name_t compensations[] = {
+    {"none", DRTHS_COMPENSATION_NONE},
+    {"polynomial", DRTHS_COMPENSATION_POLYNOMIAL},
+    {"feedforward", DRTHS_COMPENSATION_FEEDFORWARD},
+    {"feedforward-average", DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE},
+    {NULL, 0}};
+static const enum_name_t hold_modes[] = {
+    {"hold", DRTHS_HOLD_AT_POSITION}, {"ramp", DRTHS_HOLD_RAMP}, {NULL, 0}};
 static const enum_name_t smith_modes[] = {{"off", DRTHS_SMITH_OFF},
                                           {"fixed", DRTHS_SMITH_FIXED},
                                           {"adaptive", DRTHS_SMITH_ADAPTIVE},
                                           {NULL, 0}};
 
-static const enum_name_t daq_backends[] = {{"virtual", DRTHS_DAQ_BACKEND_VIRTUAL},
-                                           {"comedi", DRTHS_DAQ_BACKEND_COMEDI},
-                                           {NULL, 0}};
+static const enum_name_t daq_backends[] = {
+    {"virtual", DRTHS_DAQ_BACKEND_VIRTUAL}, {"comedi", DRTHS_DAQ_BACKEND_COMEDI}, {NULL, 0}};
 static const enum_name_t daq_arefs[] = {{"ground", DRTHS_DAQ_AREF_GROUND},
                                         {"common", DRTHS_DAQ_AREF_COMMON},
                                         {"diff", DRTHS_DAQ_AREF_DIFF},
@@ -402,20 +108,62 @@ static const char *enum_name(const enum_name_t *t, int v)
     return "?";
 }
 
-const char *drths_structure_model_name(drths_structure_model_t v) { return enum_name(structure_models, (int)v); }
-const char *drths_damping_kind_name(drths_damping_kind_t v) { return enum_name(damping_kinds, (int)v); }
-const char *drths_integrator_kind_name(drths_integrator_kind_t v) { return enum_name(integrator_kinds, (int)v); }
-const char *drths_ground_motion_kind_name(drths_ground_motion_kind_t v) { return enum_name(ground_kinds, (int)v); }
-const char *drths_record_format_name(drths_record_format_t v) { return enum_name(record_formats, (int)v); }
-const char *drths_accel_units_name(drths_accel_units_t v) { return enum_name(accel_units, (int)v); }
-const char *drths_damper_model_name(drths_damper_model_t v) { return enum_name(damper_models, (int)v); }
-const char *drths_control_mode_name(drths_control_mode_t v) { return enum_name(control_modes, (int)v); }
-const char *drths_actuator_plant_name(drths_actuator_plant_t v) { return enum_name(actuator_plants, (int)v); }
-const char *drths_compensation_name(drths_compensation_t v) { return enum_name(compensations, (int)v); }
-const char *drths_hold_mode_name(drths_hold_mode_t v) { return enum_name(hold_modes, (int)v); }
-const char *drths_smith_mode_name(drths_smith_mode_t v) { return enum_name(smith_modes, (int)v); }
-const char *drths_daq_backend_name(drths_daq_backend_t v) { return enum_name(daq_backends, (int)v); }
-const char *drths_daq_aref_name(drths_daq_aref_t v) { return enum_name(daq_arefs, (int)v); }
+const char *drths_structure_model_name(drths_structure_model_t v)
+{
+    return enum_name(structure_models, (int)v);
+}
+const char *drths_damping_kind_name(drths_damping_kind_t v)
+{
+    return enum_name(damping_kinds, (int)v);
+}
+const char *drths_integrator_kind_name(drths_integrator_kind_t v)
+{
+    return enum_name(integrator_kinds, (int)v);
+}
+const char *drths_ground_motion_kind_name(drths_ground_motion_kind_t v)
+{
+    return enum_name(ground_kinds, (int)v);
+}
+const char *drths_record_format_name(drths_record_format_t v)
+{
+    return enum_name(record_formats, (int)v);
+}
+const char *drths_accel_units_name(drths_accel_units_t v)
+{
+    return enum_name(accel_units, (int)v);
+}
+const char *drths_damper_model_name(drths_damper_model_t v)
+{
+    return enum_name(damper_models, (int)v);
+}
+const char *drths_control_mode_name(drths_control_mode_t v)
+{
+    return enum_name(control_modes, (int)v);
+}
+const char *drths_actuator_plant_name(drths_actuator_plant_t v)
+{
+    return enum_name(actuator_plants, (int)v);
+}
+const char *drths_compensation_name(drths_compensation_t v)
+{
+    return enum_name(compensations, (int)v);
+}
+const char *drths_hold_mode_name(drths_hold_mode_t v)
+{
+    return enum_name(hold_modes, (int)v);
+}
+const char *drths_smith_mode_name(drths_smith_mode_t v)
+{
+    return enum_name(smith_modes, (int)v);
+}
+const char *drths_daq_backend_name(drths_daq_backend_t v)
+{
+    return enum_name(daq_backends, (int)v);
+}
+const char *drths_daq_aref_name(drths_daq_aref_t v)
+{
+    return enum_name(daq_arefs, (int)v);
+}
 
 double drths_experiment_command_max(drths_damper_model_t model)
 {
@@ -447,8 +195,8 @@ double drths_accel_units_m_s2(drths_accel_units_t units)
 /* ---- error context ----------------------------------------------------------------------- */
 
 typedef struct {
-    const char *file;      /* for messages */
-    const char *text;      /* the file's bytes, to find the line of a key */
+    const char *file; /* for messages */
+    const char *text; /* the file's bytes, to find the line of a key */
     size_t len;
     drths_error_t *err;
 } vctx_t;
@@ -462,8 +210,8 @@ static int line_of(const vctx_t *c, const char *path)
 {
     if (!c->text || !path || !*path)
         return 0;
-    size_t pos = 0;     /* search from this byte */
-    int line = 1;       /* line number at pos */
+    size_t pos = 0; /* search from this byte */
+    int line = 1;   /* line number at pos */
     int parent_indent = -1;
     const char *p = path;
     int found_line = 0;
@@ -573,13 +321,6 @@ static int get_double(vctx_t *c, const char *path, const char *s, double def, do
     return 0;
 }
 
-static int get_required_double(vctx_t *c, const char *path, const char *s, double *out)
-{
-    if (!s)
-        return fail(c, -EINVAL, path, "missing (required)");
-    return get_double(c, path, s, 0.0, out);
-}
-
 static int check_range(vctx_t *c, const char *path, double v, double lo, double hi)
 {
     if (v < lo || v > hi)
@@ -602,8 +343,7 @@ static int check_ge0(vctx_t *c, const char *path, double v)
 }
 
 /* An integer field in lo..hi, or def when absent. */
-static int get_int(vctx_t *c, const char *path, const char *s, long def, long lo, long hi,
-                   int *out)
+static int get_int(vctx_t *c, const char *path, const char *s, long def, long lo, long hi, int *out)
 {
     long v = def;
     if (s) {
@@ -634,8 +374,8 @@ static int get_u64(vctx_t *c, const char *path, const char *s, uint64_t def, uin
     errno = 0;
     unsigned long long v = (s[0] >= '0' && s[0] <= '9') ? strtoull(s, &end, 10) : 0;
     if (!(s[0] >= '0' && s[0] <= '9') || *end != '\0' || errno == ERANGE)
-        return fail(c, -EINVAL, path, "must be a whole number in 0..18446744073709551615 (got \"%s\")",
-                    s);
+        return fail(c, -EINVAL, path,
+                    "must be a whole number in 0..18446744073709551615 (got \"%s\")", s);
     *out = (uint64_t)v;
     return 0;
 }
@@ -669,6 +409,453 @@ static int not_allowed(vctx_t *c, const char *path, const char *why)
 {
     return fail(c, -EINVAL, path, "not allowed %s", why);
 }
+
+/* ---- the fields of each section ---------------------------------------------------------- */
+
+/* Every key of the file is declared once, in the section tables below, one row per key:
+ *
+ *     X(section, KIND, key, destination, default, lo, hi, names)
+ *
+ * From each table DEFINE_SECTION generates the section's raw struct (what libcyaml loads: a
+ * string per scalar), its libcyaml schema, and a field_t array that parse_field reads to
+ * convert, default and range-check a scalar. `destination` is the member the value goes to, in
+ * the section's output struct (drths_experiment_t for every section but the DAQ channels).
+ * Unused columns are `_`. The kinds:
+ *
+ *   ENUM      one of the spellings in `names`; default -1 means required
+ *   INT       whole number in lo..hi
+ *   U64       whole number in 0..2^64-1
+ *   REAL      finite number, any value
+ *   REAL_GT0  finite number > 0
+ *   REAL_GE0  finite number >= 0
+ *   REAL_IN   finite number in lo..hi
+ *   TEXT      string; default is the string used when absent (NULL: required, checked by hand)
+ *   OPTPATH   path resolved against the file's folder; absent, empty or null means none
+ *   LIST      list of scalars, converted by hand (the row's comment gives default and range)
+ *   MATRIX    list of rows; pass 1 only counts the rows (load_matrices reads them)
+ *   MAP       nested section; `names` is its table's name
+ *
+ * A row's comment says what the fill functions check beyond the table (a default or a range
+ * that depends on other fields, a field allowed only with some other value). The fill functions
+ * take the fields in the order that decides which of several errors is reported first. */
+
+typedef enum {
+    K_ENUM,
+    K_INT,
+    K_U64,
+    K_REAL,
+    K_REAL_GT0,
+    K_REAL_GE0,
+    K_REAL_IN,
+    K_TEXT,
+    K_OPTPATH,
+    K_LIST,
+    K_MATRIX,
+    K_MAP,
+} field_kind_t;
+
+typedef struct {
+    const char *key;
+    field_kind_t kind;
+    size_t raw;               /* offset of the member in the raw struct */
+    size_t out;               /* offset of the destination in the output struct */
+    double def, lo, hi;       /* numbers and enums */
+    const char *text;         /* TEXT: default */
+    const enum_name_t *names; /* ENUM */
+} field_t;
+
+/* The raw struct: a string per scalar, a string array and its count per list, a pointer per
+ * nested section. */
+#define RAW_MEMBER(s, kind, key, dest, def, lo, hi, names) RAW_##kind(key, names)
+#define RAW_SCALAR(key) char *key;
+#define RAW_ENUM(key, names) RAW_SCALAR(key)
+#define RAW_INT(key, names) RAW_SCALAR(key)
+#define RAW_U64(key, names) RAW_SCALAR(key)
+#define RAW_REAL(key, names) RAW_SCALAR(key)
+#define RAW_REAL_GT0(key, names) RAW_SCALAR(key)
+#define RAW_REAL_GE0(key, names) RAW_SCALAR(key)
+#define RAW_REAL_IN(key, names) RAW_SCALAR(key)
+#define RAW_TEXT(key, names) RAW_SCALAR(key)
+#define RAW_OPTPATH(key, names) RAW_SCALAR(key)
+#define RAW_LIST(key, names)                                                                       \
+    char **key;                                                                                    \
+    unsigned key##_count;
+#define RAW_MATRIX(key, names)                                                                     \
+    void **key;                                                                                    \
+    unsigned key##_count;
+#define RAW_MAP(key, names) struct raw_##names *key;
+
+/* The libcyaml schema: every key optional (the fill functions report what is missing). */
+#define OPT (CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL)
+#define SCHEMA_FIELD(s, kind, key, dest, def, lo, hi, names)                                       \
+    SCHEMA_##kind(struct raw_##s, key, names)
+#define SCHEMA_SCALAR(T, key) CYAML_FIELD_STRING_PTR(#key, OPT, T, key, 0, CYAML_UNLIMITED),
+#define SCHEMA_ENUM(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_INT(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_U64(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_REAL(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_REAL_GT0(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_REAL_GE0(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_REAL_IN(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_TEXT(T, key, names) SCHEMA_SCALAR(T, key)
+/* "key: null" (or ~, or nothing) loads as NULL: no file. */
+#define SCHEMA_OPTPATH(T, key, names)                                                              \
+    CYAML_FIELD_STRING_PTR(#key, CYAML_FLAG_POINTER_NULL_STR | CYAML_FLAG_OPTIONAL, T, key, 0,     \
+                           CYAML_UNLIMITED),
+#define SCHEMA_LIST(T, key, names)                                                                 \
+    CYAML_FIELD_SEQUENCE(#key, OPT, T, key, &string_entry, 0, CYAML_UNLIMITED),
+#define SCHEMA_MATRIX(T, key, names)                                                               \
+    CYAML_FIELD_SEQUENCE(#key, OPT, T, key, &ignore_entry, 0, CYAML_UNLIMITED),
+#define SCHEMA_MAP(T, key, names) CYAML_FIELD_MAPPING_PTR(#key, OPT, T, key, names##_fields),
+
+/* The field_t array, and F_<section>_<key>, the index of each row in it. */
+#define INDEX_FIELD(s, kind, key, ...) F_##s##_##key,
+#define SPEC_FIELD(s, kind, key, dest, def, lo, hi, names)                                         \
+    SPEC_##kind(s, key, dest, def, lo, hi, names)
+#define SPEC_VALUE(s, K, key, dest, def, lo, hi, text, names)                                      \
+    {#key, K, offsetof(struct raw_##s, key), offsetof(s##_out_t, dest), def, lo, hi, text, names},
+#define SPEC_BY_HAND(s, K, key) {#key, K, offsetof(struct raw_##s, key), 0, 0, 0, 0, NULL, NULL},
+#define SPEC_ENUM(s, key, dest, def, lo, hi, names)                                                \
+    SPEC_VALUE(s, K_ENUM, key, dest, def, 0, 0, NULL, names)
+#define SPEC_INT(s, key, dest, def, lo, hi, names)                                                 \
+    SPEC_VALUE(s, K_INT, key, dest, def, lo, hi, NULL, NULL)
+#define SPEC_U64(s, key, dest, def, lo, hi, names)                                                 \
+    SPEC_VALUE(s, K_U64, key, dest, def, 0, 0, NULL, NULL)
+#define SPEC_REAL(s, key, dest, def, lo, hi, names)                                                \
+    SPEC_VALUE(s, K_REAL, key, dest, def, 0, 0, NULL, NULL)
+#define SPEC_REAL_GT0(s, key, dest, def, lo, hi, names)                                            \
+    SPEC_VALUE(s, K_REAL_GT0, key, dest, def, 0, 0, NULL, NULL)
+#define SPEC_REAL_GE0(s, key, dest, def, lo, hi, names)                                            \
+    SPEC_VALUE(s, K_REAL_GE0, key, dest, def, 0, 0, NULL, NULL)
+#define SPEC_REAL_IN(s, key, dest, def, lo, hi, names)                                             \
+    SPEC_VALUE(s, K_REAL_IN, key, dest, def, lo, hi, NULL, NULL)
+#define SPEC_TEXT(s, key, dest, def, lo, hi, names)                                                \
+    SPEC_VALUE(s, K_TEXT, key, dest, 0, 0, 0, def, NULL)
+#define SPEC_OPTPATH(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_OPTPATH, key)
+#define SPEC_LIST(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_LIST, key)
+#define SPEC_MATRIX(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_MATRIX, key)
+#define SPEC_MAP(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_MAP, key)
+
+/* Everything a section needs, from its table: struct raw_<s>, <s>_fields (schema), <s>_spec
+ * with the F_<s>_<key> indices, and <s>_prefix, the path its keys are under in messages. */
+#define DEFINE_SECTION(s, FIELDS, out_type, prefix)                                                \
+    struct raw_##s {                                                                               \
+        FIELDS(RAW_MEMBER, s)                                                                      \
+    };                                                                                             \
+    typedef out_type s##_out_t;                                                                    \
+    enum { FIELDS(INDEX_FIELD, s) F_##s##_end };                                                   \
+    static const char s##_prefix[] __attribute__((unused)) = prefix;                               \
+    static const cyaml_schema_field_t s##_fields[] = {FIELDS(SCHEMA_FIELD, s) CYAML_FIELD_END};    \
+    static const field_t s##_spec[] = {FIELDS(SPEC_FIELD, s)}
+
+static const cyaml_schema_value_t string_entry = {
+    CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
+};
+static const cyaml_schema_value_t ignore_entry = {
+    .type = CYAML_IGNORE,
+    .flags = CYAML_FLAG_DEFAULT,
+    .data_size = 0,
+};
+
+/* clang-format off */
+
+/* structure.damping */
+#define DAMPING_FIELDS(X, s)                                                                       \
+    /* default matrix when structure.damping_N_s_per_m is given, which needs kind matrix */        \
+    X(s, ENUM, kind, structure.damping.kind, DRTHS_DAMPING_MODAL, _, _, damping_kinds)             \
+    /* modal: 1 value (all modes) or n_dof; rayleigh: 1 or 2; each in [0, 1), default [0.02];     \
+     * refused with matrix and none */                                                             \
+    X(s, LIST, ratio, _, _, _, _, _)                                                               \
+    /* rayleigh only: two different 1-based modes in 1..n_dof, default [1, n_dof] */               \
+    X(s, LIST, modes, _, _, _, _, _)
+DEFINE_SECTION(damping, DAMPING_FIELDS, drths_experiment_t, "structure.damping");
+
+/* structure */
+#define STRUCTURE_FIELDS(X, s)                                                                     \
+    X(s, ENUM,   model, structure.model, -1, _, _, structure_models)                               \
+    /* shear-building only (and required there): 1..DRTHS_EXPERIMENT_MAX_DOF values, each > 0,  \
+     * the two lists equally long */                                                               \
+    X(s, LIST,   floor_mass_kg, _, _, _, _, _)                                                     \
+    X(s, LIST,   storey_stiffness_N_per_m, _, _, _, _, _)                                          \
+    /* matrices only: n x n (n = 1..DRTHS_EXPERIMENT_MAX_DOF), symmetric; mass and stiffness     \
+     * required and positive definite; damping optional, diagonal >= 0 */                         \
+    X(s, MATRIX, mass_kg, _, _, _, _, _)                                                           \
+    X(s, MATRIX, stiffness_N_per_m, _, _, _, _, _)                                                 \
+    X(s, MATRIX, damping_N_s_per_m, _, _, _, _, _)                                                 \
+    X(s, MAP,    damping, _, _, _, _, damping)                                                     \
+    X(s, ENUM,   integrator, structure.integrator, DRTHS_INTEGRATOR_CHEN_RICLES, _, _,             \
+      integrator_kinds)
+DEFINE_SECTION(structure, STRUCTURE_FIELDS, drths_experiment_t, "structure");
+
+/* ground_motion: file, format, units, column, scale and time_compression only with kind record
+ * (file required there, and a readable regular file); band_hz, rms_m_s2 and seed only with
+ * white-noise, which sets format auto, units m/s2 and the rest to 1. */
+#define GROUND_FIELDS(X, s)                                                                        \
+    X(s, ENUM,     kind, ground_motion.kind, DRTHS_GROUND_MOTION_RECORD, _, _, ground_kinds)       \
+    X(s, TEXT,     file, ground_motion.file, NULL, _, _, _)                                        \
+    X(s, ENUM,     format, ground_motion.format, DRTHS_RECORD_FORMAT_AUTO, _, _, record_formats)   \
+    X(s, ENUM,     units, ground_motion.units, DRTHS_ACCEL_G, _, _, accel_units)                   \
+    X(s, INT,      column, ground_motion.column, 1, 1, 1000, _)                                    \
+    X(s, REAL_GT0, scale, ground_motion.scale, 1.0, _, _, _)                                       \
+    X(s, REAL_IN,  time_compression, ground_motion.time_compression, 1.0, 1.0, 1000.0, _)          \
+    /* white-noise: > 0 */                                                                         \
+    X(s, REAL_IN,  duration_s, ground_motion.duration_s, 0, 0, 1e6, _)                             \
+    X(s, REAL_IN,  tail_s, ground_motion.tail_s, 0, 0, 1e6, _)                                     \
+    /* two values [low, high], 0 <= low < high <= rate_hz / 2, default [0, 30] */                  \
+    X(s, LIST,     band_hz, _, _, _, _, _)                                                         \
+    X(s, REAL_GT0, rms_m_s2, ground_motion.rms_m_s2, 1.0, _, _, _)                                 \
+    X(s, U64,      seed, ground_motion.seed, 1, _, _, _)
+DEFINE_SECTION(ground, GROUND_FIELDS, drths_experiment_t, "ground_motion");
+
+/* specimen.damper */
+#define DAMPER_FIELDS(X, s)                                                                        \
+    X(s, ENUM,     model, specimen.damper.model, -1, _, _, damper_models)                          \
+    /* linear-spring only, and required there */                                                  \
+    X(s, REAL_GT0, stiffness_N_per_m, specimen.damper.stiffness_N_per_m, 0, _, _, _)               \
+    X(s, INT,      substeps, specimen.damper.substeps, 0, 0, 1000, _)
+DEFINE_SECTION(damper, DAMPER_FIELDS, drths_experiment_t, "specimen.damper");
+
+/* specimen.true_scale */
+#define TRUE_SCALE_FIELDS(X, s)                                                                    \
+    X(s, REAL_IN, alpha, specimen.true_scale.alpha, 1.0, 0.01, 100, _)                             \
+    X(s, REAL_IN, c0, specimen.true_scale.c0, 1.0, 0.01, 100, _)                                   \
+    X(s, REAL_IN, c1, specimen.true_scale.c1, 1.0, 0.01, 100, _)                                   \
+    X(s, REAL_IN, gamma_beta, specimen.true_scale.gamma_beta, 1.0, 0.01, 100, _)                   \
+    X(s, REAL_IN, A, specimen.true_scale.A, 1.0, 0.01, 100, _)
+DEFINE_SECTION(true_scale, TRUE_SCALE_FIELDS, drths_experiment_t, "specimen.true_scale");
+
+/* specimen */
+#define SPECIMEN_FIELDS(X, s)                                                                      \
+    /* at most n_dof */                                                                            \
+    X(s, INT, floor, specimen.floor, 1, 1, DRTHS_EXPERIMENT_MAX_DOF, _)                            \
+    X(s, MAP, damper, _, _, _, _, damper)                                                          \
+    X(s, MAP, true_scale, _, _, _, _, true_scale)
+DEFINE_SECTION(specimen, SPECIMEN_FIELDS, drths_experiment_t, "specimen");
+
+/* control */
+#define CONTROL_FIELDS(X, s)                                                                       \
+    X(s, ENUM,    mode, control.mode, DRTHS_CONTROL_PASSIVE_OFF, _, _, control_modes)              \
+    /* fixed only, and required there: 0..drths_experiment_command_max(damper model) */            \
+    X(s, REAL,    command, control.command, 0, _, _, _)                                            \
+    /* clipped-optimal only (0 otherwise); q_disp + q_acc > 0 */                                   \
+    X(s, REAL_IN, q_disp, control.q_disp, 1.0, 0, 1e12, _)                                         \
+    X(s, REAL_IN, q_acc, control.q_acc, 1.0, 0, 1e12, _)                                           \
+    X(s, REAL_IN, r, control.r, 100.0, 1e-12, 1e12, _)
+DEFINE_SECTION(control, CONTROL_FIELDS, drths_experiment_t, "control");
+
+/* actuator */
+#define ACTUATOR_FIELDS(X, s)                                                                      \
+    X(s, ENUM,     plant, actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL, _, _, actuator_plants)       \
+    X(s, ENUM,     compensation, actuator.compensation, DRTHS_COMPENSATION_NONE, _, _,             \
+      compensations)                                                                               \
+    X(s, REAL_GE0, noise_displacement_m, actuator.noise_displacement_m, 0, _, _, _)                \
+    X(s, REAL_GE0, noise_force_N, actuator.noise_force_N, 0, _, _, _)                              \
+    /* 0 (no quantisation) or 8..24 */                                                             \
+    X(s, INT,      adc_bits, actuator.adc_bits, 0, 0, 24, _)                                       \
+    X(s, REAL_GT0, displacement_range_m, actuator.displacement_range_m, 0.1, _, _, _)              \
+    X(s, REAL_GT0, force_range_N, actuator.force_range_N, 250000, _, _, _)                         \
+    X(s, INT,      io_delay_ticks, actuator.io_delay_ticks, 0, 0, 10, _)                           \
+    X(s, U64,      seed, actuator.seed, 1, _, _, _)
+DEFINE_SECTION(actuator, ACTUATOR_FIELDS, drths_experiment_t, "actuator");
+
+/* link */
+#define LINK_FIELDS(X, s)                                                                          \
+    X(s, INT,     redundancy, link.redundancy, 4, 1, 16, _)                                        \
+    X(s, INT,     probes, link.probes, 500, 10, 100000, _)                                         \
+    X(s, REAL_IN, quantile, link.quantile, 0.999, 0.5, 1.0, _)                                     \
+    X(s, INT,     safety_margin_ticks, link.safety_margin_ticks, 10, 0, 100000, _)                 \
+    /* < physical.playout_ticks */                                                                 \
+    X(s, INT,     loop_delay_ticks, link.loop_delay_ticks, 0, 0, 1000000, _)                       \
+    X(s, OPTPATH, key_file, _, _, _, _, _)
+DEFINE_SECTION(link, LINK_FIELDS, drths_experiment_t, "link");
+
+/* numerical */
+#define NUMERICAL_FIELDS(X, s)                                                                     \
+    /* host:port or [IPv6]:port */                                                                 \
+    X(s, TEXT, peer, numerical.peer, "127.0.0.1:47000", _, _, _)                                   \
+    X(s, INT,  reorder_ticks, numerical.reorder_ticks, 10, 1, 10000, _)                            \
+    X(s, ENUM, smith, numerical.smith, DRTHS_SMITH_FIXED, _, _, smith_modes)
+DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
+
+/* physical */
+#define PHYSICAL_FIELDS(X, s)                                                                      \
+    /* host:port or [IPv6]:port */                                                                 \
+    X(s, TEXT,     listen, physical.listen, "0.0.0.0:47000", _, _, _)                              \
+    /* 0 = one second of ticks (at least 300); otherwise 10..1000000 */                            \
+    X(s, INT,      playout_ticks, physical.playout_ticks, 0, 0, 1000000, _)                        \
+    X(s, INT,      max_concealed_ticks, physical.max_concealed_ticks, 20, 0, 10000, _)             \
+    X(s, REAL_IN,  watchdog_ms, physical.watchdog_ms, 100, 1, 60000, _)                            \
+    X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
+    X(s, REAL_GT0, limit_velocity_m_s, physical.limit_velocity_m_s, 1.0, _, _, _)                  \
+    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 250000, _, _, _)                         \
+    X(s, REAL_GT0, limit_drive_m, physical.limit_drive_m, 0.1, _, _, _)                            \
+    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.1,    \
+      _, _, _)                                                                                     \
+    X(s, ENUM,     hold, physical.hold, DRTHS_HOLD_AT_POSITION, _, _, hold_modes)                  \
+    /* |value| < limit_drive_m and < limit_measured_displacement_m */                              \
+    X(s, REAL,     safe_position_m, physical.safe_position_m, 0.0, _, _, _)                        \
+    X(s, REAL_GT0, ramp_rate_m_s, physical.ramp_rate_m_s, 0.05, _, _, _)                           \
+    X(s, REAL_IN,  feedforward_max_acceleration_m_s2, physical.feedforward_max_acceleration_m_s2, \
+      50.0, 0, 1e6, _)                                                                             \
+    X(s, REAL_IN,  feedforward_max_jerk_m_s3, physical.feedforward_max_jerk_m_s3, 3e4, 0, 1e9, _)
+DEFINE_SECTION(physical, PHYSICAL_FIELDS, drths_experiment_t, "physical");
+
+/* output */
+#define OUTPUT_FIELDS(X, s)                                                                        \
+    /* not empty */                                                                                \
+    X(s, TEXT, directory, output.directory, "runs", _, _, _)
+DEFINE_SECTION(output, OUTPUT_FIELDS, drths_experiment_t, "output");
+
+/* daq.command_out, .current_out, .displacement_in, .force_in: one analog channel each. The
+ * prefix is the channel's own path. */
+#define DAQ_CHANNEL_FIELDS(X, s)                                                                   \
+    /* required */                                                                                 \
+    X(s, INT,  subdevice, subdevice, 0, 0, 255, _)                                                 \
+    /* required */                                                                                 \
+    X(s, INT,  channel, channel, 0, 0, 65535, _)                                                   \
+    X(s, INT,  range, range, 0, 0, 255, _)                                                         \
+    X(s, ENUM, aref, aref, DRTHS_DAQ_AREF_GROUND, _, _, daq_arefs)                                 \
+    /* required, not 0 */                                                                          \
+    X(s, REAL, units_per_volt, units_per_volt, 0, _, _, _)                                         \
+    X(s, REAL, offset, offset, 0, _, _, _)
+DEFINE_SECTION(daq_channel, DAQ_CHANNEL_FIELDS, drths_daq_channel_config_t, "");
+
+/* daq: with backend comedi the four channels are required; the two outputs, and the two
+ * inputs, must be on different channels. */
+#define DAQ_FIELDS(X, s)                                                                           \
+    X(s, ENUM,    backend, daq.backend, DRTHS_DAQ_BACKEND_VIRTUAL, _, _, daq_backends)             \
+    /* not empty */                                                                                \
+    X(s, TEXT,    device, daq.device, "/dev/comedi0", _, _, _)                                     \
+    X(s, MAP,     command_out, _, _, _, _, daq_channel)                                            \
+    X(s, MAP,     current_out, _, _, _, _, daq_channel)                                            \
+    X(s, MAP,     displacement_in, _, _, _, _, daq_channel)                                        \
+    X(s, MAP,     force_in, _, _, _, _, daq_channel)                                               \
+    /* absent: comedilib's default path */                                                         \
+    X(s, OPTPATH, calibration_file, _, _, _, _, _)
+DEFINE_SECTION(daq, DAQ_FIELDS, drths_experiment_t, "daq");
+
+/* The top level. */
+#define TOP_FIELDS(X, s)                                                                           \
+    /* required, not empty */                                                                      \
+    X(s, TEXT,    name, name, NULL, _, _, _)                                                       \
+    X(s, TEXT,    description, description, "", _, _, _)                                          \
+    X(s, REAL_IN, rate_hz, rate_hz, 5000, 100, 100000, _)                                          \
+    /* required */                                                                                 \
+    X(s, MAP,     structure, _, _, _, _, structure)                                                \
+    /* required */                                                                                 \
+    X(s, MAP,     ground_motion, _, _, _, _, ground)                                               \
+    /* required */                                                                                 \
+    X(s, MAP,     specimen, _, _, _, _, specimen)                                                  \
+    X(s, MAP,     control, _, _, _, _, control)                                                    \
+    X(s, MAP,     actuator, _, _, _, _, actuator)                                                  \
+    X(s, MAP,     link, _, _, _, _, link)                                                          \
+    X(s, MAP,     numerical, _, _, _, _, numerical)                                                \
+    X(s, MAP,     physical, _, _, _, _, physical)                                                  \
+    X(s, MAP,     output, _, _, _, _, output)                                                      \
+    X(s, MAP,     daq, _, _, _, _, daq)
+DEFINE_SECTION(top, TOP_FIELDS, drths_experiment_t, "");
+
+/* clang-format on */
+
+static const cyaml_schema_value_t top_schema = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_top, top_fields),
+};
+
+/* Pass 2: the matrices, as rows of n strings each. */
+struct raw2_structure {
+    char ***mass_kg;
+    unsigned mass_kg_count;
+    char ***stiffness_N_per_m;
+    unsigned stiffness_N_per_m_count;
+    char ***damping_N_s_per_m;
+    unsigned damping_N_s_per_m_count;
+};
+
+struct raw2_top {
+    struct raw2_structure *structure;
+};
+/* ---- table-driven conversion ------------------------------------------------------------- */
+
+/* "prefix.key", or "key" at the top level. */
+static const char *field_path(char *buf, size_t size, const char *prefix, const field_t *f)
+{
+    snprintf(buf, size, "%s%s%s", prefix, prefix[0] ? "." : "", f->key);
+    return buf;
+}
+
+/* The string row f loaded into raw, NULL when the key (or its whole section, raw NULL) is
+ * absent. */
+static const char *raw_string(const field_t *f, const void *raw)
+{
+    return raw ? *(char *const *)((const char *)raw + f->raw) : NULL;
+}
+
+/* Converts the scalar of row f (kinds ENUM to TEXT) from raw into its destination in out: the
+ * default when absent, else the parsed value, range-checked as the kind says. prefix is the
+ * section's path in messages. A TEXT row without a default is left to the fill function. */
+static int parse_field(vctx_t *c, const char *prefix, const field_t *f, const void *raw, void *out)
+{
+    char path[128];
+    field_path(path, sizeof path, prefix, f);
+    const char *s = raw_string(f, raw);
+    void *dst = (char *)out + f->out;
+    double *d = dst;
+    int r, v = 0;
+    switch (f->kind) {
+    case K_ENUM:
+        if ((r = get_enum(c, path, s, f->names, (int)f->def, &v)))
+            return r;
+        /* Every destination of an ENUM row is one of the experiment's enums (config.h and the
+         * models' headers): int-sized, of type int or unsigned int, which an int lvalue may
+         * access. */
+        *(int *)dst = v;
+        return 0;
+    case K_INT:
+        return get_int(c, path, s, (long)f->def, (long)f->lo, (long)f->hi, dst);
+    case K_U64:
+        return get_u64(c, path, s, (uint64_t)f->def, dst);
+    case K_REAL:
+        return get_double(c, path, s, f->def, d);
+    case K_REAL_GT0:
+        if ((r = get_double(c, path, s, f->def, d)))
+            return r;
+        return check_gt0(c, path, *d);
+    case K_REAL_GE0:
+        if ((r = get_double(c, path, s, f->def, d)))
+            return r;
+        return check_ge0(c, path, *d);
+    case K_REAL_IN:
+        if ((r = get_double(c, path, s, f->def, d)))
+            return r;
+        return check_range(c, path, *d, f->lo, f->hi);
+    case K_TEXT:
+        if (!s && !f->text)
+            return 0;
+        if (!(*(char **)dst = strdup(s ? s : f->text)))
+            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+        return 0;
+    default: /* converted by the fill function */
+        return 0;
+    }
+}
+
+/* parse_field for rows first..last of a section, in table order. */
+static int parse_fields(vctx_t *c, const char *prefix, const field_t *spec, int first, int last,
+                        const void *raw, void *out)
+{
+    int r;
+    for (int i = first; i <= last; i++)
+        if ((r = parse_field(c, prefix, &spec[i], raw, out)))
+            return r;
+    return 0;
+}
+
+/* The row of key in section s, and the calls above for one row or a run of rows of s (in the
+ * fill functions, where the error context is c). */
+#define SPEC(s, key) (&s##_spec[F_##s##_##key])
+#define PARSE(s, key, raw, out) parse_field(c, s##_prefix, SPEC(s, key), raw, out)
+#define PARSE_RANGE(s, first, last, raw, out)                                                      \
+    parse_fields(c, s##_prefix, s##_spec, F_##s##_##first, F_##s##_##last, raw, out)
 
 /* ---- libcyaml messages ------------------------------------------------------------------ */
 
@@ -715,13 +902,15 @@ static int cyaml_to_error(vctx_t *c, cyaml_err_t e, const cy_log_t *l)
         const char *lp = strstr(s, "(line: ");
         if (lp)
             ln = atoi(lp + 7);
-        if (strncmp(s, "in mapping field '", 18) == 0 || strncmp(s, "in sequence entry '", 19) == 0) {
+        if (strncmp(s, "in mapping field '", 18) == 0 ||
+            strncmp(s, "in sequence entry '", 19) == 0) {
             int entry = s[3] == 's';
             const char *q = strchr(s, '\'') + 1;
             const char *r = strchr(q, '\'');
             if (!r)
                 continue;
-            size_t k = (size_t)(r - q) < sizeof names[0] - 1 ? (size_t)(r - q) : sizeof names[0] - 1;
+            size_t k =
+                (size_t)(r - q) < sizeof names[0] - 1 ? (size_t)(r - q) : sizeof names[0] - 1;
             memcpy(names[nf], q, k);
             names[nf][k] = '\0';
             is_entry[nf] = entry;
@@ -757,7 +946,7 @@ static int cyaml_to_error(vctx_t *c, cyaml_err_t e, const cy_log_t *l)
         const char *what = strncmp(got, "SEQUENCE", 8) == 0  ? "a list"
                            : strncmp(got, "MAPPING", 7) == 0 ? "a mapping"
                            : strncmp(got, "SCALAR", 6) == 0  ? "a single value"
-                                                              : got;
+                                                             : got;
         if (strncmp(msg + 10, "STRING", 6) == 0)
             snprintf(reason, sizeof reason, "must be a single value, not %s", what);
         else if (strncmp(msg + 10, "MAPPING", 7) == 0)
@@ -1007,9 +1196,9 @@ static int check_endpoint(vctx_t *c, const char *path, const char *s)
     } else {
         colon = strrchr(s, ':');
         if (!colon || colon == s || memchr(s, ':', (size_t)(colon - s)))
-            return fail(c, -EINVAL, path,
-                        "must be host:port or [IPv6]:port, an IPv6 address in brackets (got \"%s\")",
-                        s);
+            return fail(
+                c, -EINVAL, path,
+                "must be host:port or [IPv6]:port, an IPv6 address in brackets (got \"%s\")", s);
     }
     char *end;
     long port = strtol(colon + 1, &end, 10);
@@ -1023,12 +1212,11 @@ static int check_endpoint(vctx_t *c, const char *path, const char *s)
 static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs,
                           matrices_t *mats)
 {
-    int r, v;
+    int r;
     if (!rs)
         return fail(c, -EINVAL, "structure", "missing (required)");
-    if ((r = get_enum(c, "structure.model", rs->model, structure_models, -1, &v)))
+    if ((r = PARSE(structure, model, rs, x)))
         return r;
-    x->structure.model = (drths_structure_model_t)v;
     char path[96];
     int n;
     if (x->structure.model == DRTHS_STRUCTURE_SHEAR_BUILDING) {
@@ -1041,7 +1229,8 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
         if (rs->damping_N_s_per_m)
             return not_allowed(c, "structure.damping_N_s_per_m", why);
         if (!rs->floor_mass_kg)
-            return fail(c, -EINVAL, "structure.floor_mass_kg", "missing (required for shear-building)");
+            return fail(c, -EINVAL, "structure.floor_mass_kg",
+                        "missing (required for shear-building)");
         if (!rs->storey_stiffness_N_per_m)
             return fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
                         "missing (required for shear-building)");
@@ -1064,7 +1253,8 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
             return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
         for (int i = 0; i < n; i++) {
             snprintf(path, sizeof path, "structure.floor_mass_kg[%d]", i);
-            if ((r = get_double(c, path, rs->floor_mass_kg[i], 0, &x->structure.floor_mass_kg[i])) ||
+            if ((r = get_double(c, path, rs->floor_mass_kg[i], 0,
+                                &x->structure.floor_mass_kg[i])) ||
                 (r = check_gt0(c, path, x->structure.floor_mass_kg[i])))
                 return r;
             snprintf(path, sizeof path, "structure.storey_stiffness_N_per_m[%d]", i);
@@ -1083,7 +1273,8 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
             }
         }
     } else {
-        static const char *why = "with structure.model matrices (use mass_kg and stiffness_N_per_m)";
+        static const char *why =
+            "with structure.model matrices (use mass_kg and stiffness_N_per_m)";
         if (rs->floor_mass_kg)
             return not_allowed(c, "structure.floor_mass_kg", why);
         if (rs->storey_stiffness_N_per_m)
@@ -1091,7 +1282,8 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
         if (!rs->mass_kg)
             return fail(c, -EINVAL, "structure.mass_kg", "missing (required for matrices)");
         if (!rs->stiffness_N_per_m)
-            return fail(c, -EINVAL, "structure.stiffness_N_per_m", "missing (required for matrices)");
+            return fail(c, -EINVAL, "structure.stiffness_N_per_m",
+                        "missing (required for matrices)");
         n = (int)rs->mass_kg_count;
         if (n < 1 || n > DRTHS_EXPERIMENT_MAX_DOF)
             return fail(c, -EINVAL, "structure.mass_kg", "must have 1..%d rows (got %d)",
@@ -1142,10 +1334,10 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
 
     /* Damping. */
     const struct raw_damping *rd = rs->damping;
-    int def_kind = x->structure.damping_N_s_per_m ? DRTHS_DAMPING_MATRIX : DRTHS_DAMPING_MODAL;
-    if ((r = get_enum(c, "structure.damping.kind", rd ? rd->kind : NULL, damping_kinds, def_kind, &v)))
+    if ((r = PARSE(damping, kind, rd, x)))
         return r;
-    x->structure.damping.kind = (drths_damping_kind_t)v;
+    if (!(rd && rd->kind) && x->structure.damping_N_s_per_m)
+        x->structure.damping.kind = DRTHS_DAMPING_MATRIX;
     if (x->structure.damping.kind == DRTHS_DAMPING_MATRIX && !x->structure.damping_N_s_per_m)
         return fail(c, -EINVAL, "structure.damping_N_s_per_m",
                     "missing (required by structure.damping.kind matrix, with model matrices)");
@@ -1178,7 +1370,8 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
         }
         if (!rayleigh) {
             if (rd && rd->modes)
-                return not_allowed(c, "structure.damping.modes", "unless structure.damping.kind is rayleigh");
+                return not_allowed(c, "structure.damping.modes",
+                                   "unless structure.damping.kind is rayleigh");
             break;
         }
         if (rd && rd->modes) {
@@ -1192,7 +1385,8 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
             }
             if (n > 1 && x->structure.damping.modes[0] == x->structure.damping.modes[1])
                 return fail(c, -EINVAL, "structure.damping.modes",
-                            "the two modes must differ (got %d twice)", x->structure.damping.modes[0]);
+                            "the two modes must differ (got %d twice)",
+                            x->structure.damping.modes[0]);
         } else {
             x->structure.damping.modes[0] = 1;
             x->structure.damping.modes[1] = n;
@@ -1205,28 +1399,20 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
             return not_allowed(c, "structure.damping.ratio",
                                "with structure.damping.kind matrix or none");
         if (rd && rd->modes)
-            return not_allowed(c, "structure.damping.modes", "unless structure.damping.kind is rayleigh");
+            return not_allowed(c, "structure.damping.modes",
+                               "unless structure.damping.kind is rayleigh");
         break;
     }
-    if ((r = get_enum(c, "structure.integrator", rs->integrator, integrator_kinds,
-                      DRTHS_INTEGRATOR_CHEN_RICLES, &v)))
-        return r;
-    x->structure.integrator = (drths_integrator_kind_t)v;
-    return 0;
+    return PARSE(structure, integrator, rs, x);
 }
 
 static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground *g)
 {
-    int r, v;
+    int r;
     if (!g)
         return fail(c, -EINVAL, "ground_motion", "missing (required)");
-    if ((r = get_enum(c, "ground_motion.kind", g->kind, ground_kinds, DRTHS_GROUND_MOTION_RECORD, &v)))
-        return r;
-    x->ground_motion.kind = (drths_ground_motion_kind_t)v;
-    if ((r = get_double(c, "ground_motion.duration_s", g->duration_s, 0, &x->ground_motion.duration_s)) ||
-        (r = check_range(c, "ground_motion.duration_s", x->ground_motion.duration_s, 0, 1e6)) ||
-        (r = get_double(c, "ground_motion.tail_s", g->tail_s, 0, &x->ground_motion.tail_s)) ||
-        (r = check_range(c, "ground_motion.tail_s", x->ground_motion.tail_s, 0, 1e6)))
+    if ((r = PARSE(ground, kind, g, x)) || (r = PARSE(ground, duration_s, g, x)) ||
+        (r = PARSE(ground, tail_s, g, x)))
         return r;
     if (x->ground_motion.kind == DRTHS_GROUND_MOTION_RECORD) {
         static const char *why = "with ground_motion.kind record";
@@ -1238,20 +1424,7 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
             return not_allowed(c, "ground_motion.seed", why);
         if (!g->file || !g->file[0])
             return fail(c, -EINVAL, "ground_motion.file", "missing (required for kind record)");
-        if ((r = get_enum(c, "ground_motion.format", g->format, record_formats,
-                          DRTHS_RECORD_FORMAT_AUTO, &v)))
-            return r;
-        x->ground_motion.format = (drths_record_format_t)v;
-        if ((r = get_enum(c, "ground_motion.units", g->units, accel_units, DRTHS_ACCEL_G, &v)))
-            return r;
-        x->ground_motion.units = (drths_accel_units_t)v;
-        if ((r = get_int(c, "ground_motion.column", g->column, 1, 1, 1000, &x->ground_motion.column)) ||
-            (r = get_double(c, "ground_motion.scale", g->scale, 1.0, &x->ground_motion.scale)) ||
-            (r = check_gt0(c, "ground_motion.scale", x->ground_motion.scale)) ||
-            (r = get_double(c, "ground_motion.time_compression", g->time_compression, 1.0,
-                            &x->ground_motion.time_compression)) ||
-            (r = check_range(c, "ground_motion.time_compression", x->ground_motion.time_compression,
-                             1.0, 1000.0)))
+        if ((r = PARSE_RANGE(ground, format, time_compression, g, x)))
             return r;
         x->ground_motion.file = strdup(g->file);
         x->ground_motion.record_path = join_path(x->dir, g->file);
@@ -1281,7 +1454,8 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
         if (g->column)
             return not_allowed(c, "ground_motion.column", why);
         if (g->scale)
-            return not_allowed(c, "ground_motion.scale", "with ground_motion.kind white-noise (use rms_m_s2)");
+            return not_allowed(c, "ground_motion.scale",
+                               "with ground_motion.kind white-noise (use rms_m_s2)");
         if (g->time_compression)
             return not_allowed(c, "ground_motion.time_compression", why);
         x->ground_motion.format = DRTHS_RECORD_FORMAT_AUTO;
@@ -1298,8 +1472,10 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
             if (g->band_hz_count != 2)
                 return fail(c, -EINVAL, "ground_motion.band_hz",
                             "must be two values [low, high] in Hz (got %u)", g->band_hz_count);
-            if ((r = get_double(c, "ground_motion.band_hz[0]", g->band_hz[0], 0, &x->ground_motion.band_hz[0])) ||
-                (r = get_double(c, "ground_motion.band_hz[1]", g->band_hz[1], 0, &x->ground_motion.band_hz[1])))
+            if ((r = get_double(c, "ground_motion.band_hz[0]", g->band_hz[0], 0,
+                                &x->ground_motion.band_hz[0])) ||
+                (r = get_double(c, "ground_motion.band_hz[1]", g->band_hz[1], 0,
+                                &x->ground_motion.band_hz[1])))
                 return r;
         }
         double lo = x->ground_motion.band_hz[0], hi = x->ground_motion.band_hz[1];
@@ -1309,9 +1485,7 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
             return fail(c, -EINVAL, "ground_motion.band_hz[1]",
                         "must be > band_hz[0] (%g) and <= rate_hz / 2 (%g) (got %g)", lo,
                         x->rate_hz / 2, hi);
-        if ((r = get_double(c, "ground_motion.rms_m_s2", g->rms_m_s2, 1.0, &x->ground_motion.rms_m_s2)) ||
-            (r = check_gt0(c, "ground_motion.rms_m_s2", x->ground_motion.rms_m_s2)) ||
-            (r = get_u64(c, "ground_motion.seed", g->seed, 1, &x->ground_motion.seed)))
+        if ((r = PARSE(ground, rms_m_s2, g, x)) || (r = PARSE(ground, seed, g, x)))
             return r;
     }
     return 0;
@@ -1319,72 +1493,47 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
 
 static int fill_specimen(vctx_t *c, drths_experiment_t *x, const struct raw_specimen *s)
 {
-    int r, v;
+    int r;
     if (!s)
         return fail(c, -EINVAL, "specimen", "missing (required)");
-    if ((r = get_int(c, "specimen.floor", s->floor, 1, 1, x->n_dof, &x->specimen.floor)))
+    const field_t *floor = SPEC(specimen, floor); /* its upper bound is n_dof */
+    if ((r = get_int(c, "specimen.floor", s->floor, (long)floor->def, (long)floor->lo, x->n_dof,
+                     &x->specimen.floor)))
         return r;
     if (!s->damper)
         return fail(c, -EINVAL, "specimen.damper", "missing (required)");
-    if ((r = get_enum(c, "specimen.damper.model", s->damper->model, damper_models, -1, &v)))
+    if ((r = PARSE(damper, model, s->damper, x)))
         return r;
-    x->specimen.damper.model = (drths_damper_model_t)v;
     if (x->specimen.damper.model == DRTHS_DAMPER_LINEAR_SPRING) {
-        if ((r = get_required_double(c, "specimen.damper.stiffness_N_per_m",
-                                     s->damper->stiffness_N_per_m,
-                                     &x->specimen.damper.stiffness_N_per_m)) ||
-            (r = check_gt0(c, "specimen.damper.stiffness_N_per_m",
-                           x->specimen.damper.stiffness_N_per_m)))
+        if (!s->damper->stiffness_N_per_m)
+            return fail(c, -EINVAL, "specimen.damper.stiffness_N_per_m", "missing (required)");
+        if ((r = PARSE(damper, stiffness_N_per_m, s->damper, x)))
             return r;
     } else if (s->damper->stiffness_N_per_m) {
         return not_allowed(c, "specimen.damper.stiffness_N_per_m", "unless model is linear-spring");
     }
-    if ((r = get_int(c, "specimen.damper.substeps", s->damper->substeps, 0, 0, 1000,
-                     &x->specimen.damper.substeps)))
+    if ((r = PARSE(damper, substeps, s->damper, x)) ||
+        (r = PARSE_RANGE(true_scale, alpha, A, s->true_scale, x)))
         return r;
-    const struct raw_true_scale *t = s->true_scale;
-    struct {
-        const char *path, *raw;
-        double *out;
-    } f[] = {
-        {"specimen.true_scale.alpha", t ? t->alpha : NULL, &x->specimen.true_scale.alpha},
-        {"specimen.true_scale.c0", t ? t->c0 : NULL, &x->specimen.true_scale.c0},
-        {"specimen.true_scale.c1", t ? t->c1 : NULL, &x->specimen.true_scale.c1},
-        {"specimen.true_scale.gamma_beta", t ? t->gamma_beta : NULL, &x->specimen.true_scale.gamma_beta},
-        {"specimen.true_scale.A", t ? t->A : NULL, &x->specimen.true_scale.A},
-    };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        if ((r = get_double(c, f[i].path, f[i].raw, 1.0, f[i].out)) ||
-            (r = check_range(c, f[i].path, *f[i].out, 0.01, 100)))
-            return r;
     return 0;
 }
 
 static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_control *ct)
 {
-    int r, v;
-    if ((r = get_enum(c, "control.mode", ct ? ct->mode : NULL, control_modes,
-                      DRTHS_CONTROL_PASSIVE_OFF, &v)))
+    int r;
+    if ((r = PARSE(control, mode, ct, x)))
         return r;
-    x->control.mode = (drths_control_mode_t)v;
     x->control.q_disp = x->control.q_acc = x->control.r = 0;
-    const struct {
-        const char *path, *raw;
-        double def, lo, hi;
-        double *out;
-    } w[] = {
-        {"control.q_disp", ct ? ct->q_disp : NULL, 1.0, 0, 1e12, &x->control.q_disp},
-        {"control.q_acc", ct ? ct->q_acc : NULL, 1.0, 0, 1e12, &x->control.q_acc},
-        {"control.r", ct ? ct->r : NULL, 100.0, 1e-12, 1e12, &x->control.r},
-    };
-    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+    for (int i = F_control_q_disp; i <= F_control_r; i++) {
         if (x->control.mode != DRTHS_CONTROL_CLIPPED_OPTIMAL) {
-            if (w[i].raw)
-                return not_allowed(c, w[i].path, "unless control.mode is clipped-optimal");
+            char path[64];
+            if (raw_string(&control_spec[i], ct))
+                return not_allowed(c,
+                                   field_path(path, sizeof path, control_prefix, &control_spec[i]),
+                                   "unless control.mode is clipped-optimal");
             continue;
         }
-        if ((r = get_double(c, w[i].path, w[i].raw, w[i].def, w[i].out)) ||
-            (r = check_range(c, w[i].path, *w[i].out, w[i].lo, w[i].hi)))
+        if ((r = parse_field(c, control_prefix, &control_spec[i], ct, x)))
             return r;
     }
     if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL &&
@@ -1397,130 +1546,54 @@ static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_contr
         x->control.command = 0;
         return 0;
     }
-    if ((r = get_required_double(c, "control.command", ct ? ct->command : NULL, &x->control.command)))
+    if (!(ct && ct->command))
+        return fail(c, -EINVAL, "control.command", "missing (required)");
+    if ((r = PARSE(control, command, ct, x)))
         return r;
     double max = drths_experiment_command_max(x->specimen.damper.model);
-    const char *unit = x->specimen.damper.model == DRTHS_DAMPER_PHILLIPS2013 ? " A" :
-                       x->specimen.damper.model == DRTHS_DAMPER_SPENCER1997  ? " V" : "";
+    const char *unit = x->specimen.damper.model == DRTHS_DAMPER_PHILLIPS2013  ? " A"
+                       : x->specimen.damper.model == DRTHS_DAMPER_SPENCER1997 ? " V"
+                                                                              : "";
     if (x->control.command < 0 || x->control.command > max)
-        return fail(c, -EINVAL, "control.command", "must be in 0..%g%s for damper model %s (got %g)",
-                    max, unit, drths_damper_model_name(x->specimen.damper.model), x->control.command);
+        return fail(c, -EINVAL, "control.command",
+                    "must be in 0..%g%s for damper model %s (got %g)", max, unit,
+                    drths_damper_model_name(x->specimen.damper.model), x->control.command);
     return 0;
 }
 
 static int fill_actuator(vctx_t *c, drths_experiment_t *x, const struct raw_actuator *a)
 {
-    int r, v;
-    const struct raw_actuator none = {0};
-    if (!a)
-        a = &none;
-    if ((r = get_enum(c, "actuator.plant", a->plant, actuator_plants, DRTHS_ACTUATOR_PLANT_IDEAL, &v)))
-        return r;
-    x->actuator.plant = (drths_actuator_plant_t)v;
-    if ((r = get_enum(c, "actuator.compensation", a->compensation, compensations,
-                      DRTHS_COMPENSATION_NONE, &v)))
-        return r;
-    x->actuator.compensation = (drths_compensation_t)v;
-    if ((r = get_double(c, "actuator.noise_displacement_m", a->noise_displacement_m, 0,
-                        &x->actuator.noise_displacement_m)) ||
-        (r = check_ge0(c, "actuator.noise_displacement_m", x->actuator.noise_displacement_m)) ||
-        (r = get_double(c, "actuator.noise_force_N", a->noise_force_N, 0, &x->actuator.noise_force_N)) ||
-        (r = check_ge0(c, "actuator.noise_force_N", x->actuator.noise_force_N)) ||
-        (r = get_int(c, "actuator.adc_bits", a->adc_bits, 0, 0, 24, &x->actuator.adc_bits)))
+    int r;
+    if ((r = PARSE_RANGE(actuator, plant, adc_bits, a, x)))
         return r;
     if (x->actuator.adc_bits != 0 && x->actuator.adc_bits < 8)
-        return fail(c, -EINVAL, "actuator.adc_bits", "must be 0 (no quantisation) or 8..24 (got %d)",
-                    x->actuator.adc_bits);
-    if ((r = get_double(c, "actuator.displacement_range_m", a->displacement_range_m, 0.1,
-                        &x->actuator.displacement_range_m)) ||
-        (r = check_gt0(c, "actuator.displacement_range_m", x->actuator.displacement_range_m)) ||
-        (r = get_double(c, "actuator.force_range_N", a->force_range_N, 250000, &x->actuator.force_range_N)) ||
-        (r = check_gt0(c, "actuator.force_range_N", x->actuator.force_range_N)) ||
-        (r = get_int(c, "actuator.io_delay_ticks", a->io_delay_ticks, 0, 0, 10, &x->actuator.io_delay_ticks)) ||
-        (r = get_u64(c, "actuator.seed", a->seed, 1, &x->actuator.seed)))
-        return r;
-    return 0;
+        return fail(c, -EINVAL, "actuator.adc_bits",
+                    "must be 0 (no quantisation) or 8..24 (got %d)", x->actuator.adc_bits);
+    return PARSE_RANGE(actuator, displacement_range_m, seed, a, x);
 }
 
 static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *t)
 {
-    int r, v;
-    const struct raw_link nolink = {0};
-    const struct raw_numerical nonum = {0};
-    const struct raw_physical nophys = {0};
-    const struct raw_link *l = t->link ? t->link : &nolink;
-    const struct raw_numerical *nu = t->numerical ? t->numerical : &nonum;
-    const struct raw_physical *p = t->physical ? t->physical : &nophys;
-
-    if ((r = get_int(c, "link.redundancy", l->redundancy, 4, 1, 16, &x->link.redundancy)) ||
-        (r = get_int(c, "link.probes", l->probes, 500, 10, 100000, &x->link.probes)) ||
-        (r = get_double(c, "link.quantile", l->quantile, 0.999, &x->link.quantile)) ||
-        (r = check_range(c, "link.quantile", x->link.quantile, 0.5, 1.0)) ||
-        (r = get_int(c, "link.safety_margin_ticks", l->safety_margin_ticks, 10, 0, 100000,
-                     &x->link.safety_margin_ticks)) ||
-        (r = get_int(c, "link.loop_delay_ticks", l->loop_delay_ticks, 0, 0, 1000000,
-                     &x->link.loop_delay_ticks)))
+    int r;
+    const struct raw_link *l = t->link;
+    if ((r = PARSE_RANGE(link, redundancy, loop_delay_ticks, l, x)))
         return r;
-    if (l->key_file && l->key_file[0]) {
+    if (l && l->key_file && l->key_file[0]) {
         x->link.key_file = strdup(l->key_file);
         x->link.key_path = join_path(x->dir, l->key_file);
         if (!x->link.key_file || !x->link.key_path)
             return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
     }
 
-    x->numerical.peer = strdup(nu->peer ? nu->peer : "127.0.0.1:47000");
-    if (!x->numerical.peer)
-        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
-    if ((r = check_endpoint(c, "numerical.peer", x->numerical.peer)) ||
-        (r = get_int(c, "numerical.reorder_ticks", nu->reorder_ticks, 10, 1, 10000,
-                     &x->numerical.reorder_ticks)) ||
-        (r = get_enum(c, "numerical.smith", nu->smith, smith_modes, DRTHS_SMITH_FIXED, &v)))
+    if ((r = PARSE(numerical, peer, t->numerical, x)) ||
+        (r = check_endpoint(c, "numerical.peer", x->numerical.peer)) ||
+        (r = PARSE_RANGE(numerical, reorder_ticks, smith, t->numerical, x)))
         return r;
-    x->numerical.smith = (drths_smith_mode_t)v;
 
-    x->physical.listen = strdup(p->listen ? p->listen : "0.0.0.0:47000");
-    if (!x->physical.listen)
-        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
-    if ((r = check_endpoint(c, "physical.listen", x->physical.listen)) ||
-        (r = get_int(c, "physical.playout_ticks", p->playout_ticks, 0, 0, 1000000,
-                     &x->physical.playout_ticks)) ||
-        (r = get_int(c, "physical.max_concealed_ticks", p->max_concealed_ticks, 20, 0, 10000,
-                     &x->physical.max_concealed_ticks)) ||
-        (r = get_double(c, "physical.watchdog_ms", p->watchdog_ms, 100, &x->physical.watchdog_ms)) ||
-        (r = check_range(c, "physical.watchdog_ms", x->physical.watchdog_ms, 1, 60000)) ||
-        (r = get_double(c, "physical.limit_displacement_m", p->limit_displacement_m, 0.1,
-                        &x->physical.limit_displacement_m)) ||
-        (r = check_gt0(c, "physical.limit_displacement_m", x->physical.limit_displacement_m)) ||
-        (r = get_double(c, "physical.limit_velocity_m_s", p->limit_velocity_m_s, 1.0,
-                        &x->physical.limit_velocity_m_s)) ||
-        (r = check_gt0(c, "physical.limit_velocity_m_s", x->physical.limit_velocity_m_s)) ||
-        (r = get_double(c, "physical.limit_force_N", p->limit_force_N, 250000, &x->physical.limit_force_N)) ||
-        (r = check_gt0(c, "physical.limit_force_N", x->physical.limit_force_N)) ||
-        (r = get_double(c, "physical.limit_drive_m", p->limit_drive_m, 0.1,
-                        &x->physical.limit_drive_m)) ||
-        (r = check_gt0(c, "physical.limit_drive_m", x->physical.limit_drive_m)) ||
-        (r = get_double(c, "physical.limit_measured_displacement_m",
-                        p->limit_measured_displacement_m, 0.1,
-                        &x->physical.limit_measured_displacement_m)) ||
-        (r = check_gt0(c, "physical.limit_measured_displacement_m",
-                       x->physical.limit_measured_displacement_m)) ||
-        (r = get_enum(c, "physical.hold", p->hold, hold_modes, DRTHS_HOLD_AT_POSITION, &v)) ||
-        (r = get_double(c, "physical.safe_position_m", p->safe_position_m, 0.0,
-                        &x->physical.safe_position_m)) ||
-        (r = get_double(c, "physical.ramp_rate_m_s", p->ramp_rate_m_s, 0.05,
-                        &x->physical.ramp_rate_m_s)) ||
-        (r = check_gt0(c, "physical.ramp_rate_m_s", x->physical.ramp_rate_m_s)) ||
-        (r = get_double(c, "physical.feedforward_max_acceleration_m_s2",
-                        p->feedforward_max_acceleration_m_s2, 50.0,
-                        &x->physical.feedforward_max_acceleration_m_s2)) ||
-        (r = check_range(c, "physical.feedforward_max_acceleration_m_s2",
-                         x->physical.feedforward_max_acceleration_m_s2, 0, 1e6)) ||
-        (r = get_double(c, "physical.feedforward_max_jerk_m_s3", p->feedforward_max_jerk_m_s3,
-                        3e4, &x->physical.feedforward_max_jerk_m_s3)) ||
-        (r = check_range(c, "physical.feedforward_max_jerk_m_s3",
-                         x->physical.feedforward_max_jerk_m_s3, 0, 1e9)))
+    if ((r = PARSE(physical, listen, t->physical, x)) ||
+        (r = check_endpoint(c, "physical.listen", x->physical.listen)) ||
+        (r = PARSE_RANGE(physical, playout_ticks, feedforward_max_jerk_m_s3, t->physical, x)))
         return r;
-    x->physical.hold = (drths_hold_mode_t)v;
     /* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. */
     if (!(fabs(x->physical.safe_position_m) < x->physical.limit_drive_m) ||
         !(fabs(x->physical.safe_position_m) < x->physical.limit_measured_displacement_m))
@@ -1546,9 +1619,8 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
                     "(got %d)",
                     x->physical.playout_ticks, x->link.loop_delay_ticks);
 
-    x->output.directory = strdup(t->output && t->output->directory ? t->output->directory : "runs");
-    if (!x->output.directory)
-        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    if ((r = PARSE(output, directory, t->output, x)))
+        return r;
     if (!x->output.directory[0])
         return fail(c, -EINVAL, "output.directory", "must not be empty");
     return 0;
@@ -1559,7 +1631,7 @@ static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_ch
                             drths_daq_channel_config_t *ch)
 {
     char f[64];
-    int r, v;
+    int r;
     memset(ch, 0, sizeof *ch);
     if (!rc)
         return 0;
@@ -1568,18 +1640,12 @@ static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_ch
     if (!rc->subdevice)
         return fail(c, -EINVAL, FIELD("subdevice"), "missing (required: the comedi subdevice)");
     if (!rc->channel)
-        return fail(c, -EINVAL, FIELD("channel"), "missing (required: the channel on the subdevice)");
+        return fail(c, -EINVAL, FIELD("channel"),
+                    "missing (required: the channel on the subdevice)");
     if (!rc->units_per_volt)
         return fail(c, -EINVAL, FIELD("units_per_volt"),
                     "missing (required: engineering units per volt at the connector)");
-    if ((r = get_int(c, FIELD("subdevice"), rc->subdevice, 0, 0, 255, &ch->subdevice)) ||
-        (r = get_int(c, FIELD("channel"), rc->channel, 0, 0, 65535, &ch->channel)) ||
-        (r = get_int(c, FIELD("range"), rc->range, 0, 0, 255, &ch->range)) ||
-        (r = get_enum(c, FIELD("aref"), rc->aref, daq_arefs, DRTHS_DAQ_AREF_GROUND, &v)))
-        return r;
-    ch->aref = (drths_daq_aref_t)v;
-    if ((r = get_double(c, FIELD("units_per_volt"), rc->units_per_volt, 0, &ch->units_per_volt)) ||
-        (r = get_double(c, FIELD("offset"), rc->offset, 0, &ch->offset)))
+    if ((r = parse_fields(c, path, daq_channel_spec, 0, F_daq_channel_end - 1, rc, ch)))
         return r;
     if (ch->units_per_volt == 0)
         return fail(c, -EINVAL, FIELD("units_per_volt"), "must not be 0");
@@ -1589,16 +1655,12 @@ static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_ch
 
 static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
 {
-    int r, v;
+    int r;
     const struct raw_daq none = {0};
     if (!d)
         d = &none;
-    if ((r = get_enum(c, "daq.backend", d->backend, daq_backends, DRTHS_DAQ_BACKEND_VIRTUAL, &v)))
+    if ((r = PARSE(daq, backend, d, x)) || (r = PARSE(daq, device, d, x)))
         return r;
-    x->daq.backend = (drths_daq_backend_t)v;
-    x->daq.device = strdup(d->device ? d->device : "/dev/comedi0");
-    if (!x->daq.device)
-        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
     if (!x->daq.device[0])
         return fail(c, -EINVAL, "daq.device", "must not be empty");
     struct {
@@ -1645,17 +1707,14 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
     int r;
     if (!t->name || !t->name[0])
         return fail(c, -EINVAL, "name", "missing (required: a short name for the experiment)");
-    x->name = strdup(t->name);
-    x->description = strdup(t->description ? t->description : "");
-    if (!x->name || !x->description)
+    if (!(x->name = strdup(t->name)))
         return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
-    if ((r = get_double(c, "rate_hz", t->rate_hz, 5000, &x->rate_hz)) ||
-        (r = check_range(c, "rate_hz", x->rate_hz, 100, 100000)))
+    if ((r = PARSE(top, description, t, x)) || (r = PARSE(top, rate_hz, t, x)))
         return r;
-    if ((r = fill_structure(c, x, t->structure, mats)) || (r = fill_ground(c, x, t->ground_motion)) ||
-        (r = fill_specimen(c, x, t->specimen)) || (r = fill_control(c, x, t->control)) ||
-        (r = fill_actuator(c, x, t->actuator)) || (r = fill_network(c, x, t)) ||
-        (r = fill_daq(c, x, t->daq)))
+    if ((r = fill_structure(c, x, t->structure, mats)) ||
+        (r = fill_ground(c, x, t->ground_motion)) || (r = fill_specimen(c, x, t->specimen)) ||
+        (r = fill_control(c, x, t->control)) || (r = fill_actuator(c, x, t->actuator)) ||
+        (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)))
         return r;
     return 0;
 }
@@ -1668,8 +1727,9 @@ int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size
     memset(exp, 0, sizeof *exp);
     vctx_t c = {.file = path, .text = data, .len = len, .err = err};
     if (len == 0 || !data)
-        return drths_error_set(err, -EINVAL, "%s: empty file (an experiment file is a YAML "
-                                             "mapping: name:, structure:, ground_motion:, ...)",
+        return drths_error_set(err, -EINVAL,
+                               "%s: empty file (an experiment file is a YAML "
+                               "mapping: name:, structure:, ground_motion:, ...)",
                                path);
     exp->path = strdup(path);
     exp->dir = folder_of(path);
@@ -1689,14 +1749,15 @@ int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size
         .flags = CYAML_CFG_NO_ALIAS,
     };
     struct raw_top *top = NULL;
-    cyaml_err_t e = cyaml_load_data((const uint8_t *)data, len, &cfg, &top_schema,
-                                    (cyaml_data_t **)&top, NULL);
+    cyaml_err_t e =
+        cyaml_load_data((const uint8_t *)data, len, &cfg, &top_schema, (cyaml_data_t **)&top, NULL);
     int r;
     if (e != CYAML_OK) {
         r = cyaml_to_error(&c, e, &log);
     } else if (!top) {
-        r = drths_error_set(err, -EINVAL, "%s: empty file (an experiment file is a YAML "
-                                          "mapping: name:, structure:, ground_motion:, ...)",
+        r = drths_error_set(err, -EINVAL,
+                            "%s: empty file (an experiment file is a YAML "
+                            "mapping: name:, structure:, ground_motion:, ...)",
                             path);
     } else {
         matrices_t mats = {{0, 0, 0}, {NULL, NULL, NULL}};
@@ -1717,7 +1778,8 @@ int drths_experiment_load(drths_experiment_t *exp, const char *path, drths_error
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        return drths_error_set(err, -e, "%s: cannot open the experiment file: %s", path, strerror(e));
+        return drths_error_set(err, -e, "%s: cannot open the experiment file: %s", path,
+                               strerror(e));
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -1726,7 +1788,8 @@ int drths_experiment_load(drths_experiment_t *exp, const char *path, drths_error
     }
     if ((uint64_t)st.st_size > MAX_FILE_BYTES) {
         close(fd);
-        return drths_error_set(err, -EFBIG, "%s: too large for an experiment file (%lld bytes, at most %u)",
+        return drths_error_set(err, -EFBIG,
+                               "%s: too large for an experiment file (%lld bytes, at most %u)",
                                path, (long long)st.st_size, MAX_FILE_BYTES);
     }
     size_t len = (size_t)st.st_size;

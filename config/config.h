@@ -1,4 +1,4 @@
-/* The experiment file (DESIGN.md 9, 11; reference page docs/experiment-file.md).
+/* The experiment file (docs/experiment-file.md documents every key).
  *
  * One YAML file describes both sites of an experiment. drths_experiment_load parses it with
  * libcyaml, fills in every default, checks every field and resolves the paths; afterwards each
@@ -24,9 +24,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Each model owns the enums of its own part of the file; this header adds the YAML names. */
 #include "models/compensation.h" /* drths_compensation_t */
-#include "models/damper.h"     /* drths_damper_model_t */
-#include "models/integrator.h" /* drths_integrator_kind_t */
+#include "models/damper.h"       /* drths_damper_model_t */
+#include "models/groundmotion.h" /* drths_ground_motion_kind_t, _record_format_t, _accel_units_t */
+#include "models/integrator.h"   /* drths_integrator_kind_t */
+#include "models/plant.h"        /* drths_actuator_plant_t */
+#include "models/structure.h"    /* drths_structure_model_t, drths_damping_kind_t */
 #include "platform/cli.h"        /* DRTHS_EXIT_USAGE */
 #include "platform/error.h"
 
@@ -37,51 +41,19 @@
  * rather than allocating without bound). */
 #define DRTHS_EXPERIMENT_MAX_DOF 1000
 
-typedef enum drths_structure_model {
-    DRTHS_STRUCTURE_SHEAR_BUILDING = 0, /* "shear-building" */
-    DRTHS_STRUCTURE_MATRICES            /* "matrices" */
-} drths_structure_model_t;
-
-typedef enum drths_damping_kind {
-    DRTHS_DAMPING_MODAL = 0, /* "modal" */
-    DRTHS_DAMPING_RAYLEIGH,  /* "rayleigh" */
-    DRTHS_DAMPING_MATRIX,    /* "matrix": structure.damping_N_s_per_m given explicitly */
-    DRTHS_DAMPING_NONE       /* "none" */
-} drths_damping_kind_t;
-
-typedef enum drths_ground_motion_kind {
-    DRTHS_GROUND_MOTION_RECORD = 0, /* "record" */
-    DRTHS_GROUND_MOTION_WHITE_NOISE /* "white-noise" */
-} drths_ground_motion_kind_t;
-
-typedef enum drths_record_format {
-    DRTHS_RECORD_FORMAT_AUTO = 0,   /* "auto" */
-    DRTHS_RECORD_FORMAT_AT2,        /* "at2": PEER NGA */
-    DRTHS_RECORD_FORMAT_TWO_COLUMN, /* "two-column": headered text, time then acceleration(s) */
-    DRTHS_RECORD_FORMAT_CSV         /* "csv" */
-} drths_record_format_t;
-
-typedef enum drths_accel_units {
-    DRTHS_ACCEL_G = 0, /* "g" (9.80665 m/s^2) */
-    DRTHS_ACCEL_M_S2,  /* "m/s2" */
-    DRTHS_ACCEL_CM_S2, /* "cm/s2" */
-    DRTHS_ACCEL_MM_S2  /* "mm/s2" */
-} drths_accel_units_t;
-
 typedef enum drths_control_mode {
     DRTHS_CONTROL_PASSIVE_OFF = 0,  /* "passive-off": command 0 */
     DRTHS_CONTROL_PASSIVE_ON,       /* "passive-on": the damper model's maximum command */
     DRTHS_CONTROL_FIXED,            /* "fixed": control.command */
-    DRTHS_CONTROL_CLIPPED_OPTIMAL   /* "clipped-optimal" (DESIGN.md 5.5) */
+    /* "clipped-optimal": the maximum command while (f_c - F) F > 0, else 0, with f_c the force
+     * of a linear-quadratic design and F the measured force (site-numerical/semiactive.h) */
+    DRTHS_CONTROL_CLIPPED_OPTIMAL
 } drths_control_mode_t;
 
-typedef enum drths_actuator_plant {
-    DRTHS_ACTUATOR_PLANT_IDEAL = 0,   /* "ideal": measured displacement = command */
-    DRTHS_ACTUATOR_PLANT_THREE_POLE   /* "three-pole": DESIGN.md 5.3 */
-} drths_actuator_plant_t;
-
-/* What the actuator does in HOLD (DESIGN.md 7). Either way the drive moves at most
- * physical.ramp_rate_m_s * dt per tick and the damper command goes to its safe value (0). */
+/* What the actuator does in HOLD, the safe state the actuator site enters on a limit, a
+ * watchdog, too many concealed ticks, a lost session, an ABORT or a signal. Either way the drive
+ * moves at most physical.ramp_rate_m_s * dt per tick and the damper command goes to its safe
+ * value (0). */
 typedef enum drths_hold_mode {
     DRTHS_HOLD_AT_POSITION = 0, /* "hold": to the displacement measured when HOLD began */
     DRTHS_HOLD_RAMP             /* "ramp": to physical.safe_position_m */

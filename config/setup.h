@@ -1,7 +1,6 @@
-/* Building the models an experiment file describes (DESIGN.md 5, 9): the structure with its
- * damping and modes, the ground motion at the tick rate, the damper parameters (nominal for the
- * Smith predictor's model, "true" for the virtual specimen) and the damper command of a passive
- * control mode. Shared by the reference run and both sites so they build identical models.
+/* Building the models an experiment file describes: the structure with its damping and modes,
+ * the ground motion at the tick rate, the damper parameters (nominal for the Smith predictor's
+ * model, "true" for the virtual specimen) and the damper command of a passive control mode. Shared by the reference run and both sites so they build identical models.
  * All functions are init-only.
  */
 #ifndef DRTHS_SETUP_H

@@ -1,4 +1,5 @@
-/* Actuator compensation (DESIGN.md 5.3) and the online tracking indicators.
+/* Actuator compensation (how the actuator site turns the commanded displacement into the drive
+ * signal) and the online tracking indicators.
  *
  * At tick t the actuator site knows the desired displacement r (the command of the numerical
  * site) at the ticks t-3 .. t (already applied or being applied) and, through the playout
@@ -25,7 +26,7 @@
  *    t + tau: r(t+m-3 .. t+m), m = min(k, floor(tau)) with k future samples given, so only
  *    tau - m ticks are extrapolated; with no lookahead they are r(t-3 .. t) and this is exactly
  *    Horiuchi's method. It corrects the delay only, not the plant's amplitude.
- *  - FEEDFORWARD_AVERAGE and FEEDFORWARD (seed 004): the inverse of the design model
+ *  - FEEDFORWARD_AVERAGE and FEEDFORWARD (Phillips & Spencer 2013): the inverse of the design model
  *    G(s) = K/((s+p)(s^2+a s+b)),
  *        u = a0 r + a1 r' + a2 r'' + a3 r''',
  *        a0 = p b / K,  a1 = (b + a p) / K,  a2 = (a + p) / K,  a3 = 1 / K,
@@ -36,7 +37,7 @@
  *    in particular for cubics. The stencil needs n_need = c + 3 future samples
  *    (drths_comp_lookahead_needed: 3 for d <= 1). The two modes compute the same thing; the
  *    difference is what the caller does. FEEDFORWARD_AVERAGE keeps the average model (the
- *    paper's method). For FEEDFORWARD (the experiment file's `feedforward`, beyond seed 004)
+ *    paper's method). For FEEDFORWARD (the experiment file's `feedforward`, beyond the paper)
  *    the caller schedules the inverse on the damper current (drths_comp_schedule) and feeds it
  *    the COMMANDED current through a model of the damper's current dynamics
  *    (drths_comp_current_model, drths_comp_set_command): the 0 A and 2.5 A actuators differ
@@ -53,9 +54,11 @@
  *
  * Tracking indicators (drths_tracking_t), accumulated online from the pairs (desired xd,
  * measured xm) of each tick:
- *  - RMS error norm (seed 004 eq 31), in percent:  100 sqrt( sum (xm - xd)^2 / sum xd^2 ).
- *  - Tracking indicator TI (seed 003, after Mercan & Ricles 2009), in m^2: the signed area
- *    enclosed by the curve of xm (vertical) against xd (horizontal) and the diagonal,
+ *  - RMS error norm (Phillips & Spencer 2013, eq 31), in percent:
+ *        100 sqrt( sum (xm - xd)^2 / sum xd^2 ).
+ *  - Tracking indicator TI (as in the LNEC-HS platform, after Mercan & Ricles 2009), in m^2:
+ *    the signed area enclosed by the curve of xm (vertical) against xd (horizontal) and the
+ *    diagonal,
  *        TI = 0.5 sum_i A_i,   A_i = xd(i-1) xm(i) - xd(i) xm(i-1),
  *    i.e. Mercan & Ricles' 0.5 (A - TA) with A_i = A_(i-1) + (xd(i) + xd(i-1))(xm(i) - xm(i-1))/2
  *    and TA_i = TA_(i-1) + (xm(i) + xm(i-1))(xd(i) - xd(i-1))/2 (their difference per step is
@@ -83,10 +86,12 @@ typedef enum drths_compensation {
     DRTHS_COMPENSATION_POLYNOMIAL,  /* "polynomial": third-order extrapolation (Horiuchi) */
     /* "feedforward": the inverted three-pole model scheduled on the damper current. The model
      * follows the damper's COMMANDED current passed through a model of the damper's current
-     * dynamics (the nominal damper's, DESIGN.md 5.2), interpolated between the 0 A and 2.5 A
-     * models of seed 004; nothing of the plant's internal state is used. */
+     * dynamics (the nominal damper's, models/damper.h), interpolated between the 0 A and 2.5 A
+     * models of Phillips & Spencer 2013 (models/plant.h); nothing of the plant's internal state
+     * is used. */
     DRTHS_COMPENSATION_FEEDFORWARD,
-    /* "feedforward-average": the inverted AVERAGE three-pole model (seed 004 as published). */
+    /* "feedforward-average": the inverted AVERAGE three-pole model (Phillips & Spencer 2013
+     * as published). */
     DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE
 } drths_compensation_t;
 
@@ -112,7 +117,7 @@ typedef struct drths_comp_current {
 
 typedef struct drths_comp {
     drths_compensation_t mode;
-    drths_plant_model_t model; /* design model (the average one in seed 004) */
+    drths_plant_model_t model; /* design model (the average one in the paper) */
     double dt_s;
     int io_delay_ticks;
     double lead_ticks;      /* s = io_delay_ticks - 1/2: where the feedforward aims */
@@ -148,10 +153,10 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
  * 1/p + a/b of the model plus the lead (io_delay_ticks - 1/2) ticks. init-only. */
 int drths_comp_set_poly_lead(drths_comp_t *c, double lead_s, drths_error_t *err);
 
-/* Beyond seed 004 (which designs on the average model only): lets the feedforward follow the
- * damper current the way the plant does. The inverse's coefficients become those of the model
- * whose polynomial coefficients (p b, b + a p, a + p and K) are interpolated linearly between
- * lo (0 A) and hi (at i_hi_A > 0) at the current given to drths_comp_set_current, clamped to
+/* Beyond Phillips & Spencer 2013 (who design on the average model only): lets the feedforward
+ * follow the damper current the way the plant does. The inverse's coefficients become those of
+ * the model whose polynomial coefficients (p b, b + a p, a + p and K) are interpolated linearly
+ * between lo (0 A) and hi (at i_hi_A > 0) at the current given to drths_comp_set_current, clamped to
  * [0, i_hi_A] (the virtual plant interpolates its discrete matrices the same way, which agrees
  * to first order in dt). Until the first drths_comp_set_current the current is 0. FEEDFORWARD
  * or FEEDFORWARD_AVERAGE only (-EINVAL otherwise). init-only. */
@@ -164,7 +169,7 @@ int drths_comp_schedule(drths_comp_t *c, const drths_plant_model_t *lo, const dr
 void drths_comp_set_current(drths_comp_t *c, double current_A);
 
 /* What a lab knows: the damper current it COMMANDS, not the current inside the coil. This
- * installs a model of the damper's current dynamics (DESIGN.md 5.2; from dp, the nominal damper:
+ * installs a model of the damper's current dynamics (models/damper.h; from dp, the nominal damper:
  * for PHILLIPS2013 (s + 9 pi) / (9 (s + pi)) then the 75 Hz second-order low-pass, for
  * SPENCER1997 u' = -eta (u - v), scaled to the plant's 0..2.5 A like models/specimen.h; other
  * dampers: always 0 A), discretised exactly at dt. Afterwards drths_comp_set_command feeds it
@@ -232,8 +237,8 @@ void drths_tracking_reset(drths_tracking_t *t);
 /* Adds the pair of one tick: desired xd_m and measured xm_m (m). RT-safe. */
 void drths_tracking_add(drths_tracking_t *t, double xd_m, double xm_m);
 
-/* RMS error norm in percent (seed 004 eq 31); 0 with no pair, +inf when every xd was 0 but
- * some error was not. RT-safe. */
+/* RMS error norm in percent (Phillips & Spencer 2013, eq 31); 0 with no pair, +inf when every
+ * xd was 0 but some error was not. RT-safe. */
 double drths_tracking_rms_pct(const drths_tracking_t *t);
 
 /* Tracking indicator TI (m^2), as documented above. RT-safe. */

@@ -1,4 +1,4 @@
-/* Magnetorheological damper models (DESIGN.md 5.2): the Spencer et al. 1997 phenomenological
+/* Magnetorheological damper models: the Spencer et al. 1997 phenomenological
  * Bouc-Wen model,
  *
  *     F  = alpha z + c0 (x' - y') + k0 (x - y) + k1 (x - x0)  =  c1 y' + k1 (x - x0)
@@ -6,7 +6,7 @@
  *     z' = -gamma |x' - y'| z |z|^(n-1) - beta (x' - y') |z|^n + A (x' - y'),
  *
  * in two parameterisations:
- *  - PHILLIPS2013: the current-driven 200-kN damper of seed 004 (Phillips & Spencer 2013,
+ *  - PHILLIPS2013: the current-driven 200-kN damper of Phillips & Spencer 2013 (their
  *    Table 3), coefficients in mm, kN, s, A. Each of alpha, c0, c1, gamma, beta depends on the
  *    effective current i as p(i) = p_b + (p_a - p_b) exp(-p_c i). The commanded current i_d
  *    reaches i through (s + 9 pi) / (9 (s + pi)) followed by a second-order low-pass at 75 Hz.
@@ -96,7 +96,7 @@ typedef struct drths_damper {
     double x_m; /* LINEAR_SPRING */
 } drths_damper_t;
 
-/* Fills p with the DESIGN.md 5.2 parameters of model m (LINEAR_SPRING: 1e6 N/m), automatic
+/* Fills p with the published parameters of model m (above; LINEAR_SPRING: 1e6 N/m), automatic
  * substeps and v_max_m_s = 0.5. init-only. */
 void drths_damper_params_preset(drths_damper_params_t *p, drths_damper_model_t m);
 

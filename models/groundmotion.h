@@ -1,4 +1,4 @@
-/* Ground-motion records (DESIGN.md 5.1 "Ground motion", 11): load, scale, compress in time,
+/* Ground-motion records: load, scale, compress in time,
  * cut, resample to the integrator's step, and band-limited white noise.
  *
  * Formats read (examples/records/ has one file of each; PROVENANCE.md there describes them):
@@ -41,6 +41,28 @@
 
 /* Standard gravity, m/s^2: the value behind every record stored in g. */
 #define DRTHS_G_M_S2 9.80665
+
+/* The experiment file's ground_motion.kind, .format and .units (config/config.h has their YAML
+ * names). The loader options below use drths_gm_format_t and drths_gm_units_t, which add what
+ * only a loader needs (units stated by the file); config/setup.c maps one onto the other. */
+typedef enum drths_ground_motion_kind {
+    DRTHS_GROUND_MOTION_RECORD = 0, /* "record" */
+    DRTHS_GROUND_MOTION_WHITE_NOISE /* "white-noise" */
+} drths_ground_motion_kind_t;
+
+typedef enum drths_record_format {
+    DRTHS_RECORD_FORMAT_AUTO = 0,   /* "auto" */
+    DRTHS_RECORD_FORMAT_AT2,        /* "at2": PEER NGA */
+    DRTHS_RECORD_FORMAT_TWO_COLUMN, /* "two-column": headered text, time then acceleration(s) */
+    DRTHS_RECORD_FORMAT_CSV         /* "csv" */
+} drths_record_format_t;
+
+typedef enum drths_accel_units {
+    DRTHS_ACCEL_G = 0, /* "g" (9.80665 m/s^2) */
+    DRTHS_ACCEL_M_S2,  /* "m/s2" */
+    DRTHS_ACCEL_CM_S2, /* "cm/s2" */
+    DRTHS_ACCEL_MM_S2  /* "mm/s2" */
+} drths_accel_units_t;
 
 /* A loaded or resampled record may not exceed this many samples (800 MB of doubles): a bigger
  * count means a wrong time step, not a real experiment. */

@@ -1,4 +1,4 @@
-/* Time integrators for the numerical substructure (DESIGN.md 5.1):
+/* Time integrators for the numerical substructure:
  *     M a + C v + K x = -M iota ag(t) - f_spec,   iota = (1, ..., 1),
  * x relative to the ground, f_spec the specimen's restoring force already mapped onto the
  * degrees of freedom by the caller (a damper between floor k-1 and floor k pushing with force F
@@ -13,7 +13,7 @@
  * Chen-Ricles (Chen & Ricles 2008), the default: alpha = 4 (4M + 2 dt C + dt^2 K)^-1 M,
  *     w(k+1) = w(k) + dt alpha a(k),  x(k+1) = x(k) + dt w(k) + dt^2 alpha a(k),
  *     M a(k+1) = -M iota ag(k+1) - f_spec(k+1) - C w(k+1) - K x(k+1),
- * exactly the recurrence of DESIGN.md 5.1; explicit in displacement and velocity and
+ * exactly the recurrence of Chen & Ricles 2008; explicit in displacement and velocity and
  * unconditionally stable for linear and softening systems. Eliminating w and a shows that its
  * displacements obey the trapezoidal (average acceleration) rule's difference equation, so x is
  * second-order accurate; but the algorithm's own velocity is w(k+1) = (x(k+1) - x(k)) / dt, the

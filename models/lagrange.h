@@ -1,8 +1,8 @@
 /* Third-order Lagrange extrapolation from the last four equally spaced samples.
  *
- * Used to conceal a command that has not arrived by its tick (DESIGN.md 2, seed 003's PreCor-D
- * predictor): the cubic through the last four applied commands x(n-3), x(n-2), x(n-1), x(n) is
- * evaluated k ticks ahead. For k = 1 this is
+ * Used to conceal a command that has not arrived by its tick (the PreCor-D predictor of the
+ * LNEC-HS platform): the cubic through the last four applied commands x(n-3), x(n-2), x(n-1),
+ * x(n) is evaluated k ticks ahead. For k = 1 this is
  *     x(n+1) = 4·x(n) - 6·x(n-1) + 4·x(n-2) - x(n-3),
  * and in general, with the newest sample at t = 0 and the others at t = -1, -2, -3,
  *     w0 =  (k+1)(k+2)(k+3)/6   for x(n)

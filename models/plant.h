@@ -1,4 +1,4 @@
-/* Virtual servo-hydraulic plant (DESIGN.md 5.3): the identified 3-pole models of seed 004,
+/* Virtual servo-hydraulic plant: the identified 3-pole models of Phillips & Spencer 2013,
  *
  *     G(s) = K / ((s + p)(s^2 + a s + b)),
  *
@@ -20,13 +20,21 @@
 
 #include "platform/error.h"
 
+/* The experiment file's actuator.plant: which virtual plant a rehearsal drives (config/config.h
+ * has the YAML names). */
+typedef enum drths_actuator_plant {
+    DRTHS_ACTUATOR_PLANT_IDEAL = 0,   /* "ideal": measured displacement = command */
+    DRTHS_ACTUATOR_PLANT_THREE_POLE   /* "three-pole": drths_plant_t on the identified models
+                                       * below, following the damper current */
+} drths_actuator_plant_t;
+
 /* G(s) = K / ((s + p)(s^2 + a s + b)); K in s^-3, p in s^-1, a in s^-1, b in s^-2. */
 typedef struct {
     double K, p, a, b;
 } drths_plant_model_t;
 
-/* Seed 004 eqs 28-30: identified at 0.0 A, at 2.5 A, and their average (the compensator's
- * design model). */
+/* Phillips & Spencer 2013, eqs 28-30: identified at 0.0 A, at 2.5 A, and their average (the
+ * compensator's design model). */
 extern const drths_plant_model_t DRTHS_PLANT_0A;
 extern const drths_plant_model_t DRTHS_PLANT_2P5A;
 extern const drths_plant_model_t DRTHS_PLANT_AVERAGE;

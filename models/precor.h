@@ -1,4 +1,5 @@
-/* Predictor-corrector for continuous execution of an analysis step (seed 003, section 2.5).
+/* Predictor-corrector for continuous execution of an analysis step, as in the LNEC-HS
+ * hybrid-simulation platform.
  *
  * An analysis client (OpenSees through OpenFresco) hands the actuator site one target
  * displacement per analysis step and waits for the measured response before it computes the

@@ -1,4 +1,4 @@
-/* Virtual specimen for rehearsals (DESIGN.md 5.3, 8): what the actuator site's `virtual` DAQ
+/* Virtual specimen for rehearsals: what the actuator site's `virtual` DAQ
  * back end sees in place of a lab. Per tick:
  *
  *   1. I/O delay: the drive signal (and the damper command, which leaves through the same
@@ -64,7 +64,7 @@ typedef struct drths_specimen {
     int has_spare;
 } drths_specimen_t;
 
-/* Fills p with a plausible rehearsal specimen for damper model m: the DESIGN.md 5.2 damper,
+/* Fills p with a plausible rehearsal specimen for damper model m: the models/damper.h preset,
  * the plant on, a one-tick I/O delay, 16-bit converters over +/- 0.1 m and +/- 250 kN
  * (200-kN damper; +/- 0.05 m and +/- 5 kN for the small damper), noise of 2 um and 50 N (5 N),
  * seed 1. init-only. */

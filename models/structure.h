@@ -1,5 +1,5 @@
 /* Linear numerical substructure: mass, damping and stiffness matrices, modes and damping models
- * (DESIGN.md 5.1, 11).
+ * (the experiment file's structure section, docs/experiment-file.md).
  *
  * The equation of motion the integrators solve is
  *     M a + C v + K x = -M iota ag(t) - f_spec
@@ -16,6 +16,20 @@
 #define DRTHS_STRUCTURE_H
 
 #include "platform/error.h"
+
+/* How the experiment file describes the structure (structure.model) and its damping
+ * (structure.damping.kind); config/config.h has their YAML names. */
+typedef enum drths_structure_model {
+    DRTHS_STRUCTURE_SHEAR_BUILDING = 0, /* "shear-building" */
+    DRTHS_STRUCTURE_MATRICES            /* "matrices" */
+} drths_structure_model_t;
+
+typedef enum drths_damping_kind {
+    DRTHS_DAMPING_MODAL = 0, /* "modal" */
+    DRTHS_DAMPING_RAYLEIGH,  /* "rayleigh" */
+    DRTHS_DAMPING_MATRIX,    /* "matrix": structure.damping_N_s_per_m given explicitly */
+    DRTHS_DAMPING_NONE       /* "none" */
+} drths_damping_kind_t;
 
 typedef struct drths_structure {
     int n;             /* number of degrees of freedom */

@@ -547,6 +547,35 @@ static void test_load_buffer(void **state)
     free(cut);
 }
 
+/* The fingerprints both sites compare in HELLO, pinned: a change to the loader (a default, a
+ * conversion) or to the canonical text that alters them makes two builds refuse each other, and
+ * must be deliberate (then update these, and say so in docs/experiment-file.md). */
+static void test_pinned_fingerprints(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *hex;
+    } pinned[] = {
+        {"examples/three-story-elcentro.yaml",
+         "fedca5177fdb6f2b929900537828f41c453b4bf660d254a35b1e844b6378400e"},
+        {"tests/data/config/minimal.yaml",
+         "dc8b36bee0e37f5fbc962a6986ec453b3ca959cdfb8fc0e8d9b1c6287d02f322"},
+    };
+    for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
+        char *p = src_path(pinned[i].file);
+        drths_experiment_t x;
+        load_ok(&x, p);
+        uint8_t fp[32];
+        char hex[65];
+        fingerprint(&x, fp);
+        drths_experiment_fingerprint_hex(fp, hex);
+        if (strcmp(hex, pinned[i].hex) != 0)
+            fail_msg("%s: fingerprint %s, pinned %s", pinned[i].file, hex, pinned[i].hex);
+        drths_experiment_close(&x);
+        free(p);
+    }
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -569,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_fingerprint),
         cmocka_unit_test(test_shared_text),
+        cmocka_unit_test(test_pinned_fingerprints),
         cmocka_unit_test(test_rayleigh_defaults),
         cmocka_unit_test(test_daq_section),
         cmocka_unit_test(test_bad_files),
