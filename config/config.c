@@ -1209,130 +1209,135 @@ static int check_endpoint(vctx_t *c, const char *path, const char *s)
 
 /* ---- validation --------------------------------------------------------------------------- */
 
-static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs,
-                          matrices_t *mats)
+/* structure.floor_mass_kg and storey_stiffness_N_per_m: the shear building's diagonal mass
+ * and tridiagonal stiffness matrices; sets x->n_dof. */
+static int fill_shear_building(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs)
+{
+    int r, n;
+    char path[96];
+    static const char *why = "with structure.model shear-building (use floor_mass_kg and "
+                             "storey_stiffness_N_per_m)";
+    if (rs->mass_kg)
+        return not_allowed(c, "structure.mass_kg", why);
+    if (rs->stiffness_N_per_m)
+        return not_allowed(c, "structure.stiffness_N_per_m", why);
+    if (rs->damping_N_s_per_m)
+        return not_allowed(c, "structure.damping_N_s_per_m", why);
+    if (!rs->floor_mass_kg)
+        return fail(c, -EINVAL, "structure.floor_mass_kg",
+                    "missing (required for shear-building)");
+    if (!rs->storey_stiffness_N_per_m)
+        return fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
+                    "missing (required for shear-building)");
+    n = (int)rs->floor_mass_kg_count;
+    if (n < 1 || n > DRTHS_EXPERIMENT_MAX_DOF)
+        return fail(c, -EINVAL, "structure.floor_mass_kg", "must have 1..%d values (got %d)",
+                    DRTHS_EXPERIMENT_MAX_DOF, n);
+    if ((int)rs->storey_stiffness_N_per_m_count != n)
+        return fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
+                    "must have as many values as floor_mass_kg (%d), got %u", n,
+                    rs->storey_stiffness_N_per_m_count);
+    x->n_dof = n;
+    size_t nn = (size_t)n * (size_t)n;
+    x->structure.floor_mass_kg = calloc((size_t)n, sizeof(double));
+    x->structure.storey_stiffness_N_per_m = calloc((size_t)n, sizeof(double));
+    x->structure.mass_kg = calloc(nn, sizeof(double));
+    x->structure.stiffness_N_per_m = calloc(nn, sizeof(double));
+    if (!x->structure.floor_mass_kg || !x->structure.storey_stiffness_N_per_m ||
+        !x->structure.mass_kg || !x->structure.stiffness_N_per_m)
+        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "structure.floor_mass_kg[%d]", i);
+        if ((r = get_double(c, path, rs->floor_mass_kg[i], 0,
+                            &x->structure.floor_mass_kg[i])) ||
+            (r = check_gt0(c, path, x->structure.floor_mass_kg[i])))
+            return r;
+        snprintf(path, sizeof path, "structure.storey_stiffness_N_per_m[%d]", i);
+        if ((r = get_double(c, path, rs->storey_stiffness_N_per_m[i], 0,
+                            &x->structure.storey_stiffness_N_per_m[i])) ||
+            (r = check_gt0(c, path, x->structure.storey_stiffness_N_per_m[i])))
+            return r;
+    }
+    const double *m = x->structure.floor_mass_kg, *k = x->structure.storey_stiffness_N_per_m;
+    for (int i = 0; i < n; i++) {
+        x->structure.mass_kg[i * n + i] = m[i];
+        x->structure.stiffness_N_per_m[i * n + i] = k[i] + (i + 1 < n ? k[i + 1] : 0.0);
+        if (i + 1 < n) {
+            x->structure.stiffness_N_per_m[i * n + i + 1] = -k[i + 1];
+            x->structure.stiffness_N_per_m[(i + 1) * n + i] = -k[i + 1];
+        }
+    }
+    return 0;
+}
+
+/* structure.mass_kg, stiffness_N_per_m and damping_N_s_per_m given as matrices: square, the
+ * same size, symmetric, mass positive definite; sets x->n_dof. */
+static int fill_matrices(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs,
+                         matrices_t *mats)
+{
+    int r, n;
+    char path[96];
+    static const char *why =
+        "with structure.model matrices (use mass_kg and stiffness_N_per_m)";
+    if (rs->floor_mass_kg)
+        return not_allowed(c, "structure.floor_mass_kg", why);
+    if (rs->storey_stiffness_N_per_m)
+        return not_allowed(c, "structure.storey_stiffness_N_per_m", why);
+    if (!rs->mass_kg)
+        return fail(c, -EINVAL, "structure.mass_kg", "missing (required for matrices)");
+    if (!rs->stiffness_N_per_m)
+        return fail(c, -EINVAL, "structure.stiffness_N_per_m",
+                    "missing (required for matrices)");
+    n = (int)rs->mass_kg_count;
+    if (n < 1 || n > DRTHS_EXPERIMENT_MAX_DOF)
+        return fail(c, -EINVAL, "structure.mass_kg", "must have 1..%d rows (got %d)",
+                    DRTHS_EXPERIMENT_MAX_DOF, n);
+    if ((int)rs->stiffness_N_per_m_count != n)
+        return fail(c, -EINVAL, "structure.stiffness_N_per_m",
+                    "must be %d x %d like mass_kg (got %u rows)", n, n,
+                    rs->stiffness_N_per_m_count);
+    if (rs->damping_N_s_per_m && (int)rs->damping_N_s_per_m_count != n)
+        return fail(c, -EINVAL, "structure.damping_N_s_per_m",
+                    "must be %d x %d like mass_kg (got %u rows)", n, n,
+                    rs->damping_N_s_per_m_count);
+    x->n_dof = n;
+    mats->rows[0] = (unsigned)n;
+    mats->rows[1] = (unsigned)n;
+    mats->rows[2] = rs->damping_N_s_per_m ? (unsigned)n : 0;
+    if ((r = load_matrices(c, mats)))
+        return r;
+    x->structure.mass_kg = mats->out[0];
+    x->structure.stiffness_N_per_m = mats->out[1];
+    x->structure.damping_N_s_per_m = mats->out[2];
+    mats->out[0] = mats->out[1] = mats->out[2] = NULL;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "structure.mass_kg[%d][%d]", i, i);
+        if ((r = check_gt0(c, path, x->structure.mass_kg[i * n + i])))
+            return r;
+        if (x->structure.damping_N_s_per_m) {
+            snprintf(path, sizeof path, "structure.damping_N_s_per_m[%d][%d]", i, i);
+            if ((r = check_ge0(c, path, x->structure.damping_N_s_per_m[i * n + i])))
+                return r;
+        }
+    }
+    if ((r = check_symmetric(c, "mass_kg", x->structure.mass_kg, n)) ||
+        (r = check_symmetric(c, "stiffness_N_per_m", x->structure.stiffness_N_per_m, n)))
+        return r;
+    if (x->structure.damping_N_s_per_m &&
+        (r = check_symmetric(c, "damping_N_s_per_m", x->structure.damping_N_s_per_m, n)))
+        return r;
+    if ((r = positive_definite(x->structure.mass_kg, n)) <= 0)
+        return r < 0 ? drths_error_set(c->err, r, "%s: out of memory", c->file)
+                     : fail(c, -EINVAL, "structure.mass_kg", "must be positive definite");
+    return 0;
+}
+
+/* structure.damping: its kind (matrix when a damping matrix is given) and the ratios or modes
+ * each kind takes, for n degrees of freedom. */
+static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs, int n)
 {
     int r;
-    if (!rs)
-        return fail(c, -EINVAL, "structure", "missing (required)");
-    if ((r = PARSE(structure, model, rs, x)))
-        return r;
     char path[96];
-    int n;
-    if (x->structure.model == DRTHS_STRUCTURE_SHEAR_BUILDING) {
-        static const char *why = "with structure.model shear-building (use floor_mass_kg and "
-                                 "storey_stiffness_N_per_m)";
-        if (rs->mass_kg)
-            return not_allowed(c, "structure.mass_kg", why);
-        if (rs->stiffness_N_per_m)
-            return not_allowed(c, "structure.stiffness_N_per_m", why);
-        if (rs->damping_N_s_per_m)
-            return not_allowed(c, "structure.damping_N_s_per_m", why);
-        if (!rs->floor_mass_kg)
-            return fail(c, -EINVAL, "structure.floor_mass_kg",
-                        "missing (required for shear-building)");
-        if (!rs->storey_stiffness_N_per_m)
-            return fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
-                        "missing (required for shear-building)");
-        n = (int)rs->floor_mass_kg_count;
-        if (n < 1 || n > DRTHS_EXPERIMENT_MAX_DOF)
-            return fail(c, -EINVAL, "structure.floor_mass_kg", "must have 1..%d values (got %d)",
-                        DRTHS_EXPERIMENT_MAX_DOF, n);
-        if ((int)rs->storey_stiffness_N_per_m_count != n)
-            return fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
-                        "must have as many values as floor_mass_kg (%d), got %u", n,
-                        rs->storey_stiffness_N_per_m_count);
-        x->n_dof = n;
-        size_t nn = (size_t)n * (size_t)n;
-        x->structure.floor_mass_kg = calloc((size_t)n, sizeof(double));
-        x->structure.storey_stiffness_N_per_m = calloc((size_t)n, sizeof(double));
-        x->structure.mass_kg = calloc(nn, sizeof(double));
-        x->structure.stiffness_N_per_m = calloc(nn, sizeof(double));
-        if (!x->structure.floor_mass_kg || !x->structure.storey_stiffness_N_per_m ||
-            !x->structure.mass_kg || !x->structure.stiffness_N_per_m)
-            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
-        for (int i = 0; i < n; i++) {
-            snprintf(path, sizeof path, "structure.floor_mass_kg[%d]", i);
-            if ((r = get_double(c, path, rs->floor_mass_kg[i], 0,
-                                &x->structure.floor_mass_kg[i])) ||
-                (r = check_gt0(c, path, x->structure.floor_mass_kg[i])))
-                return r;
-            snprintf(path, sizeof path, "structure.storey_stiffness_N_per_m[%d]", i);
-            if ((r = get_double(c, path, rs->storey_stiffness_N_per_m[i], 0,
-                                &x->structure.storey_stiffness_N_per_m[i])) ||
-                (r = check_gt0(c, path, x->structure.storey_stiffness_N_per_m[i])))
-                return r;
-        }
-        const double *m = x->structure.floor_mass_kg, *k = x->structure.storey_stiffness_N_per_m;
-        for (int i = 0; i < n; i++) {
-            x->structure.mass_kg[i * n + i] = m[i];
-            x->structure.stiffness_N_per_m[i * n + i] = k[i] + (i + 1 < n ? k[i + 1] : 0.0);
-            if (i + 1 < n) {
-                x->structure.stiffness_N_per_m[i * n + i + 1] = -k[i + 1];
-                x->structure.stiffness_N_per_m[(i + 1) * n + i] = -k[i + 1];
-            }
-        }
-    } else {
-        static const char *why =
-            "with structure.model matrices (use mass_kg and stiffness_N_per_m)";
-        if (rs->floor_mass_kg)
-            return not_allowed(c, "structure.floor_mass_kg", why);
-        if (rs->storey_stiffness_N_per_m)
-            return not_allowed(c, "structure.storey_stiffness_N_per_m", why);
-        if (!rs->mass_kg)
-            return fail(c, -EINVAL, "structure.mass_kg", "missing (required for matrices)");
-        if (!rs->stiffness_N_per_m)
-            return fail(c, -EINVAL, "structure.stiffness_N_per_m",
-                        "missing (required for matrices)");
-        n = (int)rs->mass_kg_count;
-        if (n < 1 || n > DRTHS_EXPERIMENT_MAX_DOF)
-            return fail(c, -EINVAL, "structure.mass_kg", "must have 1..%d rows (got %d)",
-                        DRTHS_EXPERIMENT_MAX_DOF, n);
-        if ((int)rs->stiffness_N_per_m_count != n)
-            return fail(c, -EINVAL, "structure.stiffness_N_per_m",
-                        "must be %d x %d like mass_kg (got %u rows)", n, n,
-                        rs->stiffness_N_per_m_count);
-        if (rs->damping_N_s_per_m && (int)rs->damping_N_s_per_m_count != n)
-            return fail(c, -EINVAL, "structure.damping_N_s_per_m",
-                        "must be %d x %d like mass_kg (got %u rows)", n, n,
-                        rs->damping_N_s_per_m_count);
-        x->n_dof = n;
-        mats->rows[0] = (unsigned)n;
-        mats->rows[1] = (unsigned)n;
-        mats->rows[2] = rs->damping_N_s_per_m ? (unsigned)n : 0;
-        if ((r = load_matrices(c, mats)))
-            return r;
-        x->structure.mass_kg = mats->out[0];
-        x->structure.stiffness_N_per_m = mats->out[1];
-        x->structure.damping_N_s_per_m = mats->out[2];
-        mats->out[0] = mats->out[1] = mats->out[2] = NULL;
-        for (int i = 0; i < n; i++) {
-            snprintf(path, sizeof path, "structure.mass_kg[%d][%d]", i, i);
-            if ((r = check_gt0(c, path, x->structure.mass_kg[i * n + i])))
-                return r;
-            if (x->structure.damping_N_s_per_m) {
-                snprintf(path, sizeof path, "structure.damping_N_s_per_m[%d][%d]", i, i);
-                if ((r = check_ge0(c, path, x->structure.damping_N_s_per_m[i * n + i])))
-                    return r;
-            }
-        }
-        if ((r = check_symmetric(c, "mass_kg", x->structure.mass_kg, n)) ||
-            (r = check_symmetric(c, "stiffness_N_per_m", x->structure.stiffness_N_per_m, n)))
-            return r;
-        if (x->structure.damping_N_s_per_m &&
-            (r = check_symmetric(c, "damping_N_s_per_m", x->structure.damping_N_s_per_m, n)))
-            return r;
-        if ((r = positive_definite(x->structure.mass_kg, n)) <= 0)
-            return r < 0 ? drths_error_set(c->err, r, "%s: out of memory", c->file)
-                         : fail(c, -EINVAL, "structure.mass_kg", "must be positive definite");
-    }
-    if ((r = positive_definite(x->structure.stiffness_N_per_m, n)) <= 0)
-        return r < 0 ? drths_error_set(c->err, r, "%s: out of memory", c->file)
-                     : fail(c, -EINVAL, "structure.stiffness_N_per_m",
-                            "must be positive definite (otherwise the structure is a mechanism "
-                            "or not attached to the ground)");
-
-    /* Damping. */
     const struct raw_damping *rd = rs->damping;
     if ((r = PARSE(damping, kind, rd, x)))
         return r;
@@ -1403,6 +1408,29 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
                                "unless structure.damping.kind is rayleigh");
         break;
     }
+    return 0;
+}
+
+static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs,
+                          matrices_t *mats)
+{
+    int r;
+    if (!rs)
+        return fail(c, -EINVAL, "structure", "missing (required)");
+    if ((r = PARSE(structure, model, rs, x)))
+        return r;
+    r = x->structure.model == DRTHS_STRUCTURE_SHEAR_BUILDING ? fill_shear_building(c, x, rs)
+                                                             : fill_matrices(c, x, rs, mats);
+    if (r)
+        return r;
+    int n = x->n_dof;
+    if ((r = positive_definite(x->structure.stiffness_N_per_m, n)) <= 0)
+        return r < 0 ? drths_error_set(c->err, r, "%s: out of memory", c->file)
+                     : fail(c, -EINVAL, "structure.stiffness_N_per_m",
+                            "must be positive definite (otherwise the structure is a mechanism "
+                            "or not attached to the ground)");
+    if ((r = fill_damping(c, x, rs, n)))
+        return r;
     return PARSE(structure, integrator, rs, x);
 }
 
