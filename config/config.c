@@ -1224,8 +1224,7 @@ static int fill_shear_building(vctx_t *c, drths_experiment_t *x, const struct ra
     if (rs->damping_N_s_per_m)
         return not_allowed(c, "structure.damping_N_s_per_m", why);
     if (!rs->floor_mass_kg)
-        return fail(c, -EINVAL, "structure.floor_mass_kg",
-                    "missing (required for shear-building)");
+        return fail(c, -EINVAL, "structure.floor_mass_kg", "missing (required for shear-building)");
     if (!rs->storey_stiffness_N_per_m)
         return fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
                     "missing (required for shear-building)");
@@ -1248,8 +1247,7 @@ static int fill_shear_building(vctx_t *c, drths_experiment_t *x, const struct ra
         return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "structure.floor_mass_kg[%d]", i);
-        if ((r = get_double(c, path, rs->floor_mass_kg[i], 0,
-                            &x->structure.floor_mass_kg[i])) ||
+        if ((r = get_double(c, path, rs->floor_mass_kg[i], 0, &x->structure.floor_mass_kg[i])) ||
             (r = check_gt0(c, path, x->structure.floor_mass_kg[i])))
             return r;
         snprintf(path, sizeof path, "structure.storey_stiffness_N_per_m[%d]", i);
@@ -1277,8 +1275,7 @@ static int fill_matrices(vctx_t *c, drths_experiment_t *x, const struct raw_stru
 {
     int r, n;
     char path[96];
-    static const char *why =
-        "with structure.model matrices (use mass_kg and stiffness_N_per_m)";
+    static const char *why = "with structure.model matrices (use mass_kg and stiffness_N_per_m)";
     if (rs->floor_mass_kg)
         return not_allowed(c, "structure.floor_mass_kg", why);
     if (rs->storey_stiffness_N_per_m)
@@ -1286,8 +1283,7 @@ static int fill_matrices(vctx_t *c, drths_experiment_t *x, const struct raw_stru
     if (!rs->mass_kg)
         return fail(c, -EINVAL, "structure.mass_kg", "missing (required for matrices)");
     if (!rs->stiffness_N_per_m)
-        return fail(c, -EINVAL, "structure.stiffness_N_per_m",
-                    "missing (required for matrices)");
+        return fail(c, -EINVAL, "structure.stiffness_N_per_m", "missing (required for matrices)");
     n = (int)rs->mass_kg_count;
     if (n < 1 || n > DRTHS_EXPERIMENT_MAX_DOF)
         return fail(c, -EINVAL, "structure.mass_kg", "must have 1..%d rows (got %d)",
