@@ -1,4 +1,4 @@
-/* The numerical substructure in motion (DESIGN.md 5.1): the structure, its integrator and the
+/* The numerical substructure in motion (docs/design.md, "Integrators"): the structure, its integrator and the
  * ground motion at the tick rate, stepped one tick at a time with the specimen's force supplied
  * from outside. The monolithic reference run and the hybrid numerical site both drive it, so the
  * two integrate exactly the same equations:

@@ -1,4 +1,4 @@
-/* The monolithic reference run (DESIGN.md 10, 12): the experiment's structure and its virtual
+/* The monolithic reference run (docs/design.md, "Records and reports"): the experiment's structure and its virtual
  * specimen's damper (true parameters, no actuator, no network) integrated in one process. Every
  * hybrid run is judged against it, so it uses exactly the numerical site's substructure code.
  * init-only: it allocates and writes files.

@@ -1,6 +1,6 @@
-/* Semi-active control of the MR damper (DESIGN.md 5.5; seed 001, Dyke et al. 1996): the damper
- * command (A or V) for each tick from the numerical site's own state and the measured damper
- * force.
+/* Semi-active control of the MR damper (clipped-optimal, Dyke et al. 1996; docs/design.md,
+ * "Clipped-optimal control"): the damper command (A or V) for each tick from the numerical
+ * site's own state and the measured damper force.
  *
  *   passive-off      0
  *   passive-on       command_max

@@ -1,4 +1,4 @@
-/* The wire protocol of an OpenSees/OpenFresco analysis client (shared/OPENFRESCO-WIRE.md),
+/* The wire protocol of an OpenSees/OpenFresco analysis client (docs/openfresco.md, "The wire protocol"),
  * as a pure codec: no sockets, no clocks.
  *
  * The stream has no framing: each message's length follows from the sequence so far. So the

@@ -1,4 +1,4 @@
-/* Allocation counting for the zero-allocation tests (CONVENTIONS.md 6). Included once by a test
+/* Allocation counting for the zero-allocation tests (after activation a site never allocates). Included once by a test
  * program, it interposes malloc, calloc, realloc and free (glibc exports the real ones as
  * __libc_*), so every allocator call in the process (ours, libsodium's, msgpack-c's) adds one
  * to alloc_count: a test reads it before and after the per-tick calls it proves allocation-free.
