@@ -612,16 +612,20 @@ static const char *run(relay_dir_t *dirs, const options_t *opt, int64_t t0, cons
     }
 }
 
-/* Stops both directions, prints the final counters and writes --stats; returns the exit code. */
-static int print_summary(relay_dir_t *dirs, const options_t *opt, uint64_t seed, int64_t t0,
-                         const char *why_stop, const char *lbuf, const char *tbuf)
+/* Stops both directions; cpu receives each one's CPU time. Returns the seconds since t0. */
+static double stop_dirs(relay_dir_t *dirs, double *cpu, int64_t t0)
 {
-    double cpu[2];
     for (int k = 0; k < 2; k++)
         cpu[k] = relay_dir_cpu_s(&dirs[k]);
     for (int k = 0; k < 2; k++)
         relay_dir_stop(&dirs[k]);
-    double elapsed = (double)(relay_now_ns() - t0) / 1e9;
+    return (double)(relay_now_ns() - t0) / 1e9;
+}
+
+/* The final counters, any thread's error and --stats; returns the exit code. */
+static int print_summary(relay_dir_t *dirs, const options_t *opt, uint64_t seed, const double *cpu,
+                         double elapsed, const char *why_stop, const char *lbuf, const char *tbuf)
+{
     printf("drths-impair: stopping (%s)\n", why_stop);
     for (int k = 0; k < 2; k++)
         report_text(stdout, &dirs[k], elapsed, cpu[k]);
@@ -676,7 +680,9 @@ int main(int argc, char **argv)
     if ((r = start_dirs(dirs, t0)) != GO_ON)
         return r;
     const char *why_stop = run(dirs, &opt, t0, &sigs);
-    int rc = print_summary(dirs, &opt, plan.seed, t0, why_stop, lbuf, tbuf);
+    double cpu[2];
+    double elapsed = stop_dirs(dirs, cpu, t0);
+    int rc = print_summary(dirs, &opt, plan.seed, cpu, elapsed, why_stop, lbuf, tbuf);
     for (int k = 0; k < 2; k++)
         relay_dir_close(&dirs[k]);
     close(sk.lfd);
