@@ -159,10 +159,30 @@ static int split_list(const char *opt, const char *text, char items[][32], int m
     }
 }
 
-int main(int argc, char **argv)
+/* parse_options and the other steps of main() return GO_ON when main() should carry on, or the
+ * exit code main() returns (0 after --help or --version). */
+#define GO_ON (-1)
+
+typedef struct options {
+    int sizes[MAX_SIZES], nsizes;
+    int forms[NFORMS]; /* 1 for each form to measure, indexed like form_names */
+    long steps;
+    double rate, seconds;
+    drths_rt_options_t rto;
+} options_t;
+
+static int parse_options(int argc, char **argv, options_t *opt)
 {
-    enum { OPT_SIZES = 1, OPT_STEPS, OPT_RATE, OPT_SECONDS, OPT_PRIORITY, OPT_CPU, OPT_FORMS,
-           OPT_VERSION };
+    enum {
+        OPT_SIZES = 1,
+        OPT_STEPS,
+        OPT_RATE,
+        OPT_SECONDS,
+        OPT_PRIORITY,
+        OPT_CPU,
+        OPT_FORMS,
+        OPT_VERSION
+    };
     static const struct option opts[] = {
         {"sizes", required_argument, NULL, OPT_SIZES},
         {"steps", required_argument, NULL, OPT_STEPS},
@@ -175,60 +195,62 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
-    int sizes[MAX_SIZES] = {3, 30, 100, 300, 1000}, nsizes = 5;
-    long steps = 2000, v;
-    double rate = 5000.0, seconds = 2.0;
-    int forms[NFORMS] = {1, 1, 1};
+    *opt = (options_t){.sizes = {3, 30, 100, 300, 1000},
+                       .nsizes = 5,
+                       .forms = {1, 1, 1},
+                       .steps = 2000,
+                       .rate = 5000.0,
+                       .seconds = 2.0};
+    long v;
     char items[MAX_SIZES][32];
-    drths_rt_options_t rto;
-    drths_rt_options_default(&rto);
+    drths_rt_options_default(&opt->rto);
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case OPT_SIZES:
-            if ((nsizes = split_list("--sizes", optarg, items, MAX_SIZES)) < 0)
+            if ((opt->nsizes = split_list("--sizes", optarg, items, MAX_SIZES)) < 0)
                 return DRTHS_EXIT_USAGE;
-            for (int i = 0; i < nsizes; i++) {
+            for (int i = 0; i < opt->nsizes; i++) {
                 if (drths_cli_long(PROG, "--sizes", items[i], 1, 20000, &v) != 0)
                     return DRTHS_EXIT_USAGE;
-                sizes[i] = (int)v;
+                opt->sizes[i] = (int)v;
             }
             break;
         case OPT_FORMS: {
             int n = split_list("--forms", optarg, items, MAX_SIZES);
             if (n < 0)
                 return DRTHS_EXIT_USAGE;
-            memset(forms, 0, sizeof forms);
+            memset(opt->forms, 0, sizeof opt->forms);
             for (int i = 0; i < n; i++) {
                 int f = drths_cli_choice(PROG, "--forms", items[i], form_names);
                 if (f < 0)
                     return DRTHS_EXIT_USAGE;
-                forms[f] = 1;
+                opt->forms[f] = 1;
             }
             break;
         }
         case OPT_STEPS:
-            if (drths_cli_long(PROG, "--steps", optarg, 10, 100000000, &steps) != 0)
+            if (drths_cli_long(PROG, "--steps", optarg, 10, 100000000, &opt->steps) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_RATE:
-            if (drths_cli_double(PROG, "--rate", optarg, 1.0, 1e6, "Hz", &rate) != 0)
+            if (drths_cli_double(PROG, "--rate", optarg, 1.0, 1e6, "Hz", &opt->rate) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_SECONDS:
-            if (drths_cli_double(PROG, "--seconds", optarg, 0.001, 3600.0, "s", &seconds) != 0)
+            if (drths_cli_double(PROG, "--seconds", optarg, 0.001, 3600.0, "s", &opt->seconds) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_PRIORITY:
             if (drths_cli_long(PROG, "--priority", optarg, 0, 99, &v) != 0)
                 return DRTHS_EXIT_USAGE;
-            rto.priority = (int)v;
+            opt->rto.priority = (int)v;
             break;
         case OPT_CPU:
             if (drths_cli_long(PROG, "--cpu", optarg, -1, 4095, &v) != 0)
                 return DRTHS_EXIT_USAGE;
-            rto.cpu = (int)v;
+            opt->rto.cpu = (int)v;
             break;
         case 'h': {
             drths_rt_options_t d;
@@ -245,77 +267,121 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         return drths_cli_unexpected_argument(PROG, argv[optind]);
-    double dt = 1.0 / rate;
-    int64_t dt_ns = (int64_t)llround(1e9 / rate);
-    drths_rt_report_t rep;
-    int rc = drths_rt_apply_thread(&rto, &rep);
+    return GO_ON;
+}
+
+/* The RT settings on this thread, one "rt" line per item. */
+static int apply_rt(const options_t *opt, drths_rt_report_t *rep)
+{
+    int rc = drths_rt_apply_thread(&opt->rto, rep);
     for (int i = 0; i < DRTHS_RT_NITEMS; i++) {
         char line[256];
-        drths_rt_report_line(&rep, i, line, sizeof line);
+        drths_rt_report_line(rep, i, line, sizeof line);
         printf("rt %s\n", line);
     }
     if (rc) {
         /* Only an invalid request fails here (a priority or CPU this machine does not have): the
          * options are wrong, not the run. */
-        drths_rt_report_close(&rep);
+        drths_rt_report_close(rep);
         return drths_cli_usage_error(PROG, "--priority/--cpu: refused (see the rt lines)");
     }
-    int64_t *t = malloc((size_t)steps * sizeof(int64_t));
-    if (!t) {
-        drths_rt_report_close(&rep);
-        return drths_cli_error(PROG, "no memory for %ld steps", steps);
+    return GO_ON;
+}
+
+/* The "cost" line: --steps steps timed in a tight loop, t holding one time per step. */
+static void measure_cost(model_t *m, int64_t *t, long steps, int size, int form)
+{
+    for (long k = 0; k < steps / 10; k++) /* warm the caches */
+        model_step(m);
+    for (long k = 0; k < steps; k++) {
+        int64_t t0 = drths_now_ns();
+        model_step(m);
+        t[k] = drths_now_ns() - t0;
     }
-    int largest[NFORMS] = {0}, status = DRTHS_EXIT_OK;
-    for (int si = 0; si < nsizes; si++) {
+    qsort(t, (size_t)steps, sizeof *t, cmp_i64);
+    printf("cost n=%d form=%s median_us=%.3f p99_us=%.3f\n", size, form_names[form],
+           (double)t[steps / 2] * 1e-3, (double)t[(long)(0.99 * (double)steps)] * 1e-3);
+    fflush(stdout);
+}
+
+/* Hold test: tick at the rate; overrun = the step ends after the next deadline. Prints the
+ * "hold" line and returns 1 when the size held the rate. */
+static int hold_test(model_t *m, const options_t *opt, int size, int form)
+{
+    const double rate = opt->rate;
+    int64_t dt_ns = (int64_t)llround(1e9 / rate);
+    long ticks = (long)llround(opt->seconds * rate), allowed = ticks / 1000, over = 0, done = 0;
+    drths_ticker_t tk;
+    drths_ticker_init(&tk, dt_ns, drths_now_ns() + 2 * dt_ns, dt_ns / 2, NULL, NULL, NULL);
+    int stopped = 0;
+    for (done = 0; done < ticks; done++) {
+        uint64_t tick;
+        while (drths_ticker_wait(&tk, &tick) != 0)
+            ;
+        model_step(m);
+        if (drths_now_ns() > tk.deadline_ns + dt_ns && ++over > allowed) {
+            stopped = 1; /* it fails already; do not fall seconds behind */
+            done++;
+            break;
+        }
+    }
+    double frac = (double)over / (double)(stopped ? ticks : done);
+    printf("hold n=%d form=%s rate_hz=%g ticks=%ld overruns=%ld fraction=%.6f%s\n", size,
+           form_names[form], rate, done, over, frac, stopped ? " stopped=1" : "");
+    fflush(stdout);
+    return !stopped && over <= allowed;
+}
+
+/* Every size in every form asked for; largest[f] becomes the largest size that held the rate in
+ * form f. Returns the exit code. */
+static int run(const options_t *opt, int64_t *t, int *largest)
+{
+    const double dt = 1.0 / opt->rate;
+    int status = DRTHS_EXIT_OK;
+    for (int si = 0; si < opt->nsizes; si++) {
+        const int size = opt->sizes[si];
         for (int f = 0; f < NFORMS; f++) {
-            if (!forms[f])
+            if (!opt->forms[f])
                 continue;
             model_t m;
-            if (model_init(&m, sizes[si], f, dt)) {
+            if (model_init(&m, size, f, dt)) {
                 model_close(&m);
                 status = DRTHS_EXIT_FAILED;
                 continue;
             }
-            for (long k = 0; k < steps / 10; k++) /* warm the caches */
-                model_step(&m);
-            for (long k = 0; k < steps; k++) {
-                int64_t t0 = drths_now_ns();
-                model_step(&m);
-                t[k] = drths_now_ns() - t0;
-            }
-            qsort(t, (size_t)steps, sizeof *t, cmp_i64);
-            printf("cost n=%d form=%s median_us=%.3f p99_us=%.3f\n", sizes[si], form_names[f],
-                   (double)t[steps / 2] * 1e-3, (double)t[(long)(0.99 * (double)steps)] * 1e-3);
-            fflush(stdout);
-
-            /* Hold test: tick at the rate; overrun = the step ends after the next deadline. */
-            long ticks = (long)llround(seconds * rate), allowed = ticks / 1000, over = 0, done = 0;
-            drths_ticker_t tk;
-            drths_ticker_init(&tk, dt_ns, drths_now_ns() + 2 * dt_ns, dt_ns / 2, NULL, NULL, NULL);
-            int stopped = 0;
-            for (done = 0; done < ticks; done++) {
-                uint64_t tick;
-                while (drths_ticker_wait(&tk, &tick) != 0)
-                    ;
-                model_step(&m);
-                if (drths_now_ns() > tk.deadline_ns + dt_ns && ++over > allowed) {
-                    stopped = 1; /* it fails already; do not fall seconds behind */
-                    done++;
-                    break;
-                }
-            }
-            double frac = (double)over / (double)(stopped ? ticks : done);
-            printf("hold n=%d form=%s rate_hz=%g ticks=%ld overruns=%ld fraction=%.6f%s\n",
-                   sizes[si], form_names[f], rate, done, over, frac, stopped ? " stopped=1" : "");
-            fflush(stdout);
-            if (!stopped && over <= allowed && sizes[si] > largest[f])
-                largest[f] = sizes[si];
+            measure_cost(&m, t, opt->steps, size, f);
+            if (hold_test(&m, opt, size, f) && size > largest[f])
+                largest[f] = size;
             model_close(&m);
         }
     }
+    return status;
+}
+
+static void print_summary(const options_t *opt, const int *largest)
+{
     for (int f = 0; f < NFORMS; f++)
-        if (forms[f])
-            printf("largest form=%s rate_hz=%g n=%d\n", form_names[f], rate, largest[f]);
+        if (opt->forms[f])
+            printf("largest form=%s rate_hz=%g n=%d\n", form_names[f], opt->rate, largest[f]);
+}
+
+int main(int argc, char **argv)
+{
+    options_t opt;
+    drths_rt_report_t rep;
+    int rc = parse_options(argc, argv, &opt);
+    if (rc == GO_ON)
+        rc = apply_rt(&opt, &rep);
+    if (rc != GO_ON)
+        return rc;
+    int64_t *t = malloc((size_t)opt.steps * sizeof(int64_t));
+    if (!t) {
+        drths_rt_report_close(&rep);
+        return drths_cli_error(PROG, "no memory for %ld steps", opt.steps);
+    }
+    int largest[NFORMS] = {0};
+    int status = run(&opt, t, largest);
+    print_summary(&opt, largest);
     free(t);
     drths_rt_report_close(&rep);
     return status;

@@ -283,248 +283,318 @@ static int write_json(const char *path, relay_dir_t *dirs, const double *cpu, do
     return 0;
 }
 
-int main(int argc, char **argv)
-{
-    const char *listen_s = NULL, *target_s = NULL, *source_s = NULL, *stats_path = NULL;
-    const char *fwd_s = "", *bwd_s = "";
-    uint64_t seed = 0;
-    bool seed_given = false;
-    double duration = 0, report_every = 0;
-    long pool = 65536, max_dgram = 2048, rt_prio = 0;
-    static relay_change_t changes[2][MAX_CHANGES];
-    size_t n_changes[2] = {0, 0};
-    const char *change_args[MAX_CHANGES];
-    size_t n_change_args = 0;
+/* parse_options and the other steps of main() return GO_ON when main() should carry on, or the
+ * exit code main() returns (0 after --help or --version). */
+#define GO_ON (-1)
 
+static const char *const dir_name[2] = {"forward", "backward"};
+
+/* The command line as given, before the specs and the --change arguments are parsed. */
+typedef struct options {
+    const char *listen_s, *target_s, *source_s, *stats_path;
+    const char *spec_text[2]; /* --forward, --backward */
+    uint64_t seed;
+    bool seed_given;
+    double duration, report_every;
+    long pool, max_dgram, rt_prio;
+    const char *change_args[MAX_CHANGES];
+    size_t n_change_args;
+} options_t;
+
+/* What the options mean: each direction's spec and scheduled changes, and the seed. */
+typedef struct plan {
+    drths_impair_spec_t specs[2];
+    relay_change_t changes[2][MAX_CHANGES];
+    size_t n_changes[2];
+    uint64_t seed;
+} plan_t;
+
+/* The two sockets: lfd bound to --listen (bound address lb), tfd connected to the target ta
+ * from the address tb. */
+typedef struct sockets {
+    int lfd, tfd;
+    struct sockaddr_storage lb, ta, tb;
+} sockets_t;
+
+static int parse_options(int argc, char **argv, options_t *opt)
+{
+    *opt = (options_t){.spec_text = {"", ""}, .pool = 65536, .max_dgram = 2048};
     enum { OPT_VERSION = 1 };
-    static const struct option opts[] = {
-        {"listen", required_argument, 0, 'l'},     {"target", required_argument, 0, 't'},
-        {"source", required_argument, 0, 'S'},     {"forward", required_argument, 0, 'f'},
-        {"backward", required_argument, 0, 'b'},   {"seed", required_argument, 0, 's'},
-        {"stats", required_argument, 0, 'j'},      {"duration", required_argument, 0, 'd'},
-        {"report-interval", required_argument, 0, 'r'},
-        {"change", required_argument, 0, 'c'},     {"pool", required_argument, 0, 'p'},
-        {"max-datagram", required_argument, 0, 'm'},
-        {"rt-priority", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, OPT_VERSION},  {0, 0, 0, 0}};
+    static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
+                                         {"target", required_argument, 0, 't'},
+                                         {"source", required_argument, 0, 'S'},
+                                         {"forward", required_argument, 0, 'f'},
+                                         {"backward", required_argument, 0, 'b'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"stats", required_argument, 0, 'j'},
+                                         {"duration", required_argument, 0, 'd'},
+                                         {"report-interval", required_argument, 0, 'r'},
+                                         {"change", required_argument, 0, 'c'},
+                                         {"pool", required_argument, 0, 'p'},
+                                         {"max-datagram", required_argument, 0, 'm'},
+                                         {"rt-priority", required_argument, 0, 'P'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"version", no_argument, 0, OPT_VERSION},
+                                         {0, 0, 0, 0}};
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         long v;
         switch (o) {
-        case 'l': listen_s = optarg; break;
-        case 't': target_s = optarg; break;
-        case 'S': source_s = optarg; break;
-        case 'f': fwd_s = optarg; break;
-        case 'b': bwd_s = optarg; break;
+        case 'l':
+            opt->listen_s = optarg;
+            break;
+        case 't':
+            opt->target_s = optarg;
+            break;
+        case 'S':
+            opt->source_s = optarg;
+            break;
+        case 'f':
+            opt->spec_text[0] = optarg;
+            break;
+        case 'b':
+            opt->spec_text[1] = optarg;
+            break;
         case 's':
             if (drths_cli_long(PROG, "--seed", optarg, 0, LONG_MAX, &v) != 0)
                 return DRTHS_EXIT_USAGE;
-            seed = (uint64_t)v;
-            seed_given = true;
+            opt->seed = (uint64_t)v;
+            opt->seed_given = true;
             break;
-        case 'j': stats_path = optarg; break;
+        case 'j':
+            opt->stats_path = optarg;
+            break;
         case 'd':
-            if (drths_cli_double(PROG, "--duration", optarg, 0.0, MAX_SECONDS, "s", &duration))
+            if (drths_cli_double(PROG, "--duration", optarg, 0.0, MAX_SECONDS, "s", &opt->duration))
                 return DRTHS_EXIT_USAGE;
             break;
         case 'r':
             if (drths_cli_double(PROG, "--report-interval", optarg, 0.0, MAX_SECONDS, "s",
-                                 &report_every))
+                                 &opt->report_every))
                 return DRTHS_EXIT_USAGE;
             break;
         case 'c':
-            if (n_change_args == MAX_CHANGES)
+            if (opt->n_change_args == MAX_CHANGES)
                 return drths_cli_usage_error(PROG, "--change: at most %d of them", MAX_CHANGES);
-            change_args[n_change_args++] = optarg;
+            opt->change_args[opt->n_change_args++] = optarg;
             break;
         case 'p':
-            if (drths_cli_long(PROG, "--pool", optarg, 16, 1L << 22, &pool) != 0)
+            if (drths_cli_long(PROG, "--pool", optarg, 16, 1L << 22, &opt->pool) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case 'm':
-            if (drths_cli_long(PROG, "--max-datagram", optarg, 64, 65535, &max_dgram) != 0)
+            if (drths_cli_long(PROG, "--max-datagram", optarg, 64, 65535, &opt->max_dgram) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case 'P':
-            if (drths_cli_long(PROG, "--rt-priority", optarg, 1, 99, &rt_prio) != 0)
+            if (drths_cli_long(PROG, "--rt-priority", optarg, 1, 99, &opt->rt_prio) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
-        case 'h': usage(stdout); return DRTHS_EXIT_OK;
-        case OPT_VERSION: drths_cli_print_version(PROG); return DRTHS_EXIT_OK;
-        default: return drths_cli_bad_option(PROG);
+        case 'h':
+            usage(stdout);
+            return DRTHS_EXIT_OK;
+        case OPT_VERSION:
+            drths_cli_print_version(PROG);
+            return DRTHS_EXIT_OK;
+        default:
+            return drths_cli_bad_option(PROG);
         }
     }
     if (optind < argc)
         return drths_cli_unexpected_argument(PROG, argv[optind]);
-    if (!listen_s || !target_s)
+    if (!opt->listen_s || !opt->target_s)
         return drths_cli_usage_error(PROG, "--listen and --target are required (see --help)");
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    return GO_ON;
+}
 
-    /* Specs, checked before anything is opened. */
-    drths_impair_spec_t specs[2];
+/* One --change AT_S:DIRECTION:OPTIONS, appended to the changes of the directions it names. */
+static int parse_change(const char *a, plan_t *plan)
+{
     drths_error_t err;
-    const char *spec_text[2] = {fwd_s, bwd_s};
-    const char *dir_name[2] = {"forward", "backward"};
+    const char *colon = strchr(a, ':');
+    char at_s[32];
+    size_t al = colon ? (size_t)(colon - a) : 0;
+    if (!colon || al >= sizeof at_s)
+        return drths_cli_usage_error(PROG,
+                                     "--change: '%s' is not AT_S:DIRECTION:OPTIONS, e.g. "
+                                     "30:forward:\"delay 70ms 5ms\"",
+                                     a);
+    memcpy(at_s, a, al);
+    at_s[al] = '\0';
+    double at;
+    if (drths_cli_double(PROG, "--change AT_S", at_s, 0.0, MAX_SECONDS, "s", &at) != 0)
+        return DRTHS_EXIT_USAGE;
+    const char *dir = colon + 1;
+    colon = strchr(dir, ':');
+    size_t dl = colon ? (size_t)(colon - dir) : 0;
+    bool f = dl == 7 && !strncmp(dir, "forward", 7);
+    bool b = dl == 8 && !strncmp(dir, "backward", 8);
+    bool both = dl == 4 && !strncmp(dir, "both", 4);
+    if (!colon || !(f || b || both))
+        return drths_cli_usage_error(PROG,
+                                     "--change: '%s': the direction is not forward, "
+                                     "backward or both",
+                                     a);
+    drths_impair_spec_t s;
+    if (drths_impair_spec_parse(&s, colon + 1, &err) != 0)
+        return drths_cli_usage_error(PROG, "--change: '%s': %s", a, err.msg);
     for (int k = 0; k < 2; k++) {
-        if (drths_impair_spec_parse(&specs[k], spec_text[k], &err) != 0)
-            return drths_cli_usage_error(PROG, "--%s: '%s': %s", dir_name[k], spec_text[k],
+        if (!(both || (k == 0 && f) || (k == 1 && b)))
+            continue;
+        relay_change_t *c = &plan->changes[k][plan->n_changes[k]++];
+        c->at_ns = (int64_t)(at * 1e9);
+        c->spec = s;
+        snprintf(c->text, sizeof c->text, "%s", colon + 1);
+    }
+    return GO_ON;
+}
+
+/* The specs and the changes, checked before anything is opened, and the seed. */
+static int make_plan(const options_t *opt, plan_t *plan)
+{
+    drths_error_t err;
+    for (int k = 0; k < 2; k++) {
+        if (drths_impair_spec_parse(&plan->specs[k], opt->spec_text[k], &err) != 0)
+            return drths_cli_usage_error(PROG, "--%s: '%s': %s", dir_name[k], opt->spec_text[k],
                                          err.msg);
     }
-    for (size_t i = 0; i < n_change_args; i++) {
-        const char *a = change_args[i];
-        const char *colon = strchr(a, ':');
-        char at_s[32];
-        size_t al = colon ? (size_t)(colon - a) : 0;
-        if (!colon || al >= sizeof at_s)
-            return drths_cli_usage_error(PROG,
-                                         "--change: '%s' is not AT_S:DIRECTION:OPTIONS, e.g. "
-                                         "30:forward:\"delay 70ms 5ms\"",
-                                         a);
-        memcpy(at_s, a, al);
-        at_s[al] = '\0';
-        double at;
-        if (drths_cli_double(PROG, "--change AT_S", at_s, 0.0, MAX_SECONDS, "s", &at) != 0)
-            return DRTHS_EXIT_USAGE;
-        const char *dir = colon + 1;
-        colon = strchr(dir, ':');
-        size_t dl = colon ? (size_t)(colon - dir) : 0;
-        bool f = dl == 7 && !strncmp(dir, "forward", 7);
-        bool b = dl == 8 && !strncmp(dir, "backward", 8);
-        bool both = dl == 4 && !strncmp(dir, "both", 4);
-        if (!colon || !(f || b || both))
-            return drths_cli_usage_error(PROG,
-                                         "--change: '%s': the direction is not forward, "
-                                         "backward or both",
-                                         a);
-        drths_impair_spec_t s;
-        if (drths_impair_spec_parse(&s, colon + 1, &err) != 0)
-            return drths_cli_usage_error(PROG, "--change: '%s': %s", a, err.msg);
-        for (int k = 0; k < 2; k++) {
-            if (!(both || (k == 0 && f) || (k == 1 && b)))
-                continue;
-            relay_change_t *c = &changes[k][n_changes[k]++];
-            c->at_ns = (int64_t)(at * 1e9);
-            c->spec = s;
-            snprintf(c->text, sizeof c->text, "%s", colon + 1);
-        }
+    for (size_t i = 0; i < opt->n_change_args; i++) {
+        int r = parse_change(opt->change_args[i], plan);
+        if (r != GO_ON)
+            return r;
     }
-    for (int k = 0; k < 2; k++) /* stable sort by time: later options win at equal times */
-        for (size_t i = 1; i < n_changes[k]; i++)
-            for (size_t j = i; j > 0 && changes[k][j - 1].at_ns > changes[k][j].at_ns; j--) {
-                relay_change_t t = changes[k][j];
-                changes[k][j] = changes[k][j - 1];
-                changes[k][j - 1] = t;
+    for (int k = 0; k < 2; k++) { /* stable sort by time: later options win at equal times */
+        relay_change_t *ch = plan->changes[k];
+        for (size_t i = 1; i < plan->n_changes[k]; i++)
+            for (size_t j = i; j > 0 && ch[j - 1].at_ns > ch[j].at_ns; j--) {
+                relay_change_t t = ch[j];
+                ch[j] = ch[j - 1];
+                ch[j - 1] = t;
             }
-    if (!seed_given) {
+    }
+    plan->seed = opt->seed;
+    if (!opt->seed_given) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
-        seed &= (uint64_t)LONG_MAX; /* printed below; --seed must take it back to replay the run */
+        plan->seed =
+            (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+        /* printed at start-up; --seed must take it back to replay the run */
+        plan->seed &= (uint64_t)LONG_MAX;
     }
+    return GO_ON;
+}
 
-    /* Sockets. */
-    struct sockaddr_storage la, ta, sa;
+static int open_sockets(const options_t *opt, sockets_t *sk)
+{
+    struct sockaddr_storage la, sa;
     socklen_t ll, tl, sl = 0;
     char why[512];
-    if (resolve(listen_s, true, &la, &ll, why, sizeof why) != 0)
+    if (resolve(opt->listen_s, true, &la, &ll, why, sizeof why) != 0)
         return drths_cli_usage_error(PROG, "--listen: %s", why);
-    if (resolve(target_s, false, &ta, &tl, why, sizeof why) != 0)
+    if (resolve(opt->target_s, false, &sk->ta, &tl, why, sizeof why) != 0)
         return drths_cli_usage_error(PROG, "--target: %s", why);
-    if (source_s && resolve(source_s, true, &sa, &sl, why, sizeof why) != 0)
+    if (opt->source_s && resolve(opt->source_s, true, &sa, &sl, why, sizeof why) != 0)
         return drths_cli_usage_error(PROG, "--source: %s", why);
-    if (source_s && sa.ss_family != ta.ss_family)
+    if (opt->source_s && sa.ss_family != sk->ta.ss_family)
         return drths_cli_usage_error(PROG, "--source and --target must be of the same family");
-    int lfd = socket(la.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    int tfd = socket(ta.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (lfd < 0 || tfd < 0)
+    sk->lfd = socket(la.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sk->tfd = socket(sk->ta.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (sk->lfd < 0 || sk->tfd < 0)
         return drths_cli_error(PROG, "socket: %s", strerror(errno));
-    if (bind(lfd, (struct sockaddr *)&la, ll) != 0)
-        return drths_cli_error(PROG, "cannot listen on %s: %s", listen_s, strerror(errno));
-    if (source_s && bind(tfd, (struct sockaddr *)&sa, sl) != 0)
-        return drths_cli_error(PROG, "cannot bind --source %s: %s", source_s, strerror(errno));
-    if (connect(tfd, (struct sockaddr *)&ta, tl) != 0)
-        return drths_cli_error(PROG, "cannot connect to target %s: %s", target_s, strerror(errno));
-    tune_socket(lfd);
-    tune_socket(tfd);
-    struct sockaddr_storage lb, tb;
-    socklen_t lbl = sizeof lb, tbl = sizeof tb;
-    getsockname(lfd, (struct sockaddr *)&lb, &lbl);
-    getsockname(tfd, (struct sockaddr *)&tb, &tbl);
+    if (bind(sk->lfd, (struct sockaddr *)&la, ll) != 0)
+        return drths_cli_error(PROG, "cannot listen on %s: %s", opt->listen_s, strerror(errno));
+    if (opt->source_s && bind(sk->tfd, (struct sockaddr *)&sa, sl) != 0)
+        return drths_cli_error(PROG, "cannot bind --source %s: %s", opt->source_s, strerror(errno));
+    if (connect(sk->tfd, (struct sockaddr *)&sk->ta, tl) != 0)
+        return drths_cli_error(PROG, "cannot connect to target %s: %s", opt->target_s,
+                               strerror(errno));
+    tune_socket(sk->lfd);
+    tune_socket(sk->tfd);
+    socklen_t lbl = sizeof sk->lb, tbl = sizeof sk->tb;
+    getsockname(sk->lfd, (struct sockaddr *)&sk->lb, &lbl);
+    getsockname(sk->tfd, (struct sockaddr *)&sk->tb, &tbl);
+    return GO_ON;
+}
 
-    /* Directions. */
-    static relay_dir_t dirs[2];
-    static relay_peer_t peer = RELAY_PEER_INIT;
+/* forward reads the listen socket and writes to the target; backward the other way round. The
+ * directions keep pointers to peer and to the plan's changes while they run. */
+static int setup_dirs(relay_dir_t *dirs, relay_peer_t *peer, const options_t *opt, plan_t *plan,
+                      const sockets_t *sk)
+{
     for (int k = 0; k < 2; k++) {
-        int r = relay_dir_init(&dirs[k], dir_name[k], (uint32_t)pool, (size_t)max_dgram);
+        int r = relay_dir_init(&dirs[k], dir_name[k], (uint32_t)opt->pool, (size_t)opt->max_dgram);
         if (r == 0)
-            r = drths_impair_init(&dirs[k].model, &specs[k], seed + (uint64_t)k);
+            r = drths_impair_init(&dirs[k].model, &plan->specs[k], plan->seed + (uint64_t)k);
         if (r != 0)
             return drths_cli_error(PROG, "cannot set up the %s direction: %s", dir_name[k],
                                    strerror(-r));
-        dirs[k].peer = &peer;
-        dirs[k].changes = changes[k];
-        dirs[k].n_changes = n_changes[k];
-        dirs[k].limit_default = (uint32_t)pool;
-        dirs[k].rt_priority = (int)rt_prio;
+        dirs[k].peer = peer;
+        dirs[k].changes = plan->changes[k];
+        dirs[k].n_changes = plan->n_changes[k];
+        dirs[k].limit_default = (uint32_t)opt->pool;
+        dirs[k].rt_priority = (int)opt->rt_prio;
     }
-    dirs[0].in_fd = lfd;
-    dirs[0].out_fd = tfd;
+    dirs[0].in_fd = sk->lfd;
+    dirs[0].out_fd = sk->tfd;
     dirs[0].out_connected = true;
     dirs[0].record_peer = true;
-    dirs[1].in_fd = tfd;
-    dirs[1].out_fd = lfd;
+    dirs[1].in_fd = sk->tfd;
+    dirs[1].out_fd = sk->lfd;
+    return GO_ON;
+}
 
-    /* Signals go to the main thread only: block them before the threads are created. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-
-    char lbuf[80], tbuf[80], sbuf[80], fspec[512], bspec[512];
-    addr_str(&lb, lbuf, sizeof lbuf);
-    addr_str(&ta, tbuf, sizeof tbuf);
-    addr_str(&tb, sbuf, sizeof sbuf);
-    drths_impair_spec_format(&specs[0], fspec, sizeof fspec);
-    drths_impair_spec_format(&specs[1], bspec, sizeof bspec);
+/* The start-up lines; lbuf and tbuf receive the listen and target addresses for --stats. */
+static void print_banner(const plan_t *plan, const sockets_t *sk, char *lbuf, char *tbuf,
+                         size_t buflen)
+{
+    char sbuf[80], fspec[512], bspec[512];
+    addr_str(&sk->lb, lbuf, buflen);
+    addr_str(&sk->ta, tbuf, buflen);
+    addr_str(&sk->tb, sbuf, sizeof sbuf);
+    drths_impair_spec_format(&plan->specs[0], fspec, sizeof fspec);
+    drths_impair_spec_format(&plan->specs[1], bspec, sizeof bspec);
     printf("drths-impair: listening on %s, forwarding to %s from %s, seed %" PRIu64 "\n", lbuf,
-           tbuf, sbuf, seed);
+           tbuf, sbuf, plan->seed);
     printf("drths-impair: forward \"%s\"; backward \"%s\"\n", fspec, bspec);
     for (int k = 0; k < 2; k++)
-        for (size_t i = 0; i < n_changes[k]; i++)
+        for (size_t i = 0; i < plan->n_changes[k]; i++)
             printf("drths-impair: at %.3f s, %s becomes \"%s\"\n",
-                   (double)changes[k][i].at_ns / 1e9, dir_name[k], changes[k][i].text);
+                   (double)plan->changes[k][i].at_ns / 1e9, dir_name[k], plan->changes[k][i].text);
+}
 
-    int64_t t0 = relay_now_ns();
+static int start_dirs(relay_dir_t *dirs, int64_t t0)
+{
     for (int k = 0; k < 2; k++) {
         int r = relay_dir_start(&dirs[k], t0);
         if (r != 0) {
-            fprintf(stderr, PROG ": cannot start the %s thread: %s\n", dir_name[k],
-                    strerror(-r));
+            fprintf(stderr, PROG ": cannot start the %s thread: %s\n", dir_name[k], strerror(-r));
             relay_dir_stop(&dirs[0]);
             return 1;
         }
         if (dirs[k].rt_refused) {
-            drths_cli_warning(PROG, "SCHED_FIFO refused for the %s thread; running at normal "
-                                    "priority",
+            drths_cli_warning(PROG,
+                              "SCHED_FIFO refused for the %s thread; running at normal "
+                              "priority",
                               dir_name[k]);
         }
     }
+    return GO_ON;
+}
 
-    int64_t end_ns = duration > 0 ? t0 + (int64_t)(duration * 1e9) : INT64_MAX;
+/* Waits for the end of --duration, a signal in sigs or a thread's error, printing the counters
+ * every --report-interval; returns why it stopped. */
+static const char *run(relay_dir_t *dirs, const options_t *opt, int64_t t0, const sigset_t *sigs)
+{
+    double report_every = opt->report_every;
+    int64_t end_ns = opt->duration > 0 ? t0 + (int64_t)(opt->duration * 1e9) : INT64_MAX;
     int64_t next_report = report_every > 0 ? t0 + (int64_t)(report_every * 1e9) : INT64_MAX;
-    const char *why_stop = "duration reached";
     for (;;) {
         int64_t now = relay_now_ns();
-        if (dirs[0].thread_error || dirs[1].thread_error) {
-            why_stop = "socket error";
-            break;
-        }
+        if (dirs[0].thread_error || dirs[1].thread_error)
+            return "socket error";
         if (now >= end_ns)
-            break;
+            return "duration reached";
         if (now >= next_report) {
             double el = (double)(now - t0) / 1e9;
             for (int k = 0; k < 2; k++)
@@ -536,19 +606,26 @@ int main(int argc, char **argv)
         if (wait > 1000000000)
             wait = 1000000000; /* also notices thread errors within a second */
         struct timespec to = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
-        int s = sigtimedwait(&sigs, NULL, &to);
-        if (s == SIGINT || s == SIGTERM) {
-            why_stop = s == SIGINT ? "SIGINT" : "SIGTERM";
-            break;
-        }
+        int s = sigtimedwait(sigs, NULL, &to);
+        if (s == SIGINT || s == SIGTERM)
+            return s == SIGINT ? "SIGINT" : "SIGTERM";
     }
+}
 
-    double cpu[2];
+/* Stops both directions; cpu receives each one's CPU time. Returns the seconds since t0. */
+static double stop_dirs(relay_dir_t *dirs, double *cpu, int64_t t0)
+{
     for (int k = 0; k < 2; k++)
         cpu[k] = relay_dir_cpu_s(&dirs[k]);
     for (int k = 0; k < 2; k++)
         relay_dir_stop(&dirs[k]);
-    double elapsed = (double)(relay_now_ns() - t0) / 1e9;
+    return (double)(relay_now_ns() - t0) / 1e9;
+}
+
+/* The final counters, any thread's error and --stats; returns the exit code. */
+static int print_summary(relay_dir_t *dirs, const options_t *opt, uint64_t seed, const double *cpu,
+                         double elapsed, const char *why_stop, const char *lbuf, const char *tbuf)
+{
     printf("drths-impair: stopping (%s)\n", why_stop);
     for (int k = 0; k < 2; k++)
         report_text(stdout, &dirs[k], elapsed, cpu[k]);
@@ -561,17 +638,54 @@ int main(int argc, char **argv)
             rc = 1;
         }
     }
-    if (stats_path) {
-        int r = write_json(stats_path, dirs, cpu, elapsed, seed, lbuf, tbuf);
+    if (opt->stats_path) {
+        int r = write_json(opt->stats_path, dirs, cpu, elapsed, seed, lbuf, tbuf);
         if (r != 0) {
-            fprintf(stderr, PROG ": cannot write --stats %s: %s\n", stats_path,
-                    strerror(-r));
+            fprintf(stderr, PROG ": cannot write --stats %s: %s\n", opt->stats_path, strerror(-r));
             rc = 1;
         }
     }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    /* Static: the relay threads hold pointers into them until the end. */
+    static options_t opt;
+    static plan_t plan;
+    static relay_dir_t dirs[2];
+    static relay_peer_t peer = RELAY_PEER_INIT;
+    sockets_t sk;
+
+    int r = parse_options(argc, argv, &opt);
+    if (r != GO_ON)
+        return r;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if ((r = make_plan(&opt, &plan)) != GO_ON || (r = open_sockets(&opt, &sk)) != GO_ON ||
+        (r = setup_dirs(dirs, &peer, &opt, &plan, &sk)) != GO_ON)
+        return r;
+
+    /* Signals go to the main thread only: block them before the threads are created. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+
+    char lbuf[80], tbuf[80];
+    print_banner(&plan, &sk, lbuf, tbuf, sizeof lbuf);
+    int64_t t0 = relay_now_ns();
+    if ((r = start_dirs(dirs, t0)) != GO_ON)
+        return r;
+    const char *why_stop = run(dirs, &opt, t0, &sigs);
+    double cpu[2];
+    double elapsed = stop_dirs(dirs, cpu, t0);
+    int rc = print_summary(dirs, &opt, plan.seed, cpu, elapsed, why_stop, lbuf, tbuf);
     for (int k = 0; k < 2; k++)
         relay_dir_close(&dirs[k]);
-    close(lfd);
-    close(tfd);
+    close(sk.lfd);
+    close(sk.tfd);
     return rc;
 }

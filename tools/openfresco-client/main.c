@@ -114,10 +114,38 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv)
+/* parse_options and the other steps of main() return GO_ON when main() should carry on, or the
+ * exit code main() returns (0 after --help or --version). */
+#define GO_ON (-1)
+
+typedef struct options {
+    const char *connect_s, *record;
+    int shadow, verbose;
+    long steps; /* -1 until the record is loaded: then the whole record */
+    double dt, scale, step_dur;
+} options_t;
+
+/* What the run measured, for the summary. gap[0..done) are the per-step intervals minus
+ * --step-duration, sorted once the run is over. */
+typedef struct result {
+    double *gap;
+    long done;
+    double sum_e2, sum_t2, max_e, wall;
+} result_t;
+
+static int parse_options(int argc, char **argv, options_t *opt)
 {
-    enum { OPT_CONNECT = 1, OPT_RECORD, OPT_VARIANT, OPT_STEPS, OPT_DT, OPT_SCALE,
-           OPT_STEP_DURATION, OPT_VERBOSE, OPT_VERSION };
+    enum {
+        OPT_CONNECT = 1,
+        OPT_RECORD,
+        OPT_VARIANT,
+        OPT_STEPS,
+        OPT_DT,
+        OPT_SCALE,
+        OPT_STEP_DURATION,
+        OPT_VERBOSE,
+        OPT_VERSION
+    };
     static const struct option opts[] = {
         {"connect", required_argument, NULL, OPT_CONNECT},
         {"record", required_argument, NULL, OPT_RECORD},
@@ -132,46 +160,42 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     static const char *const variants[] = {"shadow", "generic", NULL};
-    const char *connect_s = NULL, *record = NULL;
-    int shadow = 1, verbose = 0;
-    long steps = -1;
-    double dt = 0.01, scale = 1.0, step_dur = 0.01;
+    *opt = (options_t){.shadow = 1, .steps = -1, .dt = 0.01, .scale = 1.0, .step_dur = 0.01};
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case OPT_CONNECT:
-            connect_s = optarg;
+            opt->connect_s = optarg;
             break;
         case OPT_RECORD:
-            record = optarg;
+            opt->record = optarg;
             break;
-        case OPT_VARIANT:
-        {
+        case OPT_VARIANT: {
             int i = drths_cli_choice(PROG, "--variant", optarg, variants);
             if (i < 0)
                 return DRTHS_EXIT_USAGE;
-            shadow = i == 0;
+            opt->shadow = i == 0;
             break;
         }
         case OPT_STEPS:
-            if (drths_cli_long(PROG, "--steps", optarg, 1, MAX_STEPS, &steps) != 0)
+            if (drths_cli_long(PROG, "--steps", optarg, 1, MAX_STEPS, &opt->steps) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_DT:
-            if (drths_cli_positive(PROG, "--dt", optarg, "seconds", &dt) != 0)
+            if (drths_cli_positive(PROG, "--dt", optarg, "seconds", &opt->dt) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_SCALE:
-            if (drths_cli_positive(PROG, "--scale", optarg, NULL, &scale) != 0)
+            if (drths_cli_positive(PROG, "--scale", optarg, NULL, &opt->scale) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_STEP_DURATION:
-            if (drths_cli_positive(PROG, "--step-duration", optarg, "seconds", &step_dur) != 0)
+            if (drths_cli_positive(PROG, "--step-duration", optarg, "seconds", &opt->step_dur) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_VERBOSE:
-            verbose = 1;
+            opt->verbose = 1;
             break;
         case 'h':
             usage(stdout);
@@ -185,25 +209,30 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         return drths_cli_unexpected_argument(PROG, argv[optind]);
-    if (!connect_s || !record)
+    if (!opt->connect_s || !opt->record)
         return drths_cli_usage_error(PROG, "--connect and --record are required (see --help)");
+    return GO_ON;
+}
+
+/* The record, scaled and resampled at --dt; --steps is cut to its length. */
+static int load_record(options_t *opt, drths_record_t *rec)
+{
     drths_error_t err;
-    drths_record_t rec;
     drths_gm_options_t o;
     drths_gm_options_default(&o);
-    o.scale = scale;
-    if (drths_record_load(&rec, record, &o, &err) != 0 ||
-        drths_record_resample(&rec, &rec, dt, 0.0, &err) != 0) {
+    o.scale = opt->scale;
+    if (drths_record_load(rec, opt->record, &o, &err) != 0 ||
+        drths_record_resample(rec, rec, opt->dt, 0.0, &err) != 0) {
         return drths_cli_usage_error(PROG, "--record: %s", err.msg);
     }
-    if (steps < 0 || (size_t)steps > rec.n)
-        steps = (long)rec.n;
+    if (opt->steps < 0 || (size_t)opt->steps > rec->n)
+        opt->steps = (long)rec->n;
+    return GO_ON;
+}
 
-    int fd = connect_to(connect_s);
-    if (fd < 0) {
-        drths_record_close(&rec);
-        return drths_cli_error(PROG, "cannot connect to %s", connect_s);
-    }
+/* The opening exchange of the variant: ShadowSite's hello, open and setup, or GenericTCP's ID. */
+static int handshake(int fd, int shadow)
+{
     double v[DS];
     if (shadow) {
         int32_t one = 1, back = 0;
@@ -223,32 +252,50 @@ int main(int argc, char **argv)
         if (drths_tcp_send_all(fd, buf, n))
             return drths_cli_error(PROG, "ID failed");
     }
+    return GO_ON;
+}
 
-    /* The structure: diagonal M, tridiagonal K, C = a0·M (2 % in the first mode, 2.88 Hz). */
-    const double m[NF] = {5.0e4, 5.0e4, 5.0e4};
-    const double ks[NF] = {7.3955e7, 1.00510e8, 8.5740e7};
+/* The structure: diagonal M, tridiagonal K, C = a0·M (2 % in the first mode, 2.88 Hz). */
+static const double mass[NF] = {5.0e4, 5.0e4, 5.0e4};
+static const double storey_k[NF] = {7.3955e7, 1.00510e8, 8.5740e7};
+
+/* One central-difference step: xnext from x, xprev, the ground acceleration ag and the measured
+ * specimen force fspec acting on floor 1. */
+static void central_difference(const double *x, const double *xprev, double *xnext, double ag,
+                               double fspec, double dt)
+{
     const double a0 = 2.0 * 0.02 * 2.0 * M_PI * 2.88;
+    /* Central difference: (M/dt^2 + C/2dt) x+ = p - K x - r + (2M/dt^2) x - (M/dt^2 - C/2dt)
+     * x-. */
+    for (int i = 0; i < NF; i++) {
+        double kx = storey_k[i] * (x[i] - (i ? x[i - 1] : 0.0));
+        if (i + 1 < NF)
+            kx -= storey_k[i + 1] * (x[i + 1] - x[i]);
+        double p = -mass[i] * ag - kx - (i == 0 ? fspec : 0.0);
+        double lhs = mass[i] / (dt * dt) + a0 * mass[i] / (2.0 * dt);
+        xnext[i] = (p + 2.0 * mass[i] / (dt * dt) * x[i] -
+                    (mass[i] / (dt * dt) - a0 * mass[i] / (2.0 * dt)) * xprev[i]) /
+                   lhs;
+    }
+}
+
+/* The analysis: one trial per step until --steps or until the site stops answering, then the
+ * closing message. */
+static int run(int fd, const options_t *opt, const drths_record_t *rec, result_t *res)
+{
+    const double dt = opt->dt;
+    const int shadow = opt->shadow;
+    double v[DS];
     double x[NF] = {0}, xprev[NF] = {0}, xnext[NF];
     double fspec = 0.0;
-    double *gap = malloc((size_t)steps * sizeof *gap);
+    *res = (result_t){0};
+    double *gap = res->gap = malloc((size_t)opt->steps * sizeof *gap);
     if (!gap)
-        return drths_cli_error(PROG, "no memory for %ld steps", steps);
-    double sum_e2 = 0.0, sum_t2 = 0.0, max_e = 0.0;
+        return drths_cli_error(PROG, "no memory for %ld steps", opt->steps);
     int64_t t0 = drths_now_ns(), tprev = t0;
     long done = 0;
-    for (long k = 0; k < steps; k++) {
-        /* Central difference: (M/dt^2 + C/2dt) x+ = p - K x - r + (2M/dt^2) x - (M/dt^2 - C/2dt)
-         * x-. */
-        for (int i = 0; i < NF; i++) {
-            double kx = ks[i] * (x[i] - (i ? x[i - 1] : 0.0));
-            if (i + 1 < NF)
-                kx -= ks[i + 1] * (x[i + 1] - x[i]);
-            double p = -m[i] * rec.ag_m_s2[k] - kx - (i == 0 ? fspec : 0.0);
-            double lhs = m[i] / (dt * dt) + a0 * m[i] / (2.0 * dt);
-            xnext[i] = (p + 2.0 * m[i] / (dt * dt) * x[i] -
-                        (m[i] / (dt * dt) - a0 * m[i] / (2.0 * dt)) * xprev[i]) /
-                       lhs;
-        }
+    for (long k = 0; k < opt->steps; k++) {
+        central_difference(x, xprev, xnext, rec->ag_m_s2[k], fspec, dt);
         double target = xnext[0];
         const double trial[2] = {3.0, target};
         const double daq[1] = {6.0};
@@ -257,7 +304,7 @@ int main(int argc, char **argv)
             break;
         }
         int64_t now = drths_now_ns();
-        gap[done] = (double)(now - tprev) * 1e-9 - step_dur;
+        gap[done] = (double)(now - tprev) * 1e-9 - opt->step_dur;
         tprev = now;
         double meas = v[0], force = v[1];
         if (shadow) {
@@ -265,11 +312,11 @@ int main(int argc, char **argv)
             send_vec(fd, commit, 2);
         }
         double e = meas - target;
-        sum_e2 += e * e;
-        sum_t2 += target * target;
-        if (fabs(e) > max_e)
-            max_e = fabs(e);
-        if (verbose)
+        res->sum_e2 += e * e;
+        res->sum_t2 += target * target;
+        if (fabs(e) > res->max_e)
+            res->max_e = fabs(e);
+        if (opt->verbose)
             printf("%ld %.9g %.9g %.3e %.6g %.3f\n", k + 1, target, meas, e, force,
                    gap[done] * 1e3);
         fspec = force;
@@ -277,16 +324,23 @@ int main(int argc, char **argv)
         memcpy(x, xnext, sizeof x);
         done++;
     }
-    double wall = (double)(drths_now_ns() - t0) * 1e-9;
+    res->wall = (double)(drths_now_ns() - t0) * 1e-9;
+    res->done = done;
     const double die[2] = {99.0, 1.0};
     send_vec(fd, die, 2);
     if (shadow)
         (void)recv_vec(fd, v);
-    close(fd);
-    qsort(gap, (size_t)done, sizeof *gap, cmp_double);
+    return GO_ON;
+}
+
+static void print_summary(const options_t *opt, result_t *res)
+{
+    const long done = res->done;
+    const double wall = res->wall, step_dur = opt->step_dur, *gap = res->gap;
+    qsort(res->gap, (size_t)done, sizeof *res->gap, cmp_double);
     printf(PROG ": %ld steps (%s), wall %.4f s, configured %.4f s, protocol overhead %.4f s "
                 "(%.1f us/step)\n",
-           done, shadow ? "ShadowSite" : "GenericTCP", wall, (double)done * step_dur,
+           done, opt->shadow ? "ShadowSite" : "GenericTCP", wall, (double)done * step_dur,
            wall - (double)done * step_dur, done ? (wall - done * step_dur) / done * 1e6 : 0.0);
     if (done)
         printf("  per-step interval minus step duration: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
@@ -294,9 +348,31 @@ int main(int argc, char **argv)
                gap[done - 1] * 1e3);
     printf("  tracking at the step ends: RMS error %.3f %% of the RMS target, peak %.4f mm, "
            "RMS target %.4f mm\n",
-           sum_t2 > 0 ? 100.0 * sqrt(sum_e2 / sum_t2) : NAN, max_e * 1e3,
-           done ? sqrt(sum_t2 / done) * 1e3 : 0.0);
-    free(gap);
+           res->sum_t2 > 0 ? 100.0 * sqrt(res->sum_e2 / res->sum_t2) : NAN, res->max_e * 1e3,
+           done ? sqrt(res->sum_t2 / done) * 1e3 : 0.0);
+}
+
+int main(int argc, char **argv)
+{
+    options_t opt;
+    drths_record_t rec;
+    result_t res;
+    int rc = parse_options(argc, argv, &opt);
+    if (rc == GO_ON)
+        rc = load_record(&opt, &rec);
+    if (rc != GO_ON)
+        return rc;
+
+    int fd = connect_to(opt.connect_s);
+    if (fd < 0) {
+        drths_record_close(&rec);
+        return drths_cli_error(PROG, "cannot connect to %s", opt.connect_s);
+    }
+    if ((rc = handshake(fd, opt.shadow)) != GO_ON || (rc = run(fd, &opt, &rec, &res)) != GO_ON)
+        return rc;
+    close(fd);
+    print_summary(&opt, &res);
+    free(res.gap);
     drths_record_close(&rec);
-    return done == steps ? DRTHS_EXIT_OK : DRTHS_EXIT_FAILED;
+    return res.done == opt.steps ? DRTHS_EXIT_OK : DRTHS_EXIT_FAILED;
 }

@@ -157,10 +157,42 @@ static int parse_sine(const char *text, double *amp, double *freq)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* parse_options and the other steps of main() return GO_ON when main() should carry on, or the
+ * exit code main() returns (0 after --help or --version). */
+#define GO_ON (-1)
+
+static const char *const model_names[] = {"phillips2013-200kN", "spencer1997-small", NULL};
+static const drths_damper_model_t models[] = {DRTHS_DAMPER_PHILLIPS2013, DRTHS_DAMPER_SPENCER1997};
+
+typedef struct options {
+    int model_index;
+    double amp, freq, cycles, rate;
+    int have_sine, have_cycles, plant;
+    const char *file, *out_path, *current_s, *voltage_s;
+} options_t;
+
+/* The displacement history, sampled at --rate: n samples from t0, each x[k] from --sine when x
+ * is NULL, else from the resampled --displacement-file. */
+typedef struct history {
+    long n;
+    double *x;
+    double t0;
+} history_t;
+
+static int parse_options(int argc, char **argv, options_t *opt)
 {
-    enum { OPT_MODEL = 1, OPT_CURRENT, OPT_VOLTAGE, OPT_SINE, OPT_CYCLES, OPT_FILE, OPT_RATE,
-           OPT_PLANT, OPT_OUT, OPT_VERSION };
+    enum {
+        OPT_MODEL = 1,
+        OPT_CURRENT,
+        OPT_VOLTAGE,
+        OPT_SINE,
+        OPT_CYCLES,
+        OPT_FILE,
+        OPT_RATE,
+        OPT_PLANT,
+        OPT_OUT,
+        OPT_VERSION
+    };
     static const struct option opts[] = {
         {"model", required_argument, NULL, OPT_MODEL},
         {"current", required_argument, NULL, OPT_CURRENT},
@@ -175,50 +207,44 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
-    static const char *const model_names[] = {"phillips2013-200kN", "spencer1997-small", NULL};
-    static const drths_damper_model_t models[] = {DRTHS_DAMPER_PHILLIPS2013,
-                                                  DRTHS_DAMPER_SPENCER1997};
-    int model_index = 0;
-    double amp = 0.0, freq = 0.0, cycles = 3.0, rate = 5000.0;
-    int have_sine = 0, have_cycles = 0, plant = 0;
-    const char *file = NULL, *out_path = NULL, *current_s = NULL, *voltage_s = NULL;
+    *opt = (options_t){.cycles = 3.0, .rate = 5000.0};
 
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case OPT_MODEL:
-            if ((model_index = drths_cli_choice(PROG, "--model", optarg, model_names)) < 0)
+            if ((opt->model_index = drths_cli_choice(PROG, "--model", optarg, model_names)) < 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_CURRENT: /* its range depends on --model: checked after all options */
-            current_s = optarg;
+            opt->current_s = optarg;
             break;
         case OPT_VOLTAGE:
-            voltage_s = optarg;
+            opt->voltage_s = optarg;
             break;
         case OPT_SINE:
-            if (parse_sine(optarg, &amp, &freq) != 0)
+            if (parse_sine(optarg, &opt->amp, &opt->freq) != 0)
                 return DRTHS_EXIT_USAGE;
-            have_sine = 1;
+            opt->have_sine = 1;
             break;
         case OPT_CYCLES:
-            if (drths_cli_positive(PROG, "--cycles", optarg, NULL, &cycles) != 0)
+            if (drths_cli_positive(PROG, "--cycles", optarg, NULL, &opt->cycles) != 0)
                 return DRTHS_EXIT_USAGE;
-            have_cycles = 1;
+            opt->have_cycles = 1;
             break;
         case OPT_FILE:
-            file = optarg;
+            opt->file = optarg;
             break;
         case OPT_RATE:
-            if (drths_cli_double(PROG, "--rate", optarg, 1.0, 1e6, "Hz", &rate) != 0)
+            if (drths_cli_double(PROG, "--rate", optarg, 1.0, 1e6, "Hz", &opt->rate) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_PLANT:
-            plant = 1;
+            opt->plant = 1;
             break;
         case OPT_OUT:
-            out_path = optarg;
+            opt->out_path = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -232,116 +258,125 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         return drths_cli_unexpected_argument(PROG, argv[optind]);
-    if (have_sine == (file != NULL))
+    if (opt->have_sine == (opt->file != NULL))
         return drths_cli_usage_error(
             PROG, "give exactly one of --sine AMP_M,FREQ_HZ and --displacement-file FILE");
-    if (have_cycles && !have_sine)
+    if (opt->have_cycles && !opt->have_sine)
         return drths_cli_usage_error(PROG, "--cycles applies to --sine only");
-    const drths_damper_model_t model = models[model_index];
-    const char *model_name = model_names[model_index];
-    drths_specimen_params_t sp;
-    drths_specimen_params_default(&sp, model);
-    sp.plant_enabled = plant;
-    sp.noise_disp_m = sp.noise_force_N = 0.0;
-    sp.adc_bits = 0;
-    sp.io_delay_ticks = plant ? 1 : 0;
-    const double cmax = drths_damper_command_max(&sp.damper);
-    double command = 0.0;
+    return GO_ON;
+}
+
+/* The specimen's parameters for --model and --plant, and the damper command from --current or
+ * --voltage, whichever the model takes. */
+static int setup_specimen(const options_t *opt, drths_specimen_params_t *sp, double *command)
+{
+    const drths_damper_model_t model = models[opt->model_index];
+    const char *model_name = model_names[opt->model_index];
+    drths_specimen_params_default(sp, model);
+    sp->plant_enabled = opt->plant;
+    sp->noise_disp_m = sp->noise_force_N = 0.0;
+    sp->adc_bits = 0;
+    sp->io_delay_ticks = opt->plant ? 1 : 0;
+    const double cmax = drths_damper_command_max(&sp->damper);
+    *command = 0.0;
     if (model == DRTHS_DAMPER_PHILLIPS2013) {
-        if (voltage_s)
+        if (opt->voltage_s)
             return drths_cli_usage_error(PROG,
                                          "--voltage applies to spencer1997-small; %s is "
                                          "current-driven, use --current",
                                          model_name);
-        if (current_s && drths_cli_double(PROG, "--current", current_s, 0.0, cmax, "A", &command))
+        if (opt->current_s &&
+            drths_cli_double(PROG, "--current", opt->current_s, 0.0, cmax, "A", command))
             return DRTHS_EXIT_USAGE;
     } else {
-        if (current_s)
+        if (opt->current_s)
             return drths_cli_usage_error(PROG,
                                          "--current applies to phillips2013-200kN; %s is "
                                          "voltage-driven, use --voltage",
                                          model_name);
-        if (voltage_s && drths_cli_double(PROG, "--voltage", voltage_s, 0.0, cmax, "V", &command))
+        if (opt->voltage_s &&
+            drths_cli_double(PROG, "--voltage", opt->voltage_s, 0.0, cmax, "V", command))
             return DRTHS_EXIT_USAGE;
     }
+    return GO_ON;
+}
 
-    /* The prescribed history, sampled at the rate. */
-    const double dt = 1.0 / rate;
-    long n = 0;
-    double *ft = NULL, *fx = NULL, t0 = 0.0;
-    if (have_sine) {
-        const double ns = cycles * rate / freq;
-        if (ns > MAX_SAMPLES)
-            return drths_cli_usage_error(PROG,
-                                         "--sine/--cycles/--rate: %.3g samples is too many "
-                                         "(limit %ld)",
-                                         ns, MAX_SAMPLES);
-        n = lround(ns) + 1;
-    } else {
-        long nf;
-        int rc = read_history(file, &ft, &fx, &nf);
-        if (rc)
-            return rc;
-        t0 = ft[0];
-        const double ns = (ft[nf - 1] - t0) * rate;
-        if (ns > MAX_SAMPLES) {
-            free(ft);
-            free(fx);
-            return drths_cli_usage_error(PROG,
-                                         "--displacement-file: %.3g samples at --rate is too "
-                                         "many (limit %ld)",
-                                         ns, MAX_SAMPLES);
-        }
-        n = (long)floor(ns * (1.0 + 1e-12)) + 1;
-        if (n < 2) {
-            free(ft);
-            free(fx);
-            return drths_cli_usage_error(
-                PROG, "--displacement-file: the history is shorter than one sample at --rate");
-        }
-        /* Resample in place of the file arrays. */
-        double *xs = malloc((size_t)n * sizeof *xs);
-        if (!xs) {
-            free(ft);
-            free(fx);
-            return drths_cli_error(PROG, "out of memory");
-        }
-        long j = 0;
-        for (long k = 0; k < n; k++) {
-            const double t = t0 + k * dt;
-            while (j < nf - 2 && ft[j + 1] <= t)
-                j++;
-            double w = (t - ft[j]) / (ft[j + 1] - ft[j]);
-            if (w > 1.0)
-                w = 1.0;
-            xs[k] = fx[j] + w * (fx[j + 1] - fx[j]);
-        }
+/* --displacement-file resampled at --rate by linear interpolation. */
+static int load_file_history(const options_t *opt, history_t *h)
+{
+    double *ft = NULL, *fx = NULL;
+    long nf;
+    int rc = read_history(opt->file, &ft, &fx, &nf);
+    if (rc)
+        return rc;
+    const double t0 = ft[0];
+    const double ns = (ft[nf - 1] - t0) * opt->rate;
+    if (ns > MAX_SAMPLES) {
         free(ft);
         free(fx);
-        fx = xs;
+        return drths_cli_usage_error(PROG,
+                                     "--displacement-file: %.3g samples at --rate is too "
+                                     "many (limit %ld)",
+                                     ns, MAX_SAMPLES);
     }
-
-    drths_error_t err;
-    drths_specimen_t s;
-    int rc = drths_specimen_init(&s, &sp, dt, &err);
-    if (rc < 0) {
+    const long n = (long)floor(ns * (1.0 + 1e-12)) + 1;
+    if (n < 2) {
+        free(ft);
         free(fx);
-        return drths_cli_error(PROG, "%s", err.msg);
+        return drths_cli_usage_error(
+            PROG, "--displacement-file: the history is shorter than one sample at --rate");
     }
-
-    FILE *out = stdout;
-    if (out_path && !(out = fopen(out_path, "w"))) {
-        int e = errno;
-        drths_specimen_close(&s);
+    double *xs = malloc((size_t)n * sizeof *xs);
+    if (!xs) {
+        free(ft);
         free(fx);
-        return drths_cli_error(PROG, "--out: %s: %s", out_path, strerror(e));
+        return drths_cli_error(PROG, "out of memory");
     }
+    const double dt = 1.0 / opt->rate;
+    long j = 0;
+    for (long k = 0; k < n; k++) {
+        const double t = t0 + k * dt;
+        while (j < nf - 2 && ft[j + 1] <= t)
+            j++;
+        double w = (t - ft[j]) / (ft[j + 1] - ft[j]);
+        if (w > 1.0)
+            w = 1.0;
+        xs[k] = fx[j] + w * (fx[j + 1] - fx[j]);
+    }
+    free(ft);
+    free(fx);
+    *h = (history_t){.n = n, .x = xs, .t0 = t0};
+    return GO_ON;
+}
 
-    const double w = 2.0 * M_PI * freq;
+/* The prescribed history, sampled at the rate. */
+static int make_history(const options_t *opt, history_t *h)
+{
+    *h = (history_t){0};
+    if (!opt->have_sine)
+        return load_file_history(opt, h);
+    const double ns = opt->cycles * opt->rate / opt->freq;
+    if (ns > MAX_SAMPLES)
+        return drths_cli_usage_error(PROG,
+                                     "--sine/--cycles/--rate: %.3g samples is too many "
+                                     "(limit %ld)",
+                                     ns, MAX_SAMPLES);
+    h->n = lround(ns) + 1;
+    return GO_ON;
+}
+
+/* Drives the specimen through the history, one CSV row per sample. */
+static void write_rows(FILE *out, drths_specimen_t *s, const options_t *opt, const history_t *h,
+                       double command)
+{
+    const double rate = opt->rate, dt = 1.0 / rate, amp = opt->amp;
+    const double w = 2.0 * M_PI * opt->freq;
+    const double *fx = h->x;
+    const long n = h->n;
     fprintf(out, "time_s,disp_m,vel_m_s,force_N,command\n");
     for (long k = 0; k < n; k++) {
         double x, v;
-        if (have_sine) {
+        if (opt->have_sine) {
             x = amp * sin(w * k * dt);
             v = amp * w * cos(w * k * dt);
         } else {
@@ -355,25 +390,61 @@ int main(int argc, char **argv)
         }
         drths_specimen_meas_t m;
         if (k == 0) {
-            drths_specimen_reset(&s, x, command);
+            drths_specimen_reset(s, x, command);
             m.true_disp_m = x;
-            m.true_vel_m_s = plant ? 0.0 : v;
-            m.true_force_N = drths_damper_force(&s.damper);
-            m.current = drths_damper_command_effective(&s.damper);
+            m.true_vel_m_s = opt->plant ? 0.0 : v;
+            m.true_force_N = drths_damper_force(&s->damper);
+            m.current = drths_damper_command_effective(&s->damper);
         } else {
-            drths_specimen_step(&s, x, v, command, &m);
+            drths_specimen_step(s, x, v, command, &m);
         }
-        fprintf(out, "%.9g,%.9g,%.9g,%.9g,%.9g\n", t0 + k * dt, m.true_disp_m, m.true_vel_m_s,
+        fprintf(out, "%.9g,%.9g,%.9g,%.9g,%.9g\n", h->t0 + k * dt, m.true_disp_m, m.true_vel_m_s,
                 m.true_force_N, m.current);
     }
+}
+
+/* Runs the specimen over the history into --out; returns the exit code. */
+static int run(const options_t *opt, const drths_specimen_params_t *sp, double command,
+               const history_t *h)
+{
+    drths_error_t err;
+    drths_specimen_t s;
+    int rc = drths_specimen_init(&s, sp, 1.0 / opt->rate, &err);
+    if (rc < 0)
+        return drths_cli_error(PROG, "%s", err.msg);
+
+    FILE *out = stdout;
+    if (opt->out_path && !(out = fopen(opt->out_path, "w"))) {
+        int e = errno;
+        drths_specimen_close(&s);
+        return drths_cli_error(PROG, "--out: %s: %s", opt->out_path, strerror(e));
+    }
+    write_rows(out, &s, opt, h, command);
     drths_specimen_close(&s);
-    free(fx);
     int bad = ferror(out);
     if (out != stdout)
         bad |= fclose(out) != 0;
     else
         bad |= fflush(out) != 0;
     if (bad)
-        return drths_cli_error(PROG, "writing %s failed", out_path ? out_path : "stdout");
+        return drths_cli_error(PROG, "writing %s failed", opt->out_path ? opt->out_path : "stdout");
     return DRTHS_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    options_t opt;
+    drths_specimen_params_t sp;
+    double command;
+    history_t h;
+    int rc = parse_options(argc, argv, &opt);
+    if (rc == GO_ON)
+        rc = setup_specimen(&opt, &sp, &command);
+    if (rc == GO_ON)
+        rc = make_history(&opt, &h);
+    if (rc != GO_ON)
+        return rc;
+    rc = run(&opt, &sp, command, &h);
+    free(h.x);
+    return rc;
 }

@@ -196,7 +196,29 @@ static int run(const case_t *cs, drths_compensation_t mode, const double *r, lon
     return 0;
 }
 
-int main(int argc, char **argv)
+/* parse_options and the other steps of main() return GO_ON when main() should carry on, or the
+ * exit code main() returns (0 after --help or --version). */
+#define GO_ON (-1)
+
+typedef struct options {
+    double duration, poly_lead_s; /* poly_lead_s < 0: the compensator's default lead */
+    long seed, lookahead;
+    const char *csv_path;
+} options_t;
+
+/* The desired displacements of the two bands (0-5 Hz, 0-15 Hz), as make_desired returns them. */
+typedef struct inputs {
+    double *blocks[2], *desired[2];
+    long nsamp[2];
+} inputs_t;
+
+/* The table's totals for the closing lines. */
+typedef struct totals {
+    int met, met_sched;
+    uint64_t ff_extrap, ff_ticks;
+} totals_t;
+
+static int parse_options(int argc, char **argv, options_t *opt)
 {
     enum { OPT_DURATION = 1, OPT_SEED, OPT_LOOKAHEAD, OPT_POLY_LEAD, OPT_CSV, OPT_VERSION };
     static const struct option opts[] = {
@@ -209,33 +231,33 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
-    double duration = 60.0, poly_lead_s = -1.0, lead_ms;
-    long seed = 4, lookahead = 3;
-    const char *csv_path = NULL;
+    *opt = (options_t){.duration = 60.0, .poly_lead_s = -1.0, .seed = 4, .lookahead = 3};
+    double lead_ms = 0.0;
 
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case OPT_DURATION:
-            if (drths_cli_double(PROG, "--duration", optarg, 3.0, 3600.0, "s", &duration) != 0)
+            if (drths_cli_double(PROG, "--duration", optarg, 3.0, 3600.0, "s", &opt->duration) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_SEED:
-            if (drths_cli_long(PROG, "--seed", optarg, 0, 0x7fffffffL, &seed) != 0)
+            if (drths_cli_long(PROG, "--seed", optarg, 0, 0x7fffffffL, &opt->seed) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_LOOKAHEAD:
-            if (drths_cli_long(PROG, "--lookahead-ticks", optarg, 0, MAX_LOOKAHEAD, &lookahead))
+            if (drths_cli_long(PROG, "--lookahead-ticks", optarg, 0, MAX_LOOKAHEAD,
+                               &opt->lookahead))
                 return DRTHS_EXIT_USAGE;
             break;
         case OPT_POLY_LEAD:
             if (drths_cli_double(PROG, "--poly-lead-ms", optarg, 0.0, 1000.0, "ms", &lead_ms))
                 return DRTHS_EXIT_USAGE;
-            poly_lead_s = lead_ms * 1e-3;
+            opt->poly_lead_s = lead_ms * 1e-3;
             break;
         case OPT_CSV:
-            csv_path = optarg;
+            opt->csv_path = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -249,102 +271,153 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         return drths_cli_unexpected_argument(PROG, argv[optind]);
+    return GO_ON;
+}
 
-    const double dt = 1.0 / RATE_HZ;
+/* What the header reports of the compensators: the lookahead the feedforward needs and the
+ * polynomial lead in ms. */
+static int probe_compensation(const options_t *opt, double dt, int *ff_need, double *lead_ms)
+{
     drths_error_t err;
     drths_error_clear(&err);
-
-    /* Header: what was run, so a table pasted into a lab notebook is self-describing. */
     drths_comp_t probe;
-    if (drths_comp_init(&probe, DRTHS_COMPENSATION_FEEDFORWARD, &DRTHS_PLANT_AVERAGE, 1, dt, &err) < 0)
+    if (drths_comp_init(&probe, DRTHS_COMPENSATION_FEEDFORWARD, &DRTHS_PLANT_AVERAGE, 1, dt, &err) <
+        0)
         return drths_cli_error(PROG, "%s", err.msg);
-    const int ff_need = drths_comp_lookahead_needed(&probe);
+    *ff_need = drths_comp_lookahead_needed(&probe);
     drths_comp_init(&probe, DRTHS_COMPENSATION_POLYNOMIAL, &DRTHS_PLANT_AVERAGE, 1, dt, &err);
-    if (poly_lead_s >= 0.0)
-        drths_comp_set_poly_lead(&probe, poly_lead_s, &err);
-    lead_ms = probe.poly_lead_ticks * dt * 1e3;
+    if (opt->poly_lead_s >= 0.0)
+        drths_comp_set_poly_lead(&probe, opt->poly_lead_s, &err);
+    *lead_ms = probe.poly_lead_ticks * dt * 1e3;
+    return GO_ON;
+}
 
-    FILE *csv = NULL;
-    if (csv_path) {
-        csv = fopen(csv_path, "w");
-        if (!csv)
-            return drths_cli_error(PROG, "--csv: %s: %s", csv_path, strerror(errno));
-        fprintf(csv, "current_case,band_hz,desired_rms_m,mode,lookahead_ticks,rms_error_pct,"
-                     "rms_error_true_pct,tracking_indicator_m2,peak_error_m,extrapolated_ticks,"
-                     "ticks,paper_best_pct,goal_pct\n");
-    }
+/* --csv, opened with its header line (*csv stays NULL without --csv). */
+static int open_csv(const options_t *opt, FILE **csv)
+{
+    *csv = NULL;
+    if (!opt->csv_path)
+        return GO_ON;
+    *csv = fopen(opt->csv_path, "w");
+    if (!*csv)
+        return drths_cli_error(PROG, "--csv: %s: %s", opt->csv_path, strerror(errno));
+    fprintf(*csv, "current_case,band_hz,desired_rms_m,mode,lookahead_ticks,rms_error_pct,"
+                  "rms_error_true_pct,tracking_indicator_m2,peak_error_m,extrapolated_ticks,"
+                  "ticks,paper_best_pct,goal_pct\n");
+    return GO_ON;
+}
 
+/* Header: what was run, so a table pasted into a lab notebook is self-describing. */
+static void print_header(const options_t *opt, int ff_need, double lead_ms)
+{
     printf("drths-tracking: Phillips & Spencer 2013, Table 2, on the virtual plant\n");
     printf("  %g Hz, %g s per run (%g s fade in/out), seed %ld (0-5 Hz) and %ld (0-15 Hz)\n",
-           RATE_HZ, duration, TAPER_S, seed, seed + 1);
+           RATE_HZ, opt->duration, TAPER_S, opt->seed, opt->seed + 1);
     printf("  plant: the paper's 3-pole models at 0 A and 2.5 A, interpolated by the damper's\n"
-           "  effective current; 200-kN damper attached; I/O delay 1 tick; sensor noise 2 um, 16-bit over\n"
+           "  effective current; 200-kN damper attached; I/O delay 1 tick; sensor noise 2 um, "
+           "16-bit over\n"
            "  +/- 0.1 m. \"ff average\": feedforward on the average model (the paper's method,\n"
-           "  `feedforward-average`); \"feedforward\": the inverse scheduled on the COMMANDED damper\n"
+           "  `feedforward-average`); \"feedforward\": the inverse scheduled on the COMMANDED "
+           "damper\n"
            "  current passed through the damper's current-dynamics model (`feedforward`, beyond\n"
            "  the paper; it does not read the plant's internal current).\n");
-    printf("  lookahead %ld ticks (feedforward needs %d%s); polynomial lead %.3f ms\n", lookahead,
-           ff_need, lookahead < ff_need ? ", the rest extrapolated" : "", lead_ms);
+    printf("  lookahead %ld ticks (feedforward needs %d%s); polynomial lead %.3f ms\n",
+           opt->lookahead, ff_need, opt->lookahead < ff_need ? ", the rest extrapolated" : "",
+           lead_ms);
     printf("  RMS error norm of measured vs desired displacement, %%\n\n");
     printf("%-22s %-8s %7s %8s %11s %11s %12s %11s %7s\n", "damper current", "band", "RMS mm",
            "none", "polynomial", "ff average", "feedforward", "paper best", "goal");
+}
 
-    const uint64_t useed = (uint64_t)seed;
-    double *blocks[2] = {NULL, NULL}, *desired[2] = {NULL, NULL};
-    long nsamp[2] = {0, 0};
+/* The desired displacement of each band; on failure, closes csv and returns the exit code. */
+static int make_inputs(const options_t *opt, double dt, FILE *csv, inputs_t *in)
+{
+    drths_error_t err;
+    drths_error_clear(&err);
+    const uint64_t useed = (uint64_t)opt->seed;
     const double bands[2] = {5.0, 15.0}, rmss[2] = {2.78e-3, 0.595e-3};
+    *in = (inputs_t){0};
     for (int b = 0; b < 2; b++) {
-        desired[b] = make_desired(dt, duration, bands[b], rmss[b], useed + (uint64_t)b, &nsamp[b],
-                                  &blocks[b], &err);
-        if (!desired[b]) {
-            free(blocks[0]);
+        in->desired[b] = make_desired(dt, opt->duration, bands[b], rmss[b], useed + (uint64_t)b,
+                                      &in->nsamp[b], &in->blocks[b], &err);
+        if (!in->desired[b]) {
+            free(in->blocks[0]);
             if (csv)
                 fclose(csv);
             return drths_cli_error(PROG, "white noise 0-%g Hz: %s", bands[b], err.msg);
         }
     }
+    return GO_ON;
+}
 
-    int status = 0, met = 0, met_sched = 0;
-    uint64_t ff_extrap = 0, ff_ticks = 0;
-    for (int i = 0; i < NCASES && status == 0; i++) {
-        const case_t *cs = &CASES[i];
-        const int b = cs->f_hi_hz > 10.0 ? 1 : 0;
-        result_t res[NMODES];
-        for (int m = 0; m < NMODES; m++) {
-            if (run(cs, MODES[m], desired[b], nsamp[b], dt, (int)lookahead, poly_lead_s, &res[m],
-                    &err) < 0) {
-                status = drths_cli_error(PROG, "%s", err.msg);
-                break;
-            }
-        }
-        if (status)
-            break;
-        ff_extrap += res[2].extrapolated;
-        ff_ticks += res[2].ticks;
-        const double goal = 0.5 * cs->paper_pct;
-        met += res[2].rms_pct <= goal;
-        met_sched += res[3].rms_pct <= goal;
-        char band[32];
-        snprintf(band, sizeof band, "0-%.0f Hz", cs->f_hi_hz);
-        printf("%-22s %-8s %7.3f %8.3f %11.3f %11.3f %12.3f %11.3f %7.3f\n", cs->current_name, band,
-               cs->rms_m * 1e3, res[0].rms_pct, res[1].rms_pct, res[2].rms_pct, res[3].rms_pct,
-               cs->paper_pct, goal);
-        fflush(stdout);
-        for (int m = 0; csv && m < NMODES; m++)
-            fprintf(csv, "%s,0-%g,%.6g,%s,%ld,%.6g,%.6g,%.6g,%.6g,%" PRIu64 ",%" PRIu64 ",%g,%g\n",
-                    cs->current_name, cs->f_hi_hz, cs->rms_m, MODE_NAMES[m],
-                    lookahead, res[m].rms_pct, res[m].rms_true_pct, res[m].ti_m2, res[m].peak_m,
-                    res[m].extrapolated, res[m].ticks, cs->paper_pct, goal);
+/* One row of the table: every mode on one case, printed and appended to csv. */
+static int run_case(const case_t *cs, const options_t *opt, double dt, const inputs_t *in,
+                    FILE *csv, totals_t *tot)
+{
+    drths_error_t err;
+    drths_error_clear(&err);
+    const int b = cs->f_hi_hz > 10.0 ? 1 : 0;
+    result_t res[NMODES];
+    for (int m = 0; m < NMODES; m++) {
+        if (run(cs, MODES[m], in->desired[b], in->nsamp[b], dt, (int)opt->lookahead,
+                opt->poly_lead_s, &res[m], &err) < 0)
+            return drths_cli_error(PROG, "%s", err.msg);
     }
-    if (status == 0) {
-        printf("\nat or below the goal: feedforward %d of %d rows, ff average %d of %d; the\n"
-               "feedforward extrapolated %" PRIu64 " of %" PRIu64
-               " ticks (lookahead short of what it needs)\n",
-               met_sched, NCASES, met, NCASES, ff_extrap, ff_ticks);
-    }
-    free(blocks[0]);
-    free(blocks[1]);
+    tot->ff_extrap += res[2].extrapolated;
+    tot->ff_ticks += res[2].ticks;
+    const double goal = 0.5 * cs->paper_pct;
+    tot->met += res[2].rms_pct <= goal;
+    tot->met_sched += res[3].rms_pct <= goal;
+    char band[32];
+    snprintf(band, sizeof band, "0-%.0f Hz", cs->f_hi_hz);
+    printf("%-22s %-8s %7.3f %8.3f %11.3f %11.3f %12.3f %11.3f %7.3f\n", cs->current_name, band,
+           cs->rms_m * 1e3, res[0].rms_pct, res[1].rms_pct, res[2].rms_pct, res[3].rms_pct,
+           cs->paper_pct, goal);
+    fflush(stdout);
+    for (int m = 0; csv && m < NMODES; m++)
+        fprintf(csv, "%s,0-%g,%.6g,%s,%ld,%.6g,%.6g,%.6g,%.6g,%" PRIu64 ",%" PRIu64 ",%g,%g\n",
+                cs->current_name, cs->f_hi_hz, cs->rms_m, MODE_NAMES[m], opt->lookahead,
+                res[m].rms_pct, res[m].rms_true_pct, res[m].ti_m2, res[m].peak_m,
+                res[m].extrapolated, res[m].ticks, cs->paper_pct, goal);
+    return 0;
+}
+
+static void print_summary(const totals_t *tot)
+{
+    printf("\nat or below the goal: feedforward %d of %d rows, ff average %d of %d; the\n"
+           "feedforward extrapolated %" PRIu64 " of %" PRIu64
+           " ticks (lookahead short of what it needs)\n",
+           tot->met_sched, NCASES, tot->met, NCASES, tot->ff_extrap, tot->ff_ticks);
+}
+
+int main(int argc, char **argv)
+{
+    const double dt = 1.0 / RATE_HZ;
+    options_t opt;
+    int ff_need = 0;
+    double lead_ms = 0.0;
+    FILE *csv = NULL;
+    inputs_t in;
+    int rc = parse_options(argc, argv, &opt);
+    if (rc == GO_ON)
+        rc = probe_compensation(&opt, dt, &ff_need, &lead_ms);
+    if (rc == GO_ON)
+        rc = open_csv(&opt, &csv);
+    if (rc != GO_ON)
+        return rc;
+    print_header(&opt, ff_need, lead_ms);
+    if ((rc = make_inputs(&opt, dt, csv, &in)) != GO_ON)
+        return rc;
+
+    int status = 0;
+    totals_t tot = {0};
+    for (int i = 0; i < NCASES && status == 0; i++)
+        status = run_case(&CASES[i], &opt, dt, &in, csv, &tot);
+    if (status == 0)
+        print_summary(&tot);
+    free(in.blocks[0]);
+    free(in.blocks[1]);
     if (csv && fclose(csv) != 0 && status == 0)
-        status = drths_cli_error(PROG, "--csv: %s: %s", csv_path, strerror(errno));
+        status = drths_cli_error(PROG, "--csv: %s: %s", opt.csv_path, strerror(errno));
     return status;
 }
