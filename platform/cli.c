@@ -124,6 +124,19 @@ int drths_cli_choice(const char *prog, const char *opt, const char *text,
     return -1;
 }
 
+int drths_cli_other_option(const char *prog, int c, void (*usage)(FILE *))
+{
+    if (c == 'h') {
+        usage(stdout);
+        return DRTHS_EXIT_OK;
+    }
+    if (c == DRTHS_CLI_OPT_VERSION) {
+        drths_cli_print_version(prog);
+        return DRTHS_EXIT_OK;
+    }
+    return drths_cli_bad_option(prog);
+}
+
 int drths_cli_bad_option(const char *prog)
 {
     fprintf(stderr, "Try '%s --help'.\n", prog);

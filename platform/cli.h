@@ -75,6 +75,18 @@ int drths_cli_positive(const char *prog, const char *opt, const char *text, cons
 int drths_cli_choice(const char *prog, const char *opt, const char *text,
                      const char *const *names);
 
+/* getopt_long code of --version (above every character and every program's own codes), and
+ * the two long options every program has: put DRTHS_CLI_OPTIONS_COMMON before the terminating
+ * zero entry of its struct option array. */
+#define DRTHS_CLI_OPT_VERSION 0x7000
+#define DRTHS_CLI_OPTIONS_COMMON                                                                   \
+    {"help", no_argument, NULL, 'h'}, { "version", no_argument, NULL, DRTHS_CLI_OPT_VERSION }
+
+/* The default branch of every program's option switch: -h / --help prints usage(stdout) and
+ * returns DRTHS_EXIT_OK, --version prints the version and returns DRTHS_EXIT_OK, anything else
+ * (an unknown option or a missing value, which getopt has printed) is drths_cli_bad_option. */
+int drths_cli_other_option(const char *prog, int c, void (*usage)(FILE *));
+
 /* What every program does with getopt_long's leftovers: an unknown option or a missing value
  * (getopt has printed it) gets "Try 'PROGRAM --help'."; a stray argument gets "PROGRAM:
  * unexpected argument 'X' (see --help)". Returns DRTHS_EXIT_USAGE. */

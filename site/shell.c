@@ -22,8 +22,7 @@ static const struct option common_options[] = {
     {"monitor", required_argument, NULL, DRTHS_SITE_OPT_MONITOR},
     {"monitor-token", required_argument, NULL, DRTHS_SITE_OPT_MONITOR_TOKEN},
     {"wait-start", no_argument, NULL, DRTHS_SITE_OPT_WAIT_START},
-    {"version", no_argument, NULL, DRTHS_SITE_OPT_VERSION},
-    {"help", no_argument, NULL, 'h'},
+    DRTHS_CLI_OPTIONS_COMMON,
 };
 #define NCOMMON (int)(sizeof common_options / sizeof common_options[0])
 
@@ -79,7 +78,7 @@ int drths_site_parse(const drths_site_cli_t *cli, int argc, char **argv, drths_s
             drths_cli_print_exit_codes(stdout, cli->failed);
             return DRTHS_EXIT_OK;
         }
-        if (c == DRTHS_SITE_OPT_VERSION) {
+        if (c == DRTHS_CLI_OPT_VERSION) {
             drths_cli_print_version(cli->prog);
             return DRTHS_EXIT_OK;
         }

@@ -64,7 +64,6 @@ enum {
     DRTHS_SITE_OPT_MONITOR,
     DRTHS_SITE_OPT_MONITOR_TOKEN,
     DRTHS_SITE_OPT_WAIT_START,
-    DRTHS_SITE_OPT_VERSION,
 };
 
 /* The common options (the pointers are into argv). */

@@ -104,6 +104,29 @@ static void test_choice_and_errors(void **state)
     assert_string_equal(msg, "p: unexpected argument 'zz' (see --help)\n");
 }
 
+static int usage_calls;
+static void fake_usage(FILE *f)
+{
+    (void)f;
+    usage_calls++;
+}
+
+static void test_other_option(void **state)
+{
+    (void)state;
+    int rc;
+    usage_calls = 0;
+    CAPTURE(drths_cli_other_option("p", 'h', fake_usage), rc);
+    assert_int_equal(rc, DRTHS_EXIT_OK);
+    assert_int_equal(usage_calls, 1);
+    CAPTURE(drths_cli_other_option("p", '?', fake_usage), rc);
+    assert_int_equal(rc, DRTHS_EXIT_USAGE);
+    assert_string_equal(msg, "Try 'p --help'.\n");
+    assert_int_equal(usage_calls, 1);
+    fflush(stdout);
+    assert_int_equal(drths_cli_other_option("p", DRTHS_CLI_OPT_VERSION, fake_usage), DRTHS_EXIT_OK);
+}
+
 static void test_version(void **state)
 {
     (void)state;
@@ -120,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_long),
         cmocka_unit_test(test_double_and_positive),
         cmocka_unit_test(test_choice_and_errors),
+        cmocka_unit_test(test_other_option),
         cmocka_unit_test(test_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

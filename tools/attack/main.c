@@ -515,7 +515,6 @@ typedef struct {
 static int parse_options(int argc, char **argv, relay_t *r, args_t *a)
 {
     enum {
-        O_VERSION = 256,
         O_FLOOD_SECONDS,
         O_FLOOD_RATE,
         O_FLOOD_ALL,
@@ -542,8 +541,7 @@ static int parse_options(int argc, char **argv, relay_t *r, args_t *a)
         {"flood-client", no_argument, NULL, O_FLOOD_CLIENT},
         {"burst-at", required_argument, NULL, O_BURST_AT},
         {"burst", required_argument, NULL, O_BURST},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, O_VERSION},
+        DRTHS_CLI_OPTIONS_COMMON,
         {0, 0, 0, 0},
     };
     int c;
@@ -604,14 +602,8 @@ static int parse_options(int argc, char **argv, relay_t *r, args_t *a)
                 return DRTHS_EXIT_USAGE;
             r->burst_n = (uint64_t)v;
             break;
-        case 'h':
-            usage(stdout);
-            return DRTHS_EXIT_OK;
-        case O_VERSION:
-            drths_cli_print_version(PROG);
-            return DRTHS_EXIT_OK;
         default:
-            return drths_cli_bad_option(PROG);
+            return drths_cli_other_option(PROG, c, usage);
         }
     }
     if (optind < argc)

@@ -317,13 +317,12 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_ROUNDS = 1, OPT_BATCH, OPT_PINGPONG, OPT_VERSION };
+    enum { OPT_ROUNDS = 1, OPT_BATCH, OPT_PINGPONG };
     static const struct option opts[] = {
         {"rounds", required_argument, NULL, OPT_ROUNDS},
         {"batch", required_argument, NULL, OPT_BATCH},
         {"pingpong", required_argument, NULL, OPT_PINGPONG},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
+        DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
     long rounds = 201, batch = 200, pp = 20000;
@@ -343,14 +342,8 @@ int main(int argc, char **argv)
             if (drths_cli_long(PROG, "--pingpong", optarg, 0, MAX_PINGPONG, &pp) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
-        case 'h':
-            usage(stdout);
-            return DRTHS_EXIT_OK;
-        case OPT_VERSION:
-            drths_cli_print_version(PROG);
-            return DRTHS_EXIT_OK;
         default:
-            return drths_cli_bad_option(PROG);
+            return drths_cli_other_option(PROG, c, usage);
         }
     }
     if (optind < argc)

@@ -72,6 +72,14 @@ static void usage(FILE *f, const drths_rt_options_t *defaults)
     drths_cli_print_exit_codes(f, "a model could not be set up");
 }
 
+/* --help: the usage with this machine's RT defaults. */
+static void help(FILE *f)
+{
+    drths_rt_options_t d;
+    drths_rt_options_default(&d);
+    usage(f, &d);
+}
+
 static int model_init(model_t *m, int n, int form, double dt)
 {
     memset(m, 0, sizeof *m);
@@ -180,8 +188,7 @@ static int parse_options(int argc, char **argv, options_t *opt)
         OPT_SECONDS,
         OPT_PRIORITY,
         OPT_CPU,
-        OPT_FORMS,
-        OPT_VERSION
+        OPT_FORMS
     };
     static const struct option opts[] = {
         {"sizes", required_argument, NULL, OPT_SIZES},
@@ -191,8 +198,7 @@ static int parse_options(int argc, char **argv, options_t *opt)
         {"priority", required_argument, NULL, OPT_PRIORITY},
         {"cpu", required_argument, NULL, OPT_CPU},
         {"forms", required_argument, NULL, OPT_FORMS},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
+        DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
     *opt = (options_t){.sizes = {3, 30, 100, 300, 1000},
@@ -252,17 +258,8 @@ static int parse_options(int argc, char **argv, options_t *opt)
                 return DRTHS_EXIT_USAGE;
             opt->rto.cpu = (int)v;
             break;
-        case 'h': {
-            drths_rt_options_t d;
-            drths_rt_options_default(&d);
-            usage(stdout, &d);
-            return DRTHS_EXIT_OK;
-        }
-        case OPT_VERSION:
-            drths_cli_print_version(PROG);
-            return DRTHS_EXIT_OK;
         default:
-            return drths_cli_bad_option(PROG);
+            return drths_cli_other_option(PROG, c, help);
         }
     }
     if (optind < argc)

@@ -319,7 +319,6 @@ typedef struct sockets {
 static int parse_options(int argc, char **argv, options_t *opt)
 {
     *opt = (options_t){.spec_text = {"", ""}, .pool = 65536, .max_dgram = 2048};
-    enum { OPT_VERSION = 1 };
     static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
                                          {"target", required_argument, 0, 't'},
                                          {"source", required_argument, 0, 'S'},
@@ -333,8 +332,7 @@ static int parse_options(int argc, char **argv, options_t *opt)
                                          {"pool", required_argument, 0, 'p'},
                                          {"max-datagram", required_argument, 0, 'm'},
                                          {"rt-priority", required_argument, 0, 'P'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {"version", no_argument, 0, OPT_VERSION},
+                                         DRTHS_CLI_OPTIONS_COMMON,
                                          {0, 0, 0, 0}};
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int o;
@@ -391,14 +389,8 @@ static int parse_options(int argc, char **argv, options_t *opt)
             if (drths_cli_long(PROG, "--rt-priority", optarg, 1, 99, &opt->rt_prio) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
-        case 'h':
-            usage(stdout);
-            return DRTHS_EXIT_OK;
-        case OPT_VERSION:
-            drths_cli_print_version(PROG);
-            return DRTHS_EXIT_OK;
         default:
-            return drths_cli_bad_option(PROG);
+            return drths_cli_other_option(PROG, o, usage);
         }
     }
     if (optind < argc)

@@ -35,11 +35,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_FORCE = 1, OPT_HEX, OPT_ID, OPT_VERSION };
+    enum { OPT_FORCE = 1, OPT_HEX, OPT_ID };
     static const struct option opts[] = {
         {"force", no_argument, NULL, OPT_FORCE}, {"hex", no_argument, NULL, OPT_HEX},
-        {"id", no_argument, NULL, OPT_ID},       {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0},
+        {"id", no_argument, NULL, OPT_ID},       DRTHS_CLI_OPTIONS_COMMON, {NULL, 0, NULL, 0},
     };
     bool force = false, hex = false, id = false;
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
@@ -55,14 +54,8 @@ int main(int argc, char **argv)
         case OPT_ID:
             id = true;
             break;
-        case 'h':
-            usage(stdout);
-            return DRTHS_EXIT_OK;
-        case OPT_VERSION:
-            drths_cli_print_version(PROG);
-            return DRTHS_EXIT_OK;
         default:
-            return drths_cli_bad_option(PROG);
+            return drths_cli_other_option(PROG, c, usage);
         }
     }
     if (optind == argc)

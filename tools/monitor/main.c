@@ -508,7 +508,7 @@ static void default_web(const char *argv0, char *out, size_t cap)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_LISTEN = 1, OPT_TELEMETRY, OPT_WEB, OPT_TOKEN, OPT_CONTROL_TOKEN, OPT_VERSION };
+    enum { OPT_LISTEN = 1, OPT_TELEMETRY, OPT_WEB, OPT_TOKEN, OPT_CONTROL_TOKEN };
     const char *listen = "127.0.0.1:8080", *telemetry = "127.0.0.1:47900", *web = NULL;
     const char *token_file = NULL, *ctoken_file = NULL;
     static const struct option opts[] = {
@@ -517,8 +517,7 @@ int main(int argc, char **argv)
         {"web", required_argument, NULL, OPT_WEB},
         {"token", required_argument, NULL, OPT_TOKEN},
         {"control-token", required_argument, NULL, OPT_CONTROL_TOKEN},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
+        DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
     const char *argv0 = argv[0]; /* where the default web directory is looked for */
@@ -541,14 +540,8 @@ int main(int argc, char **argv)
         case OPT_CONTROL_TOKEN:
             ctoken_file = optarg;
             break;
-        case 'h':
-            usage(stdout);
-            return DRTHS_EXIT_OK;
-        case OPT_VERSION:
-            drths_cli_print_version(PROG);
-            return DRTHS_EXIT_OK;
         default:
-            return drths_cli_bad_option(PROG);
+            return drths_cli_other_option(PROG, o, usage);
         }
     }
     if (optind < argc)

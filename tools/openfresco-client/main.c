@@ -143,8 +143,7 @@ static int parse_options(int argc, char **argv, options_t *opt)
         OPT_DT,
         OPT_SCALE,
         OPT_STEP_DURATION,
-        OPT_VERBOSE,
-        OPT_VERSION
+        OPT_VERBOSE
     };
     static const struct option opts[] = {
         {"connect", required_argument, NULL, OPT_CONNECT},
@@ -155,8 +154,7 @@ static int parse_options(int argc, char **argv, options_t *opt)
         {"scale", required_argument, NULL, OPT_SCALE},
         {"step-duration", required_argument, NULL, OPT_STEP_DURATION},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
+        DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
     static const char *const variants[] = {"shadow", "generic", NULL};
@@ -197,14 +195,8 @@ static int parse_options(int argc, char **argv, options_t *opt)
         case OPT_VERBOSE:
             opt->verbose = 1;
             break;
-        case 'h':
-            usage(stdout);
-            return DRTHS_EXIT_OK;
-        case OPT_VERSION:
-            drths_cli_print_version(PROG);
-            return DRTHS_EXIT_OK;
         default:
-            return drths_cli_bad_option(PROG);
+            return drths_cli_other_option(PROG, c, usage);
         }
     }
     if (optind < argc)

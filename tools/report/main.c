@@ -553,13 +553,11 @@ static int write_text(const char *path, const char *run, const char *ref,
 
 int main(int argc, char **argv)
 {
-    enum { OPT_VERSION = 1 };
     static const struct option opts[] = {{"reference", required_argument, NULL, 'r'},
                                          {"physical", required_argument, NULL, 'p'},
                                          {"out", required_argument, NULL, 'o'},
                                          {"no-plots", no_argument, NULL, 'n'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"version", no_argument, NULL, OPT_VERSION},
+                                         DRTHS_CLI_OPTIONS_COMMON,
                                          {NULL, 0, NULL, 0}};
     const char *ref_dir = NULL, *out_dir = NULL, *phys_dir = NULL;
     int plots = 1, c;
@@ -578,14 +576,8 @@ int main(int argc, char **argv)
         case 'n':
             plots = 0;
             break;
-        case 'h':
-            usage(stdout);
-            return DRTHS_EXIT_OK;
-        case OPT_VERSION:
-            drths_cli_print_version(PROG);
-            return DRTHS_EXIT_OK;
         default:
-            return drths_cli_bad_option(PROG);
+            return drths_cli_other_option(PROG, c, usage);
         }
     }
     if (optind == argc)

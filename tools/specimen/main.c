@@ -190,8 +190,7 @@ static int parse_options(int argc, char **argv, options_t *opt)
         OPT_FILE,
         OPT_RATE,
         OPT_PLANT,
-        OPT_OUT,
-        OPT_VERSION
+        OPT_OUT
     };
     static const struct option opts[] = {
         {"model", required_argument, NULL, OPT_MODEL},
@@ -203,8 +202,7 @@ static int parse_options(int argc, char **argv, options_t *opt)
         {"rate", required_argument, NULL, OPT_RATE},
         {"plant", no_argument, NULL, OPT_PLANT},
         {"out", required_argument, NULL, OPT_OUT},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
+        DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
     *opt = (options_t){.cycles = 3.0, .rate = 5000.0};
@@ -246,14 +244,8 @@ static int parse_options(int argc, char **argv, options_t *opt)
         case OPT_OUT:
             opt->out_path = optarg;
             break;
-        case 'h':
-            usage(stdout);
-            return DRTHS_EXIT_OK;
-        case OPT_VERSION:
-            drths_cli_print_version(PROG);
-            return DRTHS_EXIT_OK;
         default:
-            return drths_cli_bad_option(PROG);
+            return drths_cli_other_option(PROG, c, usage);
         }
     }
     if (optind < argc)

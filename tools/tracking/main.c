@@ -220,15 +220,14 @@ typedef struct totals {
 
 static int parse_options(int argc, char **argv, options_t *opt)
 {
-    enum { OPT_DURATION = 1, OPT_SEED, OPT_LOOKAHEAD, OPT_POLY_LEAD, OPT_CSV, OPT_VERSION };
+    enum { OPT_DURATION = 1, OPT_SEED, OPT_LOOKAHEAD, OPT_POLY_LEAD, OPT_CSV };
     static const struct option opts[] = {
         {"duration", required_argument, NULL, OPT_DURATION},
         {"seed", required_argument, NULL, OPT_SEED},
         {"lookahead-ticks", required_argument, NULL, OPT_LOOKAHEAD},
         {"poly-lead-ms", required_argument, NULL, OPT_POLY_LEAD},
         {"csv", required_argument, NULL, OPT_CSV},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
+        DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
     *opt = (options_t){.duration = 60.0, .poly_lead_s = -1.0, .seed = 4, .lookahead = 3};
@@ -259,14 +258,8 @@ static int parse_options(int argc, char **argv, options_t *opt)
         case OPT_CSV:
             opt->csv_path = optarg;
             break;
-        case 'h':
-            usage(stdout);
-            return DRTHS_EXIT_OK;
-        case OPT_VERSION:
-            drths_cli_print_version(PROG);
-            return DRTHS_EXIT_OK;
         default:
-            return drths_cli_bad_option(PROG);
+            return drths_cli_other_option(PROG, c, usage);
         }
     }
     if (optind < argc)
