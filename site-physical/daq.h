@@ -18,8 +18,10 @@
  * by e = units_per_volt * v + offset. Outputs: v is clamped to what the channel can produce
  * (the comedilib range, narrowed where a calibration polynomial would map its ends outside
  * 0..maxdata) *before* conversion, so no value can wrap around in the converter; then
- * comedi_from_physical gives the code. Inputs: comedi_to_physical turns the code into v, and a
- * code at 0 or maxdata is flagged as saturated (the true value may lie beyond). The polynomial
+ * comedi_from_physical gives the code. Inputs: comedi_to_physical turns the code into v; a code
+ * at 0 or maxdata is flagged as saturated and the read fails with -ERANGE, since the true value
+ * may lie anywhere beyond and the loop must not go on with it (the actuator site holds). The
+ * polynomial
  * of each channel is the soft calibration's (comedi_get_softcal_converter) when the subdevice
  * is soft-calibrated (SDF_SOFT_CALIBRATED), else the linear map of comedi_get_range and
  * comedi_get_maxdata (what comedi_get_hardcal_converter gives).
@@ -136,6 +138,7 @@ typedef struct drths_daq {
         int channel;
         int comedi_errno;
         const char *op;
+        lsampl_t code_read; /* op "saturated": the converter code read (0 or maxdata) */
     } last_error;
 
     union {
@@ -186,7 +189,9 @@ int drths_daq_open(const drths_experiment_t *exp, drths_specimen_t *spec,
 int drths_daq_write(drths_daq_t *d, double drive_m, double vel_m_s, double damper_command);
 
 /* Reads the measured displacement (m) and force (N). On the virtual back end this steps the
- * specimen one tick. On failure *disp_m and *force_N are NaN. RT-safe. */
+ * specimen one tick. When comedilib fails the value of that channel is NaN; an input at an end
+ * of its converter (comedi back end) gives its value, flags it in d->saturated and returns
+ * -ERANGE. Both channels are read even if the first fails; returns the first error. RT-safe. */
 int drths_daq_read(drths_daq_t *d, double *disp_m, double *force_N);
 
 /* Writes the neutral outputs: the set-point hold_m and the damper's safe command (0 on the

@@ -144,13 +144,19 @@ static int read_channel(drths_daq_t *d, int i, double *value)
         *value = NAN;
         return r;
     }
+    int r = 0;
     if (code == 0 || code >= c->maxdata) {
+        /* The converter is at an end: the true value may lie anywhere beyond, so the loop must
+         * not go on with it (the value is still given, for the record). */
         d->saturated |= 1u << i;
         if (code > c->maxdata)
             code = c->maxdata;
+        r = -ERANGE;
+        record(d, i, "saturated", 0, r);
+        d->last_error.code_read = code;
     }
     *value = c->cfg.units_per_volt * api->to_physical(code, &c->poly) + c->cfg.offset;
-    return 0;
+    return r;
 }
 
 static unsigned count_bits(unsigned m)

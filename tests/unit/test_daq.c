@@ -351,14 +351,17 @@ static void test_clamp_before_conversion(void **state)
                                     "not a number"));
     assert_int_equal(F.would_wrap, 0);
 
-    /* Inputs at the converter's ends are flagged as saturated. */
+    /* Inputs at the converter's ends are flagged as saturated, and the read fails. */
     F.ai_code[0] = 0;
     F.ai_code[1] = MAXDATA;
     double x, f;
-    assert_int_equal(drths_daq_read(&d, &x, &f), 0);
+    assert_int_equal(drths_daq_read(&d, &x, &f), -ERANGE);
     assert_float_equal(x, -0.1, 1e-15);
     assert_float_equal(f, 250000, 1e-9);
     assert_int_equal(d.saturated, (1u << DRTHS_DAQ_DISPLACEMENT_IN) | (1u << DRTHS_DAQ_FORCE_IN));
+    assert_int_equal(drths_daq_error(&d, &err), -ERANGE);
+    assert_non_null(strstr(err.msg, "force_in (subdevice 0, channel 1, range 0): the input is at "
+                                    "the upper end of its converter (code 65535 of 0..65535"));
     drths_daq_close(&d);
 }
 
