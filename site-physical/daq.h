@@ -68,6 +68,7 @@ typedef struct drths_comedi_api {
     lsampl_t (*get_maxdata)(comedi_t *dev, unsigned subdevice, unsigned channel);
     comedi_range *(*get_range)(comedi_t *dev, unsigned subdevice, unsigned channel,
                                unsigned range);
+    int (*get_n_ranges)(comedi_t *dev, unsigned subdevice, unsigned channel); /* may be NULL */
     int (*data_write)(comedi_t *dev, unsigned subdevice, unsigned channel, unsigned range,
                       unsigned aref, lsampl_t data);
     int (*data_read)(comedi_t *dev, unsigned subdevice, unsigned channel, unsigned range,

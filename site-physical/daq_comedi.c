@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const drths_comedi_api_t drths_comedi_api_default = {
     .open = comedi_open,
@@ -29,6 +30,7 @@ const drths_comedi_api_t drths_comedi_api_default = {
     .get_n_channels = comedi_get_n_channels,
     .get_maxdata = comedi_get_maxdata,
     .get_range = comedi_get_range,
+    .get_n_ranges = comedi_get_n_ranges,
     .data_write = comedi_data_write,
     .data_read = comedi_data_read,
     .to_physical = comedi_to_physical,
@@ -299,15 +301,20 @@ static int load_calibration(drths_daq_t *d, const drths_daq_comedi_config_t *cfg
     snprintf(d->u.comedi.calibration_path, sizeof d->u.comedi.calibration_path, "%s", path);
     free(def);
     d->u.comedi.cal = api->parse_calibration_file(d->u.comedi.calibration_path);
-    if (!d->u.comedi.cal) {
-        int e = api->errnum();
-        return drths_error_set(err, map_errno(e),
+    /* comedi_parse_calibration_file sets no comedi_errno when the file does not parse (its
+     * parser prints the line to stderr), so whether the file can be read is asked apart. */
+    const int readable = d->u.comedi.cal || access(d->u.comedi.calibration_path, R_OK) == 0;
+    const int read_errno = readable ? 0 : errno;
+    if (!d->u.comedi.cal)
+        return drths_error_set(err, readable ? -EINVAL : -read_errno,
                                "%s: daq.%s: subdevice %u is soft-calibrated, but the calibration "
-                               "file %s cannot be read (%s); run comedi_soft_calibrate%s",
-                               dev, chn, subd, d->u.comedi.calibration_path, api->strerror(e),
+                               "file %s %s%s; run comedi_soft_calibrate%s",
+                               dev, chn, subd, d->u.comedi.calibration_path,
+                               readable ? "does not parse as a comedi calibration file"
+                                        : "cannot be read: ",
+                               readable ? "" : strerror(read_errno),
                                cfg->calibration_path ? " or correct daq.calibration_file"
                                                      : " or set daq.calibration_file");
-    }
     return 0;
 }
 
@@ -414,6 +421,14 @@ static int open_channel(drths_daq_t *d, const drths_daq_comedi_config_t *cfg, in
                                "failed: %s",
                                dev, chn, subd, chan, api->strerror(e));
     }
+    /* comedi_get_range does not set comedi_errno for a range past the table, so the number
+     * of ranges is asked first (else the message would carry an earlier call's reason). */
+    int nr = api->get_n_ranges ? api->get_n_ranges(d->u.comedi.dev, subd, chan) : -1;
+    if (nr >= 0 && rng >= (unsigned)nr)
+        return drths_error_set(err, -EINVAL,
+                               "%s: daq.%s (subdevice %u, channel %u): no range %u (it has %d: "
+                               "0..%d); see comedi_board_info for the ranges",
+                               dev, chn, subd, chan, rng, nr, nr - 1);
     comedi_range *r = api->get_range(d->u.comedi.dev, subd, chan, rng);
     if (!r) {
         int e = api->errnum();

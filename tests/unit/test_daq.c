@@ -495,8 +495,8 @@ static void test_open_errors(void **state)
     F.parse_fail = 1;
     expect_open_error(&cfg, -ENOENT, "daq.command_out: subdevice 1 is soft-calibrated, but the "
                                      "calibration file /var/lib/comedi/calibrations/"
-                                     "ni_pcimio_pci-6251_comedi0 cannot be read (No such file or "
-                                     "directory); run comedi_soft_calibrate");
+                                     "ni_pcimio_pci-6251_comedi0 cannot be read: No such file or "
+                                     "directory; run comedi_soft_calibrate");
     assert_int_equal(F.n_cleanup, 0);
     int closes = F.n_close;
     F.parse_fail = 0;
