@@ -133,7 +133,9 @@ typedef struct drths_daq {
     unsigned long long n_clamped, n_saturated, n_errors;
 
     /* The last failure, for drths_daq_error: code (negative errno), the channel, the comedilib
-     * function and comedi_errno() at that moment. code 0 = none. */
+     * function and comedi_errno() at that moment. code 0 = none. On the comedi back end, the
+     * first failure of the last failing call: when a board stops answering, the second channel
+     * fails too, and the first names the cause. */
     struct {
         int code;
         int channel;
@@ -155,6 +157,7 @@ typedef struct drths_daq {
             char device[256];
             char calibration_path[1024]; /* the file used, "" when none */
             double damper_safe_command;
+            int failed_in_call; /* last_error holds this call's first failure */
             drths_daq_comedi_channel_t ch[DRTHS_DAQ_NCHANNELS];
         } comedi;
     } u;

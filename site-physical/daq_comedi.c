@@ -96,13 +96,18 @@ static double poly_eval(const comedi_polynomial_t *p, double x)
 
 /* ---- per tick ------------------------------------------------------------------------------ */
 
+/* Keeps the first failure of one write, read or safe_state: when a board stops answering, the
+ * second channel's call fails too, and the first one names the cause. */
 static void record(drths_daq_t *d, int channel, const char *op, int comedi_errno, int code)
 {
+    d->n_errors++;
+    if (d->u.comedi.failed_in_call)
+        return;
+    d->u.comedi.failed_in_call = 1;
     d->last_error.code = code;
     d->last_error.channel = channel;
     d->last_error.comedi_errno = comedi_errno;
     d->last_error.op = op;
-    d->n_errors++;
 }
 
 /* Engineering value to volts, clamped, to code, written. The caller has rejected NaN. */
@@ -154,8 +159,10 @@ static int read_channel(drths_daq_t *d, int i, double *value)
         if (code > c->maxdata)
             code = c->maxdata;
         r = -ERANGE;
+        const int first = !d->u.comedi.failed_in_call;
         record(d, i, "saturated", 0, r);
-        d->last_error.code_read = code;
+        if (first)
+            d->last_error.code_read = code;
     }
     *value = c->cfg.units_per_volt * api->to_physical(code, &c->poly) + c->cfg.offset;
     return r;
@@ -173,6 +180,7 @@ static int cm_write(drths_daq_t *d, double drive_m, double vel_m_s, double dampe
 {
     (void)vel_m_s; /* the servo controller derives its own */
     d->clamped = 0;
+    d->u.comedi.failed_in_call = 0;
     if (isnan(drive_m)) {
         record(d, DRTHS_DAQ_COMMAND_OUT, "nan", 0, -EINVAL);
         return -EINVAL;
@@ -190,6 +198,7 @@ static int cm_write(drths_daq_t *d, double drive_m, double vel_m_s, double dampe
 static int cm_read(drths_daq_t *d, double *disp_m, double *force_N)
 {
     d->saturated = 0;
+    d->u.comedi.failed_in_call = 0;
     int r1 = read_channel(d, DRTHS_DAQ_DISPLACEMENT_IN, disp_m);
     int r2 = read_channel(d, DRTHS_DAQ_FORCE_IN, force_N);
     d->n_saturated += count_bits(d->saturated);
@@ -199,6 +208,7 @@ static int cm_read(drths_daq_t *d, double *disp_m, double *force_N)
 static int cm_safe_state(drths_daq_t *d, double hold_m)
 {
     d->clamped = 0;
+    d->u.comedi.failed_in_call = 0;
     int r1 = 0;
     /* A NaN set-point is no position to hold: the output is left as it was, which is the last
      * drive written, so the servo controller keeps the actuator there. */

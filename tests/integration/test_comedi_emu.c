@@ -250,7 +250,8 @@ static void test_ioctl_fails_mid_run(void **state)
         assert_int_equal(drths_daq_write(&d, 1e-5 * t, 0.0, 0.0), 0);
         assert_int_equal(drths_daq_read(&d, &x, &f), 0);
     }
-    /* Tick 1000: the write of both outputs succeeds, the displacement read fails. */
+    /* Tick 1000: the write of both outputs succeeds, both reads fail; the message names the
+     * first. */
     drths_comedi_emu_fail_after(2, EIO);
     assert_int_equal(drths_daq_write(&d, 0.0, 0.0, 0.0), 0);
     assert_int_equal(drths_daq_read(&d, &x, &f), -EIO);
@@ -258,14 +259,17 @@ static void test_ioctl_fails_mid_run(void **state)
     drths_error_t err = {{0}};
     assert_int_equal(drths_daq_error(&d, &err), -EIO);
     print_message("  %s\n", err.msg);
-    assert_non_null(strstr(err.msg, "force_in (subdevice 0, channel 1, range 0): "
+    assert_non_null(strstr(err.msg, "displacement_in (subdevice 0, channel 0, range 0): "
                                     "comedi_data_read failed: Input/output error"));
-    /* An unplugged board: the writes of the safe state fail too, each attempted. */
+    assert_int_equal((int)d.n_errors, 2);
+    /* An unplugged board: both writes of the safe state fail, each attempted; the message names
+     * the first. */
     drths_comedi_emu_fail_after(0, ENODEV);
     assert_int_equal(drths_daq_safe_state(&d, 0.0), -ENODEV);
     assert_int_equal(drths_daq_error(&d, &err), -ENODEV);
-    assert_non_null(strstr(err.msg, "current_out (subdevice 1, channel 1, range 0): "
+    assert_non_null(strstr(err.msg, "command_out (subdevice 1, channel 0, range 0): "
                                     "comedi_data_write failed: No such device"));
+    assert_int_equal((int)d.n_errors, 4);
     drths_comedi_emu_fail_after(0, 0);
     assert_int_equal(drths_daq_safe_state(&d, 0.0), 0);
     drths_daq_close(&d);

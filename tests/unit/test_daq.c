@@ -360,8 +360,9 @@ static void test_clamp_before_conversion(void **state)
     assert_float_equal(f, 250000, 1e-9);
     assert_int_equal(d.saturated, (1u << DRTHS_DAQ_DISPLACEMENT_IN) | (1u << DRTHS_DAQ_FORCE_IN));
     assert_int_equal(drths_daq_error(&d, &err), -ERANGE);
-    assert_non_null(strstr(err.msg, "force_in (subdevice 0, channel 1, range 0): the input is at "
-                                    "the upper end of its converter (code 65535 of 0..65535"));
+    assert_non_null(strstr(err.msg, "displacement_in (subdevice 0, channel 0, range 0): the "
+                                    "input is at the lower end of its converter (code 0 of "
+                                    "0..65535"));
     drths_daq_close(&d);
 }
 
