@@ -8,6 +8,7 @@
  * ioctl (lock, instruction, specimen step); a real board adds its bus time per conversion. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,8 +98,9 @@ int main(int argc, char **argv)
     int rc = 0;
     double x = 0, f = 0;
     for (long t = -1000; t < ticks && rc == 0; t++) {
-        /* A slow sine as the drive, the damper switching as clipped-optimal control does. */
-        double drive = 0.01 * ((t % 5000) / 2500.0 - 1.0);
+        /* A 1 Hz sine of 5 mm as the drive, the damper switching as clipped-optimal control
+         * does. */
+        double drive = 0.005 * sin(2.0 * M_PI * (double)t / 5000.0);
         double cmd = (t / 500) % 2 ? 2.5 : 0.0;
         int64_t t0 = drths_now_ns();
         rc = drths_daq_write(&d, drive, 0.0, cmd);
