@@ -25,6 +25,15 @@
 
 static char cal_path[1024];
 
+/* comedilib 0.11 leaks 32 bytes of its parser's state when a calibration file does not parse
+ * (test_bad_calibration_file); LeakSanitizer in the ASan build is told that this one is not
+ * ours. The actuator site stops at start on that error anyway. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:comedi_parse_calibration_file\n";
+}
+
 static int setup(void **state)
 {
     (void)state;
