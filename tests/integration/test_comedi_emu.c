@@ -123,7 +123,7 @@ static void test_wrong_subdevice_type(void **state)
     good_config(&cfg);
     cfg.ch[DRTHS_DAQ_COMMAND_OUT].subdevice = 0;
     assert_int_equal(open_fails(&cfg, DEVICE ": daq.command_out: subdevice 0 is an analog input, "
-                                      "not an analog output"),
+                                             "not an analog output"),
                      -EINVAL);
     good_config(&cfg);
     cfg.ch[DRTHS_DAQ_FORCE_IN].subdevice = 2;
@@ -195,8 +195,8 @@ static void test_output_clamped(void **state)
         double drive, command;
         lsampl_t code0, code1;
     } cases[] = {
-        {0.5, 3.0, 65535, 65535},      {-0.5, -3.0, 0, 0},          {1e300, -1e300, 65535, 0},
-        {-INFINITY, INFINITY, 0, 65535}, {0.1, -2.5, 65535, 0},      {-0.1, 2.5, 0, 65535},
+        {0.5, 3.0, 65535, 65535},        {-0.5, -3.0, 0, 0},    {1e300, -1e300, 65535, 0},
+        {-INFINITY, INFINITY, 0, 65535}, {0.1, -2.5, 65535, 0}, {-0.1, 2.5, 0, 65535},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         assert_int_equal(drths_daq_write(&d, cases[k].drive, 0.0, cases[k].command), 0);
@@ -229,8 +229,9 @@ static void test_input_saturated(void **state)
     drths_error_t err = {{0}};
     assert_int_equal(drths_daq_error(&d, &err), -ERANGE);
     print_message("  %s\n", err.msg);
-    assert_non_null(strstr(err.msg, DEVICE ": force_in (subdevice 0, channel 1, range 0): the "
-                                    "input is at the upper end of its converter (code 65535"));
+    assert_non_null(strstr(err.msg,
+                           DEVICE ": force_in (subdevice 0, channel 1, range 0): the "
+                                  "input is at the upper end of its converter (code 65535"));
     drths_comedi_emu_set_input(1, 0.0);
     drths_comedi_emu_set_input(0, -20.0);
     assert_int_equal(drths_daq_read(&d, &x, &f), -ERANGE);

@@ -414,8 +414,8 @@ static int insn_dio(comedi_insn *in, unsigned chan)
     case INSN_BITS:
         if (in->n != 2)
             return -EINVAL;
-        B.dio_bits = (B.dio_bits & ~(in->data[0] & B.dio_dir)) | (in->data[1] & in->data[0] &
-                                                                 B.dio_dir);
+        B.dio_bits =
+            (B.dio_bits & ~(in->data[0] & B.dio_dir)) | (in->data[1] & in->data[0] & B.dio_dir);
         in->data[1] = B.dio_bits & ((1u << DIO_LINES) - 1);
         return 2;
     case INSN_CONFIG:
