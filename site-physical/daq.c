@@ -71,6 +71,17 @@ int drths_daq_error(const drths_daq_t *d, drths_error_t *err)
                                "%s: %s (subdevice %d, channel %d): the value to write is not a "
                                "number; nothing was written",
                                d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel);
+    if (strcmp(op, "saturated") == 0) {
+        const double v = (double)c->range.min + (c->range.max - c->range.min) *
+                                                    d->last_error.code_read / (double)c->maxdata;
+        return drths_error_set(err, code,
+                               "%s: %s (subdevice %d, channel %d, range %d): the input is at the "
+                               "%s end of its converter (code %u of 0..%u, about %g V): the true "
+                               "value may lie beyond",
+                               d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel,
+                               c->cfg.range, d->last_error.code_read ? "upper" : "lower",
+                               (unsigned)d->last_error.code_read, (unsigned)c->maxdata, v);
+    }
     const drths_comedi_api_t *api = d->u.comedi.api;
     const char *why = api && api->strerror ? api->strerror(d->last_error.comedi_errno) : NULL;
     return drths_error_set(err, code, "%s: %s (subdevice %d, channel %d, range %d): %s failed: %s",

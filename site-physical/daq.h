@@ -18,8 +18,10 @@
  * by e = units_per_volt * v + offset. Outputs: v is clamped to what the channel can produce
  * (the comedilib range, narrowed where a calibration polynomial would map its ends outside
  * 0..maxdata) *before* conversion, so no value can wrap around in the converter; then
- * comedi_from_physical gives the code. Inputs: comedi_to_physical turns the code into v, and a
- * code at 0 or maxdata is flagged as saturated (the true value may lie beyond). The polynomial
+ * comedi_from_physical gives the code. Inputs: comedi_to_physical turns the code into v; a code
+ * at 0 or maxdata is flagged as saturated and the read fails with -ERANGE, since the true value
+ * may lie anywhere beyond and the loop must not go on with it (the actuator site holds). The
+ * polynomial
  * of each channel is the soft calibration's (comedi_get_softcal_converter) when the subdevice
  * is soft-calibrated (SDF_SOFT_CALIBRATED), else the linear map of comedi_get_range and
  * comedi_get_maxdata (what comedi_get_hardcal_converter gives).
@@ -66,6 +68,7 @@ typedef struct drths_comedi_api {
     lsampl_t (*get_maxdata)(comedi_t *dev, unsigned subdevice, unsigned channel);
     comedi_range *(*get_range)(comedi_t *dev, unsigned subdevice, unsigned channel,
                                unsigned range);
+    int (*get_n_ranges)(comedi_t *dev, unsigned subdevice, unsigned channel); /* may be NULL */
     int (*data_write)(comedi_t *dev, unsigned subdevice, unsigned channel, unsigned range,
                       unsigned aref, lsampl_t data);
     int (*data_read)(comedi_t *dev, unsigned subdevice, unsigned channel, unsigned range,
@@ -130,12 +133,15 @@ typedef struct drths_daq {
     unsigned long long n_clamped, n_saturated, n_errors;
 
     /* The last failure, for drths_daq_error: code (negative errno), the channel, the comedilib
-     * function and comedi_errno() at that moment. code 0 = none. */
+     * function and comedi_errno() at that moment. code 0 = none. On the comedi back end, the
+     * first failure of the last failing call: when a board stops answering, the second channel
+     * fails too, and the first names the cause. */
     struct {
         int code;
         int channel;
         int comedi_errno;
         const char *op;
+        lsampl_t code_read; /* op "saturated": the converter code read (0 or maxdata) */
     } last_error;
 
     union {
@@ -151,6 +157,7 @@ typedef struct drths_daq {
             char device[256];
             char calibration_path[1024]; /* the file used, "" when none */
             double damper_safe_command;
+            int failed_in_call; /* last_error holds this call's first failure */
             drths_daq_comedi_channel_t ch[DRTHS_DAQ_NCHANNELS];
         } comedi;
     } u;
@@ -186,7 +193,9 @@ int drths_daq_open(const drths_experiment_t *exp, drths_specimen_t *spec,
 int drths_daq_write(drths_daq_t *d, double drive_m, double vel_m_s, double damper_command);
 
 /* Reads the measured displacement (m) and force (N). On the virtual back end this steps the
- * specimen one tick. On failure *disp_m and *force_N are NaN. RT-safe. */
+ * specimen one tick. When comedilib fails the value of that channel is NaN; an input at an end
+ * of its converter (comedi back end) gives its value, flags it in d->saturated and returns
+ * -ERANGE. Both channels are read even if the first fails; returns the first error. RT-safe. */
 int drths_daq_read(drths_daq_t *d, double *disp_m, double *force_N);
 
 /* Writes the neutral outputs: the set-point hold_m and the damper's safe command (0 on the

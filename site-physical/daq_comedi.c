@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const drths_comedi_api_t drths_comedi_api_default = {
     .open = comedi_open,
@@ -29,6 +30,7 @@ const drths_comedi_api_t drths_comedi_api_default = {
     .get_n_channels = comedi_get_n_channels,
     .get_maxdata = comedi_get_maxdata,
     .get_range = comedi_get_range,
+    .get_n_ranges = comedi_get_n_ranges,
     .data_write = comedi_data_write,
     .data_read = comedi_data_read,
     .to_physical = comedi_to_physical,
@@ -94,13 +96,18 @@ static double poly_eval(const comedi_polynomial_t *p, double x)
 
 /* ---- per tick ------------------------------------------------------------------------------ */
 
+/* Keeps the first failure of one write, read or safe_state: when a board stops answering, the
+ * second channel's call fails too, and the first one names the cause. */
 static void record(drths_daq_t *d, int channel, const char *op, int comedi_errno, int code)
 {
+    d->n_errors++;
+    if (d->u.comedi.failed_in_call)
+        return;
+    d->u.comedi.failed_in_call = 1;
     d->last_error.code = code;
     d->last_error.channel = channel;
     d->last_error.comedi_errno = comedi_errno;
     d->last_error.op = op;
-    d->n_errors++;
 }
 
 /* Engineering value to volts, clamped, to code, written. The caller has rejected NaN. */
@@ -144,13 +151,21 @@ static int read_channel(drths_daq_t *d, int i, double *value)
         *value = NAN;
         return r;
     }
+    int r = 0;
     if (code == 0 || code >= c->maxdata) {
+        /* The converter is at an end: the true value may lie anywhere beyond, so the loop must
+         * not go on with it (the value is still given, for the record). */
         d->saturated |= 1u << i;
         if (code > c->maxdata)
             code = c->maxdata;
+        r = -ERANGE;
+        const int first = !d->u.comedi.failed_in_call;
+        record(d, i, "saturated", 0, r);
+        if (first)
+            d->last_error.code_read = code;
     }
     *value = c->cfg.units_per_volt * api->to_physical(code, &c->poly) + c->cfg.offset;
-    return 0;
+    return r;
 }
 
 static unsigned count_bits(unsigned m)
@@ -165,6 +180,7 @@ static int cm_write(drths_daq_t *d, double drive_m, double vel_m_s, double dampe
 {
     (void)vel_m_s; /* the servo controller derives its own */
     d->clamped = 0;
+    d->u.comedi.failed_in_call = 0;
     if (isnan(drive_m)) {
         record(d, DRTHS_DAQ_COMMAND_OUT, "nan", 0, -EINVAL);
         return -EINVAL;
@@ -182,6 +198,7 @@ static int cm_write(drths_daq_t *d, double drive_m, double vel_m_s, double dampe
 static int cm_read(drths_daq_t *d, double *disp_m, double *force_N)
 {
     d->saturated = 0;
+    d->u.comedi.failed_in_call = 0;
     int r1 = read_channel(d, DRTHS_DAQ_DISPLACEMENT_IN, disp_m);
     int r2 = read_channel(d, DRTHS_DAQ_FORCE_IN, force_N);
     d->n_saturated += count_bits(d->saturated);
@@ -191,6 +208,7 @@ static int cm_read(drths_daq_t *d, double *disp_m, double *force_N)
 static int cm_safe_state(drths_daq_t *d, double hold_m)
 {
     d->clamped = 0;
+    d->u.comedi.failed_in_call = 0;
     int r1 = 0;
     /* A NaN set-point is no position to hold: the output is left as it was, which is the last
      * drive written, so the servo controller keeps the actuator there. */
@@ -293,15 +311,20 @@ static int load_calibration(drths_daq_t *d, const drths_daq_comedi_config_t *cfg
     snprintf(d->u.comedi.calibration_path, sizeof d->u.comedi.calibration_path, "%s", path);
     free(def);
     d->u.comedi.cal = api->parse_calibration_file(d->u.comedi.calibration_path);
-    if (!d->u.comedi.cal) {
-        int e = api->errnum();
-        return drths_error_set(err, map_errno(e),
+    /* comedi_parse_calibration_file sets no comedi_errno when the file does not parse (its
+     * parser prints the line to stderr), so whether the file can be read is asked apart. */
+    const int readable = d->u.comedi.cal || access(d->u.comedi.calibration_path, R_OK) == 0;
+    const int read_errno = readable ? 0 : errno;
+    if (!d->u.comedi.cal)
+        return drths_error_set(err, readable ? -EINVAL : -read_errno,
                                "%s: daq.%s: subdevice %u is soft-calibrated, but the calibration "
-                               "file %s cannot be read (%s); run comedi_soft_calibrate%s",
-                               dev, chn, subd, d->u.comedi.calibration_path, api->strerror(e),
+                               "file %s %s%s; run comedi_soft_calibrate%s",
+                               dev, chn, subd, d->u.comedi.calibration_path,
+                               readable ? "does not parse as a comedi calibration file"
+                                        : "cannot be read: ",
+                               readable ? "" : strerror(read_errno),
                                cfg->calibration_path ? " or correct daq.calibration_file"
                                                      : " or set daq.calibration_file");
-    }
     return 0;
 }
 
@@ -408,6 +431,14 @@ static int open_channel(drths_daq_t *d, const drths_daq_comedi_config_t *cfg, in
                                "failed: %s",
                                dev, chn, subd, chan, api->strerror(e));
     }
+    /* comedi_get_range does not set comedi_errno for a range past the table, so the number
+     * of ranges is asked first (else the message would carry an earlier call's reason). */
+    int nr = api->get_n_ranges ? api->get_n_ranges(d->u.comedi.dev, subd, chan) : -1;
+    if (nr >= 0 && rng >= (unsigned)nr)
+        return drths_error_set(err, -EINVAL,
+                               "%s: daq.%s (subdevice %u, channel %u): no range %u (it has %d: "
+                               "0..%d); see comedi_board_info for the ranges",
+                               dev, chn, subd, chan, rng, nr, nr - 1);
     comedi_range *r = api->get_range(d->u.comedi.dev, subd, chan, rng);
     if (!r) {
         int e = api->errnum();

@@ -351,14 +351,18 @@ static void test_clamp_before_conversion(void **state)
                                     "not a number"));
     assert_int_equal(F.would_wrap, 0);
 
-    /* Inputs at the converter's ends are flagged as saturated. */
+    /* Inputs at the converter's ends are flagged as saturated, and the read fails. */
     F.ai_code[0] = 0;
     F.ai_code[1] = MAXDATA;
     double x, f;
-    assert_int_equal(drths_daq_read(&d, &x, &f), 0);
+    assert_int_equal(drths_daq_read(&d, &x, &f), -ERANGE);
     assert_float_equal(x, -0.1, 1e-15);
     assert_float_equal(f, 250000, 1e-9);
     assert_int_equal(d.saturated, (1u << DRTHS_DAQ_DISPLACEMENT_IN) | (1u << DRTHS_DAQ_FORCE_IN));
+    assert_int_equal(drths_daq_error(&d, &err), -ERANGE);
+    assert_non_null(strstr(err.msg, "displacement_in (subdevice 0, channel 0, range 0): the "
+                                    "input is at the lower end of its converter (code 0 of "
+                                    "0..65535"));
     drths_daq_close(&d);
 }
 
@@ -492,8 +496,8 @@ static void test_open_errors(void **state)
     F.parse_fail = 1;
     expect_open_error(&cfg, -ENOENT, "daq.command_out: subdevice 1 is soft-calibrated, but the "
                                      "calibration file /var/lib/comedi/calibrations/"
-                                     "ni_pcimio_pci-6251_comedi0 cannot be read (No such file or "
-                                     "directory); run comedi_soft_calibrate");
+                                     "ni_pcimio_pci-6251_comedi0 cannot be read: No such file or "
+                                     "directory; run comedi_soft_calibrate");
     assert_int_equal(F.n_cleanup, 0);
     int closes = F.n_close;
     F.parse_fail = 0;
