@@ -621,7 +621,9 @@ DEFINE_SECTION(damper, DAMPER_FIELDS, drths_experiment_t, "specimen.damper");
     X(s, REAL_IN, c0, specimen.true_scale.c0, 1.0, 0.01, 100, _)                                   \
     X(s, REAL_IN, c1, specimen.true_scale.c1, 1.0, 0.01, 100, _)                                   \
     X(s, REAL_IN, gamma_beta, specimen.true_scale.gamma_beta, 1.0, 0.01, 100, _)                   \
-    X(s, REAL_IN, A, specimen.true_scale.A, 1.0, 0.01, 100, _)
+    X(s, REAL_IN, A, specimen.true_scale.A, 1.0, 0.01, 100, _)                                    \
+    /* both damper presets have n = 2, and the model needs n >= 1 */                              \
+    X(s, REAL_IN, n, specimen.true_scale.n, 1.0, 0.5, 4, _)
 DEFINE_SECTION(true_scale, TRUE_SCALE_FIELDS, drths_experiment_t, "specimen.true_scale");
 
 /* specimen */
@@ -1537,7 +1539,7 @@ static int fill_specimen(vctx_t *c, drths_experiment_t *x, const struct raw_spec
         return not_allowed(c, "specimen.damper.stiffness_N_per_m", "unless model is linear-spring");
     }
     if ((r = PARSE(damper, substeps, s->damper, x)) ||
-        (r = PARSE_RANGE(true_scale, alpha, A, s->true_scale, x)))
+        (r = PARSE_RANGE(true_scale, alpha, n, s->true_scale, x)))
         return r;
     return 0;
 }

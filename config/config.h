@@ -155,9 +155,10 @@ typedef struct drths_experiment {
             int substeps;                /* 0..1000, 0 = automatic (default 0) */
         } damper;
         /* Rehearsal only: the virtual specimen's parameters are the nominal ones times these
-         * factors (each > 0, default 1); gamma_beta multiplies both gamma and beta. */
+         * factors (each > 0, default 1); gamma_beta multiplies both gamma and beta, n is the
+         * exponent of the hysteresis. */
         struct {
-            double alpha, c0, c1, gamma_beta, A;
+            double alpha, c0, c1, gamma_beta, A, n;
         } true_scale;
     } specimen;
 

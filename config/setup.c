@@ -79,6 +79,9 @@ void drths_setup_damper_true(const drths_experiment_t *exp, drths_damper_params_
     drths_setup_damper_nominal(exp, p);
     const __typeof__(exp->specimen.true_scale) *t = &exp->specimen.true_scale;
     drths_damper_params_scale(p, t->alpha, t->c0, t->c1, t->gamma_beta, t->A);
+    /* The exponent of the hysteresis; only the Bouc-Wen models have one. */
+    if (p->model == DRTHS_DAMPER_PHILLIPS2013 || p->model == DRTHS_DAMPER_SPENCER1997)
+        p->n *= t->n;
 }
 
 void drths_setup_specimen(const drths_experiment_t *exp, drths_specimen_params_t *p)

@@ -155,6 +155,10 @@ int drths_experiment_shared_text(const drths_experiment_t *x, char **text, size_
     sb_printf(&b, "specimen.true_scale=%.17g,%.17g,%.17g,%.17g,%.17g\n", x->specimen.true_scale.alpha,
               x->specimen.true_scale.c0, x->specimen.true_scale.c1,
               x->specimen.true_scale.gamma_beta, x->specimen.true_scale.A);
+    /* Printed only when it differs from 1, so that the files written before n could be scaled
+     * keep their fingerprints. */
+    if (x->specimen.true_scale.n != 1.0)
+        sb_printf(&b, "specimen.true_scale.n=%.17g\n", x->specimen.true_scale.n);
     sb_printf(&b, "control.mode=%s\n", drths_control_mode_name(x->control.mode));
     sb_printf(&b, "control.command=%.17g\n", x->control.command);
     if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL)

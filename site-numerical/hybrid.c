@@ -19,7 +19,8 @@ enum { S_START = 0, S_FIRST_COMMAND, S_RUN, S_CLOSING, S_DONE };
 static const char *const extra_names[DRTHS_HYBRID_EXTRA_COLS + DRTHS_HYBRID_ADAPT_COLS] = {
     "fb_tick", "fb_concealed", "force_measured_N", "force_model_N",
     "force_used_N", "rtt_ms", "loop_delay_ticks",
-    "smith_gain", "smith_w_lo", "smith_w_nom", "smith_w_hi", "smith_visc_N_s_per_m"};
+    "smith_gain", "smith_alpha_scale", "smith_c0_scale", "smith_c1_scale", "smith_A_scale",
+    "smith_n_scale", "smith_err_rel", "smith_fallback"};
 
 /* The short arrival-offset minimum (the up-link's current fastest way) uses buckets this long. */
 #define SHORT_BUCKET_NS (50 * NS_PER_MS)
@@ -483,10 +484,10 @@ static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double meas
     if (h->adaptive) {
         const drths_smith_t *sm = &h->smith;
         x[7] = drths_smith_gain(sm);
-        x[8] = sm->theta[0];
-        x[9] = sm->theta[1];
-        x[10] = sm->theta[2];
-        x[11] = sm->theta[3] * sm->c_ref;
+        for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
+            x[8 + i] = drths_smith_scale(sm, i);
+        x[8 + DRTHS_SMITH_NPAR] = sm->err_rel;
+        x[9 + DRTHS_SMITH_NPAR] = sm->st.fell_back;
     }
     int n = h->ns.n;
     const double *xs = row + 3, *as = row + 3 + 2 * n;

@@ -65,10 +65,11 @@
 #include "site-numerical/smith.h"
 
 /* Columns after the numsub base columns (run-folder contract); adaptive Smith adds
- * DRTHS_HYBRID_ADAPT_COLS more (smith_gain, smith_w_lo, smith_w_nom, smith_w_hi,
- * smith_visc_N_s_per_m). */
+ * DRTHS_HYBRID_ADAPT_COLS more (smith_gain, the identified factors smith_alpha_scale,
+ * smith_c0_scale, smith_c1_scale, smith_A_scale, smith_n_scale, then smith_err_rel and
+ * smith_fallback). */
 #define DRTHS_HYBRID_EXTRA_COLS 7
-#define DRTHS_HYBRID_ADAPT_COLS 5
+#define DRTHS_HYBRID_ADAPT_COLS 8
 /* Epoch changes remembered for summary.json. */
 #define DRTHS_HYBRID_MAX_EPOCH_LOG 64
 

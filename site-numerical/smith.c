@@ -6,25 +6,36 @@
 #include <string.h>
 
 #define NP DRTHS_SMITH_NPAR
+#define NPHI (DRTHS_SMITH_NPAR + 1) /* off(k) and psi(k) */
+/* |lambda| h of the estimate's substeps at v_max, as the damper's automatic rule (damper.h). */
+#define LAMBDA_H 0.2
 
 void drths_smith_adapt_default(drths_smith_adapt_params_t *ap)
 {
     memset(ap, 0, sizeof *ap);
-    /* The bank brackets the nominal shape by a factor of about 2.5 each way without containing
-     * the factor 2 of the acceptance case, so that case is a true interpolation. */
-    ap->bank_gamma_beta[0] = 0.4;
-    ap->bank_gamma_beta[1] = 1.0;
-    ap->bank_gamma_beta[2] = 2.5;
+    /* Wide enough for the mismatches a rehearsal can set (alpha, c0, c1 x3 each; gamma and
+     * beta x2 each way, which the alpha-A pair absorbs as alpha / 2, A x 2 and the reverse;
+     * n x2 and x0.5 from the presets' n = 2), narrow enough that a model at a corner is still
+     * a damper. */
+    for (int i = 0; i < NP; i++) {
+        ap->scale_min[i] = 0.1;
+        ap->scale_max[i] = 10.0;
+    }
+    ap->scale_min[DRTHS_SMITH_P_A] = 0.05;
+    ap->scale_max[DRTHS_SMITH_P_A] = 20.0;
+    ap->scale_min[DRTHS_SMITH_P_N] = 0.5;
+    ap->scale_max[DRTHS_SMITH_P_N] = 2.5;
+    ap->delta = 0.01;
     ap->forgetting = 0.9998;
-    ap->p0 = 10.0;
-    ap->trace_max = 1000.0;
-    ap->min_regressor_rel = 0.02;
+    ap->p0 = 1.0;
+    ap->trace_max = 20.0;
+    ap->max_step = 0.002;
+    ap->min_signal_rel = 0.01;
     ap->dead_zone_rel = 2e-4;
-    ap->weight_min = -1.5;
-    ap->weight_max = 3.0;
-    ap->gain_min = 0.3;
-    ap->gain_max = 3.0;
-    ap->visc_max = 2.0;
+    ap->max_substeps = 16;
+    ap->arm_pairs = 5000;
+    ap->unexplained_max = 0.5;
+    ap->worse_max = 2.0;
 }
 
 /* A command-dependent coefficient of the damper model at command cmd (damper.h). */
@@ -51,14 +62,72 @@ static double force_scale(const drths_damper_params_t *p)
     return best > 1.0 ? best : 1.0;
 }
 
+/* The stiffness rate of the (y, z) equations at v_max (the rule of damper.h) at the two ends of
+ * the command range, where the monotone coefficients take their extremes. */
+static double stiffness_rate(const drths_damper_params_t *p)
+{
+    double v = p->v_max_m_s / p->length_unit_m, lam = 0.0;
+    for (int e = 0; e < 2; e++) {
+        double cmd = e ? p->command_max : 0.0;
+        double gb = coef(p, p->gamma_a, p->gamma_b, p->gamma_c, cmd) +
+                    coef(p, p->beta_a, p->beta_b, p->beta_c, cmd);
+        double al = coef(p, p->alpha_a, p->alpha_b, p->alpha_c, cmd);
+        double c01 = coef(p, p->c0_a, p->c0_b, p->c0_c, cmd) +
+                     coef(p, p->c1_a, p->c1_b, p->c1_c, cmd);
+        double l = gb > 0.0 ? p->n * pow(gb, 1.0 / p->n) * pow(p->A, (p->n - 1.0) / p->n) * v
+                            : 0.0;
+        l += (p->A * al + p->k0) / c01;
+        lam = fmax(lam, l);
+    }
+    return lam;
+}
+
+/* Sets the parameters of the estimate (theta) and of its sensitivity models (theta + delta
+ * e_i), keeping their states. The substeps follow the estimate's stiffness. */
+static void apply_theta(drths_smith_t *s)
+{
+    const drths_damper_params_t *nom = &s->nominal;
+    double f[NP];
+    for (int i = 0; i < NP; i++)
+        f[i] = exp(s->theta[i]);
+    double up = exp(s->ap.delta);
+    int ns = s->model.substeps;
+    for (int m = -1; m < NP; m++) {
+        drths_damper_t *d = m < 0 ? &s->est : &s->sens[m];
+        double g[NP];
+        for (int i = 0; i < NP; i++)
+            g[i] = i == m ? f[i] * up : f[i];
+        d->p.alpha_a = nom->alpha_a * g[DRTHS_SMITH_P_ALPHA];
+        d->p.alpha_b = nom->alpha_b * g[DRTHS_SMITH_P_ALPHA];
+        d->p.c0_a = nom->c0_a * g[DRTHS_SMITH_P_C0];
+        d->p.c0_b = nom->c0_b * g[DRTHS_SMITH_P_C0];
+        d->p.c1_a = nom->c1_a * g[DRTHS_SMITH_P_C1];
+        d->p.c1_b = nom->c1_b * g[DRTHS_SMITH_P_C1];
+        d->p.A = nom->A * g[DRTHS_SMITH_P_A];
+        d->p.n = nom->n * g[DRTHS_SMITH_P_N];
+        if (m < 0 && nom->substeps == 0) {
+            /* At least the nominal model's count, so theta = 0 is the nominal model exactly
+             * (the rule below, at the two ends of the command range, never asks for more than
+             * the damper's own over the whole range). */
+            double need = ceil(stiffness_rate(&d->p) * d->dt_s / LAMBDA_H);
+            if (need > ns)
+                ns = need < s->ap.max_substeps ? (int)need : s->ap.max_substeps;
+        }
+        d->substeps = ns;
+    }
+}
+
 static void reset_adapt(drths_smith_t *s)
 {
     memset(s->theta, 0, sizeof s->theta);
-    s->theta[1] = 1.0;
     memset(s->P, 0, sizeof s->P);
     for (int i = 0; i < NP; i++)
         s->P[i][i] = s->ap.p0;
     memset(&s->st, 0, sizeof s->st);
+    s->st.fallback_step = -1;
+    s->e2_adapt = s->e2_nominal = s->f2 = s->m2_adapt = s->m2_nominal = 0.0;
+    s->err_rel = NAN;
+    apply_theta(s);
 }
 
 int drths_smith_init(drths_smith_t *s, drths_smith_mode_t mode,
@@ -91,39 +160,42 @@ int drths_smith_init_ex(drths_smith_t *s, drths_smith_mode_t mode,
         else
             drths_smith_adapt_default(&s->ap);
         const drths_smith_adapt_params_t *a = &s->ap;
-        if (!(a->forgetting > 0.0 && a->forgetting <= 1.0) || !(a->p0 > 0.0) ||
-            !(a->trace_max >= NP * a->p0) || !(a->weight_min < a->weight_max) ||
-            !(a->gain_min < a->gain_max) || !(a->visc_max >= 0.0) ||
-            !(a->min_regressor_rel >= 0.0) || !(a->dead_zone_rel >= 0.0) ||
-            a->bank_gamma_beta[1] != 1.0 || !(a->bank_gamma_beta[0] > 0.0) ||
-            !(a->bank_gamma_beta[2] > 0.0))
+        int ok = a->forgetting > 0.0 && a->forgetting <= 1.0 && a->p0 > 0.0 &&
+                 a->trace_max >= NP * a->p0 && a->delta > 0.0 && a->delta < 0.5 &&
+                 a->max_step > 0.0 && a->min_signal_rel >= 0.0 && a->dead_zone_rel >= 0.0 &&
+                 a->max_substeps >= 1 && a->arm_pairs >= 0.0 && a->unexplained_max > 0.0 &&
+                 a->worse_max > 0.0;
+        for (int i = 0; i < NP; i++)
+            ok &= a->scale_min[i] > 0.0 && a->scale_min[i] <= 1.0 && a->scale_max[i] >= 1.0 &&
+                  isfinite(a->scale_max[i]);
+        if (!ok)
             return drths_error_set(err, -EINVAL,
                                    "Smith predictor adaptive tuning: forgetting in (0, 1], p0 > 0, "
-                                   "trace_max >= %d p0, ordered bounds, bank factors > 0 with "
-                                   "the middle one 1",
+                                   "trace_max >= %d p0, delta in (0, 0.5), max_step > 0, "
+                                   "max_substeps >= 1, scale boxes around 1",
                                    NP);
     }
     int rc = drths_damper_init(&s->model, nominal, dt_s, err);
     if (rc)
         return drths_error_prefix(err, rc, "Smith predictor model");
     if (adaptive) {
-        for (int j = 0; j < DRTHS_SMITH_BANK; j++) {
-            if (j == 1)
-                continue;
-            drths_damper_params_t bp = *nominal;
-            drths_damper_params_scale(&bp, 1.0, 1.0, 1.0, s->ap.bank_gamma_beta[j], 1.0);
-            rc = drths_damper_init(&s->bank[j], &bp, dt_s, err);
-            if (rc)
-                return drths_error_prefix(err, rc, "Smith predictor bank model %d", j + 1);
+        s->nominal = *nominal;
+        rc = drths_damper_init(&s->est, nominal, dt_s, err);
+        for (int i = 0; i < NP && !rc; i++)
+            rc = drths_damper_init(&s->sens[i], nominal, dt_s, err);
+        if (rc)
+            return drths_error_prefix(err, rc, "Smith predictor identification model");
+        for (int i = 0; i < NP; i++) {
+            s->lo[i] = log(s->ap.scale_min[i]);
+            s->hi[i] = log(s->ap.scale_max[i]);
         }
-        s->phi = calloc(history * NP, sizeof(double));
+        /* The model needs n >= 1. */
+        s->lo[DRTHS_SMITH_P_N] = fmax(s->lo[DRTHS_SMITH_P_N], -log(nominal->n));
+        s->phi = calloc(history * NPHI, sizeof(double));
         if (!s->phi)
             return drths_error_set(err, -ENOMEM, "out of memory for %zu steps of Smith history",
                                    history);
         s->f_scale_N = force_scale(nominal);
-        s->c_ref = coef(nominal, nominal->c0_a, nominal->c0_b, nominal->c0_c,
-                        nominal->command_max) *
-                   nominal->force_unit_N / nominal->length_unit_m;
     }
     s->hist = calloc(history, sizeof(double));
     if (!s->hist) {
@@ -160,14 +232,15 @@ int drths_smith_reset(drths_smith_t *s, double command, uint32_t L)
     s->last_corr_N = 0.0;
     s->corr_step = -1;
     if (s->phi) {
-        for (int j = 0; j < DRTHS_SMITH_BANK; j++) {
-            if (j != 1)
-                drths_damper_reset(&s->bank[j], 0.0, command);
-            s->phi_rest[j] = drths_damper_force(j == 1 ? &s->model : &s->bank[j]);
-        }
-        s->phi_rest[3] = 0.0;
-        memcpy(s->phi, s->phi_rest, sizeof s->phi_rest);
         reset_adapt(s);
+        drths_damper_reset(&s->est, 0.0, command);
+        for (int i = 0; i < NP; i++)
+            drths_damper_reset(&s->sens[i], 0.0, command);
+        /* At rest the force is k1 (x - x0) whatever the identified parameters. */
+        s->phi_rest[0] = drths_damper_force(&s->est);
+        for (int i = 1; i < NPHI; i++)
+            s->phi_rest[i] = 0.0;
+        memcpy(s->phi, s->phi_rest, sizeof s->phi_rest);
     }
     return 0;
 }
@@ -180,37 +253,63 @@ int drths_smith_set_delay(drths_smith_t *s, uint32_t L)
     return 0;
 }
 
+static int adapting(const drths_smith_t *s)
+{
+    return s->phi && !s->st.fell_back;
+}
+
+static void fall_back(drths_smith_t *s, int64_t n, const char *why)
+{
+    if (s->st.fell_back)
+        return;
+    s->st.fell_back = 1;
+    s->st.fallback_step = n;
+    s->st.fallback_reason = why;
+}
+
 double drths_smith_step(drths_smith_t *s, double disp_m, double vel_m_s, double command)
 {
     double f = drths_damper_step(&s->model, disp_m, vel_m_s, command);
     s->step++;
     size_t slot = (size_t)s->step % s->cap;
     s->hist[slot] = f;
-    if (!s->phi)
+    if (!adapting(s))
         return f;
-    double *ph = &s->phi[slot * NP];
-    ph[0] = drths_damper_step(&s->bank[0], disp_m, vel_m_s, command);
-    ph[1] = f;
-    ph[2] = drths_damper_step(&s->bank[2], disp_m, vel_m_s, command);
-    ph[3] = s->c_ref * vel_m_s;
-    return dot(s->theta, ph);
+    double *ph = &s->phi[slot * NPHI];
+    double fe = drths_damper_step(&s->est, disp_m, vel_m_s, command);
+    int finite = isfinite(fe);
+    double off = fe;
+    for (int i = 0; i < NP; i++) {
+        double fi = drths_damper_step(&s->sens[i], disp_m, vel_m_s, command);
+        ph[1 + i] = (fi - fe) / s->ap.delta;
+        finite &= isfinite(fi);
+        off -= ph[1 + i] * s->theta[i];
+    }
+    ph[0] = off;
+    if (!finite) {
+        /* The estimate left the region its integration handles: the nominal model takes
+         * over for good (its forces are in hist). */
+        fall_back(s, s->step, "the identified model's force stopped being finite");
+        return f;
+    }
+    return fe;
 }
 
-/* phi(k): the rest regressors for k <= 0, NULL when not in the ring. */
+/* [off(k), psi(k)]: the rest values for k <= 0, NULL when not in the ring. */
 static const double *phi_at(const drths_smith_t *s, int64_t k)
 {
     if (k <= 0)
         return s->phi_rest;
     if (k > s->step || s->step - k >= (int64_t)s->cap)
         return NULL;
-    return &s->phi[((size_t)k % s->cap) * NP];
+    return &s->phi[((size_t)k % s->cap) * NPHI];
 }
 
 double drths_smith_model(const drths_smith_t *s, int64_t k)
 {
-    if (s->phi) {
+    if (adapting(s)) {
         const double *ph = phi_at(s, k);
-        return ph ? dot(s->theta, ph) : NAN;
+        return ph ? ph[0] + dot(s->theta, ph + 1) : NAN;
     }
     if (k <= 0)
         return s->rest_force_N;
@@ -221,66 +320,104 @@ double drths_smith_model(const drths_smith_t *s, int64_t k)
 
 double drths_smith_gain(const drths_smith_t *s)
 {
-    return s->phi ? s->theta[0] + s->theta[1] + s->theta[2] : 1.0;
+    if (!adapting(s) || !(s->m2_nominal > 0.0))
+        return 1.0;
+    return sqrt(s->m2_adapt / s->m2_nominal);
 }
 
-/* Clips theta to the bounds; returns nonzero when something was clipped. A gain outside its
- * bounds is brought back by moving the three bank weights equally (which keeps the shape mix),
- * then each weight is clipped; twice, so both hold unless they contradict each other. */
+double drths_smith_scale(const drths_smith_t *s, int i)
+{
+    if (!s->phi || i < 0 || i >= NP)
+        return 1.0;
+    return exp(s->theta[i]);
+}
+
+const char *drths_smith_fallback_reason(const drths_smith_t *s)
+{
+    return s->phi ? s->st.fallback_reason : NULL;
+}
+
+/* Clips theta into its box; returns nonzero when something was clipped. */
 static int project(drths_smith_t *s)
 {
-    const drths_smith_adapt_params_t *a = &s->ap;
     int clipped = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        double g = s->theta[0] + s->theta[1] + s->theta[2];
-        double gc = fmin(fmax(g, a->gain_min), a->gain_max);
-        if (gc != g) {
-            for (int i = 0; i < DRTHS_SMITH_BANK; i++)
-                s->theta[i] += (gc - g) / DRTHS_SMITH_BANK;
-            clipped = 1;
-        }
-        for (int i = 0; i < DRTHS_SMITH_BANK; i++) {
-            double v = fmin(fmax(s->theta[i], a->weight_min), a->weight_max);
-            clipped |= v != s->theta[i];
-            s->theta[i] = v;
-        }
+    for (int i = 0; i < NP; i++) {
+        double v = fmin(fmax(s->theta[i], s->lo[i]), s->hi[i]);
+        clipped |= v != s->theta[i];
+        s->theta[i] = v;
     }
-    double v4 = fmin(fmax(s->theta[3], -a->visc_max), a->visc_max);
-    clipped |= v4 != s->theta[3];
-    s->theta[3] = v4;
     return clipped;
 }
 
-/* One guarded RLS step on the pair (F, phi). */
-static void identify(drths_smith_t *s, double measured_N, const double *phi)
+/* The fall-back tests on the running means (see smith.h). */
+static void check_health(drths_smith_t *s, int64_t n)
 {
     const drths_smith_adapt_params_t *a = &s->ap;
-    double m = sqrt(dot(phi, phi));
-    if (!(m >= a->min_regressor_rel * s->f_scale_N) || m <= 0.0) {
+    for (int i = 0; i < NP; i++)
+        if (!isfinite(s->theta[i])) {
+            fall_back(s, n, "the identified parameters stopped being finite");
+            return;
+        }
+    if ((double)s->st.pairs < a->arm_pairs)
+        return;
+    if (s->e2_adapt > a->unexplained_max * s->f2)
+        fall_back(s, n, "no damper model in the bounds explains the measured force");
+    else if (s->e2_adapt > a->worse_max * s->e2_nominal)
+        fall_back(s, n, "the identified model predicts worse than the nominal one");
+}
+
+/* One guarded RLS step on the pair (F(n), [off(k), psi(k)]); F_nom is the nominal model's force
+ * at k. */
+static void identify(drths_smith_t *s, int64_t n, double measured_N, const double *ph,
+                     double f_nom)
+{
+    const drths_smith_adapt_params_t *a = &s->ap;
+    const double *psi = ph + 1;
+    double inv = 1.0 / s->f_scale_N;
+    double m = sqrt(dot(psi, psi)) * inv;
+    if (!(m >= a->min_signal_rel) || m <= 0.0) {
         s->st.low_signal++;
         return;
     }
-    double e_N = measured_N - dot(s->theta, phi);
+    double fa = ph[0] + dot(s->theta, psi);
+    double e_N = measured_N - fa;
+    double lam = a->forgetting;
+    s->e2_adapt = lam * s->e2_adapt + e_N * e_N;
+    s->e2_nominal = lam * s->e2_nominal + (measured_N - f_nom) * (measured_N - f_nom);
+    s->f2 = lam * s->f2 + measured_N * measured_N;
+    s->m2_adapt = lam * s->m2_adapt + fa * fa;
+    s->m2_nominal = lam * s->m2_nominal + f_nom * f_nom;
+    s->err_rel = s->f2 > 0.0 ? sqrt(s->e2_adapt / s->f2) : NAN;
+    s->st.pairs++;
     if (!(fabs(e_N) >= a->dead_zone_rel * s->f_scale_N)) {
         s->st.dead_zone++;
+        check_health(s, n);
         return;
     }
-    double u[NP], Pu[NP], k[NP];
+    double u[NP], Pu[NP], k[NP], d[NP];
     for (int i = 0; i < NP; i++)
-        u[i] = phi[i] / m;
-    double e = e_N / m;
+        u[i] = psi[i] * inv;
+    double e = e_N * inv;
     for (int i = 0; i < NP; i++)
         Pu[i] = dot(s->P[i], u);
-    double den = a->forgetting + dot(u, Pu);
+    double den = lam + dot(u, Pu);
+    double big = 0.0;
     for (int i = 0; i < NP; i++) {
         k[i] = Pu[i] / den;
-        s->theta[i] += k[i] * e;
+        d[i] = k[i] * e;
+        big = fmax(big, fabs(d[i]));
     }
+    /* A bounded step keeps the linearisation of F^(k; theta) valid over the lag L. */
+    double sc = big > a->max_step ? a->max_step / big : 1.0;
+    if (sc < 1.0)
+        s->st.step_limited++;
+    for (int i = 0; i < NP; i++)
+        s->theta[i] += sc * d[i];
     double tr = 0.0;
     int ok = 1;
     for (int i = 0; i < NP; i++) {
         for (int j = i; j < NP; j++) {
-            double v = (s->P[i][j] - k[i] * Pu[j]) / a->forgetting;
+            double v = (s->P[i][j] - k[i] * Pu[j]) / lam;
             s->P[i][j] = s->P[j][i] = v; /* kept exactly symmetric */
         }
         tr += s->P[i][i];
@@ -301,14 +438,18 @@ static void identify(drths_smith_t *s, double measured_N, const double *phi)
     if (project(s))
         s->st.projections++;
     s->st.updates++;
+    check_health(s, n);
+    if (!s->st.fell_back)
+        apply_theta(s);
 }
 
 double drths_smith_force_at(drths_smith_t *s, int64_t n, int64_t k, double measured_N)
 {
-    if (s->phi) {
+    if (adapting(s)) {
         const double *ph = phi_at(s, k);
+        double f_nom = k <= 0 ? s->rest_force_N : s->hist[(size_t)k % s->cap];
         if (ph && isfinite(measured_N))
-            identify(s, measured_N, ph);
+            identify(s, n, measured_N, ph, f_nom);
     }
     double delayed = drths_smith_model(s, k);
     s->last_corr_N = measured_N - delayed;
@@ -337,6 +478,7 @@ void drths_smith_close(drths_smith_t *s)
     s->phi = NULL;
     s->cap = 0;
     drths_damper_close(&s->model);
-    for (int j = 0; j < DRTHS_SMITH_BANK; j++)
-        drths_damper_close(&s->bank[j]);
+    drths_damper_close(&s->est);
+    for (int i = 0; i < NP; i++)
+        drths_damper_close(&s->sens[i]);
 }

@@ -1,4 +1,4 @@
-/* The Smith predictor of the numerical site (DESIGN.md 2 and 5.4).
+/* The Smith predictor of the numerical site (docs/design.md, "Smith predictor").
  *
  * The measured force F(n) of tick n responds to the displacement history x(..n-L), because the
  * command computed at step k is applied at tick k + L. The force the integrator needs at step n
@@ -25,32 +25,49 @@
  * caller names the step k whose command the specimen got at tick n: drths_smith_force_at uses
  * F^(k) in place of F^(n-L). drths_smith_force is drths_smith_force_at with k = n - L.
  *
- * Adaptive mode (DESIGN.md 5.4, beyond the seed): the model force is a linear combination
- *     F^(k) = theta . phi(k),
- *     phi(k) = [F_1(k), F_2(k), F_3(k), c_ref x'(k)]
- * where F_j are the forces of a bank of three Bouc-Wen models with the nominal parameters but
- * gamma and beta multiplied by bank_gamma_beta[j] (the middle one is the nominal model itself),
- * driven by the same displacement, velocity and command, and c_ref x' is a viscous term
- * (c_ref = the nominal c0 at the largest command, N s/m). theta starts at [0, 1, 0, 0], which is
- * exactly the fixed predictor. A scale error of alpha, c0 and c1 scales the force (theta_2 takes
- * it up); a different shape of the hysteresis loop (gamma, beta) is a mix of the bank's shapes;
- * a different viscous part is the last term.
- *   theta is identified online from the pairs (F(n), phi(k)), k the step applied at tick n, by
- * recursive least squares with exponential forgetting on the pair divided by |phi(k)| (so the
- * covariance is dimensionless and each tick weighs alike), with these guards:
- *   - no update when |phi(k)| < min_regressor_rel F_scale (the damper barely moves: little
- *     information and much noise), nor when |F(n) - theta . phi(k)| < dead_zone_rel F_scale
- *     (nothing to learn; stops drift on noise), nor from concealed feedback (the caller does not
- *     call force for it);
- *   - each weight bounded to [weight_min, weight_max], the sum of the bank weights (the force
- *     gain) to [gain_min, gain_max], |theta_4| to visc_max (projection after each update);
- *   - the covariance trace is limited to trace_max (no wind-up under forgetting when the
- *     excitation is poor), and reset to p0 I if it stops being positive.
+ * Adaptive mode: the predictor identifies the damper, not a gain. A second damper model, the
+ * estimate, runs with the nominal parameters scaled by exp(theta), theta being the log-scales
+ * of the five Bouc-Wen parameters that shape the force:
+ *     theta = [ln alpha, ln c0, ln c1, ln A, ln n] relative to the nominal model
+ * (alpha and c0, c1 at every command, as specimen.true_scale scales them). gamma and beta are
+ * not identified: with n fixed, the model with gamma and beta scaled by g is exactly the model
+ * with alpha scaled by g^(-1/(n-1)) and A by g^(1/(n-1)) (z rescaled), so alpha and A already
+ * cover them; identifying all three would leave a direction without information. NP more
+ * models run with one log-scale raised by delta each; (F_i - F^)/delta is the sensitivity
+ * psi_i(k) = dF^(k)/dtheta_i. Per step the ring keeps F^(k) as the affine function
+ *     F^(k; theta) = off(k) + psi(k) . theta,   off(k) = F^(k) - psi(k) . theta_k
+ * of the parameters, theta_k being the estimate the models ran with at step k. Both model
+ * terms of R(n) use the current theta through it, so a change of theta does not show up as a
+ * jump of R, and the pair used for identification is exactly a linear regression
+ *     F(n) - off(k) = psi(k) . theta + noise,    k the step applied at tick n
+ * (the models' state at the step the measurement belongs to: the delay is in the ring, not in
+ * the regression). theta is identified by recursive least squares with exponential forgetting
+ * (a recursive prediction-error method: the regressor is the model's own sensitivity), on the
+ * pair divided by F_scale (so the covariance is that of the log-scales), with these guards:
+ *   - no update when |psi(k)| < min_signal_rel F_scale (the damper barely moves: the force
+ *     does not depend on the parameters, so nothing can be learnt and nothing may drift), nor
+ *     when |error| < dead_zone_rel F_scale, nor from concealed feedback;
+ *   - each update moves no log-scale by more than max_step (the linearisation above stays
+ *     valid over the L steps the regression lags the models);
+ *   - theta is clipped into the box [ln scale_min, ln scale_max] (and n >= 1) after each update;
+ *   - the covariance trace is limited to trace_max (no wind-up under forgetting) and reset to
+ *     p0 I if it stops being positive.
+ * Fall-back: the errors of the estimate, e_a = F(n) - F^(k; theta), and of the nominal model,
+ * e_n = F(n) - F_nom(k), and the force F(n) are averaged (squares, same forgetting) over the
+ * pairs with signal. After arm_pairs such pairs, the predictor falls back to the nominal model
+ * for the rest of the run (it is then the fixed predictor) when
+ *   - the estimate explains too little of the force: mean e_a^2 > unexplained_max mean F^2
+ *     (a specimen the Bouc-Wen model cannot describe, or a force unrelated to the motion);
+ *   - or it predicts worse than the nominal model: mean e_a^2 > worse_max mean e_n^2;
+ * and at once when a model force or theta stops being finite. The reason and the step are kept
+ * (drths_smith_fallback_reason) for the summary and the end-of-run message.
  * F_scale is the nominal model's largest hysteretic force alpha z_max over the command range.
- * The same theta is used in both terms of R(n), and in concealment.
  *
- * Cost per step: three damper steps instead of one, and an RLS update of 4 parameters (about
- * 100 flops). RT-safe; nothing is allocated after init.
+ * Cost per step: 2 + NP damper steps (the nominal model for hist and the fall-back, the
+ * estimate and its NP perturbations) and an RLS update of NP parameters. The estimate's
+ * substeps follow its stiffness (the rule of damper.h at the nominal v_max_m_s), at least the
+ * nominal model's and at most max_substeps, so the work per step is bounded. RT-safe; nothing
+ * is allocated after init.
  *
  * Ownership: the caller owns drths_smith_t; _init allocates the F^ history ring, _close frees it
  * (safe twice, and on a zeroed struct). A failed _init leaves nothing to free.
@@ -65,45 +82,65 @@
 #include "models/damper.h"
 #include "platform/error.h"
 
-#define DRTHS_SMITH_BANK 3
-#define DRTHS_SMITH_NPAR 4 /* the bank's three forces and the viscous term */
+/* The identified parameters: log-scales of these nominal parameters. */
+enum {
+    DRTHS_SMITH_P_ALPHA,
+    DRTHS_SMITH_P_C0,
+    DRTHS_SMITH_P_C1,
+    DRTHS_SMITH_P_A,
+    DRTHS_SMITH_P_N,
+    DRTHS_SMITH_NPAR
+};
 
 /* Tuning of the adaptive mode (see the file comment). */
 typedef struct drths_smith_adapt_params {
-    double bank_gamma_beta[DRTHS_SMITH_BANK]; /* gamma and beta factors (default 0.4, 1, 2.5) */
+    double scale_min[DRTHS_SMITH_NPAR], scale_max[DRTHS_SMITH_NPAR]; /* box of the factors
+                               (default alpha, c0, c1 0.1..10, A 0.05..20, n 0.5..2.5) */
+    double delta;             /* log-scale step of the sensitivity models (default 0.01) */
     double forgetting;        /* lambda in (0, 1] (default 0.9998: memory 5000 steps) */
-    double p0;                /* initial covariance, dimensionless (default 10) */
-    double trace_max;         /* covariance trace limit (default 1000) */
-    double min_regressor_rel; /* no update below this |phi| / F_scale (default 0.02) */
+    double p0;                /* initial covariance of each log-scale (default 1) */
+    double trace_max;         /* covariance trace limit (default 20) */
+    double max_step;          /* largest change of a log-scale per update (default 0.002) */
+    double min_signal_rel;    /* no update below this |psi| / F_scale (default 0.01) */
     double dead_zone_rel;     /* no update below this |error| / F_scale (default 2e-4) */
-    double weight_min, weight_max; /* each weight (default -1.5, 3) */
-    double gain_min, gain_max;     /* sum of the bank weights (default 0.3, 3) */
-    double visc_max;               /* |theta_4| (default 2) */
+    int max_substeps;         /* substeps cap of the estimate's models (default 16) */
+    double arm_pairs;         /* pairs with signal before the fall-back tests (default 5000) */
+    double unexplained_max;   /* fall back above this mean e_a^2 / mean F^2 (default 0.5) */
+    double worse_max;         /* fall back above this mean e_a^2 / mean e_n^2 (default 2) */
 } drths_smith_adapt_params_t;
 
 /* What the identification did so far. */
 typedef struct drths_smith_adapt_stats {
     uint64_t updates;        /* RLS updates made */
-    uint64_t low_signal;     /* pairs skipped: |phi| below the threshold */
+    uint64_t low_signal;     /* pairs skipped: |psi| below the threshold */
     uint64_t dead_zone;      /* pairs skipped: error inside the dead zone */
-    uint64_t projections;    /* updates whose result was clipped to the bounds */
+    uint64_t step_limited;   /* updates whose change was scaled down to max_step */
+    uint64_t projections;    /* updates whose result was clipped to the box */
     uint64_t trace_limited;  /* updates after which the covariance was scaled down */
     uint64_t resets;         /* covariance resets (lost positiveness) */
+    uint64_t pairs;          /* pairs with signal (averaged into the error means) */
+    int fell_back;           /* 1 once the predictor fell back to the nominal model */
+    int64_t fallback_step;   /* the step n at which it did, -1 before */
+    const char *fallback_reason; /* static text, NULL before */
 } drths_smith_adapt_stats_t;
 
 typedef struct drths_smith {
     drths_smith_mode_t mode;
     drths_damper_t model; /* nominal damper */
-    double *hist;         /* F^(k) at hist[k % cap] for the last cap steps, owned */
+    double *hist;         /* F^(k) of the nominal model at hist[k % cap] for the last cap steps */
     /* adaptive only (phi NULL otherwise) */
     drths_smith_adapt_params_t ap;
-    drths_damper_t bank[DRTHS_SMITH_BANK]; /* bank[1] unused: the nominal one is `model` */
-    double *phi;          /* phi(k) at phi[(k % cap) * NPAR], owned */
-    double phi_rest[DRTHS_SMITH_NPAR];
+    drths_damper_params_t nominal;             /* the parameters theta scales */
+    drths_damper_t est;                        /* the estimate, at theta */
+    drths_damper_t sens[DRTHS_SMITH_NPAR];     /* at theta + delta e_i */
+    double *phi;          /* [off(k), psi(k)] at phi[(k % cap) * (NPAR + 1)], owned */
+    double phi_rest[DRTHS_SMITH_NPAR + 1];
     double theta[DRTHS_SMITH_NPAR];
+    double lo[DRTHS_SMITH_NPAR], hi[DRTHS_SMITH_NPAR]; /* the box of theta */
     double P[DRTHS_SMITH_NPAR][DRTHS_SMITH_NPAR];
-    double c_ref;         /* N s/m of the viscous regressor */
     double f_scale_N;     /* F_scale */
+    double e2_adapt, e2_nominal, f2, m2_adapt, m2_nominal; /* forgetting means (sums) */
+    double err_rel;       /* sqrt(mean e_a^2 / mean F^2), NaN before any pair */
     drths_smith_adapt_stats_t st;
     size_t cap;
     int64_t step;         /* newest k with F^(k) known (0 after reset) */
@@ -130,7 +167,8 @@ int drths_smith_init(drths_smith_t *s, drths_smith_mode_t mode,
                      drths_error_t *err);
 
 /* At rest (x = 0) with the damper command's steady state, step 0, dead time L, no correction,
- * theta at the nominal model and the covariance at p0 I (adaptive). Returns 0, or -ERANGE when L + 1 exceeds the history ring. RT-safe. */
+ * theta at the nominal model, the covariance at p0 I and no fall-back (adaptive). Returns 0, or
+ * -ERANGE when L + 1 exceeds the history ring. RT-safe. */
 int drths_smith_reset(drths_smith_t *s, double command, uint32_t L);
 
 /* Changes the dead time (a new epoch). -ERANGE, changing nothing, when L + 1 exceeds the ring.
@@ -146,15 +184,25 @@ double drths_smith_step(drths_smith_t *s, double disp_m, double vel_m_s, double 
 double drths_smith_model(const drths_smith_t *s, int64_t k);
 
 /* R(n) from the measured force F(n) (n <= the model's step), and records the correction
- * F(n) - F^(n-L) for concealment. Adaptive: first identifies from (F(n), phi(n-L)). RT-safe. */
+ * F(n) - F^(n-L) for concealment. Adaptive: first identifies from (F(n), psi(n-L)). RT-safe. */
 double drths_smith_force(drths_smith_t *s, int64_t n, double measured_N);
 
 /* As drths_smith_force with the specimen at tick n driven by step k (k <= n) instead of n - L.
  * RT-safe. */
 double drths_smith_force_at(drths_smith_t *s, int64_t n, int64_t k, double measured_N);
 
-/* The model's force gain: the sum of the bank weights (1 for fixed and off). RT-safe. */
+/* The estimate's force gain: the RMS of its force over the RMS of the nominal model's force,
+ * both averaged with the forgetting over the pairs with signal (1 for fixed and off, before
+ * any pair and after a fall-back). RT-safe. */
 double drths_smith_gain(const drths_smith_t *s);
+
+/* The identified factor on nominal parameter i (DRTHS_SMITH_P_*): exp(theta_i); 1 for fixed and
+ * off. RT-safe. */
+double drths_smith_scale(const drths_smith_t *s, int i);
+
+/* Why the adaptive predictor fell back to the nominal model, or NULL while it identifies (and
+ * for fixed and off). RT-safe. */
+const char *drths_smith_fallback_reason(const drths_smith_t *s);
 
 /* R(n) when F(n) is missing: the model's estimate of F(n) with the last correction (see the file
  * comment). Changes nothing. RT-safe. */

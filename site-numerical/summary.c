@@ -150,13 +150,26 @@ static void smith_json(drths_json_t *j, const drths_hybrid_t *h)
     drths_json_string(j, "mode", drths_smith_mode_name(sm->mode));
     drths_json_number(j, "force_gain", drths_smith_gain(sm));
     if (h->adaptive) {
-        drths_json_numbers(j, "bank_gamma_beta", sm->ap.bank_gamma_beta, DRTHS_SMITH_BANK);
-        drths_json_numbers(j, "bank_weights", sm->theta, DRTHS_SMITH_BANK);
-        drths_json_number(j, "viscous_N_s_per_m", sm->theta[3] * sm->c_ref);
+        static const char *const names[DRTHS_SMITH_NPAR] = {"alpha", "c0", "c1", "A", "n"};
+        const char *why = drths_smith_fallback_reason(sm);
+        drths_json_string(j, "identification", why ? "fell back to the nominal model" : "running");
+        if (why) {
+            drths_json_string(j, "fallback_reason", why);
+            drths_json_int(j, "fallback_step", sm->st.fallback_step);
+        }
+        drths_json_object_begin(j, "scales");
+        for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
+            drths_json_number(j, names[i], drths_smith_scale(sm, i));
+        drths_json_object_end(j);
+        drths_json_number(j, "error_rel", sm->err_rel);
+        drths_json_number(j, "nominal_error_rel",
+                          sm->f2 > 0.0 ? sqrt(sm->e2_nominal / sm->f2) : NAN);
         drths_json_number(j, "forgetting", sm->ap.forgetting);
+        drths_json_int(j, "pairs", (int64_t)sm->st.pairs);
         drths_json_int(j, "updates", (int64_t)sm->st.updates);
         drths_json_int(j, "skipped_low_signal", (int64_t)sm->st.low_signal);
         drths_json_int(j, "skipped_dead_zone", (int64_t)sm->st.dead_zone);
+        drths_json_int(j, "step_limited", (int64_t)sm->st.step_limited);
         drths_json_int(j, "projections", (int64_t)sm->st.projections);
         drths_json_int(j, "covariance_trace_limited", (int64_t)sm->st.trace_limited);
         drths_json_int(j, "covariance_resets", (int64_t)sm->st.resets);
@@ -312,12 +325,21 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
                        "final L %u\n",
                     (unsigned long long)h->c.epoch_changes, h->c.L_min_seen, h->c.L_max_seen,
                     (unsigned long long)h->c.transition, h->L);
-        if (h->adaptive)
-            fprintf(f, "  adaptive Smith: force gain %.4f, %llu updates (%llu low signal, %llu in "
-                       "the dead zone)\n",
-                    drths_smith_gain(&h->smith), (unsigned long long)h->smith.st.updates,
-                    (unsigned long long)h->smith.st.low_signal,
-                    (unsigned long long)h->smith.st.dead_zone);
+        if (h->adaptive) {
+            const drths_smith_t *sm = &h->smith;
+            fprintf(f, "  adaptive Smith: alpha x%.3f, c0 x%.3f, c1 x%.3f, A x%.3f, n x%.3f, "
+                       "force gain %.4f, error %.2f %% of the force, %llu updates (%llu low "
+                       "signal, %llu in the dead zone)\n",
+                    drths_smith_scale(sm, DRTHS_SMITH_P_ALPHA),
+                    drths_smith_scale(sm, DRTHS_SMITH_P_C0), drths_smith_scale(sm, DRTHS_SMITH_P_C1),
+                    drths_smith_scale(sm, DRTHS_SMITH_P_A), drths_smith_scale(sm, DRTHS_SMITH_P_N),
+                    drths_smith_gain(sm), 100.0 * sm->err_rel, (unsigned long long)sm->st.updates,
+                    (unsigned long long)sm->st.low_signal, (unsigned long long)sm->st.dead_zone);
+            if (drths_smith_fallback_reason(sm))
+                fprintf(f, "  WARNING: the adaptive Smith predictor could not identify the damper "
+                           "and fell back to the nominal model at step %lld (%s)\n",
+                        (long long)sm->st.fallback_step, drths_smith_fallback_reason(sm));
+        }
         if (dropped)
             fprintf(f, "  WARNING: %llu rows dropped by the recorder\n",
                     (unsigned long long)dropped);

@@ -139,6 +139,7 @@ static void test_defaults(void **state)
     assert_int_equal(x.specimen.floor, 1);
     assert_int_equal(x.specimen.damper.substeps, 0);
     assert_true(x.specimen.true_scale.gamma_beta == 1.0 && x.specimen.true_scale.A == 1.0);
+    assert_true(x.specimen.true_scale.n == 1.0);
     assert_int_equal(x.control.mode, DRTHS_CONTROL_PASSIVE_OFF);
     assert_true(x.control.command == 0);
     assert_int_equal(x.actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL);
@@ -256,6 +257,8 @@ static void test_fingerprint(void **state)
 
     /* Not shared: the fingerprint does not change. */
     static const char *const same[] = {
+        /* n = 1 is not printed, so files from before it existed keep their fingerprints */
+        "  true_scale: {n: 1}\n", /* (base_yaml ends inside specimen) */
         "physical: {listen: \"0.0.0.0:48000\"}\n",
         "numerical: {peer: \"[::1]:47001\", reorder_ticks: 20, smith: adaptive}\n",
         "actuator: {plant: three-pole, noise_force_N: 50, adc_bits: 16}\n",
@@ -277,6 +280,7 @@ static void test_fingerprint(void **state)
     /* Shared: each change gives a different fingerprint. */
     static const char *const differ[] = {
         "rate_hz: 4000\n",
+        "  true_scale: {n: 2}\n", /* (base_yaml ends inside specimen) */
         "control: {mode: fixed, command: 1.0}\n",
         "link: {redundancy: 5}\n",
         "link: {loop_delay_ticks: 200}\n",
