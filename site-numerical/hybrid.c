@@ -129,6 +129,7 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     h->p = *p;
     if (h->p.wait_ns <= 0)
         h->p.wait_ns = (int64_t)p->reorder_ticks * p->dt_ns;
+    h->wait0_ns = h->p.wait_ns;
     if (!h->p.adapt_L)
         h->p.L_max = p->L;
     else if (h->p.L_max == 0)
@@ -551,17 +552,17 @@ static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t
         l->time_s = (double)h->ns.step * h->ns.dt_s;
         l->reason = why;
     }
-    /* The feedback wait spends the budget of the new L (drths_hybrid_feedback_wait_ns) with the
-     * window's round trip; with too few echoes yet, it moves by the change of L alone. */
-    if (h->rttw.count >= h->p.ep.min_rtt_samples && h->rttw.count > 0) {
-        h->p.wait_ns = drths_hybrid_feedback_wait_ns(
-            L_to, h->p.dt_ns, drths_rtt_window_min(&h->rttw),
-            drths_rtt_window_quantile(&h->rttw, h->p.lp.quantile), h->p.reorder_ticks);
-    } else {
-        int64_t wait = h->p.wait_ns + ((int64_t)L_to - (int64_t)L_from) * h->p.dt_ns;
-        int64_t floor_ns = (int64_t)h->p.reorder_ticks * h->p.dt_ns;
-        h->p.wait_ns = wait > floor_ns ? wait : floor_ns;
-    }
+    /* The feedback wait spends the budget of the new L (drths_hybrid_feedback_wait_ns): the
+     * spread of the round trip measured by the probes is kept, its level moves with the window's
+     * quantile. The spread is a property of the jitter, which a route change keeps; the
+     * window's minimum would hold the old route for 8 s after a step up and make the loop wait
+     * too long. Computed from the start values each time, so nothing accumulates; with too few
+     * echoes (or no probe quantile) the level moves with L alone. */
+    int64_t wait = h->wait0_ns + ((int64_t)L_to - (int64_t)h->p.L) * h->p.dt_ns;
+    if (h->p.rtt_q_ns > 0 && h->rttw.count >= h->p.ep.min_rtt_samples && h->rttw.count > 0)
+        wait -= drths_rtt_window_quantile(&h->rttw, h->p.lp.quantile) - h->p.rtt_q_ns;
+    int64_t floor_ns = (int64_t)h->p.reorder_ticks * h->p.dt_ns;
+    h->p.wait_ns = wait > floor_ns ? wait : floor_ns;
     /* A slower up-link moves every arrival later: the deadlines follow at once instead of
      * waiting up to 1 s for the long minimum to forget the faster past. This touches only the
      * arrival estimate, which the next 0.5 s bucket replaces; it never feeds the choice of L. */

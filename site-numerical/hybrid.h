@@ -182,6 +182,7 @@ typedef struct drths_hybrid {
     drths_late_window_t late;
     drths_epoch_state_t est;
     drths_rtt_window_t rttw;    /* sliding window of the echoed round trips */
+    int64_t wait0_ns;           /* the feedback wait of epoch 1 (p.L, p.rtt_q_ns) */
     int64_t off_short_cur, off_short_prev, off_short_bucket_ns; /* 50 ms arrival minima */
     int64_t *tm_tick, *tm_step; /* tick map ring: step sent for each tick, -1 - k for a filler
                                  * holding step k; owned */
