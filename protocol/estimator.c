@@ -372,6 +372,11 @@ int64_t drths_rtt_window_max(const drths_rtt_window_t *w)
     return window_extreme(w, w->nsub, 1);
 }
 
+int64_t drths_rtt_window_recent_min(const drths_rtt_window_t *w, size_t nrecent)
+{
+    return window_extreme(w, nrecent, 0);
+}
+
 /* Nearest-rank q-quantile of the nrecent most recent sub-windows (all of them: the running
  * sum; fewer: their counters added on the fly). */
 static int64_t window_quantile(const drths_rtt_window_t *w, size_t nrecent, double q,

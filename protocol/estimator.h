@@ -206,6 +206,9 @@ int64_t drths_rtt_window_recent_quantile(const drths_rtt_window_t *w, size_t nre
 int64_t drths_rtt_window_min(const drths_rtt_window_t *w);
 int64_t drths_rtt_window_max(const drths_rtt_window_t *w);
 
+/* Exact smallest round trip of the nrecent most recent sub-windows; 0 when empty. RT-safe. */
+int64_t drths_rtt_window_recent_min(const drths_rtt_window_t *w, size_t nrecent);
+
 /* ---- (d) Late rate and epochs --------------------------------------------------------------- */
 
 typedef struct drths_late_window {

@@ -552,12 +552,9 @@ static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t
         l->time_s = (double)h->ns.step * h->ns.dt_s;
         l->reason = why;
     }
-    /* The feedback wait spends the budget of the new L (drths_hybrid_feedback_wait_ns): the
-     * spread of the round trip measured by the probes is kept, its level moves with the window's
-     * quantile. The spread is a property of the jitter, which a route change keeps; the
-     * window's minimum would hold the old route for 8 s after a step up and make the loop wait
-     * too long. Computed from the start values each time, so nothing accumulates; with too few
-     * echoes (or no probe quantile) the level moves with L alone. */
+    /* The feedback wait follows the new L at once (decide() then sets it from the recent round
+     * trips when there are enough): the budget moves by the change of L and of the window's
+     * quantile against epoch 1's, computed from epoch 1's values so nothing accumulates. */
     int64_t wait = h->wait0_ns + ((int64_t)L_to - (int64_t)h->p.L) * h->p.dt_ns;
     if (h->p.rtt_q_ns > 0 && h->rttw.count >= h->p.ep.min_rtt_samples && h->rttw.count > 0)
         wait -= drths_rtt_window_quantile(&h->rttw, h->p.lp.quantile) - h->p.rtt_q_ns;
@@ -600,6 +597,24 @@ static void raise_L(drths_hybrid_t *h, uint32_t L2, drths_epoch_reason_t why, in
     announce(h, L1, L2, first_new, why, now_ns);
 }
 
+/* Starts the epoch that takes L to `next`: a raise at once (fillers), a lowering by a glide. */
+static void change_L(drths_hybrid_t *h, uint32_t next, drths_epoch_reason_t why, int64_t now_ns)
+{
+    if (next > h->L) {
+        raise_L(h, next, why, now_ns);
+        return;
+    }
+    /* Lower (or a raise that stays below the L still gliding down): glide to next. The glide
+     * drops one tick every glide_every steps, so it ends (L - next) glide_every steps on. */
+    uint32_t from = h->glide_target;
+    h->glide_target = next;
+    uint64_t end_step = (uint64_t)h->ns.step + 1 +
+                        (uint64_t)(h->L - next) * (uint64_t)h->p.glide_every;
+    announce(h, from, next, end_step + next, why, now_ns);
+    /* Lateness counts again from the first tick commanded during the glide, not from its end. */
+    h->epoch_eff_tick = h->last_cmd_tick + 1;
+}
+
 /* One epoch decision (docs/design.md, "Delay estimator") after step n. Its inputs are
  * measurements only (the sliding window and the late window): nothing a previous decision chose
  * is fed back, so L follows the round trip both ways. */
@@ -620,21 +635,16 @@ static void decide(drths_hybrid_t *h, int64_t now_ns)
     uint32_t next = drths_epoch_decide(&h->p.ep, &h->p.lp, h->p.dt_ns, &h->est, &in, &why);
     if (next > h->p.L_max)
         next = h->p.L_max;
-    if (why == DRTHS_EPOCH_KEEP || next == h->glide_target)
-        return;
-    if (next > h->L) {
-        raise_L(h, next, why, now_ns);
-        return;
-    }
-    /* Lower (or a raise that stays below the L still gliding down): glide to next. The glide
-     * drops one tick every glide_every steps, so it ends (L - next) glide_every steps on. */
-    uint32_t from = h->glide_target;
-    h->glide_target = next;
-    uint64_t end_step = (uint64_t)h->ns.step + 1 +
-                        (uint64_t)(h->L - next) * (uint64_t)h->p.glide_every;
-    announce(h, from, next, end_step + next, why, now_ns);
-    /* Lateness counts again from the first tick commanded during the glide, not from its end. */
-    h->epoch_eff_tick = h->last_cmd_tick + 1;
+    if (why != DRTHS_EPOCH_KEEP && next != h->glide_target)
+        change_L(h, next, why, now_ns);
+    /* The feedback wait (drths_hybrid_feedback_wait_ns) for the L being reached, from the round
+     * trips of the last 1 to 2 s: their minimum and quantile follow a route change within 2 s,
+     * where the whole window's minimum would keep the old route for 8 s and make the loop wait
+     * too long after a step up. Only the wait follows this short view; L does not. */
+    if (in.rtt_recent_samples >= h->p.ep.min_rtt_samples && in.rtt_recent_samples > 0)
+        h->p.wait_ns = drths_hybrid_feedback_wait_ns(
+            h->glide_target, h->p.dt_ns, drths_rtt_window_recent_min(w, RTT_RECENT_SUBS),
+            in.rtt_recent_q_ns, h->p.reorder_ticks);
 }
 
 static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_sample_t *s,

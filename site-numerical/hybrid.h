@@ -33,8 +33,9 @@
  * actuator site, for ticks under the current epoch only). Dead bands: a round-trip raise needs
  * more than half the safety margin, a lowering must save at least 10 ms; at most one change
  * per 2 s unless commands are, or are about to be, late. No decision resets or seeds the
- * window, so L follows the round trip both ways and cannot ratchet. The feedback wait is
- * recomputed from the window for each new L. The actuator site plays whatever each tick was
+ * window, so L follows the round trip both ways and cannot ratchet. The feedback wait moves
+ * with each new L and is kept in step with the round trips of the last 1 to 2 s (minimum and
+ * quantile, drths_hybrid_feedback_wait_ns) at every decision. The actuator site plays whatever each tick was
  * commanded, so the change of L is a change of which step each tick gets:
  *   raise L1 -> L2 (at once): x(n+1) goes to tick n+1+L2; the ticks between the last one sent
  *     and it are FILLER commands that hold the last commanded position (velocity 0): the
