@@ -573,9 +573,10 @@ uint32_t drths_epoch_decide(const drths_epoch_params_t *p, const drths_lchoice_p
             next = target;
             reason = DRTHS_EPOCH_RAISE_RTT;
         } else if (rate_ok) {
-            /* Not urgent: the window's own need is enough (the recent quantile, from fewer
-             * samples, would overshoot it by its noise and invite a lowering later). */
-            next = need;
+            /* Not urgent: the window's own need (the recent quantile, from fewer samples,
+             * would overshoot it by its noise), plus the dead band again as headroom, so that
+             * the next wobble of the quantile does not ask for another small raise. */
+            next = clamp_u32((uint64_t)need + p->raise_deadband_ticks);
             reason = DRTHS_EPOCH_RAISE_RTT;
         }
         /* else: the need fits within the safety margin; raise once the rate bound allows. */

@@ -296,9 +296,9 @@ typedef enum drths_epoch_reason {
  *   late rate above threshold   -> max(L + raise_step, need) at once (RAISE_LATE); the excess
  *                                  over the round trip's need becomes the late margin, kept
  *                                  late_hold after this raise;
- *   need > L + raise_deadband   -> the higher of need and the need of the recent quantile
- *                                  (RAISE_RTT), at once when urgent, else once the rate bound
- *                                  allows;
+ *   need > L + raise_deadband   -> urgent: at once to the higher of need and the need of the
+ *                                  recent quantile (RAISE_RTT); not urgent: once the rate
+ *                                  bound allows, to need + raise_deadband;
  *   need <= L - lower_min for the whole lower_hysteresis, rate bound allowing
  *                               -> the highest need of that time (LOWER);
  *   otherwise, or fewer than min_rtt_samples round trips -> keep.

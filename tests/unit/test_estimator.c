@@ -409,27 +409,32 @@ static void test_epoch_decisions(void **state)
 
     /* Rate bound of 5 s and a dead band of 5 ticks. 52 ms needs 273: more than the dead band
      * over L, not urgent (without the safety margin 263 still fits), and the last change was
-     * long ago: raise. 54 ms (283) is again not urgent: it waits until 5 s after the last
-     * change. 60 ms (313: 303 without the safety margin, over 283) is urgent: at once. */
+     * long ago: raise, with the dead band as headroom (278). 55 ms (288) is again not urgent:
+     * it waits until 5 s after the last change, then goes to 293. 62 ms (323: 313 without the
+     * safety margin, over 293) is urgent: at once, to the need itself. */
     p.min_change_interval_ns = 5 * S;
     p.raise_deadband_ticks = 5;
     in.now_ns = 100 * S;
     in.rtt_q_ns = 52 * MS;
-    assert_int_equal(drths_epoch_decide(&p, &lp, DT, &st, &in, &why), 273);
+    assert_int_equal(drths_epoch_decide(&p, &lp, DT, &st, &in, &why), 278);
     assert_int_equal(why, DRTHS_EPOCH_RAISE_RTT);
-    in.current_L = 273;
-    in.rtt_q_ns = 54 * MS;
+    in.current_L = 278;
+    /* 53 ms (278) is inside the dead band: nothing. */
+    in.now_ns = 101 * S;
+    in.rtt_q_ns = 53 * MS;
+    assert_int_equal(drths_epoch_decide(&p, &lp, DT, &st, &in, &why), 278);
+    in.rtt_q_ns = 55 * MS;
     for (int t = 101; t <= 105; t++) {
         in.now_ns = t * S;
         uint32_t L = drths_epoch_decide(&p, &lp, DT, &st, &in, &why);
-        assert_int_equal(L, t < 105 ? 273 : 283);
+        assert_int_equal(L, t < 105 ? 278 : 293);
     }
-    in.current_L = 283;
+    in.current_L = 293;
     in.now_ns = 106 * S;
-    in.rtt_q_ns = 60 * MS;
-    assert_int_equal(drths_epoch_decide(&p, &lp, DT, &st, &in, &why), 313);
+    in.rtt_q_ns = 62 * MS;
+    assert_int_equal(drths_epoch_decide(&p, &lp, DT, &st, &in, &why), 323);
     assert_int_equal(why, DRTHS_EPOCH_RAISE_RTT);
-    in.current_L = 313;
+    in.current_L = 323;
     /* A raise goes to the recent quantile when that is higher (a step up half seen by the
      * window): 70 ms in the window (363), 80 ms in the recent sub-windows (413). The recent
      * quantile alone, below the window's need, raises nothing. */
