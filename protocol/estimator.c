@@ -185,8 +185,6 @@ int drths_rtt_tracker_init(drths_rtt_tracker_t *t, size_t log_size, int64_t bin_
     int r = drths_sendlog_init(&t->log, log_size, err);
     if (r == 0)
         r = drths_hist_init(&t->run, bin_ns, nbins, err);
-    if (r == 0)
-        r = drths_hist_init(&t->window, bin_ns, nbins, err);
     if (r < 0)
         drths_rtt_tracker_close(t);
     return r;
@@ -196,7 +194,6 @@ void drths_rtt_tracker_close(drths_rtt_tracker_t *t)
 {
     drths_sendlog_close(&t->log);
     drths_hist_close(&t->run);
-    drths_hist_close(&t->window);
 }
 
 void drths_rtt_tracker_sent(drths_rtt_tracker_t *t, uint64_t counter, int64_t sent_ns)
@@ -224,15 +221,238 @@ int drths_rtt_tracker_echo(drths_rtt_tracker_t *t, uint64_t counter, int64_t hol
     }
     t->last_rtt_ns = rtt;
     drths_hist_add(&t->run, rtt);
-    drths_hist_add(&t->window, rtt);
     if (rtt_ns)
         *rtt_ns = rtt;
     return 0;
 }
 
-void drths_rtt_tracker_window_reset(drths_rtt_tracker_t *t)
+/* ---- (e) Sliding window ------------------------------------------------------------------ */
+
+/* Fine bins per coarse group: a quantile read scans at most ngroups + WINDOW_GROUP counters. */
+#define WINDOW_GROUP 256
+
+int drths_rtt_window_init(drths_rtt_window_t *w, int64_t bin_ns, int64_t max_ns, int64_t sub_ns,
+                          size_t nsub, drths_error_t *err)
 {
-    drths_hist_reset(&t->window);
+    memset(w, 0, sizeof *w);
+    if (bin_ns <= 0 || max_ns < bin_ns || sub_ns <= 0 || nsub < 2)
+        return drths_error_set(err, -EINVAL,
+                               "round-trip window: need 0 < bin (%lld ns) <= max (%lld ns), "
+                               "sub-window > 0 (%lld ns) and at least 2 of them (%zu)",
+                               (long long)bin_ns, (long long)max_ns, (long long)sub_ns, nsub);
+    size_t nbins = (size_t)((max_ns + bin_ns - 1) / bin_ns);
+    size_t ngroups = (nbins + WINDOW_GROUP - 1) / WINDOW_GROUP;
+    w->sub_bins = calloc(nsub * nbins, sizeof *w->sub_bins);
+    w->sub_groups = calloc(nsub * ngroups, sizeof *w->sub_groups);
+    w->sub_count = calloc(nsub, sizeof *w->sub_count);
+    w->sub_min = calloc(nsub, sizeof *w->sub_min);
+    w->sub_max = calloc(nsub, sizeof *w->sub_max);
+    w->bins = calloc(nbins, sizeof *w->bins);
+    w->groups = calloc(ngroups, sizeof *w->groups);
+    if (!w->sub_bins || !w->sub_groups || !w->sub_count || !w->sub_min || !w->sub_max ||
+        !w->bins || !w->groups) {
+        drths_rtt_window_close(w);
+        return drths_error_set(err, -ENOMEM, "round-trip window: cannot allocate %zu x %zu bins",
+                               nsub + 1, nbins);
+    }
+    w->bin_ns = bin_ns;
+    w->nbins = nbins;
+    w->group = WINDOW_GROUP;
+    w->ngroups = ngroups;
+    w->nsub = nsub;
+    w->sub_ns = sub_ns;
+    w->cur_start_ns = INT64_MIN;
+    return 0;
+}
+
+void drths_rtt_window_close(drths_rtt_window_t *w)
+{
+    free(w->sub_bins);
+    free(w->sub_groups);
+    free(w->sub_count);
+    free(w->sub_min);
+    free(w->sub_max);
+    free(w->bins);
+    free(w->groups);
+    memset(w, 0, sizeof *w);
+}
+
+/* Subtracts sub-window k from the sum and empties it, touching only its occupied groups. */
+static void window_clear_sub(drths_rtt_window_t *w, size_t k)
+{
+    if (w->sub_count[k] == 0)
+        return;
+    uint32_t *sb = w->sub_bins + k * w->nbins;
+    uint32_t *sg = w->sub_groups + k * w->ngroups;
+    for (size_t g = 0; g < w->ngroups; g++) {
+        if (!sg[g])
+            continue;
+        size_t i = g * w->group;
+        size_t end = i + w->group < w->nbins ? i + w->group : w->nbins;
+        for (; i < end; i++) {
+            w->bins[i] -= sb[i];
+            sb[i] = 0;
+        }
+        w->groups[g] -= sg[g];
+        sg[g] = 0;
+    }
+    w->count -= w->sub_count[k];
+    w->sub_count[k] = 0;
+}
+
+void drths_rtt_window_advance(drths_rtt_window_t *w, int64_t now_ns)
+{
+    if (w->cur_start_ns == INT64_MIN) {
+        w->cur_start_ns = now_ns;
+        return;
+    }
+    if (now_ns - w->cur_start_ns < w->sub_ns)
+        return;
+    int64_t passed = (now_ns - w->cur_start_ns) / w->sub_ns;
+    if ((uint64_t)passed >= w->nsub) {
+        /* A silence longer than the window: none of it is recent any more. */
+        for (size_t k = 0; k < w->nsub; k++)
+            window_clear_sub(w, k);
+        w->cur_start_ns = now_ns;
+        return;
+    }
+    for (int64_t i = 0; i < passed; i++) {
+        w->cur = (w->cur + 1) % w->nsub;
+        window_clear_sub(w, w->cur); /* the oldest leaves and becomes the current one */
+    }
+    w->cur_start_ns += passed * w->sub_ns;
+}
+
+void drths_rtt_window_add(drths_rtt_window_t *w, int64_t now_ns, int64_t rtt_ns)
+{
+    drths_rtt_window_advance(w, now_ns);
+    if (rtt_ns < 0)
+        rtt_ns = 0;
+    size_t i = (size_t)(rtt_ns / w->bin_ns);
+    if (i >= w->nbins)
+        i = w->nbins - 1;
+    size_t k = w->cur, g = i / w->group;
+    w->sub_bins[k * w->nbins + i]++;
+    w->sub_groups[k * w->ngroups + g]++;
+    w->bins[i]++;
+    w->groups[g]++;
+    if (w->sub_count[k] == 0 || rtt_ns < w->sub_min[k])
+        w->sub_min[k] = rtt_ns;
+    if (w->sub_count[k] == 0 || rtt_ns > w->sub_max[k])
+        w->sub_max[k] = rtt_ns;
+    w->sub_count[k]++;
+    w->count++;
+}
+
+/* Sub-window k is among the nrecent most recent (the current one is the most recent). */
+static int window_is_recent(const drths_rtt_window_t *w, size_t k, size_t nrecent)
+{
+    return (w->cur + w->nsub - k) % w->nsub < nrecent;
+}
+
+static int64_t window_extreme(const drths_rtt_window_t *w, size_t nrecent, int want_max)
+{
+    int64_t m = want_max ? INT64_MIN : INT64_MAX;
+    for (size_t k = 0; k < w->nsub; k++) {
+        if (!w->sub_count[k] || !window_is_recent(w, k, nrecent))
+            continue;
+        if (want_max ? w->sub_max[k] > m : w->sub_min[k] < m)
+            m = want_max ? w->sub_max[k] : w->sub_min[k];
+    }
+    return (m == INT64_MIN || m == INT64_MAX) ? 0 : m;
+}
+
+int64_t drths_rtt_window_min(const drths_rtt_window_t *w)
+{
+    return window_extreme(w, w->nsub, 0);
+}
+
+int64_t drths_rtt_window_max(const drths_rtt_window_t *w)
+{
+    return window_extreme(w, w->nsub, 1);
+}
+
+int64_t drths_rtt_window_recent_min(const drths_rtt_window_t *w, size_t nrecent)
+{
+    return window_extreme(w, nrecent, 0);
+}
+
+/* Nearest-rank q-quantile of the nrecent most recent sub-windows (all of them: the running
+ * sum; fewer: their counters added on the fly). */
+static int64_t window_quantile(const drths_rtt_window_t *w, size_t nrecent, double q,
+                               uint64_t *count_out)
+{
+    size_t ks[64];
+    size_t nk = 0;
+    uint64_t count = 0;
+    int all = nrecent >= w->nsub;
+    if (all) {
+        count = w->count;
+    } else {
+        for (size_t j = 0; j < nrecent && nk < 64; j++) {
+            ks[nk] = (w->cur + w->nsub - j) % w->nsub;
+            count += w->sub_count[ks[nk++]];
+        }
+    }
+    if (count_out)
+        *count_out = count;
+    if (count == 0)
+        return 0;
+    uint64_t rank = (uint64_t)drths_quantile_rank((size_t)count, q) + 1; /* 1-based */
+    uint64_t cum = 0;
+    size_t g = 0;
+    for (; g < w->ngroups; g++) {
+        uint64_t c = 0;
+        if (all)
+            c = w->groups[g];
+        else
+            for (size_t j = 0; j < nk; j++)
+                c += w->sub_groups[ks[j] * w->ngroups + g];
+        if (cum + c >= rank)
+            break;
+        cum += c;
+    }
+    int64_t mx = window_extreme(w, nrecent, 1);
+    if (g == w->ngroups)
+        return mx; /* cannot happen: the groups hold every sample */
+    size_t i = g * w->group;
+    size_t end = i + w->group < w->nbins ? i + w->group : w->nbins;
+    for (; i < end; i++) {
+        uint64_t c = 0;
+        if (all)
+            c = w->bins[i];
+        else
+            for (size_t j = 0; j < nk; j++)
+                c += w->sub_bins[ks[j] * w->nbins + i];
+        cum += c;
+        if (cum >= rank)
+            break;
+    }
+    if (i >= w->nbins - 1)
+        return mx; /* the last bin also holds everything beyond it */
+    int64_t v = ((int64_t)i + 1) * w->bin_ns;
+    int64_t mn = window_extreme(w, nrecent, 0);
+    if (v > mx)
+        v = mx;
+    if (v < mn)
+        v = mn;
+    return v;
+}
+
+int64_t drths_rtt_window_quantile(const drths_rtt_window_t *w, double q)
+{
+    return window_quantile(w, w->nsub, q, NULL);
+}
+
+int64_t drths_rtt_window_recent_quantile(const drths_rtt_window_t *w, size_t nrecent, double q,
+                                         uint64_t *count)
+{
+    if (nrecent == 0 || w->nsub == 0) {
+        if (count)
+            *count = 0;
+        return 0;
+    }
+    return window_quantile(w, nrecent, q, count);
 }
 
 /* ---- (d) Late window and epochs ------------------------------------------------------------ */
@@ -282,6 +502,11 @@ void drths_late_window_reset(drths_late_window_t *w)
     w->late_count = 0;
 }
 
+static uint32_t clamp_u32(uint64_t v)
+{
+    return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
 uint32_t drths_epoch_decide(const drths_epoch_params_t *p, const drths_lchoice_params_t *lp,
                             int64_t dt_ns, drths_epoch_state_t *st, const drths_epoch_input_t *in,
                             drths_epoch_reason_t *why)
@@ -296,16 +521,36 @@ uint32_t drths_epoch_decide(const drths_epoch_params_t *p, const drths_lchoice_p
         return cur;
     }
 
-    /* What the windowed round trip asks for; 0 when there are too few samples to say. */
-    uint32_t needed = 0;
+    /* The late margin is evidence of a past moment, not of the link now: it lapses late_hold
+     * after the last late-rate raise, so L can come back down to what the round trip needs. */
+    if (st->late_extra_ticks && in->now_ns >= st->late_extra_until_ns)
+        st->late_extra_ticks = 0;
+
+    /* What the sliding window's round trip asks for (need_rtt), with the live late margin
+     * (need); both 0 when there are too few samples to say. Neither depends on cur. */
+    uint32_t need_rtt = 0, need = 0, urgent_rtt = 0, target_rtt = 0, target = 0;
     drths_lchoice_t lc;
     if (in->rtt_samples >= p->min_rtt_samples && in->rtt_samples > 0 &&
         drths_lchoice_compute(lp, in->rtt_q_ns, dt_ns, &lc) == 0) {
-        /* Include the margin that late-rate raises showed the quantile alone misses, so that L
-         * is not lowered back into the lateness as soon as the hysteresis time has passed. */
-        uint64_t n = (uint64_t)lc.L_auto + st->late_excess_ticks;
-        needed = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+        need_rtt = lc.L_auto;
+        need = clamp_u32((uint64_t)need_rtt + st->late_extra_ticks);
+        /* The quantile plus the wake-up margins alone no longer fit: commands at that quantile
+         * are already late, so the rate bound must not delay the raise. */
+        urgent_rtt = need_rtt > cur + lc.safety_ticks;
+        /* An urgent raise goes to the higher of the window's need and the recent sub-windows'
+         * need: after a step up the window's quantile crosses L as soon as a few new round
+         * trips are in it, but reaches the new level only as they fill it; the recent quantile
+         * gets there sooner, so one raise does most of what would otherwise be a staircase. */
+        target_rtt = need_rtt;
+        drths_lchoice_t lr;
+        if (in->rtt_recent_samples >= p->min_rtt_samples && in->rtt_recent_samples > 0 &&
+            drths_lchoice_compute(lp, in->rtt_recent_q_ns, dt_ns, &lr) == 0 &&
+            lr.L_auto > target_rtt)
+            target_rtt = lr.L_auto;
+        target = clamp_u32((uint64_t)target_rtt + st->late_extra_ticks);
     }
+    int rate_ok = !st->changed || p->min_change_interval_ns <= 0 ||
+                  in->now_ns - st->last_change_ns >= p->min_change_interval_ns;
 
     int late_high = in->window_ticks >= p->min_window_ticks && in->window_ticks > 0 &&
                     (double)in->window_late > p->late_rate_threshold * (double)in->window_ticks;
@@ -313,46 +558,64 @@ uint32_t drths_epoch_decide(const drths_epoch_params_t *p, const drths_lchoice_p
     if (late_high) {
         /* Commands are arriving late now: raise at once, by at least a step even if the round
          * trip looks fine (the lateness may come from wake-up latency or bursts the quantile
-         * window did not catch). */
+         * did not catch). What this adds beyond the round trip's need is kept as the late
+         * margin for late_hold; lateness that persists re-earns it, one that stops lets it
+         * lapse. */
         uint64_t up = (uint64_t)cur + (p->raise_step_ticks ? p->raise_step_ticks : 1);
-        if (needed > up)
-            up = needed;
-        next = up > UINT32_MAX ? UINT32_MAX : (uint32_t)up;
+        if (target > up)
+            up = target;
+        next = clamp_u32(up);
         reason = DRTHS_EPOCH_RAISE_LATE;
         st->lowering = 0;
-        st->late_excess_ticks += next - (needed > cur ? needed : cur);
-    } else if (needed > cur && needed - cur > p->raise_deadband_ticks) {
-        next = needed;
-        reason = DRTHS_EPOCH_RAISE_RTT;
+    } else if (need > cur && need - cur > p->raise_deadband_ticks) {
         st->lowering = 0;
-    } else if (needed >= cur) {
+        if (urgent_rtt) {
+            next = target;
+            reason = DRTHS_EPOCH_RAISE_RTT;
+        } else if (rate_ok) {
+            /* Not urgent: the window's own need (the recent quantile, from fewer samples,
+             * would overshoot it by its noise), plus the dead band again as headroom, so that
+             * the next wobble of the quantile does not ask for another small raise. */
+            next = clamp_u32((uint64_t)need + p->raise_deadband_ticks);
+            reason = DRTHS_EPOCH_RAISE_RTT;
+        }
+        /* else: the need fits within the safety margin; raise once the rate bound allows. */
+    } else if (need >= cur) {
         st->lowering = 0; /* inside the raise dead band: keep, and no lowering either */
-    } else if (needed > 0 && cur - needed >= p->lower_min_ticks) {
+    } else if (need > 0 && cur - need >= p->lower_min_ticks) {
         if (!st->lowering) {
             st->lowering = 1;
             st->lower_since_ns = in->now_ns;
-            st->lower_needed_max = needed;
-        } else if (needed > st->lower_needed_max) {
-            st->lower_needed_max = needed;
+            st->lower_needed_max = need;
+        } else if (need > st->lower_needed_max) {
+            st->lower_needed_max = need;
         }
-        if (in->now_ns - st->lower_since_ns >= p->lower_hysteresis_ns) {
-            /* Lower only to what the whole hysteresis period needed, not to the last window. */
+        if (in->now_ns - st->lower_since_ns >= p->lower_hysteresis_ns && rate_ok) {
+            /* Lower only to what the whole hysteresis period needed, not to the last need. */
             next = st->lower_needed_max;
             reason = DRTHS_EPOCH_LOWER;
             st->lowering = 0;
         }
-    } else if (needed > 0) {
+    } else if (need > 0) {
         st->lowering = 0; /* below L by less than lower_min_ticks: not worth a change */
     }
-    /* needed == 0 (too few samples): no round-trip evidence either way; keep any lowering
+    /* need == 0 (too few samples): no round-trip evidence either way; keep any lowering
      * period running, since nothing contradicted it. */
 
     if (p->max_L > 0 && next > p->max_L)
         next = p->max_L < cur ? cur : p->max_L;
     if (next < 1)
         next = 1;
-    if (next == cur)
+    if (reason == DRTHS_EPOCH_RAISE_LATE) {
+        st->late_extra_ticks = target_rtt > 0 && next > target_rtt ? next - target_rtt : 0;
+        st->late_extra_until_ns = in->now_ns + p->late_hold_ns;
+    }
+    if (next == cur) {
         reason = DRTHS_EPOCH_KEEP;
+    } else {
+        st->changed = 1;
+        st->last_change_ns = in->now_ns;
+    }
     *why = reason;
     return next;
 }

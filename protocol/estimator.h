@@ -1,6 +1,6 @@
 /* Round-trip delay estimation and the choice of the loop delay L (docs/design.md#delay-estimator).
  *
- * Four parts:
+ * Five parts:
  * (a) Start-up probe statistics: N probe round trips (default 500), reported as
  *     min/p50/p99/p99.9/max in ns and in ticks (ceil(rtt/dt): a round trip of 400.1 ticks needs
  *     401 ticks of delay).
@@ -8,14 +8,21 @@
  *     latency margins in ticks, plus a safety margin, at least 1; or a fixed L.
  * (c) The continuous round trip: every COMMAND's counter and send time go into a small ring;
  *     every FEEDBACK echoes the newest COMMAND counter and how long the peer held it, so
- *     rtt = now - sent - hold (RTCP's LSR/DLSR). Samples go into fixed-bin histograms (whole
- *     run and current window), so updates and quantile reads are RT-safe.
- * (d) The epoch decision: raise L at once when the late rate over a window exceeds a threshold
- *     or the windowed round-trip quantile no longer fits L; lower it only after the round trip
- *     has stayed lower for a hysteresis time, to the highest L needed during that time. A raise
- *     forced by late commands is remembered as extra margin, so it is not undone unless the
- *     round trip itself drops. It is a pure function of its inputs and an explicit state, so
- *     tests drive it with synthetic sequences.
+ *     rtt = now - sent - hold (RTCP's LSR/DLSR). Samples go into a whole-run histogram (for the
+ *     summary) and the caller feeds them to a sliding window (e).
+ * (d) The epoch decision: L follows the need, i.e. (b) applied to the sliding window's quantile.
+ *     It is raised at once when the need exceeds L by more than a dead band, lowered only after
+ *     the need has stayed lower for a hold time, to the highest need seen during it; at most one
+ *     change per min_change_interval, except an urgent raise (commands late, or the quantile no
+ *     longer fits without the safety margin). A raise forced by a high late rate adds a margin
+ *     the quantile does not explain; that margin expires late_hold after the last such raise.
+ *     Nothing the decision outputs feeds its next input (the window is never reset or seeded
+ *     by a decision), so L cannot ratchet: at constant conditions it converges to the need.
+ *     It is a pure function of its inputs and an explicit state, so tests drive it with
+ *     synthetic sequences.
+ * (e) The sliding round-trip window: a ring of sub-window histograms and their running sum,
+ *     so the quantile is over the last (nsub - 1) to nsub sub-windows, with O(1) updates, no
+ *     allocation after init and a quantile read of a few hundred counters.
  *
  * Quantiles are nearest-rank (platform/stats.h): an exact sample for the probes, the upper edge of
  * the bin (so never an underestimate, and at most one bin width over) for the histograms.
@@ -123,15 +130,14 @@ int drths_sendlog_take(drths_sendlog_t *sl, uint64_t counter, int64_t *sent_ns);
 typedef struct drths_rtt_tracker {
     drths_sendlog_t log;
     drths_hist_t run;    /* whole run */
-    drths_hist_t window; /* since the last drths_rtt_tracker_window_reset */
     int64_t last_rtt_ns;
     uint64_t unknown;    /* echoes of counters not (or no longer) in the log */
     uint64_t repeated;   /* echoes of counters already used */
     uint64_t negative;   /* now - sent - hold < 0: a bogus hold time */
 } drths_rtt_tracker_t;
 
-/* A send log of log_size counters and two histograms of bin_ns bins up to max_ns (the sites use
- * 10 µs bins up to 2 s, i.e. 200 000 bins, 1.6 MB each). init-only. */
+/* A send log of log_size counters and the whole-run histogram of bin_ns bins up to max_ns (the
+ * sites use 10 µs bins up to 2 s, i.e. 200 000 bins, 1.6 MB). init-only. */
 int drths_rtt_tracker_init(drths_rtt_tracker_t *t, size_t log_size, int64_t bin_ns, int64_t max_ns,
                            drths_error_t *err);
 void drths_rtt_tracker_close(drths_rtt_tracker_t *t);
@@ -140,13 +146,67 @@ void drths_rtt_tracker_close(drths_rtt_tracker_t *t);
 void drths_rtt_tracker_sent(drths_rtt_tracker_t *t, uint64_t counter, int64_t sent_ns);
 
 /* A FEEDBACK received at now_ns echoes `counter`, held hold_ns by the peer. Returns 0 with
- * *rtt_ns (may be NULL) = now - sent - hold added to both histograms, or -ENOENT, -EALREADY,
+ * *rtt_ns (may be NULL) = now - sent - hold added to the run histogram, or -ENOENT, -EALREADY,
  * -ERANGE (counted, nothing added). RT-safe. */
 int drths_rtt_tracker_echo(drths_rtt_tracker_t *t, uint64_t counter, int64_t hold_ns,
                            int64_t now_ns, int64_t *rtt_ns);
 
-/* Starts a new window. RT-safe (clears only the occupied part of the histogram). */
-void drths_rtt_tracker_window_reset(drths_rtt_tracker_t *t);
+/* ---- (e) Sliding round-trip window -------------------------------------------------------- */
+
+/* The round trips of the last (nsub - 1)·sub_ns to nsub·sub_ns. Sub-window k has its own
+ * histogram; `bins`/`groups` hold their sum. When time passes a sub-window's end the oldest one
+ * is subtracted from the sum and cleared (only its occupied groups are touched), and becomes the
+ * current one. Values at or beyond the last bin are counted in it, and a quantile that falls
+ * there is reported as the window's exact maximum. */
+typedef struct drths_rtt_window {
+    int64_t bin_ns;
+    size_t nbins, group, ngroups;
+    size_t nsub;          /* number of sub-windows */
+    int64_t sub_ns;       /* length of each */
+    uint32_t *sub_bins;   /* nsub × nbins counters, owned */
+    uint32_t *sub_groups; /* nsub × ngroups counters (sums of their bins), owned */
+    uint64_t *sub_count;  /* nsub, owned */
+    int64_t *sub_min, *sub_max; /* exact extremes of each sub-window, owned */
+    uint32_t *bins;       /* nbins: the sum over the sub-windows, owned */
+    uint32_t *groups;     /* ngroups, owned */
+    uint64_t count;       /* round trips in the window */
+    size_t cur;           /* the sub-window being filled */
+    int64_t cur_start_ns; /* its start (INT64_MIN: no sample yet) */
+} drths_rtt_window_t;
+
+/* nsub sub-windows of sub_ns each, bins of bin_ns up to max_ns (so the quantile is at most one
+ * bin over the sample quantile: choose bin_ns below a tick). Returns 0, -EINVAL (err names it),
+ * -ENOMEM. Memory: (nsub + 1) × 4 × max_ns / bin_ns bytes. init-only. */
+int drths_rtt_window_init(drths_rtt_window_t *w, int64_t bin_ns, int64_t max_ns, int64_t sub_ns,
+                          size_t nsub, drths_error_t *err);
+
+/* init-only. */
+void drths_rtt_window_close(drths_rtt_window_t *w);
+
+/* Moves the window to now_ns: the sub-windows that ended by then leave it (all of them after a
+ * silence of nsub·sub_ns or more). Time never goes back; an earlier now_ns is ignored. RT-safe
+ * (at most nsub sub-windows cleared, each in proportion to its occupied groups). */
+void drths_rtt_window_advance(drths_rtt_window_t *w, int64_t now_ns);
+
+/* Adds a round trip measured at now_ns (advancing the window first). RT-safe. */
+void drths_rtt_window_add(drths_rtt_window_t *w, int64_t now_ns, int64_t rtt_ns);
+
+/* Nearest-rank q-quantile (0 < q <= 1) of the window: the upper edge of its bin, clamped to the
+ * window's exact [min, max]; 0 when empty. RT-safe (reads at most ngroups + group counters). */
+int64_t drths_rtt_window_quantile(const drths_rtt_window_t *w, double q);
+
+/* The same over the nrecent most recent sub-windows only (the current one and nrecent - 1
+ * before it; nrecent <= 64), with their sample count in *count (may be NULL). RT-safe (reads
+ * nrecent × (ngroups + group) counters). */
+int64_t drths_rtt_window_recent_quantile(const drths_rtt_window_t *w, size_t nrecent, double q,
+                                         uint64_t *count);
+
+/* Exact smallest and largest round trip in the window; 0 when empty. RT-safe (nsub reads). */
+int64_t drths_rtt_window_min(const drths_rtt_window_t *w);
+int64_t drths_rtt_window_max(const drths_rtt_window_t *w);
+
+/* Exact smallest round trip of the nrecent most recent sub-windows; 0 when empty. RT-safe. */
+int64_t drths_rtt_window_recent_min(const drths_rtt_window_t *w, size_t nrecent);
 
 /* ---- (d) Late rate and epochs --------------------------------------------------------------- */
 
@@ -177,7 +237,7 @@ typedef struct drths_epoch_params {
     uint64_t min_window_ticks;   /* the late rate counts only over at least this many ticks */
     uint64_t min_rtt_samples;    /* the round-trip quantile counts only over this many samples */
     uint32_t raise_step_ticks;   /* a late-rate raise adds at least this much */
-    int64_t lower_hysteresis_ns; /* the round trip must stay lower this long before lowering */
+    int64_t lower_hysteresis_ns; /* the need must stay lower this long before lowering */
     uint32_t max_L;              /* never propose more (0: no limit) */
     /* Dead bands against chasing the noise of a windowed quantile: a round-trip raise only when
      * the need exceeds L by more than raise_deadband_ticks (the safety margin already covers a
@@ -185,16 +245,26 @@ typedef struct drths_epoch_params {
      * raise ignores them. */
     uint32_t raise_deadband_ticks;
     uint32_t lower_min_ticks;
+    /* Rate bound: after a change, no other change for this long (0: none), except an urgent
+     * raise: a late-rate raise, or a round-trip raise whose quantile plus wake-up margins
+     * (the need without the safety margin) no longer fits in L. */
+    int64_t min_change_interval_ns;
+    /* The margin a late-rate raise added beyond the need is kept this long after the last
+     * late-rate raise, then dropped (so L may come down to the round trip's need again); a new
+     * late-rate raise re-earns it. 0: dropped at the next decision. */
+    int64_t late_hold_ns;
 } drths_epoch_params_t;
 
 typedef struct drths_epoch_state {
-    int lowering;              /* the needed L has stayed below the current L since ... */
+    int lowering;              /* the need has stayed below the current L since ... */
     int64_t lower_since_ns;    /* ... this time */
-    uint32_t lower_needed_max; /* the highest L needed since then */
-    /* Ticks that late-rate raises added beyond what the round-trip quantile asked for: the
-     * evidence that the quantile alone is not enough. It is added to every later need, for the
-     * rest of the run, so L is lowered only when the round trip itself drops. */
-    uint32_t late_excess_ticks;
+    uint32_t lower_needed_max; /* the highest need since then */
+    int changed;               /* a change was proposed at ... */
+    int64_t last_change_ns;    /* ... this time (the rate bound) */
+    /* Ticks the last late-rate raises added beyond the round trip's need, added to the need
+     * until late_extra_until_ns; never longer unless lateness returns. */
+    uint32_t late_extra_ticks;
+    int64_t late_extra_until_ns;
 } drths_epoch_state_t;
 
 typedef struct drths_epoch_input {
@@ -202,22 +272,36 @@ typedef struct drths_epoch_input {
     uint32_t current_L;
     uint64_t window_ticks; /* ticks in the late window */
     uint64_t window_late;  /* late ticks in it */
-    uint64_t rtt_samples;  /* round trips in the window histogram */
+    uint64_t rtt_samples;  /* round trips in the sliding window */
     int64_t rtt_q_ns;      /* its quantile (the lchoice quantile) */
+    uint64_t rtt_recent_samples; /* round trips in its most recent sub-windows (0: unused) */
+    int64_t rtt_recent_q_ns;     /* their quantile: the target of a raise when higher */
 } drths_epoch_input_t;
 
 typedef enum drths_epoch_reason {
     DRTHS_EPOCH_KEEP = 0,
     DRTHS_EPOCH_RAISE_LATE, /* the late rate exceeded its threshold */
     DRTHS_EPOCH_RAISE_RTT,  /* the round-trip quantile no longer fits in L */
-    DRTHS_EPOCH_LOWER,      /* the round trip stayed lower for the hysteresis time */
+    DRTHS_EPOCH_LOWER,      /* the need stayed lower for the hysteresis time */
 } drths_epoch_reason_t;
 
 /* Proposes the L for the next epoch (equal to in->current_L when nothing should change) and why.
- * Call it once per decision interval; st carries the lowering hysteresis between calls (zero it
- * at start). After a change the caller announces the epoch and resets both windows, so the same
- * evidence does not raise twice. A fixed L (lp->fixed_L) is never changed. RT-safe (pure apart
- * from st). */
+ * Call it once per decision interval; st carries the hysteresis, the rate bound and the late
+ * margin between calls (zero it at start). The caller applies every change it proposes, then
+ * announces the epoch and empties the late window (the late flags of the old L are no evidence
+ * against the new one); the round-trip window is left alone, since it measures the link, not L.
+ * The need is ceil(rtt_q/dt) + both wake-up margins + safety (drths_lchoice_compute) plus the
+ * live late margin:
+ *   late rate above threshold   -> max(L + raise_step, need) at once (RAISE_LATE); the excess
+ *                                  over the round trip's need becomes the late margin, kept
+ *                                  late_hold after this raise;
+ *   need > L + raise_deadband   -> urgent: at once to the higher of need and the need of the
+ *                                  recent quantile (RAISE_RTT); not urgent: once the rate
+ *                                  bound allows, to need + raise_deadband;
+ *   need <= L - lower_min for the whole lower_hysteresis, rate bound allowing
+ *                               -> the highest need of that time (LOWER);
+ *   otherwise, or fewer than min_rtt_samples round trips -> keep.
+ * A fixed L (lp->fixed_L) is never changed. RT-safe (pure apart from st). */
 uint32_t drths_epoch_decide(const drths_epoch_params_t *p, const drths_lchoice_params_t *lp,
                             int64_t dt_ns, drths_epoch_state_t *st, const drths_epoch_input_t *in,
                             drths_epoch_reason_t *why);

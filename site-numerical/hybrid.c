@@ -24,8 +24,13 @@ static const char *const extra_names[DRTHS_HYBRID_EXTRA_COLS + DRTHS_HYBRID_ADAP
 
 /* The short arrival-offset minimum (the up-link's current fastest way) uses buckets this long. */
 #define SHORT_BUCKET_NS (50 * NS_PER_MS)
-/* A rise of the short minimum over the base by more than this is taken as a slower up-link. */
-#define UPLINK_RISE_NS (2 * NS_PER_MS)
+/* The sliding round-trip window is made of this many sub-windows (its length is
+ * rtt_window_ns): it slides in steps of an eighth of its length and holds between 7/8 and all
+ * of it. A raise also looks at the RTT_RECENT_SUBS most recent sub-windows (1 to 2 s). Values
+ * beyond RTT_MAX_NS are counted at the top (no L of 2 s is allowed anyway). */
+#define RTT_SUBWINDOWS 8
+#define RTT_RECENT_SUBS 2
+#define RTT_MAX_NS (2000 * NS_PER_MS)
 #define LATE_WINDOW_TICKS 2500
 #define EPOCH_COPIES 3
 #define EPOCH_REPEAT_NS (10 * NS_PER_MS)
@@ -59,9 +64,19 @@ void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experimen
     /* Lowering gives back slack that covers the machine's own hiccups too, so only a clear
      * drop (10 ms at 5 kHz, e.g. a route change) is worth a glide. */
     p->ep.lower_min_ticks = (uint32_t)(0.010 * exp->rate_hz);
+    /* Each change pauses (raise) or speeds up (glide) the specimen: at most one every 2 s
+     * unless commands are, or are about to be, late. */
+    p->ep.min_change_interval_ns = 2000 * NS_PER_MS;
+    /* A late-rate raise's extra margin outlives the lateness by 30 s (ten hysteresis times),
+     * so a recurring cause is not answered by a lower/raise cycle every few seconds. */
+    p->ep.late_hold_ns = 30000 * NS_PER_MS;
     p->decide_ticks = 50;
     p->glide_every = 20;
-    p->rtt_window_ns = 1000 * NS_PER_MS;
+    /* 8 s of round trips: at 5 kHz some 35 000 to 40 000 echoes, so a p99.9 rests on 35 to 40
+     * samples above it (its standard error for Gaussian jitter is about 0.04 sigma, under a
+     * tick for the rehearsal link); a step up shows in it within a decision of the first
+     * slower echoes, a step down is forgotten 8 s later. */
+    p->rtt_window_ns = 8000 * NS_PER_MS;
 }
 
 int64_t drths_hybrid_feedback_wait_ns(uint32_t L, int64_t dt_ns, int64_t rtt_min_ns,
@@ -94,6 +109,7 @@ void drths_hybrid_close(drths_hybrid_t *h)
     drths_late_window_close(&h->late);
     drths_semiactive_close(&h->ctl);
     drths_rtt_tracker_close(&h->rtt);
+    drths_rtt_window_close(&h->rttw);
     drths_reorder_close(&h->rb);
     drths_smith_close(&h->smith);
     drths_numsub_close(&h->ns);
@@ -114,6 +130,7 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     h->p = *p;
     if (h->p.wait_ns <= 0)
         h->p.wait_ns = (int64_t)p->reorder_ticks * p->dt_ns;
+    h->wait0_ns = h->p.wait_ns;
     if (!h->p.adapt_L)
         h->p.L_max = p->L;
     else if (h->p.L_max == 0)
@@ -121,9 +138,10 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     if (h->p.L_max < p->L)
         return drths_error_set(err, -EINVAL, "largest L %u below the starting L %u",
                                h->p.L_max, p->L);
-    if (h->p.adapt_L && (h->p.decide_ticks < 1 || h->p.glide_every < 2))
-        return drths_error_set(err, -EINVAL, "epoch decisions: decide_ticks >= 1 and "
-                                             "glide_every >= 2");
+    if (h->p.adapt_L && (h->p.decide_ticks < 1 || h->p.glide_every < 2 ||
+                         h->p.rtt_window_ns < RTT_SUBWINDOWS))
+        return drths_error_set(err, -EINVAL, "epoch decisions: decide_ticks >= 1, "
+                                             "glide_every >= 2 and a round-trip window > 0");
     size_t lmax = h->p.L_max;
     int rc = drths_numsub_init(&h->ns, exp, err);
     if (rc)
@@ -153,6 +171,12 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
         rc = drths_rtt_tracker_init(&h->rtt, 2 * lmax + 1024, 10000, 2 * DRTHS_NS_PER_S, err);
     if (!rc)
         rc = drths_late_window_init(&h->late, LATE_WINDOW_TICKS, err);
+    if (!rc && h->p.adapt_L) {
+        /* Bins of a quarter tick: the quantile is at most a quarter tick over the sample one. */
+        int64_t bin = p->dt_ns / 4 > 0 ? p->dt_ns / 4 : 1;
+        rc = drths_rtt_window_init(&h->rttw, bin, RTT_MAX_NS, h->p.rtt_window_ns / RTT_SUBWINDOWS,
+                                   RTT_SUBWINDOWS, err);
+    }
     if (rc) {
         drths_hybrid_close(h);
         return rc;
@@ -196,7 +220,6 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     h->epoch = 1;
     h->filler_next = 1;
     h->filler_end = 0;
-    h->rtt_base_q_ns = p->rtt_q_ns;
     h->c.L_min_seen = h->c.L_max_seen = p->L;
     h->state = S_START;
     return 0;
@@ -266,8 +289,11 @@ static void on_feedback(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx_ns)
 {
     const drths_msg_feedback_t *f = &m->u.feedback;
     h->c.fb_datagrams++;
-    if (f->echo_counter)
-        drths_rtt_tracker_echo(&h->rtt, f->echo_counter, (int64_t)f->echo_hold_ns, rx_ns, NULL);
+    int64_t rtt;
+    if (f->echo_counter && drths_rtt_tracker_echo(&h->rtt, f->echo_counter,
+                                                  (int64_t)f->echo_hold_ns, rx_ns, &rtt) == 0 &&
+        h->p.adapt_L)
+        drths_rtt_window_add(&h->rttw, rx_ns, rtt);
     /* The echo is the FEEDBACK that arrived last, not the one with the highest counter: with
      * jitter the slow datagrams arrive after faster, newer ones, and echoing only the newest
      * would leave them out and bias the round trip low (seen: p50 73 ms for a true 80 ms). */
@@ -503,10 +529,11 @@ static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double meas
 
 static int64_t min64(int64_t a, int64_t b);
 
-/* Announces epoch e+1 with L_to from eff_tick (three copies, the first at the next poll) and
- * restarts the evidence: the late window, the round-trip window, the one-way base. */
+/* Announces epoch e+1 with L_to from eff_tick (three copies, the first at the next poll),
+ * recomputes the feedback wait for it and restarts the late-rate evidence. The round-trip window
+ * is left alone: it measures the link, which an epoch does not change. */
 static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t eff_tick,
-                     drths_epoch_reason_t why, int64_t rtt_q_ns, int64_t now_ns)
+                     drths_epoch_reason_t why, int64_t now_ns)
 {
     h->epoch++;
     h->epoch_msg.new_epoch = h->epoch;
@@ -526,30 +553,28 @@ static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t
         l->time_s = (double)h->ns.step * h->ns.dt_s;
         l->reason = why;
     }
-    /* The feedback wait follows the budget of the new L and round trip (DESIGN.md 2): the
-     * measured spread of the round trip is kept, its level moves with the new quantile. */
-    int64_t wait = h->p.wait_ns + ((int64_t)L_to - (int64_t)L_from) * h->p.dt_ns -
-                   (rtt_q_ns > 0 && h->rtt_base_q_ns > 0 ? rtt_q_ns - h->rtt_base_q_ns : 0);
+    /* The feedback wait follows the new L at once (decide() then sets it from the recent round
+     * trips when there are enough): the budget moves by the change of L and of the window's
+     * quantile against epoch 1's, computed from epoch 1's values so nothing accumulates. */
+    int64_t wait = h->wait0_ns + ((int64_t)L_to - (int64_t)h->p.L) * h->p.dt_ns;
+    if (h->p.rtt_q_ns > 0 && h->rttw.count >= h->p.ep.min_rtt_samples && h->rttw.count > 0)
+        wait -= drths_rtt_window_quantile(&h->rttw, h->p.lp.quantile) - h->p.rtt_q_ns;
     int64_t floor_ns = (int64_t)h->p.reorder_ticks * h->p.dt_ns;
     h->p.wait_ns = wait > floor_ns ? wait : floor_ns;
-    if (rtt_q_ns > 0)
-        h->rtt_base_q_ns = rtt_q_ns;
     /* A slower up-link moves every arrival later: the deadlines follow at once instead of
-     * waiting up to 1 s for the long minimum to forget the faster past. */
+     * waiting up to 1 s for the long minimum to forget the faster past. This touches only the
+     * arrival estimate, which the next 0.5 s bucket replaces; it never feeds the choice of L. */
     int64_t short_min = min64(h->off_short_cur, h->off_short_prev);
     if (short_min > min64(h->off_cur, h->off_prev)) {
         h->off_cur = h->off_prev = short_min;
         h->off_bucket_ns = now_ns;
     }
     drths_late_window_reset(&h->late);
-    drths_rtt_tracker_window_reset(&h->rtt);
-    h->rtt_window_start_ns = now_ns;
 }
 
 /* L up to L2 before x(k) (k = step + 1) is commanded: the ticks between the last one sent and
  * k + L2 get fillers holding the last commanded position. */
-static void raise_L(drths_hybrid_t *h, uint32_t L2, drths_epoch_reason_t why, int64_t rtt_q_ns,
-                    int64_t now_ns)
+static void raise_L(drths_hybrid_t *h, uint32_t L2, drths_epoch_reason_t why, int64_t now_ns)
 {
     uint32_t L1 = h->L;
     uint64_t k = (uint64_t)h->ns.step + 1;
@@ -570,46 +595,14 @@ static void raise_L(drths_hybrid_t *h, uint32_t L2, drths_epoch_reason_t why, in
     h->prev_vel = 0.0;
     if (L2 > h->c.L_max_seen)
         h->c.L_max_seen = L2;
-    announce(h, L1, L2, first_new, why, rtt_q_ns, now_ns);
+    announce(h, L1, L2, first_new, why, now_ns);
 }
 
-/* One epoch decision (DESIGN.md 6) after step n. */
-static void decide(drths_hybrid_t *h, int64_t now_ns)
+/* Starts the epoch that takes L to `next`: a raise at once (fillers), a lowering by a glide. */
+static void change_L(drths_hybrid_t *h, uint32_t next, drths_epoch_reason_t why, int64_t now_ns)
 {
-    const drths_hist_t *w = &h->rtt.window;
-    if (h->rtt_window_start_ns == 0)
-        h->rtt_window_start_ns = now_ns;
-    int64_t short_min = min64(h->off_short_cur, h->off_short_prev);
-    drths_epoch_input_t in = {0};
-    in.now_ns = now_ns;
-    in.current_L = h->glide_target;
-    in.window_ticks = h->late.filled;
-    in.window_late = h->late.late_count;
-    in.rtt_samples = w->count;
-    in.rtt_q_ns = w->count ? drths_hist_quantile(w, h->p.lp.quantile) : 0;
-    if (h->rtt_base_q_ns == 0 && w->count >= h->p.ep.min_rtt_samples)
-        h->rtt_base_q_ns = in.rtt_q_ns;
-    /* A slower up-link is seen one round trip before the echoes show it: the round trip is at
-     * least as much longer as the fastest arrivals are later. */
-    int64_t rise = short_min - min64(h->off_cur, h->off_prev);
-    if (rise > UPLINK_RISE_NS && h->rtt_base_q_ns > 0 && h->rtt_base_q_ns + rise > in.rtt_q_ns) {
-        in.rtt_q_ns = h->rtt_base_q_ns + rise;
-        if (in.rtt_samples < h->p.ep.min_rtt_samples)
-            in.rtt_samples = h->p.ep.min_rtt_samples;
-    }
-    drths_epoch_reason_t why;
-    uint32_t next = drths_epoch_decide(&h->p.ep, &h->p.lp, h->p.dt_ns, &h->est, &in, &why);
-    if (next > h->p.L_max)
-        next = h->p.L_max;
-    if (now_ns - h->rtt_window_start_ns >= h->p.rtt_window_ns) {
-        /* Restart the round-trip window so that it says what the link does now. */
-        drths_rtt_tracker_window_reset(&h->rtt);
-        h->rtt_window_start_ns = now_ns;
-    }
-    if (why == DRTHS_EPOCH_KEEP || next == h->glide_target)
-        return;
     if (next > h->L) {
-        raise_L(h, next, why, in.rtt_q_ns, now_ns);
+        raise_L(h, next, why, now_ns);
         return;
     }
     /* Lower (or a raise that stays below the L still gliding down): glide to next. The glide
@@ -618,9 +611,41 @@ static void decide(drths_hybrid_t *h, int64_t now_ns)
     h->glide_target = next;
     uint64_t end_step = (uint64_t)h->ns.step + 1 +
                         (uint64_t)(h->L - next) * (uint64_t)h->p.glide_every;
-    announce(h, from, next, end_step + next, why, in.rtt_q_ns, now_ns);
+    announce(h, from, next, end_step + next, why, now_ns);
     /* Lateness counts again from the first tick commanded during the glide, not from its end. */
     h->epoch_eff_tick = h->last_cmd_tick + 1;
+}
+
+/* One epoch decision (docs/design.md, "Delay estimator") after step n. Its inputs are
+ * measurements only (the sliding window and the late window): nothing a previous decision chose
+ * is fed back, so L follows the round trip both ways. */
+static void decide(drths_hybrid_t *h, int64_t now_ns)
+{
+    drths_rtt_window_t *w = &h->rttw;
+    drths_rtt_window_advance(w, now_ns);
+    drths_epoch_input_t in = {0};
+    in.now_ns = now_ns;
+    in.current_L = h->glide_target;
+    in.window_ticks = h->late.filled;
+    in.window_late = h->late.late_count;
+    in.rtt_samples = w->count;
+    in.rtt_q_ns = drths_rtt_window_quantile(w, h->p.lp.quantile);
+    in.rtt_recent_q_ns = drths_rtt_window_recent_quantile(w, RTT_RECENT_SUBS, h->p.lp.quantile,
+                                                          &in.rtt_recent_samples);
+    drths_epoch_reason_t why;
+    uint32_t next = drths_epoch_decide(&h->p.ep, &h->p.lp, h->p.dt_ns, &h->est, &in, &why);
+    if (next > h->p.L_max)
+        next = h->p.L_max;
+    if (why != DRTHS_EPOCH_KEEP && next != h->glide_target)
+        change_L(h, next, why, now_ns);
+    /* The feedback wait (drths_hybrid_feedback_wait_ns) for the L being reached, from the round
+     * trips of the last 1 to 2 s: their minimum and quantile follow a route change within 2 s,
+     * where the whole window's minimum would keep the old route for 8 s and make the loop wait
+     * too long after a step up. Only the wait follows this short view; L does not. */
+    if (in.rtt_recent_samples >= h->p.ep.min_rtt_samples && in.rtt_recent_samples > 0)
+        h->p.wait_ns = drths_hybrid_feedback_wait_ns(
+            h->glide_target, h->p.dt_ns, drths_rtt_window_recent_min(w, RTT_RECENT_SUBS),
+            in.rtt_recent_q_ns, h->p.reorder_ticks);
 }
 
 static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_sample_t *s,

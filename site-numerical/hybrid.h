@@ -1,6 +1,7 @@
-/* The numerical site's lock-stepped loop (DESIGN.md 2, /work/notes/SITES.md "Numerical site"),
- * with no socket and no clock: the caller feeds it decoded messages with their arrival times and
- * polls it with the current time; it answers with what to send and what to record. The site's
+/* The numerical site's lock-stepped loop (docs/design.md, "Timing model": step n uses the
+ * feedback of tick n and sends x(n+1) as the command for tick n+1+L), with no socket and no
+ * clock: the caller feeds it decoded messages with their arrival times and polls it with the
+ * current time; it answers with what to send and what to record. The site's
  * glue (numsite.c) connects it to the socket, the wire codec and the recorder; the tests connect
  * it to a simulated actuator site in virtual time.
  *
@@ -20,20 +21,22 @@
  * The estimated arrival time of tick n is min_offset + n·dt, where min_offset is the smallest
  * (arrival - tick·dt) of the FEEDBACKs of the last 0.5 to 1 s.
  *
- * Damper command (DESIGN.md 5.5, site-numerical/semiactive.h): the command sent with x(n+1) is
- * computed from the state at n and the force R(n) used at n, as in the reference run; the
- * passive modes send their constant.
+ * Damper command (clipped-optimal or passive, site-numerical/semiactive.h): the command sent
+ * with x(n+1) is computed from the state at n and the force R(n) used at n, as in the reference
+ * run; the passive modes send their constant.
  *
- * On-the-fly loop delay (DESIGN.md 6; when L is not fixed by link.loop_delay_ticks): every
- * decide_ticks steps drths_epoch_decide (protocol/estimator.h) is asked for a new L from the
- * round trip measured by the echoes (window of at most 1 s), the late rate (feedback samples
- * flagged CONCEALED by the actuator site, for ticks under the current epoch only) and the rise
- * of the feedback's one-way arrival offset (minimum over the last 50 to 100 ms against the one
- * over 0.5 to 1 s: an up-link that got slower by X makes the round trip at least X longer, and
- * this is seen a round trip before the echoes show it). Dead bands: a round-trip raise needs
- * more than half the safety margin, a lowering must save at least 10 ms. The actuator
- * site plays whatever each tick was commanded, so the change of L is a change of which step
- * each tick gets:
+ * On-the-fly loop delay (docs/design.md, "Algorithms", "Delay estimator"; when L is not fixed
+ * by link.loop_delay_ticks): every echoed round trip goes into a sliding window (8 sub-windows
+ * of 1 s by default, protocol/estimator.h); every decide_ticks steps drths_epoch_decide is asked
+ * for a new L from the window's quantile, the quantile of its 2 most recent sub-windows (the
+ * target of an urgent raise) and the late rate (feedback samples flagged CONCEALED by the
+ * actuator site, for ticks under the current epoch only). Dead bands: a round-trip raise needs
+ * more than half the safety margin, a lowering must save at least 10 ms; at most one change
+ * per 2 s unless commands are, or are about to be, late. No decision resets or seeds the
+ * window, so L follows the round trip both ways and cannot ratchet. The feedback wait moves
+ * with each new L and is kept in step with the round trips of the last 1 to 2 s (minimum and
+ * quantile, drths_hybrid_feedback_wait_ns) at every decision. The actuator site plays whatever each tick was
+ * commanded, so the change of L is a change of which step each tick gets:
  *   raise L1 -> L2 (at once): x(n+1) goes to tick n+1+L2; the ticks between the last one sent
  *     and it are FILLER commands that hold the last commanded position (velocity 0): the
  *     specimen pauses for L2 - L1 ticks. EPOCH {e+1, L2, n+1+L2}.
@@ -43,7 +46,7 @@
  * Each EPOCH is sent three times 10 ms apart. The step applied at each tick is remembered
  * (tick map), so the Smith predictor pairs F(n) with the model at the step the specimen really
  * got; feedback of filler ticks (the specimen paused) is concealed by the model and counted as
- * transition steps, not as lost feedback. The feedback wait is recomputed for each new L.
+ * transition steps, not as lost feedback.
  *
  * Ownership: the caller owns drths_hybrid_t; _init allocates everything the run needs (models,
  * buffers, histograms, the row); _close frees it (safe twice). Pointers handed out in
@@ -87,20 +90,21 @@ typedef struct drths_hybrid_params {
     int64_t epoch_repeat_ns;   /* EPOCH 1 repeated until the first FEEDBACK (20 ms) */
     int64_t close_repeat_ns;   /* STOP / ABORT sent 3 times this far apart (10 ms) */
     int64_t final_wait_ns;     /* after STOP, wait this long for the last FEEDBACK (1 s) */
-    /* on-the-fly L (DESIGN.md 6) */
+    /* on-the-fly L (docs/design.md, "Delay estimator") */
     int adapt_L;               /* nonzero: epochs may change L (default: unless L is fixed) */
     uint32_t L_max;            /* largest L allowed (sizes the history rings) */
     drths_lchoice_params_t lp; /* quantile, margins for the L needed by a round trip */
     drths_epoch_params_t ep;   /* thresholds and hysteresis of drths_epoch_decide */
     int decide_ticks;          /* steps between decisions (50) */
     int glide_every;           /* lowering drops one command every this many steps (20) */
-    int64_t rtt_window_ns;     /* the round-trip window restarts this often (1 s) */
-    int64_t rtt_q_ns;          /* round-trip quantile L was chosen for (0: from the echoes) */
+    int64_t rtt_window_ns;     /* length of the sliding round-trip window (8 s) */
+    int64_t rtt_q_ns;          /* the probes' round-trip quantile L was first chosen for
+                                * (reported by the caller; the decisions use the echoes) */
 } drths_hybrid_params_t;
 
-/* The feedback wait of DESIGN.md 2: x(n+1) must reach the actuator site before tick n+1+L, so
- * the loop can wait for F(n) until (L+1) dt after tick n minus the command's way back. Seen from
- * the numerical site, tick n is earliest expected at the minimum arrival offset (tick n plus the
+/* The feedback wait (docs/design.md, "Timing model"): x(n+1) must reach the actuator site
+ * before tick n+1+L, so the loop can wait for F(n) until (L+1) dt after tick n minus the
+ * command's way back. Seen from the numerical site, tick n is earliest expected at the minimum arrival offset (tick n plus the
  * fastest way up); a feedback later than that by the up-link jitter is still worth waiting for,
  * as long as the command then leaves in time for the slowest way down. With only the round trip
  * measured, the way up at its fastest plus the way down at its slow quantile is estimated as
@@ -179,9 +183,9 @@ typedef struct drths_hybrid {
     uint64_t epoch_eff_tick;    /* ticks from here on count for the late rate */
     drths_late_window_t late;
     drths_epoch_state_t est;
-    int64_t rtt_window_start_ns;
+    drths_rtt_window_t rttw;    /* sliding window of the echoed round trips */
+    int64_t wait0_ns;           /* the feedback wait of epoch 1 (p.L, p.rtt_q_ns) */
     int64_t off_short_cur, off_short_prev, off_short_bucket_ns; /* 50 ms arrival minima */
-    int64_t rtt_base_q_ns;      /* round-trip quantile the current L was chosen for */
     int64_t *tm_tick, *tm_step; /* tick map ring: step sent for each tick, -1 - k for a filler
                                  * holding step k; owned */
     size_t tm_cap;
@@ -226,10 +230,11 @@ typedef struct drths_hybrid {
 } drths_hybrid_t;
 
 /* Defaults for everything but L: r, reorder_ticks and smith from the experiment, dt from its
- * rate, the SITES.md timeouts, and the epoch settings: adapt_L unless link.loop_delay_ticks
+ * rate, the timeouts listed with drths_hybrid_params_t, and the epoch settings: adapt_L unless link.loop_delay_ticks
  * fixes L, L_max = max(4 L, L + 2500) once L is set (0 here: init computes it), late rate
  * threshold 1 % over at least 250 ticks, 200 round trips, raise step 25 ticks, lowering
- * hysteresis 3 s (lowering by at least 10 ms), decisions every 50 steps, glide 1 in 20.
+ * hysteresis 3 s (lowering by at least 10 ms), at most one change per 2 s unless urgent, late
+ * margin kept 30 s, round-trip window 8 s, decisions every 50 steps, glide 1 in 20.
  * init-only. */
 void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experiment_t *exp);
 

@@ -137,8 +137,11 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     p.L = LOOP_L;
     p.smith = mode;
     p.adapt_L = g_sim.adapt_L;
-    p.rtt_window_ns = 200000000; /* 0.2 s: the 2 s runs see a few windows */
+    /* Times scaled to the 2 s runs: a 0.2 s round-trip window, a 0.5 s hysteresis and rate
+     * bound. */
+    p.rtt_window_ns = 200000000;
     p.ep.lower_hysteresis_ns = 500000000;
+    p.ep.min_change_interval_ns = 500000000;
     p.ep.lower_min_ticks = 10; /* the 1 -> 4 ms step is only 30 ticks */
     drths_hybrid_t *h = calloc(1, sizeof *h);
     drths_error_t err = {{0}};
@@ -435,8 +438,8 @@ static void test_burst_longer_than_r_is_concealed(void **state)
     result_free(&r);
 }
 
-/* The feedback wait spends the command budget (L+1) dt left after the way down, on the
- * default rehearsal link: 80 ms round trip +/- 10 ms (70..90 ms), L = 463 ticks of 0.2 ms. */
+/* The feedback wait spends the command budget (L+1) dt left after the way down, at the rehearsal
+ * conditions: 80 ms round trip +/- 10 ms (70..90 ms), L = 463 ticks of 0.2 ms. */
 static void test_feedback_wait_budget(void **state)
 {
     (void)state;
