@@ -405,9 +405,11 @@ static double now_ns(void)
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-/* The RT budget: one step and one measured force of the adaptive predictor, while it
- * identifies, with the estimate nominal and with n x2 (its stiffest state in these tests). */
-static void test_adaptive_cost_per_step(void **state)
+/* The RT budget: the work of one step and one measured force of the adaptive predictor is
+ * bounded by the substep cap of the estimate's models, also at n x2 (its stiffest state in these
+ * tests). The time per step is printed for information only: timing goals are benchmarks' (a
+ * unit test on a loaded machine cannot assert one). */
+static void test_adaptive_work_is_bounded(void **state)
 {
     (void)state;
     excitation();
@@ -433,7 +435,8 @@ static void test_adaptive_cost_per_step(void **state)
         print_message("%s: %.0f ns per step on average, %.0f ns at worst (estimate substeps %d)\n",
                       c == 0 ? "fixed" : c == 1 ? "adaptive, n nominal" : "adaptive, n x2",
                       mean, worst, c ? s.est.substeps : s.model.substeps);
-        assert_true(mean < 50e3); /* a quarter of the 200 us tick, on a loaded machine */
+        if (c)
+            assert_true(s.est.substeps <= s.ap.max_substeps);
         drths_smith_close(&s);
     }
 }
@@ -474,7 +477,7 @@ int main(void)
         cmocka_unit_test(test_adaptive_equals_fixed_when_exact),
         cmocka_unit_test(test_adaptive_falls_back_on_junk),
         cmocka_unit_test(test_adaptive_guards),
-        cmocka_unit_test(test_adaptive_cost_per_step),
+        cmocka_unit_test(test_adaptive_work_is_bounded),
         cmocka_unit_test(test_force_at_names_the_applied_step),
         cmocka_unit_test(test_exact_model_removes_delay),
         cmocka_unit_test(test_off_mode_passes_measurement),
