@@ -10,12 +10,14 @@
  * Timing (docs/design.md, "Timing model"): tick t applies c(t) = x(t - L). For t <= L the
  * command is the rest position (displacement 0 and the experiment's rest damper command); the
  * numerical site never sends those ticks. For t > L the command is the one received for tick t;
- * if it has not arrived, it is concealed: extrapolated (third-order Lagrange, models/lagrange.h)
- * one tick ahead from the last four applied commands for the first
- * DRTHS_ACT_CONCEAL_CUBIC_TICKS, then gliding to rest, the damper command held; counted and
- * flagged; more than max_concealed_ticks in a row puts the actuator in HOLD. The first received
- * command after concealment is rejoined without a step (the gap fades out at the HOLD ramp
- * rate).
+ * if it has not arrived, it is concealed: extrapolated (third-order Lagrange, models/lagrange.h,
+ * jerk- and acceleration-limited) one tick ahead from the last four applied commands for the
+ * first DRTHS_ACT_CONCEAL_EXTRAP_TICKS, then braking to rest, jerk-limited, the damper command
+ * held; counted and flagged; more than max_concealed_ticks (the budget, physical.max_concealed_ms
+ * at rate_hz) in a row puts the actuator in HOLD. The first received command after concealment
+ * is rejoined without a step: the commands are offset by a blend that starts on the concealed
+ * motion (displacement, velocity, acceleration) and vanishes within velocity, acceleration and
+ * jerk budgets (docs/design.md, "Concealment").
  *
  * Drive (docs/design.md, "Algorithms", compensation): the command chosen for tick t is the
  * DESIRED displacement r(t); the drive signal written to the DAQ is
@@ -137,7 +139,8 @@ typedef struct drths_actuator_params {
     double rate_hz;              /* tick rate; dt = 1 / rate_hz */
     int r;                       /* samples per FEEDBACK, 1 .. DRTHS_WIRE_MAX_R */
     size_t playout_ticks;        /* playout buffer capacity, ticks */
-    int max_concealed_ticks;     /* consecutive concealed ticks allowed; one more is HOLD */
+    int max_concealed_ticks;     /* concealment budget: consecutive concealed ticks allowed;
+                                  * one more is HOLD */
     double watchdog_s;           /* no command to play for this long after tick L + 1: HOLD */
     double limit_displacement_m; /* |command| above this: HOLD */
     double limit_velocity_m_s;   /* |command velocity| above this: HOLD */
