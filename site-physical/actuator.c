@@ -610,7 +610,10 @@ static uint64_t rejoin_len(const drths_actuator_t *a, double t1, double t2, doub
  * received trajectory.
  *
  * Start: x is carried two ticks back by the cubic through x(tick .. tick + 3) from the playout
- * buffer (with fewer samples ahead, a lower order; with none, the sample's own velocity); the
+ * buffer when their third difference is within the jerk limit (with fewer samples ahead, a lower
+ * order; with none, the sample's own velocity); across a kink (the fillers of a raise of L) by
+ * the line through x(tick), x(tick + 1) and the smaller second difference, within the
+ * acceleration limit; the
  * differences e(-2), e(-1) between the last two applied commands and that extension, and e(0)
  * between the concealment's next value and x(tick), give the blend's offset p, velocity v and
  * acceleration c at its start. The blend is the sum of three quintic terms, one per initial
@@ -640,14 +643,31 @@ static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_cha
     const size_t k = drths_playout_lookahead(&a->pb, tick, 3, ahead);
     const double r0 = cmd->disp_m;
     double rm1, rm2; /* the extension of x to tick - 1 and tick - 2 */
-    if (k >= 3) {
-        const double r1 = ahead[0].disp_m, r2 = ahead[1].disp_m, r3 = ahead[2].disp_m;
-        rm1 = 4.0 * r0 - 6.0 * r1 + 4.0 * r2 - r3;
-        rm2 = 10.0 * r0 - 20.0 * r1 + 15.0 * r2 - 4.0 * r3;
-    } else if (k == 2) {
+    if (k >= 2) {
         const double r1 = ahead[0].disp_m, r2 = ahead[1].disp_m;
-        rm1 = 3.0 * r0 - 3.0 * r1 + r2;
-        rm2 = 6.0 * r0 - 8.0 * r1 + 3.0 * r2;
+        const double J = max_jerk(a), A = max_acc(a);
+        const double r3 = k >= 3 ? ahead[2].disp_m : 0.0;
+        if (k >= 3 && fabs(r3 - 3.0 * r2 + 3.0 * r1 - r0) <= J * dt * dt * dt) {
+            /* Within the jerk limit: the cubic, exact for a smooth trajectory. */
+            rm1 = 4.0 * r0 - 6.0 * r1 + 4.0 * r2 - r3;
+            rm2 = 10.0 * r0 - 20.0 * r1 + 15.0 * r2 - 4.0 * r3;
+        } else {
+            /* A kink among the samples ahead (a jump in velocity beyond the jerk limit: the
+             * fillers of a raise of L hold the last position with velocity 0, and the
+             * commands after them go on from it). Carried across it, the cubic (and even the
+             * parabola) turns the kink into an acceleration of the received trajectory of
+             * about v / dt that it does not have, which the blend would then match. So the
+             * extension is the line through r0 and r1 with the smaller of the two second
+             * differences (0 when they differ in sign), within the acceleration limit. */
+            double s2 = r2 - 2.0 * r1 + r0;
+            if (k >= 3) {
+                const double s3 = r3 - 2.0 * r2 + r1;
+                s2 = s2 * s3 <= 0.0 ? 0.0 : fabs(s2) < fabs(s3) ? s2 : s3;
+            }
+            s2 = clampd(s2, -A * dt * dt, A * dt * dt);
+            rm1 = 2.0 * r0 - r1 + s2;
+            rm2 = 3.0 * r0 - 2.0 * r1 + 3.0 * s2;
+        }
     } else if (k == 1) {
         rm1 = 2.0 * r0 - ahead[0].disp_m;
         rm2 = 3.0 * r0 - 2.0 * ahead[0].disp_m;
@@ -668,6 +688,16 @@ static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_cha
     a->rejoin_n[1] = rejoin_len(a, 1.875 * fabs(v) / (0.5 * ab),
                                 sqrt(5.7735 * fabs(v) / (jb / 3.0)), 0.0);
     a->rejoin_n[2] = rejoin_len(a, 9.0 * c / (jb / 3.0), 0.0, 0.0);
+    /* Its velocity grows with its length (|h2'| 0.0678 c T2), so the length the jerk share asks
+     * for a large c (9 c / (jb / 3), growing with c too) moves the command by about c^2 / jb at
+     * 1.2 m/s for c = 100 m/s^2 (the concealment's acceleration limit against the commands').
+     * Beyond its velocity share (1/5 of the ramp rate) the term is made shorter, down to the
+     * length at which it takes the blend's whole jerk budget. */
+    if (c > 0.0 && 0.0678 * c * (double)a->rejoin_n[2] * dt > 0.2 * vb) {
+        const uint64_t n_vel = (uint64_t)fmax(floor(0.2 * vb / (0.0678 * c) * a->p.rate_hz), 0.0);
+        const uint64_t n_jerk = rejoin_len(a, 9.0 * c / jb, 0.0, 0.0);
+        a->rejoin_n[2] = n_vel > n_jerk ? n_vel : n_jerk;
+    }
     /* The velocity term moves v T1 / 2 by its end: the offset term takes that back too. */
     const double p = fabs(e0 + 0.5 * v * (double)a->rejoin_n[1] * dt);
     a->rejoin_n[0] = rejoin_len(a, 1.875 * p / (0.8 * vb), sqrt(5.7735 * p / (0.5 * ab)),

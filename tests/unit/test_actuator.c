@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -734,6 +735,165 @@ static void test_gaps_at_phases(void **state)
     }
 }
 
+/* The relay restart with a raise of L, as the numerical site sends it (5 kHz, L = 105): the
+ * damper moves slowly (-11.8 mm/s, as in the live run that ended in a HOLD by the velocity
+ * limit); the datagrams for ticks 300 on are lost and the actuator conceals, then rests. The
+ * numerical site then raises L to 291 at step k: its last COMMAND (tick T_last = k - 1 + 105,
+ * carrying T_last - 3 .. T_last) arrives together with EPOCH 2 and, in one burst, the fillers
+ * for T_last + 1 .. k + 290 that hold x(T_last) with velocity and acceleration 0, two filler
+ * ticks further per datagram; from the next tick on each COMMAND carries x(k), x(k + 1), ... for
+ * ticks k + 291, ...: the specimen pauses and goes on. The received trajectory so has a kink
+ * (velocity -11.8 mm/s to 0 in one tick) a few ticks after the rejoin, and another where the
+ * fillers end. The rejoin tick is placed from 1 tick before to 5 ticks after T_last, so that the
+ * kink falls everywhere in the ticks the rejoin looks ahead at. The blend must neither
+ * extrapolate the received trajectory across the kink nor run away: no HOLD, the command within
+ * the velocity limit at every tick, its acceleration and jerk within the limits wherever the
+ * received trajectory's own are (the two kinks are the numerical site's), the blend (command
+ * minus received) no faster than the initial velocity mismatch plus the ramp rate and within the
+ * acceleration and jerk limits, and from the blend's end on the command is the received
+ * trajectory exactly, across the epoch change too. */
+#define RJ_RATE 5000.0
+#define RJ_DT_NS INT64_C(200000)
+#define RJ_L1 105u
+#define RJ_L2 291u
+#define RJ_TICKS 1100u
+
+static double rj_slow(uint64_t t)
+{
+    return -1.2e-3 - 0.0118 * (double)t / RJ_RATE;
+}
+
+static uint64_t rj_last, rj_first_new;
+
+/* What the numerical site commands for tick T: x(T) up to T_last, the filler x(T_last) until
+ * the new first tick, then x of the step that tick now belongs to. */
+static double rj_received(uint64_t T)
+{
+    if (T <= rj_last)
+        return rj_slow(T);
+    if (T < rj_first_new)
+        return rj_slow(rj_last);
+    return rj_slow(T - (RJ_L2 - RJ_L1));
+}
+
+static void rj_send(uint64_t T, int r, int64_t arrival)
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_COMMAND;
+    m.epoch = T > rj_last ? 2 : 1;
+    m.tick = T;
+    m.counter = ++F.counter;
+    m.u.command.n_channels = 1;
+    m.u.command.r = (uint8_t)r;
+    m.u.command.loop_delay_ticks = T > rj_last ? RJ_L2 : RJ_L1;
+    for (int k = 0; k < r; k++) {
+        const uint64_t t = T - (uint64_t)k;
+        const bool filler = t > rj_last && t < rj_first_new;
+        m.u.command.s[k][0].disp_m = rj_received(t);
+        m.u.command.s[k][0].vel_m_s = filler ? 0.0 : -0.0118;
+        m.u.command.s[k][0].acc_m_s2 = 0.0;
+        m.u.command.s[k][0].damper_cmd = 1.5;
+    }
+    drths_actuator_receive(&F.a, &m, arrival);
+}
+
+static int64_t rj_deadline(uint64_t t)
+{
+    return T0 + (int64_t)t * RJ_DT_NS;
+}
+
+static void test_rejoin_into_fillers_after_raise_of_L(void **state)
+{
+    (void)state;
+    const uint64_t rejoin = 500; /* ticks 300 .. 499 concealed */
+    for (int off = -1; off <= 5; off++) {
+        drths_actuator_params_t p;
+        params_default(&p);
+        p.rate_hz = RJ_RATE;
+        p.playout_ticks = 5000; /* one second */
+        p.max_concealed_ticks = 250;
+        p.ramp_rate_m_s = 0.05;
+        setup_with(&p);
+        rj_last = (uint64_t)((int64_t)rejoin + off);
+        const uint64_t k = rj_last + 1 - RJ_L1;
+        rj_first_new = k + RJ_L2;
+        start(RJ_L1);
+        rj_send(RJ_L1 + 1, 1, T0 - 4 * RJ_DT_NS);
+        static double cmd[RJ_TICKS];
+        for (uint64_t t = 0; t < RJ_TICKS; t++) {
+            assert_int_equal(drths_actuator_tick(&F.a, t, rj_deadline(t), rj_deadline(t), &F.out),
+                             0);
+            if (F.a.hold)
+                fail_msg("offset %d: HOLD at tick %llu: %s", off, (unsigned long long)t,
+                         F.a.hold_text);
+            cmd[t] = F.out.row[DRTHS_ACT_COL_COMMAND];
+            const int64_t arrival = rj_deadline(t) + 60000;
+            if (t >= 1 && t + 1 + RJ_L1 < 300) {
+                rj_send(t + 1 + RJ_L1, 4, arrival);
+            } else if (t + 1 == rejoin) {
+                /* The last COMMANDs before the raise (from the rejoin tick on), EPOCH 2 and
+                 * the burst of fillers. */
+                for (uint64_t T = rj_last < rejoin ? rj_last : rejoin; T <= rj_last; T++)
+                    rj_send(T, 4, arrival);
+                drths_msg_t m;
+                memset(&m, 0, sizeof m);
+                m.type = DRTHS_MSG_EPOCH;
+                m.epoch = 1;
+                m.tick = rj_last;
+                m.u.epoch.new_epoch = 2;
+                m.u.epoch.loop_delay_ticks = RJ_L2;
+                m.u.epoch.effective_tick = rj_first_new;
+                drths_actuator_receive(&F.a, &m, arrival);
+                for (uint64_t f = rj_last + 1; f < rj_first_new; f += 2) {
+                    const uint64_t T = f + 3 < rj_first_new ? f + 3 : rj_first_new - 1;
+                    const uint64_t avail = T - rj_last;
+                    rj_send(T, avail < 4 ? (int)avail : 4, arrival);
+                }
+                rj_send(rj_first_new, 4, arrival); /* x(k), the first on the new L */
+            } else if (t >= rejoin) {
+                rj_send(t + 1 - rejoin + k + RJ_L2, 4, arrival);
+            }
+        }
+        if (F.a.c.concealed != rejoin - 300)
+            fail_msg("offset %d: %llu concealed", off, (unsigned long long)F.a.c.concealed);
+        assert_true(F.a.c.rejoins >= 1);
+        assert_int_equal(F.a.L, RJ_L2);
+        const double A = DRTHS_ACT_DEFAULT_MAX_ACC_M_S2, J = DRTHS_ACT_DEFAULT_MAX_JERK_M_S3;
+        for (uint64_t t = RJ_L1 + 4; t < RJ_TICKS; t++) {
+            double d[4], x[4];
+            for (int i = 0; i < 4; i++) {
+                d[i] = cmd[t - (uint64_t)i];
+                x[i] = rj_received(t - (uint64_t)i);
+            }
+            const double r = RJ_RATE;
+            const double v = (d[0] - d[1]) * r, acc = (d[0] - 2.0 * d[1] + d[2]) * r * r;
+            const double j = (d[0] - 3.0 * d[1] + 3.0 * d[2] - d[3]) * r * r * r;
+            const double xv = (x[0] - x[1]) * r, xa = (x[0] - 2.0 * x[1] + x[2]) * r * r;
+            const double xj = (x[0] - 3.0 * x[1] + 3.0 * x[2] - x[3]) * r * r * r;
+            const double ev = v - xv, ea = acc - xa, ej = j - xj;
+            if (!(fabs(v) <= p.limit_velocity_m_s))
+                fail_msg("offset %d, tick %llu: command velocity %g m/s", off,
+                         (unsigned long long)t, v);
+            if (fabs(xa) <= A && fabs(xj) <= J && !(fabs(acc) <= A && fabs(j) <= J * (1.0 + 1e-6)))
+                fail_msg("offset %d, tick %llu: acceleration %g m/s^2, jerk %g m/s^3", off,
+                         (unsigned long long)t, acc, j);
+            if (t >= rejoin + 3 && !(fabs(ev) <= 0.0118 + p.ramp_rate_m_s + 1e-6 && fabs(ea) <= A &&
+                                     fabs(ej) <= J * (1.0 + 1e-6)))
+                fail_msg("offset %d, tick %llu: blend velocity %g m/s, acceleration %g m/s^2, "
+                         "jerk %g m/s^3",
+                         off, (unsigned long long)t, ev, ea, ej);
+        }
+        const uint64_t end = F.a.rejoin_tick + F.a.rejoin_ticks;
+        assert_true(end < rj_first_new);
+        for (uint64_t t = end; t < RJ_TICKS; t++)
+            if (!(fabs(cmd[t] - rj_received(t)) < 1e-15))
+                fail_msg("offset %d, tick %llu: command %g m, received %g m", off,
+                         (unsigned long long)t, cmd[t], rj_received(t));
+        teardown();
+    }
+}
+
 /* The watchdog acts on the absence of commands to play, not on a gap in the arrivals: with L =
  * 60 (commands 60 ms ahead), nothing arrives from tick 40 to 100 (60 ms, three times the 20 ms
  * watchdog) while the buffer still holds the commands up to tick 100: no HOLD, nothing
@@ -1366,6 +1526,7 @@ int main(void)
         cmocka_unit_test(test_too_many_concealed_holds),
         cmocka_unit_test(test_watchdog),
         cmocka_unit_test(test_gaps_at_phases),
+        cmocka_unit_test(test_rejoin_into_fillers_after_raise_of_L),
         cmocka_unit_test(test_watchdog_waits_for_an_empty_buffer),
         cmocka_unit_test(test_displacement_limit),
         cmocka_unit_test(test_velocity_limit),
