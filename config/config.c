@@ -685,7 +685,9 @@ DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
     X(s, TEXT,     listen, physical.listen, "0.0.0.0:47000", _, _, _)                              \
     /* 0 = one second of ticks (at least 300); otherwise 10..1000000 */                            \
     X(s, INT,      playout_ticks, physical.playout_ticks, 0, 0, 1000000, _)                        \
-    X(s, INT,      max_concealed_ticks, physical.max_concealed_ticks, 20, 0, 10000, _)             \
+    /* -1 = not given: the budget is max_concealed_ms (the older field wins when given) */       \
+    X(s, INT,      max_concealed_ticks, physical.max_concealed_ticks, -1, -1, 10000, _)            \
+    X(s, REAL_IN,  max_concealed_ms, physical.max_concealed_ms, 50, 0, 10000, _)                   \
     X(s, REAL_IN,  watchdog_ms, physical.watchdog_ms, 100, 1, 60000, _)                            \
     X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
     X(s, REAL_GT0, limit_velocity_m_s, physical.limit_velocity_m_s, 1.0, _, _, _)                  \
@@ -1638,6 +1640,12 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
                     "must be 0 (one second of ticks) or 10..1000000 (got %d)",
                     x->physical.playout_ticks);
     }
+    /* The concealment budget in ticks: max_concealed_ticks when the file gives it (files
+     * written before max_concealed_ms keep their meaning), else max_concealed_ms at rate_hz,
+     * rounded down so that the budget never exceeds the time written. */
+    if (x->physical.max_concealed_ticks < 0)
+        x->physical.max_concealed_ticks =
+            (int)fmin(floor(x->physical.max_concealed_ms * 1e-3 * x->rate_hz + 1e-9), 1e8);
     /* A command is sent L ticks ahead of its tick and waits in the playout buffer meanwhile. */
     if (x->link.loop_delay_ticks >= x->physical.playout_ticks)
         return fail(c, -EINVAL, "link.loop_delay_ticks",

@@ -209,7 +209,12 @@ typedef struct drths_experiment {
     struct {
         char *listen;               /* "host:port" or "[v6]:port" (default "0.0.0.0:47000") */
         int playout_ticks;          /* 0 in the file = one second (at least 300); 10..1000000 */
-        int max_concealed_ticks;    /* 0..10000 (default 20) */
+        /* The concealment budget: consecutive missing commands concealed before HOLD. In the
+         * file -1..10000, -1 (the default) meaning not given; after loading, the budget in
+         * ticks: the file's value when given, else max_concealed_ms at rate_hz (rounded
+         * down). */
+        int max_concealed_ticks;
+        double max_concealed_ms;    /* 0..10000 (default 50) */
         double watchdog_ms;         /* 1..60000 (default 100) */
         double limit_displacement_m; /* > 0 (default 0.1) */
         double limit_velocity_m_s;  /* > 0 (default 1.0) */

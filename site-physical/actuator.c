@@ -373,22 +373,41 @@ static bool check_drive(drths_actuator_t *a, double drive_m)
 }
 
 /* The first commanded tick arms the watchdog; from then on, until STOP has announced the last
- * commanded tick, a silence longer than watchdog_s since the latest COMMAND is a HOLD. */
-static bool check_watchdog(drths_actuator_t *a, int64_t now_ns, drths_actuator_out_t *out)
+ * commanded tick, it is a HOLD when there has been no command to play for longer than
+ * watchdog_s: the playout buffer has held nothing for this tick or a later one since a tick
+ * that long ago, and no COMMAND has arrived since then either. The watchdog acts on the
+ * absence of commands to play, not on a gap in the arrivals while commands sent ahead are still
+ * being played (after a rise of L a burst of losses may leave hundreds of ms of them buffered).
+ * Once the buffer runs dry the concealment budget counts too, and with the defaults (50 ms
+ * against 100 ms) it acts first; the watchdog is the time-based backstop that does not depend
+ * on ticks being counted (a budget set longer than watchdog_ms, or stalled ticks). */
+static bool check_watchdog(drths_actuator_t *a, uint64_t tick, int64_t now_ns,
+                           drths_actuator_out_t *out)
 {
     if (!a->watchdog_armed) {
         out->events |= DRTHS_ACT_EV_FIRST_COMMAND;
         a->watchdog_armed = 1;
         a->watchdog_ref_ns = now_ns;
     }
+    uint64_t newest;
+    if (drths_playout_newest(&a->pb, &newest) == 0 && newest >= tick) {
+        a->dry = 0;
+        return false;
+    }
+    if (!a->dry) {
+        a->dry = 1;
+        a->dry_since_ns = now_ns;
+    }
     if (a->stop_received)
         return false;
-    int64_t limit_ns = (int64_t)llround(a->p.watchdog_s * 1e9);
-    int64_t quiet_ns = now_ns - a->watchdog_ref_ns;
+    const int64_t from_ns = a->dry_since_ns > a->watchdog_ref_ns ? a->dry_since_ns
+                                                                 : a->watchdog_ref_ns;
+    const int64_t limit_ns = (int64_t)llround(a->p.watchdog_s * 1e9);
+    const int64_t quiet_ns = now_ns - from_ns;
     if (quiet_ns <= limit_ns)
         return false;
     char text[DRTHS_WIRE_MAX_TEXT + 1];
-    snprintf(text, sizeof text, "watchdog: no command for %.1f ms (limit %.6g ms)",
+    snprintf(text, sizeof text, "watchdog: no command to play for %.1f ms (limit %.6g ms)",
              (double)quiet_ns * 1e-6, a->p.watchdog_s * 1e3);
     drths_actuator_hold(a, DRTHS_STOP_WATCHDOG, 1, text);
     return true;
@@ -413,71 +432,295 @@ static void push_history(drths_actuator_t *a, const drths_cmd_channel_t *s)
     a->hist[3] = *s;
 }
 
-/* One tick ahead of the last four applied commands. The first DRTHS_ACT_CONCEAL_CUBIC_TICKS
- * concealed ticks in a row extrapolate the displacement by the cubic through them (third-order
- * Lagrange extrapolation, models/lagrange.h), its acceleration clamped to
- * DRTHS_ACT_CONCEAL_MAX_ACC_M_S2. A cubic carried further diverges (seen: 1 m/s after 200
- * ticks), so later ones glide: the speed of the last tick shrinks by
- * DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt per tick and the actuator comes to rest (a 0.25 m/s motion
- * stops in 25 ms and 3 mm). The damper command is held: a semi-active command switches between
- * its bounds, and a cubic through a switch leaves them. */
+/* The acceleration and jerk the concealment and the rejoin respect: the feedforward's limits
+ * (physical.feedforward_max_acceleration_m_s2 and _jerk_m_s3), which bound what the desired
+ * trajectory may do anyway, or DRTHS_ACT_DEFAULT_MAX_ACC_M_S2 / _JERK_M_S3 where they are 0 (no
+ * limit). */
+static double max_acc(const drths_actuator_t *a)
+{
+    return a->p.ff_max_acc_m_s2 > 0.0 ? a->p.ff_max_acc_m_s2 : DRTHS_ACT_DEFAULT_MAX_ACC_M_S2;
+}
+
+static double max_jerk(const drths_actuator_t *a)
+{
+    return a->p.ff_max_jerk_m_s3 > 0.0 ? a->p.ff_max_jerk_m_s3 : DRTHS_ACT_DEFAULT_MAX_JERK_M_S3;
+}
+
+static double clampd(double v, double lo, double hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The velocity left, braking from velocity v with this tick's acceleration na, once the
+ * acceleration has been taken back to 0 by at most jdt per tick (the tick in which it is below
+ * jdt takes it to 0 and moves no more). */
+static double stop_velocity(double v, double na, double jdt, double dt)
+{
+    double vel = v + na * dt, acc = na;
+    while (fabs(acc) > jdt) {
+        acc -= acc > 0.0 ? jdt : -jdt;
+        vel += acc * dt;
+    }
+    return vel;
+}
+
+/* The braking acceleration of a concealed tick: within jdt of the last one and within +/- d
+ * (or moving towards that band at jdt per tick), the one that brings the velocity left
+ * (stop_velocity) to 0, else the band's end nearest to it. So the command slows at d, takes its
+ * acceleration back to 0 in time and rests exactly, never reversing; at rest it stays there. */
+static double brake_acceleration(double v, double acc, double d, double jdt, double dt)
+{
+    double lo = acc - jdt, hi = acc + jdt;
+    lo = lo < -d ? fmin(-d, hi) : lo;
+    hi = hi > d ? fmax(d, lo) : hi;
+    if (stop_velocity(v, lo, jdt, dt) >= 0.0)
+        return lo;
+    if (stop_velocity(v, hi, jdt, dt) <= 0.0)
+        return hi;
+    /* stop_velocity grows with na: bisection, to the resolution of a double. */
+    for (int i = 0; i < 100 && hi - lo > 1e-12 * (fabs(lo) + fabs(hi) + 1e-12); i++) {
+        const double mid = 0.5 * (lo + hi);
+        if (stop_velocity(v, mid, jdt, dt) < 0.0)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* One tick ahead of the last applied commands, in terms of the discrete motion: the last step
+ * s = x(n) - x(n-1) (velocity s / dt) and acceleration a = (x(n) - 2 x(n-1) + x(n-2)) / dt^2;
+ * the tick's new acceleration a' gives the step s + a' dt^2, so (a' - a) / dt is the jerk.
+ *
+ * The first DRTHS_ACT_CONCEAL_EXTRAP_TICKS concealed ticks in a row extrapolate: a' is the
+ * cubic's through the last four commands (third-order Lagrange extrapolation,
+ * models/lagrange.h), which is exact for a smooth trajectory, kept within the jerk limit of a
+ * and within the acceleration limit (right after a kink the cubic accelerates away: through c,
+ * c, c, c - d it goes on c - 4d, ...). Later ones brake: a' moves towards the braking
+ * acceleration -sign(v*) min(D, sqrt(2 J |v*|)) by at most J dt, where v* = v + a |a| / (2 J) is
+ * the velocity left once a has been taken to 0 at the jerk J, D the braking deceleration
+ * (DRTHS_ACT_CONCEAL_DECEL_M_S2, at most half the acceleration limit) and J half the jerk
+ * limit. That is the time-optimal jerk-limited stop: the velocity falls to 0 together with the
+ * acceleration without changing sign, and the command then rests (a 0.25 m/s motion stops in
+ * about 26 ms and 3.2 mm; one at the 1 m/s velocity limit in 0.1 s and 5 cm). Close to rest, a
+ * residual below one tick's jerk is taken out in one tick, so the command comes to rest
+ * exactly. A concealed command therefore never runs away: after the few extrapolated ticks it
+ * only decelerates. The damper command is held: a semi-active command switches between its
+ * bounds, and a cubic through a switch leaves them. */
 static void conceal(const drths_actuator_t *a, drths_cmd_channel_t *out)
 {
     out->damper_cmd = a->hist[3].damper_cmd;
-    const double dt = 1.0 / a->p.rate_hz;
-    const double last = a->hist[3].disp_m - a->hist[2].disp_m; /* the last tick's step */
-    double step;
-    if (a->consecutive_concealed < DRTHS_ACT_CONCEAL_CUBIC_TICKS) {
-        /* Right after a kink the cubic accelerates away (through c, c, c, c - d it goes on
-         * c - 4d, ...): its step may differ from the last one by at most what
-         * DRTHS_ACT_CONCEAL_MAX_ACC_M_S2 allows. */
-        const double band = DRTHS_ACT_CONCEAL_MAX_ACC_M_S2 * dt * dt;
-        const double x[4] = {a->hist[0].disp_m, a->hist[1].disp_m, a->hist[2].disp_m,
-                             a->hist[3].disp_m};
-        step = drths_lagrange3_next(x) - a->hist[3].disp_m;
-        if (step > last + band)
-            step = last + band;
-        else if (step < last - band)
-            step = last - band;
+    const double dt = 1.0 / a->p.rate_hz, dt2 = dt * dt;
+    const double A = max_acc(a), J = max_jerk(a);
+    const double x3 = a->hist[3].disp_m, x2 = a->hist[2].disp_m, x1 = a->hist[1].disp_m;
+    const double step = x3 - x2; /* m per tick */
+    const double v = step / dt;
+    const double acc = (x3 - 2.0 * x2 + x1) / dt2;
+    double na;
+    if (a->consecutive_concealed < DRTHS_ACT_CONCEAL_EXTRAP_TICKS) {
+        const double x[4] = {a->hist[0].disp_m, x1, x2, x3};
+        na = (drths_lagrange3_next(x) - x3 - step) / dt2;
+        na = clampd(na, acc - J * dt, acc + J * dt);
+        na = clampd(na, -A, A);
     } else {
-        const double dv = DRTHS_ACT_CONCEAL_DECEL_M_S2 * dt * dt; /* per tick, in m per tick */
-        step = fabs(last) <= dv ? 0.0 : last - (last > 0.0 ? dv : -dv);
+        const double d = fmin(DRTHS_ACT_CONCEAL_DECEL_M_S2, 0.5 * A);
+        na = brake_acceleration(v, acc, d, 0.5 * J * dt, dt);
+        /* At rest (to rounding) the command stays exactly where it is. */
+        if (fabs(v) < 1e-12 && fabs(acc) < 1e-9)
+            na = -v / dt;
     }
+    const double nstep = step + na * dt2;
     /* Velocity and acceleration follow the displacement actually concealed (the received
      * samples' own fields are the numerical site's and may not agree with a kinked path). */
-    out->disp_m = a->hist[3].disp_m + step;
-    out->vel_m_s = step / dt;
-    out->acc_m_s2 = (step - last) / (dt * dt);
+    out->disp_m = x3 + nstep;
+    out->vel_m_s = nstep / dt;
+    out->acc_m_s2 = na;
 }
 
-/* The rejoin offset at tick t (0 outside the fade): o (1 - S(x)), S(x) = 10x^3 - 15x^4 + 6x^5,
- * x = (t - rejoin_tick) / rejoin_ticks; position, velocity and acceleration of the offset
- * vanish at its end, so the commands take over without a kink. */
+/* The shapes of the rejoin blend's terms, as value (d = 0) or first derivative (d = 1) in x:
+ * h0 = (1 - x)^3 (1 + 3x + 6x^2), from 1 at x = 0 to 0 at x = 1, its slope and curvature 0 at
+ * both ends; g = the integral of h0 from 0, x - 5x^4/2 + 3x^5 - x^6, from 0 to 1/2 with slope
+ * from 1 to 0 (monotonically) and curvature 0 at both ends; h2 = x^2 (1 - x)^3 / 2, 0 at both
+ * ends with curvature 1 at x = 0. They extend to x < 0 as the same polynomials. */
+static double rejoin_h(int j, int d, double x)
+{
+    const double y = 1.0 - x, y2 = y * y, y3 = y2 * y;
+    switch (j * 2 + d) {
+    case 0:
+    case 3: /* h0, and g' = h0 */
+        return y3 * (1.0 + x * (3.0 + 6.0 * x));
+    case 1: /* h0' = -30 x^2 (1 - x)^2 */
+        return -30.0 * x * x * y2;
+    case 2: /* g */
+        return x * (1.0 + x * x * x * (-2.5 + x * (3.0 - x)));
+    case 4: /* h2 */
+        return 0.5 * x * x * y3;
+    default: /* h2' = x (1 - x)^2 (2 - 5x) / 2 */
+        return 0.5 * x * y2 * (2.0 - 5.0 * x);
+    }
+}
+
+/* The blend u ticks after the rejoin (d = 0), or its slope in m per tick (d = 1):
+ *   e(u) = (e0 + w1 N1 / 2) h0(u / N0) + w1 N1 (g(u / N1) - 1/2) + w2 N2^2 h2(u / N2),
+ * each shape taken at its end value (0, 1/2, 0) from its own length on. */
+static double rejoin_eval(const drths_actuator_t *a, double u, int d)
+{
+    const double n0 = (double)a->rejoin_n[0], n1 = (double)a->rejoin_n[1];
+    const double n2 = (double)a->rejoin_n[2];
+    const double w0 = a->rejoin_w[0] + 0.5 * a->rejoin_w[1] * n1;
+    double e = 0.0;
+    if (u < n0)
+        e += w0 * rejoin_h(0, d, u / n0) / (d ? n0 : 1.0);
+    if (u < n1)
+        e += a->rejoin_w[1] * (d ? rejoin_h(1, 1, u / n1) : n1 * (rejoin_h(1, 0, u / n1) - 0.5));
+    if (u < n2)
+        e += a->rejoin_w[2] * (d ? n2 * rejoin_h(2, 1, u / n2) : n2 * n2 * rejoin_h(2, 0, u / n2));
+    return e;
+}
+
+/* The rejoin blend at tick t (0 outside it). */
 static double rejoin_offset(const drths_actuator_t *a, uint64_t t)
 {
     if (t < a->rejoin_tick || t >= a->rejoin_tick + a->rejoin_ticks)
         return 0.0;
-    const double x = (double)(t - a->rejoin_tick) / (double)a->rejoin_ticks;
-    return a->rejoin_offset_m * (1.0 - x * x * x * (10.0 + x * (-15.0 + 6.0 * x)));
+    return rejoin_eval(a, (double)(t - a->rejoin_tick), 0);
 }
 
-/* A received command at `tick` after concealed ticks: the extrapolation has taken the actuator
- * to where the commands are not. Instead of stepping there (a step the feedforward would turn
- * into a drive spike), the commands are offset by the gap, which fades over enough ticks that
- * the offset moves no faster than the HOLD ramp rate (the smoothstep's steepest slope is
- * 15/8 per fade length), and at least 20 ticks. */
+/* Its slope, in m per tick. */
+static double rejoin_slope(const drths_actuator_t *a, uint64_t t)
+{
+    if (t < a->rejoin_tick || t >= a->rejoin_tick + a->rejoin_ticks)
+        return 0.0;
+    return rejoin_eval(a, (double)(t - a->rejoin_tick), 1);
+}
+
+/* The shortest whole number of ticks (at least DRTHS_ACT_REJOIN_MIN_TICKS, at most one second)
+ * no shorter than each of the durations given in seconds. */
+static uint64_t rejoin_len(const drths_actuator_t *a, double t1, double t2, double t3)
+{
+    const double s = fmax(t1, fmax(t2, t3)) * a->p.rate_hz;
+    const double n = fmin(fmax(ceil(s - 1e-9), DRTHS_ACT_REJOIN_MIN_TICKS), ceil(a->p.rate_hz));
+    return (uint64_t)fmax(n, DRTHS_ACT_REJOIN_MIN_TICKS);
+}
+
+/* A received command at `tick` after concealed ticks: the concealment has taken the actuator
+ * where the commands are not, moving differently. Instead of stepping there, the commands are
+ * offset by a blend e that starts where the concealment was going and vanishes, with its first
+ * two derivatives, a bounded number of ticks later: command(t) = x(t) + e(t - tick), x the
+ * received trajectory.
+ *
+ * Start: x is carried two ticks back by the cubic through x(tick .. tick + 3) from the playout
+ * buffer when their third difference is within the jerk limit (with fewer samples ahead, a lower
+ * order; with none, the sample's own velocity); across a kink (the fillers of a raise of L) by
+ * the line through x(tick), x(tick + 1) and the smaller second difference, within the
+ * acceleration limit; the
+ * differences e(-2), e(-1) between the last two applied commands and that extension, and e(0)
+ * between the concealment's next value and x(tick), give the blend's offset p, velocity v and
+ * acceleration c at its start. The blend is the sum of three quintic terms, one per initial
+ * value: p h0(u / N0) + v T1 h1(u / N1) + c T2^2 h2(u / N2), each vanishing with its slope and
+ * curvature after its own length (u in ticks, T = N dt), their weights fitted so that the
+ * blend passes exactly through e(-2), e(-1) and e(0). So the commands applied, this tick's and
+ * the blended ones after it form one smooth sequence: no step in displacement, velocity or
+ * acceleration.
+ *
+ * Lengths: each term is given the shortest length at which its share of the budgets holds,
+ * from the largest of its derivatives (|h0'| 1.875, |h0''| 5.774, |h0'''| 60; |h1''| 3.940,
+ * |h1'''| 36; |h2'| 0.0678, |h2'''| 9): the blend's velocity beyond |v| within the HOLD ramp
+ * rate (the speed trusted for a move nobody commanded; 4/5 to the offset term, 1/5 to the
+ * acceleration term), its acceleration beyond |c| within half the acceleration limit (half to
+ * each of the offset and velocity terms), and its jerk within half the jerk limit (a third to
+ * each term). The command's derivatives are the received trajectory's plus these. The offset
+ * term is the long one (the velocity budget: 2 mm take 75 ms at 0.05 m/s), the two others
+ * settle the initial velocity and acceleration in a few ms. The acceleration term must also be
+ * short for its velocity share; where the jerk forbids that, the jerk wins. Every length is at
+ * most one second. */
 static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_channel_t *cmd)
 {
-    drths_cmd_channel_t e;
-    conceal(a, &e);
-    const double o = e.disp_m - cmd->disp_m;
+    drths_cmd_channel_t next;
+    conceal(a, &next);
+    const double dt = 1.0 / a->p.rate_hz;
+    drths_cmd_channel_t ahead[3];
+    const size_t k = drths_playout_lookahead(&a->pb, tick, 3, ahead);
+    const double r0 = cmd->disp_m;
+    double rm1, rm2; /* the extension of x to tick - 1 and tick - 2 */
+    if (k >= 2) {
+        const double r1 = ahead[0].disp_m, r2 = ahead[1].disp_m;
+        const double J = max_jerk(a), A = max_acc(a);
+        const double r3 = k >= 3 ? ahead[2].disp_m : 0.0;
+        if (k >= 3 && fabs(r3 - 3.0 * r2 + 3.0 * r1 - r0) <= J * dt * dt * dt) {
+            /* Within the jerk limit: the cubic, exact for a smooth trajectory. */
+            rm1 = 4.0 * r0 - 6.0 * r1 + 4.0 * r2 - r3;
+            rm2 = 10.0 * r0 - 20.0 * r1 + 15.0 * r2 - 4.0 * r3;
+        } else {
+            /* A kink among the samples ahead (a jump in velocity beyond the jerk limit: the
+             * fillers of a raise of L hold the last position with velocity 0, and the
+             * commands after them go on from it). Carried across it, the cubic (and even the
+             * parabola) turns the kink into an acceleration of the received trajectory of
+             * about v / dt that it does not have, which the blend would then match. So the
+             * extension is the line through r0 and r1 with the smaller of the two second
+             * differences (0 when they differ in sign), within the acceleration limit. */
+            double s2 = r2 - 2.0 * r1 + r0;
+            if (k >= 3) {
+                const double s3 = r3 - 2.0 * r2 + r1;
+                s2 = s2 * s3 <= 0.0 ? 0.0 : fabs(s2) < fabs(s3) ? s2 : s3;
+            }
+            s2 = clampd(s2, -A * dt * dt, A * dt * dt);
+            rm1 = 2.0 * r0 - r1 + s2;
+            rm2 = 3.0 * r0 - 2.0 * r1 + 3.0 * s2;
+        }
+    } else if (k == 1) {
+        rm1 = 2.0 * r0 - ahead[0].disp_m;
+        rm2 = 3.0 * r0 - 2.0 * ahead[0].disp_m;
+    } else {
+        const double v = isfinite(cmd->vel_m_s) ? cmd->vel_m_s : 0.0;
+        rm1 = r0 - v * dt;
+        rm2 = r0 - 2.0 * v * dt;
+    }
+    const double e0 = next.disp_m - r0;
+    const double em1 = a->hist[3].disp_m - rm1, em2 = a->hist[2].disp_m - rm2;
     a->c.rejoins++;
-    if (fabs(o) > a->c.max_rejoin_offset_m)
-        a->c.max_rejoin_offset_m = fabs(o);
-    double n = ceil(1.875 * fabs(o) / (a->p.ramp_rate_m_s / a->p.rate_hz));
-    a->rejoin_offset_m = o;
+    if (fabs(e0) > a->c.max_rejoin_offset_m)
+        a->c.max_rejoin_offset_m = fabs(e0);
+    /* The start in SI units, from the quadratic through the three values. */
+    const double v = (1.5 * e0 - 2.0 * em1 + 0.5 * em2) / dt;
+    const double c = fabs(e0 - 2.0 * em1 + em2) / (dt * dt);
+    const double vb = a->p.ramp_rate_m_s, ab = 0.5 * max_acc(a), jb = 0.5 * max_jerk(a);
+    a->rejoin_n[1] = rejoin_len(a, 1.875 * fabs(v) / (0.5 * ab),
+                                sqrt(5.7735 * fabs(v) / (jb / 3.0)), 0.0);
+    a->rejoin_n[2] = rejoin_len(a, 9.0 * c / (jb / 3.0), 0.0, 0.0);
+    /* Its velocity grows with its length (|h2'| 0.0678 c T2), so the length the jerk share asks
+     * for a large c (9 c / (jb / 3), growing with c too) moves the command by about c^2 / jb at
+     * 1.2 m/s for c = 100 m/s^2 (the concealment's acceleration limit against the commands').
+     * Beyond its velocity share (1/5 of the ramp rate) the term is made shorter, down to the
+     * length at which it takes the blend's whole jerk budget. */
+    if (c > 0.0 && 0.0678 * c * (double)a->rejoin_n[2] * dt > 0.2 * vb) {
+        const uint64_t n_vel = (uint64_t)fmax(floor(0.2 * vb / (0.0678 * c) * a->p.rate_hz), 0.0);
+        const uint64_t n_jerk = rejoin_len(a, 9.0 * c / jb, 0.0, 0.0);
+        a->rejoin_n[2] = n_vel > n_jerk ? n_vel : n_jerk;
+    }
+    /* The velocity term moves v T1 / 2 by its end: the offset term takes that back too. */
+    const double p = fabs(e0 + 0.5 * v * (double)a->rejoin_n[1] * dt);
+    a->rejoin_n[0] = rejoin_len(a, 1.875 * p / (0.8 * vb), sqrt(5.7735 * p / (0.5 * ab)),
+                                cbrt(60.0 * p / (jb / 3.0)));
+    a->rejoin_ticks = a->rejoin_n[0];
+    for (int j = 1; j < 3; j++)
+        if (a->rejoin_n[j] > a->rejoin_ticks)
+            a->rejoin_ticks = a->rejoin_n[j];
     a->rejoin_tick = tick;
-    a->rejoin_ticks = n > 20.0 ? (uint64_t)n : 20u;
+    /* The weights: e(0) = e0 whatever w1 and w2; these from e(-1) and e(-2). */
+    const double n0 = (double)a->rejoin_n[0], n1 = (double)a->rejoin_n[1];
+    const double n2 = (double)a->rejoin_n[2];
+    double m[2][2], rhs[2];
+    for (int i = 0; i < 2; i++) {
+        const double u = -(double)(i + 1), h0 = rejoin_h(0, 0, u / n0);
+        m[i][0] = n1 * (0.5 * h0 + rejoin_h(1, 0, u / n1) - 0.5);
+        m[i][1] = n2 * n2 * rejoin_h(2, 0, u / n2);
+        rhs[i] = (i ? em2 : em1) - e0 * h0;
+    }
+    const double det = m[0][0] * m[1][1] - m[0][1] * m[1][0];
+    a->rejoin_w[0] = e0;
+    a->rejoin_w[1] = (rhs[0] * m[1][1] - m[0][1] * rhs[1]) / det;
+    a->rejoin_w[2] = (m[0][0] * rhs[1] - rhs[0] * m[1][0]) / det;
 }
 
 /* The desired displacements of the ticks after `tick` (at most a->lookahead), into a->future:
@@ -555,6 +798,7 @@ static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns
     if (a->consecutive_concealed)
         start_rejoin(a, s->tick, &s->cmd);
     s->cmd.disp_m += rejoin_offset(a, s->tick);
+    s->cmd.vel_m_s += rejoin_slope(a, s->tick) * a->p.rate_hz;
     a->consecutive_concealed = 0;
     a->c.applied++;
     drths_hist_add(&a->lead_ns, lead_ns);
@@ -594,7 +838,7 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
         a->c.rest_ticks++;
         return false;
     }
-    const bool hold = a->hold || check_watchdog(a, s->now_ns, out);
+    const bool hold = a->hold || check_watchdog(a, s->tick, s->now_ns, out);
     int64_t lead_ns = 0;
     const int rc = drths_playout_take(&a->pb, s->tick, s->deadline_ns, &s->cmd, &lead_ns);
     if (hold)

@@ -10,12 +10,14 @@
  * Timing (docs/design.md, "Timing model"): tick t applies c(t) = x(t - L). For t <= L the
  * command is the rest position (displacement 0 and the experiment's rest damper command); the
  * numerical site never sends those ticks. For t > L the command is the one received for tick t;
- * if it has not arrived, it is concealed: extrapolated (third-order Lagrange, models/lagrange.h)
- * one tick ahead from the last four applied commands for the first
- * DRTHS_ACT_CONCEAL_CUBIC_TICKS, then gliding to rest, the damper command held; counted and
- * flagged; more than max_concealed_ticks in a row puts the actuator in HOLD. The first received
- * command after concealment is rejoined without a step (the gap fades out at the HOLD ramp
- * rate).
+ * if it has not arrived, it is concealed: extrapolated (third-order Lagrange, models/lagrange.h,
+ * jerk- and acceleration-limited) one tick ahead from the last four applied commands for the
+ * first DRTHS_ACT_CONCEAL_EXTRAP_TICKS, then braking to rest, jerk-limited, the damper command
+ * held; counted and flagged; more than max_concealed_ticks (the budget, physical.max_concealed_ms
+ * at rate_hz) in a row puts the actuator in HOLD. The first received command after concealment
+ * is rejoined without a step: the commands are offset by a blend that starts on the concealed
+ * motion (displacement, velocity, acceleration) and vanishes within velocity, acceleration and
+ * jerk budgets (docs/design.md, "Concealment").
  *
  * Drive (docs/design.md, "Algorithms", compensation): the command chosen for tick t is the
  * DESIRED displacement r(t); the drive signal written to the DAQ is
@@ -106,14 +108,19 @@ extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
  * counted as a duplicate (older ones are not counted). */
 #define DRTHS_ACT_LATE_MEMORY 4096
 
-/* Concealment (drths_actuator_tick): the first this many missing commands in a row are
- * extrapolated by the cubic through the last four; later ones glide to rest decelerating at
- * DRTHS_ACT_CONCEAL_DECEL_M_S2. */
-#define DRTHS_ACT_CONCEAL_CUBIC_TICKS 4
+/* Concealment (drths_actuator_tick; conceal in actuator.c): the first this many missing
+ * commands in a row are extrapolated by the cubic through the last four (jerk- and
+ * acceleration-limited); later ones brake to rest at DRTHS_ACT_CONCEAL_DECEL_M_S2 (at most half
+ * the acceleration limit) with half the jerk limit. */
+#define DRTHS_ACT_CONCEAL_EXTRAP_TICKS 4
 #define DRTHS_ACT_CONCEAL_DECEL_M_S2 10.0
-/* The cubic's acceleration is clamped to this (the default experiment's commands peak at about
- * 8 m/s^2, the SDOF sweep's at 15). */
-#define DRTHS_ACT_CONCEAL_MAX_ACC_M_S2 50.0
+/* The acceleration and jerk limits of the concealment and the rejoin where the feedforward's
+ * (physical.feedforward_max_acceleration_m_s2, _jerk_m_s3) are 0 (the default experiment's
+ * commands peak at about 8 m/s^2, the SDOF sweep's at 15). */
+#define DRTHS_ACT_DEFAULT_MAX_ACC_M_S2 50.0
+#define DRTHS_ACT_DEFAULT_MAX_JERK_M_S3 3e4
+/* The shortest length of each term of the rejoin blend. */
+#define DRTHS_ACT_REJOIN_MIN_TICKS 4
 
 /* Future commands read from the playout buffer for the compensation at most (the polynomial
  * mode's lead is about 45 ticks at 5 kHz). */
@@ -132,8 +139,9 @@ typedef struct drths_actuator_params {
     double rate_hz;              /* tick rate; dt = 1 / rate_hz */
     int r;                       /* samples per FEEDBACK, 1 .. DRTHS_WIRE_MAX_R */
     size_t playout_ticks;        /* playout buffer capacity, ticks */
-    int max_concealed_ticks;     /* consecutive concealed ticks allowed; one more is HOLD */
-    double watchdog_s;           /* no valid COMMAND for this long after tick L + 1: HOLD */
+    int max_concealed_ticks;     /* concealment budget: consecutive concealed ticks allowed;
+                                  * one more is HOLD */
+    double watchdog_s;           /* no command to play for this long after tick L + 1: HOLD */
     double limit_displacement_m; /* |command| above this: HOLD */
     double limit_velocity_m_s;   /* |command velocity| above this: HOLD */
     double limit_force_N;        /* |measured force| above this: HOLD */
@@ -213,10 +221,12 @@ typedef struct drths_actuator {
 
     drths_cmd_channel_t hist[4]; /* last four applied commands, oldest first */
     uint64_t consecutive_concealed;
-    /* Rejoin after concealment: the received commands from rejoin_tick on are shifted by
-     * rejoin_offset_m (where the extrapolation had taken the actuator, less the command) fading
-     * to 0 over rejoin_ticks with a C2 smoothstep, preview included. */
-    double rejoin_offset_m;
+    /* Rejoin after concealment: the received commands of the rejoin_ticks ticks from
+     * rejoin_tick on are offset by a blend of three quintic terms (weights rejoin_w, lengths
+     * rejoin_n in ticks, the longest rejoin_ticks), preview included (start_rejoin in
+     * actuator.c). */
+    double rejoin_w[3];
+    uint64_t rejoin_n[3];
     uint64_t rejoin_tick, rejoin_ticks;
     int64_t concealed_tick[DRTHS_ACT_LATE_MEMORY]; /* tick whose concealment each slot holds */
     int64_t primary_tick[DRTHS_ACT_LATE_MEMORY];   /* header tick of each recent COMMAND */
@@ -228,7 +238,9 @@ typedef struct drths_actuator {
     int64_t echo_arrival_ns;     /* its arrival */
     int64_t last_cmd_ns;         /* arrival of the latest valid COMMAND */
     int watchdog_armed;
-    int64_t watchdog_ref_ns;     /* the watchdog counts from here */
+    int64_t watchdog_ref_ns;     /* arrival of the latest COMMAND (the first tick before any) */
+    int dry;                     /* the playout buffer holds nothing for the current tick on */
+    int64_t dry_since_ns;        /* since this tick's wake-up */
 
     int stop_received;
     uint64_t stop_tick;          /* last commanded tick (STOP header tick) */

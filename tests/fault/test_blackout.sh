@@ -2,9 +2,9 @@
 # Fault: a 2 s network blackout mid-run (docs/faults.md). drths-impair drops everything in both
 # directions from 2.5 s to 4.5 s after it starts (the run starts at about 0.4 s and lasts 6 s).
 # Expected, with the default limits of the experiment file: the actuator site runs out of
-# commands L ticks after the blackout begins, conceals max_concealed_ticks = 20 ticks and goes
-# to HOLD ("too many concealed commands": the watchdog's concealment limit, 4 ms, trips long
-# before its 100 ms silence limit), sends ABORT (lost in the blackout), lingers 0.2 s recording
+# commands L ticks after the blackout begins, conceals the budget, max_concealed_ms = 50 ms
+# (250 ticks, braking to rest meanwhile) and goes to HOLD ("too many concealed commands": the
+# budget trips before the watchdog's 100 ms without a command to play), sends ABORT (lost in the blackout), lingers 0.2 s recording
 # and exits 1; the numerical site hears nothing for its peer timeout (1 s) and aborts with
 # PEER_LOST, exit 1. Both records complete.
 source "$(dirname "$0")/../lib.sh"
@@ -37,7 +37,7 @@ first = next(int(r["tick"]) for r in rows if r["hold"] == "1")
 s = json.load(open(f"{t}/phys/summary.json"))
 print(f"HOLD from tick {first} ({first / 5000:.3f} s of the run), {s['hold']['ticks']} ticks in HOLD, "
       f"concealed {s['commands']['concealed']}")
-sys.exit(0 if 5000 < first < 25000 and s["commands"]["concealed"] == 20 else 1)
+sys.exit(0 if 5000 < first < 25000 and s["commands"]["concealed"] == 250 else 1)
 PY
 check_records "$tmp/phys" physical
 check_records "$tmp/num" numerical

@@ -3,33 +3,39 @@
 # with kill -9 and started again on the same addresses (--source fixes the address the actuator
 # site sees; without it the new relay's datagrams would be WRONG_SOURCE). The gap is a process
 # start. From the limits of the default file: the commands sent during a gap of G ms leave about
-# 5000 G - 3 ticks to conceal, and the concealment limit (20 ticks, 4 ms) is far below the
-# silence watchdog (100 ms), so a restart that takes more than about 4.6 ms of COMMANDs is a
-# HOLD by the concealment limit, a faster one resumes (the gap can also fall on the feedback
-# alone: the numerical site waits for feedback before sending on).
+# 5000 G - 3 ticks to conceal beyond the lead, and the concealment budget (max_concealed_ms: 50,
+# 250 ticks, braking to rest) acts before the watchdog (100 ms without a command to play), so a
+# restart that leaves the actuator without commands for more than about 50 ms is a HOLD by the
+# budget, a faster one resumes (the gap can also fall on the feedback alone: the numerical site
+# waits for feedback before sending on).
 #
 # Asserted (the intended behaviour):
-#   - resumed: both exit 0, never more than 20 concealed ticks in a row, the restart visible as
+#   - resumed: both exit 0, never more than 250 concealed ticks in a row, the restart visible as
 #     concealment on one side or the other, the new relay forwarding the rest of the run;
-#   - or HOLD by the concealment limit and nothing else (reason code HOLD after a run of 20),
+#   - or HOLD by the concealment budget and nothing else (reason code HOLD after a run of 250),
 #     the numerical site told (ABORT through the new relay, or PEER_LOST when the ABORTs left
 #     before the new relay had heard from it), both exit 1;
 #   - never a HOLD by LIMIT, and no jump when commands come back: in a resumed run the
 #     actuator's command velocity from the start of each concealed run (either side's) to 20
 #     ticks after it stays within 1.5 times the run's own peak command velocity elsewhere
 #     (physical.csv command_vel_m_s).
-# What it did in 16 runs on 2026-11-25 (shared 2-CPU machine): resumed 12 times (0 to 45 ticks
-# concealed, longest run 0 to 20; 31 to 105 feedback steps concealed; command velocity at the
-# rejoins at most 0.045 m/s against a peak of 0.243 m/s); HOLD by the concealment limit 4 times;
-# never HOLD by LIMIT.
-# Earlier, once (docs/faults.md): HOLD by LIMIT, "command velocity -2.38976 m/s exceeds 1 m/s",
-# after runs of at most 5 concealed ticks and 22 concealed feedback steps: a command far outside
-# the motion came out of the concealment. That is a defect of the concealment/rejoin path, not
-# an outcome to accept; this test fails when it happens. It is not marked WILL_FAIL because it
-# happens too rarely (0 of 16 runs here) for an expected failure to be deterministic. For the
-# relay restart to pass without any HOLD at all, the rejoin after concealment must not jump (on
-# the actuator side and in the numerical site's use of concealed feedback) and the concealment
-# budget must cover a process restart (more than 20 ticks, or a faster restart path).
+# With the 20-tick limit (before max_concealed_ms), in 16 runs: resumed 12 times, HOLD by the
+# concealment limit 4 times; once, earlier, HOLD by LIMIT ("command velocity -2.38976 m/s exceeds
+# 1 m/s") after runs of at most 5 concealed ticks: a command far outside the motion came out of
+# the concealment. With the braking concealment, the blended rejoin and the 50 ms budget, 5 runs
+# on a heavily loaded shared machine: resumed twice, HOLD by the budget twice, and once HOLD by
+# LIMIT ("command velocity 1.0103 m/s"): the commands came back together with a raise of L (105
+# to 291 ticks), whose fillers hold the last position with velocity 0, a kink two ticks after
+# the rejoin tick; the rejoin carried the received trajectory back by the cubic across that
+# kink, read an acceleration of about 110 m/s^2 the commands did not have, and its acceleration
+# term (long for a large acceleration, and faster the longer it is) accelerated the command to
+# the velocity limit. Fixed in site-physical/actuator.c (start_rejoin: the cubic only within the
+# jerk limit; the acceleration term within its velocity share) and reproduced in
+# tests/unit/test_actuator.c (test_rejoin_into_fillers_after_raise_of_L). Then 5 runs: all
+# resumed (112, 104, 61, 1 and 90 ticks concealed in a row; four with a raise of L and its
+# fillers around the rejoin), rejoin velocity at most 0.040, 0.019, 0.034, 0.021 and 0.052 m/s
+# against a peak of 0.243 m/s. It does not yet assert "no HOLD": on this machine a restart is
+# not reliably shorter than the budget.
 source "$(dirname "$0")/../lib.sh"
 make_experiment 6
 pport=$(free_port)
@@ -70,11 +76,11 @@ ok = True
 n = json.load(open(f"{t}/num/summary.json"))
 print(f"numerical site: {n['exit_reason']}; concealed feedback {n.get('concealed_feedback')}")
 if hold:
-    # A gap beyond the concealment limit: HOLD by that limit (the run that tripped it is 20
+    # A gap beyond the concealment budget: HOLD by that budget (the run that tripped it is 250
     # long; shorter runs before it, e.g. on a loaded machine, add to the total) and by nothing
     # else (a HOLD by LIMIT is the defect described at the top), the numerical site told.
     code = p["hold"]["reason_code"]
-    if code != "HOLD" or p["commands"]["max_consecutive_concealed"] != 20:
+    if code != "HOLD" or p["commands"]["max_consecutive_concealed"] != 250:
         print(f"FAIL: HOLD by {code} ({p['exit_reason']}), not by the concealment limit")
         ok = False
     # The ABORTs reach it only once the new relay has seen the numerical site (it sends FEEDBACK
@@ -90,7 +96,7 @@ else:
     # concealed feedback. Either way the restart must show somewhere.
     r2 = json.load(open(f"{t}/relay2.json"))
     print(f"new relay forwarded {r2['forward']['forwarded']} COMMANDs")
-    ok = (prc == 0 and nrc == 0 and p["commands"]["max_consecutive_concealed"] <= 20
+    ok = (prc == 0 and nrc == 0 and p["commands"]["max_consecutive_concealed"] <= 250
           and p["commands"]["concealed"] + n.get("concealed_feedback", 0) >= 1
           and r2["forward"]["forwarded"] > 1000)
 # No jump at a rejoin (when the run resumed: after a HOLD commands never come back). Windows:

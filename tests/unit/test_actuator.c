@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -406,10 +407,35 @@ static void test_conceal_holds_damper_command(void **state)
     teardown();
 }
 
+/* The motion limits every command sequence must respect after a gap (finite differences of the
+ * command column over ticks from..to-1): velocity within limit_velocity_m_s, acceleration within
+ * the acceleration limit and jerk within the jerk limit (the unit tests leave the feedforward's
+ * limits at 0, so these are DRTHS_ACT_DEFAULT_MAX_ACC_M_S2 and _JERK_M_S3; the trajectories'
+ * own acceleration and jerk are far below). */
+static void assert_smooth(const double *cmd, uint64_t from, uint64_t to, double *peak_vel)
+{
+    double pv = 0.0;
+    for (uint64_t t = from + 3; t < to; t++) {
+        const double v = (cmd[t] - cmd[t - 1]) * RATE;
+        const double acc = (cmd[t] - 2.0 * cmd[t - 1] + cmd[t - 2]) * RATE * RATE;
+        const double j = (cmd[t] - 3.0 * cmd[t - 1] + 3.0 * cmd[t - 2] - cmd[t - 3]) * RATE * RATE *
+                         RATE;
+        if (!(fabs(v) <= F.p.limit_velocity_m_s && fabs(acc) <= DRTHS_ACT_DEFAULT_MAX_ACC_M_S2 &&
+              fabs(j) <= DRTHS_ACT_DEFAULT_MAX_JERK_M_S3 * (1.0 + 1e-6)))
+            fail_msg("tick %llu: velocity %g m/s, acceleration %g m/s^2, jerk %g m/s^3",
+                     (unsigned long long)t, v, acc, j);
+        if (fabs(v) > pv)
+            pv = fabs(v);
+    }
+    if (peak_vel)
+        *peak_vel = pv;
+}
+
 /* The commands jump by 2 mm while ticks 20..23 are concealed (what a discontinuity the
- * extrapolation cannot see looks like). The actuator must not step there: at tick 24 it stays
- * on the extrapolation, then fades into the commands no faster than the ramp rate, and from
- * the fade's end on applies the commands exactly. */
+ * extrapolation cannot see looks like). The actuator must not step there: at tick 24 it goes on
+ * from the concealment, then blends into the commands within the motion limits, its own speed
+ * above the sine's at most the ramp rate, and from the blend's end on applies the commands
+ * exactly. */
 static double jump_at_22(uint64_t t)
 {
     return sine(t) + (t >= 22 ? 2e-3 : 0.0);
@@ -420,7 +446,7 @@ static int drop_20_to_23(uint64_t T)
     return T >= 20 && T <= 23;
 }
 
-static void test_rejoin_fades_into_commands(void **state)
+static void test_rejoin_blends_into_commands(void **state)
 {
     (void)state;
     drths_actuator_params_t p;
@@ -443,23 +469,25 @@ static void test_rejoin_fades_into_commands(void **state)
     assert_int_equal(F.a.c.rejoins, 1);
     /* The extrapolation stays near the sine, so the gap is the 2 mm jump. */
     assert_true(fabs(F.a.c.max_rejoin_offset_m - 2e-3) < 1e-5);
-    /* About 1.875 * 2 mm / 50 um = 75 ticks of fade. */
+    /* The velocity budget binds: the quintic's steepest slope is 15/8 of the offset over its
+     * length, and the offset term has 4/5 of the ramp rate: 1.875 * 2 mm / 40 um = 94 ticks. */
     const uint64_t n = F.a.rejoin_ticks;
-    assert_int_equal(n, (uint64_t)ceil(1.875 * F.a.c.max_rejoin_offset_m / (0.05 / RATE)));
-    assert_true(n >= 74 && n <= 76);
+    assert_true(n >= 75 && n <= 100);
+    assert_smooth(cmd, 6, 200, NULL);
     for (uint64_t t = 7; t < 200; t++) {
         /* Beyond the sine's own motion (at most 2 pi 2 Hz 1 mm per s = 12.6 um per tick). */
         double extra = fabs((cmd[t] - cmd[t - 1]) - (sine(t) - sine(t - 1)));
-        assert_true(extra <= 0.05 / RATE * (1.0 + 1e-9) + 1e-7);
+        assert_true(extra <= 0.05 / RATE + 2e-6);
     }
     for (uint64_t t = 24 + n; t < 200; t++)
         assert_true(fabs(cmd[t] - jump_at_22(t)) < 1e-15);
     teardown();
 }
 
-/* A 0.05 m/s ramp with 100 commands lost (ticks 20..119): four ticks extrapolated on the ramp,
- * then the glide takes 10 m/s^2 * 1 ms = 10 mm/s off the speed per tick and the actuator rests
- * until the commands come back, and rejoins them without a step. */
+/* A 0.05 m/s ramp with 100 commands lost (ticks 20..119): four ticks extrapolated on the ramp
+ * (exactly), then the brake: the speed falls monotonically to exactly 0 within the jerk and
+ * acceleration limits and the actuator rests until the commands come back, and rejoins them
+ * without a step. */
 static double ramp_5cm_s(uint64_t t)
 {
     return 0.05 * (double)t / RATE;
@@ -470,7 +498,7 @@ static int drop_20_to_119(uint64_t T)
     return T >= 20 && T <= 119;
 }
 
-static void test_long_gap_glides_to_rest(void **state)
+static void test_long_gap_brakes_to_rest(void **state)
 {
     (void)state;
     drths_actuator_params_t p;
@@ -481,8 +509,8 @@ static void test_long_gap_glides_to_rest(void **state)
     setup_with(&p);
     start(5);
     send_cmd(6, 1, ramp_5cm_s, T0 - 4 * DT_NS);
-    double cmd[400];
-    for (uint64_t t = 0; t < 400; t++) {
+    double cmd[600];
+    for (uint64_t t = 0; t < 600; t++) {
         assert_int_equal(tick(t, 0), 0);
         cmd[t] = F.out.row[DRTHS_ACT_COL_COMMAND];
         assert_true(F.out.row[DRTHS_ACT_COL_HOLD] == 0.0);
@@ -493,17 +521,27 @@ static void test_long_gap_glides_to_rest(void **state)
     assert_int_equal(F.a.c.concealed, 100);
     for (uint64_t t = 20; t <= 23; t++)
         assert_true(fabs(cmd[t] - ramp_5cm_s(t)) < 1e-15);
-    const double speeds[5] = {4e-5, 3e-5, 2e-5, 1e-5, 0.0}; /* m per tick from tick 24 */
-    for (int i = 0; i < 5; i++)
-        assert_true(fabs((cmd[24 + i] - cmd[23 + i]) - speeds[i]) < 1e-15);
-    for (uint64_t t = 29; t <= 119; t++)
-        assert_true(cmd[t] == cmd[28]);
-    /* The rejoin: no step beyond the ramp's own 50 um plus the fade's 50 um per tick; the
-     * commands exactly after the fade. */
-    for (uint64_t t = 7; t < 400; t++)
-        assert_true(fabs(cmd[t] - cmd[t - 1]) <= 1e-4 * (1.0 + 1e-9));
+    /* Braking at 10 m/s^2 with a jerk of 1.5e4 m/s^3: 0.05 m/s stop in about 6 ms. */
+    uint64_t rest = 0;
+    for (uint64_t t = 24; t <= 119; t++) {
+        const double step = cmd[t] - cmd[t - 1], prev = cmd[t - 1] - cmd[t - 2];
+        assert_true(step >= 0.0 && step <= prev + 1e-18);
+        if (!rest && step == 0.0)
+            rest = t;
+    }
+    assert_true(rest > 24 && rest <= 34);
+    for (uint64_t t = rest; t <= 119; t++)
+        assert_true(cmd[t] == cmd[rest]);
+    /* About 0.05^2 / 20 = 0.125 mm of braking travel plus the jerk phase. */
+    assert_true(cmd[rest] - cmd[23] > 1e-4 && cmd[rest] - cmd[23] < 2e-4);
+    assert_smooth(cmd, 6, 600, NULL);
     assert_int_equal(F.a.c.rejoins, 1);
-    for (uint64_t t = 120 + F.a.rejoin_ticks; t < 400; t++)
+    /* The ramp is 4.9 mm ahead: the blend catches up at no more than the ramp rate above the
+     * ramp's speed, and then applies the commands exactly. */
+    assert_true(120 + F.a.rejoin_ticks < 600);
+    for (uint64_t t = 121; t < 600; t++)
+        assert_true(cmd[t] - cmd[t - 1] <= 0.1 / RATE + 1e-6);
+    for (uint64_t t = 120 + F.a.rejoin_ticks; t < 600; t++)
         assert_true(fabs(cmd[t] - ramp_5cm_s(t)) < 1e-15);
     teardown();
 }
@@ -616,14 +654,302 @@ static void test_watchdog(void **state)
     }
     assert_true(F.a.hold);
     assert_int_equal(F.a.hold_reason, DRTHS_STOP_WATCHDOG);
-    int64_t last_arrival = deadline(34) + 300000;
+    /* The last command (tick 40) arrived at tick 34; the buffer is dry from tick 41 and the
+     * watchdog acts 20 ms later (within one tick). */
+    int64_t dry_from = deadline(41) + 20000;
     int64_t at = deadline(t) + 20000;
-    assert_true(at - last_arrival > 20 * DT_NS);
-    assert_true(at - last_arrival <= 21 * DT_NS); /* within watchdog + 1 tick */
-    assert_string_equal(F.a.hold_text, "watchdog: no command for 20.7 ms (limit 20 ms)");
+    assert_true(at - dry_from > 20 * DT_NS);
+    assert_true(at - dry_from <= 21 * DT_NS);
+    assert_string_equal(F.a.hold_text, "watchdog: no command to play for 21.0 ms (limit 20 ms)");
     assert_true(F.out.send_abort);
     assert_int_equal(F.out.abort.u.stop.reason, DRTHS_STOP_WATCHDOG);
     teardown();
+}
+
+/* Gaps of several lengths at several phases of a 10 mm, 2 Hz sine (0.126 m/s peak): at every
+ * tick the command's velocity, acceleration and jerk stay within the limits; a gap within the
+ * concealment budget (30 ticks here) rejoins and ends exactly on the received commands, with a
+ * command speed never above 1.5 times the sine's peak; a longer one is a HOLD by the budget at
+ * its 31st tick and by nothing else. */
+static double sine10(uint64_t t)
+{
+    return 1e-2 * sin(2.0 * M_PI * 2.0 * (double)t / RATE);
+}
+
+static uint64_t gap_from, gap_len;
+static int drop_gap(uint64_t T)
+{
+    return T >= gap_from && T < gap_from + gap_len;
+}
+
+static void test_gaps_at_phases(void **state)
+{
+    (void)state;
+    const uint64_t lens[] = {1, 2, 3, 5, 10, 20, 30, 31, 60};
+    const double peak = 2.0 * M_PI * 2.0 * 1e-2;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        for (int ph = 0; ph < 8; ph++) {
+            drths_actuator_params_t p;
+            params_default(&p);
+            p.r = 1;
+            p.max_concealed_ticks = 30;
+            p.ramp_rate_m_s = 0.05;
+            setup_with(&p);
+            start(5);
+            send_cmd(6, 1, sine10, T0 - 4 * DT_NS);
+            gap_from = 300 + (uint64_t)ph * 500 / 8; /* eight phases of the 500-tick period */
+            gap_len = lens[li];
+            static double cmd[1200];
+            uint64_t t = 0, hold_at = 0;
+            for (; t < 1200; t++) {
+                assert_int_equal(tick(t, 0), 0);
+                if (F.a.hold) {
+                    hold_at = t;
+                    break;
+                }
+                cmd[t] = F.out.row[DRTHS_ACT_COL_COMMAND];
+                uint64_t T = t + 6;
+                if (t >= 1 && !drop_gap(T))
+                    send_cmd(T, 1, sine10, deadline(t) + 300000);
+            }
+            double pv = 0.0;
+            assert_smooth(cmd, 6, hold_at ? hold_at : 1200, &pv);
+            if (gap_len <= 30) {
+                assert_int_equal(hold_at, 0);
+                assert_int_equal(F.a.c.concealed, gap_len);
+                assert_int_equal(F.a.c.rejoins, 1);
+                const uint64_t end = gap_from + gap_len + F.a.rejoin_ticks;
+                assert_true(end < 1200);
+                for (uint64_t k = end; k < 1200; k++)
+                    assert_true(fabs(cmd[k] - sine10(k)) < 1e-15);
+                if (pv > 1.5 * peak)
+                    fail_msg("gap %llu at phase %d: peak command velocity %g m/s",
+                             (unsigned long long)gap_len, ph, pv);
+            } else {
+                assert_int_equal(hold_at, gap_from + 30);
+                assert_int_equal(F.a.hold_reason, DRTHS_STOP_HOLD);
+                assert_int_equal(F.a.c.rejoins, 0);
+            }
+            teardown();
+        }
+    }
+}
+
+/* The relay restart with a raise of L, as the numerical site sends it (5 kHz, L = 105): the
+ * damper moves slowly (-11.8 mm/s, as in the live run that ended in a HOLD by the velocity
+ * limit); the datagrams for ticks 300 on are lost and the actuator conceals, then rests. The
+ * numerical site then raises L to 291 at step k: its last COMMAND (tick T_last = k - 1 + 105,
+ * carrying T_last - 3 .. T_last) arrives together with EPOCH 2 and, in one burst, the fillers
+ * for T_last + 1 .. k + 290 that hold x(T_last) with velocity and acceleration 0, two filler
+ * ticks further per datagram; from the next tick on each COMMAND carries x(k), x(k + 1), ... for
+ * ticks k + 291, ...: the specimen pauses and goes on. The received trajectory so has a kink
+ * (velocity -11.8 mm/s to 0 in one tick) a few ticks after the rejoin, and another where the
+ * fillers end. The rejoin tick is placed from 1 tick before to 5 ticks after T_last, so that the
+ * kink falls everywhere in the ticks the rejoin looks ahead at. The blend must neither
+ * extrapolate the received trajectory across the kink nor run away: no HOLD, the command within
+ * the velocity limit at every tick, its acceleration and jerk within the limits wherever the
+ * received trajectory's own are (the two kinks are the numerical site's), the blend (command
+ * minus received) no faster than the initial velocity mismatch plus the ramp rate and within the
+ * acceleration and jerk limits, and from the blend's end on the command is the received
+ * trajectory exactly, across the epoch change too. */
+#define RJ_RATE 5000.0
+#define RJ_DT_NS INT64_C(200000)
+#define RJ_L1 105u
+#define RJ_L2 291u
+#define RJ_TICKS 1100u
+
+static double rj_slow(uint64_t t)
+{
+    return -1.2e-3 - 0.0118 * (double)t / RJ_RATE;
+}
+
+static uint64_t rj_last, rj_first_new;
+
+/* What the numerical site commands for tick T: x(T) up to T_last, the filler x(T_last) until
+ * the new first tick, then x of the step that tick now belongs to. */
+static double rj_received(uint64_t T)
+{
+    if (T <= rj_last)
+        return rj_slow(T);
+    if (T < rj_first_new)
+        return rj_slow(rj_last);
+    return rj_slow(T - (RJ_L2 - RJ_L1));
+}
+
+static void rj_send(uint64_t T, int r, int64_t arrival)
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_COMMAND;
+    m.epoch = T > rj_last ? 2 : 1;
+    m.tick = T;
+    m.counter = ++F.counter;
+    m.u.command.n_channels = 1;
+    m.u.command.r = (uint8_t)r;
+    m.u.command.loop_delay_ticks = T > rj_last ? RJ_L2 : RJ_L1;
+    for (int k = 0; k < r; k++) {
+        const uint64_t t = T - (uint64_t)k;
+        const bool filler = t > rj_last && t < rj_first_new;
+        m.u.command.s[k][0].disp_m = rj_received(t);
+        m.u.command.s[k][0].vel_m_s = filler ? 0.0 : -0.0118;
+        m.u.command.s[k][0].acc_m_s2 = 0.0;
+        m.u.command.s[k][0].damper_cmd = 1.5;
+    }
+    drths_actuator_receive(&F.a, &m, arrival);
+}
+
+static int64_t rj_deadline(uint64_t t)
+{
+    return T0 + (int64_t)t * RJ_DT_NS;
+}
+
+static void test_rejoin_into_fillers_after_raise_of_L(void **state)
+{
+    (void)state;
+    const uint64_t rejoin = 500; /* ticks 300 .. 499 concealed */
+    for (int off = -1; off <= 5; off++) {
+        drths_actuator_params_t p;
+        params_default(&p);
+        p.rate_hz = RJ_RATE;
+        p.playout_ticks = 5000; /* one second */
+        p.max_concealed_ticks = 250;
+        p.ramp_rate_m_s = 0.05;
+        setup_with(&p);
+        rj_last = (uint64_t)((int64_t)rejoin + off);
+        const uint64_t k = rj_last + 1 - RJ_L1;
+        rj_first_new = k + RJ_L2;
+        start(RJ_L1);
+        rj_send(RJ_L1 + 1, 1, T0 - 4 * RJ_DT_NS);
+        static double cmd[RJ_TICKS];
+        for (uint64_t t = 0; t < RJ_TICKS; t++) {
+            assert_int_equal(drths_actuator_tick(&F.a, t, rj_deadline(t), rj_deadline(t), &F.out),
+                             0);
+            if (F.a.hold)
+                fail_msg("offset %d: HOLD at tick %llu: %s", off, (unsigned long long)t,
+                         F.a.hold_text);
+            cmd[t] = F.out.row[DRTHS_ACT_COL_COMMAND];
+            const int64_t arrival = rj_deadline(t) + 60000;
+            if (t >= 1 && t + 1 + RJ_L1 < 300) {
+                rj_send(t + 1 + RJ_L1, 4, arrival);
+            } else if (t + 1 == rejoin) {
+                /* The last COMMANDs before the raise (from the rejoin tick on), EPOCH 2 and
+                 * the burst of fillers. */
+                for (uint64_t T = rj_last < rejoin ? rj_last : rejoin; T <= rj_last; T++)
+                    rj_send(T, 4, arrival);
+                drths_msg_t m;
+                memset(&m, 0, sizeof m);
+                m.type = DRTHS_MSG_EPOCH;
+                m.epoch = 1;
+                m.tick = rj_last;
+                m.u.epoch.new_epoch = 2;
+                m.u.epoch.loop_delay_ticks = RJ_L2;
+                m.u.epoch.effective_tick = rj_first_new;
+                drths_actuator_receive(&F.a, &m, arrival);
+                for (uint64_t f = rj_last + 1; f < rj_first_new; f += 2) {
+                    const uint64_t T = f + 3 < rj_first_new ? f + 3 : rj_first_new - 1;
+                    const uint64_t avail = T - rj_last;
+                    rj_send(T, avail < 4 ? (int)avail : 4, arrival);
+                }
+                rj_send(rj_first_new, 4, arrival); /* x(k), the first on the new L */
+            } else if (t >= rejoin) {
+                rj_send(t + 1 - rejoin + k + RJ_L2, 4, arrival);
+            }
+        }
+        if (F.a.c.concealed != rejoin - 300)
+            fail_msg("offset %d: %llu concealed", off, (unsigned long long)F.a.c.concealed);
+        assert_true(F.a.c.rejoins >= 1);
+        assert_int_equal(F.a.L, RJ_L2);
+        const double A = DRTHS_ACT_DEFAULT_MAX_ACC_M_S2, J = DRTHS_ACT_DEFAULT_MAX_JERK_M_S3;
+        for (uint64_t t = RJ_L1 + 4; t < RJ_TICKS; t++) {
+            double d[4], x[4];
+            for (int i = 0; i < 4; i++) {
+                d[i] = cmd[t - (uint64_t)i];
+                x[i] = rj_received(t - (uint64_t)i);
+            }
+            const double r = RJ_RATE;
+            const double v = (d[0] - d[1]) * r, acc = (d[0] - 2.0 * d[1] + d[2]) * r * r;
+            const double j = (d[0] - 3.0 * d[1] + 3.0 * d[2] - d[3]) * r * r * r;
+            const double xv = (x[0] - x[1]) * r, xa = (x[0] - 2.0 * x[1] + x[2]) * r * r;
+            const double xj = (x[0] - 3.0 * x[1] + 3.0 * x[2] - x[3]) * r * r * r;
+            const double ev = v - xv, ea = acc - xa, ej = j - xj;
+            if (!(fabs(v) <= p.limit_velocity_m_s))
+                fail_msg("offset %d, tick %llu: command velocity %g m/s", off,
+                         (unsigned long long)t, v);
+            if (fabs(xa) <= A && fabs(xj) <= J && !(fabs(acc) <= A && fabs(j) <= J * (1.0 + 1e-6)))
+                fail_msg("offset %d, tick %llu: acceleration %g m/s^2, jerk %g m/s^3", off,
+                         (unsigned long long)t, acc, j);
+            if (t >= rejoin + 3 && !(fabs(ev) <= 0.0118 + p.ramp_rate_m_s + 1e-6 && fabs(ea) <= A &&
+                                     fabs(ej) <= J * (1.0 + 1e-6)))
+                fail_msg("offset %d, tick %llu: blend velocity %g m/s, acceleration %g m/s^2, "
+                         "jerk %g m/s^3",
+                         off, (unsigned long long)t, ev, ea, ej);
+        }
+        const uint64_t end = F.a.rejoin_tick + F.a.rejoin_ticks;
+        assert_true(end < rj_first_new);
+        for (uint64_t t = end; t < RJ_TICKS; t++)
+            if (!(fabs(cmd[t] - rj_received(t)) < 1e-15))
+                fail_msg("offset %d, tick %llu: command %g m, received %g m", off,
+                         (unsigned long long)t, cmd[t], rj_received(t));
+        teardown();
+    }
+}
+
+/* The watchdog acts on the absence of commands to play, not on a gap in the arrivals: with L =
+ * 60 (commands 60 ms ahead), nothing arrives from tick 40 to 100 (60 ms, three times the 20 ms
+ * watchdog) while the buffer still holds the commands up to tick 100: no HOLD, nothing
+ * concealed. Then the arrivals stop for good: the buffer runs dry at tick 162, the concealment
+ * budget (10 ticks) runs out and the HOLD is the concealment's, at tick 172; with a budget
+ * longer than the watchdog, the watchdog acts 20 ms after the buffer ran dry. */
+static void test_watchdog_waits_for_an_empty_buffer(void **state)
+{
+    (void)state;
+    for (int budget_case = 0; budget_case < 2; budget_case++) {
+        drths_actuator_params_t p;
+        params_default(&p);
+        p.r = 1;
+        p.playout_ticks = 256;
+        p.watchdog_s = 0.020;
+        p.max_concealed_ticks = budget_case ? 1000 : 10;
+        setup_with(&p);
+        start(60);
+        send_cmd(61, 1, sine, T0 - 4 * DT_NS);
+        int64_t last_arrival = 0;
+        uint64_t t = 0;
+        for (; t < 400; t++) {
+            assert_int_equal(tick(t, 20000), 0);
+            if (F.a.hold)
+                break;
+            const uint64_t T = t + 61;
+            /* Sent at tick t - 1 + ... : arrivals pause over ticks 40..99 and stop at 100. */
+            if (t >= 1 && t < 40) {
+                send_cmd(T, 1, sine, deadline(t) + 300000);
+                last_arrival = deadline(t) + 300000;
+            } else if (t == 100) {
+                for (uint64_t k = 40 + 61; k <= 100 + 61; k++)
+                    send_cmd(k, 1, sine, deadline(t) + 300000);
+                last_arrival = deadline(t) + 300000;
+            }
+            if (t == 99) {
+                /* 59.7 ms without a COMMAND, the buffer still full: no HOLD. */
+                assert_false(F.a.hold);
+                assert_int_equal(F.a.c.concealed, 0);
+            }
+        }
+        assert_true(F.a.hold);
+        /* Commands were played up to tick 161, the last one sent; the buffer is dry from 162. */
+        if (!budget_case) {
+            assert_int_equal(t, 162 + 10);
+            assert_int_equal(F.a.hold_reason, DRTHS_STOP_HOLD);
+            assert_int_equal(F.a.c.concealed, 10);
+        } else {
+            assert_int_equal(F.a.hold_reason, DRTHS_STOP_WATCHDOG);
+            assert_int_equal(t, 162 + 21);
+            assert_true(deadline(t) - last_arrival > 20 * DT_NS);
+            assert_string_equal(F.a.hold_text,
+                                "watchdog: no command to play for 21.0 ms (limit 20 ms)");
+        }
+        teardown();
+    }
 }
 
 static void test_displacement_limit(void **state)
@@ -1123,21 +1449,21 @@ static void test_golden_runs(void **state)
          .spike = 600,
          .spike_m = 0.2,
          .epoch_at = 300,
-         .expect = UINT64_C(0x8bac67b16aa7d1ca)},
+         .expect = UINT64_C(0x275c5dcc7bc92429)},
         /* The polynomial compensation to the end of the record (STOP). */
         {.name = "polynomial stop",
          .comp = DRTHS_COMPENSATION_POLYNOMIAL,
          .plant = 1,
          .r = 4,
          .stop_tick = 400,
-         .expect = UINT64_C(0x97ff57bfc662fc06)},
+         .expect = UINT64_C(0x9c47e69031b63072)},
         /* Too many concealed commands: HOLD at the measured position over the spring. */
         {.name = "concealed hold",
          .comp = DRTHS_COMPENSATION_NONE,
          .r = 1,
          .last_sent = 250,
          .max_concealed = 3,
-         .expect = UINT64_C(0x00aa122f6a079e0d)},
+         .expect = UINT64_C(0x6968c22651533c58)},
         /* The drive limit (the command itself within its limit). */
         {.name = "drive limit",
          .comp = DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE,
@@ -1146,7 +1472,7 @@ static void test_golden_runs(void **state)
          .limit_drive_m = 0.03,
          .spike = 500,
          .spike_m = 0.05,
-         .expect = UINT64_C(0x8547c26b3868d52b)},
+         .expect = UINT64_C(0xc7aec5ad1f394db8)},
         /* The watchdog, with concealment allowed for longer. */
         {.name = "watchdog",
          .comp = DRTHS_COMPENSATION_NONE,
@@ -1156,7 +1482,7 @@ static void test_golden_runs(void **state)
          .last_sent = 250,
          .watchdog_s = 0.02,
          .max_concealed = 1000,
-         .expect = UINT64_C(0x6731f0570232cb7b)},
+         .expect = UINT64_C(0xdc71d8787c292355)},
         /* The force limit, measured over the spring (60 kN at 0.06 m). */
         {.name = "force limit",
          .comp = DRTHS_COMPENSATION_NONE,
@@ -1164,14 +1490,14 @@ static void test_golden_runs(void **state)
          .spike = 300,
          .spike_m = 0.06,
          .limit_force_N = 50e3,
-         .expect = UINT64_C(0xc7204263b8f4694a)},
+         .expect = UINT64_C(0xd5516dff75cf0be5)},
         /* The numerical site's ABORT: HOLD without an ABORT back. */
         {.name = "peer abort",
          .comp = DRTHS_COMPENSATION_FEEDFORWARD,
          .plant = 1,
          .r = 4,
          .abort_at = 350,
-         .expect = UINT64_C(0x54b1290b73975a5d)},
+         .expect = UINT64_C(0xc6be1c8d8687e0f2)},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1194,11 +1520,14 @@ int main(void)
         cmocka_unit_test(test_redundancy_repairs_a_loss),
         cmocka_unit_test(test_conceal_exact_for_cubic),
         cmocka_unit_test(test_conceal_holds_damper_command),
-        cmocka_unit_test(test_rejoin_fades_into_commands),
-        cmocka_unit_test(test_long_gap_glides_to_rest),
+        cmocka_unit_test(test_rejoin_blends_into_commands),
+        cmocka_unit_test(test_long_gap_brakes_to_rest),
         cmocka_unit_test(test_late_and_duplicate_counted),
         cmocka_unit_test(test_too_many_concealed_holds),
         cmocka_unit_test(test_watchdog),
+        cmocka_unit_test(test_gaps_at_phases),
+        cmocka_unit_test(test_rejoin_into_fillers_after_raise_of_L),
+        cmocka_unit_test(test_watchdog_waits_for_an_empty_buffer),
         cmocka_unit_test(test_displacement_limit),
         cmocka_unit_test(test_velocity_limit),
         cmocka_unit_test(test_force_limit),

@@ -159,7 +159,9 @@ static void test_defaults(void **state)
     assert_null(x.daq.calibration_file);
     assert_null(x.daq.calibration_path);
     assert_int_equal(x.physical.playout_ticks, 5000); /* 0 = one second at 5000 Hz */
-    assert_int_equal(x.physical.max_concealed_ticks, 20);
+    /* Not given: max_concealed_ms (50) at 5000 Hz. */
+    assert_int_equal(x.physical.max_concealed_ticks, 250);
+    assert_true(x.physical.max_concealed_ms == 50);
     assert_true(x.physical.watchdog_ms == 100);
     assert_true(x.physical.limit_displacement_m == 0.1 && x.physical.limit_velocity_m_s == 1.0);
     assert_true(x.physical.limit_force_N == 250000);
