@@ -1,14 +1,19 @@
 /* drths-report: error metrics of a run against the reference run (the same experiment integrated
- * in one process with the virtual specimen: per floor, the peak and RMS errors of displacement
- * and absolute acceleration), link and real-time statistics, and PNG plots.
+ * in one process with the virtual specimen: per floor, the peak, largest and RMS errors of
+ * displacement and absolute acceleration), link and real-time statistics, the completeness of
+ * the records, a verdict against the acceptance criteria, and PNG plots. docs/report.md defines
+ * every figure.
  *
  *   drths-report RUN_DIR [--reference REF_DIR] [--physical PHYS_DIR] [--out DIR] [--no-plots]
+ *                [--allow-gaps]
  *
- * Prints the table, writes report.txt and report.json into RUN_DIR (or DIR), and, when gnuplot
- * is installed, report_displacement.png, report_acceleration.png, report_damper.png and (for a
- * hybrid run) report_link.png. Exit codes: 0 done (also when gnuplot is missing), 1 an output
- * could not be written or gnuplot failed, 2 bad usage or a missing/malformed input file or
- * column.
+ * Records are joined by step (numerical.csv) and tick (physical.csv), never by row position; a
+ * step or tick missing from a record is a gap, named in the table, and fails the run unless
+ * --allow-gaps is given. Prints the table, writes report.txt and report.json into RUN_DIR (or
+ * DIR), and, when gnuplot is installed, the PNG plots. Exit codes: 0 the run passed its
+ * acceptance criteria and its records are complete (also when gnuplot is missing), 1 it failed
+ * a criterion, a record has a gap, an output could not be written or gnuplot failed, 2 bad usage
+ * or a missing/malformed input file or column.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -35,23 +40,27 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " RUN_DIR [--reference REF_DIR] [--physical PHYS_DIR] [--out DIR]\n"
-            "                    [--no-plots]\n"
-            "Compares RUN_DIR/numerical.csv with REF_DIR/numerical.csv (per-floor peak and RMS\n"
-            "errors of displacement and absolute acceleration), adds link and real-time\n"
-            "statistics from the hybrid columns and the actuator site's physical.csv when\n"
-            "present, prints the table and writes report.txt, report.json and PNG plots (with\n"
-            "gnuplot).\n"
+            "                    [--no-plots] [--allow-gaps]\n"
+            "Compares RUN_DIR/numerical.csv with REF_DIR/numerical.csv step by step (per-floor\n"
+            "peak, largest and RMS errors of displacement and absolute acceleration), adds link\n"
+            "and real-time statistics from the hybrid columns and the actuator site's\n"
+            "physical.csv when present, checks that no step or tick is missing from a record,\n"
+            "judges the run against its acceptance criteria (PASS / FAIL), prints the table and\n"
+            "writes report.txt, report.json and PNG plots (with gnuplot). docs/report.md\n"
+            "defines every figure.\n"
             "\n"
             "  -r, --reference REF_DIR  the reference run to compare with\n"
             "  -p, --physical PHYS_DIR  where physical.csv is (default RUN_DIR)\n"
             "  -o, --out DIR            where the report goes (default RUN_DIR)\n"
             "  -n, --no-plots           no PNG plots\n"
+            "  -g, --allow-gaps         steps or ticks missing from a record do not fail the run\n"
+            "                           (the figures cover the rows present either way)\n"
             "  -h, --help               print this help and exit\n"
             "      --version            print the version and exit\n"
             "\n"
             "Without gnuplot the report is written without plots (exit 0).\n"
             "\n");
-    drths_cli_print_exit_codes(f, "an output could not be written or gnuplot failed");
+    drths_cli_print_exit_codes(f, "FAIL, a record with a gap, or an output not written");
 }
 
 typedef struct inputs {
@@ -532,8 +541,7 @@ static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_d
 
 /* ---- main -------------------------------------------------------------------------------- */
 
-static int write_text(const char *path, const char *run, const char *ref,
-                      const drths_fidelity_t *fid, const drths_link_stats_t *link, int json)
+static int write_text(const char *path, const drths_report_t *r, int json)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -541,9 +549,9 @@ static int write_text(const char *path, const char *run, const char *ref,
         return -1;
     }
     if (json)
-        drths_report_write_json(f, run, ref, fid, link);
+        drths_report_write_json(f, r);
     else
-        drths_report_print(f, run, ref, fid, link);
+        drths_report_print(f, r);
     if (ferror(f) | fclose(f)) {
         fprintf(stderr, PROG ": write error on %s\n", path);
         return -1;
@@ -551,30 +559,41 @@ static int write_text(const char *path, const char *run, const char *ref,
     return 0;
 }
 
-int main(int argc, char **argv)
+typedef struct options {
+    const char *run_dir, *ref_dir, *out_dir, *phys_dir;
+    int plots, allow_gaps;
+} options_t;
+
+/* Returns -1 to go on, or the exit code. */
+static int parse_options(int argc, char **argv, options_t *o)
 {
     static const struct option opts[] = {{"reference", required_argument, NULL, 'r'},
                                          {"physical", required_argument, NULL, 'p'},
                                          {"out", required_argument, NULL, 'o'},
                                          {"no-plots", no_argument, NULL, 'n'},
+                                         {"allow-gaps", no_argument, NULL, 'g'},
                                          DRTHS_CLI_OPTIONS_COMMON,
                                          {NULL, 0, NULL, 0}};
-    const char *ref_dir = NULL, *out_dir = NULL, *phys_dir = NULL;
-    int plots = 1, c;
+    int c;
+    memset(o, 0, sizeof *o);
+    o->plots = 1;
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
-    while ((c = getopt_long(argc, argv, "r:p:o:nh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:p:o:ngh", opts, NULL)) != -1) {
         switch (c) {
         case 'r':
-            ref_dir = optarg;
+            o->ref_dir = optarg;
             break;
         case 'p':
-            phys_dir = optarg;
+            o->phys_dir = optarg;
             break;
         case 'o':
-            out_dir = optarg;
+            o->out_dir = optarg;
             break;
         case 'n':
-            plots = 0;
+            o->plots = 0;
+            break;
+        case 'g':
+            o->allow_gaps = 1;
             break;
         default:
             return drths_cli_other_option(PROG, c, usage);
@@ -584,70 +603,123 @@ int main(int argc, char **argv)
         return drths_cli_usage_error(PROG, "no RUN_DIR given (see --help)");
     if (optind + 1 < argc)
         return drths_cli_unexpected_argument(PROG, argv[optind + 1]);
-    const char *run_dir = argv[optind];
-    if (!out_dir)
-        out_dir = run_dir;
-    if (!phys_dir)
-        phys_dir = run_dir;
+    o->run_dir = argv[optind];
+    if (!o->out_dir)
+        o->out_dir = o->run_dir;
+    if (!o->phys_dir)
+        o->phys_dir = o->run_dir;
+    return -1;
+}
+
+/* The gaps of each record: the numerical records against the steps either has (a step the
+ * other record has is a step this one should have), physical.csv against its own ticks. */
+static int find_gaps(const inputs_t *in, drths_gaps_t *gaps, int *ngaps, drths_error_t *err)
+{
+    long lo, hi, rlo, rhi;
+    int rc = drths_record_range(&in->run, "step", &lo, &hi, err);
+    if (!rc && in->has_ref) {
+        rc = drths_record_range(&in->ref, "step", &rlo, &rhi, err);
+        lo = rlo < lo ? rlo : lo;
+        hi = rhi > hi ? rhi : hi;
+    }
+    *ngaps = 0;
+    if (!rc) {
+        rc = drths_gaps_compute(&in->run, "step", lo, hi, &gaps[*ngaps], err);
+        gaps[(*ngaps)++].label = in->has_ref ? "hybrid numerical.csv" : "numerical.csv";
+    }
+    if (!rc && in->has_ref) {
+        rc = drths_gaps_compute(&in->ref, "step", lo, hi, &gaps[*ngaps], err);
+        gaps[(*ngaps)++].label = "reference numerical.csv";
+    }
+    if (!rc && in->has_phys) {
+        rc = drths_gaps_compute(&in->phys, "tick", 1, 0, &gaps[*ngaps], err);
+        gaps[(*ngaps)++].label = "physical.csv";
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options_t o;
+    int status = parse_options(argc, argv, &o);
+    if (status >= 0)
+        return status;
 
     inputs_t in;
     memset(&in, 0, sizeof in);
-    int status = DRTHS_EXIT_USAGE; /* until the inputs are read */
+    status = DRTHS_EXIT_USAGE; /* until the inputs are read */
     drths_error_t err = {{0}};
     drths_fidelity_t fid;
     drths_link_stats_t link;
-    if (load(&in.run, run_dir, "numerical.csv", 0))
+    drths_gaps_t gaps[3];
+    int ngaps = 0;
+    drths_acceptance_t acc;
+    drths_verdict_t verdict;
+    if (load(&in.run, o.run_dir, "numerical.csv", 0))
         goto out;
-    if (ref_dir) {
-        if (load(&in.ref, ref_dir, "numerical.csv", 0))
+    if (o.ref_dir) {
+        if (load(&in.ref, o.ref_dir, "numerical.csv", 0))
             goto out;
         in.has_ref = 1;
     }
     /* An explicit --physical folder must hold physical.csv; RUN_DIR may lack it. */
-    int prc = load(&in.phys, phys_dir, "physical.csv", phys_dir == run_dir);
+    int prc = load(&in.phys, o.phys_dir, "physical.csv", o.phys_dir == o.run_dir);
     if (prc < 0)
         goto out;
     in.has_phys = prc == 0;
-    if (in.has_ref && drths_fidelity_compute(&in.run, &in.ref, &fid, &err)) {
+    if (find_gaps(&in, gaps, &ngaps, &err) ||
+        (in.has_ref && drths_fidelity_compute(&in.run, &in.ref, &fid, &err)) ||
+        drths_link_stats_compute(&in.run, in.has_phys ? &in.phys : NULL, &link, &err)) {
         fprintf(stderr, PROG ": %s\n", err.msg);
         goto out;
     }
-    if (drths_link_stats_compute(&in.run, in.has_phys ? &in.phys : NULL, &link, &err)) {
-        fprintf(stderr, PROG ": %s\n", err.msg);
+    if (o.plots && (check_plot_columns(&in.run) || (in.has_ref && check_plot_columns(&in.ref))))
         goto out;
-    }
-    if (plots && (check_plot_columns(&in.run) || (in.has_ref && check_plot_columns(&in.ref))))
-        goto out;
-
-    status = DRTHS_EXIT_OK;
+    drths_acceptance_defaults(&acc);
     const drths_fidelity_t *fp = in.has_ref ? &fid : NULL;
-    drths_report_print(stdout, run_dir, ref_dir, fp, &link);
+    drths_verdict_compute(&acc, fp, &link, gaps, ngaps, o.allow_gaps, &verdict);
+
+    /* The verdict decides the exit code; a failure to write an output below overrides it. */
+    status = verdict.outcome == DRTHS_OUTCOME_FAIL ? DRTHS_EXIT_FAILED : DRTHS_EXIT_OK;
+    drths_report_t rep = {.run = o.run_dir,
+                          .ref = o.ref_dir,
+                          .acceptance_source = "defaults",
+                          .fid = fp,
+                          .link = &link,
+                          .gaps = gaps,
+                          .ngaps = ngaps,
+                          .verdict = &verdict};
+    drths_report_print(stdout, &rep);
     if (!in.has_phys)
         printf("\n(no physical.csv in %s: actuator, tracking and real-time figures left out)\n",
-               phys_dir);
+               o.phys_dir);
     printf("(overruns, compute time and timer latency: see the sites' summary.json)\n");
+    if (verdict.missing > 0)
+        fprintf(stderr, PROG ": %ld steps or ticks are missing from the records (see GAP)%s\n",
+                verdict.missing,
+                o.allow_gaps ? "; tolerated (--allow-gaps)"
+                             : "; the figures cover the rows present (--allow-gaps to accept)");
     fflush(stdout);
 
-    if (mkdir(out_dir, 0777) && errno != EEXIST) {
-        fprintf(stderr, PROG ": cannot create %s: %s\n", out_dir, strerror(errno));
+    if (mkdir(o.out_dir, 0777) && errno != EEXIST) {
+        fprintf(stderr, PROG ": cannot create %s: %s\n", o.out_dir, strerror(errno));
         status = DRTHS_EXIT_FAILED;
         goto out;
     }
-    char *txt = join(out_dir, "report.txt"), *json = join(out_dir, "report.json");
-    if (write_text(txt, run_dir, ref_dir, fp, &link, 0) ||
-        write_text(json, run_dir, ref_dir, fp, &link, 1))
+    char *txt = join(o.out_dir, "report.txt"), *json = join(o.out_dir, "report.json");
+    if (write_text(txt, &rep, 0) || write_text(json, &rep, 1))
         status = DRTHS_EXIT_FAILED;
     free(txt);
     free(json);
 
-    if (plots) {
+    if (o.plots) {
         const char *gnuplot = find_gnuplot();
         if (!gnuplot)
             printf("gnuplot not found: no plots (install the Debian package gnuplot-nox)\n");
-        else if (make_plots(gnuplot, &in, out_dir, &link))
+        else if (make_plots(gnuplot, &in, o.out_dir, &link))
             status = DRTHS_EXIT_FAILED;
         else
-            printf("plots: %s/report_{displacement,acceleration,damper%s}.png\n", out_dir,
+            printf("plots: %s/report_{displacement,acceleration,damper%s}.png\n", o.out_dir,
                    link.has_numerical ? ",link" : "");
     }
 out:
