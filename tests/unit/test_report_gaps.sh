@@ -29,6 +29,17 @@ grep -q '^  duration_s: 2$' "$work/exp.yaml" && grep -q '^  scale: 1.002$' "$wor
     >/dev/null || fail "reference run"
 "$bdir/drths-numerical" --experiment "$work/exp-hyb.yaml" --reference --quiet --out "$work/hyb" \
     >/dev/null || fail "hybrid stand-in run"
+# The acceptance section: the sites accept it, and it is not part of the fingerprint.
+cat "$work/exp.yaml" - >"$work/exp-acc.yaml" <<'EOF'
+acceptance:
+  displacement_rms_error_pct: 0.1
+  hold_allowed: true
+EOF
+"$bdir/drths-numerical" --experiment "$work/exp-acc.yaml" --reference --quiet --out "$work/acc" \
+    >/dev/null || fail "an experiment with an acceptance section"
+fp() { sed -nE 's/.*"fingerprint": "([0-9a-f]+)".*/\1/p' "$1/summary.json"; }
+[ -n "$(fp "$work/ref")" ] && [ "$(fp "$work/ref")" = "$(fp "$work/acc")" ] ||
+    fail "the acceptance section changed the fingerprint: $(fp "$work/ref") $(fp "$work/acc")"
 
 # A physical.csv for the hybrid folder: ticks 0..9999, tracking error 0.5 %.
 awk 'BEGIN {
@@ -112,6 +123,35 @@ check(rep["verdict"]["outcome"] == "PASS" and rep["verdict"]["gaps_allowed"] is 
       "report.json: PASS with gaps allowed")
 sys.exit(status())
 PY
+
+# The criteria of the run folder's experiment.yaml (the copy), or of --experiment: 0.1 % fails
+# the 0.2 % displacement error.
+cp "$work/acc/experiment.yaml" "$work/hyb/experiment.yaml"
+set +e
+"$tool" "$work/hyb" --reference "$work/ref" --no-plots >"$work/strict.out" 2>&1
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "a criterion of experiment.yaml failed: exit $rc (want 1)"
+grep -Eq '^displacement RMS error, max \(%\) +0\.2[0-9]+ +0\.100 +FAIL$' "$work/strict.out" ||
+    fail "criterion from experiment.yaml"
+grep -q "^Verdict (acceptance criteria: $work/hyb/experiment.yaml)" "$work/strict.out" ||
+    fail "source of the criteria"
+"$tool" "$work/hyb" --reference "$work/ref" --no-plots --experiment "$work/exp.yaml" \
+    >/dev/null 2>&1 || fail "--experiment with the default criteria: exit $?"
+printf 'acceptance:\n  tracking_rms_error_pct: -1\n' >"$work/neg.yaml"
+set +e
+msg=$("$tool" "$work/hyb" --reference "$work/ref" --no-plots --experiment "$work/neg.yaml" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "a bad criterion: exit $rc (want 2)"
+echo "$msg" | grep -q "neg.yaml:2: acceptance.tracking_rms_error_pct: must be in 0\.\." || fail "message: $msg"
+printf 'acceptance:\n  hold_allowed: maybe\n' >"$work/neg.yaml"
+set +e
+msg=$("$tool" "$work/hyb" --reference "$work/ref" --no-plots --experiment "$work/neg.yaml" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "hold_allowed: maybe: exit $rc (want 2)"
+echo "$msg" | grep -q "acceptance.hold_allowed: must be one of false, true" || fail "message: $msg"
 
 # Steps that go back: malformed, file and line named, exit 2.
 mkdir "$work/bad"

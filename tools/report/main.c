@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "platform/cli.h"
 #include "platform/csvread.h"
 #include "platform/metrics.h"
@@ -40,7 +41,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " RUN_DIR [--reference REF_DIR] [--physical PHYS_DIR] [--out DIR]\n"
-            "                    [--no-plots] [--allow-gaps]\n"
+            "                    [--no-plots] [--allow-gaps] [--experiment FILE]\n"
             "Compares RUN_DIR/numerical.csv with REF_DIR/numerical.csv step by step (per-floor\n"
             "peak, largest and RMS errors of displacement and absolute acceleration), adds link\n"
             "and real-time statistics from the hybrid columns and the actuator site's\n"
@@ -53,6 +54,9 @@ static void usage(FILE *f)
             "  -p, --physical PHYS_DIR  where physical.csv is (default RUN_DIR)\n"
             "  -o, --out DIR            where the report goes (default RUN_DIR)\n"
             "  -n, --no-plots           no PNG plots\n"
+            "  -e, --experiment FILE    the acceptance criteria from FILE's acceptance section\n"
+            "                           (default RUN_DIR/experiment.yaml, the run's copy; the\n"
+            "                           defaults of docs/experiment-file.md without either)\n"
             "  -g, --allow-gaps         steps or ticks missing from a record do not fail the run\n"
             "                           (the figures cover the rows present either way)\n"
             "  -h, --help               print this help and exit\n"
@@ -560,7 +564,7 @@ static int write_text(const char *path, const drths_report_t *r, int json)
 }
 
 typedef struct options {
-    const char *run_dir, *ref_dir, *out_dir, *phys_dir;
+    const char *run_dir, *ref_dir, *out_dir, *phys_dir, *experiment;
     int plots, allow_gaps;
 } options_t;
 
@@ -572,13 +576,14 @@ static int parse_options(int argc, char **argv, options_t *o)
                                          {"out", required_argument, NULL, 'o'},
                                          {"no-plots", no_argument, NULL, 'n'},
                                          {"allow-gaps", no_argument, NULL, 'g'},
+                                         {"experiment", required_argument, NULL, 'e'},
                                          DRTHS_CLI_OPTIONS_COMMON,
                                          {NULL, 0, NULL, 0}};
     int c;
     memset(o, 0, sizeof *o);
     o->plots = 1;
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
-    while ((c = getopt_long(argc, argv, "r:p:o:ngh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:p:o:nge:h", opts, NULL)) != -1) {
         switch (c) {
         case 'r':
             o->ref_dir = optarg;
@@ -594,6 +599,9 @@ static int parse_options(int argc, char **argv, options_t *o)
             break;
         case 'g':
             o->allow_gaps = 1;
+            break;
+        case 'e':
+            o->experiment = optarg;
             break;
         default:
             return drths_cli_other_option(PROG, c, usage);
@@ -638,6 +646,39 @@ static int find_gaps(const inputs_t *in, drths_gaps_t *gaps, int *ngaps, drths_e
     return rc;
 }
 
+/* The acceptance criteria: from --experiment, else from the run folder's copy of the
+ * experiment file, else the defaults. source says which, for the table. */
+static int load_acceptance(const options_t *o, drths_acceptance_t *acc, char **source)
+{
+    drths_acceptance_defaults(acc);
+    char *path = o->experiment ? strdup(o->experiment) : join(o->run_dir, "experiment.yaml");
+    if (!path) {
+        fprintf(stderr, PROG ": out of memory\n");
+        exit(DRTHS_EXIT_FAILED);
+    }
+    if (!o->experiment && access(path, F_OK) != 0) {
+        free(path);
+        *source = strdup("defaults (no experiment.yaml in RUN_DIR)");
+        return 0;
+    }
+    drths_acceptance_config_t c;
+    drths_error_t err = {{0}};
+    if (drths_experiment_load_acceptance(&c, path, &err)) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        free(path);
+        return -1;
+    }
+    acc->disp_rms_err_pct = c.displacement_rms_error_pct;
+    acc->disp_peak_err_pct = c.displacement_peak_error_pct;
+    acc->acc_rms_err_pct = c.acceleration_rms_error_pct;
+    acc->tracking_rms_err_pct = c.tracking_rms_error_pct;
+    acc->concealed_commands_pct = c.concealed_commands_pct;
+    acc->concealed_feedback_pct = c.concealed_feedback_pct;
+    acc->hold_allowed = c.hold_allowed;
+    *source = path;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options_t o;
@@ -655,6 +696,9 @@ int main(int argc, char **argv)
     int ngaps = 0;
     drths_acceptance_t acc;
     drths_verdict_t verdict;
+    char *acc_source = NULL;
+    if (load_acceptance(&o, &acc, &acc_source))
+        goto out;
     if (load(&in.run, o.run_dir, "numerical.csv", 0))
         goto out;
     if (o.ref_dir) {
@@ -675,7 +719,6 @@ int main(int argc, char **argv)
     }
     if (o.plots && (check_plot_columns(&in.run) || (in.has_ref && check_plot_columns(&in.ref))))
         goto out;
-    drths_acceptance_defaults(&acc);
     const drths_fidelity_t *fp = in.has_ref ? &fid : NULL;
     drths_verdict_compute(&acc, fp, &link, gaps, ngaps, o.allow_gaps, &verdict);
 
@@ -683,7 +726,7 @@ int main(int argc, char **argv)
     status = verdict.outcome == DRTHS_OUTCOME_FAIL ? DRTHS_EXIT_FAILED : DRTHS_EXIT_OK;
     drths_report_t rep = {.run = o.run_dir,
                           .ref = o.ref_dir,
-                          .acceptance_source = "defaults",
+                          .acceptance_source = acc_source,
                           .fid = fp,
                           .link = &link,
                           .gaps = gaps,
@@ -723,6 +766,7 @@ int main(int argc, char **argv)
                    link.has_numerical ? ",link" : "");
     }
 out:
+    free(acc_source);
     drths_csv_close(&in.run);
     drths_csv_close(&in.ref);
     drths_csv_close(&in.phys);
