@@ -10,7 +10,8 @@
  * Records are joined by step (numerical.csv) and tick (physical.csv), never by row position; a
  * step or tick missing from a record is a gap, named in the table, and fails the run unless
  * --allow-gaps is given. Prints the table, writes report.txt and report.json into RUN_DIR (or
- * DIR), and, when gnuplot is installed, the PNG plots. Exit codes: 0 the run passed its
+ * DIR), the records with units and the run's metadata as report.h5 (HDF5), and, when gnuplot
+ * is installed, the PNG plots. Exit codes: 0 the run passed its
  * acceptance criteria and its records are complete (also when gnuplot is missing), 1 it failed
  * a criterion, a record has a gap, an output could not be written or gnuplot failed, 2 bad usage
  * or a missing/malformed input file or column.
@@ -29,6 +30,7 @@
 #include "platform/cli.h"
 #include "platform/csvread.h"
 #include "platform/metrics.h"
+#include "tools/report/hdf5.h"
 
 /* Rows per plotted series: enough for a smooth 1200-pixel plot, small enough for gnuplot to
  * draw quickly from a 60 s run at 5 kHz. Time histories keep each bucket's minimum and maximum,
@@ -47,8 +49,8 @@ static void usage(FILE *f)
             "and real-time statistics from the hybrid columns and the actuator site's\n"
             "physical.csv when present, checks that no step or tick is missing from a record,\n"
             "judges the run against its acceptance criteria (PASS / FAIL), prints the table and\n"
-            "writes report.txt, report.json and PNG plots (with gnuplot). docs/report.md\n"
-            "defines every figure.\n"
+            "writes report.txt, report.json, report.h5 (the records as HDF5, units and metadata\n"
+            "as attributes) and PNG plots (with gnuplot). docs/report.md defines every figure.\n"
             "\n"
             "  -r, --reference REF_DIR  the reference run to compare with\n"
             "  -p, --physical PHYS_DIR  where physical.csv is (default RUN_DIR)\n"
@@ -754,6 +756,23 @@ int main(int argc, char **argv)
         status = DRTHS_EXIT_FAILED;
     free(txt);
     free(json);
+
+    char *h5 = join(o.out_dir, "report.h5"), *summary = join(o.run_dir, "summary.json");
+    drths_report_hdf5_t hd = {.run_dir = o.run_dir,
+                              .ref_dir = o.ref_dir,
+                              .verdict = drths_outcome_name(verdict.outcome),
+                              .summary_path = summary,
+                              .run = &in.run,
+                              .ref = in.has_ref ? &in.ref : NULL,
+                              .phys = in.has_phys ? &in.phys : NULL};
+    if (drths_report_write_hdf5(h5, &hd, &err)) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        status = DRTHS_EXIT_FAILED;
+    } else {
+        printf("records: %s (HDF5, also MATLAB v7.3: docs/report.md)\n", h5);
+    }
+    free(h5);
+    free(summary);
 
     if (o.plots) {
         const char *gnuplot = find_gnuplot();
