@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -297,7 +298,20 @@ typedef struct plot_job {
     FILE *gp;            /* the gnuplot script being written */
     char **files;        /* files created in tmp, removed at the end */
     int nfiles;
+    const char *caption; /* run, experiment and date, the second line of every title */
+    char layout[32];     /* "rows,cols" of the next multiplot */
 } plot_job_t;
+
+/* A multiplot title: what it shows, then the caption on a second line (gnuplot reads "\n" in
+ * double quotes as a line break; the texts themselves go in single quotes, taken literally). */
+static void gp_title(plot_job_t *j, const char *what)
+{
+    fprintf(j->gp, "set multiplot layout %s title ", j->layout);
+    gp_string(j->gp, what);
+    fprintf(j->gp, ".\"\\n\".");
+    gp_string(j->gp, j->caption ? j->caption : "");
+    fputc('\n', j->gp);
+}
 
 static const char *tmpfile_in(plot_job_t *j, const char *name)
 {
@@ -346,8 +360,8 @@ static int write_histories(plot_job_t *j, const inputs_t *in, const char *kind)
     char png[64];
     snprintf(png, sizeof png, "report_%s.png", kind);
     gp_output(j->gp, j->out_dir, png, 1200, 120 + 260 * floors);
-    fprintf(j->gp, "set multiplot layout %d,1 title '%s'\n", floors,
-            disp ? "Floor displacement relative to ground" : "Floor absolute acceleration");
+    snprintf(j->layout, sizeof j->layout, "%d,1", floors);
+    gp_title(j, disp ? "Floor displacement relative to ground" : "Floor absolute acceleration");
     fprintf(j->gp, "set grid\nset key top right\n");
     for (int i = 0; i < floors; i++) {
         fprintf(j->gp, "set ylabel 'floor %d %s'\n", i + 1, disp ? "x (mm)" : "a (m/s^2)");
@@ -355,7 +369,7 @@ static int write_histories(plot_job_t *j, const inputs_t *in, const char *kind)
         fprintf(j->gp, "plot ");
         if (dat[1]) {
             gp_string(j->gp, dat[1]);
-            fprintf(j->gp, " using 1:%d with lines lw 1.5 lc rgb '#000000' title 'reference', ",
+            fprintf(j->gp, " using 1:%d with lines lw 4 lc rgb '#a0a0a0' title 'reference', ",
                     i + 2);
         }
         gp_string(j->gp, dat[0]);
@@ -383,15 +397,16 @@ static int write_damper(plot_job_t *j, const inputs_t *in)
         }
     }
     gp_output(j->gp, j->out_dir, "report_damper.png", 1200, 520);
-    fprintf(j->gp, "set multiplot layout 1,2 title 'Damper hysteresis loops'\n"
-                   "set grid\nset key top left\nset ylabel 'damper force (kN)'\n");
+    snprintf(j->layout, sizeof j->layout, "1,2");
+    gp_title(j, "Damper force-displacement and force-velocity loops");
+    fprintf(j->gp, "set grid\nset key top left\nset ylabel 'damper force (kN)'\n");
     for (int p = 0; p < 2; p++) {
         int xcol = p == 0 ? 1 : 2;
         fprintf(j->gp, "set xlabel '%s'\nplot ",
                 p == 0 ? "damper displacement (mm)" : "damper velocity (m/s)");
         if (dat[1]) {
             gp_string(j->gp, dat[1]);
-            fprintf(j->gp, " using %d:3 with lines lw 1.5 lc rgb '#000000' title 'reference', ",
+            fprintf(j->gp, " using %d:3 with lines lw 4 lc rgb '#a0a0a0' title 'reference', ",
                     xcol);
         }
         gp_string(j->gp, dat[0]);
@@ -444,9 +459,9 @@ static int write_link(plot_job_t *j, const inputs_t *in, const drths_link_stats_
     FILE *gp = j->gp;
     int panels = in->has_phys ? 3 : 2;
     gp_output(gp, j->out_dir, "report_link.png", 1200, 120 + 260 * panels);
-    fprintf(gp, "set multiplot layout %d,1 title 'Link: round trip, concealed and late ticks'\n"
-                "set grid\nset key top right\nunset xlabel\nset xrange [%.9g:%.9g]\n",
-            panels, t0, t1);
+    snprintf(j->layout, sizeof j->layout, "%d,1", panels);
+    gp_title(j, "Link: round trip, concealed and late ticks");
+    fprintf(gp, "set grid\nset key top right\nunset xlabel\nset xrange [%.9g:%.9g]\n", t0, t1);
     /* Every y range is explicit: an empty range is only a warning, but a panel whose points
      * are all undefined (no round trip measured yet) would stop gnuplot. */
     fprintf(gp, "set ylabel 'round trip (ms)'\n");
@@ -490,7 +505,7 @@ static int write_link(plot_job_t *j, const inputs_t *in, const drths_link_stats_
 
 /* Writes the data and the script, runs gnuplot on it, and cleans up. Returns 0 or -1. */
 static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_dir,
-                      const drths_link_stats_t *link)
+                      const drths_link_stats_t *link, const char *caption)
 {
     const char *tmpdir = getenv("TMPDIR");
     char tmp[4096];
@@ -500,7 +515,7 @@ static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_d
                 strerror(errno));
         return -1;
     }
-    plot_job_t j = {.tmp = tmp, .out_dir = out_dir};
+    plot_job_t j = {.tmp = tmp, .out_dir = out_dir, .caption = caption};
     const char *script = tmpfile_in(&j, "report.gp");
     int rc = -1;
     j.gp = fopen(script, "w");
@@ -648,6 +663,38 @@ static int find_gaps(const inputs_t *in, drths_gaps_t *gaps, int *ngaps, drths_e
     return rc;
 }
 
+/* "run <folder>, experiment <name>, <date>": the experiment from summary.json (or "?"), the
+ * date when numerical.csv was last written. */
+static void make_caption(const char *run_dir, char *out, size_t cap)
+{
+    char exp[256] = "?", date[64] = "?";
+    char *path = join(run_dir, "summary.json");
+    FILE *f = fopen(path, "r");
+    free(path);
+    if (f) {
+        char line[1024];
+        while (fgets(line, sizeof line, f)) {
+            char *k = strstr(line, "\"experiment\": \"");
+            if (k) {
+                k += strlen("\"experiment\": \"");
+                size_t n = strcspn(k, "\"");
+                snprintf(exp, sizeof exp, "%.*s", (int)n, k);
+                break;
+            }
+        }
+        fclose(f);
+    }
+    path = join(run_dir, "numerical.csv");
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        struct tm tm;
+        localtime_r(&st.st_mtime, &tm);
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M", &tm);
+    }
+    free(path);
+    snprintf(out, cap, "run %s, experiment %s, %s", run_dir, exp, date);
+}
+
 /* The acceptance criteria: from --experiment, else from the run folder's copy of the
  * experiment file, else the defaults. source says which, for the table. */
 static int load_acceptance(const options_t *o, drths_acceptance_t *acc, char **source)
@@ -775,10 +822,12 @@ int main(int argc, char **argv)
     free(summary);
 
     if (o.plots) {
+        char caption[512];
         const char *gnuplot = find_gnuplot();
         if (!gnuplot)
             printf("gnuplot not found: no plots (install the Debian package gnuplot-nox)\n");
-        else if (make_plots(gnuplot, &in, o.out_dir, &link))
+        else if (make_caption(o.run_dir, caption, sizeof caption),
+                 make_plots(gnuplot, &in, o.out_dir, &link, caption))
             status = DRTHS_EXIT_FAILED;
         else
             printf("plots: %s/report_{displacement,acceleration,damper%s}.png\n", o.out_dir,
