@@ -95,6 +95,7 @@ static const enum_name_t smith_modes[] = {{"off", DRTHS_SMITH_OFF},
 
 static const enum_name_t daq_backends[] = {
     {"virtual", DRTHS_DAQ_BACKEND_VIRTUAL}, {"comedi", DRTHS_DAQ_BACKEND_COMEDI}, {NULL, 0}};
+static const enum_name_t booleans[] = {{"false", 0}, {"true", 1}, {NULL, 0}};
 static const enum_name_t daq_arefs[] = {{"ground", DRTHS_DAQ_AREF_GROUND},
                                         {"common", DRTHS_DAQ_AREF_COMMON},
                                         {"diff", DRTHS_DAQ_AREF_DIFF},
@@ -710,6 +711,18 @@ DEFINE_SECTION(physical, PHYSICAL_FIELDS, drths_experiment_t, "physical");
     X(s, TEXT, directory, output.directory, "runs", _, _, _)
 DEFINE_SECTION(output, OUTPUT_FIELDS, drths_experiment_t, "output");
 
+/* acceptance: read by drths-report, not fingerprinted (protocol/fingerprint.c leaves it out). */
+#define ACCEPTANCE_FIELDS(X, s)                                                                    \
+    X(s, REAL_IN, displacement_rms_error_pct, acceptance.displacement_rms_error_pct, 1, 0, 1e6, _) \
+    X(s, REAL_IN, displacement_peak_error_pct, acceptance.displacement_peak_error_pct, 1, 0, 1e6,  \
+      _)                                                                                           \
+    X(s, REAL_IN, acceleration_rms_error_pct, acceptance.acceleration_rms_error_pct, 5, 0, 1e6, _) \
+    X(s, REAL_IN, tracking_rms_error_pct, acceptance.tracking_rms_error_pct, 2, 0, 1e6, _)         \
+    X(s, REAL_IN, concealed_commands_pct, acceptance.concealed_commands_pct, 0.5, 0, 100, _)       \
+    X(s, REAL_IN, concealed_feedback_pct, acceptance.concealed_feedback_pct, 0.5, 0, 100, _)       \
+    X(s, ENUM, hold_allowed, acceptance.hold_allowed, 0, _, _, booleans)
+DEFINE_SECTION(acceptance, ACCEPTANCE_FIELDS, drths_experiment_t, "acceptance");
+
 /* daq.command_out, .current_out, .displacement_in, .force_in: one analog channel each. The
  * prefix is the channel's own path. */
 #define DAQ_CHANNEL_FIELDS(X, s)                                                                   \
@@ -756,7 +769,8 @@ DEFINE_SECTION(daq, DAQ_FIELDS, drths_experiment_t, "daq");
     X(s, MAP,     numerical, _, _, _, _, numerical)                                                \
     X(s, MAP,     physical, _, _, _, _, physical)                                                  \
     X(s, MAP,     output, _, _, _, _, output)                                                      \
-    X(s, MAP,     daq, _, _, _, _, daq)
+    X(s, MAP,     daq, _, _, _, _, daq)                                                            \
+    X(s, MAP,     acceptance, _, _, _, _, acceptance)
 DEFINE_SECTION(top, TOP_FIELDS, drths_experiment_t, "");
 
 /* clang-format on */
@@ -1748,7 +1762,8 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
     if ((r = fill_structure(c, x, t->structure, mats)) ||
         (r = fill_ground(c, x, t->ground_motion)) || (r = fill_specimen(c, x, t->specimen)) ||
         (r = fill_control(c, x, t->control)) || (r = fill_actuator(c, x, t->actuator)) ||
-        (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)))
+        (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)) ||
+        (r = PARSE_RANGE(acceptance, displacement_rms_error_pct, hold_allowed, t->acceptance, x)))
         return r;
     return 0;
 }
@@ -1803,6 +1818,62 @@ int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size
         cyaml_free(&cfg, &top_schema, top, 0);
     if (r)
         drths_experiment_close(exp);
+    return r;
+}
+
+/* The acceptance section alone: the top level with every other key ignored. */
+struct raw_acceptance_top {
+    struct raw_acceptance *acceptance;
+};
+static const cyaml_schema_field_t acceptance_top_fields[] = {
+    CYAML_FIELD_MAPPING_PTR("acceptance", OPT, struct raw_acceptance_top, acceptance,
+                            acceptance_fields),
+    CYAML_FIELD_END};
+static const cyaml_schema_value_t acceptance_top_schema = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_acceptance_top, acceptance_top_fields),
+};
+
+int drths_experiment_load_acceptance(drths_acceptance_config_t *acc, const char *path,
+                                     drths_error_t *err)
+{
+    drths_experiment_t x;
+    memset(&x, 0, sizeof x);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        return drths_error_set(err, -e, "%s: cannot open the experiment file: %s", path,
+                               strerror(e));
+    }
+    char *buf = malloc(MAX_FILE_BYTES + 1);
+    size_t len = buf ? fread(buf, 1, MAX_FILE_BYTES + 1, f) : 0;
+    int bad = !buf || ferror(f) || len > MAX_FILE_BYTES;
+    fclose(f);
+    if (bad) {
+        int code = buf ? -EINVAL : -ENOMEM;
+        free(buf);
+        return drths_error_set(err, code, "%s: cannot read it (at most %u bytes)", path,
+                               MAX_FILE_BYTES);
+    }
+    vctx_t c = {.file = path, .text = buf, .len = len, .err = err};
+    cy_log_t log = {.n = 0};
+    const cyaml_config_t cfg = {
+        .log_fn = cy_log,
+        .log_ctx = &log,
+        .mem_fn = cyaml_mem,
+        .log_level = CYAML_LOG_ERROR,
+        .flags = CYAML_CFG_NO_ALIAS | CYAML_CFG_IGNORE_UNKNOWN_KEYS,
+    };
+    struct raw_acceptance_top *top = NULL;
+    cyaml_err_t e = cyaml_load_data((const uint8_t *)buf, len, &cfg, &acceptance_top_schema,
+                                    (cyaml_data_t **)&top, NULL);
+    int r = e != CYAML_OK ? cyaml_to_error(&c, e, &log)
+                          : parse_fields(&c, acceptance_prefix, acceptance_spec, 0,
+                                         F_acceptance_end - 1, top ? top->acceptance : NULL, &x);
+    if (top)
+        cyaml_free(&cfg, &acceptance_top_schema, top, 0);
+    free(buf);
+    if (!r)
+        *acc = x.acceptance;
     return r;
 }
 

@@ -91,6 +91,20 @@ typedef struct drths_daq_channel_config {
     double offset;              /* engineering value at 0 V (default 0) */
 } drths_daq_channel_config_t;
 
+/* Acceptance criteria of a run (the acceptance section): what drths-report judges the run by.
+ * Read by drths-report only; not part of the fingerprinted shared text, so a lab may tighten
+ * them after a run without making the run's records a different experiment. Percentages are
+ * of the reference (docs/report.md defines each figure). */
+typedef struct drths_acceptance_config {
+    double displacement_rms_error_pct;  /* largest over the floors, 0..1e6 (default 1) */
+    double displacement_peak_error_pct; /* difference of the peaks, 0..1e6 (default 1) */
+    double acceleration_rms_error_pct;  /* 0..1e6 (default 5) */
+    double tracking_rms_error_pct;      /* 0..1e6 (default 2) */
+    double concealed_commands_pct;      /* ticks, 0..100 (default 0.5) */
+    double concealed_feedback_pct;      /* steps, 0..100 (default 0.5) */
+    int hold_allowed;                   /* 0 or 1 (default 0: a tick in HOLD fails the run) */
+} drths_acceptance_config_t;
+
 typedef struct drths_experiment {
     /* Bookkeeping, filled by the loader. */
     char *path;        /* the path as given to drths_experiment_load */
@@ -254,6 +268,8 @@ typedef struct drths_experiment {
         char *directory; /* run folders go here, relative to the current directory (default
                           * "runs") */
     } output;
+
+    drths_acceptance_config_t acceptance; /* not fingerprinted */
 } drths_experiment_t;
 
 /* Loads, fills defaults and validates the experiment file at path. On success returns 0 and
@@ -268,6 +284,13 @@ int drths_experiment_load(drths_experiment_t *exp, const char *path, drths_error
  * against path's folder. Used by the fuzz target. init-only. */
 int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size_t len,
                                  const char *path, drths_error_t *err);
+
+/* Reads only the acceptance section of the experiment file at path (defaults for what is
+ * absent), ignoring and not checking the rest: drths-report reads it from the copy in a run
+ * folder, where the record file's relative path no longer resolves. Returns 0, or a negative
+ * errno with err filled as drths_experiment_load does. init-only. */
+int drths_experiment_load_acceptance(drths_acceptance_config_t *acc, const char *path,
+                                     drths_error_t *err);
 
 /* Frees everything and zeroes *exp. Safe twice and after a failed load. init-only. */
 void drths_experiment_close(drths_experiment_t *exp);

@@ -19,29 +19,46 @@ static double ratio(double num, double den)
     return num == 0.0 ? 0.0 : INFINITY;
 }
 
-void drths_series_error_compute(const double *h, const double *r, long n,
-                                drths_series_error_t *out)
+/* The errors of h against r over n samples; with index arrays ih and ir (NULL: 0..n-1), sample
+ * k is h[ih[k]] against r[ir[k]]. */
+static void series_error(const double *h, const long *ih, const double *r, const long *ir,
+                         long n, drths_series_error_t *out)
 {
-    double peak_h = 0.0, peak_r = 0.0, sum_d2 = 0.0, sum_r2 = 0.0;
+    double peak_h = 0.0, peak_r = 0.0, sum_d2 = 0.0, sum_r2 = 0.0, max_d = 0.0;
     int bad = 0;
-    for (long i = 0; i < n; i++) {
-        double hi = h[i], ri = r[i];
+    for (long k = 0; k < n; k++) {
+        double hi = h[ih ? ih[k] : k], ri = r[ir ? ir[k] : k];
         if (isnan(hi) || isnan(ri)) {
             bad = 1;
             continue;
         }
-        double ah = fabs(hi), ar = fabs(ri);
+        double ah = fabs(hi), ar = fabs(ri), d = fabs(hi - ri);
         if (ah > peak_h)
             peak_h = ah;
         if (ar > peak_r)
             peak_r = ar;
-        sum_d2 += (hi - ri) * (hi - ri);
+        if (d > max_d)
+            max_d = d;
+        sum_d2 += d * d;
         sum_r2 += ri * ri;
     }
     out->peak_hyb = peak_h;
     out->peak_ref = peak_r;
+    out->max_abs_err = bad ? NAN : max_d;
     out->peak_err = bad ? NAN : ratio(fabs(peak_h - peak_r), peak_r);
+    out->max_err = bad ? NAN : ratio(max_d, peak_r);
     out->rms_err = bad ? NAN : ratio(sqrt(sum_d2), sqrt(sum_r2));
+}
+
+void drths_series_error_compute(const double *h, const double *r, long n,
+                                drths_series_error_t *out)
+{
+    series_error(h, NULL, r, NULL, n, out);
+}
+
+static double pct(double f)
+{
+    return f * 100.0;
 }
 
 /* Largest value, where NaN wins: an unknown error must not hide behind a known one. */
@@ -61,6 +78,8 @@ static void error_max(drths_series_error_t *acc, const drths_series_error_t *e, 
     acc->peak_hyb = max_nan(acc->peak_hyb, e->peak_hyb);
     acc->peak_ref = max_nan(acc->peak_ref, e->peak_ref);
     acc->peak_err = max_nan(acc->peak_err, e->peak_err);
+    acc->max_abs_err = max_nan(acc->max_abs_err, e->max_abs_err);
+    acc->max_err = max_nan(acc->max_err, e->max_err);
     acc->rms_err = max_nan(acc->rms_err, e->rms_err);
 }
 
@@ -84,47 +103,134 @@ static int count_floors(const drths_csv_table_t *t)
     }
 }
 
-/* The step of a record, from its first two times. */
-static int record_dt(const drths_csv_table_t *t, const double *time, double *dt,
-                     drths_error_t *err)
+/* ---- joining by step ---------------------------------------------------------------------- */
+
+/* The join column of t, checked: present, whole numbers, strictly increasing. */
+static const double *join_column(const drths_csv_table_t *t, const char *key, drths_error_t *err)
+{
+    const double *k = need(t, key, err);
+    if (!k)
+        return NULL;
+    if (t->rows < 1) {
+        drths_error_set(err, -EINVAL, "%s: no rows", t->path);
+        return NULL;
+    }
+    for (long i = 0; i < t->rows; i++) {
+        /* Line i + 2: the header is line 1. */
+        if (!(k[i] == floor(k[i])) || fabs(k[i]) > 9e15) {
+            drths_error_set(err, -EINVAL, "%s:%ld: %s %g is not a whole number", t->path, i + 2,
+                            key, k[i]);
+            return NULL;
+        }
+        if (i > 0 && !(k[i] > k[i - 1])) {
+            drths_error_set(err, -EINVAL,
+                            "%s:%ld: %s %.0f does not follow %.0f (a record's %ss must increase)",
+                            t->path, i + 2, key, k[i], k[i - 1], key);
+            return NULL;
+        }
+    }
+    return k;
+}
+
+int drths_record_range(const drths_csv_table_t *t, const char *key, long *first, long *last,
+                       drths_error_t *err)
+{
+    const double *k = join_column(t, key, err);
+    if (!k)
+        return -EINVAL;
+    *first = (long)k[0];
+    *last = (long)k[t->rows - 1];
+    return 0;
+}
+
+int drths_gaps_compute(const drths_csv_table_t *t, const char *key, long lo, long hi,
+                       drths_gaps_t *out, drths_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    out->key = key;
+    const double *k = join_column(t, key, err);
+    if (!k)
+        return -EINVAL;
+    if (lo > hi) {
+        lo = (long)k[0];
+        hi = (long)k[t->rows - 1];
+    }
+    out->first = lo;
+    out->last = hi;
+    /* Walk the range once: each row in it closes the hole before it, if any. */
+    long next = lo; /* the first value not yet accounted for */
+    for (long i = 0; i <= t->rows; i++) {
+        long v = i < t->rows ? (long)k[i] : hi + 1;
+        if (v < lo)
+            continue;
+        if (v > hi + 1)
+            v = hi + 1;
+        if (v > next) {
+            if (out->holes < DRTHS_GAPS_LISTED) {
+                out->hole_first[out->holes] = next;
+                out->hole_last[out->holes] = v - 1;
+            }
+            out->holes++;
+            out->missing += v - next;
+        }
+        if (v > hi)
+            break;
+        out->rows++;
+        next = v + 1;
+    }
+    return 0;
+}
+
+/* Pairs of rows with the same step: ih[k] in a and ib[k] in b, k < *n, in step order. The
+ * arrays are allocated here (free both). */
+static int join_rows(const double *sa, long na, const double *sb, long nb, long **ia, long **ib,
+                     long *n)
+{
+    long cap = na < nb ? na : nb;
+    *ia = malloc((size_t)(cap > 0 ? cap : 1) * sizeof **ia);
+    *ib = malloc((size_t)(cap > 0 ? cap : 1) * sizeof **ib);
+    if (!*ia || !*ib) {
+        free(*ia);
+        free(*ib);
+        *ia = *ib = NULL;
+        return -ENOMEM;
+    }
+    long i = 0, j = 0, k = 0;
+    while (i < na && j < nb) {
+        if (sa[i] < sb[j]) {
+            i++;
+        } else if (sb[j] < sa[i]) {
+            j++;
+        } else {
+            (*ia)[k] = i++;
+            (*ib)[k] = j++;
+            k++;
+        }
+    }
+    *n = k;
+    return 0;
+}
+
+/* The step dt of a record from its first and last rows: steps may be missing in between. */
+static int record_dt(const drths_csv_table_t *t, const double *step, const double *time,
+                     double *dt, drths_error_t *err)
 {
     if (t->rows < 2)
         return drths_error_set(err, -EINVAL, "%s: %ld rows; at least 2 are needed", t->path,
                                t->rows);
-    *dt = time[1] - time[0];
+    long n = t->rows - 1;
+    *dt = (time[n] - time[0]) / (step[n] - step[0]);
     if (!(*dt > 0.0))
-        return drths_error_set(err, -EINVAL, "%s:3: time_s does not increase (%g then %g)",
-                               t->path, time[0], time[1]);
+        return drths_error_set(err, -EINVAL, "%s: time_s does not increase (%g at line 2, %g at "
+                                             "line %ld)",
+                               t->path, time[0], time[n], n + 2);
     return 0;
 }
 
-int drths_fidelity_compute(const drths_csv_table_t *hyb, const drths_csv_table_t *ref,
-                           drths_fidelity_t *out, drths_error_t *err)
+static int fidelity_floors(const drths_csv_table_t *hyb, const drths_csv_table_t *ref,
+                           const long *ih, const long *ir, drths_fidelity_t *out,
+                           drths_error_t *err)
 {
-    memset(out, 0, sizeof *out);
-    const double *th = need(hyb, "time_s", err);
-    if (!th)
-        return -EINVAL;
-    const double *tr = need(ref, "time_s", err);
-    if (!tr)
-        return -EINVAL;
-    double dth, dtr;
-    int rc = record_dt(hyb, th, &dth, err);
-    if (rc)
-        return rc;
-    rc = record_dt(ref, tr, &dtr, err);
-    if (rc)
-        return rc;
-    /* Times are written with 9 significant digits, so equal steps agree to far better than
-     * 1e-6 relative; anything more is a different experiment. */
-    if (fabs(dth - dtr) > 1e-6 * dtr)
-        return drths_error_set(err, -EINVAL,
-                               "time steps differ: %s has dt %.9g s, %s has dt %.9g s",
-                               hyb->path, dth, ref->path, dtr);
-    if (fabs(th[0] - tr[0]) > 0.5 * dtr)
-        return drths_error_set(err, -EINVAL,
-                               "start times differ: %s starts at %.9g s, %s at %.9g s",
-                               hyb->path, th[0], ref->path, tr[0]);
     int fh = count_floors(hyb), fr = count_floors(ref);
     if (fh == 0)
         return drths_error_set(err, -EINVAL, "%s: no column x1_m", hyb->path);
@@ -138,10 +244,6 @@ int drths_fidelity_compute(const drths_csv_table_t *hyb, const drths_csv_table_t
         return drths_error_set(err, -EINVAL, "%s: %d floors; at most %d are supported",
                                hyb->path, fh, DRTHS_METRICS_MAX_FLOORS);
     out->floors = fh;
-    out->hyb_rows = hyb->rows;
-    out->ref_rows = ref->rows;
-    out->rows = hyb->rows < ref->rows ? hyb->rows : ref->rows;
-    out->dt_s = dtr;
     for (int i = 0; i < fh; i++) {
         char xn[32], an[32];
         snprintf(xn, sizeof xn, "x%d_m", i + 1);
@@ -153,8 +255,8 @@ int drths_fidelity_compute(const drths_csv_table_t *hyb, const drths_csv_table_t
         const double *ar = need(ref, an, err);
         if (!xh || !xr || !ar)
             return -EINVAL;
-        drths_series_error_compute(xh, xr, out->rows, &out->disp[i]);
-        drths_series_error_compute(ah, ar, out->rows, &out->acc[i]);
+        series_error(xh, ih, xr, ir, out->rows, &out->disp[i]);
+        series_error(ah, ih, ar, ir, out->rows, &out->acc[i]);
         error_max(&out->disp_max, &out->disp[i], i == 0);
         error_max(&out->acc_max, &out->acc[i], i == 0);
     }
@@ -162,9 +264,68 @@ int drths_fidelity_compute(const drths_csv_table_t *hyb, const drths_csv_table_t
     const double *fr_n = drths_csv_column(ref, "damper_force_N");
     if (fh_n && fr_n) {
         out->has_damper_force = 1;
-        drths_series_error_compute(fh_n, fr_n, out->rows, &out->damper_force);
+        series_error(fh_n, ih, fr_n, ir, out->rows, &out->damper_force);
     }
     return 0;
+}
+
+int drths_fidelity_compute(const drths_csv_table_t *hyb, const drths_csv_table_t *ref,
+                           drths_fidelity_t *out, drths_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    const double *sh = join_column(hyb, "step", err);
+    if (!sh)
+        return -EINVAL;
+    const double *sr = join_column(ref, "step", err);
+    if (!sr)
+        return -EINVAL;
+    const double *th = need(hyb, "time_s", err);
+    if (!th)
+        return -EINVAL;
+    const double *tr = need(ref, "time_s", err);
+    if (!tr)
+        return -EINVAL;
+    double dth, dtr;
+    int rc = record_dt(hyb, sh, th, &dth, err);
+    if (rc)
+        return rc;
+    rc = record_dt(ref, sr, tr, &dtr, err);
+    if (rc)
+        return rc;
+    /* Times are written with 9 significant digits, so equal steps agree to far better than
+     * 1e-6 relative; anything more is a different experiment. */
+    if (fabs(dth - dtr) > 1e-6 * dtr)
+        return drths_error_set(err, -EINVAL,
+                               "time steps differ: %s has dt %.9g s, %s has dt %.9g s",
+                               hyb->path, dth, ref->path, dtr);
+    long *ih = NULL, *ir = NULL, n = 0;
+    if (join_rows(sh, hyb->rows, sr, ref->rows, &ih, &ir, &n))
+        return drths_error_set(err, -ENOMEM, "%s: out of memory", hyb->path);
+    if (n < 2) {
+        rc = drths_error_set(err, -EINVAL,
+                             "%s and %s have %ld step%s in common; at least 2 are needed",
+                             hyb->path, ref->path, n, n == 1 ? "" : "s");
+        goto out;
+    }
+    /* The same step must be the same time: else the records are of different experiments
+     * (or one of them is numbered wrongly) and comparing them would mean nothing. */
+    if (fabs(th[ih[0]] - tr[ir[0]]) > 0.5 * dtr) {
+        rc = drths_error_set(err, -EINVAL,
+                             "start times differ: step %.0f is at %.9g s in %s, at %.9g s in %s",
+                             sh[ih[0]], th[ih[0]], hyb->path, tr[ir[0]], ref->path);
+        goto out;
+    }
+    out->hyb_rows = hyb->rows;
+    out->ref_rows = ref->rows;
+    out->rows = n;
+    out->first_step = (long)sh[ih[0]];
+    out->last_step = (long)sh[ih[n - 1]];
+    out->dt_s = dtr;
+    rc = fidelity_floors(hyb, ref, ih, ir, out, err);
+out:
+    free(ih);
+    free(ir);
+    return rc;
 }
 
 /* ---- order statistics -------------------------------------------------------------------- */
@@ -311,10 +472,19 @@ int drths_link_stats_compute(const drths_csv_table_t *num, const drths_csv_table
     /* The control period: the physical site's ticks when known, else the numerical steps,
      * which are lock-stepped to the ticks (docs/design.md#timing-model). */
     const drths_csv_table_t *sources[2] = {phys, num};
+    const char *keys[2] = {"tick", "step"};
     for (int k = 0; k < 2 && isnan(out->tick_s); k++) {
-        const double *t = sources[k] ? drths_csv_column(sources[k], "time_s") : NULL;
-        if (t && sources[k]->rows >= 2 && t[1] > t[0])
-            out->tick_s = t[1] - t[0];
+        const drths_csv_table_t *src = sources[k];
+        const double *t = src ? drths_csv_column(src, "time_s") : NULL;
+        if (!t || src->rows < 2)
+            continue;
+        /* From the first and last rows and their ticks, when known: rows may be missing. */
+        const double *key = drths_csv_column(src, keys[k]);
+        long n = src->rows - 1;
+        double span = key ? key[n] - key[0] : 1.0;
+        double dt = key ? (t[n] - t[0]) / span : t[1] - t[0];
+        if (span > 0 && dt > 0)
+            out->tick_s = dt;
     }
     if (num) {
         int rc = numerical_link(num, out, err);
@@ -329,12 +499,78 @@ int drths_link_stats_compute(const drths_csv_table_t *num, const drths_csv_table
     return 0;
 }
 
-/* ---- the table --------------------------------------------------------------------------- */
+/* ---- the verdict ------------------------------------------------------------------------- */
 
-static double pct(double f)
+void drths_acceptance_defaults(drths_acceptance_t *a)
 {
-    return f * 100.0;
+    a->disp_rms_err_pct = 1.0;
+    a->disp_peak_err_pct = 1.0;
+    a->acc_rms_err_pct = 5.0;
+    a->tracking_rms_err_pct = 2.0;
+    a->concealed_commands_pct = 0.5;
+    a->concealed_feedback_pct = 0.5;
+    a->hold_allowed = 0;
 }
+
+const char *drths_outcome_name(drths_outcome_t o)
+{
+    return o == DRTHS_OUTCOME_PASS ? "PASS" : o == DRTHS_OUTCOME_FAIL ? "FAIL" : "n/a";
+}
+
+static void criterion(drths_verdict_t *v, const char *name, const char *unit, int known,
+                      double value, double limit, const char *note)
+{
+    if (v->n >= DRTHS_VERDICT_MAX)
+        return;
+    drths_criterion_t *c = &v->c[v->n++];
+    c->name = name;
+    c->unit = unit;
+    c->value = known ? value : NAN;
+    c->limit = limit;
+    c->note = known ? NULL : note;
+    /* A NaN figure fails: an unknown error is not a small one. */
+    c->outcome = !known ? DRTHS_OUTCOME_NONE
+                 : value <= limit ? DRTHS_OUTCOME_PASS
+                                  : DRTHS_OUTCOME_FAIL;
+}
+
+void drths_verdict_compute(const drths_acceptance_t *a, const drths_fidelity_t *fid,
+                           const drths_link_stats_t *link, const drths_gaps_t *gaps, int ngaps,
+                           int allow_gaps, drths_verdict_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->gaps_allowed = allow_gaps;
+    for (int i = 0; gaps && i < ngaps; i++)
+        out->missing += gaps[i].missing;
+    criterion(out, "rows missing from the records", "rows", 1, (double)out->missing, 0.0, NULL);
+    if (allow_gaps) {
+        /* Shown with its value, but not judged. */
+        out->c[0].outcome = DRTHS_OUTCOME_NONE;
+        out->c[0].note = "tolerated (--allow-gaps)";
+    }
+    int f = fid != NULL, nl = link && link->has_numerical, ph = link && link->has_physical;
+    criterion(out, "displacement RMS error, max", "%", f, f ? pct(fid->disp_max.rms_err) : 0,
+              a->disp_rms_err_pct, "no reference");
+    criterion(out, "displacement peak error, max", "%", f, f ? pct(fid->disp_max.peak_err) : 0,
+              a->disp_peak_err_pct, "no reference");
+    criterion(out, "acceleration RMS error, max", "%", f, f ? pct(fid->acc_max.rms_err) : 0,
+              a->acc_rms_err_pct, "no reference");
+    criterion(out, "tracking RMS error", "%", ph, ph ? pct(link->tracking_rms_err) : 0,
+              a->tracking_rms_err_pct, "no physical.csv");
+    criterion(out, "concealed commands", "%", ph, ph ? pct(link->cmd_concealed_frac) : 0,
+              a->concealed_commands_pct, "no physical.csv");
+    criterion(out, "concealed feedback", "%", nl, nl ? pct(link->fb_concealed_frac) : 0,
+              a->concealed_feedback_pct, "not a hybrid record");
+    criterion(out, "ticks in HOLD", "ticks", ph && !a->hold_allowed,
+              ph ? (double)link->hold_ticks : 0, 0.0,
+              ph ? "allowed (acceptance.hold_allowed)" : "no physical.csv");
+    out->outcome = DRTHS_OUTCOME_PASS;
+    for (int i = 0; i < out->n; i++)
+        if (out->c[i].outcome == DRTHS_OUTCOME_FAIL)
+            out->outcome = DRTHS_OUTCOME_FAIL;
+}
+
+/* ---- the table --------------------------------------------------------------------------- */
 
 static void print_stats_row(FILE *f, const char *label, const drths_stats_t *s, double scale)
 {
@@ -346,47 +582,83 @@ static void print_stats_row(FILE *f, const char *label, const drths_stats_t *s, 
             s->p50 * scale, s->p99 * scale, s->p999 * scale, s->max * scale);
 }
 
-static void print_fidelity_row(FILE *f, const char *label, const drths_series_error_t *x,
-                               const drths_series_error_t *a)
+static void print_fidelity_row(FILE *f, const char *label, const drths_series_error_t *e,
+                               double scale)
 {
-    fprintf(f, "%5s %10.3f %10.3f %10.3f %10.3f   %10.3f %10.3f %10.3f %10.3f\n", label,
-            x->peak_hyb * 1e3, x->peak_ref * 1e3, pct(x->peak_err), pct(x->rms_err), a->peak_hyb,
-            a->peak_ref, pct(a->peak_err), pct(a->rms_err));
+    fprintf(f, "%5s %10.3f %10.3f %10.3f %10.3f %10.3f\n", label, e->peak_hyb * scale,
+            e->peak_ref * scale, pct(e->peak_err), pct(e->max_err), pct(e->rms_err));
 }
 
-void drths_report_print(FILE *f, const char *run, const char *ref, const drths_fidelity_t *fid,
-                        const drths_link_stats_t *link)
+static void print_fidelity_table(FILE *f, const drths_fidelity_t *fid, int disp)
 {
-    fprintf(f, "drths report\n");
-    fprintf(f, "  run        %s\n", run ? run : "-");
-    if (ref)
-        fprintf(f, "  reference  %s\n", ref);
-    if (fid) {
-        fprintf(f, "  compared   %ld steps of %.6g ms (%.3f s); hybrid %ld rows, reference %ld rows\n",
-                fid->rows, fid->dt_s * 1e3, (double)fid->rows * fid->dt_s, fid->hyb_rows,
-                fid->ref_rows);
-        fprintf(f, "\nFidelity against the reference (errors in %% of the reference)\n");
-        fprintf(f, "      ------ displacement rel. ground -------   "
-                   "-------- absolute acceleration --------\n");
-        fprintf(f, "floor   peak hyb   peak ref   peak err    RMS err     "
-                   "peak hyb   peak ref   peak err    RMS err\n");
-        fprintf(f, "            (mm)       (mm)        (%%)        (%%)      "
-                   "(m/s^2)    (m/s^2)        (%%)        (%%)\n");
-        for (int i = 0; i < fid->floors; i++) {
-            char label[16];
-            snprintf(label, sizeof label, "%d", i + 1);
-            print_fidelity_row(f, label, &fid->disp[i], &fid->acc[i]);
-        }
-        print_fidelity_row(f, "max", &fid->disp_max, &fid->acc_max);
-        if (fid->has_damper_force) {
-            const drths_series_error_t *d = &fid->damper_force;
-            fprintf(f, "damper force: peak hyb %.3f kN, peak ref %.3f kN, peak err %.3f %%, "
-                       "RMS err %.3f %%\n",
-                    d->peak_hyb * 1e-3, d->peak_ref * 1e-3, pct(d->peak_err), pct(d->rms_err));
-        }
+    fprintf(f, "%s\n", disp ? "Displacement relative to ground" : "Absolute acceleration");
+    fprintf(f, "floor   peak hyb   peak ref   peak err    max err    RMS err\n");
+    fprintf(f, "      %10s %10s        (%%)        (%%)        (%%)\n", disp ? "(mm)" : "(m/s^2)",
+            disp ? "(mm)" : "(m/s^2)");
+    double scale = disp ? 1e3 : 1.0;
+    for (int i = 0; i < fid->floors; i++) {
+        char label[16];
+        snprintf(label, sizeof label, "%d", i + 1);
+        print_fidelity_row(f, label, disp ? &fid->disp[i] : &fid->acc[i], scale);
     }
-    if (!link)
-        return;
+    print_fidelity_row(f, "max", disp ? &fid->disp_max : &fid->acc_max, scale);
+}
+
+static void print_gaps(FILE *f, const drths_gaps_t *gaps, int n)
+{
+    fprintf(f, "\nRecords (rows joined by step or tick, never by position)\n");
+    fprintf(f, "%-26s %-24s %10s %10s %7s\n", "record", "range", "rows", "missing", "holes");
+    for (int i = 0; i < n; i++) {
+        const drths_gaps_t *g = &gaps[i];
+        char range[64];
+        snprintf(range, sizeof range, "%s %ld..%ld", g->key, g->first, g->last);
+        fprintf(f, "%-26s %-24s %10ld %10ld %7ld\n", g->label ? g->label : "-", range, g->rows,
+                g->missing, g->holes);
+        long listed = g->holes < DRTHS_GAPS_LISTED ? g->holes : DRTHS_GAPS_LISTED;
+        for (long h = 0; h < listed; h++)
+            fprintf(f, "  GAP: %ss %ld..%ld missing (%ld)\n", g->key, g->hole_first[h],
+                    g->hole_last[h], g->hole_last[h] - g->hole_first[h] + 1);
+        if (g->holes > listed)
+            fprintf(f, "  GAP: and %ld more holes\n", g->holes - listed);
+    }
+}
+
+static void print_verdict(FILE *f, const drths_verdict_t *v, const char *source)
+{
+    fprintf(f, "\nVerdict (acceptance criteria: %s)\n", source ? source : "defaults");
+    fprintf(f, "%-36s %12s %12s   %s\n", "criterion", "value", "limit", "result");
+    for (int i = 0; i < v->n; i++) {
+        const drths_criterion_t *c = &v->c[i];
+        char name[64], value[32], limit[32];
+        snprintf(name, sizeof name, "%s (%s)", c->name, c->unit);
+        int whole = strcmp(c->unit, "%") != 0;
+        if (c->outcome == DRTHS_OUTCOME_NONE)
+            snprintf(value, sizeof value, "-");
+        else
+            snprintf(value, sizeof value, whole ? "%.0f" : "%.3f", c->value);
+        snprintf(limit, sizeof limit, whole ? "%.0f" : "%.3f", c->limit);
+        fprintf(f, "%-36s %12s %12s   %s%s%s\n", name, value, limit,
+                drths_outcome_name(c->outcome), c->note ? ": " : "", c->note ? c->note : "");
+    }
+    fprintf(f, "%-36s %12s %12s   %s\n", "overall", "", "", drths_outcome_name(v->outcome));
+}
+
+static void print_figures(FILE *f)
+{
+    fprintf(f, "\nFigures (docs/report.md): h hybrid, r reference, over the steps both have\n"
+               "  peak err  |max|h| - max|r|| / max|r|, the difference of the peaks\n"
+               "  max err   max|h - r| / max|r|, the largest error over time\n"
+               "  RMS err   sqrt(sum (h - r)^2 / sum r^2), the error norm of Phillips & Spencer "
+               "2013\n"
+               "  tracking  sqrt(sum (meas - cmd)^2 / sum cmd^2) over the ticks of physical.csv\n"
+               "  concealed a step whose measured force, or a tick whose command, was missing "
+               "and replaced\n"
+               "  p50, p99, p99.9  nearest-rank percentiles; round trip and L one sample per "
+               "step\n");
+}
+
+static void print_link(FILE *f, const drths_link_stats_t *link)
+{
     if (link->has_numerical || link->has_physical) {
         fprintf(f, "\nLink");
         if (!isnan(link->tick_s))
@@ -419,6 +691,42 @@ void drths_report_print(FILE *f, const char *run, const char *ref, const drths_f
     }
 }
 
+void drths_report_print(FILE *f, const drths_report_t *r)
+{
+    const drths_fidelity_t *fid = r->fid;
+    const drths_link_stats_t *link = r->link;
+    fprintf(f, "drths report\n");
+    fprintf(f, "  run        %s\n", r->run ? r->run : "-");
+    if (r->ref)
+        fprintf(f, "  reference  %s\n", r->ref);
+    if (fid) {
+        fprintf(f, "  compared   %ld steps of %.6g ms (%.3f s) that both records have, steps "
+                   "%ld..%ld\n",
+                fid->rows, fid->dt_s * 1e3, (double)fid->rows * fid->dt_s, fid->first_step,
+                fid->last_step);
+        fprintf(f, "  rows       hybrid %ld, reference %ld\n", fid->hyb_rows, fid->ref_rows);
+    }
+    if (r->gaps && r->ngaps > 0)
+        print_gaps(f, r->gaps, r->ngaps);
+    if (fid) {
+        fprintf(f, "\nFidelity against the reference (errors in %% of the reference)\n");
+        print_fidelity_table(f, fid, 1);
+        print_fidelity_table(f, fid, 0);
+        if (fid->has_damper_force) {
+            const drths_series_error_t *d = &fid->damper_force;
+            fprintf(f, "damper force: peak hyb %.3f kN, peak ref %.3f kN\n"
+                       "  peak err %.3f %%, max err %.3f %%, RMS err %.3f %%\n",
+                    d->peak_hyb * 1e-3, d->peak_ref * 1e-3, pct(d->peak_err), pct(d->max_err),
+                    pct(d->rms_err));
+        }
+    }
+    if (link)
+        print_link(f, link);
+    if (r->verdict)
+        print_verdict(f, r->verdict, r->acceptance_source);
+    print_figures(f);
+}
+
 /* ---- JSON -------------------------------------------------------------------------------- */
 
 static void json_stats(drths_json_t *j, const char *key, const drths_stats_t *s)
@@ -443,22 +751,84 @@ static void json_errors(drths_json_t *j, const char *what, const char *unit,
     drths_json_number(j, key, e->peak_ref);
     snprintf(key, sizeof key, "%s_peak_err_pct", what);
     drths_json_number(j, key, pct(e->peak_err));
+    snprintf(key, sizeof key, "%s_max_abs_err_%s", what, unit);
+    drths_json_number(j, key, e->max_abs_err);
+    snprintf(key, sizeof key, "%s_max_err_pct", what);
+    drths_json_number(j, key, pct(e->max_err));
     snprintf(key, sizeof key, "%s_rms_err_pct", what);
     drths_json_number(j, key, pct(e->rms_err));
 }
 
-void drths_report_write_json(FILE *f, const char *run, const char *ref,
-                             const drths_fidelity_t *fid, const drths_link_stats_t *link)
+static void json_gaps(drths_json_t *j, const drths_gaps_t *gaps, int n)
 {
+    drths_json_array_begin(j, "records");
+    for (int i = 0; i < n; i++) {
+        const drths_gaps_t *g = &gaps[i];
+        drths_json_object_begin(j, NULL);
+        drths_json_string(j, "record", g->label ? g->label : "");
+        drths_json_string(j, "key", g->key ? g->key : "");
+        drths_json_int(j, "first", g->first);
+        drths_json_int(j, "last", g->last);
+        drths_json_int(j, "rows", g->rows);
+        drths_json_int(j, "missing", g->missing);
+        drths_json_int(j, "holes", g->holes);
+        drths_json_array_begin(j, "listed_holes");
+        long listed = g->holes < DRTHS_GAPS_LISTED ? g->holes : DRTHS_GAPS_LISTED;
+        for (long h = 0; h < listed; h++) {
+            drths_json_object_begin(j, NULL);
+            drths_json_int(j, "first_missing", g->hole_first[h]);
+            drths_json_int(j, "last_missing", g->hole_last[h]);
+            drths_json_object_end(j);
+        }
+        drths_json_array_end(j);
+        drths_json_object_end(j);
+    }
+    drths_json_array_end(j);
+}
+
+static void json_verdict(drths_json_t *j, const drths_verdict_t *v, const char *source)
+{
+    drths_json_object_begin(j, "verdict");
+    drths_json_string(j, "outcome", drths_outcome_name(v->outcome));
+    drths_json_string(j, "acceptance", source ? source : "defaults");
+    drths_json_int(j, "rows_missing", v->missing);
+    drths_json_bool(j, "gaps_allowed", v->gaps_allowed);
+    drths_json_array_begin(j, "criteria");
+    for (int i = 0; i < v->n; i++) {
+        const drths_criterion_t *c = &v->c[i];
+        drths_json_object_begin(j, NULL);
+        drths_json_string(j, "criterion", c->name);
+        drths_json_string(j, "unit", c->unit);
+        drths_json_number(j, "value", c->value);
+        drths_json_number(j, "limit", c->limit);
+        drths_json_string(j, "outcome", drths_outcome_name(c->outcome));
+        if (c->note)
+            drths_json_string(j, "note", c->note);
+        drths_json_object_end(j);
+    }
+    drths_json_array_end(j);
+    drths_json_object_end(j);
+}
+
+void drths_report_write_json(FILE *f, const drths_report_t *r)
+{
+    const drths_fidelity_t *fid = r->fid;
+    const drths_link_stats_t *link = r->link;
     drths_json_t j;
     drths_json_init(&j, f);
     drths_json_object_begin(&j, NULL);
-    drths_json_string(&j, "run", run ? run : "");
-    if (ref)
-        drths_json_string(&j, "reference", ref);
+    drths_json_string(&j, "run", r->run ? r->run : "");
+    if (r->ref)
+        drths_json_string(&j, "reference", r->ref);
+    if (r->gaps && r->ngaps > 0)
+        json_gaps(&j, r->gaps, r->ngaps);
+    if (r->verdict)
+        json_verdict(&j, r->verdict, r->acceptance_source);
     if (fid) {
         drths_json_object_begin(&j, "fidelity");
         drths_json_int(&j, "rows", fid->rows);
+        drths_json_int(&j, "first_step", fid->first_step);
+        drths_json_int(&j, "last_step", fid->last_step);
         drths_json_int(&j, "hybrid_rows", fid->hyb_rows);
         drths_json_int(&j, "reference_rows", fid->ref_rows);
         drths_json_number(&j, "dt_s", fid->dt_s);

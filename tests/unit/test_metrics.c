@@ -47,13 +47,14 @@ static void load(drths_csv_table_t *t, const char *const *names, const double *c
     unlink(path);
 }
 
-static double tm[N], r1[N], r2[N], h1[N], h2[N], ra[N], ha[N], tm2[N], tm_late[N];
+static double tm[N], r1[N], r2[N], h1[N], h2[N], ra[N], ha[N], tm2[N], tm_late[N], st[N];
 
 /* Reference: floor 1 x = sin, floor 2 x = 2 cos, accelerations -sin; hybrid: floor 1 scaled by
  * 1.01, floor 2 offset by 1 % of its peak, acceleration scaled by 0.98. */
 static void fill(void)
 {
     for (int i = 0; i < N; i++) {
+        st[i] = i;
         tm[i] = i * 0.002;
         tm2[i] = i * 0.001;
         tm_late[i] = tm[i] + 5.0;
@@ -116,8 +117,8 @@ static void test_fidelity_per_floor_and_max(void **state)
     fill();
     const char *names[] = {"step", "time_s", "x1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2",
                            "damper_force_N"};
-    const double *refc[] = {tm, tm, r1, r2, ra, ra, r1};
-    const double *hybc[] = {tm, tm, h1, h2, ha, ra, h1};
+    const double *refc[] = {st, tm, r1, r2, ra, ra, r1};
+    const double *hybc[] = {st, tm, h1, h2, ha, ra, h1};
     drths_csv_table_t ref, hyb;
     load(&ref, names, refc, 7, N);
     load(&hyb, names, hybc, 7, N - 100); /* a hybrid run stopped early: compare 900 rows */
@@ -128,6 +129,8 @@ static void test_fidelity_per_floor_and_max(void **state)
     assert_int_equal(fid.rows, N - 100);
     assert_int_equal(fid.hyb_rows, N - 100);
     assert_int_equal(fid.ref_rows, N);
+    assert_int_equal(fid.first_step, 0);
+    assert_int_equal(fid.last_step, N - 101);
     assert_near(fid.dt_s, 0.002, 1e-12);
     assert_near(fid.disp[0].peak_err, 0.01, 1e-9);
     assert_near(fid.disp[0].rms_err, 0.01, 1e-9);
@@ -178,20 +181,140 @@ static void test_fidelity_refuses_mismatches(void **state)
 {
     (void)state;
     fill();
-    const char *two[] = {"time_s", "x1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2"};
-    const char *one[] = {"time_s", "x1_m", "a1_abs_m_s2"};
-    const double *c2[] = {tm, r1, r2, ra, ra};
-    const double *c2dt[] = {tm2, r1, r2, ra, ra};
-    const double *c2late[] = {tm_late, r1, r2, ra, ra};
-    expect_fidelity_error(two, c2, 5, one, c2, 3, "floors differ");
-    expect_fidelity_error(two, c2dt, 5, two, c2, 5, "time steps differ");
-    expect_fidelity_error(two, c2late, 5, two, c2, 5, "start times differ");
-    const char *noacc[] = {"time_s", "x1_m", "x2_m", "a1_abs_m_s2", "a3_abs_m_s2"};
-    expect_fidelity_error(noacc, c2, 5, two, c2, 5, ": no column a2_abs_m_s2");
-    const char *notime[] = {"t", "x1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2"};
-    expect_fidelity_error(two, c2, 5, notime, c2, 5, ": no column time_s");
-    const char *nox[] = {"time_s", "y1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2"};
-    expect_fidelity_error(nox, c2, 5, two, c2, 5, ": no column x1_m");
+    const char *two[] = {"step", "time_s", "x1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2"};
+    const char *one[] = {"step", "time_s", "x1_m", "a1_abs_m_s2"};
+    const double *c2[] = {st, tm, r1, r2, ra, ra};
+    const double *c2dt[] = {st, tm2, r1, r2, ra, ra};
+    const double *c2late[] = {st, tm_late, r1, r2, ra, ra};
+    expect_fidelity_error(two, c2, 6, one, c2, 4, "floors differ");
+    expect_fidelity_error(two, c2dt, 6, two, c2, 6, "time steps differ");
+    expect_fidelity_error(two, c2late, 6, two, c2, 6, "start times differ");
+    const char *noacc[] = {"step", "time_s", "x1_m", "x2_m", "a1_abs_m_s2", "a3_abs_m_s2"};
+    expect_fidelity_error(noacc, c2, 6, two, c2, 6, ": no column a2_abs_m_s2");
+    const char *notime[] = {"step", "t", "x1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2"};
+    expect_fidelity_error(two, c2, 6, notime, c2, 6, ": no column time_s");
+    const char *nox[] = {"step", "time_s", "y1_m", "x2_m", "a1_abs_m_s2", "a2_abs_m_s2"};
+    expect_fidelity_error(nox, c2, 6, two, c2, 6, ": no column x1_m");
+    /* Without a step column the rows cannot be joined: refused, never matched by position. */
+    expect_fidelity_error(two + 1, c2 + 1, 5, two, c2, 6, ": no column step");
+    /* Steps that go back are a malformed record: file, line and column named. */
+    double back[10];
+    for (int i = 0; i < 10; i++)
+        back[i] = i == 5 ? 3 : i;
+    const double *cback[] = {back, tm, r1, r2, ra, ra};
+    expect_fidelity_error(two, cback, 6, two, c2, 6, ":7: step 3 does not follow 4");
+}
+
+/* Rows cut out of the hybrid record: the gap is counted and named, and the errors are those of
+ * the steps both records have, computed here from the definitions. */
+static void test_fidelity_joins_by_step(void **state)
+{
+    (void)state;
+    fill();
+    /* The hybrid record lacks steps 100..299 and 700..709; its rows after the first hole sit at
+     * positions 200 and 10 rows earlier than the reference's rows of the same steps. */
+    static double hs[N], ht[N], hx[N], ha2[N];
+    long n = 0;
+    for (int i = 0; i < N; i++) {
+        if ((i >= 100 && i < 300) || (i >= 700 && i < 710))
+            continue;
+        hs[n] = st[i];
+        ht[n] = tm[i];
+        hx[n] = h1[i];
+        ha2[n] = ha[i];
+        n++;
+    }
+    const char *names[] = {"step", "time_s", "x1_m", "a1_abs_m_s2"};
+    const double *refc[] = {st, tm, r1, ra};
+    const double *hybc[] = {hs, ht, hx, ha2};
+    drths_csv_table_t ref, hyb;
+    load(&ref, names, refc, 4, N);
+    load(&hyb, names, hybc, 4, n);
+    drths_fidelity_t fid;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_fidelity_compute(&hyb, &ref, &fid, &err), 0);
+    assert_int_equal(fid.rows, N - 210);
+    assert_near(fid.dt_s, 0.002, 1e-12);
+    /* Scaled by 1.01 at every step: 1 % whatever rows are missing, if joined by step. */
+    assert_near(fid.disp[0].rms_err, 0.01, 1e-9);
+    assert_near(fid.disp[0].peak_err, 0.01, 1e-9);
+    assert_near(fid.disp[0].max_err, 0.01, 1e-9);
+    assert_near(fid.acc[0].rms_err, 0.02, 1e-9);
+
+    drths_gaps_t g;
+    assert_int_equal(drths_gaps_compute(&hyb, "step", 0, N - 1, &g, &err), 0);
+    assert_int_equal(g.missing, 210);
+    assert_int_equal(g.holes, 2);
+    assert_int_equal(g.rows, N - 210);
+    assert_int_equal(g.hole_first[0], 100);
+    assert_int_equal(g.hole_last[0], 299);
+    assert_int_equal(g.hole_first[1], 700);
+    assert_int_equal(g.hole_last[1], 709);
+    /* A range wider than the record: the missing ends count too. */
+    assert_int_equal(drths_gaps_compute(&hyb, "step", -5, N + 4, &g, &err), 0);
+    assert_int_equal(g.missing, 220);
+    assert_int_equal(g.holes, 4);
+    assert_int_equal(g.hole_first[0], -5);
+    assert_int_equal(g.hole_last[3], N + 4);
+    /* Its own range, and a complete record. */
+    assert_int_equal(drths_gaps_compute(&ref, "step", 1, 0, &g, &err), 0);
+    assert_int_equal(g.missing, 0);
+    assert_int_equal(g.first, 0);
+    assert_int_equal(g.last, N - 1);
+    assert_int_equal(drths_gaps_compute(&ref, "tick", 1, 0, &g, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, ": no column tick"));
+    drths_csv_close(&ref);
+    drths_csv_close(&hyb);
+}
+
+static void test_verdict(void **state)
+{
+    (void)state;
+    drths_acceptance_t a;
+    drths_acceptance_defaults(&a);
+    drths_fidelity_t fid;
+    memset(&fid, 0, sizeof fid);
+    fid.disp_max.rms_err = 0.005;
+    fid.disp_max.peak_err = 0.012; /* above 1 % */
+    fid.acc_max.rms_err = 0.04;
+    drths_link_stats_t ls;
+    memset(&ls, 0, sizeof ls);
+    ls.has_numerical = ls.has_physical = 1;
+    ls.tracking_rms_err = 0.01;
+    ls.cmd_concealed_frac = 0.001;
+    ls.fb_concealed_frac = NAN; /* unknown: fails */
+    ls.hold_ticks = 0;
+    drths_gaps_t g = {.missing = 0};
+    drths_verdict_t v;
+    drths_verdict_compute(&a, &fid, &ls, &g, 1, 0, &v);
+    assert_int_equal(v.outcome, DRTHS_OUTCOME_FAIL);
+    assert_int_equal(v.c[0].outcome, DRTHS_OUTCOME_PASS); /* no rows missing */
+    assert_int_equal(v.c[1].outcome, DRTHS_OUTCOME_PASS);
+    assert_int_equal(v.c[2].outcome, DRTHS_OUTCOME_FAIL);
+    assert_near(v.c[2].value, 1.2, 1e-12);
+    assert_int_equal(v.c[6].outcome, DRTHS_OUTCOME_FAIL);
+    fid.disp_max.peak_err = 0.009;
+    ls.fb_concealed_frac = 0.0;
+    drths_verdict_compute(&a, &fid, &ls, &g, 1, 0, &v);
+    assert_int_equal(v.outcome, DRTHS_OUTCOME_PASS);
+    /* A gap fails the run unless allowed; HOLD fails unless allowed. */
+    g.missing = 3;
+    drths_verdict_compute(&a, &fid, &ls, &g, 1, 0, &v);
+    assert_int_equal(v.outcome, DRTHS_OUTCOME_FAIL);
+    assert_int_equal(v.missing, 3);
+    drths_verdict_compute(&a, &fid, &ls, &g, 1, 1, &v);
+    assert_int_equal(v.outcome, DRTHS_OUTCOME_PASS);
+    assert_int_equal(v.c[0].outcome, DRTHS_OUTCOME_NONE);
+    ls.hold_ticks = 5;
+    drths_verdict_compute(&a, &fid, &ls, &g, 1, 1, &v);
+    assert_int_equal(v.outcome, DRTHS_OUTCOME_FAIL);
+    a.hold_allowed = 1;
+    drths_verdict_compute(&a, &fid, &ls, &g, 1, 1, &v);
+    assert_int_equal(v.outcome, DRTHS_OUTCOME_PASS);
+    /* Without a reference and link data nothing is judged but the records. */
+    drths_verdict_compute(&a, NULL, NULL, NULL, 0, 0, &v);
+    assert_int_equal(v.outcome, DRTHS_OUTCOME_PASS);
+    assert_int_equal(v.c[1].outcome, DRTHS_OUTCOME_NONE);
 }
 
 static void test_stats_nearest_rank(void **state)
@@ -242,7 +365,7 @@ static void test_link_stats(void **state)
     const double *nc[] = {tm, r1, ra, fb_conc, rtt, ld};
     const char *pn[] = {"tick", "time_s", "concealed", "hold", "command_m", "meas_disp_m",
                         "cmd_lead_ms", "wake_late_us"};
-    const double *pc[] = {tm, tm, phys_conc, hold, cmd, meas, lead, late};
+    const double *pc[] = {st, tm, phys_conc, hold, cmd, meas, lead, late};
     drths_csv_table_t num, phys;
     load(&num, nn, nc, 6, N);
     load(&phys, pn, pc, 8, N);
@@ -294,16 +417,16 @@ static void test_report_table_and_json(void **state)
 {
     (void)state;
     fill_link();
-    const char *names[] = {"time_s", "x1_m", "a1_abs_m_s2", "fb_concealed", "rtt_ms",
+    const char *names[] = {"step", "time_s", "x1_m", "a1_abs_m_s2", "fb_concealed", "rtt_ms",
                            "loop_delay_ticks"};
-    const double *refc[] = {tm, r1, ra, fb_conc, rtt, ld};
-    const double *hybc[] = {tm, h1, ha, fb_conc, rtt, ld};
+    const double *refc[] = {st, tm, r1, ra, fb_conc, rtt, ld};
+    const double *hybc[] = {st, tm, h1, ha, fb_conc, rtt, ld};
     const char *pn[] = {"time_s", "concealed", "hold", "command_m", "meas_disp_m", "cmd_lead_ms",
                         "wake_late_us"};
     const double *pc[] = {tm, phys_conc, hold, cmd, meas, lead, late};
     drths_csv_table_t ref, hyb, phys;
-    load(&ref, names, refc, 3, N);
-    load(&hyb, names, hybc, 6, N);
+    load(&ref, names, refc, 4, N);
+    load(&hyb, names, hybc, 7, N);
     load(&phys, pn, pc, 7, N);
     drths_fidelity_t fid;
     drths_link_stats_t ls;
@@ -313,11 +436,13 @@ static void test_report_table_and_json(void **state)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    drths_report_print(f, "runs/hyb", "runs/ref", &fid, &ls);
+    drths_report_t rep = {.run = "runs/hyb", .ref = "runs/ref", .fid = &fid, .link = &ls};
+    drths_report_print(f, &rep);
     fclose(f);
     /* floor 1: peaks 1.01 vs 1 m -> 1010 mm vs 1000 mm; acceleration 0.98 -> 2 % */
-    assert_non_null(strstr(text, "    1   1010.000   1000.000      1.000      1.000"));
-    assert_non_null(strstr(text, "0.980      1.000      2.000      2.000"));
+    assert_non_null(strstr(text, "    1   1010.000   1000.000      1.000      1.000      1.000"));
+    assert_non_null(strstr(text, "0.980      1.000      2.000      2.000      2.000"));
+    assert_non_null(strstr(text, "max err   max|h - r| / max|r|"));
     assert_non_null(strstr(text, "concealed feedback     10 of 1000 steps (1.000 %)"));
     assert_non_null(strstr(text, "RMS error norm         1.000 %"));
     assert_non_null(strstr(text, "tick lateness (us)"));
@@ -331,7 +456,7 @@ static void test_report_table_and_json(void **state)
     free(text);
 
     f = open_memstream(&text, &len);
-    drths_report_write_json(f, "runs/hyb", "runs/ref", &fid, &ls);
+    drths_report_write_json(f, &rep);
     fclose(f);
     assert_non_null(strstr(text, "\"disp_rms_err_pct\": 1"));
     assert_non_null(strstr(text, "\"acc_peak_err_pct\": 2"));
@@ -341,7 +466,8 @@ static void test_report_table_and_json(void **state)
 
     /* Without link statistics the table stops after the fidelity part. */
     f = open_memstream(&text, &len);
-    drths_report_print(f, "a", NULL, &fid, NULL);
+    drths_report_t bare = {.run = "a", .fid = &fid};
+    drths_report_print(f, &bare);
     fclose(f);
     assert_null(strstr(text, "Link"));
     assert_null(strstr(text, "reference  "));
@@ -359,6 +485,8 @@ int main(void)
         cmocka_unit_test(test_zeros_and_nan),
         cmocka_unit_test(test_fidelity_per_floor_and_max),
         cmocka_unit_test(test_fidelity_refuses_mismatches),
+        cmocka_unit_test(test_fidelity_joins_by_step),
+        cmocka_unit_test(test_verdict),
         cmocka_unit_test(test_stats_nearest_rank),
         cmocka_unit_test(test_link_stats),
         cmocka_unit_test(test_report_table_and_json),

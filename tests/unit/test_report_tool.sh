@@ -4,8 +4,10 @@
 #   error on every floor; 20 of 2000 steps concealed feedback (1 %); 4 of 2000 ticks concealed
 #   commands (0.2 %); measured = 1.01 x commanded displacement -> tracking error 1 %;
 #   round trip 80..89 ms (median 85: nearest rank 998 of 1995); tick lateness 1..100 us.
-# Checks the printed table, report.json, the PNGs (when gnuplot is installed), the message
-# and exit code for a missing file and a missing column, and a run without physical.csv.
+# Checks the printed table, report.json, the verdict and its exit code (1 % of concealed
+# feedback is above the default 0.5 %: FAIL, exit 1), the PNGs (when gnuplot is installed), the
+# message and exit code for a missing file and a missing column, and a run without physical.csv.
+# Gaps in real records: tests/unit/test_report_gaps.sh.
 set -euo pipefail
 bdir=${1:?build dir}
 tool=$bdir/drths-report
@@ -64,13 +66,24 @@ make_numerical "$work/ref/numerical.csv" 1 0
 make_numerical "$work/hyb/numerical.csv" 1.01 1
 make_physical "$work/hyb/physical.csv"
 
-out=$("$tool" "$work/hyb" --reference "$work/ref") || fail "exit code $? on good input"
+set +e
+out=$("$tool" "$work/hyb" --reference "$work/ref"); rc=$?
+set -e
 echo "$out"
+[ $rc -eq 1 ] || fail "exit code $rc for a run that fails its acceptance criteria (want 1)"
 
-# The table: floor rows "floor peak_hyb peak_ref peak_err rms_err ..." with 1.000 % errors.
-echo "$out" | grep -Eq '^    1     10\.100     10\.000      1\.000      1\.000 ' || fail "floor 1 row"
-echo "$out" | grep -Eq '^    2     20\.200     20\.000      1\.000      1\.000 ' || fail "floor 2 row"
-echo "$out" | grep -Eq '^  max .* 1\.000      1\.000$' || fail "max row"
+# The table: floor rows "floor peak_hyb peak_ref peak_err max_err rms_err" with 1.000 % errors.
+echo "$out" | grep -Eq '^    1     10\.100     10\.000      1\.000      1\.000      1\.000$' ||
+    fail "floor 1 row"
+echo "$out" | grep -Eq '^    2     20\.200     20\.000      1\.000      1\.000      1\.000$' ||
+    fail "floor 2 row"
+echo "$out" | grep -Eq '^  max .* 1\.000      1\.000      1\.000$' || fail "max row"
+# The verdict: the records are complete, 1 % concealed feedback fails the default 0.5 %.
+echo "$out" | grep -Eq '^rows missing from the records \(rows\) +0 +0 +PASS$' || fail "records row"
+echo "$out" | grep -Eq '^concealed feedback \(%\) +1\.000 +0\.500 +FAIL$' || fail "feedback criterion"
+echo "$out" | grep -Eq '^concealed commands \(%\) +0\.200 +0\.500 +PASS$' || fail "command criterion"
+echo "$out" | grep -Eq '^overall +FAIL$' || fail "overall verdict"
+echo "$out" | grep -q '^  max err   max|h - r| / max|r|' || fail "figures defined"
 echo "$out" | grep -q 'concealed feedback     20 of 2000 steps (1.000 %)' || fail "concealed fb"
 echo "$out" | grep -q 'concealed commands     4 of 2000 ticks (0.200 %)' || fail "concealed cmd"
 echo "$out" | grep -Eq '^round trip \(ms\) +1995 +80\.000 +85\.000 +89\.000 +89\.000 +89\.000$' \
@@ -94,6 +107,8 @@ near "$(value disp_peak_err_pct)" 1.0 1e-6 || fail "json disp_peak_err_pct"
 near "$(value acc_rms_err_pct)" 1.0 1e-6 || fail "json acc_rms_err_pct"
 near "$(value fb_concealed_pct)" 1.0 1e-9 || fail "json fb_concealed_pct"
 near "$(value rms_err_pct)" 1.0 1e-6 || fail "json tracking rms_err_pct"
+near "$(value disp_max_err_pct)" 1.0 1e-6 || fail "json disp_max_err_pct"
+grep -q '"outcome": "FAIL"' "$json" || fail "json verdict"
 [ "$(value cmd_concealed)" = 4 ] || fail "json cmd_concealed"
 if command -v jq >/dev/null; then
     jq -e '.fidelity.floors | length == 2' "$json" >/dev/null || fail "json floors"
@@ -110,16 +125,21 @@ else
     echo "gnuplot not installed: PNG checks skipped"
 fi
 
-# --out, and no gnuplot on PATH: one line, still the table, exit 0.
-out=$(PATH=/nonexistent "$tool" "$work/hyb" --reference "$work/ref" --out "$work/elsewhere") \
-    || fail "exit code without gnuplot"
+# --out, and no gnuplot on PATH: one line, still the table; the exit code is the verdict's.
+set +e
+out=$(PATH=/nonexistent "$tool" "$work/hyb" --reference "$work/ref" --out "$work/elsewhere")
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "exit code $rc without gnuplot"
 echo "$out" | grep -q '^gnuplot not found' || fail "no gnuplot message"
 echo "$out" | grep -q 'Fidelity' || fail "no table without gnuplot"
 [ -s "$work/elsewhere/report.json" ] || fail "--out ignored"
 
-# Comparing two reference runs: no physical.csv, no hybrid columns; fidelity only, 0 %.
+# Comparing two reference runs: no physical.csv, no hybrid columns; fidelity only, 0 %: PASS.
 out=$("$tool" "$work/ref" --reference "$work/ref" --no-plots) || fail "ref vs ref exit"
-echo "$out" | grep -Eq '^    1     10\.000     10\.000      0\.000      0\.000 ' || fail "ref vs ref"
+echo "$out" | grep -Eq '^    1     10\.000     10\.000      0\.000      0\.000      0\.000$' ||
+    fail "ref vs ref"
+echo "$out" | grep -Eq '^overall +PASS$' || fail "ref vs ref verdict"
 echo "$out" | grep -q 'Link' && fail "link section without link data"
 [ -e "$work/ref/report_displacement.png" ] && fail "--no-plots wrote plots"
 

@@ -1,14 +1,20 @@
 /* drths-report: error metrics of a run against the reference run (the same experiment integrated
- * in one process with the virtual specimen: per floor, the peak and RMS errors of displacement
- * and absolute acceleration), link and real-time statistics, and PNG plots.
+ * in one process with the virtual specimen: per floor, the peak, largest and RMS errors of
+ * displacement and absolute acceleration), link and real-time statistics, the completeness of
+ * the records, a verdict against the acceptance criteria, and PNG plots. docs/report.md defines
+ * every figure.
  *
  *   drths-report RUN_DIR [--reference REF_DIR] [--physical PHYS_DIR] [--out DIR] [--no-plots]
+ *                [--allow-gaps]
  *
- * Prints the table, writes report.txt and report.json into RUN_DIR (or DIR), and, when gnuplot
- * is installed, report_displacement.png, report_acceleration.png, report_damper.png and (for a
- * hybrid run) report_link.png. Exit codes: 0 done (also when gnuplot is missing), 1 an output
- * could not be written or gnuplot failed, 2 bad usage or a missing/malformed input file or
- * column.
+ * Records are joined by step (numerical.csv) and tick (physical.csv), never by row position; a
+ * step or tick missing from a record is a gap, named in the table, and fails the run unless
+ * --allow-gaps is given. Prints the table, writes report.txt and report.json into RUN_DIR (or
+ * DIR), the records with units and the run's metadata as report.h5 (HDF5), and, when gnuplot
+ * is installed, the PNG plots. Exit codes: 0 the run passed its
+ * acceptance criteria and its records are complete (also when gnuplot is missing), 1 it failed
+ * a criterion, a record has a gap, an output could not be written or gnuplot failed, 2 bad usage
+ * or a missing/malformed input file or column.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,11 +24,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "platform/cli.h"
 #include "platform/csvread.h"
 #include "platform/metrics.h"
+#include "tools/report/hdf5.h"
 
 /* Rows per plotted series: enough for a smooth 1200-pixel plot, small enough for gnuplot to
  * draw quickly from a 60 s run at 5 kHz. Time histories keep each bucket's minimum and maximum,
@@ -35,23 +44,30 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " RUN_DIR [--reference REF_DIR] [--physical PHYS_DIR] [--out DIR]\n"
-            "                    [--no-plots]\n"
-            "Compares RUN_DIR/numerical.csv with REF_DIR/numerical.csv (per-floor peak and RMS\n"
-            "errors of displacement and absolute acceleration), adds link and real-time\n"
-            "statistics from the hybrid columns and the actuator site's physical.csv when\n"
-            "present, prints the table and writes report.txt, report.json and PNG plots (with\n"
-            "gnuplot).\n"
+            "                    [--no-plots] [--allow-gaps] [--experiment FILE]\n"
+            "Compares RUN_DIR/numerical.csv with REF_DIR/numerical.csv step by step (per-floor\n"
+            "peak, largest and RMS errors of displacement and absolute acceleration), adds link\n"
+            "and real-time statistics from the hybrid columns and the actuator site's\n"
+            "physical.csv when present, checks that no step or tick is missing from a record,\n"
+            "judges the run against its acceptance criteria (PASS / FAIL), prints the table and\n"
+            "writes report.txt, report.json, report.h5 (the records as HDF5, units and metadata\n"
+            "as attributes) and PNG plots (with gnuplot). docs/report.md defines every figure.\n"
             "\n"
             "  -r, --reference REF_DIR  the reference run to compare with\n"
             "  -p, --physical PHYS_DIR  where physical.csv is (default RUN_DIR)\n"
             "  -o, --out DIR            where the report goes (default RUN_DIR)\n"
             "  -n, --no-plots           no PNG plots\n"
+            "  -e, --experiment FILE    the acceptance criteria from FILE's acceptance section\n"
+            "                           (default RUN_DIR/experiment.yaml, the run's copy; the\n"
+            "                           defaults of docs/experiment-file.md without either)\n"
+            "  -g, --allow-gaps         steps or ticks missing from a record do not fail the run\n"
+            "                           (the figures cover the rows present either way)\n"
             "  -h, --help               print this help and exit\n"
             "      --version            print the version and exit\n"
             "\n"
             "Without gnuplot the report is written without plots (exit 0).\n"
             "\n");
-    drths_cli_print_exit_codes(f, "an output could not be written or gnuplot failed");
+    drths_cli_print_exit_codes(f, "FAIL, a record with a gap, or an output not written");
 }
 
 typedef struct inputs {
@@ -282,7 +298,20 @@ typedef struct plot_job {
     FILE *gp;            /* the gnuplot script being written */
     char **files;        /* files created in tmp, removed at the end */
     int nfiles;
+    const char *caption; /* run, experiment and date, the second line of every title */
+    char layout[32];     /* "rows,cols" of the next multiplot */
 } plot_job_t;
+
+/* A multiplot title: what it shows, then the caption on a second line (gnuplot reads "\n" in
+ * double quotes as a line break; the texts themselves go in single quotes, taken literally). */
+static void gp_title(plot_job_t *j, const char *what)
+{
+    fprintf(j->gp, "set multiplot layout %s title ", j->layout);
+    gp_string(j->gp, what);
+    fprintf(j->gp, ".\"\\n\".");
+    gp_string(j->gp, j->caption ? j->caption : "");
+    fputc('\n', j->gp);
+}
 
 static const char *tmpfile_in(plot_job_t *j, const char *name)
 {
@@ -331,8 +360,8 @@ static int write_histories(plot_job_t *j, const inputs_t *in, const char *kind)
     char png[64];
     snprintf(png, sizeof png, "report_%s.png", kind);
     gp_output(j->gp, j->out_dir, png, 1200, 120 + 260 * floors);
-    fprintf(j->gp, "set multiplot layout %d,1 title '%s'\n", floors,
-            disp ? "Floor displacement relative to ground" : "Floor absolute acceleration");
+    snprintf(j->layout, sizeof j->layout, "%d,1", floors);
+    gp_title(j, disp ? "Floor displacement relative to ground" : "Floor absolute acceleration");
     fprintf(j->gp, "set grid\nset key top right\n");
     for (int i = 0; i < floors; i++) {
         fprintf(j->gp, "set ylabel 'floor %d %s'\n", i + 1, disp ? "x (mm)" : "a (m/s^2)");
@@ -340,7 +369,7 @@ static int write_histories(plot_job_t *j, const inputs_t *in, const char *kind)
         fprintf(j->gp, "plot ");
         if (dat[1]) {
             gp_string(j->gp, dat[1]);
-            fprintf(j->gp, " using 1:%d with lines lw 1.5 lc rgb '#000000' title 'reference', ",
+            fprintf(j->gp, " using 1:%d with lines lw 4 lc rgb '#a0a0a0' title 'reference', ",
                     i + 2);
         }
         gp_string(j->gp, dat[0]);
@@ -368,15 +397,16 @@ static int write_damper(plot_job_t *j, const inputs_t *in)
         }
     }
     gp_output(j->gp, j->out_dir, "report_damper.png", 1200, 520);
-    fprintf(j->gp, "set multiplot layout 1,2 title 'Damper hysteresis loops'\n"
-                   "set grid\nset key top left\nset ylabel 'damper force (kN)'\n");
+    snprintf(j->layout, sizeof j->layout, "1,2");
+    gp_title(j, "Damper force-displacement and force-velocity loops");
+    fprintf(j->gp, "set grid\nset key top left\nset ylabel 'damper force (kN)'\n");
     for (int p = 0; p < 2; p++) {
         int xcol = p == 0 ? 1 : 2;
         fprintf(j->gp, "set xlabel '%s'\nplot ",
                 p == 0 ? "damper displacement (mm)" : "damper velocity (m/s)");
         if (dat[1]) {
             gp_string(j->gp, dat[1]);
-            fprintf(j->gp, " using %d:3 with lines lw 1.5 lc rgb '#000000' title 'reference', ",
+            fprintf(j->gp, " using %d:3 with lines lw 4 lc rgb '#a0a0a0' title 'reference', ",
                     xcol);
         }
         gp_string(j->gp, dat[0]);
@@ -429,9 +459,9 @@ static int write_link(plot_job_t *j, const inputs_t *in, const drths_link_stats_
     FILE *gp = j->gp;
     int panels = in->has_phys ? 3 : 2;
     gp_output(gp, j->out_dir, "report_link.png", 1200, 120 + 260 * panels);
-    fprintf(gp, "set multiplot layout %d,1 title 'Link: round trip, concealed and late ticks'\n"
-                "set grid\nset key top right\nunset xlabel\nset xrange [%.9g:%.9g]\n",
-            panels, t0, t1);
+    snprintf(j->layout, sizeof j->layout, "%d,1", panels);
+    gp_title(j, "Link: round trip, concealed and late ticks");
+    fprintf(gp, "set grid\nset key top right\nunset xlabel\nset xrange [%.9g:%.9g]\n", t0, t1);
     /* Every y range is explicit: an empty range is only a warning, but a panel whose points
      * are all undefined (no round trip measured yet) would stop gnuplot. */
     fprintf(gp, "set ylabel 'round trip (ms)'\n");
@@ -475,7 +505,7 @@ static int write_link(plot_job_t *j, const inputs_t *in, const drths_link_stats_
 
 /* Writes the data and the script, runs gnuplot on it, and cleans up. Returns 0 or -1. */
 static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_dir,
-                      const drths_link_stats_t *link)
+                      const drths_link_stats_t *link, const char *caption)
 {
     const char *tmpdir = getenv("TMPDIR");
     char tmp[4096];
@@ -485,7 +515,7 @@ static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_d
                 strerror(errno));
         return -1;
     }
-    plot_job_t j = {.tmp = tmp, .out_dir = out_dir};
+    plot_job_t j = {.tmp = tmp, .out_dir = out_dir, .caption = caption};
     const char *script = tmpfile_in(&j, "report.gp");
     int rc = -1;
     j.gp = fopen(script, "w");
@@ -532,8 +562,7 @@ static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_d
 
 /* ---- main -------------------------------------------------------------------------------- */
 
-static int write_text(const char *path, const char *run, const char *ref,
-                      const drths_fidelity_t *fid, const drths_link_stats_t *link, int json)
+static int write_text(const char *path, const drths_report_t *r, int json)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -541,9 +570,9 @@ static int write_text(const char *path, const char *run, const char *ref,
         return -1;
     }
     if (json)
-        drths_report_write_json(f, run, ref, fid, link);
+        drths_report_write_json(f, r);
     else
-        drths_report_print(f, run, ref, fid, link);
+        drths_report_print(f, r);
     if (ferror(f) | fclose(f)) {
         fprintf(stderr, PROG ": write error on %s\n", path);
         return -1;
@@ -551,30 +580,45 @@ static int write_text(const char *path, const char *run, const char *ref,
     return 0;
 }
 
-int main(int argc, char **argv)
+typedef struct options {
+    const char *run_dir, *ref_dir, *out_dir, *phys_dir, *experiment;
+    int plots, allow_gaps;
+} options_t;
+
+/* Returns -1 to go on, or the exit code. */
+static int parse_options(int argc, char **argv, options_t *o)
 {
     static const struct option opts[] = {{"reference", required_argument, NULL, 'r'},
                                          {"physical", required_argument, NULL, 'p'},
                                          {"out", required_argument, NULL, 'o'},
                                          {"no-plots", no_argument, NULL, 'n'},
+                                         {"allow-gaps", no_argument, NULL, 'g'},
+                                         {"experiment", required_argument, NULL, 'e'},
                                          DRTHS_CLI_OPTIONS_COMMON,
                                          {NULL, 0, NULL, 0}};
-    const char *ref_dir = NULL, *out_dir = NULL, *phys_dir = NULL;
-    int plots = 1, c;
+    int c;
+    memset(o, 0, sizeof *o);
+    o->plots = 1;
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
-    while ((c = getopt_long(argc, argv, "r:p:o:nh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:p:o:nge:h", opts, NULL)) != -1) {
         switch (c) {
         case 'r':
-            ref_dir = optarg;
+            o->ref_dir = optarg;
             break;
         case 'p':
-            phys_dir = optarg;
+            o->phys_dir = optarg;
             break;
         case 'o':
-            out_dir = optarg;
+            o->out_dir = optarg;
             break;
         case 'n':
-            plots = 0;
+            o->plots = 0;
+            break;
+        case 'g':
+            o->allow_gaps = 1;
+            break;
+        case 'e':
+            o->experiment = optarg;
             break;
         default:
             return drths_cli_other_option(PROG, c, usage);
@@ -584,73 +628,213 @@ int main(int argc, char **argv)
         return drths_cli_usage_error(PROG, "no RUN_DIR given (see --help)");
     if (optind + 1 < argc)
         return drths_cli_unexpected_argument(PROG, argv[optind + 1]);
-    const char *run_dir = argv[optind];
-    if (!out_dir)
-        out_dir = run_dir;
-    if (!phys_dir)
-        phys_dir = run_dir;
+    o->run_dir = argv[optind];
+    if (!o->out_dir)
+        o->out_dir = o->run_dir;
+    if (!o->phys_dir)
+        o->phys_dir = o->run_dir;
+    return -1;
+}
+
+/* The gaps of each record: the numerical records against the steps either has (a step the
+ * other record has is a step this one should have), physical.csv against its own ticks. */
+static int find_gaps(const inputs_t *in, drths_gaps_t *gaps, int *ngaps, drths_error_t *err)
+{
+    long lo, hi, rlo, rhi;
+    int rc = drths_record_range(&in->run, "step", &lo, &hi, err);
+    if (!rc && in->has_ref) {
+        rc = drths_record_range(&in->ref, "step", &rlo, &rhi, err);
+        lo = rlo < lo ? rlo : lo;
+        hi = rhi > hi ? rhi : hi;
+    }
+    *ngaps = 0;
+    if (!rc) {
+        rc = drths_gaps_compute(&in->run, "step", lo, hi, &gaps[*ngaps], err);
+        gaps[(*ngaps)++].label = in->has_ref ? "hybrid numerical.csv" : "numerical.csv";
+    }
+    if (!rc && in->has_ref) {
+        rc = drths_gaps_compute(&in->ref, "step", lo, hi, &gaps[*ngaps], err);
+        gaps[(*ngaps)++].label = "reference numerical.csv";
+    }
+    if (!rc && in->has_phys) {
+        rc = drths_gaps_compute(&in->phys, "tick", 1, 0, &gaps[*ngaps], err);
+        gaps[(*ngaps)++].label = "physical.csv";
+    }
+    return rc;
+}
+
+/* "run <folder>, experiment <name>, <date>": the experiment from summary.json (or "?"), the
+ * date when numerical.csv was last written. */
+static void make_caption(const char *run_dir, char *out, size_t cap)
+{
+    char exp[256] = "?", date[64] = "?";
+    char *path = join(run_dir, "summary.json");
+    FILE *f = fopen(path, "r");
+    free(path);
+    if (f) {
+        char line[1024];
+        while (fgets(line, sizeof line, f)) {
+            char *k = strstr(line, "\"experiment\": \"");
+            if (k) {
+                k += strlen("\"experiment\": \"");
+                size_t n = strcspn(k, "\"");
+                snprintf(exp, sizeof exp, "%.*s", (int)n, k);
+                break;
+            }
+        }
+        fclose(f);
+    }
+    path = join(run_dir, "numerical.csv");
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        struct tm tm;
+        localtime_r(&st.st_mtime, &tm);
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M", &tm);
+    }
+    free(path);
+    snprintf(out, cap, "run %s, experiment %s, %s", run_dir, exp, date);
+}
+
+/* The acceptance criteria: from --experiment, else from the run folder's copy of the
+ * experiment file, else the defaults. source says which, for the table. */
+static int load_acceptance(const options_t *o, drths_acceptance_t *acc, char **source)
+{
+    drths_acceptance_defaults(acc);
+    char *path = o->experiment ? strdup(o->experiment) : join(o->run_dir, "experiment.yaml");
+    if (!path) {
+        fprintf(stderr, PROG ": out of memory\n");
+        exit(DRTHS_EXIT_FAILED);
+    }
+    if (!o->experiment && access(path, F_OK) != 0) {
+        free(path);
+        *source = strdup("defaults (no experiment.yaml in RUN_DIR)");
+        return 0;
+    }
+    drths_acceptance_config_t c;
+    drths_error_t err = {{0}};
+    if (drths_experiment_load_acceptance(&c, path, &err)) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        free(path);
+        return -1;
+    }
+    acc->disp_rms_err_pct = c.displacement_rms_error_pct;
+    acc->disp_peak_err_pct = c.displacement_peak_error_pct;
+    acc->acc_rms_err_pct = c.acceleration_rms_error_pct;
+    acc->tracking_rms_err_pct = c.tracking_rms_error_pct;
+    acc->concealed_commands_pct = c.concealed_commands_pct;
+    acc->concealed_feedback_pct = c.concealed_feedback_pct;
+    acc->hold_allowed = c.hold_allowed;
+    *source = path;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    options_t o;
+    int status = parse_options(argc, argv, &o);
+    if (status >= 0)
+        return status;
 
     inputs_t in;
     memset(&in, 0, sizeof in);
-    int status = DRTHS_EXIT_USAGE; /* until the inputs are read */
+    status = DRTHS_EXIT_USAGE; /* until the inputs are read */
     drths_error_t err = {{0}};
     drths_fidelity_t fid;
     drths_link_stats_t link;
-    if (load(&in.run, run_dir, "numerical.csv", 0))
+    drths_gaps_t gaps[3];
+    int ngaps = 0;
+    drths_acceptance_t acc;
+    drths_verdict_t verdict;
+    char *acc_source = NULL;
+    if (load_acceptance(&o, &acc, &acc_source))
         goto out;
-    if (ref_dir) {
-        if (load(&in.ref, ref_dir, "numerical.csv", 0))
+    if (load(&in.run, o.run_dir, "numerical.csv", 0))
+        goto out;
+    if (o.ref_dir) {
+        if (load(&in.ref, o.ref_dir, "numerical.csv", 0))
             goto out;
         in.has_ref = 1;
     }
     /* An explicit --physical folder must hold physical.csv; RUN_DIR may lack it. */
-    int prc = load(&in.phys, phys_dir, "physical.csv", phys_dir == run_dir);
+    int prc = load(&in.phys, o.phys_dir, "physical.csv", o.phys_dir == o.run_dir);
     if (prc < 0)
         goto out;
     in.has_phys = prc == 0;
-    if (in.has_ref && drths_fidelity_compute(&in.run, &in.ref, &fid, &err)) {
+    if (find_gaps(&in, gaps, &ngaps, &err) ||
+        (in.has_ref && drths_fidelity_compute(&in.run, &in.ref, &fid, &err)) ||
+        drths_link_stats_compute(&in.run, in.has_phys ? &in.phys : NULL, &link, &err)) {
         fprintf(stderr, PROG ": %s\n", err.msg);
         goto out;
     }
-    if (drths_link_stats_compute(&in.run, in.has_phys ? &in.phys : NULL, &link, &err)) {
-        fprintf(stderr, PROG ": %s\n", err.msg);
+    if (o.plots && (check_plot_columns(&in.run) || (in.has_ref && check_plot_columns(&in.ref))))
         goto out;
-    }
-    if (plots && (check_plot_columns(&in.run) || (in.has_ref && check_plot_columns(&in.ref))))
-        goto out;
-
-    status = DRTHS_EXIT_OK;
     const drths_fidelity_t *fp = in.has_ref ? &fid : NULL;
-    drths_report_print(stdout, run_dir, ref_dir, fp, &link);
+    drths_verdict_compute(&acc, fp, &link, gaps, ngaps, o.allow_gaps, &verdict);
+
+    /* The verdict decides the exit code; a failure to write an output below overrides it. */
+    status = verdict.outcome == DRTHS_OUTCOME_FAIL ? DRTHS_EXIT_FAILED : DRTHS_EXIT_OK;
+    drths_report_t rep = {.run = o.run_dir,
+                          .ref = o.ref_dir,
+                          .acceptance_source = acc_source,
+                          .fid = fp,
+                          .link = &link,
+                          .gaps = gaps,
+                          .ngaps = ngaps,
+                          .verdict = &verdict};
+    drths_report_print(stdout, &rep);
     if (!in.has_phys)
         printf("\n(no physical.csv in %s: actuator, tracking and real-time figures left out)\n",
-               phys_dir);
+               o.phys_dir);
     printf("(overruns, compute time and timer latency: see the sites' summary.json)\n");
+    if (verdict.missing > 0)
+        fprintf(stderr, PROG ": %ld steps or ticks are missing from the records (see GAP)%s\n",
+                verdict.missing,
+                o.allow_gaps ? "; tolerated (--allow-gaps)"
+                             : "; the figures cover the rows present (--allow-gaps to accept)");
     fflush(stdout);
 
-    if (mkdir(out_dir, 0777) && errno != EEXIST) {
-        fprintf(stderr, PROG ": cannot create %s: %s\n", out_dir, strerror(errno));
+    if (mkdir(o.out_dir, 0777) && errno != EEXIST) {
+        fprintf(stderr, PROG ": cannot create %s: %s\n", o.out_dir, strerror(errno));
         status = DRTHS_EXIT_FAILED;
         goto out;
     }
-    char *txt = join(out_dir, "report.txt"), *json = join(out_dir, "report.json");
-    if (write_text(txt, run_dir, ref_dir, fp, &link, 0) ||
-        write_text(json, run_dir, ref_dir, fp, &link, 1))
+    char *txt = join(o.out_dir, "report.txt"), *json = join(o.out_dir, "report.json");
+    if (write_text(txt, &rep, 0) || write_text(json, &rep, 1))
         status = DRTHS_EXIT_FAILED;
     free(txt);
     free(json);
 
-    if (plots) {
+    char *h5 = join(o.out_dir, "report.h5"), *summary = join(o.run_dir, "summary.json");
+    drths_report_hdf5_t hd = {.run_dir = o.run_dir,
+                              .ref_dir = o.ref_dir,
+                              .verdict = drths_outcome_name(verdict.outcome),
+                              .summary_path = summary,
+                              .run = &in.run,
+                              .ref = in.has_ref ? &in.ref : NULL,
+                              .phys = in.has_phys ? &in.phys : NULL};
+    if (drths_report_write_hdf5(h5, &hd, &err)) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        status = DRTHS_EXIT_FAILED;
+    } else {
+        printf("records: %s (HDF5, also MATLAB v7.3: docs/report.md)\n", h5);
+    }
+    free(h5);
+    free(summary);
+
+    if (o.plots) {
+        char caption[512];
         const char *gnuplot = find_gnuplot();
         if (!gnuplot)
             printf("gnuplot not found: no plots (install the Debian package gnuplot-nox)\n");
-        else if (make_plots(gnuplot, &in, out_dir, &link))
+        else if (make_caption(o.run_dir, caption, sizeof caption),
+                 make_plots(gnuplot, &in, o.out_dir, &link, caption))
             status = DRTHS_EXIT_FAILED;
         else
-            printf("plots: %s/report_{displacement,acceleration,damper%s}.png\n", out_dir,
+            printf("plots: %s/report_{displacement,acceleration,damper%s}.png\n", o.out_dir,
                    link.has_numerical ? ",link" : "");
     }
 out:
+    free(acc_source);
     drths_csv_close(&in.run);
     drths_csv_close(&in.ref);
     drths_csv_close(&in.phys);

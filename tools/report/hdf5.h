@@ -1,0 +1,21 @@
+/* report.h5 (tools/report/hdf5.c): the records of a run as HDF5, with units and metadata. */
+#ifndef DRTHS_REPORT_HDF5_H
+#define DRTHS_REPORT_HDF5_H
+
+#include "platform/csvread.h"
+#include "platform/error.h"
+
+typedef struct drths_report_hdf5 {
+    const char *run_dir;             /* root attribute "run" */
+    const char *ref_dir;             /* root attribute "reference", or NULL */
+    const char *verdict;             /* root attribute "verdict" ("PASS", "FAIL"), or NULL */
+    const char *summary_path;        /* summary.json whose scalars become root attributes */
+    const drths_csv_table_t *run;    /* group /numerical */
+    const drths_csv_table_t *ref;    /* group /reference, or NULL */
+    const drths_csv_table_t *phys;   /* group /physical, or NULL */
+} drths_report_hdf5_t;
+
+/* Writes path (replacing it). Returns 0 or a negative errno with err filled. init-only. */
+int drths_report_write_hdf5(const char *path, const drths_report_hdf5_t *in, drths_error_t *err);
+
+#endif
