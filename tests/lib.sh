@@ -132,6 +132,19 @@ PY
 # background (pid in $last_pid), at real-time priority 70, below the sites' 80, for the reason
 # given in tools/attack/main.c: on a loaded machine an ordinary process is descheduled for
 # tens of ms, which the sites would see as an outage the test did not ask for.
+# report OUT ARGS...: drths-report ARGS for the figures a test checks itself, its output (stdout
+# and stderr) in the file OUT. Exit 0 (PASS) and exit 1 with a FAIL verdict both give the
+# figures; a gap in a record (the records must be complete), a wrong file or a crash fails the
+# test.
+report() {
+  local out=$1 rc=0
+  shift
+  timeout 60 "$bdir/drths-report" "$@" >"$out" 2>&1 || rc=$?
+  grep -q "GAP:" "$out" && fail "drths-report found a gap in a record ($out)"
+  [ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "drths-report exit $rc ($out)"
+  [ "$rc" = 0 ] || grep -q "FAIL" "$out" || fail "drths-report exit 1 without a FAIL verdict ($out)"
+}
+
 start_impair() {
     local name=$1 lport=$2 tport=$3
     shift 3

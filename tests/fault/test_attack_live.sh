@@ -41,9 +41,8 @@ run() { # run NAME PHYSICAL_OPTIONS RELAY_OPTIONS...
     echo "$name: drths-numerical exit $nrc, drths-physical exit $prc"
     [ "$nrc" = 0 ] || fail "$name: drths-numerical exit $nrc"
     [ "$prc" = 0 ] || fail "$name: drths-physical exit $prc"
-    timeout 60 "$bdir/drths-report" "$tmp/$name-num" --reference "$tmp/ref" \
-        --physical "$tmp/$name-phys" --no-plots >"$tmp/$name-report.out" 2>&1 ||
-        fail "$name: drths-report failed"
+    report "$tmp/$name-report.out" "$tmp/$name-num" --reference "$tmp/ref" \
+        --physical "$tmp/$name-phys" --no-plots
 }
 
 timeout 60 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --reference --out "$tmp/ref" \

@@ -69,8 +69,7 @@ echo "drths-numerical exit $nrc, drths-physical exit $prc"
 [ "$prc" = 0 ] || fail "drths-physical exit $prc"
 timeout 60 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --reference --out "$tmp/ref" \
     --quiet >"$tmp/ref.out" 2>"$tmp/ref.err" || fail "reference run failed"
-timeout 60 "$bdir/drths-report" "$tmp/num" --reference "$tmp/ref" --physical "$tmp/phys" \
-    --no-plots >"$tmp/report.out" 2>&1 || fail "drths-report failed"
+report "$tmp/report.out" "$tmp/num" --reference "$tmp/ref" --physical "$tmp/phys" --no-plots
 
 python3 - "$tmp" <<'PY' || fail "numerical kernel filter checks failed"
 import json, re, sys

@@ -27,8 +27,7 @@ echo "drths-numerical exit $nrc, drths-physical exit $prc"
 
 timeout 60 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --reference --out "$tmp/ref" \
     --quiet >"$tmp/ref.out" 2>"$tmp/ref.err" || fail "reference run failed"
-timeout 60 "$bdir/drths-report" "$tmp/num" --reference "$tmp/ref" --physical "$tmp/phys" \
-    --no-plots >"$tmp/report.out" 2>"$tmp/report.err" || fail "drths-report failed"
+report "$tmp/report.out" "$tmp/num" --reference "$tmp/ref" --physical "$tmp/phys" --no-plots
 sed -n '/Fidelity/,/damper force/p' "$tmp/report.out"
 
 python3 - "$tmp" <<'PY' || fail "record or fidelity check failed"
