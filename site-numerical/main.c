@@ -298,6 +298,7 @@ static int start_run(app_t *a)
         a->exit_code = rc == -ENOTSUP || rc == -EINVAL ? DRTHS_EXIT_CONFIG : DRTHS_EXIT_FAILED;
         return not_run(a, err.msg);
     }
+    drths_site_print_recorders(&a->shell, "");
     printf("smith predictor: %s (nominal %s model, dead time L = %u ticks)\n",
            drths_smith_mode_name(a->exp.numerical.smith),
            drths_damper_model_name(a->exp.specimen.damper.model), hp->L);

@@ -294,7 +294,7 @@ static void print_start(const app_t *a)
     }
     drths_physsite_print_setup(stdout, &a->ps);
     printf("  run folder: %s\n", a->dir);
-    fflush(stdout);
+    drths_site_print_recorders(&a->shell, "  ");
     drths_site_print_monitor(&a->shell, "  ");
 }
 

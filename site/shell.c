@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "platform/cli.h"
+#include "platform/rtclock.h"
 #include "platform/runfolder.h"
 
 /* ---- command line ----------------------------------------------------------------------- */
@@ -176,10 +177,35 @@ static void close_handles(drths_site_t *s)
     uv_close((uv_handle_t *)&s->tlm_timer, NULL);
 }
 
+/* Rows lost by a recorder (its ring overflowed) are said at once, on stderr and to the
+ * monitor, then at most once a second while the count grows: the record is incomplete and the
+ * run will exit 1 (the program decides that at the end). */
+static void warn_lost_rows(drths_site_t *s, int i)
+{
+    uint64_t lost = drths_recorder_dropped(s->rec[i]);
+    if (lost == s->rec_warned[i])
+        return;
+    int64_t now = drths_now_ns();
+    if (s->rec_warned[i] != 0 && now - s->rec_warn_ns[i] < 1000000000)
+        return;
+    s->rec_warned[i] = lost;
+    s->rec_warn_ns[i] = now;
+    char text[300];
+    snprintf(text, sizeof text, "WARNING: %llu rows of %s lost so far: the recorder's ring "
+             "overflowed (the disk or its writer thread stalled); the record is incomplete",
+             (unsigned long long)lost, s->rec[i]->csv_name);
+    drths_site_clear_status(s);
+    fprintf(stderr, "%s: %s\n", s->prog, text);
+    fflush(stderr);
+    drths_site_event(s, text);
+}
+
 static void drain(drths_site_t *s)
 {
-    for (int i = 0; i < s->nrec; i++)
+    for (int i = 0; i < s->nrec; i++) {
         drths_recorder_drain(s->rec[i]);
+        warn_lost_rows(s, i);
+    }
 }
 
 /* The program's events, the recorders, and the end of the loop once the thread is done. */
@@ -399,13 +425,34 @@ int drths_site_recorder_open(drths_site_t *s, drths_recorder_t *rec, const char 
     char path[4200];
     if (drths_path_join(path, sizeof path, dir, file) != 0)
         return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
+    s->rec_rate_hz[s->nrec] = rate_hz;
     int rc = drths_recorder_open(rec, path, columns, ncols, drths_recorder_rows_for(rate_hz), err);
     if (rc != 0)
         return rc;
+    if (tap && s->tlm_on && s->hooks.tap && (rc = drths_recorder_set_tap(rec, on_row, s)) != 0) {
+        drths_recorder_close(rec, NULL);
+        return drths_error_set(err, rc, "out of memory for the telemetry tap");
+    }
+    if ((rc = drths_recorder_start(rec, DRTHS_RECORDER_WRITER_PRIORITY, err)) != 0) {
+        drths_recorder_close(rec, NULL);
+        return rc;
+    }
     s->rec[s->nrec++] = rec;
-    if (tap && s->tlm_on && s->hooks.tap)
-        drths_recorder_set_tap(rec, on_row, s);
     return 0;
+}
+
+void drths_site_print_recorders(const drths_site_t *s, const char *indent)
+{
+    for (int i = 0; i < s->nrec; i++) {
+        const drths_recorder_t *r = s->rec[i];
+        const drths_rt_item_t *it = &r->writer_rt;
+        printf("%srecord: %s, written by a thread at %s: %s%s%s%s; ring of %zu rows (%.1f s)\n",
+               indent, r->bin_name, it->what, drths_rt_status_name(it->status),
+               it->detail[0] ? " (" : "", it->detail, it->detail[0] ? ")" : "",
+               drths_ring_capacity(&r->ring),
+               (double)drths_ring_capacity(&r->ring) / s->rec_rate_hz[i]);
+    }
+    fflush(stdout);
 }
 
 /* ---- the real-time thread --------------------------------------------------------------- */

@@ -8,8 +8,8 @@
  *  - the start-up steps: libsodium, then the experiment file; the pre-shared key (or the public
  *    rehearsal key, with a warning); the run folder; the recorders;
  *  - one libuv loop owned by drths_site_t: SIGINT and SIGTERM become a stop request, an async
- *    handle lets the real-time thread wake the loop, a 50 ms timer drains the recorders into
- *    their files, a 1 s timer redraws the status line, and with --monitor a 50 Hz timer sends
+ *    handle lets the real-time thread wake the loop, a 50 ms timer serves the recorders (their
+ *    telemetry tap, and a warning if one loses rows; each has its own writer thread), a 1 s timer redraws the status line, and with --monitor a 50 Hz timer sends
  *    telemetry and acts on the monitor's Start / Stop / Abort;
  *  - the real-time thread: started, optionally held at a gate until main has done its network
  *    start-up, and joined.
@@ -204,6 +204,9 @@ typedef struct drths_site {
 
     /* recorders drained by the loop */
     drths_recorder_t *rec[DRTHS_SITE_MAX_RECORDERS];
+    double rec_rate_hz[DRTHS_SITE_MAX_RECORDERS];
+    uint64_t rec_warned[DRTHS_SITE_MAX_RECORDERS]; /* lost rows last said */
+    int64_t rec_warn_ns[DRTHS_SITE_MAX_RECORDERS]; /* when */
     int nrec;
 
     /* --monitor */
@@ -261,12 +264,19 @@ void drths_site_monitor_end(drths_site_t *s, const char *text);
  * --wait-start. */
 void drths_site_wait_start(drths_site_t *s);
 
-/* Opens a recorder on dir/file with the columns given, sized for rate_hz, and drains it from
- * the loop from now on; with tap and --monitor its rows feed the telemetry (hooks.tap). Returns
- * 0 or a negative errno. */
+/* Opens a recorder on dir/file (the CSV written at close; the binary stream beside it during
+ * the run) with the columns given, its ring sized for rate_hz, starts its writer thread at
+ * DRTHS_RECORDER_WRITER_PRIORITY (without the privilege, at the default policy: reported by
+ * drths_site_print_recorders) and serves it from the loop from now on: with tap and --monitor
+ * its rows feed the telemetry (hooks.tap); rows it loses are said at once, on stderr and to
+ * the monitor. Returns 0 or a negative errno. */
 int drths_site_recorder_open(drths_site_t *s, drths_recorder_t *rec, const char *dir,
                              const char *file, const char *const *columns, int ncols,
                              double rate_hz, int tap, drths_error_t *err);
+
+/* "INDENTrecord: physical.bin, written by a thread at SCHED_FIFO priority 60: applied; ring of
+ * 32768 rows (6.6 s)" for each recorder, on stdout. */
+void drths_site_print_recorders(const drths_site_t *s, const char *indent);
 
 /* Starts the drain timer (every 50 ms) and, unless --quiet or stderr is not a terminal, the
  * status line (every second). */
