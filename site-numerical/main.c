@@ -341,13 +341,25 @@ static int run_hybrid(app_t *a)
         int by_monitor = atomic_load(&a->shell.stop) == DRTHS_SITE_STOP_MONITOR;
         a->exit_code = drths_numsite_end_reason(&a->hyb, by_monitor, a->peer_timeout_s, a->reason,
                                                 sizeof a->reason);
+        if (dropped) {
+            /* A record with holes must not pass for a complete one: exit 1 whatever else
+             * happened. */
+            size_t n = strlen(a->reason);
+            snprintf(a->reason + n, sizeof a->reason - n, "%srecord incomplete: %" PRIu64
+                     " rows lost (the recorder's ring overflowed)", a->exit_code ? "; " : "",
+                     dropped);
+            if (a->exit_code == 0)
+                memmove(a->reason, a->reason + n, strlen(a->reason + n) + 1);
+            a->exit_code = DRTHS_EXIT_FAILED;
+        }
         if (a->exit_code != 0)
             fprintf(stderr, "drths-numerical: %s\n", a->reason);
     }
     char rt_text[400];
     drths_site_rt_summary(&a->shell.rt_report, rt_text, sizeof rt_text);
     drths_numsite_outcome_t out = {a->reason, a->exit_code,
-                                   (double)(drths_now_ns() - t_start) * 1e-9, dropped, rt_text};
+                                   (double)(drths_now_ns() - t_start) * 1e-9, dropped, rt_text,
+                                   a->running ? &a->rec : NULL};
     if (drths_numsite_write_summary(&a->site, a->running ? &a->hyb : NULL, a->dir, &out, &err))
         fprintf(stderr, "drths-numerical: %s\n", err.msg);
     char text[800];

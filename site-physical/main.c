@@ -298,6 +298,25 @@ static void print_start(const app_t *a)
     drths_site_print_monitor(&a->shell, "  ");
 }
 
+/* Rows the recorder lost make the run a failed one (exit 1), whatever else happened: a
+ * record with holes must not pass for a complete one. */
+static void mark_incomplete(app_t *a)
+{
+    drths_physsite_t *ps = &a->ps;
+    if (ps->rec_dropped == 0)
+        return;
+    char text[160];
+    snprintf(text, sizeof text, "record incomplete: %" PRIu64 " rows lost (the recorder's ring "
+             "overflowed)", ps->rec_dropped);
+    fprintf(stderr, "drths-physical: %s\n", text);
+    size_t n = strlen(ps->exit_reason);
+    if (ps->exit_code == 0 || n == 0)
+        snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", text);
+    else
+        snprintf(ps->exit_reason + n, sizeof ps->exit_reason - n, "; %s", text);
+    ps->exit_code = DRTHS_EXIT_FAILED;
+}
+
 /* Start (when waited for), the RT thread, the loop until it ends, then the records and the
  * summary. Returns the exit code. */
 static int run(app_t *a)
@@ -320,6 +339,7 @@ static int run(app_t *a)
     int closed = drths_recorder_close(&a->rec, &err);
     if (rc != 0)
         return DRTHS_EXIT_FAILED; /* the thread never ran: nothing to report */
+    mark_incomplete(a);
     int code = closed == 0 ? a->ps.exit_code : drths_cli_error(PROG, "%s", err.msg);
     a->ps.rec_written = a->rec.written;
     char path[4200];
