@@ -106,11 +106,13 @@ int drths_recorder_open(drths_recorder_t *r, const char *path, const char *const
                         int ncols, size_t capacity, drths_error_t *err);
 
 /* The ring size for a loop at rate_hz: DRTHS_RECORDER_RING_S seconds of rows (a power of two,
- * at least 4096). The writer's longest stall measured on a loaded 2-CPU machine (six busy
- * loops and a disk writer beside a run, docs/design.md#records-and-reports) was well below a
- * second; the margin covers a slower disk, and the memory (locked by mlockall) stays a few MB.
- * init-only. */
-#define DRTHS_RECORDER_RING_S 4.0
+ * at least 4096). Measured on a loaded 2-CPU virtual machine (six busy loops, a dd writing
+ * 1 MiB blocks with O_DIRECT or through the page cache, and other builds beside a run;
+ * tests/integration/test_records_under_load.sh), the writer's longest stall was 13 ms at
+ * SCHED_FIFO 60 and 80 ms at the default policy (no privilege), with at most 403 rows waiting:
+ * two seconds cover 25 times that, for a slower disk, and keep the memory that mlockall pins
+ * to a few MB. init-only. */
+#define DRTHS_RECORDER_RING_S 2.0
 size_t drths_recorder_rows_for(double rate_hz);
 
 /* Starts the writer thread at SCHED_FIFO priority (0: the default policy). Without the
