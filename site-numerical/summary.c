@@ -52,6 +52,8 @@ static void head_json(drths_json_t *j, const drths_numsite_t *s, const drths_num
     drths_json_number(j, "wall_time_s", o->wall_s);
     if (o->rt_summary)
         drths_json_string(j, "real_time", o->rt_summary);
+    if (o->provenance)
+        drths_provenance_json(j, "provenance", o->provenance);
     drths_json_object_begin(j, "probes");
     drths_json_int(j, "sent", (int64_t)s->probes_sent);
     drths_json_int(j, "answered", (int64_t)s->probes_answered);

@@ -52,6 +52,8 @@ static void write_run(const drths_physsite_t *ps, drths_json_t *j)
     drths_json_int(j, "loop_delay_ticks", a->L);
     drths_json_number(j, "loop_delay_ms", (double)a->L * 1e3 / exp->rate_hz);
     drths_json_int(j, "epochs", (int64_t)a->c.epochs);
+    if (ps->provenance)
+        drths_provenance_json(j, "provenance", ps->provenance);
 }
 
 /* "commands": what the playout buffer received, applied and concealed. */

@@ -9,6 +9,7 @@
 #include "platform/cli.h"
 #include "platform/rtclock.h"
 #include "platform/runfolder.h"
+#include "protocol/fingerprint.h"
 
 /* ---- command line ----------------------------------------------------------------------- */
 
@@ -93,6 +94,8 @@ int drths_site_parse(const drths_site_cli_t *cli, int argc, char **argv, drths_s
     }
     if (optind < argc)
         return drths_cli_unexpected_argument(cli->prog, argv[optind]);
+    o->argc = argc;
+    o->argv = argv;
     if (!o->experiment)
         return drths_cli_usage_error(cli->prog, "--experiment FILE is required (see --help)");
     if ((o->wait_start || o->monitor_token) && !o->monitor)
@@ -154,12 +157,42 @@ void drths_site_key_wipe(drths_site_key_t *k)
 }
 
 int drths_site_run_folder(char *dir, size_t cap, const drths_site_options_t *o,
-                          const drths_experiment_t *exp, const char *role, drths_error_t *err)
+                          const drths_experiment_t *exp, const char *role,
+                          drths_provenance_t *prov, drths_error_t *err)
 {
     char label[300];
     snprintf(label, sizeof label, "%s-%s", exp->name, role);
-    return drths_runfolder_create(dir, cap, o->out, exp->output.directory, label, o->experiment,
-                                  err);
+    drths_provenance_init(prov, o->argc, o->argv);
+    snprintf(prov->experiment_file, sizeof prov->experiment_file, "%s", o->experiment);
+    uint8_t fp[DRTHS_FINGERPRINT_BYTES];
+    if (drths_experiment_fingerprint(exp, fp, err) == 0)
+        drths_experiment_fingerprint_hex(fp, prov->fingerprint);
+    int rc = drths_runfolder_create(dir, cap, o->out, exp->output.directory, label,
+                                    o->experiment, err);
+    if (rc == 0 && exp->ground_motion.record_path) {
+        rc = drths_runfolder_copy_record(dir, exp->ground_motion.record_path,
+                                         exp->ground_motion.file, prov->record_file,
+                                         sizeof prov->record_file, err);
+        snprintf(prov->record_source, sizeof prov->record_source, "%s",
+                 exp->ground_motion.record_path);
+    }
+    return rc;
+}
+
+void drths_site_provenance_rt(const drths_site_t *s, const drths_rt_report_t *rep,
+                              drths_provenance_t *prov)
+{
+    size_t cap = sizeof prov->real_time, n = 0;
+    if (rep)
+        drths_site_rt_summary(rep, prov->real_time, cap);
+    else
+        snprintf(prov->real_time, cap, "no real-time thread");
+    n = strlen(prov->real_time);
+    for (int i = 0; i < s->nrec && n < cap; i++) {
+        const drths_rt_item_t *it = &s->rec[i]->writer_rt;
+        n += (size_t)snprintf(prov->real_time + n, cap - n, "; %s writer %s: %s",
+                              s->rec[i]->bin_name, it->what, drths_rt_status_name(it->status));
+    }
 }
 
 /* ---- loop ------------------------------------------------------------------------------- */

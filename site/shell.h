@@ -47,6 +47,7 @@
 #include "platform/error.h"
 #include "platform/recorder.h"
 #include "platform/rt.h"
+#include "platform/runfolder.h"
 #include "platform/telemetry.h"
 #include "protocol/crypto.h"
 
@@ -78,6 +79,8 @@ typedef struct drths_site_options {
     int kernel_filter;         /* --kernel-filter */
     int quiet;                 /* --quiet: no status line */
     int wait_start;            /* --wait-start (needs --monitor) */
+    int argc;                  /* the command line, for the run's provenance */
+    char *const *argv;
 } drths_site_options_t;
 
 /* What the program adds to the common command line. */
@@ -141,9 +144,14 @@ void drths_site_key_warning(const char *prog, const drths_site_key_t *k);
 void drths_site_key_wipe(drths_site_key_t *k);
 
 /* Creates the run folder: o->out, else <exp.output.directory>/<date>-<exp.name>-<role>, with a
- * copy of the experiment file. Returns 0 or a negative errno (err says which path). */
+ * copy of the experiment file and of its ground motion record (drths_runfolder_copy_record), and
+ * starts the run's provenance in *prov (drths_provenance_init, the experiment file, the record's
+ * copy and the fingerprint; the program adds the key id and the real-time measures). Returns 0
+ * or a negative errno (err says which path). */
 int drths_site_run_folder(char *dir, size_t cap, const drths_site_options_t *o,
-                          const drths_experiment_t *exp, const char *role, drths_error_t *err);
+                          const drths_experiment_t *exp, const char *role,
+                          drths_provenance_t *prov, drths_error_t *err);
+
 
 /* ---- the shell -------------------------------------------------------------------------- */
 
@@ -308,5 +316,10 @@ void drths_site_rt_print(const drths_rt_report_t *rep, const char *indent);
 
 /* "SCHED_FIFO 80: granted; mlockall: ...": the report on one line, for summary.json. */
 void drths_site_rt_summary(const drths_rt_report_t *rep, char *out, size_t cap);
+
+/* prov->real_time: the control thread's measures (drths_site_rt_summary of rep, which may be
+ * NULL when no real-time thread ran) and each recorder's writer thread. */
+void drths_site_provenance_rt(const drths_site_t *s, const drths_rt_report_t *rep,
+                              drths_provenance_t *prov);
 
 #endif
