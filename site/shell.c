@@ -550,6 +550,12 @@ void drths_site_run(drths_site_t *s)
     close_handles(s);
     if (s->loop_open)
         uv_run(&s->loop, UV_RUN_DEFAULT);
+    /* Closing the signal handles gave SIGINT and SIGTERM back their default action, which
+     * would end the process in the middle of writing its records and summary: a second Ctrl-C,
+     * or a script's SIGTERM after the terminal's SIGINT, must not cut them (kill -9 still
+     * can). The run is over: the signals have nothing left to stop. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
     if (s->hooks.service)
         s->hooks.service(s->hooks.ctx);
     drain(s);
