@@ -101,8 +101,8 @@ static int write_header(drths_recorder_t *r, drths_error_t *err)
     return 0;
 }
 
-int drths_recorder_open(drths_recorder_t *r, const char *path, const char *const *names,
-                        int ncols, size_t capacity, drths_error_t *err)
+int drths_recorder_open(drths_recorder_t *r, const char *path, const char *const *names, int ncols,
+                        size_t capacity, drths_error_t *err)
 {
     memset(r, 0, sizeof *r);
     r->fd = -1;
@@ -304,8 +304,7 @@ int drths_recorder_close(drths_recorder_t *r, drths_error_t *err)
         rc = drths_error_set(err, -EIO, "writing %s failed: %s", r->bin_path, strerror(errno));
     r->fd = -1;
     /* The CSV, even after a failed write: it holds every row the .bin holds. */
-    int crc = drths_recorder_bin_to_csv(r->bin_path, r->csv_path, &r->converted,
-                                        rc ? NULL : err);
+    int crc = drths_recorder_bin_to_csv(r->bin_path, r->csv_path, &r->converted, rc ? NULL : err);
     if (rc == 0)
         rc = crc;
     if (rc == 0 && r->converted != r->written)
@@ -404,13 +403,13 @@ void drths_recorder_json(drths_json_t *j, const char *key, const drths_recorder_
     drths_json_string(j, "bin", r->bin_name);
     drths_json_int(j, "rows", (int64_t)r->written);
     drths_json_int(j, "dropped_rows", (int64_t)drths_ring_dropped((drths_ring_t *)&r->ring));
-    drths_json_int(j, "ring_rows", (int64_t)(r->ring_rows ? r->ring_rows
-                                                          : drths_ring_capacity(&r->ring)));
+    drths_json_int(j, "ring_rows",
+                   (int64_t)(r->ring_rows ? r->ring_rows : drths_ring_capacity(&r->ring)));
     drths_json_int(j, "peak_ring_rows", (int64_t)r->peak_rows);
     drths_json_number(j, "writer_max_stall_ms", (double)r->max_stall_ns * 1e-6);
     drths_json_number(j, "writer_max_write_ms", (double)r->max_write_ns * 1e-6);
-    drths_json_string(j, "writer_priority", r->writer_rt.what[0]
-                                                ? drths_rt_status_name(r->writer_rt.status)
-                                                : "no writer thread");
+    drths_json_string(j, "writer_priority",
+                      r->writer_rt.what[0] ? drths_rt_status_name(r->writer_rt.status)
+                                           : "no writer thread");
     drths_json_object_end(j);
 }

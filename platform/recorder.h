@@ -64,19 +64,19 @@ typedef struct drths_recorder {
     drths_ring_t tap_ring; /* writer -> libuv thread; only with a tap */
     int ncols;
     size_t row_bytes;
-    char *csv_path, *bin_path; /* owned; freed by close */
+    char *csv_path, *bin_path;         /* owned; freed by close */
     char csv_name[128], bin_name[128]; /* their file names, kept after close */
     size_t ring_rows;                  /* the ring's capacity, kept after close */
-    char **names;              /* owned copies of the column names */
-    int fd;                    /* the .bin, -1 when closed */
+    char **names;                      /* owned copies of the column names */
+    int fd;                            /* the .bin, -1 when closed */
     size_t header_bytes;
     unsigned char *block; /* the writer's block, block_cap bytes */
     size_t block_cap, block_len;
     int64_t last_write_ns;
-    double *row; /* the libuv thread's buffer for the tap */
-    uint64_t written;       /* rows in the .bin (writer side; read after close) */
-    uint64_t converted;     /* rows in the CSV after close */
-    int failed;             /* a write failed: close returns -EIO */
+    double *row;        /* the libuv thread's buffer for the tap */
+    uint64_t written;   /* rows in the .bin (writer side; read after close) */
+    uint64_t converted; /* rows in the CSV after close */
+    int failed;         /* a write failed: close returns -EIO */
     int open;
 
     /* the writer thread */
@@ -102,8 +102,8 @@ typedef struct drths_recorder {
 /* Prepares a record whose CSV will be path (any previous file there is removed) and whose
  * binary stream is path with .csv replaced by .bin (created now, with its header), with a ring
  * of capacity rows (rounded up to a power of two). No thread yet. init-only. */
-int drths_recorder_open(drths_recorder_t *r, const char *path, const char *const *names,
-                        int ncols, size_t capacity, drths_error_t *err);
+int drths_recorder_open(drths_recorder_t *r, const char *path, const char *const *names, int ncols,
+                        size_t capacity, drths_error_t *err);
 
 /* The ring size for a loop at rate_hz: DRTHS_RECORDER_RING_S seconds of rows (a power of two,
  * at least 4096). Measured on a loaded 2-CPU virtual machine (six busy loops, a dd writing
