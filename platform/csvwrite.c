@@ -22,12 +22,14 @@ int drths_csvw_open(drths_csvw_t *w, const char *path, const char *const *names,
     return 0;
 }
 
-/* Formats a double compactly; integers (ticks, flags, steps) print without exponent. */
+/* Formats a double compactly; integers (ticks, flags, steps) print without exponent. The range
+ * is tested before the cast, because casting a value out of long long's range (or inf) is
+ * undefined. */
 static void put_number(FILE *f, double v)
 {
     if (isnan(v))
         fputs("nan", f);
-    else if (v == (double)(long long)v && fabs(v) < 1e15)
+    else if (fabs(v) < 1e15 && v == (double)(long long)v)
         fprintf(f, "%lld", (long long)v);
     else
         fprintf(f, "%.9g", v);

@@ -125,6 +125,42 @@ int drths_rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
     return -r;
 }
 
+int drths_rt_thread_create_fifo(pthread_t *t, void *(*fn)(void *), void *arg, int priority,
+                                drths_rt_item_t *it)
+{
+    memset(it, 0, sizeof *it);
+    snprintf(it->what, sizeof it->what, "SCHED_FIFO priority %d", priority);
+    if (priority == 0)
+        return drths_rt_thread_create(t, fn, arg);
+    if (priority < sched_get_priority_min(SCHED_FIFO) ||
+        priority > sched_get_priority_max(SCHED_FIFO)) {
+        set_invalid(it, "priority out of range");
+        return -EINVAL;
+    }
+    pthread_attr_t attr;
+    int r = pthread_attr_init(&attr);
+    if (r)
+        return -r;
+    struct sched_param sp = {.sched_priority = priority};
+    r = pthread_attr_setstacksize(&attr, DRTHS_RT_STACK_BYTES);
+    if (!r)
+        r = pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    if (!r)
+        r = pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+    if (!r)
+        r = pthread_attr_setschedparam(&attr, &sp);
+    if (!r)
+        r = pthread_create(t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    if (r == EPERM) {
+        set_item(it, -EPERM, "needs CAP_SYS_NICE or an rtprio limit");
+        return drths_rt_thread_create(t, fn, arg);
+    }
+    if (r == 0)
+        set_item(it, 0, NULL);
+    return -r;
+}
+
 int drths_rt_open_dma_latency(const char *path, int32_t usec)
 {
     int fd = open(path ? path : DMA_LATENCY_PATH, O_WRONLY | O_CLOEXEC);

@@ -95,6 +95,15 @@ int drths_rt_lock_memory(size_t prefault_stack_bytes);
 /* pthread_create with a DRTHS_RT_STACK_BYTES stack. Returns 0 or a negative errno. init-only. */
 int drths_rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
+/* pthread_create with a DRTHS_RT_STACK_BYTES stack at SCHED_FIFO priority (1..99), for a helper
+ * thread that must run below the control loop but above ordinary processes (the recorder's
+ * writer). When the system refuses the priority (no CAP_SYS_NICE, no rtprio limit), the thread
+ * is created with the default policy instead and it says "not permitted": like the control
+ * thread's items, a missing privilege is reported, not an error. priority 0: the default
+ * policy, "not requested". Returns 0 or a negative errno (no thread). init-only. */
+int drths_rt_thread_create_fifo(pthread_t *t, void *(*fn)(void *), void *arg, int priority,
+                                drths_rt_item_t *it);
+
 /* Opens path (NULL: /dev/cpu_dma_latency) and writes usec as the PM QoS request. The request
  * holds only while the returned descriptor stays open. Returns the descriptor (>= 0) or a
  * negative errno. init-only. */

@@ -73,7 +73,12 @@ static int run_reference(const drths_site_options_t *o, drths_experiment_t *exp)
 {
     drths_error_t err = {{0}};
     char dir[4096];
-    if (drths_site_run_folder(dir, sizeof dir, o, exp, "reference", &err) != 0)
+    static drths_provenance_t prov;
+    if (drths_site_run_folder(dir, sizeof dir, o, exp, "reference", &prov, &err) != 0)
+        return drths_cli_error(PROG, "%s", err.msg);
+    /* The reference run's summary.json is reference.c's; its provenance goes beside it. */
+    snprintf(prov.real_time, sizeof prov.real_time, "no real-time thread (reference run)");
+    if (drths_provenance_write(dir, &prov, &err) != 0)
         return drths_cli_error(PROG, "%s", err.msg);
     printf("drths-numerical: reference run of '%s' at %.0f Hz into %s\n", exp->name, exp->rate_hz,
            dir);
@@ -109,6 +114,7 @@ typedef struct app {
     char dir[4096];
     char reason[700];
     int exit_code;
+    drths_provenance_t prov;
 } app_t;
 
 static app_t app;
@@ -201,8 +207,10 @@ static int open_site(app_t *a)
         fprintf(stderr, "drths-numerical: %s\n", err.msg);
         return rc == -EINVAL ? DRTHS_EXIT_CONFIG : DRTHS_EXIT_FAILED;
     }
-    if (drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "numerical", &err) != 0)
+    if (drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "numerical", &a->prov,
+                              &err) != 0)
         return drths_cli_error(PROG, "%s", err.msg);
+    snprintf(a->prov.key_id, sizeof a->prov.key_id, "%s", key.id);
     printf("drths-numerical: hybrid run of '%s' at %.0f Hz\n", a->exp.name, a->exp.rate_hz);
     printf("peer: actuator site at %s\n", a->site.peer_text);
     if (a->so.kernel_filter)
@@ -298,6 +306,7 @@ static int start_run(app_t *a)
         a->exit_code = rc == -ENOTSUP || rc == -EINVAL ? DRTHS_EXIT_CONFIG : DRTHS_EXIT_FAILED;
         return not_run(a, err.msg);
     }
+    drths_site_print_recorders(&a->shell, "");
     printf("smith predictor: %s (nominal %s model, dead time L = %u ticks)\n",
            drths_smith_mode_name(a->exp.numerical.smith),
            drths_damper_model_name(a->exp.specimen.damper.model), hp->L);
@@ -340,13 +349,26 @@ static int run_hybrid(app_t *a)
         int by_monitor = atomic_load(&a->shell.stop) == DRTHS_SITE_STOP_MONITOR;
         a->exit_code = drths_numsite_end_reason(&a->hyb, by_monitor, a->peer_timeout_s, a->reason,
                                                 sizeof a->reason);
+        if (dropped) {
+            /* A record with holes must not pass for a complete one: exit 1 whatever else
+             * happened. */
+            size_t n = strlen(a->reason);
+            snprintf(a->reason + n, sizeof a->reason - n, "%srecord incomplete: %" PRIu64
+                     " rows lost (the recorder's ring overflowed)", a->exit_code ? "; " : "",
+                     dropped);
+            if (a->exit_code == 0)
+                memmove(a->reason, a->reason + n, strlen(a->reason + n) + 1);
+            a->exit_code = DRTHS_EXIT_FAILED;
+        }
         if (a->exit_code != 0)
             fprintf(stderr, "drths-numerical: %s\n", a->reason);
     }
     char rt_text[400];
     drths_site_rt_summary(&a->shell.rt_report, rt_text, sizeof rt_text);
+    drths_site_provenance_rt(&a->shell, &a->shell.rt_report, &a->prov);
     drths_numsite_outcome_t out = {a->reason, a->exit_code,
-                                   (double)(drths_now_ns() - t_start) * 1e-9, dropped, rt_text};
+                                   (double)(drths_now_ns() - t_start) * 1e-9, dropped, rt_text,
+                                   a->running ? &a->rec : NULL, &a->prov};
     if (drths_numsite_write_summary(&a->site, a->running ? &a->hyb : NULL, a->dir, &out, &err))
         fprintf(stderr, "drths-numerical: %s\n", err.msg);
     char text[800];

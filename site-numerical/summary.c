@@ -45,9 +45,15 @@ static void head_json(drths_json_t *j, const drths_numsite_t *s, const drths_num
     drths_json_string(j, "smith", drths_smith_mode_name(e->numerical.smith));
     drths_json_string(j, "exit_reason", o->exit_reason);
     drths_json_int(j, "exit_code", o->exit_code);
+    /* Whether numerical.csv holds every row the loop produced (false: the recorder's ring
+     * overflowed, records_lost_rows were lost, and the run exited 1). */
+    drths_json_bool(j, "records_complete", o->recorder_dropped == 0);
+    drths_json_int(j, "records_lost_rows", (int64_t)o->recorder_dropped);
     drths_json_number(j, "wall_time_s", o->wall_s);
     if (o->rt_summary)
         drths_json_string(j, "real_time", o->rt_summary);
+    if (o->provenance)
+        drths_provenance_json(j, "provenance", o->provenance);
     drths_json_object_begin(j, "probes");
     drths_json_int(j, "sent", (int64_t)s->probes_sent);
     drths_json_int(j, "answered", (int64_t)s->probes_answered);
@@ -87,6 +93,8 @@ static void socket_json(drths_json_t *j, const drths_numsite_t *s,
         drths_json_int(j, "kernel_drops", kernel_drops);
     drths_json_int(j, "send_errors", (int64_t)s->send_errors);
     drths_json_int(j, "recorder_dropped_rows", (int64_t)o->recorder_dropped);
+    if (o->rec)
+        drths_recorder_json(j, "recorder", o->rec);
 }
 
 /* The loop's counters: steps, concealment, feedback, the round trip. */
@@ -341,7 +349,7 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
                         (long long)sm->st.fallback_step, drths_smith_fallback_reason(sm));
         }
         if (dropped)
-            fprintf(f, "  WARNING: %llu rows dropped by the recorder\n",
+            fprintf(f, "  WARNING: %llu rows lost by the recorder: numerical.csv is incomplete\n",
                     (unsigned long long)dropped);
     }
     char out[600] = "";

@@ -11,6 +11,8 @@
 #include <stdio.h>
 
 #include "platform/error.h"
+#include "platform/recorder.h"
+#include "platform/runfolder.h"
 #include "platform/telemetry.h"
 #include "site-numerical/hybrid.h"
 #include "site-numerical/numsite.h"
@@ -23,6 +25,8 @@ typedef struct drths_numsite_outcome {
     double wall_s;
     uint64_t recorder_dropped;
     const char *rt_summary;  /* e.g. "SCHED_FIFO 80: not permitted; ..." */
+    const drths_recorder_t *rec; /* closed; NULL when the run never started */
+    const drths_provenance_t *provenance; /* may be NULL */
 } drths_numsite_outcome_t;
 
 /* Writes dir/summary.json (kind "hybrid-numerical"). h may be NULL when the run never started.

@@ -85,6 +85,7 @@ typedef struct app {
     int rec_open;
     int rt_printed;
     char dir[4096];
+    drths_provenance_t prov;
 } app_t;
 
 static app_t app;
@@ -259,12 +260,14 @@ static int open_io(app_t *a)
         return drths_cli_error(PROG, "%s", err.msg);
     if (drths_site_monitor_open(&a->shell, "physical", a->exp.rate_hz, &err) != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
-    if (drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "physical", &err) != 0 ||
+    if (drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "physical", &a->prov,
+                              &err) != 0 ||
         drths_site_recorder_open(&a->shell, &a->rec, a->dir, "physical.csv",
                                  drths_actuator_columns, DRTHS_ACT_NCOLS, a->exp.rate_hz, 1,
                                  &err) != 0)
         return drths_cli_error(PROG, "%s", err.msg);
     a->rec_open = 1;
+    snprintf(a->prov.key_id, sizeof a->prov.key_id, "%s", a->key.id);
     return 0;
 }
 
@@ -294,8 +297,27 @@ static void print_start(const app_t *a)
     }
     drths_physsite_print_setup(stdout, &a->ps);
     printf("  run folder: %s\n", a->dir);
-    fflush(stdout);
+    drths_site_print_recorders(&a->shell, "  ");
     drths_site_print_monitor(&a->shell, "  ");
+}
+
+/* Rows the recorder lost make the run a failed one (exit 1), whatever else happened: a
+ * record with holes must not pass for a complete one. */
+static void mark_incomplete(app_t *a)
+{
+    drths_physsite_t *ps = &a->ps;
+    if (ps->rec_dropped == 0)
+        return;
+    char text[160];
+    snprintf(text, sizeof text, "record incomplete: %" PRIu64 " rows lost (the recorder's ring "
+             "overflowed)", ps->rec_dropped);
+    fprintf(stderr, "drths-physical: %s\n", text);
+    size_t n = strlen(ps->exit_reason);
+    if (ps->exit_code == 0 || n == 0)
+        snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", text);
+    else
+        snprintf(ps->exit_reason + n, sizeof ps->exit_reason - n, "; %s", text);
+    ps->exit_code = DRTHS_EXIT_FAILED;
 }
 
 /* Start (when waited for), the RT thread, the loop until it ends, then the records and the
@@ -320,6 +342,9 @@ static int run(app_t *a)
     int closed = drths_recorder_close(&a->rec, &err);
     if (rc != 0)
         return DRTHS_EXIT_FAILED; /* the thread never ran: nothing to report */
+    mark_incomplete(a);
+    drths_site_provenance_rt(&a->shell, &a->ps.rt_report, &a->prov);
+    a->ps.provenance = &a->prov;
     int code = closed == 0 ? a->ps.exit_code : drths_cli_error(PROG, "%s", err.msg);
     a->ps.rec_written = a->rec.written;
     char path[4200];

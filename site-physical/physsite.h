@@ -46,6 +46,7 @@
 #include "platform/recorder.h"
 #include "platform/ring.h"
 #include "platform/rt.h"
+#include "platform/runfolder.h"
 #include "platform/udp.h"
 #include "protocol/crypto.h"
 #include "protocol/fingerprint.h"
@@ -146,6 +147,7 @@ typedef struct drths_physsite {
 
     /* Recorder figures for the summary, filled by main before it closes the recorder. */
     uint64_t rec_written, rec_dropped;
+    const drths_provenance_t *provenance; /* for summary.json, set by main; may be NULL */
 
     /* Result (main reads after the join). */
     int exit_code;              /* 0 success, 1 run failed */

@@ -39,6 +39,10 @@ static void write_run(const drths_physsite_t *ps, drths_json_t *j)
     }
     drths_json_int(j, "exit_code", ps->exit_code);
     drths_json_string(j, "exit_reason", ps->exit_reason);
+    /* Whether physical.csv holds every row the loop produced (false: the recorder's ring
+     * overflowed, records_lost_rows were lost, and the run exited 1). */
+    drths_json_bool(j, "records_complete", ps->rec_dropped == 0);
+    drths_json_int(j, "records_lost_rows", (int64_t)ps->rec_dropped);
     drths_json_int(j, "ticks", (int64_t)a->c.ticks);
     drths_json_number(j, "duration_s", (double)a->c.ticks / exp->rate_hz);
     drths_json_number(j, "wall_time_s",
@@ -48,6 +52,8 @@ static void write_run(const drths_physsite_t *ps, drths_json_t *j)
     drths_json_int(j, "loop_delay_ticks", a->L);
     drths_json_number(j, "loop_delay_ms", (double)a->L * 1e3 / exp->rate_hz);
     drths_json_int(j, "epochs", (int64_t)a->c.epochs);
+    if (ps->provenance)
+        drths_provenance_json(j, "provenance", ps->provenance);
 }
 
 /* "commands": what the playout buffer received, applied and concealed. */
@@ -170,10 +176,14 @@ static void write_io(const drths_physsite_t *ps, drths_json_t *j)
     drths_json_int(j, "probes_answered", (int64_t)ps->probes_answered);
     drths_json_int(j, "feedback_sent", (int64_t)ps->feedback_sent);
     drths_json_int(j, "send_errors", (int64_t)ps->send_errors);
-    drths_json_object_begin(j, "recorder");
-    drths_json_int(j, "rows", (int64_t)ps->rec_written);
-    drths_json_int(j, "dropped_rows", (int64_t)ps->rec_dropped);
-    drths_json_object_end(j);
+    if (ps->rec) {
+        drths_recorder_json(j, "recorder", ps->rec);
+    } else {
+        drths_json_object_begin(j, "recorder");
+        drths_json_int(j, "rows", (int64_t)ps->rec_written);
+        drths_json_int(j, "dropped_rows", (int64_t)ps->rec_dropped);
+        drths_json_object_end(j);
+    }
 }
 
 /* "specimen" (the rehearsal's virtual one, as the experiment describes it) and "real_time"

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "platform/cli.h"
+#include "platform/rtclock.h"
 #include "platform/runfolder.h"
+#include "protocol/fingerprint.h"
 
 /* ---- command line ----------------------------------------------------------------------- */
 
@@ -92,6 +94,8 @@ int drths_site_parse(const drths_site_cli_t *cli, int argc, char **argv, drths_s
     }
     if (optind < argc)
         return drths_cli_unexpected_argument(cli->prog, argv[optind]);
+    o->argc = argc;
+    o->argv = argv;
     if (!o->experiment)
         return drths_cli_usage_error(cli->prog, "--experiment FILE is required (see --help)");
     if ((o->wait_start || o->monitor_token) && !o->monitor)
@@ -153,12 +157,42 @@ void drths_site_key_wipe(drths_site_key_t *k)
 }
 
 int drths_site_run_folder(char *dir, size_t cap, const drths_site_options_t *o,
-                          const drths_experiment_t *exp, const char *role, drths_error_t *err)
+                          const drths_experiment_t *exp, const char *role,
+                          drths_provenance_t *prov, drths_error_t *err)
 {
     char label[300];
     snprintf(label, sizeof label, "%s-%s", exp->name, role);
-    return drths_runfolder_create(dir, cap, o->out, exp->output.directory, label, o->experiment,
-                                  err);
+    drths_provenance_init(prov, o->argc, o->argv);
+    snprintf(prov->experiment_file, sizeof prov->experiment_file, "%s", o->experiment);
+    uint8_t fp[DRTHS_FINGERPRINT_BYTES];
+    if (drths_experiment_fingerprint(exp, fp, err) == 0)
+        drths_experiment_fingerprint_hex(fp, prov->fingerprint);
+    int rc = drths_runfolder_create(dir, cap, o->out, exp->output.directory, label,
+                                    o->experiment, err);
+    if (rc == 0 && exp->ground_motion.record_path) {
+        rc = drths_runfolder_copy_record(dir, exp->ground_motion.record_path,
+                                         exp->ground_motion.file, prov->record_file,
+                                         sizeof prov->record_file, err);
+        snprintf(prov->record_source, sizeof prov->record_source, "%s",
+                 exp->ground_motion.record_path);
+    }
+    return rc;
+}
+
+void drths_site_provenance_rt(const drths_site_t *s, const drths_rt_report_t *rep,
+                              drths_provenance_t *prov)
+{
+    size_t cap = sizeof prov->real_time, n = 0;
+    if (rep)
+        drths_site_rt_summary(rep, prov->real_time, cap);
+    else
+        snprintf(prov->real_time, cap, "no real-time thread");
+    n = strlen(prov->real_time);
+    for (int i = 0; i < s->nrec && n < cap; i++) {
+        const drths_rt_item_t *it = &s->rec[i]->writer_rt;
+        n += (size_t)snprintf(prov->real_time + n, cap - n, "; %s writer %s: %s",
+                              s->rec[i]->bin_name, it->what, drths_rt_status_name(it->status));
+    }
 }
 
 /* ---- loop ------------------------------------------------------------------------------- */
@@ -176,10 +210,35 @@ static void close_handles(drths_site_t *s)
     uv_close((uv_handle_t *)&s->tlm_timer, NULL);
 }
 
+/* Rows lost by a recorder (its ring overflowed) are said at once, on stderr and to the
+ * monitor, then at most once a second while the count grows: the record is incomplete and the
+ * run will exit 1 (the program decides that at the end). */
+static void warn_lost_rows(drths_site_t *s, int i)
+{
+    uint64_t lost = drths_recorder_dropped(s->rec[i]);
+    if (lost == s->rec_warned[i])
+        return;
+    int64_t now = drths_now_ns();
+    if (s->rec_warned[i] != 0 && now - s->rec_warn_ns[i] < 1000000000)
+        return;
+    s->rec_warned[i] = lost;
+    s->rec_warn_ns[i] = now;
+    char text[300];
+    snprintf(text, sizeof text, "WARNING: %llu rows of %s lost so far: the recorder's ring "
+             "overflowed (the disk or its writer thread stalled); the record is incomplete",
+             (unsigned long long)lost, s->rec[i]->csv_name);
+    drths_site_clear_status(s);
+    fprintf(stderr, "%s: %s\n", s->prog, text);
+    fflush(stderr);
+    drths_site_event(s, text);
+}
+
 static void drain(drths_site_t *s)
 {
-    for (int i = 0; i < s->nrec; i++)
+    for (int i = 0; i < s->nrec; i++) {
         drths_recorder_drain(s->rec[i]);
+        warn_lost_rows(s, i);
+    }
 }
 
 /* The program's events, the recorders, and the end of the loop once the thread is done. */
@@ -399,13 +458,34 @@ int drths_site_recorder_open(drths_site_t *s, drths_recorder_t *rec, const char 
     char path[4200];
     if (drths_path_join(path, sizeof path, dir, file) != 0)
         return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
+    s->rec_rate_hz[s->nrec] = rate_hz;
     int rc = drths_recorder_open(rec, path, columns, ncols, drths_recorder_rows_for(rate_hz), err);
     if (rc != 0)
         return rc;
+    if (tap && s->tlm_on && s->hooks.tap && (rc = drths_recorder_set_tap(rec, on_row, s)) != 0) {
+        drths_recorder_close(rec, NULL);
+        return drths_error_set(err, rc, "out of memory for the telemetry tap");
+    }
+    if ((rc = drths_recorder_start(rec, DRTHS_RECORDER_WRITER_PRIORITY, err)) != 0) {
+        drths_recorder_close(rec, NULL);
+        return rc;
+    }
     s->rec[s->nrec++] = rec;
-    if (tap && s->tlm_on && s->hooks.tap)
-        drths_recorder_set_tap(rec, on_row, s);
     return 0;
+}
+
+void drths_site_print_recorders(const drths_site_t *s, const char *indent)
+{
+    for (int i = 0; i < s->nrec; i++) {
+        const drths_recorder_t *r = s->rec[i];
+        const drths_rt_item_t *it = &r->writer_rt;
+        printf("%srecord: %s, written by a thread at %s: %s%s%s%s; ring of %zu rows (%.1f s)\n",
+               indent, r->bin_name, it->what, drths_rt_status_name(it->status),
+               it->detail[0] ? " (" : "", it->detail, it->detail[0] ? ")" : "",
+               drths_ring_capacity(&r->ring),
+               (double)drths_ring_capacity(&r->ring) / s->rec_rate_hz[i]);
+    }
+    fflush(stdout);
 }
 
 /* ---- the real-time thread --------------------------------------------------------------- */
@@ -470,6 +550,12 @@ void drths_site_run(drths_site_t *s)
     close_handles(s);
     if (s->loop_open)
         uv_run(&s->loop, UV_RUN_DEFAULT);
+    /* Closing the signal handles gave SIGINT and SIGTERM back their default action, which
+     * would end the process in the middle of writing its records and summary: a second Ctrl-C,
+     * or a script's SIGTERM after the terminal's SIGINT, must not cut them (kill -9 still
+     * can). The run is over: the signals have nothing left to stop. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
     if (s->hooks.service)
         s->hooks.service(s->hooks.ctx);
     drain(s);

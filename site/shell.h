@@ -8,8 +8,8 @@
  *  - the start-up steps: libsodium, then the experiment file; the pre-shared key (or the public
  *    rehearsal key, with a warning); the run folder; the recorders;
  *  - one libuv loop owned by drths_site_t: SIGINT and SIGTERM become a stop request, an async
- *    handle lets the real-time thread wake the loop, a 50 ms timer drains the recorders into
- *    their files, a 1 s timer redraws the status line, and with --monitor a 50 Hz timer sends
+ *    handle lets the real-time thread wake the loop, a 50 ms timer serves the recorders (their
+ *    telemetry tap, and a warning if one loses rows; each has its own writer thread), a 1 s timer redraws the status line, and with --monitor a 50 Hz timer sends
  *    telemetry and acts on the monitor's Start / Stop / Abort;
  *  - the real-time thread: started, optionally held at a gate until main has done its network
  *    start-up, and joined.
@@ -47,6 +47,7 @@
 #include "platform/error.h"
 #include "platform/recorder.h"
 #include "platform/rt.h"
+#include "platform/runfolder.h"
 #include "platform/telemetry.h"
 #include "protocol/crypto.h"
 
@@ -78,6 +79,8 @@ typedef struct drths_site_options {
     int kernel_filter;         /* --kernel-filter */
     int quiet;                 /* --quiet: no status line */
     int wait_start;            /* --wait-start (needs --monitor) */
+    int argc;                  /* the command line, for the run's provenance */
+    char *const *argv;
 } drths_site_options_t;
 
 /* What the program adds to the common command line. */
@@ -141,9 +144,14 @@ void drths_site_key_warning(const char *prog, const drths_site_key_t *k);
 void drths_site_key_wipe(drths_site_key_t *k);
 
 /* Creates the run folder: o->out, else <exp.output.directory>/<date>-<exp.name>-<role>, with a
- * copy of the experiment file. Returns 0 or a negative errno (err says which path). */
+ * copy of the experiment file and of its ground motion record (drths_runfolder_copy_record), and
+ * starts the run's provenance in *prov (drths_provenance_init, the experiment file, the record's
+ * copy and the fingerprint; the program adds the key id and the real-time measures). Returns 0
+ * or a negative errno (err says which path). */
 int drths_site_run_folder(char *dir, size_t cap, const drths_site_options_t *o,
-                          const drths_experiment_t *exp, const char *role, drths_error_t *err);
+                          const drths_experiment_t *exp, const char *role,
+                          drths_provenance_t *prov, drths_error_t *err);
+
 
 /* ---- the shell -------------------------------------------------------------------------- */
 
@@ -204,6 +212,9 @@ typedef struct drths_site {
 
     /* recorders drained by the loop */
     drths_recorder_t *rec[DRTHS_SITE_MAX_RECORDERS];
+    double rec_rate_hz[DRTHS_SITE_MAX_RECORDERS];
+    uint64_t rec_warned[DRTHS_SITE_MAX_RECORDERS]; /* lost rows last said */
+    int64_t rec_warn_ns[DRTHS_SITE_MAX_RECORDERS]; /* when */
     int nrec;
 
     /* --monitor */
@@ -261,12 +272,19 @@ void drths_site_monitor_end(drths_site_t *s, const char *text);
  * --wait-start. */
 void drths_site_wait_start(drths_site_t *s);
 
-/* Opens a recorder on dir/file with the columns given, sized for rate_hz, and drains it from
- * the loop from now on; with tap and --monitor its rows feed the telemetry (hooks.tap). Returns
- * 0 or a negative errno. */
+/* Opens a recorder on dir/file (the CSV written at close; the binary stream beside it during
+ * the run) with the columns given, its ring sized for rate_hz, starts its writer thread at
+ * DRTHS_RECORDER_WRITER_PRIORITY (without the privilege, at the default policy: reported by
+ * drths_site_print_recorders) and serves it from the loop from now on: with tap and --monitor
+ * its rows feed the telemetry (hooks.tap); rows it loses are said at once, on stderr and to
+ * the monitor. Returns 0 or a negative errno. */
 int drths_site_recorder_open(drths_site_t *s, drths_recorder_t *rec, const char *dir,
                              const char *file, const char *const *columns, int ncols,
                              double rate_hz, int tap, drths_error_t *err);
+
+/* "INDENTrecord: physical.bin, written by a thread at SCHED_FIFO priority 60: applied; ring of
+ * 32768 rows (6.6 s)" for each recorder, on stdout. */
+void drths_site_print_recorders(const drths_site_t *s, const char *indent);
 
 /* Starts the drain timer (every 50 ms) and, unless --quiet or stderr is not a terminal, the
  * status line (every second). */
@@ -298,5 +316,10 @@ void drths_site_rt_print(const drths_rt_report_t *rep, const char *indent);
 
 /* "SCHED_FIFO 80: granted; mlockall: ...": the report on one line, for summary.json. */
 void drths_site_rt_summary(const drths_rt_report_t *rep, char *out, size_t cap);
+
+/* prov->real_time: the control thread's measures (drths_site_rt_summary of rep, which may be
+ * NULL when no real-time thread ran) and each recorder's writer thread. */
+void drths_site_provenance_rt(const drths_site_t *s, const drths_rt_report_t *rep,
+                              drths_provenance_t *prov);
 
 #endif

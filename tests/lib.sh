@@ -96,12 +96,25 @@ stop_cleanly() {
     [ "$rc" -eq 0 ] || fail "$2 exit $rc after SIGTERM"
 }
 
-# Waits (bounded) until a site's run has started: its CSV has at least MIN_ROWS data rows.
+# record_rows CSV: the data rows of a site's record so far. During the run the record is the
+# binary stream beside the CSV (NAME.bin: a text header of header_bytes, then row_bytes per row;
+# platform/recorder.h); the CSV is written from it when the site ends.
+record_rows() {
+    local csv=$1 bin=${1%.csv}.bin hb rb size
+    if [ -f "$csv" ]; then echo $(($(wc -l <"$csv") - 1)); return; fi
+    if [ ! -f "$bin" ]; then echo 0; return; fi
+    hb=$(head -c 4096 "$bin" | sed -n 's/^header_bytes //p')
+    rb=$(head -c 4096 "$bin" | sed -n 's/^row_bytes //p')
+    size=$(stat -c %s "$bin")
+    [ -n "$hb" ] && [ -n "$rb" ] && [ "$size" -ge "$hb" ] && echo $(((size - hb) / rb)) || echo 0
+}
+
+# Waits (bounded) until a site's run has started: its record has more than MIN_ROWS rows.
 wait_rows() {
     local csv=$1 min=$2 limit=${3:-30}
     local end=$((SECONDS + limit))
     while [ $SECONDS -lt $end ]; do
-        if [ -f "$csv" ] && [ "$(wc -l <"$csv")" -gt "$min" ]; then return 0; fi
+        if [ "$(record_rows "$csv")" -gt "$min" ]; then return 0; fi
         sleep 0.05
     done
     fail "$csv did not reach $min rows within $limit s"

@@ -1,0 +1,264 @@
+/* Tests of the run recorder (platform/recorder.c): the binary stream converts to the same CSV as
+ * rows written straight with platform/csvwrite.c, with or without the writer thread; a stalled
+ * writer never blocks the producer, and the rows a full ring drops are counted and reported. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "platform/csvwrite.h"
+#include "platform/json.h"
+#include "platform/recorder.h"
+
+#define NCOLS 5
+
+static const char *const names[NCOLS] = {"tick", "time_s", "x_m", "force_N", "flag"};
+
+/* A synthetic table with what formatting must get right: integers, NaN, negative zero, values
+ * on both sides of the integer shortcut, tiny and huge exponents, infinities. */
+static void make_row(int i, double *row)
+{
+    static const double odd[] = {NAN,      -0.0,    1e300,  -1e-300, 1.5e15,
+                                 -2.5e-17, INFINITY, -INFINITY, 0.1, 123456789.123456789,
+                                 1e15,     -1e15,   4.9e-324, 1.7976931348623157e308, -7};
+    row[0] = i;
+    row[1] = i * 2e-4;
+    row[2] = odd[i % 15];
+    row[3] = sin(i) * 1e4;
+    row[4] = odd[(i * 7) % 15];
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* The recorder's CSV (through the .bin) is byte for byte the one csvwrite writes directly. */
+static void round_trip(int threaded)
+{
+    char dir[] = "/tmp/drths-test-recorder-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char direct[128], path[128], bin[128], again[128];
+    snprintf(direct, sizeof direct, "%s/direct.csv", dir);
+    snprintf(path, sizeof path, "%s/rec.csv", dir);
+    snprintf(bin, sizeof bin, "%s/rec.bin", dir);
+    snprintf(again, sizeof again, "%s/again.csv", dir);
+    const int rows = 20000; /* more than one 256 KiB block of 40-byte rows */
+    drths_error_t err;
+
+    drths_csvw_t w;
+    assert_int_equal(drths_csvw_open(&w, direct, names, NCOLS, &err), 0);
+    double row[NCOLS];
+    for (int i = 0; i < rows; i++) {
+        make_row(i, row);
+        drths_csvw_row(&w, row);
+    }
+    assert_int_equal(drths_csvw_close(&w, &err), 0);
+
+    drths_recorder_t r;
+    assert_int_equal(drths_recorder_open(&r, path, names, NCOLS, 1 << 15, &err), 0);
+    if (threaded)
+        assert_int_equal(drths_recorder_start(&r, 0, &err), 0);
+    /* The CSV appears only when the record is complete. */
+    assert_int_not_equal(access(path, F_OK), 0);
+    for (int i = 0; i < rows; i++) {
+        make_row(i, row);
+        assert_int_equal(drths_recorder_push(&r, row), 0);
+        if (i % 5000 == 4999)
+            drths_recorder_drain(&r);
+    }
+    assert_int_equal(drths_recorder_close(&r, &err), 0);
+    assert_int_equal(drths_recorder_close(&r, &err), 0); /* safe twice */
+    assert_int_equal(r.written, rows);
+    assert_int_equal(r.converted, rows);
+    assert_int_equal(drths_recorder_dropped(&r), 0);
+
+    char *a = slurp(direct), *b = slurp(path);
+    assert_string_equal(a, b);
+    /* The kept .bin converts again to the same CSV. */
+    uint64_t n = 0;
+    assert_int_equal(drths_recorder_bin_to_csv(bin, again, &n, &err), 0);
+    assert_int_equal(n, rows);
+    char *c = slurp(again);
+    assert_string_equal(a, c);
+    free(a);
+    free(b);
+    free(c);
+    unlink(direct);
+    unlink(path);
+    unlink(bin);
+    unlink(again);
+    rmdir(dir);
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    round_trip(0);
+}
+
+static void test_round_trip_thread(void **state)
+{
+    (void)state;
+    round_trip(1);
+}
+
+/* A "disk" that blocks the writer in its first write until the test lets it go. */
+static sem_t stall_release;
+static atomic_int stall_entered;
+
+static ssize_t stalling_write(int fd, const void *buf, size_t n)
+{
+    if (!atomic_exchange(&stall_entered, 1))
+        while (sem_wait(&stall_release) != 0)
+            ;
+    return write(fd, buf, n);
+}
+
+static void tap_count(void *ctx, const double *row)
+{
+    (void)row;
+    (*(int *)ctx)++;
+}
+
+/* The writer stalls in write(2): the producer keeps pushing without waiting until the ring is
+ * full, then each push fails at once and is counted; the summary reports the count; once the
+ * disk is back every row that was not dropped reaches the CSV, in order. */
+static void test_stalled_writer(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drths-test-recorder-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], bin[128];
+    snprintf(path, sizeof path, "%s/rec.csv", dir);
+    snprintf(bin, sizeof bin, "%s/rec.bin", dir);
+    drths_error_t err;
+    drths_recorder_t r;
+    const int cap = 1024;
+    assert_int_equal(drths_recorder_open(&r, path, names, NCOLS, cap, &err), 0);
+    int tapped = 0;
+    assert_int_equal(drths_recorder_set_tap(&r, tap_count, &tapped), 0);
+    r.write_fn = stalling_write;
+    sem_init(&stall_release, 0, 0);
+    atomic_store(&stall_entered, 0);
+    assert_int_equal(drths_recorder_start(&r, 0, &err), 0);
+
+    double row[NCOLS];
+    make_row(0, row);
+    assert_int_equal(drths_recorder_push(&r, row), 0);
+    /* The writer writes its block after DRTHS_RECORDER_FLUSH_MS and blocks there. */
+    for (int i = 0; i < 400 && !atomic_load(&stall_entered); i++)
+        sleep_ms(5);
+    assert_true(atomic_load(&stall_entered));
+
+    for (int i = 1; i <= cap; i++) {
+        make_row(i, row);
+        assert_int_equal(drths_recorder_push(&r, row), 0);
+    }
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(drths_recorder_push(&r, row), -ENOBUFS);
+    assert_int_equal(drths_recorder_dropped(&r), 10);
+    drths_recorder_drain(&r); /* the libuv thread is not held up either */
+    assert_int_equal(tapped, 1);
+
+    sem_post(&stall_release);
+    assert_int_equal(drths_recorder_close(&r, &err), 0);
+    assert_int_equal(r.written, cap + 1);
+    assert_int_equal(r.converted, cap + 1);
+    assert_int_equal(drths_recorder_dropped(&r), 10);
+    assert_int_equal(tapped, cap + 1);
+    assert_true(r.peak_rows >= (uint64_t)cap);
+
+    /* The count reaches summary.json. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    drths_json_t j;
+    drths_json_init(&j, f);
+    drths_json_object_begin(&j, NULL);
+    drths_recorder_json(&j, "recorder", &r);
+    drths_json_object_end(&j);
+    fclose(f);
+    assert_non_null(strstr(text, "\"dropped_rows\": 10"));
+    assert_non_null(strstr(text, "\"rows\": 1025"));
+    assert_non_null(strstr(text, "\"bin\": \"rec.bin\""));
+    free(text);
+
+    char *csv = slurp(path);
+    int lines = 0;
+    for (char *p = csv; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 1 + cap + 1);
+    free(csv);
+    sem_destroy(&stall_release);
+    unlink(path);
+    unlink(bin);
+    rmdir(dir);
+}
+
+/* A .bin cut in the middle of a row (a site killed during a write) converts up to the last
+ * whole row; a file that is not a record is refused. */
+static void test_truncated_and_foreign(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drths-test-recorder-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], bin[128], out[128];
+    snprintf(path, sizeof path, "%s/rec.csv", dir);
+    snprintf(bin, sizeof bin, "%s/rec.bin", dir);
+    snprintf(out, sizeof out, "%s/out.csv", dir);
+    drths_error_t err;
+    drths_recorder_t r;
+    assert_int_equal(drths_recorder_open(&r, path, names, NCOLS, 64, &err), 0);
+    double row[NCOLS];
+    for (int i = 0; i < 10; i++) {
+        make_row(i, row);
+        assert_int_equal(drths_recorder_push(&r, row), 0);
+    }
+    assert_int_equal(drths_recorder_close(&r, &err), 0);
+    assert_int_equal(truncate(bin, 4096 + 7 * NCOLS * 8 + 3), 0);
+    uint64_t n = 0;
+    assert_int_equal(drths_recorder_bin_to_csv(bin, out, &n, &err), 0);
+    assert_int_equal(n, 7);
+    assert_int_equal(drths_recorder_bin_to_csv(path, out, &n, &err), -EINVAL);
+    unlink(path);
+    unlink(bin);
+    unlink(out);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_round_trip_thread),
+        cmocka_unit_test(test_stalled_writer),
+        cmocka_unit_test(test_truncated_and_foreign),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
