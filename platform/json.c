@@ -1,5 +1,8 @@
 #include "platform/json.h"
 
+#include <errno.h>
+#include <string.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -118,4 +121,24 @@ void drths_json_numbers(drths_json_t *j, const char *key, const double *v, int n
     for (int i = 0; i < n; i++)
         drths_json_number(j, NULL, v[i]);
     drths_json_array_end(j);
+}
+
+int drths_json_file_open(drths_json_t *j, const char *path, drths_error_t *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
+    drths_json_init(j, f);
+    drths_json_object_begin(j, NULL);
+    return 0;
+}
+
+int drths_json_file_close(drths_json_t *j, const char *path, drths_error_t *err)
+{
+    drths_json_object_end(j);
+    fputc('\n', j->f);
+    int bad = ferror(j->f);
+    if (fclose(j->f) != 0 || bad)
+        return drths_error_set(err, -EIO, "writing %s failed", path);
+    return 0;
 }

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "platform/error.h"
+
 #define DRTHS_JSON_MAX_DEPTH 16
 
 typedef struct drths_json {
@@ -29,5 +31,12 @@ void drths_json_bool(drths_json_t *j, const char *key, int v);
 void drths_json_string(drths_json_t *j, const char *key, const char *s);
 /* Writes an array of n numbers under key. */
 void drths_json_numbers(drths_json_t *j, const char *key, const double *v, int n);
+
+/* A JSON document in a file of its own (summary.json, provenance.json): _open creates the file at
+ * path and begins the top-level object (0, or -errno with err naming the file); _close ends the
+ * object, adds the final newline and closes the file, 0 or -EIO when a write failed. The writer
+ * owns the FILE between the two. */
+int drths_json_file_open(drths_json_t *j, const char *path, drths_error_t *err);
+int drths_json_file_close(drths_json_t *j, const char *path, drths_error_t *err);
 
 #endif

@@ -174,18 +174,12 @@ int drths_provenance_write(const char *dir, const drths_provenance_t *p, drths_e
     char path[4096];
     if (drths_path_join(path, sizeof path, dir, "provenance.json"))
         return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
     drths_json_t j;
-    drths_json_init(&j, f);
-    drths_json_object_begin(&j, NULL);
+    int r = drths_json_file_open(&j, path, err);
+    if (r)
+        return r;
     drths_provenance_json(&j, "provenance", p);
-    drths_json_object_end(&j);
-    fputc('\n', f);
-    if (fclose(f) != 0)
-        return drths_error_set(err, -EIO, "writing %s failed", path);
-    return 0;
+    return drths_json_file_close(&j, path, err);
 }
 
 int drths_runfolder_copy_record(const char *dir, const char *record_path, const char *as_written,

@@ -45,16 +45,14 @@ static int write_summary(const char *dir, const drths_experiment_t *exp,
     char path[4096];
     if (drths_path_join(path, sizeof path, dir, "summary.json"))
         return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
     uint8_t fp[DRTHS_FINGERPRINT_BYTES];
     char fphex[65] = "";
     if (drths_experiment_fingerprint(exp, fp, NULL) == 0)
         drths_experiment_fingerprint_hex(fp, fphex);
     drths_json_t j;
-    drths_json_init(&j, f);
-    drths_json_object_begin(&j, NULL);
+    int r = drths_json_file_open(&j, path, err);
+    if (r)
+        return r;
     drths_json_string(&j, "kind", "reference");
     drths_json_string(&j, "experiment", exp->name);
     drths_json_string(&j, "fingerprint", fphex);
@@ -99,10 +97,7 @@ static int write_summary(const char *dir, const drths_experiment_t *exp,
     drths_json_number(&j, "peak_disp_m", s->peak_damper_disp_m);
     drths_json_number(&j, "peak_vel_m_s", s->peak_damper_vel_m_s);
     drths_json_object_end(&j);
-    drths_json_object_end(&j);
-    if (fclose(f) != 0)
-        return drths_error_set(err, -EIO, "writing %s failed", path);
-    return 0;
+    return drths_json_file_close(&j, path, err);
 }
 
 static void accumulate(drths_reference_summary_t *s, const drths_numsub_t *ns, double force,

@@ -221,12 +221,10 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
     char path[4096];
     if (drths_path_join(path, sizeof path, dir, "summary.json"))
         return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
     drths_json_t j;
-    drths_json_init(&j, f);
-    drths_json_object_begin(&j, NULL);
+    int r = drths_json_file_open(&j, path, err);
+    if (r)
+        return r;
     head_json(&j, s, o);
     socket_json(&j, s, o);
     if (h) {
@@ -235,11 +233,7 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
         smith_json(&j, h);
         epochs_json(&j, h);
     }
-    drths_json_object_end(&j);
-    fputc('\n', f);
-    if (fclose(f) != 0)
-        return drths_error_set(err, -EIO, "writing %s failed", path);
-    return 0;
+    return drths_json_file_close(&j, path, err);
 }
 
 /* ---- the printed lines ------------------------------------------------------------------ */

@@ -212,12 +212,10 @@ static void write_setup(const drths_physsite_t *ps, drths_json_t *j)
 
 int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_error_t *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return drths_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
     drths_json_t j;
-    drths_json_init(&j, f);
-    drths_json_object_begin(&j, NULL);
+    int r = drths_json_file_open(&j, path, err);
+    if (r)
+        return r;
     write_run(ps, &j);
     write_commands(&ps->act.c, &j);
     write_hold(&ps->act, &j);
@@ -228,9 +226,5 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     write_setup(ps, &j);
     if (ps->cfg.source && ps->cfg.source->summary)
         ps->cfg.source->summary(ps->cfg.source_ctx, ps, &j);
-    drths_json_object_end(&j);
-    fputc('\n', f);
-    if (fclose(f) != 0)
-        return drths_error_set(err, -EIO, "writing %s failed", path);
-    return 0;
+    return drths_json_file_close(&j, path, err);
 }
