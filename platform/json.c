@@ -135,8 +135,7 @@ int drths_json_file_open(drths_json_t *j, const char *path, drths_error_t *err)
 
 int drths_json_file_close(drths_json_t *j, const char *path, drths_error_t *err)
 {
-    drths_json_object_end(j);
-    fputc('\n', j->f);
+    drths_json_object_end(j); /* the top-level object's end carries the final newline */
     int bad = ferror(j->f);
     if (fclose(j->f) != 0 || bad)
         return drths_error_set(err, -EIO, "writing %s failed", path);

@@ -34,7 +34,7 @@ void drths_json_numbers(drths_json_t *j, const char *key, const double *v, int n
 
 /* A JSON document in a file of its own (summary.json, provenance.json): _open creates the file at
  * path and begins the top-level object (0, or -errno with err naming the file); _close ends the
- * object, adds the final newline and closes the file, 0 or -EIO when a write failed. The writer
+ * object (and the line) and closes the file, 0 or -EIO when a write failed. The writer
  * owns the FILE between the two. */
 int drths_json_file_open(drths_json_t *j, const char *path, drths_error_t *err);
 int drths_json_file_close(drths_json_t *j, const char *path, drths_error_t *err);

@@ -81,6 +81,28 @@ static void test_json_nesting(void **state)
                              "    2.5\n  ],\n  \"empty\": {}\n}\n");
 }
 
+/* A document in a file of its own: the object and the final newline come from open and close;
+ * a file that cannot be created or written is named in the error. */
+static void test_json_file(void **state)
+{
+    (void)state;
+    char path[512], buf[256];
+    snprintf(path, sizeof path, "%s/f.json", tmpdir);
+    drths_json_t j;
+    drths_error_t err;
+    assert_int_equal(drths_json_file_open(&j, path, &err), 0);
+    drths_json_int(&j, "n", 3);
+    assert_int_equal(drths_json_file_close(&j, path, &err), 0);
+    slurp(path, buf, sizeof buf);
+    assert_string_equal(buf, "{\n  \"n\": 3\n}\n");
+    assert_true(drths_json_file_open(&j, "/nonexistent-dir/f.json", &err) < 0);
+    assert_non_null(strstr(err.msg, "/nonexistent-dir/f.json"));
+    assert_int_equal(drths_json_file_open(&j, "/dev/full", &err), 0);
+    drths_json_int(&j, "n", 3);
+    assert_int_equal(drths_json_file_close(&j, "/dev/full", &err), -EIO);
+    assert_non_null(strstr(err.msg, "writing /dev/full failed"));
+}
+
 static void test_runfolder(void **state)
 {
     (void)state;
@@ -115,6 +137,7 @@ int main(void)
         cmocka_unit_test(test_csv_header_and_rows),
         cmocka_unit_test(test_csv_unwritable),
         cmocka_unit_test(test_json_nesting),
+        cmocka_unit_test(test_json_file),
         cmocka_unit_test(test_runfolder),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
