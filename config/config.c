@@ -85,6 +85,7 @@ static const enum_name_t compensations[] = {
     {"polynomial", DRTHS_COMPENSATION_POLYNOMIAL},
     {"feedforward", DRTHS_COMPENSATION_FEEDFORWARD},
     {"feedforward-average", DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE},
+    {"adaptive", DRTHS_COMPENSATION_ADAPTIVE},
     {NULL, 0}};
 static const enum_name_t hold_modes[] = {
     {"hold", DRTHS_HOLD_AT_POSITION}, {"ramp", DRTHS_HOLD_RAMP}, {NULL, 0}};
@@ -645,6 +646,14 @@ DEFINE_SECTION(specimen, SPECIMEN_FIELDS, drths_experiment_t, "specimen");
     X(s, REAL_IN, r, control.r, 100.0, 1e-12, 1e12, _)
 DEFINE_SECTION(control, CONTROL_FIELDS, drths_experiment_t, "control");
 
+/* actuator.plant_scale */
+#define PLANT_SCALE_FIELDS(X, s)                                                                   \
+    X(s, REAL_IN, gain, actuator.plant_scale.gain, 1.0, 0.1, 10, _)                                \
+    X(s, REAL_IN, bandwidth, actuator.plant_scale.bandwidth, 1.0, 0.1, 10, _)                      \
+    X(s, REAL_IN, real_pole, actuator.plant_scale.real_pole, 1.0, 0.1, 10, _)                      \
+    X(s, REAL_IN, complex_pole, actuator.plant_scale.complex_pole, 1.0, 0.1, 10, _)
+DEFINE_SECTION(plant_scale, PLANT_SCALE_FIELDS, drths_experiment_t, "actuator.plant_scale");
+
 /* actuator */
 #define ACTUATOR_FIELDS(X, s)                                                                      \
     X(s, ENUM,     plant, actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL, _, _, actuator_plants)       \
@@ -657,7 +666,10 @@ DEFINE_SECTION(control, CONTROL_FIELDS, drths_experiment_t, "control");
     X(s, REAL_GT0, displacement_range_m, actuator.displacement_range_m, 0.1, _, _, _)              \
     X(s, REAL_GT0, force_range_N, actuator.force_range_N, 250000, _, _, _)                         \
     X(s, INT,      io_delay_ticks, actuator.io_delay_ticks, 0, 0, 10, _)                           \
-    X(s, U64,      seed, actuator.seed, 1, _, _, _)
+    X(s, U64,      seed, actuator.seed, 1, _, _, _)                                                \
+    X(s, REAL_IN,  adaptive_window_s, actuator.adaptive_window_s, 2.0, 0.05, 600, _)               \
+    X(s, REAL_IN,  adaptive_bound, actuator.adaptive_bound, 4.0, 1, 100, _)                        \
+    X(s, MAP,      plant_scale, _, _, _, _, plant_scale)
 DEFINE_SECTION(actuator, ACTUATOR_FIELDS, drths_experiment_t, "actuator");
 
 /* link */
@@ -1597,7 +1609,9 @@ static int fill_actuator(vctx_t *c, drths_experiment_t *x, const struct raw_actu
     if (x->actuator.adc_bits != 0 && x->actuator.adc_bits < 8)
         return fail(c, -EINVAL, "actuator.adc_bits",
                     "must be 0 (no quantisation) or 8..24 (got %d)", x->actuator.adc_bits);
-    return PARSE_RANGE(actuator, displacement_range_m, seed, a, x);
+    if ((r = PARSE_RANGE(actuator, displacement_range_m, adaptive_bound, a, x)))
+        return r;
+    return PARSE_RANGE(plant_scale, gain, complex_pole, a ? a->plant_scale : NULL, x);
 }
 
 static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *t)

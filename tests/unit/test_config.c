@@ -76,7 +76,9 @@ static void test_example_three_story(void **state)
     assert_int_equal(x.specimen.damper.model, DRTHS_DAMPER_PHILLIPS2013);
     assert_int_equal(x.control.mode, DRTHS_CONTROL_CLIPPED_OPTIMAL);
     assert_int_equal(x.actuator.plant, DRTHS_ACTUATOR_PLANT_THREE_POLE);
-    assert_int_equal(x.actuator.compensation, DRTHS_COMPENSATION_FEEDFORWARD);
+    assert_int_equal(x.actuator.compensation, DRTHS_COMPENSATION_ADAPTIVE);
+    assert_true(x.actuator.plant_scale.bandwidth == 0.8 && x.actuator.plant_scale.gain == 0.95);
+    assert_true(x.actuator.adaptive_window_s == 2.0 && x.actuator.adaptive_bound == 4.0);
     assert_int_equal(x.actuator.adc_bits, 16);
     assert_int_equal(x.actuator.io_delay_ticks, 1);
     assert_int_equal(x.physical.hold, DRTHS_HOLD_AT_POSITION);
