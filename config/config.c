@@ -703,9 +703,11 @@ DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
     X(s, REAL_IN,  watchdog_ms, physical.watchdog_ms, 100, 1, 60000, _)                            \
     X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
     X(s, REAL_GT0, limit_velocity_m_s, physical.limit_velocity_m_s, 1.0, _, _, _)                  \
-    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 250000, _, _, _)                         \
+    /* with the virtual back end and adc_bits: below actuator.force_range_N */                    \
+    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 240000, _, _, _)                         \
     X(s, REAL_GT0, limit_drive_m, physical.limit_drive_m, 0.1, _, _, _)                            \
-    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.1,    \
+    /* with the virtual back end and adc_bits: below actuator.displacement_range_m */             \
+    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.095,  \
       _, _, _)                                                                                     \
     X(s, ENUM,     hold, physical.hold, DRTHS_HOLD_AT_POSITION, _, _, hold_modes)                  \
     /* |value| < limit_drive_m and < limit_measured_displacement_m */                              \
@@ -1675,6 +1677,30 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
 }
 
 /* One channel mapping of daq; path is "daq.command_out" and so on. */
+/* After fill_daq (it needs the back end). */
+static int check_limits_inside_converters(vctx_t *c, const drths_experiment_t *x)
+{
+    /* A limit at or beyond its converter's full scale can never trip: a saturated converter
+     * reads its end value (a 16-bit converter over +/- 250 kN reads 249 992 N at most), so the
+     * limit must lie inside the range the virtual specimen's converters read (with adc_bits;
+     * a board's ranges are known only when it is opened, where a reading at an end is itself a
+     * HOLD). */
+    if (x->daq.backend == DRTHS_DAQ_BACKEND_VIRTUAL && x->actuator.adc_bits > 0) {
+        if (!(x->physical.limit_force_N < x->actuator.force_range_N))
+            return fail(c, -EINVAL, "physical.limit_force_N",
+                        "must be below actuator.force_range_N (%g), the converter's full scale, "
+                        "or it can never trip (got %g)",
+                        x->actuator.force_range_N, x->physical.limit_force_N);
+        if (!(x->physical.limit_measured_displacement_m < x->actuator.displacement_range_m))
+            return fail(c, -EINVAL, "physical.limit_measured_displacement_m",
+                        "must be below actuator.displacement_range_m (%g), the converter's full "
+                        "scale, or it can never trip (got %g)",
+                        x->actuator.displacement_range_m,
+                        x->physical.limit_measured_displacement_m);
+    }
+    return 0;
+}
+
 static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_channel *rc,
                             drths_daq_channel_config_t *ch)
 {
@@ -1762,7 +1788,8 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
     if ((r = fill_structure(c, x, t->structure, mats)) ||
         (r = fill_ground(c, x, t->ground_motion)) || (r = fill_specimen(c, x, t->specimen)) ||
         (r = fill_control(c, x, t->control)) || (r = fill_actuator(c, x, t->actuator)) ||
-        (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)))
+        (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)) ||
+        (r = check_limits_inside_converters(c, x)))
         return r;
     return 0;
 }

@@ -444,6 +444,26 @@ static void daq_failed(drths_actuator_t *a, int rc, const char *what)
     drths_actuator_hold(a, DRTHS_STOP_INTERNAL_ERROR, 1, text);
 }
 
+/* A converter at an end code (the DAQ read fails with -ERANGE and flags the channel): the
+ * true value may lie anywhere beyond, so no limit can be checked against it. A limit HOLD of
+ * its own, counted as a DAQ error (the read did fail). */
+static void converter_saturated(drths_actuator_t *a, double disp_m, double force_N)
+{
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    if (a->daq->saturated & (1u << DRTHS_DAQ_DISPLACEMENT_IN))
+        snprintf(text, sizeof text,
+                 "converter saturated: measured displacement reads %.6g m, the end of its "
+                 "converter; the true value may lie beyond",
+                 disp_m);
+    else
+        snprintf(text, sizeof text,
+                 "converter saturated: measured force reads %.6g kN, the end of its converter; "
+                 "the true value may lie beyond",
+                 force_N * 1e-3);
+    a->c.daq_errors++;
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+}
+
 /* ---- concealment and rejoin ----------------------------------------------------------------- */
 
 static void push_history(drths_actuator_t *a, const drths_cmd_channel_t *s)
@@ -942,6 +962,12 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     s->md = NAN;
     s->mf = NAN;
     rc = drths_daq_read(a->daq, &s->md, &s->mf);
+    if (rc == -ERANGE && a->daq->saturated) {
+        if (!out->daq_rc)
+            out->daq_rc = rc;
+        converter_saturated(a, s->md, s->mf);
+        return;
+    }
     if (rc) {
         if (!out->daq_rc)
             out->daq_rc = rc;
