@@ -85,6 +85,7 @@ static const enum_name_t compensations[] = {
     {"polynomial", DRTHS_COMPENSATION_POLYNOMIAL},
     {"feedforward", DRTHS_COMPENSATION_FEEDFORWARD},
     {"feedforward-average", DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE},
+    {"adaptive", DRTHS_COMPENSATION_ADAPTIVE},
     {NULL, 0}};
 static const enum_name_t hold_modes[] = {
     {"hold", DRTHS_HOLD_AT_POSITION}, {"ramp", DRTHS_HOLD_RAMP}, {NULL, 0}};
@@ -646,6 +647,14 @@ DEFINE_SECTION(specimen, SPECIMEN_FIELDS, drths_experiment_t, "specimen");
     X(s, REAL_IN, r, control.r, 100.0, 1e-12, 1e12, _)
 DEFINE_SECTION(control, CONTROL_FIELDS, drths_experiment_t, "control");
 
+/* actuator.plant_scale */
+#define PLANT_SCALE_FIELDS(X, s)                                                                   \
+    X(s, REAL_IN, gain, actuator.plant_scale.gain, 1.0, 0.1, 10, _)                                \
+    X(s, REAL_IN, bandwidth, actuator.plant_scale.bandwidth, 1.0, 0.1, 10, _)                      \
+    X(s, REAL_IN, real_pole, actuator.plant_scale.real_pole, 1.0, 0.1, 10, _)                      \
+    X(s, REAL_IN, complex_pole, actuator.plant_scale.complex_pole, 1.0, 0.1, 10, _)
+DEFINE_SECTION(plant_scale, PLANT_SCALE_FIELDS, drths_experiment_t, "actuator.plant_scale");
+
 /* actuator */
 #define ACTUATOR_FIELDS(X, s)                                                                      \
     X(s, ENUM,     plant, actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL, _, _, actuator_plants)       \
@@ -658,7 +667,10 @@ DEFINE_SECTION(control, CONTROL_FIELDS, drths_experiment_t, "control");
     X(s, REAL_GT0, displacement_range_m, actuator.displacement_range_m, 0.1, _, _, _)              \
     X(s, REAL_GT0, force_range_N, actuator.force_range_N, 250000, _, _, _)                         \
     X(s, INT,      io_delay_ticks, actuator.io_delay_ticks, 0, 0, 10, _)                           \
-    X(s, U64,      seed, actuator.seed, 1, _, _, _)
+    X(s, U64,      seed, actuator.seed, 1, _, _, _)                                                \
+    X(s, REAL_IN,  adaptive_window_s, actuator.adaptive_window_s, 2.0, 0.05, 600, _)               \
+    X(s, REAL_IN,  adaptive_bound, actuator.adaptive_bound, 4.0, 1, 100, _)                        \
+    X(s, MAP,      plant_scale, _, _, _, _, plant_scale)
 DEFINE_SECTION(actuator, ACTUATOR_FIELDS, drths_experiment_t, "actuator");
 
 /* link */
@@ -692,9 +704,11 @@ DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
     X(s, REAL_IN,  watchdog_ms, physical.watchdog_ms, 100, 1, 60000, _)                            \
     X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
     X(s, REAL_GT0, limit_velocity_m_s, physical.limit_velocity_m_s, 1.0, _, _, _)                  \
-    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 250000, _, _, _)                         \
+    /* with the virtual back end and adc_bits: below actuator.force_range_N */                    \
+    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 240000, _, _, _)                         \
     X(s, REAL_GT0, limit_drive_m, physical.limit_drive_m, 0.1, _, _, _)                            \
-    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.1,    \
+    /* with the virtual back end and adc_bits: below actuator.displacement_range_m */             \
+    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.095,  \
       _, _, _)                                                                                     \
     X(s, ENUM,     hold, physical.hold, DRTHS_HOLD_AT_POSITION, _, _, hold_modes)                  \
     /* |value| < limit_drive_m and < limit_measured_displacement_m */                              \
@@ -1611,7 +1625,9 @@ static int fill_actuator(vctx_t *c, drths_experiment_t *x, const struct raw_actu
     if (x->actuator.adc_bits != 0 && x->actuator.adc_bits < 8)
         return fail(c, -EINVAL, "actuator.adc_bits",
                     "must be 0 (no quantisation) or 8..24 (got %d)", x->actuator.adc_bits);
-    return PARSE_RANGE(actuator, displacement_range_m, seed, a, x);
+    if ((r = PARSE_RANGE(actuator, displacement_range_m, adaptive_bound, a, x)))
+        return r;
+    return PARSE_RANGE(plant_scale, gain, complex_pole, a ? a->plant_scale : NULL, x);
 }
 
 static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *t)
@@ -1675,6 +1691,30 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
 }
 
 /* One channel mapping of daq; path is "daq.command_out" and so on. */
+/* After fill_daq (it needs the back end). */
+static int check_limits_inside_converters(vctx_t *c, const drths_experiment_t *x)
+{
+    /* A limit at or beyond its converter's full scale can never trip: a saturated converter
+     * reads its end value (a 16-bit converter over +/- 250 kN reads 249 992 N at most), so the
+     * limit must lie inside the range the virtual specimen's converters read (with adc_bits;
+     * a board's ranges are known only when it is opened, where a reading at an end is itself a
+     * HOLD). */
+    if (x->daq.backend == DRTHS_DAQ_BACKEND_VIRTUAL && x->actuator.adc_bits > 0) {
+        if (!(x->physical.limit_force_N < x->actuator.force_range_N))
+            return fail(c, -EINVAL, "physical.limit_force_N",
+                        "must be below actuator.force_range_N (%g), the converter's full scale, "
+                        "or it can never trip (got %g)",
+                        x->actuator.force_range_N, x->physical.limit_force_N);
+        if (!(x->physical.limit_measured_displacement_m < x->actuator.displacement_range_m))
+            return fail(c, -EINVAL, "physical.limit_measured_displacement_m",
+                        "must be below actuator.displacement_range_m (%g), the converter's full "
+                        "scale, or it can never trip (got %g)",
+                        x->actuator.displacement_range_m,
+                        x->physical.limit_measured_displacement_m);
+    }
+    return 0;
+}
+
 static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_channel *rc,
                             drths_daq_channel_config_t *ch)
 {
@@ -1763,6 +1803,7 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
         (r = fill_ground(c, x, t->ground_motion)) || (r = fill_specimen(c, x, t->specimen)) ||
         (r = fill_control(c, x, t->control)) || (r = fill_actuator(c, x, t->actuator)) ||
         (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)) ||
+        (r = check_limits_inside_converters(c, x)) ||
         (r = PARSE_RANGE(acceptance, displacement_rms_error_pct, hold_allowed, t->acceptance, x)))
         return r;
     return 0;

@@ -198,6 +198,14 @@ typedef struct drths_experiment {
         double force_range_N;             /* > 0 (default 250000) */
         int io_delay_ticks;               /* 0..10 (default 0) */
         uint64_t seed;                    /* default 1 */
+        /* adaptive compensation: window time constant (s, 0.05..600, default 2) and bound on
+         * each factor (1..100, default 4; models/compensation.h) */
+        double adaptive_window_s, adaptive_bound;
+        /* How the three-pole plant differs from its models (models/plant.h,
+         * drths_plant_scale_t): each factor 0.1..10, default 1. */
+        struct {
+            double gain, bandwidth, real_pole, complex_pole;
+        } plant_scale;
     } actuator;
 
     /* Shared by both sites, except key_file. */

@@ -96,6 +96,9 @@ void drths_setup_specimen(const drths_experiment_t *exp, drths_specimen_params_t
     p->force_range_N = exp->actuator.force_range_N;
     p->io_delay_ticks = exp->actuator.io_delay_ticks;
     p->seed = exp->actuator.seed;
+    p->plant_scale = (drths_plant_scale_t){
+        exp->actuator.plant_scale.gain, exp->actuator.plant_scale.bandwidth,
+        exp->actuator.plant_scale.real_pole, exp->actuator.plant_scale.complex_pole};
 }
 
 int drths_setup_passive_command(const drths_experiment_t *exp, double *command,

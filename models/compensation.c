@@ -63,18 +63,31 @@ static int clamp_abs(double *x, double limit)
 
 static int is_ff(drths_compensation_t m)
 {
-    return m == DRTHS_COMPENSATION_FEEDFORWARD || m == DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE;
+    return m == DRTHS_COMPENSATION_FEEDFORWARD || m == DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE ||
+           m == DRTHS_COMPENSATION_ADAPTIVE;
 }
 
-/* Folds the model coefficients into the stencil so the drive is one dot product per tick. */
+/* Folds the model coefficients (times the adaptive factors) into the stencil so the drive is
+ * one dot product per tick. */
 static void fold(drths_comp_t *c)
 {
     for (int j = 0; j < DRTHS_COMP_STENCIL; j++) {
         double s = 0.0;
         for (int k = 0; k < 4; k++)
-            s += c->a[k] * c->dw[k][j];
+            s += c->theta[k] * c->a[k] * c->dw[k][j];
         c->w[j] = s;
     }
+}
+
+/* The state-variable filter F(s) = w^4 / (s + w)^4 in companion form, states [z, z', z'', z''']
+ * with z = F x, discretised with a zero-order hold on its input. */
+static int adapt_filter(drths_comp_adapt_t *ad, double dt_s)
+{
+    const double w = 2.0 * M_PI * DRTHS_COMP_ADAPT_FILTER_HZ;
+    const double w2 = w * w, w3 = w2 * w, w4 = w2 * w2;
+    const double A[16] = {0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, -w4, -4 * w3, -6 * w2, -4 * w};
+    const double B[4] = {0, 0, 0, w4};
+    return drths_plant_zoh(4, A, B, dt_s, ad->ad, ad->bd);
 }
 
 static int check_model(const drths_plant_model_t *m, drths_error_t *err)
@@ -93,8 +106,7 @@ static int check_model(const drths_plant_model_t *m, drths_error_t *err)
 int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plant_model_t *model,
                     int io_delay_ticks, double dt_s, drths_error_t *err)
 {
-    if (mode != DRTHS_COMPENSATION_NONE && mode != DRTHS_COMPENSATION_POLYNOMIAL &&
-        mode != DRTHS_COMPENSATION_FEEDFORWARD && mode != DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE)
+    if (mode != DRTHS_COMPENSATION_NONE && mode != DRTHS_COMPENSATION_POLYNOMIAL && !is_ff(mode))
         return drths_error_set(err, -EINVAL, "compensation.mode: unknown mode %d", (int)mode);
     if (io_delay_ticks < 0 || io_delay_ticks > DRTHS_COMP_MAX_IO_DELAY)
         return drths_error_set(err, -EINVAL, "compensation.io_delay_ticks: must be 0 to %d (got %d)",
@@ -107,6 +119,21 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
     t.dt_s = dt_s;
     t.io_delay_ticks = io_delay_ticks;
     t.lead_ticks = io_delay_ticks - 0.5;
+    for (int k = 0; k < 4; k++)
+        t.theta[k] = 1.0;
+    if (mode == DRTHS_COMPENSATION_ADAPTIVE) {
+        if (adapt_filter(&t.ad, dt_s) < 0)
+            return drths_error_set(err, -EINVAL, "compensation: adaptive filter at dt %g s failed",
+                                   dt_s);
+        t.ad.lambda = exp(-dt_s / DRTHS_COMP_ADAPT_WINDOW_S);
+        t.ad.bound = DRTHS_COMP_ADAPT_BOUND;
+        /* The pull towards the current estimate weighs as much as 100 ticks of a 10 um
+         * regressor: nothing against a moving actuator, enough to keep a direction the motion
+         * has not excited where it was. */
+        t.ad.ridge = 1e-8;
+        /* Sensor noise (a few um) through the filter gives well under 1 um of regressor. */
+        t.ad.excite_m = 5e-6;
+    }
     if (mode != DRTHS_COMPENSATION_NONE) {
         int rc = check_model(model, err);
         if (rc < 0)
@@ -144,6 +171,7 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
             t.dw[k][j] = wt[k * DRTHS_COMP_STENCIL + j] / pow(dt_s, k);
     fold(&t);
     *c = t;
+    drths_comp_adapt_reset(c, 0.0);
     return 0;
 }
 
@@ -322,6 +350,7 @@ int drths_comp_lookahead_needed(const drths_comp_t *c)
     switch (c->mode) {
     case DRTHS_COMPENSATION_FEEDFORWARD:
     case DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE:
+    case DRTHS_COMPENSATION_ADAPTIVE:
         return c->n_need;
     case DRTHS_COMPENSATION_POLYNOMIAL:
         return (int)floor(c->poly_lead_ticks);
@@ -356,7 +385,8 @@ double drths_comp_drive(drths_comp_t *c, const double *past, const double *futur
     case DRTHS_COMPENSATION_POLYNOMIAL:
         return poly_drive(c, past, future, n_future);
     case DRTHS_COMPENSATION_FEEDFORWARD:
-    case DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE: {
+    case DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE:
+    case DRTHS_COMPENSATION_ADAPTIVE: {
         double win[WIN_MAX];
         const int need = c->n_need;
         for (int i = 0; i < DRTHS_COMP_PAST; i++)
@@ -387,7 +417,7 @@ double drths_comp_drive(drths_comp_t *c, const double *past, const double *futur
         if (cut)
             c->limited_ticks++;
         for (int k = 0; k < 4; k++)
-            u += c->a[k] * d[k];
+            u += c->theta[k] * c->a[k] * d[k];
         return u;
     }
     default:
@@ -408,6 +438,156 @@ int drths_comp_set_limits(drths_comp_t *c, double max_acc_m_s2, double max_jerk_
     c->max_acc_m_s2 = max_acc_m_s2;
     c->max_jerk_m_s3 = max_jerk_m_s3;
     return 0;
+}
+
+int drths_comp_set_adaptive(drths_comp_t *c, double window_s, double bound, drths_error_t *err)
+{
+    if (c->mode != DRTHS_COMPENSATION_ADAPTIVE)
+        return drths_error_set(err, -EINVAL, "compensation.adaptive: only for the adaptive mode");
+    if (!(window_s >= 0.05 && window_s <= 600.0))
+        return drths_error_set(err, -EINVAL,
+                               "compensation.adaptive_window_s: must be 0.05 to 600 s (got %g)",
+                               window_s);
+    if (!(bound >= 1.0 && bound <= 100.0))
+        return drths_error_set(err, -EINVAL,
+                               "compensation.adaptive_bound: must be 1 to 100 (got %g)", bound);
+    c->ad.lambda = exp(-c->dt_s / window_s);
+    c->ad.bound = bound;
+    return 0;
+}
+
+void drths_comp_adapt_reset(drths_comp_t *c, double x_m)
+{
+    if (c->mode != DRTHS_COMPENSATION_ADAPTIVE)
+        return;
+    drths_comp_adapt_t *ad = &c->ad;
+    memset(ad->zx, 0, sizeof ad->zx);
+    memset(ad->zu, 0, sizeof ad->zu);
+    ad->zx[0] = ad->zu[0] = ad->px[0] = x_m;
+    ad->px[1] = ad->px[2] = ad->px[3] = 0.0;
+    for (int i = 0; i <= DRTHS_COMP_MAX_IO_DELAY; i++) {
+        ad->fu[i] = x_m;
+        for (int k = 0; k < 4; k++)
+            ad->as[i][k] = c->a[k];
+    }
+    ad->pos = 0;
+    ad->observed = 0;
+    memset(ad->N, 0, sizeof ad->N);
+    memset(ad->q, 0, sizeof ad->q);
+    for (int k = 0; k < 4; k++)
+        c->theta[k] = 1.0;
+    fold(c);
+}
+
+/* One step of the state-variable filter on input v. */
+static void svf_step(const drths_comp_adapt_t *ad, double *z, double v)
+{
+    double n[4];
+    for (int i = 0; i < 4; i++) {
+        double s = ad->bd[i] * v;
+        for (int j = 0; j < 4; j++)
+            s += ad->ad[i * 4 + j] * z[j];
+        n[i] = s;
+    }
+    memcpy(z, n, sizeof n);
+}
+
+/* Solves the symmetric positive definite 4 x 4 system M x = b by Cholesky; -EDOM when M is not
+ * positive definite. */
+static int solve4(const double *M, const double *b, double *x)
+{
+    double L[16] = {0}, y[4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j <= i; j++) {
+            double s = M[i * 4 + j];
+            for (int k = 0; k < j; k++)
+                s -= L[i * 4 + k] * L[j * 4 + k];
+            if (i == j) {
+                if (!(s > 0.0))
+                    return -EDOM;
+                L[i * 4 + i] = sqrt(s);
+            } else {
+                L[i * 4 + j] = s / L[j * 4 + j];
+            }
+        }
+    for (int i = 0; i < 4; i++) {
+        double s = b[i];
+        for (int k = 0; k < i; k++)
+            s -= L[i * 4 + k] * y[k];
+        y[i] = s / L[i * 4 + i];
+    }
+    for (int i = 3; i >= 0; i--) {
+        double s = y[i];
+        for (int k = i + 1; k < 4; k++)
+            s -= L[k * 4 + i] * x[k];
+        x[i] = s / L[i * 4 + i];
+    }
+    return 0;
+}
+
+void drths_comp_observe(drths_comp_t *c, double drive_m, double measured_m)
+{
+    if (c->mode != DRTHS_COMPENSATION_ADAPTIVE)
+        return;
+    drths_comp_adapt_t *ad = &c->ad;
+    ad->observed++;
+    if (!isfinite(drive_m) || !isfinite(measured_m))
+        return;
+    const int len = DRTHS_COMP_MAX_IO_DELAY + 1;
+    memcpy(ad->px, ad->zx, sizeof ad->px);
+    svf_step(ad, ad->zx, measured_m);
+    svf_step(ad, ad->zu, drive_m);
+    ad->pos = (ad->pos + 1) % len;
+    ad->fu[ad->pos] = ad->zu[0];
+    for (int k = 0; k < 4; k++)
+        ad->as[ad->pos][k] = c->a[k];
+    /* The drive written d ticks ago is the one this reading shows (at t + d - 1/2). */
+    const int d = c->io_delay_ticks;
+    if (ad->observed <= (uint64_t)d + 4) /* the ring holds no drive that old yet */
+        return;
+    const int at = (ad->pos - d + len) % len;
+    double psi[4], dyn = 0.0;
+    for (int k = 0; k < 4; k++) {
+        psi[k] = ad->as[at][k] * 0.5 * (ad->zx[k] + ad->px[k]);
+        if (k > 0)
+            dyn += fabs(psi[k]);
+    }
+    const double y = ad->fu[at];
+    if (!(dyn > ad->excite_m))
+        return;
+    ad->updates++;
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 4; j++)
+            ad->N[i * 4 + j] = ad->lambda * ad->N[i * 4 + j] + psi[i] * psi[j];
+        ad->q[i] = ad->lambda * ad->q[i] + psi[i] * y;
+    }
+    double M[16], b[4], th[4];
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 4; j++)
+            M[i * 4 + j] = ad->N[i * 4 + j] + (i == j ? ad->ridge : 0.0);
+        b[i] = ad->q[i] + ad->ridge * c->theta[i];
+    }
+    int ok = solve4(M, b, th) == 0;
+    for (int k = 0; ok && k < 4; k++)
+        ok = isfinite(th[k]);
+    if (!ok) {
+        ad->fallbacks++;
+        for (int k = 0; k < 4; k++)
+            th[k] = 1.0;
+    }
+    int cut = 0;
+    for (int k = 0; k < 4; k++) {
+        if (th[k] > ad->bound) {
+            th[k] = ad->bound;
+            cut = 1;
+        } else if (th[k] < 1.0 / ad->bound) {
+            th[k] = 1.0 / ad->bound;
+            cut = 1;
+        }
+        c->theta[k] = th[k];
+    }
+    ad->clamped += (uint64_t)cut;
+    fold(c);
 }
 
 void drths_comp_close(drths_comp_t *c)

@@ -52,6 +52,32 @@
  * through r(t-3 .. t); its drive then inherits the extrapolation error (noise and model error
  * grow like the cube of the horizon), which is why the real preview is preferred.
  *
+ * Adaptive compensation (ADAPTIVE). A lab's actuator is never its identified model: a plant
+ * 30 % slower than the model costs the fixed feedforward 6 % RMS at 0-5 Hz. The adaptive mode
+ * keeps the feedforward's structure, u = sum_k theta_k a_k r^(k) (k = 0..3, a_k those of the
+ * design model, scheduled on the current when the caller schedules it), and identifies the four
+ * factors theta_k online, in the manner of the adaptive time-series compensator of Chae,
+ * Kazemibidokhti & Ricles (2013), who fit u = a0 x + a1 x' + a2 x'' by least squares over a
+ * moving window from the measured displacement and the command. Here the fit is of the full
+ * third-order inverse, relative to the model (so theta = 1 is the model and each factor has the
+ * same scale), and the derivatives of the noisy measurement come from a state-variable filter
+ * (Young 1981): the same filter F(s) = w^4 / (s + w)^4 (DRTHS_COMP_ADAPT_FILTER_HZ) is applied
+ * to the measured displacement x, whose filter states are then s^k F x, and to the drive u.
+ * A plant whose inverse is sum theta_k a_k s^k then satisfies exactly
+ *     F u = sum_k theta_k a_k (s^k F x)
+ * shifted by the lead s = d - 1/2 ticks (the drive written at tick t shows at t + s: the filter
+ * states at the ticks t + d - 1 and t + d are averaged). This is linear in theta: the normal
+ * equations are accumulated with exponential forgetting (time constant
+ * DRTHS_COMP_ADAPT_WINDOW_S, the moving window) and solved each tick (4 x 4 Cholesky). The
+ * drive u depends on the desired displacement only, not on the measurement noise, so the fit
+ * has no closed-loop bias. Bounds: a tick whose regressor is no larger than the sensor noise
+ * (no excitation: the actuator at rest) leaves the sums untouched, so a quiet stretch neither
+ * forgets nor drifts; a small ridge pulls the solution towards the current estimate (theta = 1,
+ * the model, before any excitation); each factor is clamped to [1/b, b]
+ * (DRTHS_COMP_ADAPT_BOUND), counted in clamped; a solution that is not finite or a matrix that
+ * is not positive definite returns to the model (theta = 1), counted in fallbacks. The
+ * factors are drths_comp_t.theta, for the record.
+ *
  * Tracking indicators (drths_tracking_t), accumulated online from the pairs (desired xd,
  * measured xm) of each tick:
  *  - RMS error norm (Phillips & Spencer 2013, eq 31), in percent:
@@ -82,8 +108,8 @@
 #include "platform/error.h"
 
 typedef enum drths_compensation {
-    DRTHS_COMPENSATION_NONE = 0,    /* "none" */
-    DRTHS_COMPENSATION_POLYNOMIAL,  /* "polynomial": third-order extrapolation (Horiuchi) */
+    DRTHS_COMPENSATION_NONE = 0,   /* "none" */
+    DRTHS_COMPENSATION_POLYNOMIAL, /* "polynomial": third-order extrapolation (Horiuchi) */
     /* "feedforward": the inverted three-pole model scheduled on the damper current. The model
      * follows the damper's COMMANDED current passed through a model of the damper's current
      * dynamics (the nominal damper's, models/damper.h), interpolated between the 0 A and 2.5 A
@@ -92,7 +118,11 @@ typedef enum drths_compensation {
     DRTHS_COMPENSATION_FEEDFORWARD,
     /* "feedforward-average": the inverted AVERAGE three-pole model (Phillips & Spencer 2013
      * as published). */
-    DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE
+    DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE,
+    /* "adaptive": the feedforward (scheduled when the caller schedules it) with each of its
+     * four coefficients multiplied by a factor identified online from the drive written and
+     * the displacement measured (see "Adaptive compensation" above). */
+    DRTHS_COMPENSATION_ADAPTIVE
 } drths_compensation_t;
 
 /* Largest I/O delay the compensator previews (the experiment file allows 0..10). */
@@ -101,6 +131,33 @@ typedef enum drths_compensation {
 #define DRTHS_COMP_STENCIL 7
 /* Past samples drths_comp_drive takes: r(t-3) .. r(t). */
 #define DRTHS_COMP_PAST 4
+
+/* Default time constant of the adaptive identification's exponential window (s), the cut-off
+ * of its state-variable filter (Hz) and the bound on each factor (theta in [1/b, b]). */
+#define DRTHS_COMP_ADAPT_WINDOW_S 2.0
+#define DRTHS_COMP_ADAPT_FILTER_HZ 40.0
+#define DRTHS_COMP_ADAPT_BOUND 4.0
+
+/* The online identification of the adaptive mode (drths_comp_observe). */
+typedef struct drths_comp_adapt {
+    double ad[16], bd[4]; /* the state-variable filter, discretised at dt */
+    double zx[4], zu[4];  /* its states on the measured displacement and on the drive */
+    double px[4];         /* zx of the previous observation */
+    /* The drive's filtered value and the scheduled coefficients of the last
+     * DRTHS_COMP_MAX_IO_DELAY + 1 ticks, to pair each drive with the measurement that shows it. */
+    double fu[DRTHS_COMP_MAX_IO_DELAY + 1];
+    double as[DRTHS_COMP_MAX_IO_DELAY + 1][4];
+    int pos;
+    double lambda;      /* forgetting factor per informative tick */
+    double bound;       /* theta_k in [1/bound, bound] */
+    double ridge;       /* weight of the pull towards the current estimate, m^2 */
+    double excite_m;    /* least dynamic part of a regressor that is used, m */
+    double N[16], q[4]; /* exponentially weighted normal equations */
+    uint64_t observed;  /* drths_comp_observe calls */
+    uint64_t updates;   /* ticks whose regressor was informative */
+    uint64_t clamped;   /* solutions cut to the bounds */
+    uint64_t fallbacks; /* solutions refused (not finite, singular): back to theta = 1 */
+} drths_comp_adapt_t;
 
 /* A model of the damper's current dynamics (drths_comp_current_model): the commanded current
  * in, the effective current the plant follows out. */
@@ -139,6 +196,9 @@ typedef struct drths_comp {
      * where one of them cut the desired trajectory's acceleration or jerk. */
     double max_acc_m_s2, max_jerk_m_s3;
     uint64_t limited_ticks;
+    /* Factors on a[0..3] (all 1 except in the adaptive mode) and the identification. */
+    double theta[4];
+    drths_comp_adapt_t ad;
 } drths_comp_t;
 
 /* Prepares mode for a plant whose design model is `model` (required for FEEDFORWARD and for
@@ -209,6 +269,23 @@ double drths_comp_drive(drths_comp_t *c, const double *past, const double *futur
  * inverse of a trajectory with that jerk) and the tick is counted in limited_ticks. init-only. */
 int drths_comp_set_limits(drths_comp_t *c, double max_acc_m_s2, double max_jerk_m_s3,
                           drths_error_t *err);
+
+/* The adaptive mode's identification: exponential window time constant window_s (0.05 to
+ * 600 s) and the bound b on each factor (theta in [1/b, b], b in 1 .. 100; 1 fixes the model).
+ * init sets DRTHS_COMP_ADAPT_WINDOW_S and DRTHS_COMP_ADAPT_BOUND. -EINVAL naming the field
+ * ("compensation.adaptive_window_s", "compensation.adaptive_bound") or for another mode.
+ * init-only. */
+int drths_comp_set_adaptive(drths_comp_t *c, double window_s, double bound, drths_error_t *err);
+
+/* One tick of the adaptive identification: drive_m is the drive written at this tick (what
+ * drths_comp_drive returned, or what was written instead) and measured_m the displacement read
+ * after it. Call it once per tick in which the compensator drove the actuator, after the read;
+ * skip it in HOLD. Updates theta and the folded weights. No effect in other modes. RT-safe. */
+void drths_comp_observe(drths_comp_t *c, double drive_m, double measured_m);
+
+/* Puts the identification's filters at rest at displacement x_m (drive x_m) and empties its
+ * window; theta returns to 1. No effect in other modes. RT-safe. */
+void drths_comp_adapt_reset(drths_comp_t *c, double x_m);
 
 /* Nothing to free; safe twice. init-only. */
 void drths_comp_close(drths_comp_t *c);

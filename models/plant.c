@@ -204,6 +204,25 @@ double drths_plant_step(drths_plant_t *pl, double u_m, double current_A, double 
     return xn[0];
 }
 
+int drths_plant_model_scale(const drths_plant_model_t *m, const drths_plant_scale_t *sc,
+                            drths_plant_model_t *out, drths_error_t *err)
+{
+    const double v[4] = {sc->gain, sc->bandwidth, sc->real_pole, sc->complex_pole};
+    const char *names[4] = {"gain", "bandwidth", "real_pole", "complex_pole"};
+    for (int i = 0; i < 4; i++)
+        if (!(v[i] > 0.0) || !isfinite(v[i]))
+            return drths_error_set(err, -EINVAL, "plant_scale.%s: must be > 0 (got %g)", names[i],
+                                   v[i]);
+    const double fr = sc->bandwidth * sc->real_pole, fc = sc->bandwidth * sc->complex_pole;
+    drths_plant_model_t r;
+    r.p = m->p * fr;
+    r.a = m->a * fc;
+    r.b = m->b * fc * fc;
+    r.K = sc->gain * m->K * fr * fc * fc;
+    *out = r;
+    return 0;
+}
+
 double drths_plant_dc_gain(const drths_plant_model_t *m)
 {
     return m->K / (m->p * m->b);

@@ -33,6 +33,14 @@ typedef struct {
     double K, p, a, b;
 } drths_plant_model_t;
 
+/* How a plant differs from its model (the experiment file's actuator.plant_scale): factors on
+ * the static gain, on every pole together (the bandwidth), on the real pole alone and on the
+ * natural frequency of the complex pair alone (its damping ratio kept). 1 everywhere is the
+ * model itself. A bandwidth factor f makes the plant f times faster: G_f(s) = G(s / f). */
+typedef struct drths_plant_scale {
+    double gain, bandwidth, real_pole, complex_pole;
+} drths_plant_scale_t;
+
 /* Phillips & Spencer 2013, eqs 28-30: identified at 0.0 A, at 2.5 A, and their average (the
  * compensator's design model). */
 extern const drths_plant_model_t DRTHS_PLANT_0A;
@@ -73,6 +81,13 @@ void drths_plant_reset(drths_plant_t *pl, double y_m);
  * interpolated at current_A (clamped to [0, i_hi_A]). Returns the displacement (m) at the end of
  * the step and stores its velocity (m/s) in *vel_m_s if not NULL. RT-safe. */
 double drths_plant_step(drths_plant_t *pl, double u_m, double current_A, double *vel_m_s);
+
+/* out = m changed by the factors of sc (each > 0, else -EINVAL naming the field
+ * "plant_scale.<name>"): p' = p f r, the complex pair's natural frequency times f c with its
+ * damping ratio kept (a' = a f c, b' = b (f c)^2), and K' such that K'/(p' b') = g K/(p b), for
+ * f = bandwidth, r = real_pole, c = complex_pole, g = gain. init-only. */
+int drths_plant_model_scale(const drths_plant_model_t *m, const drths_plant_scale_t *sc,
+                            drths_plant_model_t *out, drths_error_t *err);
 
 /* K / (p b): the static gain from drive to displacement. RT-safe. */
 double drths_plant_dc_gain(const drths_plant_model_t *m);

@@ -14,6 +14,7 @@ void drths_specimen_params_default(drths_specimen_params_t *p, drths_damper_mode
     memset(p, 0, sizeof *p);
     drths_damper_params_preset(&p->damper, m);
     p->plant_enabled = 1;
+    p->plant_scale = (drths_plant_scale_t){1.0, 1.0, 1.0, 1.0};
     p->adc_bits = 16;
     p->io_delay_ticks = 1;
     p->seed = 1;
@@ -84,7 +85,9 @@ static void seed_rng(drths_specimen_t *s)
     s->spare = 0.0;
 }
 
-static double quantise(const drths_specimen_t *s, double v, double q)
+/* The converter's reading of v; bit is set in *saturated when it is one of the end codes. */
+static double quantise(const drths_specimen_t *s, double v, double q, unsigned bit,
+                       unsigned *saturated)
 {
     if (q <= 0.0)
         return v;
@@ -93,6 +96,8 @@ static double quantise(const drths_specimen_t *s, double v, double q)
         code = s->code_lo;
     else if (code > s->code_hi)
         code = s->code_hi;
+    if (code <= s->code_lo || code >= s->code_hi)
+        *saturated |= bit;
     return code * q;
 }
 
@@ -126,7 +131,11 @@ int drths_specimen_init(drths_specimen_t *s, const drths_specimen_params_t *p, d
     int rc = drths_damper_init(&t.damper, &p->damper, dt_s, err);
     if (rc < 0)
         return drths_error_prefix(err, rc, "specimen");
-    rc = drths_plant_init(&t.plant, &DRTHS_PLANT_0A, &DRTHS_PLANT_2P5A, PLANT_I_HI_A, dt_s, err);
+    drths_plant_model_t lo, hi;
+    if ((rc = drths_plant_model_scale(&DRTHS_PLANT_0A, &p->plant_scale, &lo, err)) < 0 ||
+        (rc = drths_plant_model_scale(&DRTHS_PLANT_2P5A, &p->plant_scale, &hi, err)) < 0)
+        return drths_error_prefix(err, rc, "specimen");
+    rc = drths_plant_init(&t.plant, &lo, &hi, PLANT_I_HI_A, dt_s, err);
     if (rc < 0)
         return drths_error_prefix(err, rc, "specimen");
     const double cmax = drths_damper_command_max(&p->damper);
@@ -163,8 +172,8 @@ void drths_specimen_reset(drths_specimen_t *s, double x_m, double command)
     seed_rng(s);
 }
 
-void drths_specimen_step(drths_specimen_t *s, double drive_m, double vel_m_s, double command,
-                         drths_specimen_meas_t *out)
+int drths_specimen_step(drths_specimen_t *s, double drive_m, double vel_m_s, double command,
+                        drths_specimen_meas_t *out)
 {
     /* The slot at line_pos holds the oldest entry, written io_delay_ticks ticks ago (or this
      * very tick when there is no delay). */
@@ -191,12 +200,15 @@ void drths_specimen_step(drths_specimen_t *s, double drive_m, double vel_m_s, do
         md += s->p.noise_disp_m * gaussian(s);
     if (s->p.noise_force_N > 0.0)
         mf += s->p.noise_force_N * gaussian(s);
-    out->disp_m = quantise(s, md, s->q_disp);
-    out->force_N = quantise(s, mf, s->q_force);
+    unsigned saturated = 0;
+    out->disp_m = quantise(s, md, s->q_disp, 1u, &saturated);
+    out->force_N = quantise(s, mf, s->q_force, 2u, &saturated);
+    out->saturated = saturated;
     out->true_disp_m = x;
     out->true_vel_m_s = v;
     out->true_force_N = f;
     out->current = drths_damper_command_effective(&s->damper);
+    return saturated ? -ERANGE : 0;
 }
 
 void drths_specimen_close(drths_specimen_t *s)

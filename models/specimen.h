@@ -14,7 +14,9 @@
  *      voltage-driven damper the plant follows command_eff / command_max on the same scale.
  *   3. Damper (models/damper.h) driven by the actuator's displacement and velocity.
  *   4. Sensors: zero-mean Gaussian noise of the given standard deviation, then quantisation to
- *      the ADC step 2 range / 2^bits with saturation at the ends of +/- range.
+ *      the ADC step 2 range / 2^bits with saturation at the ends of +/- range. A reading at
+ *      either end code is a saturated converter: its value says only "at least this much", so
+ *      drths_specimen_step reports it (-ERANGE) as the comedi back end does.
  *
  * Noise comes from a private xoshiro256** generator seeded with splitmix64(seed), with
  * Box-Muller normals: reproducible for a given seed, no allocation, no locks.
@@ -34,6 +36,10 @@
 typedef struct {
     drths_damper_params_t damper;
     int plant_enabled;      /* 0 = ideal actuator */
+    /* How the virtual actuator differs from the identified models the compensator is designed
+     * on (models/plant.h, drths_plant_model_scale): applied to both the 0 A and the 2.5 A
+     * model. All 1 (the default) is a plant exactly equal to the models, which no lab has. */
+    drths_plant_scale_t plant_scale;
     double noise_disp_m;    /* standard deviation of the displacement sensor noise; 0 = none */
     double noise_force_N;   /* standard deviation of the load-cell noise; 0 = none */
     int adc_bits;           /* 0 = no quantisation; else 1 to 32 */
@@ -47,6 +53,8 @@ typedef struct {
     double disp_m, force_N;                     /* measured: noisy, quantised */
     double true_disp_m, true_vel_m_s, true_force_N;
     double current; /* the damper's effective current (A) or filtered voltage (V) */
+    /* Bit 0: the displacement converter read an end code; bit 1: the force converter did. */
+    unsigned saturated;
 } drths_specimen_meas_t;
 
 typedef struct drths_specimen {
@@ -65,9 +73,9 @@ typedef struct drths_specimen {
 } drths_specimen_t;
 
 /* Fills p with a plausible rehearsal specimen for damper model m: the models/damper.h preset,
- * the plant on, a one-tick I/O delay, 16-bit converters over +/- 0.1 m and +/- 250 kN
- * (200-kN damper; +/- 0.05 m and +/- 5 kN for the small damper), noise of 2 um and 50 N (5 N),
- * seed 1. init-only. */
+ * the plant on and equal to its models (plant_scale all 1), a one-tick I/O delay, 16-bit converters
+ * over +/- 0.1 m and +/- 250 kN (200-kN damper; +/- 0.05 m and +/- 5 kN for the small damper),
+ * noise of 2 um and 50 N (5 N), seed 1. init-only. */
 void drths_specimen_params_default(drths_specimen_params_t *p, drths_damper_model_t m);
 
 /* Validates (errors name the field), initialises damper and plant at dt_s, allocates the delay
@@ -80,9 +88,11 @@ int drths_specimen_init(drths_specimen_t *s, const drths_specimen_params_t *p, d
 void drths_specimen_reset(drths_specimen_t *s, double x_m, double command);
 
 /* One tick: writes the drive (m), the commanded velocity (m/s; used only by the ideal
- * actuator) and the damper command (A or V), and reads the sensors into *out. RT-safe. */
-void drths_specimen_step(drths_specimen_t *s, double drive_m, double vel_m_s, double command,
-                         drths_specimen_meas_t *out);
+ * actuator) and the damper command (A or V), and reads the sensors into *out. Returns 0, or
+ * -ERANGE when a converter read one of its end codes (saturated; *out is filled all the same,
+ * with the end value). RT-safe. */
+int drths_specimen_step(drths_specimen_t *s, double drive_m, double vel_m_s, double command,
+                        drths_specimen_meas_t *out);
 
 /* Frees the delay line; safe to call twice. */
 void drths_specimen_close(drths_specimen_t *s);

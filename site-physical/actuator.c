@@ -11,10 +11,26 @@
 #include "models/lagrange.h"
 
 const char *const drths_actuator_columns[DRTHS_ACT_NCOLS] = {
-    "tick",         "time_s",        "cmd_tick",   "command_m",
-    "command_vel_m_s", "damper_command", "concealed", "hold",
-    "meas_disp_m",  "meas_force_N",  "cmd_lead_ms", "wake_late_us",
-    "drive_m",      "tracking_error_m", "tracking_rms_pct", "tracking_indicator_m2",
+    "tick",
+    "time_s",
+    "cmd_tick",
+    "command_m",
+    "command_vel_m_s",
+    "damper_command",
+    "concealed",
+    "hold",
+    "meas_disp_m",
+    "meas_force_N",
+    "cmd_lead_ms",
+    "wake_late_us",
+    "drive_m",
+    "tracking_error_m",
+    "tracking_rms_pct",
+    "tracking_indicator_m2",
+    "adaptive_theta0",
+    "adaptive_theta1",
+    "adaptive_theta2",
+    "adaptive_theta3",
 };
 
 /* Histogram layouts: wake-up lateness in 1 us bins up to 100 ms, command lead in 10 us bins up
@@ -47,6 +63,8 @@ void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
     p->comp_io_delay_ticks = exp->actuator.io_delay_ticks;
     p->ff_max_acc_m_s2 = exp->physical.feedforward_max_acceleration_m_s2;
     p->ff_max_jerk_m_s3 = exp->physical.feedforward_max_jerk_m_s3;
+    p->adaptive_window_s = exp->actuator.adaptive_window_s;
+    p->adaptive_bound = exp->actuator.adaptive_bound;
     /* The lab knows its damper's nominal model, not the rehearsal's "true" one. */
     drths_setup_damper_nominal(exp, &p->damper_nominal);
     /* A passive mode's constant command is what the numerical site will send from tick L + 1
@@ -127,10 +145,13 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     const double dt = 1.0 / p->rate_hz;
     /* Every compensator is designed on the average plant model, as Phillips & Spencer (2013)
      * do; `feedforward` then schedules the inverse between the 0 A and 2.5 A models on the
-     * commanded current. */
+     * commanded current, and `adaptive` identifies factors on that scheduled inverse. */
     rc = drths_comp_init(&a->comp, p->compensation, &DRTHS_PLANT_AVERAGE, p->comp_io_delay_ticks,
                          dt, err);
-    if (!rc && p->compensation == DRTHS_COMPENSATION_FEEDFORWARD) {
+    if (!rc && p->compensation == DRTHS_COMPENSATION_ADAPTIVE)
+        rc = drths_comp_set_adaptive(&a->comp, p->adaptive_window_s, p->adaptive_bound, err);
+    if (!rc && (p->compensation == DRTHS_COMPENSATION_FEEDFORWARD ||
+                p->compensation == DRTHS_COMPENSATION_ADAPTIVE)) {
         rc = drths_comp_schedule(&a->comp, &DRTHS_PLANT_0A, &DRTHS_PLANT_2P5A, 2.5, err);
         if (!rc)
             rc = drths_comp_current_model(&a->comp, &p->damper_nominal, err);
@@ -144,6 +165,7 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     if (a->lookahead > DRTHS_ACT_MAX_LOOKAHEAD)
         a->lookahead = DRTHS_ACT_MAX_LOOKAHEAD;
     drths_comp_reset_command(&a->comp, p->rest_damper_command);
+    drths_comp_adapt_reset(&a->comp, 0.0);
     drths_tracking_init(&a->track);
     rc = drths_playout_init(&a->pb, p->playout_ticks, sizeof(drths_cmd_channel_t), 0, err);
     if (rc)
@@ -420,6 +442,26 @@ static void daq_failed(drths_actuator_t *a, int rc, const char *what)
     snprintf(text, sizeof text, "DAQ %s failed (%s)", what, strerror(-rc));
     a->c.daq_errors++;
     drths_actuator_hold(a, DRTHS_STOP_INTERNAL_ERROR, 1, text);
+}
+
+/* A converter at an end code (the DAQ read fails with -ERANGE and flags the channel): the
+ * true value may lie anywhere beyond, so no limit can be checked against it. A limit HOLD of
+ * its own, counted as a DAQ error (the read did fail). */
+static void converter_saturated(drths_actuator_t *a, double disp_m, double force_N)
+{
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    if (a->daq->saturated & (1u << DRTHS_DAQ_DISPLACEMENT_IN))
+        snprintf(text, sizeof text,
+                 "converter saturated: measured displacement reads %.6g m, the end of its "
+                 "converter; the true value may lie beyond",
+                 disp_m);
+    else
+        snprintf(text, sizeof text,
+                 "converter saturated: measured force reads %.6g kN, the end of its converter; "
+                 "the true value may lie beyond",
+                 force_N * 1e-3);
+    a->c.daq_errors++;
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
 }
 
 /* ---- concealment and rejoin ----------------------------------------------------------------- */
@@ -920,6 +962,12 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     s->md = NAN;
     s->mf = NAN;
     rc = drths_daq_read(a->daq, &s->md, &s->mf);
+    if (rc == -ERANGE && a->daq->saturated) {
+        if (!out->daq_rc)
+            out->daq_rc = rc;
+        converter_saturated(a, s->md, s->mf);
+        return;
+    }
     if (rc) {
         if (!out->daq_rc)
             out->daq_rc = rc;
@@ -929,6 +977,9 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     a->last_meas_disp_m = s->md;
     if (s->holding)
         return;
+    /* The compensator drove this tick: the adaptive mode learns from what it wrote and what
+     * was read (a no-op in the other modes). */
+    drths_comp_observe(&a->comp, s->drive, s->md);
     check_measurement(a, s->md, s->mf);
     if (!s->rest) {
         s->terr = s->md - s->cmd.disp_m;
@@ -1038,6 +1089,8 @@ static void fill_row(const drths_actuator_t *a, const tick_state_t *s, drths_act
     row[DRTHS_ACT_COL_TRACK_ERR] = s->terr;
     row[DRTHS_ACT_COL_TRACK_RMS] = drths_tracking_rms_pct(&a->track);
     row[DRTHS_ACT_COL_TRACK_TI] = drths_tracking_ti(&a->track);
+    for (int k = 0; k < 4; k++)
+        row[DRTHS_ACT_COL_THETA0 + k] = a->comp.theta[k];
 }
 
 int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns, int64_t now_ns,

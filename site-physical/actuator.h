@@ -93,10 +93,16 @@ enum {
     DRTHS_ACT_COL_MEAS_FORCE,
     DRTHS_ACT_COL_CMD_LEAD,
     DRTHS_ACT_COL_WAKE_LATE,
-    DRTHS_ACT_COL_DRIVE,          /* drive signal written to the DAQ (after compensation) */
-    DRTHS_ACT_COL_TRACK_ERR,      /* measured - desired displacement (NaN when not tracked) */
-    DRTHS_ACT_COL_TRACK_RMS,      /* running tracking RMS error norm, % */
-    DRTHS_ACT_COL_TRACK_TI,       /* running tracking indicator, m^2 */
+    DRTHS_ACT_COL_DRIVE,     /* drive signal written to the DAQ (after compensation) */
+    DRTHS_ACT_COL_TRACK_ERR, /* measured - desired displacement (NaN when not tracked) */
+    DRTHS_ACT_COL_TRACK_RMS, /* running tracking RMS error norm, % */
+    DRTHS_ACT_COL_TRACK_TI,  /* running tracking indicator, m^2 */
+    /* The adaptive compensation's factors on the feedforward's four coefficients (1 in the
+     * other modes; models/compensation.h). */
+    DRTHS_ACT_COL_THETA0,
+    DRTHS_ACT_COL_THETA1,
+    DRTHS_ACT_COL_THETA2,
+    DRTHS_ACT_COL_THETA3,
     DRTHS_ACT_NCOLS
 };
 
@@ -155,6 +161,8 @@ typedef struct drths_actuator_params {
     double ff_max_acc_m_s2;      /* feedforward derivative limits (drths_comp_set_limits) */
     double ff_max_jerk_m_s3;
     drths_damper_params_t damper_nominal; /* current dynamics for `feedforward` */
+    double adaptive_window_s;             /* `adaptive`: drths_comp_set_adaptive */
+    double adaptive_bound;
     double rest_damper_command;  /* damper command (A or V) while t <= L */
     double hold_linger_s;        /* ticking and recording goes on this long in HOLD (0.2 s) */
     double abort_interval_s;     /* the three ABORTs are this far apart (5 ms) */

@@ -59,6 +59,13 @@ int drths_daq_error(const drths_daq_t *d, drths_error_t *err)
     }
     int ch = d->last_error.channel;
     const char *name = ch >= 0 && ch < DRTHS_DAQ_NCHANNELS ? drths_daq_channel_names[ch] : "?";
+    if (d->backend != DRTHS_DAQ_BACKEND_COMEDI && d->last_error.op &&
+        strcmp(d->last_error.op, "saturated") == 0)
+        return drths_error_set(
+            err, code,
+            "virtual DAQ: %s: the input is at an end of its converter "
+            "(reads %g): the true value may lie beyond",
+            name, ch == DRTHS_DAQ_DISPLACEMENT_IN ? d->u.virt.meas.disp_m : d->u.virt.meas.force_N);
     if (d->backend != DRTHS_DAQ_BACKEND_COMEDI)
         return drths_error_set(err, code, "virtual DAQ: %s: %s", name,
                                code == -EINVAL ? "the value to write is not a number; nothing "
@@ -121,12 +128,24 @@ static int virt_write(drths_daq_t *d, double drive_m, double vel_m_s, double dam
  * written again, so reading twice without a write steps twice with the same drive. */
 static int virt_read(drths_daq_t *d, double *disp_m, double *force_N)
 {
-    drths_specimen_step(d->u.virt.spec, d->u.virt.drive_m, d->u.virt.vel_m_s, d->u.virt.command,
-                        &d->u.virt.meas);
-    d->saturated = 0;
+    const int r = drths_specimen_step(d->u.virt.spec, d->u.virt.drive_m, d->u.virt.vel_m_s,
+                                      d->u.virt.command, &d->u.virt.meas);
+    /* A converter at an end code is a failed read, as on the comedi back end: the true value
+     * may lie anywhere beyond it. */
+    const unsigned sat = d->u.virt.meas.saturated;
+    d->saturated = ((sat & 1u) ? 1u << DRTHS_DAQ_DISPLACEMENT_IN : 0u) |
+                   ((sat & 2u) ? 1u << DRTHS_DAQ_FORCE_IN : 0u);
+    if (r < 0) {
+        d->n_saturated += (sat & 1u) + ((sat >> 1) & 1u);
+        d->last_error.code = r;
+        d->last_error.channel = (sat & 1u) ? DRTHS_DAQ_DISPLACEMENT_IN : DRTHS_DAQ_FORCE_IN;
+        d->last_error.comedi_errno = 0;
+        d->last_error.op = "saturated";
+        d->n_errors++;
+    }
     *disp_m = d->u.virt.meas.disp_m;
     *force_N = d->u.virt.meas.force_N;
-    return 0;
+    return r;
 }
 
 static int virt_safe_state(drths_daq_t *d, double hold_m)

@@ -3,8 +3,9 @@
  * and without real future samples; FEEDFORWARD equals the inverted model applied to the exact
  * derivatives of a cubic, with and without lookahead (the fallback counted); the feedforward
  * drive through the AVERAGE plant tracks 5 Hz and 15 Hz sines within 0.05 % RMS, and so does
- * the current-scheduled one through the current-dependent plant; tracking
- * indicators on hand cases; init errors name the field; no allocation per tick. */
+ * the current-scheduled one through the current-dependent plant; the adaptive mode identifies
+ * a plant 30 % slower (or faster) than its model, within its bounds, and learns nothing at
+ * rest; tracking indicators on hand cases; init errors name the field; no allocation per tick. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -352,6 +353,121 @@ static void test_scheduled_feedforward(void **state)
     assert_near(c.a[3], 1.0 / 1.730e7, 1e-22);
 }
 
+/* The adaptive mode on a plant 30 % slower than the model (every pole x0.7), noise-free, under
+ * a sum of four sines: the factors converge to the ratio of the true inverse's coefficients to
+ * the model's (1, 1/0.7, 1/0.7^2, 1/0.7^3), and the tracking error to that of a feedforward on
+ * the exact model; the fixed feedforward stays off by several percent. Returns the RMS error
+ * norm over the last second. */
+static double adaptive_run(drths_compensation_t mode, double bw, double bound, drths_comp_t *c,
+                           long *allocs)
+{
+    drths_plant_t pl;
+    drths_tracking_t tr;
+    drths_error_t err;
+    drths_plant_model_t m;
+    const drths_plant_scale_t sc = {1.0, bw, 1.0, 1.0};
+    assert_int_equal(drths_plant_model_scale(&DRTHS_PLANT_AVERAGE, &sc, &m, &err), 0);
+    assert_int_equal(drths_plant_init(&pl, &m, &m, 2.5, DT, &err), 0);
+    assert_int_equal(drths_comp_init(c, mode, &DRTHS_PLANT_AVERAGE, 1, DT, &err), 0);
+    if (mode == DRTHS_COMPENSATION_ADAPTIVE)
+        assert_int_equal(drths_comp_set_adaptive(c, 2.0, bound, &err), 0);
+    drths_tracking_init(&tr);
+    static const double F[4] = {1.3, 3.7, 6.1, 11.0}, A[4] = {2e-3, 1e-3, 0.5e-3, 0.2e-3};
+    const long n = lround(4.0 / DT), from = lround(3.0 / DT);
+    double r[4 + 3 + 1], y = 0.0;
+    const long a0 = alloc_count;
+    for (long k = 0; k < n; k++) {
+        for (int i = 0; i < 7; i++) {
+            const double t = (k - 3 + i) * DT;
+            r[i] = 0.0;
+            for (int j = 0; j < 4; j++)
+                r[i] += A[j] * sin(2.0 * M_PI * F[j] * t);
+        }
+        const double u = drths_comp_drive(c, r, r + 4, 3);
+        /* y is the reading of tick k (it shows the drive of tick k - 1), as in the site. */
+        drths_comp_observe(c, u, y);
+        if (k >= from)
+            drths_tracking_add(&tr, r[3], y);
+        y = drths_plant_step(&pl, u, 0.0, NULL);
+    }
+    if (allocs)
+        *allocs = alloc_count - a0;
+    return drths_tracking_rms_pct(&tr);
+}
+
+static void test_adaptive_identifies_a_slower_plant(void **state)
+{
+    (void)state;
+    drths_comp_t c;
+    long allocs = -1;
+    const double ff = adaptive_run(DRTHS_COMPENSATION_FEEDFORWARD, 0.7, 4.0, &c, NULL);
+    const double ad = adaptive_run(DRTHS_COMPENSATION_ADAPTIVE, 0.7, 4.0, &c, &allocs);
+    print_message("plant bandwidth x0.7: fixed feedforward %.3f %%, adaptive %.4f %%; theta %.4f "
+                  "%.4f %.4f %.4f\n",
+                  ff, ad, c.theta[0], c.theta[1], c.theta[2], c.theta[3]);
+    assert_true(ff > 3.0);
+    assert_true(ad < 0.05);
+    assert_near(c.theta[0], 1.0, 0.01);
+    assert_near(c.theta[1], 1.0 / 0.7, 0.02);
+    assert_near(c.theta[2], 1.0 / 0.49, 0.05);
+    assert_near(c.theta[3], 1.0 / 0.343, 0.3);
+    assert_true(c.ad.updates > 15000);
+    assert_int_equal(c.ad.fallbacks, 0);
+#if COUNT_ALLOCS
+    assert_int_equal(allocs, 0);
+#endif
+    /* A faster plant: factors below 1. */
+    adaptive_run(DRTHS_COMPENSATION_ADAPTIVE, 1.3, 4.0, &c, NULL);
+    assert_near(c.theta[1], 1.0 / 1.3, 0.02);
+    /* Bound 1: the factors cannot leave the model; every solution is clamped (counted). */
+    const double b1 = adaptive_run(DRTHS_COMPENSATION_ADAPTIVE, 0.7, 1.0, &c, NULL);
+    for (int k = 0; k < 4; k++)
+        assert_true(c.theta[k] == 1.0);
+    assert_true(c.ad.clamped > 0);
+    assert_near(b1, ff, 1e-9);
+    /* Bound 1.2: each factor within [1/1.2, 1.2]. */
+    adaptive_run(DRTHS_COMPENSATION_ADAPTIVE, 0.7, 1.2, &c, NULL);
+    for (int k = 0; k < 4; k++)
+        assert_true(c.theta[k] >= 1.0 / 1.2 && c.theta[k] <= 1.2);
+    /* Reset: back to the model, the window emptied. */
+    drths_comp_adapt_reset(&c, 0.0);
+    for (int k = 0; k < 4; k++)
+        assert_true(c.theta[k] == 1.0);
+    assert_true(c.ad.N[0] == 0.0);
+}
+
+/* At rest (the sensor noise only), nothing is learnt: the factors stay at the model. */
+static void test_adaptive_rest_learns_nothing(void **state)
+{
+    (void)state;
+    drths_comp_t c;
+    drths_error_t err;
+    assert_int_equal(
+        drths_comp_init(&c, DRTHS_COMPENSATION_ADAPTIVE, &DRTHS_PLANT_AVERAGE, 1, DT, &err), 0);
+    unsigned x = 1;
+    for (int k = 0; k < 20000; k++) {
+        x = x * 1103515245u + 12345u;
+        const double noise = ((double)(x >> 16) / 65536.0 - 0.5) * 4e-6;
+        drths_comp_observe(&c, 0.0, noise);
+    }
+    assert_int_equal(c.ad.updates, 0);
+    for (int k = 0; k < 4; k++)
+        assert_true(c.theta[k] == 1.0);
+    /* A NaN reading is skipped. */
+    drths_comp_observe(&c, NAN, 0.0);
+    assert_true(c.theta[0] == 1.0);
+    /* Errors name the field; other modes refuse the settings and ignore observations. */
+    assert_int_equal(drths_comp_set_adaptive(&c, 0.01, 4.0, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "adaptive_window_s"));
+    assert_int_equal(drths_comp_set_adaptive(&c, 2.0, 0.5, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "adaptive_bound"));
+    assert_int_equal(
+        drths_comp_init(&c, DRTHS_COMPENSATION_FEEDFORWARD, &DRTHS_PLANT_AVERAGE, 1, DT, &err), 0);
+    assert_int_equal(drths_comp_set_adaptive(&c, 2.0, 4.0, &err), -EINVAL);
+    drths_comp_observe(&c, 1.0, 2.0);
+    assert_int_equal(c.ad.observed, 0);
+}
+
 static void test_tracking_hand_cases(void **state)
 {
     (void)state;
@@ -495,6 +611,8 @@ int main(void)
         cmocka_unit_test(test_feedforward_tracks_average_plant),
         cmocka_unit_test(test_scheduled_feedforward),
         cmocka_unit_test(test_current_model),
+        cmocka_unit_test(test_adaptive_identifies_a_slower_plant),
+        cmocka_unit_test(test_adaptive_rest_learns_nothing),
         cmocka_unit_test(test_tracking_hand_cases),
         cmocka_unit_test(test_init_errors),
     };

@@ -76,7 +76,9 @@ static void test_example_three_story(void **state)
     assert_int_equal(x.specimen.damper.model, DRTHS_DAMPER_PHILLIPS2013);
     assert_int_equal(x.control.mode, DRTHS_CONTROL_CLIPPED_OPTIMAL);
     assert_int_equal(x.actuator.plant, DRTHS_ACTUATOR_PLANT_THREE_POLE);
-    assert_int_equal(x.actuator.compensation, DRTHS_COMPENSATION_FEEDFORWARD);
+    assert_int_equal(x.actuator.compensation, DRTHS_COMPENSATION_ADAPTIVE);
+    assert_true(x.actuator.plant_scale.bandwidth == 0.8 && x.actuator.plant_scale.gain == 0.95);
+    assert_true(x.actuator.adaptive_window_s == 2.0 && x.actuator.adaptive_bound == 4.0);
     assert_int_equal(x.actuator.adc_bits, 16);
     assert_int_equal(x.actuator.io_delay_ticks, 1);
     assert_int_equal(x.physical.hold, DRTHS_HOLD_AT_POSITION);
@@ -164,8 +166,11 @@ static void test_defaults(void **state)
     assert_true(x.physical.max_concealed_ms == 50);
     assert_true(x.physical.watchdog_ms == 100);
     assert_true(x.physical.limit_displacement_m == 0.1 && x.physical.limit_velocity_m_s == 1.0);
-    assert_true(x.physical.limit_force_N == 250000);
-    assert_true(x.physical.limit_drive_m == 0.1 && x.physical.limit_measured_displacement_m == 0.1);
+    /* Below the default converters' full scale (actuator.force_range_N, displacement_range_m),
+     * so that they can trip. */
+    assert_true(x.physical.limit_force_N == 240000);
+    assert_true(x.physical.limit_drive_m == 0.1 &&
+                x.physical.limit_measured_displacement_m == 0.095);
     assert_int_equal(x.physical.hold, DRTHS_HOLD_AT_POSITION);
     assert_true(x.physical.safe_position_m == 0.0 && x.physical.ramp_rate_m_s == 0.05);
     assert_true(x.physical.feedforward_max_acceleration_m_s2 == 50.0 &&
@@ -447,25 +452,29 @@ static const bad_case_t bad_cases[] = {
     {"bad-missing-model.yaml", -EINVAL, "structure.model: missing"},
     {"bad-wrong-type.yaml", -EINVAL, ":2: rate_hz: must be a finite number (got \"fast\")"},
     {"bad-negative-mass.yaml", -EINVAL, ":4: structure.floor_mass_kg[1]: must be > 0 (got -5)"},
-    {"bad-non-symmetric.yaml", -EINVAL, "structure.stiffness_N_per_m[0][1]: matrix must be symmetric"},
+    {"bad-non-symmetric.yaml", -EINVAL,
+     "structure.stiffness_N_per_m[0][1]: matrix must be symmetric"},
     {"bad-non-square.yaml", -EINVAL, "structure.mass_kg[1]: row has fewer entries"},
     {"bad-unknown-key.yaml", -EINVAL, "structure.floor_masses_kg: unknown key"},
     {"bad-unreadable-record.yaml", -ENOENT, "ground_motion.file: cannot open"},
     {"bad-lengths.yaml", -EINVAL, "structure.storey_stiffness_N_per_m: must have as many values"},
     {"bad-rate.yaml", -EINVAL, "rate_hz: must be in 100..100000 (got 50)"},
-    {"bad-enum.yaml", -EINVAL, "control.mode: must be one of passive-off, passive-on, fixed, "
-                               "clipped-optimal (got \"semi-active\")"},
+    {"bad-enum.yaml", -EINVAL,
+     "control.mode: must be one of passive-off, passive-on, fixed, "
+     "clipped-optimal (got \"semi-active\")"},
     {"bad-floor.yaml", -EINVAL, "specimen.floor: must be in 1..3 (got 4)"},
     {"bad-command.yaml", -EINVAL, "control.command: must be in 0..2.5 A"},
     {"bad-rayleigh-mode.yaml", -EINVAL, "structure.damping.modes[1]: must be in 1..3 (got 5)"},
     {"bad-empty.yaml", -EINVAL, "bad-empty.yaml: empty file"},
     {"bad-not-yaml.yaml", -EINVAL, "bad-not-yaml.yaml: not an experiment file"},
     {"bad-syntax.yaml", -EINVAL, "YAML syntax error"},
-    {"bad-exclusive.yaml", -EINVAL, "structure.mass_kg: not allowed with structure.model shear-building"},
+    {"bad-exclusive.yaml", -EINVAL,
+     "structure.mass_kg: not allowed with structure.model shear-building"},
     {"bad-fraction.yaml", -EINVAL, "specimen.floor: must be a whole number (got 1.5)"},
     {"bad-list-for-value.yaml", -EINVAL, ":1: name: must be a single value, not a list"},
     {"bad-duplicate.yaml", -EINVAL, "link.probes: given twice"},
-    {"bad-matrix-cell.yaml", -EINVAL, "structure.mass_kg[1][1]: must be a finite number (got \"one\")"},
+    {"bad-matrix-cell.yaml", -EINVAL,
+     "structure.mass_kg[1][1]: must be a finite number (got \"one\")"},
     {"bad-mechanism.yaml", -EINVAL, "structure.stiffness_N_per_m: must be positive definite"},
     {"bad-spring.yaml", -EINVAL, "specimen.damper.stiffness_N_per_m: missing"},
     {"bad-peer.yaml", -EINVAL, "numerical.peer: must be host:port or [IPv6]:port"},
@@ -487,6 +496,12 @@ static const bad_case_t bad_cases[] = {
      ":6: physical.feedforward_max_jerk_m_s3: must be in 0..1e+09 (got -1)"},
     {"bad-safe-position.yaml", -EINVAL,
      "physical.safe_position_m: must lie inside physical.limit_drive_m (0.05)"},
+    {"bad-force-limit-full-scale.yaml", -EINVAL,
+     ":7: physical.limit_force_N: must be below actuator.force_range_N (250000), the converter's "
+     "full scale, or it can never trip (got 250000)"},
+    {"bad-displacement-limit-full-scale.yaml", -EINVAL,
+     "physical.limit_measured_displacement_m: must be below actuator.displacement_range_m (0.05)"},
+    {"bad-plant-scale.yaml", -EINVAL, "actuator.plant_scale.bandwidth: must be in 0.1..10 (got 0)"},
     {"no-such-experiment.yaml", -ENOENT, "cannot open the experiment file"},
 };
 

@@ -152,6 +152,40 @@ static void test_zoh_generic(void **state)
     assert_int_equal(drths_plant_zoh(1, &bad, &B1, dt, Ad, Bd), -EINVAL);
 }
 
+/* The factors of drths_plant_model_scale: the bandwidth factor f scales every pole and keeps
+ * the static gain (G_f(s) = G(s / f)); the gain factor scales the static gain alone; the pole
+ * factors move one pole each, the complex pair's damping ratio kept. */
+static void test_model_scale(void **state)
+{
+    (void)state;
+    const drths_plant_model_t *m = &DRTHS_PLANT_AVERAGE;
+    drths_plant_model_t o;
+    drths_error_t err;
+    drths_plant_scale_t sc = {1.0, 0.7, 1.0, 1.0};
+    assert_int_equal(drths_plant_model_scale(m, &sc, &o, &err), 0);
+    assert_true(fabs(o.p - 0.7 * m->p) < 1e-12 && fabs(o.a - 0.7 * m->a) < 1e-12);
+    assert_true(fabs(o.b / (0.49 * m->b) - 1.0) < 1e-12);
+    assert_true(fabs(o.K / (0.343 * m->K) - 1.0) < 1e-12);
+    assert_true(fabs(drths_plant_dc_gain(&o) / drths_plant_dc_gain(m) - 1.0) < 1e-12);
+    sc = (drths_plant_scale_t){1.2, 1.0, 1.0, 1.0};
+    assert_int_equal(drths_plant_model_scale(m, &sc, &o, &err), 0);
+    assert_true(fabs(drths_plant_dc_gain(&o) / drths_plant_dc_gain(m) - 1.2) < 1e-12);
+    assert_true(o.p == m->p && o.a == m->a && o.b == m->b);
+    sc = (drths_plant_scale_t){1.0, 1.0, 2.0, 0.5};
+    assert_int_equal(drths_plant_model_scale(m, &sc, &o, &err), 0);
+    assert_true(fabs(o.p - 2.0 * m->p) < 1e-12);
+    /* zeta = a / (2 sqrt(b)) kept, wn = sqrt(b) halved */
+    assert_true(fabs(o.a / (2.0 * sqrt(o.b)) - m->a / (2.0 * sqrt(m->b))) < 1e-12);
+    assert_true(fabs(sqrt(o.b) - 0.5 * sqrt(m->b)) < 1e-9);
+    assert_true(fabs(drths_plant_dc_gain(&o) / drths_plant_dc_gain(m) - 1.0) < 1e-12);
+    sc = (drths_plant_scale_t){1.0, 1.0, 1.0, 0.0};
+    assert_int_equal(drths_plant_model_scale(m, &sc, &o, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "plant_scale.complex_pole"));
+    sc = (drths_plant_scale_t){NAN, 1.0, 1.0, 1.0};
+    assert_int_equal(drths_plant_model_scale(m, &sc, &o, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "plant_scale.gain"));
+}
+
 static void test_init_errors(void **state)
 {
     (void)state;
@@ -174,11 +208,9 @@ static void test_init_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_zoh_step_response),
-        cmocka_unit_test(test_dc_gain),
-        cmocka_unit_test(test_current_interpolation),
-        cmocka_unit_test(test_zoh_generic),
-        cmocka_unit_test(test_init_errors),
+        cmocka_unit_test(test_zoh_step_response),     cmocka_unit_test(test_dc_gain),
+        cmocka_unit_test(test_current_interpolation), cmocka_unit_test(test_zoh_generic),
+        cmocka_unit_test(test_model_scale),           cmocka_unit_test(test_init_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -154,8 +154,14 @@ static void test_quantisation(void **state)
     for (int k = -1200; k <= 1200; k++) {
         const double x = k * 1e-3;
         drths_specimen_meas_t m;
-        drths_specimen_step(&s, x, 0.0, 0.0, &m);
+        const int rc = drths_specimen_step(&s, x, 0.0, 0.0, &m);
         const double code = m.disp_m / qd, fcode = m.force_N / qf;
+        /* A reading at an end code is a saturated converter, reported like the comedi back
+         * end's (-ERANGE), with the channel's bit. */
+        const unsigned want =
+            (code >= 127 || code <= -128 ? 1u : 0u) | (fcode >= 127 || fcode <= -128 ? 2u : 0u);
+        assert_int_equal(m.saturated, want);
+        assert_int_equal(rc, want ? -ERANGE : 0);
         assert_true(code == nearbyint(code) && fcode == nearbyint(fcode));
         if (fabs(x) < 0.99) {
             assert_true(fabs(m.disp_m - x) <= qd / 2 + 1e-15);
@@ -185,6 +191,39 @@ static double settle(drths_specimen_t *s, double drive, double command)
     for (int k = 0; k < 5000; k++)
         drths_specimen_step(s, drive, 0.0, command, &m);
     return m.true_disp_m;
+}
+
+/* The plant's factors: the gain factor scales the settled displacement; the bandwidth factor
+ * keeps it and slows the response. */
+static void test_plant_scale(void **state)
+{
+    (void)state;
+    drths_specimen_params_t p;
+    quiet_params(&p, DRTHS_DAMPER_PHILLIPS2013);
+    p.plant_enabled = 1;
+    drths_specimen_t s;
+    assert_int_equal(drths_specimen_init(&s, &p, DT, NULL), 0);
+    const double nominal = settle(&s, 0.01, 0.0);
+    drths_specimen_close(&s);
+    p.plant_scale.gain = 0.8;
+    assert_int_equal(drths_specimen_init(&s, &p, DT, NULL), 0);
+    const double g = settle(&s, 0.01, 0.0);
+    drths_specimen_close(&s);
+    assert_true(fabs(g / nominal - 0.8) < 1e-9);
+    /* 10 ms after a step the slower plant has covered less of it. */
+    double early[2];
+    for (int i = 0; i < 2; i++) {
+        p.plant_scale.gain = 1.0;
+        p.plant_scale.bandwidth = i ? 0.7 : 1.0;
+        assert_int_equal(drths_specimen_init(&s, &p, DT, NULL), 0);
+        drths_specimen_meas_t m = {0};
+        for (int k = 0; k < 50; k++)
+            drths_specimen_step(&s, 0.01, 0.0, 0.0, &m);
+        early[i] = m.true_disp_m;
+        assert_true(fabs(settle(&s, 0.01, 0.0) - nominal) < 1e-12);
+        drths_specimen_close(&s);
+    }
+    assert_true(early[1] < 0.9 * early[0]);
 }
 
 static void test_plant_follows_current(void **state)
@@ -286,6 +325,10 @@ static void test_errors(void **state)
     assert_int_equal(drths_specimen_init(&s, &p, DT, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "specimen: damper.A"));
     drths_specimen_params_default(&p, DRTHS_DAMPER_PHILLIPS2013);
+    p.plant_scale.bandwidth = 0.0;
+    assert_int_equal(drths_specimen_init(&s, &p, DT, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "specimen: plant_scale.bandwidth"));
+    drths_specimen_params_default(&p, DRTHS_DAMPER_PHILLIPS2013);
     assert_int_equal(drths_specimen_init(&s, &p, 0.0, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "dt_s"));
 }
@@ -298,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_noise),
         cmocka_unit_test(test_quantisation),
         cmocka_unit_test(test_plant_follows_current),
+        cmocka_unit_test(test_plant_scale),
         cmocka_unit_test(test_no_allocation_per_tick),
         cmocka_unit_test(test_errors),
     };
