@@ -10,11 +10,11 @@
  * Records are joined by step (numerical.csv) and tick (physical.csv), never by row position; a
  * step or tick missing from a record is a gap, named in the table, and fails the run unless
  * --allow-gaps is given. Prints the table, writes report.txt and report.json into RUN_DIR (or
- * DIR), the records with units and the run's metadata as report.h5 (HDF5), and, when gnuplot
- * is installed, the PNG plots. Exit codes: 0 the run passed its
- * acceptance criteria and its records are complete (also when gnuplot is missing), 1 it failed
- * a criterion, a record has a gap, an output could not be written or gnuplot failed, 2 bad usage
- * or a missing/malformed input file or column.
+ * DIR), the records with units and the run's metadata as report.h5 (HDF5), the records again as
+ * report.mat (MATLAB v7.3, for load), and, when gnuplot is installed, the PNG plots. Exit codes: 0
+ * the run passed its acceptance criteria and its records are complete (also when gnuplot is
+ * missing), 1 it failed a criterion, a record has a gap, an output could not be written or gnuplot
+ * failed, 2 bad usage or a missing/malformed input file or column.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -51,7 +51,8 @@ static void usage(FILE *f)
             "physical.csv when present, checks that no step or tick is missing from a record,\n"
             "judges the run against its acceptance criteria (PASS / FAIL), prints the table and\n"
             "writes report.txt, report.json, report.h5 (the records as HDF5, units and metadata\n"
-            "as attributes) and PNG plots (with gnuplot). docs/report.md defines every figure.\n"
+            "as attributes), report.mat (the records for MATLAB's load, v7.3) and PNG plots\n"
+            "(with gnuplot). docs/report.md defines every figure.\n"
             "\n"
             "  -r, --reference REF_DIR  the reference run to compare with\n"
             "  -p, --physical PHYS_DIR  where physical.csv is (default RUN_DIR)\n"
@@ -1037,8 +1038,16 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": %s\n", err.msg);
         status = DRTHS_EXIT_FAILED;
     } else {
-        printf("records: %s (HDF5, also MATLAB v7.3: docs/report.md)\n", h5);
+        printf("records: %s (HDF5: docs/report.md)\n", h5);
     }
+    char *mat = join(o.out_dir, "report.mat");
+    if (drths_report_write_mat(mat, &hd, &err)) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        status = DRTHS_EXIT_FAILED;
+    } else {
+        printf("records: %s (MATLAB v7.3: load('report.mat'))\n", mat);
+    }
+    free(mat);
     free(h5);
     free(summary);
 
