@@ -117,7 +117,7 @@ if command -v jq >/dev/null; then
 fi
 
 if command -v gnuplot >/dev/null; then
-    for p in displacement acceleration damper link; do
+    for p in displacement acceleration error damper tracking link; do
         [ -s "$work/hyb/report_$p.png" ] || fail "report_$p.png missing or empty"
         head -c 8 "$work/hyb/report_$p.png" | od -An -c | grep -q 'P   N   G' || fail "$p not a PNG"
     done

@@ -4,6 +4,8 @@
  * column with the column's name, and the unit (from the name's suffix) as the attribute "unit".
  * The run's metadata are attributes of the root group: every scalar of the run folder's
  * summary.json (nested keys joined with '.'), the run and reference folders, and the verdict.
+ *
+ * report.mat: the same columns in the layout MATLAB's load reads (below).
  */
 #include "tools/report/hdf5.h"
 
@@ -13,14 +15,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The unit of a column, from the suffix of its name (the recorders' convention). */
 static const char *unit_of(const char *name)
 {
     static const struct {
         const char *suffix, *unit;
-    } units[] = {{"_m_s2", "m/s^2"}, {"_m_s", "m/s"}, {"_ms", "ms"},       {"_us", "us"},
-                 {"_m", "m"},        {"_N", "N"},     {"_s", "s"},         {"_ticks", "ticks"},
+    } units[] = {{"_m_s2", "m/s^2"}, {"_m_s", "m/s"}, {"_ms", "ms"}, {"_us", "us"},
+                 {"_m", "m"},        {"_N", "N"},     {"_s", "s"},   {"_ticks", "ticks"},
                  {"_A", "A"},        {"_V", "V"}};
     size_t n = strlen(name);
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
@@ -238,5 +241,118 @@ int drths_report_write_hdf5(const char *path, const drths_report_hdf5_t *in, drt
         rc = -EIO;
     if (rc)
         return drths_error_set(err, rc, "%s: cannot write the HDF5 file", path);
+    return 0;
+}
+
+/* ---- report.mat: MATLAB v7.3 -------------------------------------------------------------- */
+
+/* A MATLAB v7.3 MAT-file is an HDF5 file whose 512-byte user block starts with the 128-byte
+ * header of the older MAT formats: 116 bytes of text padded with spaces, 8 bytes of subsystem
+ * offset (zero), the version 0x0200 and the endian indicator "IM". MATLAB's load reads each
+ * root dataset that has the attribute MATLAB_class as the variable of that name. */
+#define MAT_USERBLOCK 512
+
+static int mat_header(const char *path)
+{
+    unsigned char h[128];
+    char text[160], date[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%a %b %d %H:%M:%S %Y", &tm);
+    snprintf(text, sizeof text,
+             "MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: %s HDF5 schema 1.00 .", date);
+    memset(h, ' ', 116);
+    size_t len = strlen(text); /* 95 characters */
+    memcpy(h, text, len < 116 ? len : 116);
+    memset(h + 116, 0, 8);
+    h[124] = 0x00; /* version 0x0200, as MATLAB writes it on a little-endian machine */
+    h[125] = 0x02;
+    h[126] = 'I';
+    h[127] = 'M';
+    FILE *f = fopen(path, "r+b");
+    if (!f)
+        return -errno;
+    size_t n = fwrite(h, 1, sizeof h, f);
+    if (fclose(f) || n != sizeof h)
+        return -EIO;
+    return 0;
+}
+
+/* prefix_column as a MATLAB variable name: letters, digits and '_' only, at most 63 long. */
+static void mat_name(char *out, size_t cap, const char *prefix, const char *column)
+{
+    snprintf(out, cap, "%s_%s", prefix, column);
+    for (char *p = out; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            *p = '_';
+    if (strlen(out) > 63)
+        out[63] = '\0';
+}
+
+static int mat_class(hid_t d, const char *cls)
+{
+    /* MATLAB writes the class as a fixed-length ASCII string without a terminator. */
+    hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, strlen(cls));
+    H5Tset_strpad(type, H5T_STR_NULLTERM);
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(d, "MATLAB_class", type, space, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 || H5Awrite(a, type, cls) < 0 ? -EIO : 0;
+    if (a >= 0)
+        H5Aclose(a);
+    H5Sclose(space);
+    H5Tclose(type);
+    return rc;
+}
+
+/* Each column of t as a root dataset prefix_<column>: an N-by-1 double in MATLAB, whose HDF5
+ * dimensions are {1, N} (MATLAB stores arrays column-major, so HDF5 lists them reversed). */
+static int mat_table(hid_t file, const char *prefix, const drths_csv_table_t *t)
+{
+    hsize_t dims[2] = {1, (hsize_t)t->rows};
+    int rc = 0;
+    for (int c = 0; c < t->ncols && !rc; c++) {
+        char name[128];
+        mat_name(name, sizeof name, prefix, t->names[c]);
+        hid_t space = H5Screate_simple(2, dims, NULL);
+        hid_t d =
+            H5Dcreate2(file, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (d < 0 || H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->cols[c]) < 0)
+            rc = -EIO;
+        if (!rc)
+            rc = mat_class(d, "double");
+        if (d >= 0)
+            H5Dclose(d);
+        H5Sclose(space);
+    }
+    return rc;
+}
+
+int drths_report_write_mat(const char *path, const drths_report_hdf5_t *in, drths_error_t *err)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    if (fcpl < 0 || H5Pset_userblock(fcpl, MAT_USERBLOCK) < 0) {
+        if (fcpl >= 0)
+            H5Pclose(fcpl);
+        return drths_error_set(err, -EIO, "%s: cannot set up the MAT-file", path);
+    }
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    H5Pclose(fcpl);
+    if (file < 0)
+        return drths_error_set(err, -EIO, "%s: cannot create the MAT-file", path);
+    int rc = mat_table(file, "numerical", in->run);
+    if (!rc && in->ref)
+        rc = mat_table(file, "reference", in->ref);
+    if (!rc && in->phys)
+        rc = mat_table(file, "physical", in->phys);
+    if (H5Fclose(file) < 0 && !rc)
+        rc = -EIO;
+    /* The header goes into the user block, which HDF5 leaves alone, once the file is closed. */
+    if (!rc)
+        rc = mat_header(path);
+    if (rc)
+        return drths_error_set(err, rc, "%s: cannot write the MAT-file", path);
     return 0;
 }

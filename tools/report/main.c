@@ -10,11 +10,11 @@
  * Records are joined by step (numerical.csv) and tick (physical.csv), never by row position; a
  * step or tick missing from a record is a gap, named in the table, and fails the run unless
  * --allow-gaps is given. Prints the table, writes report.txt and report.json into RUN_DIR (or
- * DIR), the records with units and the run's metadata as report.h5 (HDF5), and, when gnuplot
- * is installed, the PNG plots. Exit codes: 0 the run passed its
- * acceptance criteria and its records are complete (also when gnuplot is missing), 1 it failed
- * a criterion, a record has a gap, an output could not be written or gnuplot failed, 2 bad usage
- * or a missing/malformed input file or column.
+ * DIR), the records with units and the run's metadata as report.h5 (HDF5), the records again as
+ * report.mat (MATLAB v7.3, for load), and, when gnuplot is installed, the PNG plots. Exit codes: 0
+ * the run passed its acceptance criteria and its records are complete (also when gnuplot is
+ * missing), 1 it failed a criterion, a record has a gap, an output could not be written or gnuplot
+ * failed, 2 bad usage or a missing/malformed input file or column.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -51,7 +51,8 @@ static void usage(FILE *f)
             "physical.csv when present, checks that no step or tick is missing from a record,\n"
             "judges the run against its acceptance criteria (PASS / FAIL), prints the table and\n"
             "writes report.txt, report.json, report.h5 (the records as HDF5, units and metadata\n"
-            "as attributes) and PNG plots (with gnuplot). docs/report.md defines every figure.\n"
+            "as attributes), report.mat (the records for MATLAB's load, v7.3) and PNG plots\n"
+            "(with gnuplot). docs/report.md defines every figure.\n"
             "\n"
             "  -r, --reference REF_DIR  the reference run to compare with\n"
             "  -p, --physical PHYS_DIR  where physical.csv is (default RUN_DIR)\n"
@@ -127,8 +128,8 @@ static int count_floors(const drths_csv_table_t *t)
  * before anything is printed. */
 static int check_plot_columns(const drths_csv_table_t *t)
 {
-    static const char *const needed[] = {"time_s", "x1_m", "a1_abs_m_s2", "damper_disp_m",
-                                         "damper_vel_m_s", "damper_force_N"};
+    static const char *const needed[] = {"time_s",        "x1_m",           "a1_abs_m_s2",
+                                         "damper_disp_m", "damper_vel_m_s", "damper_force_N"};
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
         if (!column(t, needed[i]))
             return -1;
@@ -200,8 +201,7 @@ static int write_envelope(const char *path, const double *t, const series_t *col
 
 /* Writes every k-th row so that at most max_rows remain (for loops, where order matters more
  * than extremes). */
-static int write_stride(const char *path, const series_t *cols, int ncols, long n,
-                        long max_rows)
+static int write_stride(const char *path, const series_t *cols, int ncols, long n, long max_rows)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -285,8 +285,8 @@ static void gp_string(FILE *f, const char *s)
 static void gp_output(FILE *gp, const char *out_dir, const char *name, int width, int height)
 {
     char *png = join(out_dir, name);
-    fprintf(gp, "set terminal pngcairo size %d,%d font 'sans,10' noenhanced\nset output ",
-            width, height);
+    fprintf(gp, "set terminal pngcairo size %d,%d font 'sans,10' noenhanced\nset output ", width,
+            height);
     gp_string(gp, png);
     fputc('\n', gp);
     free(png);
@@ -416,6 +416,208 @@ static int write_damper(plot_job_t *j, const inputs_t *in)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Per time window of w seconds: the window's centre, then for each column its three quantiles
+ * q[0..2] (nearest rank: 0 is the minimum, 1 the maximum; NaN left out; NaN for a window without
+ * a value). Drawn as lines, the percentiles of a 5 kHz series stay readable where every sample
+ * would fill the panel. */
+static int write_percentiles(const char *path, const double *t, long n, double w,
+                             const double *const *cols, int ncols, const double q[3])
+{
+    double *scratch = malloc((size_t)(n > 0 ? n : 1) * sizeof *scratch);
+    FILE *f = scratch ? fopen(path, "w") : NULL;
+    if (!f) {
+        int e = scratch ? -errno : -ENOMEM;
+        free(scratch);
+        return e;
+    }
+    long i = 0;
+    while (i < n) {
+        double k = floor(t[i] / w);
+        long i0 = i;
+        do
+            i++;
+        while (i < n && floor(t[i] / w) == k);
+        fprintf(f, "%.9g", (k + 0.5) * w);
+        for (int c = 0; c < ncols; c++) {
+            long m = 0;
+            for (long r = i0; r < i; r++)
+                if (!isnan(cols[c][r]))
+                    scratch[m++] = cols[c][r];
+            if (m == 0) {
+                fprintf(f, " nan nan nan");
+                continue;
+            }
+            qsort(scratch, (size_t)m, sizeof *scratch, cmp_double);
+            for (int qi = 0; qi < 3; qi++) {
+                long rank = (long)ceil(q[qi] * (double)m);
+                rank = rank < 1 ? 1 : rank > m ? m : rank;
+                fprintf(f, " %.9g", scratch[rank - 1]);
+            }
+        }
+        fputc('\n', f);
+    }
+    free(scratch);
+    return fclose(f) ? -errno : 0;
+}
+
+static const double link_q[3] = {0.5, 0.99, 1.0};
+static const char *const link_qname[3] = {"p50", "p99", "max"};
+static const double band_q[3] = {0.0, 0.5, 1.0};
+static const char *const band_qname[3] = {"min", "p50", "max"};
+
+/* One panel of write_percentiles' columns first..first+2, named by qname: the median (p50)
+ * thick and blue, the maximum red, any other quantile orange; the key in one row, above the
+ * lines when the y range is automatic. */
+static void gp_percentiles(plot_job_t *j, const char *dat, int first, const char *what,
+                           const char *const qname[3], double w)
+{
+    fprintf(j->gp, "set key horizontal\nset offsets 0, 0, graph 0.2, 0\n");
+    for (int k = 0; k < 3; k++) {
+        int median = strcmp(qname[k], "p50") == 0, max = strcmp(qname[k], "max") == 0;
+        fprintf(j->gp, "%s", k ? ", " : "plot ");
+        gp_string(j->gp, dat);
+        fprintf(j->gp, " using 1:%d with lines lw %d lc rgb '%s' title '%s %s per %.3g s'",
+                first + k, median ? 2 : 1,
+                median ? "#1f77b4"
+                : max  ? "#d62728"
+                       : "#ff7f0e",
+                what, qname[k], w);
+    }
+    fprintf(j->gp, "\nset key vertical\nset offsets\n");
+}
+
+/* The error of each floor's displacement, hybrid minus reference, over time: the rows of both
+ * records with the same step (the join of the table's figures), so that a gap in either record
+ * is a gap in the line, not a shift of one history against the other. */
+static int write_error(plot_job_t *j, const inputs_t *in)
+{
+    const drths_csv_table_t *h = &in->run, *r = &in->ref;
+    int floors = count_floors(h);
+    const double *hs = drths_csv_column(h, "step"), *rs = drths_csv_column(r, "step");
+    const double *ht = drths_csv_column(h, "time_s");
+    if (!hs || !rs) {
+        fprintf(stderr, PROG ": %s: no column step\n", hs ? r->path : h->path);
+        return -1;
+    }
+    int nc = floors < 64 ? floors : 64;
+    const double *hx[64], *rx[64];
+    for (int i = 0; i < nc; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "x%d_m", i + 1);
+        hx[i] = drths_csv_column(h, name);
+        rx[i] = drths_csv_column(r, name);
+        if (!hx[i] || !rx[i]) {
+            fprintf(stderr, PROG ": %s: no column %s\n", hx[i] ? r->path : h->path, name);
+            return -1;
+        }
+    }
+    long cap = h->rows < r->rows ? h->rows : r->rows;
+    double *buf = malloc(((size_t)nc + 1) * (size_t)(cap > 0 ? cap : 1) * sizeof *buf);
+    if (!buf) {
+        fprintf(stderr, PROG ": out of memory\n");
+        return -1;
+    }
+    double *t = buf;
+    long n = 0;
+    /* Both step columns increase (drths_record_range checked them), so one merge pass finds
+     * every common step. */
+    for (long a = 0, b = 0; a < h->rows && b < r->rows;) {
+        if (hs[a] < rs[b]) {
+            a++;
+        } else if (rs[b] < hs[a]) {
+            b++;
+        } else {
+            t[n] = ht[a];
+            for (int i = 0; i < nc; i++)
+                buf[(size_t)(i + 1) * (size_t)cap + (size_t)n] = hx[i][a] - rx[i][b];
+            n++, a++, b++;
+        }
+    }
+    series_t cols[64];
+    for (int i = 0; i < nc; i++)
+        cols[i] = (series_t){buf + (size_t)(i + 1) * (size_t)cap, 1e3};
+    const char *dat = tmpfile_in(j, "error.dat");
+    int rc = write_envelope(dat, t, cols, nc, n, PLOT_ROWS);
+    free(buf);
+    if (rc) {
+        fprintf(stderr, PROG ": %s: %s\n", dat, strerror(-rc));
+        return -1;
+    }
+    gp_output(j->gp, j->out_dir, "report_error.png", 1200, 120 + 260 * nc);
+    snprintf(j->layout, sizeof j->layout, "%d,1", nc);
+    gp_title(j, "Displacement error, hybrid minus reference (rows joined by step)");
+    fprintf(j->gp, "set grid\nset key top right\nset autoscale xfix\n");
+    for (int i = 0; i < nc; i++) {
+        fprintf(j->gp, "set ylabel 'floor %d error (mm)'\n", i + 1);
+        fprintf(j->gp, i == nc - 1 ? "set xlabel 'time (s)'\n" : "unset xlabel\n");
+        fprintf(j->gp, "plot ");
+        gp_string(j->gp, dat);
+        fprintf(j->gp,
+                " using 1:%d with lines lw 1 lc rgb '#d62728' title 'x_hybrid - x_reference'\n",
+                i + 2);
+    }
+    fprintf(j->gp, "unset multiplot\nunset xlabel\nunset ylabel\nset autoscale x\n");
+    return 0;
+}
+
+/* The actuator's tracking from physical.csv: the commanded displacement with the measured one
+ * over it, and the tracking error (measured minus commanded) in a second panel. */
+static int write_tracking(plot_job_t *j, const inputs_t *in)
+{
+    const drths_csv_table_t *p = &in->phys;
+    const double *t = drths_csv_column(p, "time_s");
+    const double *cmd = drths_csv_column(p, "command_m");
+    const double *meas = drths_csv_column(p, "meas_disp_m");
+    if (!t || !cmd || !meas) {
+        fprintf(stderr, PROG ": %s: no column %s\n", p->path,
+                !t     ? "time_s"
+                : !cmd ? "command_m"
+                       : "meas_disp_m");
+        return -1;
+    }
+    double *e = malloc((size_t)(p->rows > 0 ? p->rows : 1) * sizeof *e);
+    if (!e) {
+        fprintf(stderr, PROG ": out of memory\n");
+        return -1;
+    }
+    /* The error in mm per window of at least 100 ms: its minimum, median and maximum, so that
+     * the sensor noise reads as a band and a lag or an offset as a median away from zero. */
+    for (long i = 0; i < p->rows; i++)
+        e[i] = 1e3 * (meas[i] - cmd[i]);
+    double t0 = p->rows > 0 ? t[0] : 0.0, t1 = p->rows > 0 ? t[p->rows - 1] : 1.0;
+    double w = (t1 - t0) / 2000.0 > 0.1 ? (t1 - t0) / 2000.0 : 0.1;
+    series_t cols[2] = {{cmd, 1e3}, {meas, 1e3}};
+    const double *ecol[1] = {e};
+    const char *dat = tmpfile_in(j, "tracking.dat"), *edat = tmpfile_in(j, "tracking_err.dat");
+    int rc = write_envelope(dat, t, cols, 2, p->rows, PLOT_ROWS);
+    if (!rc)
+        rc = write_percentiles(edat, t, p->rows, w, ecol, 1, band_q);
+    free(e);
+    if (rc) {
+        fprintf(stderr, PROG ": plot data in %s: %s\n", j->tmp, strerror(-rc));
+        return -1;
+    }
+    gp_output(j->gp, j->out_dir, "report_tracking.png", 1200, 640);
+    snprintf(j->layout, sizeof j->layout, "2,1");
+    gp_title(j, "Actuator tracking: commanded and measured displacement (physical.csv)");
+    fprintf(j->gp, "set grid\nset key top right\nunset xlabel\nset autoscale xfix\n"
+                   "set lmargin 12\nset ylabel 'actuator displacement (mm)'\nplot ");
+    gp_string(j->gp, dat);
+    fprintf(j->gp, " using 1:2 with lines lw 4 lc rgb '#a0a0a0' title 'command', ");
+    gp_string(j->gp, dat);
+    fprintf(j->gp, " using 1:3 with lines lw 1 lc rgb '#d62728' title 'measured'\n");
+    fprintf(j->gp, "set xlabel 'time (s)'\nset ylabel 'measured - command (mm)'\n");
+    gp_percentiles(j, edat, 2, "error", band_qname, w);
+    fprintf(j->gp, "unset multiplot\nunset xlabel\nunset ylabel\nset autoscale x\nunset lmargin\n");
+    return 0;
+}
+
 /* Upper end of a y range that starts at 0: some room above the largest value, and at least 1
  * so that an all-zero series still has a range (gnuplot refuses an empty one). */
 static double top_of(double v)
@@ -432,12 +634,15 @@ static int write_link(plot_job_t *j, const inputs_t *in, const drths_link_stats_
     if (!(t1 > t0))
         t1 = t0 + 1.0;
     double w = (t1 - t0) / 1000.0 > 0.1 ? (t1 - t0) / 1000.0 : 0.1;
-    series_t rtt[1] = {{drths_csv_column(run, "rtt_ms"), 1.0}};
+    /* Round trip and L per window of at least 100 ms (at most about 2000 windows). */
+    double pw = (t1 - t0) / 2000.0 > 0.1 ? (t1 - t0) / 2000.0 : 0.1;
+    const double *lcols[2] = {drths_csv_column(run, "rtt_ms"),
+                              drths_csv_column(run, "loop_delay_ticks")};
     const char *rtt_dat = tmpfile_in(j, "rtt.dat");
     const char *fb_dat = tmpfile_in(j, "fb_bins.dat");
     long top_fb = 0, top_cmd = 0, top_hold = 0;
     double unused, top_late = NAN;
-    int rc = write_envelope(rtt_dat, t, rtt, 1, run->rows, PLOT_ROWS);
+    int rc = write_percentiles(rtt_dat, t, run->rows, pw, lcols, 2, link_q);
     if (!rc)
         rc = write_bins(fb_dat, t, run->rows, w, drths_csv_column(run, "fb_concealed"), NULL,
                         &top_fb, &unused);
@@ -457,21 +662,33 @@ static int write_link(plot_job_t *j, const inputs_t *in, const drths_link_stats_
         return -1;
     }
     FILE *gp = j->gp;
-    int panels = in->has_phys ? 3 : 2;
+    int panels = in->has_phys ? 4 : 3;
     gp_output(gp, j->out_dir, "report_link.png", 1200, 120 + 260 * panels);
     snprintf(j->layout, sizeof j->layout, "%d,1", panels);
-    gp_title(j, "Link: round trip, concealed and late ticks");
-    fprintf(gp, "set grid\nset key top right\nunset xlabel\nset xrange [%.9g:%.9g]\n", t0, t1);
+    gp_title(j, "Link: round trip, loop delay L, concealed and late ticks");
+    /* A fixed left margin lines the panels' time axes up whatever their tick labels' width. */
+    fprintf(gp,
+            "set grid\nset key top right\nunset xlabel\nset xrange [%.9g:%.9g]\n"
+            "set lmargin 12\n",
+            t0, t1);
     /* Every y range is explicit: an empty range is only a warning, but a panel whose points
      * are all undefined (no round trip measured yet) would stop gnuplot. */
     fprintf(gp, "set ylabel 'round trip (ms)'\n");
     if (link->rtt_ms.n > 0) {
         double lo = link->rtt_ms.min, hi = link->rtt_ms.max, pad = 0.05 * (hi - lo) + 0.5;
-        fprintf(gp, "set yrange [%.9g:%.9g]\nplot ", lo - pad, hi + pad);
-        gp_string(gp, rtt_dat);
-        fprintf(gp, " using 1:2 with lines lc rgb '#1f77b4' title 'round trip'\n");
+        fprintf(gp, "set yrange [%.9g:%.9g]\n", lo - pad, hi + 4 * pad); /* room for the key */
+        gp_percentiles(j, rtt_dat, 2, "round trip", link_qname, pw);
     } else {
         fprintf(gp, "set yrange [0:1]\nplot -1 title 'no round trip measured'\n");
+    }
+    fprintf(gp, "set ylabel 'loop delay L (ticks)'\n");
+    if (link->loop_delay_ticks.n > 0) {
+        double lo = link->loop_delay_ticks.min, hi = link->loop_delay_ticks.max;
+        double pad = 0.05 * (hi - lo) + 0.5;
+        fprintf(gp, "set yrange [%.9g:%.9g]\n", lo - pad, hi + 4 * pad);
+        gp_percentiles(j, rtt_dat, 5, "L", link_qname, pw);
+    } else {
+        fprintf(gp, "set yrange [0:1]\nplot -1 title 'no loop delay recorded'\n");
     }
     long top = top_fb > top_cmd ? top_fb : top_cmd;
     top = top > top_hold ? top : top_hold;
@@ -491,15 +708,17 @@ static int write_link(plot_job_t *j, const inputs_t *in, const drths_link_stats_
         if (!isnan(top_late)) {
             fprintf(gp, "set yrange [0:%.9g]\nplot ", top_of(top_late));
             gp_string(gp, cmd_dat);
-            fprintf(gp, " using 1:3 with steps lc rgb '#9467bd' title 'tick lateness, max per %.3g s'\n",
-                    w);
+            fprintf(
+                gp,
+                " using 1:3 with steps lc rgb '#9467bd' title 'tick lateness, max per %.3g s'\n",
+                w);
         } else {
             fprintf(gp, "set yrange [0:1]\nplot -1 title 'no tick lateness recorded'\n");
         }
     } else {
         fputc('\n', gp);
     }
-    fprintf(gp, "unset multiplot\nset autoscale x\nset autoscale y\n");
+    fprintf(gp, "unset multiplot\nset autoscale x\nset autoscale y\nunset lmargin\n");
     return 0;
 }
 
@@ -511,8 +730,7 @@ static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_d
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/drths-report-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     if (!mkdtemp(tmp)) {
-        fprintf(stderr, PROG ": cannot create a temporary folder %s: %s\n", tmp,
-                strerror(errno));
+        fprintf(stderr, PROG ": cannot create a temporary folder %s: %s\n", tmp, strerror(errno));
         return -1;
     }
     plot_job_t j = {.tmp = tmp, .out_dir = out_dir, .caption = caption};
@@ -526,8 +744,12 @@ static int make_plots(const char *gnuplot, const inputs_t *in, const char *out_d
         rc = write_histories(&j, in, "displacement");
         if (!rc)
             rc = write_histories(&j, in, "acceleration");
+        if (!rc && in->has_ref)
+            rc = write_error(&j, in);
         if (!rc)
             rc = write_damper(&j, in);
+        if (!rc && in->has_phys)
+            rc = write_tracking(&j, in);
         if (!rc && link->has_numerical)
             rc = write_link(&j, in, link);
         if (fclose(j.gp) && !rc) {
@@ -816,8 +1038,16 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": %s\n", err.msg);
         status = DRTHS_EXIT_FAILED;
     } else {
-        printf("records: %s (HDF5, also MATLAB v7.3: docs/report.md)\n", h5);
+        printf("records: %s (HDF5: docs/report.md)\n", h5);
     }
+    char *mat = join(o.out_dir, "report.mat");
+    if (drths_report_write_mat(mat, &hd, &err)) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        status = DRTHS_EXIT_FAILED;
+    } else {
+        printf("records: %s (MATLAB v7.3: load('report.mat'))\n", mat);
+    }
+    free(mat);
     free(h5);
     free(summary);
 
@@ -830,8 +1060,9 @@ int main(int argc, char **argv)
                  make_plots(gnuplot, &in, o.out_dir, &link, caption))
             status = DRTHS_EXIT_FAILED;
         else
-            printf("plots: %s/report_{displacement,acceleration,damper%s}.png\n", o.out_dir,
-                   link.has_numerical ? ",link" : "");
+            printf("plots: %s/report_*.png:\n       displacement, acceleration%s, damper%s%s\n",
+                   o.out_dir, in.has_ref ? ", error" : "", in.has_phys ? ", tracking" : "",
+                   link.has_numerical ? ", link" : "");
     }
 out:
     free(acc_source);
