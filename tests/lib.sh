@@ -199,3 +199,54 @@ start_attack_relay() {
     last_pid=$!
     pids+=("$last_pid")
 }
+
+# need_browser: skips the test (77) unless node and /usr/bin/chromium are here, then builds the
+# monitor's page into $bdir/web with tools/web-build (npm ci into web/node_modules when it is
+# missing; the browser driver, puppeteer-core, comes from there too).
+need_browser() {
+    command -v node >/dev/null || skip "node is missing (tools/deps installs it)"
+    [ -x /usr/bin/chromium ] || skip "/usr/bin/chromium is missing (tools/deps --test installs it)"
+    DRTHS_BUILD_DIR=$bdir "$src/tools/web-build" >"$tmp/web-build.out" 2>&1 ||
+        fail "tools/web-build failed"
+    [ -f "$bdir/web/index.html" ] && [ -f "$bdir/web/uPlot.iife.min.js" ] || fail "no page in $bdir/web"
+}
+
+# start_monitor [drths-monitor options]: drths-monitor on 127.0.0.1 serving $bdir/web, on ports
+# it picks itself and prints; its pid in $mpid (also in pids), the page's address in $url and
+# the telemetry address the sites' --monitor takes in $tlm.
+start_monitor() {
+    timeout 180 "$bdir/drths-monitor" --listen 127.0.0.1:0 --telemetry 127.0.0.1:0 \
+        --web "$bdir/web" "$@" >"$tmp/monitor.out" 2>"$tmp/monitor.err" &
+    mpid=$!
+    pids+=("$mpid")
+    for _ in $(seq 100); do grep -q "telemetry udp" "$tmp/monitor.out" 2>/dev/null && break; sleep 0.05; done
+    url=$(sed -n 's|^drths-monitor: page \(http://[^ ]*\).*|\1|p' "$tmp/monitor.out")
+    tlm=$(sed -n 's|^drths-monitor: telemetry udp \([^ ]*\) .*|\1|p' "$tmp/monitor.out")
+    [ -n "$url" ] && [ -n "$tlm" ] || fail "drths-monitor did not print its addresses"
+    echo "monitor: $url, telemetry $tlm"
+}
+
+# open_page SCREENSHOT: the monitor's page ($url) open in headless Chromium
+# (tests/browser/monitor_watch.js) until close_page; returns once the page script runs. Its pid
+# is in $page_pid, its output in $tmp/page.out.
+open_page() {
+    rm -f "$tmp/page.stop" "$1"
+    NODE_PATH="$src/web/node_modules" timeout 180 node "$src/tests/browser/monitor_watch.js" \
+        "$url" "$tmp/page.stop" "$1" >"$tmp/page.out" 2>"$tmp/page.err" &
+    page_pid=$!
+    pids+=("$page_pid")
+    local end=$((SECONDS + 60))
+    until grep -q "^page open" "$tmp/page.out" 2>/dev/null; do
+        kill -0 "$page_pid" 2>/dev/null || fail "the browser ended before the page opened"
+        [ $SECONDS -lt $end ] || fail "the page did not open within 60 s"
+        sleep 0.1
+    done
+}
+
+# close_page: tells the browser to close the page; its exit status in $rc and its one JSON line
+# (frames per site, chart points, errors) in $tmp/page.json.
+close_page() {
+    touch "$tmp/page.stop"
+    wait_status "$page_pid"
+    tail -n 1 "$tmp/page.out" >"$tmp/page.json"
+}

@@ -8,10 +8,7 @@
 # no row dropped. The screenshot goes to <build>/test-artifacts/monitor.png.
 source "$(dirname "$0")/../lib.sh"
 
-command -v node >/dev/null || skip "node is missing (tools/deps installs it)"
-[ -x /usr/bin/chromium ] || skip "/usr/bin/chromium is missing (tools/deps --test installs it)"
-DRTHS_BUILD_DIR=$bdir "$src/tools/web-build" >"$tmp/web-build.out" 2>&1 || fail "tools/web-build failed"
-[ -f "$bdir/web/index.html" ] && [ -f "$bdir/web/uPlot.iife.min.js" ] || fail "no page in $bdir/web"
+need_browser
 
 # A 30 s record and 20 s of free vibration (Stop comes long before the end, even on a slow
 # machine), with make_experiment's timing headroom.
@@ -19,15 +16,7 @@ make_experiment 30 's/^  tail_s: 0$/  tail_s: 20/'
 grep -q '^  tail_s: 20$' "$tmp/exp.yaml" || fail "could not edit the experiment"
 
 # The monitor picks free ports itself and prints them.
-timeout 120 "$bdir/drths-monitor" --listen 127.0.0.1:0 --telemetry 127.0.0.1:0 --web "$bdir/web" \
-    >"$tmp/monitor.out" 2>"$tmp/monitor.err" &
-mpid=$!
-pids+=("$mpid")
-for _ in $(seq 100); do grep -q "telemetry udp" "$tmp/monitor.out" 2>/dev/null && break; sleep 0.05; done
-url=$(sed -n 's|^drths-monitor: page \(http://[^ ]*\).*|\1|p' "$tmp/monitor.out")
-tlm=$(sed -n 's|^drths-monitor: telemetry udp \([^ ]*\) .*|\1|p' "$tmp/monitor.out")
-[ -n "$url" ] && [ -n "$tlm" ] || fail "drths-monitor did not print its addresses"
-echo "monitor: $url, telemetry $tlm"
+start_monitor
 
 port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 timeout 90 "$bdir/drths-physical" --experiment "$tmp/exp.yaml" --listen "127.0.0.1:$port" \
