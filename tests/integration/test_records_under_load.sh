@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Both sites on loopback (no relay) on the first 8 s of the default experiment, with six busy
-# loops and a disk writer (dd with O_DIRECT, 1 MiB blocks, into the same file system as the
-# records) running beside them for the whole run. Expected: no row lost at either site
-# (summary.json records_complete, recorder.dropped_rows 0), every step / tick in the CSVs, the
-# CSV converted from the binary stream row for row, both sites exit 0. It prints what the
-# recorders' writer threads saw: their longest stall and the most rows they found waiting.
+# Records are never lost under load, with the live monitor watching: drths-monitor on 127.0.0.1,
+# the monitor's page open in headless Chromium (tests/browser/monitor_watch.js) for the whole
+# run, both sites on loopback (no relay) with --monitor, started at once (no --wait-start), on
+# the first 8 s of the default experiment, with six busy loops and a disk writer (dd with
+# O_DIRECT, 1 MiB blocks, into the same file system as the records) running beside them. The
+# telemetry to the monitor, the monitor streaming it and the browser drawing it are load on the
+# sites' machine too. Expected: no row lost at either site (summary.json records_complete,
+# recorder.dropped_rows 0), every step / tick in the CSVs, the CSV converted from the binary
+# stream row for row, both sites exit 0; the monitor heard both sites to DONE and the page
+# received their frames without an error. It prints what the recorders' writer threads saw:
+# their longest stall and the most rows they found waiting. Skipped (77) without node or
+# Chromium. Screenshot: <build>/test-artifacts/records-under-load.png.
 source "$(dirname "$0")/../lib.sh"
 
+need_browser
 make_experiment 8
+art="$bdir/test-artifacts"
+mkdir -p "$art"
+start_monitor
+# The page is open before the load starts and stays open until both sites have ended.
+open_page "$art/records-under-load.png"
 hogs=()
 stop_hogs() {
     for p in "${hogs[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -32,22 +44,24 @@ timeout 120 bash -c '
 hogs+=("$!")
 
 port=$(free_port)
-start_physical phys "$port"
+start_physical phys "$port" --monitor "$tlm"
 ppid=$last_pid
-start_numerical num "$port"
+start_numerical num "$port" --monitor "$tlm"
 npid=$last_pid
 wait_status "$npid"
 nrc=$rc
 wait_status "$ppid"
 prc=$rc
-pids=()
 stop_hogs
-echo "drths-numerical exit $nrc, drths-physical exit $prc"
+close_page
+brc=$rc
+echo "drths-numerical exit $nrc, drths-physical exit $prc, browser exit $brc"
+cat "$tmp/page.json"
 grep -h "^ *record:" "$tmp/num.out" "$tmp/phys.out" || true
 
-python3 - "$tmp" "$nrc" "$prc" <<'PY' || fail "rows lost or records inconsistent"
-import csv, json, os, sys
-tmp, nrc, prc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+python3 - "$tmp" "$nrc" "$prc" "$brc" "$url" <<'PY' || fail "rows lost, records inconsistent or the monitor missed the run"
+import csv, json, os, sys, urllib.request
+tmp, nrc, prc, brc, url = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 from checks import check, status
 for site, col in (("num", "step"), ("phys", "tick")):
     d = f"{tmp}/{site}"
@@ -74,6 +88,24 @@ num = json.load(open(f"{tmp}/num/summary.json"))
 check(len(list(csv.DictReader(open(f"{tmp}/num/numerical.csv")))) == num["steps_planned"],
       f"numerical.csv: all {num['steps_planned']} steps")
 check(nrc == 0 and prc == 0, f"both sites exit 0 (numerical {nrc}, physical {prc})")
+# The monitor and the page saw the run: 50 frames/s from each site for 8 s is about 400.
+sites = json.load(urllib.request.urlopen(url.rstrip("/") + "/sites", timeout=5))
+by = {x["site"]: x for x in sites["sites"]}
+check(set(by) == {"numerical", "physical"}, f"the monitor heard both sites: {sorted(by)}")
+check(all(x["state"] == "DONE" for x in by.values()),
+      "both last reported DONE: " + ", ".join(f"{k} {v['state']}" for k, v in by.items()))
+check(all(x["frames"] > 100 for x in by.values()),
+      "monitor frames: " + ", ".join(f"{k} {v['frames']}" for k, v in by.items()))
+try:
+    page = json.load(open(f"{tmp}/page.json"))
+except ValueError:
+    page = {"error": "no JSON line from the browser"}
+check(brc == 0 and "error" not in page, f"the page ran without an error: {page.get('error')}")
+frames = page.get("frames", {})
+check(all(frames.get(k, 0) > 100 for k in ("numerical", "physical")),
+      f"frames the page received: {frames}")
 sys.exit(status())
 PY
+stop_cleanly "$mpid" drths-monitor
+pids=()
 echo "PASS"
