@@ -80,6 +80,7 @@ void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
     p->stab_window_s = exp->physical.stability_window_s;
     p->stab_windows = exp->physical.stability_windows;
     p->stab_min_amp_m = exp->physical.stability_min_amplitude_m;
+    p->stab_quiet_amp_m = exp->physical.stability_quiet_amplitude_m;
     p->stab_growth_per_s = exp->physical.stability_growth_per_s;
     p->stab_min_decay_per_s = exp->physical.stability_min_decay_per_s;
     /* The COMMANDs carry no ground motion, but the record is part of the shared experiment
@@ -156,6 +157,7 @@ static int check_params(const drths_actuator_params_t *p, drths_error_t *err)
                                    "physical.stability_window_s: %g s is under two ticks",
                                    p->stab_window_s);
         if (!(p->stab_min_amp_m >= 0.0) || !isfinite(p->stab_min_amp_m) ||
+            !(p->stab_quiet_amp_m >= 0.0) || !isfinite(p->stab_quiet_amp_m) ||
             !(p->stab_growth_per_s > 0.0) || !isfinite(p->stab_growth_per_s) ||
             !isfinite(p->stab_min_decay_per_s) || isnan(p->stab_quiet_after_s))
             return drths_error_set(err, -EINVAL,
@@ -1042,10 +1044,12 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
  * slow motions of the measurement are not the oscillation looked for), gives one amplitude per
  * window of stab_win_ticks commanded ticks (the largest |deviation|) and its crossings of zero.
  * Over the last stab_windows windows, each with a crossing (an oscillation faster than
- * 1 / (2 window), 2.5 Hz with the defaults, below the default structure's first mode) and each
- * at least stab_min_amp_m, the least-squares slope of log amplitude is the growth rate. It is a
- * HOLD when it reaches stab_growth_per_s, or, all the windows lying after the record's end,
- * when it is above -stab_min_decay_per_s. Rest ticks, HOLD ticks and failed reads are not
+ * 1 / (2 window), 2.5 Hz with the defaults, below the default structure's first mode), the
+ * least-squares slope of log amplitude is the growth rate. It is a HOLD when it reaches
+ * stab_growth_per_s with every window at least stab_min_amp_m (the onset of an earthquake's
+ * response, from rest, grows faster than any threshold: the floor keeps it out), or, all the
+ * windows lying after the record's end and at least stab_quiet_amp_m (an oscillation a stable
+ * structure would have shed), when it is above -stab_min_decay_per_s. Rest ticks, HOLD ticks and failed reads are not
  * monitored. O(stab_windows) once per window, no allocation. */
 static void check_stability(drths_actuator_t *a, const tick_state_t *s)
 {
@@ -1084,15 +1088,17 @@ static void check_stability(drths_actuator_t *a, const tick_state_t *s)
         return;
     /* Least squares of log amplitude on window number over windows done - n .. done - 1. */
     const double win_s = (double)a->stab_win_ticks * dt;
-    double sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0, first = 0.0, last = 0.0;
+    double sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0, first = 0.0, last = 0.0, min_amp = INFINITY;
     uint64_t cross = 0;
     for (uint64_t i = 0; i < n; i++) {
         const uint64_t k = (a->stab_done - n + i) % DRTHS_ACT_STAB_MAX_WINDOWS;
         const double amp = a->stab_amp[k];
         /* A window without a crossing of the mean sees part of a motion slower than 1 / (2
          * window): its peak is no sample of an envelope. */
-        if (!(amp >= a->p.stab_min_amp_m) || !(amp > 0.0) || !a->stab_crossings[k])
+        if (!(amp > 0.0) || !a->stab_crossings[k])
             return;
+        if (amp < min_amp)
+            min_amp = amp;
         const double x = (double)i, y = log(amp);
         sx += x;
         sy += y;
@@ -1105,11 +1111,14 @@ static void check_stability(drths_actuator_t *a, const tick_state_t *s)
     }
     const double dn = (double)n;
     const double rate = (dn * sxy - sx * sy) / (dn * sxx - sx * sx) / win_s;
+    const double span_s = dn * win_s;
+    const bool quiet = (double)(a->stab_done - n) * win_s >= a->p.stab_quiet_after_s &&
+                       min_amp >= a->p.stab_quiet_amp_m;
+    if (min_amp < a->p.stab_min_amp_m && !quiet)
+        return;
     if (rate > a->stab_max_growth)
         a->stab_max_growth = rate;
-    const double span_s = dn * win_s;
-    const bool quiet = (double)(a->stab_done - n) * win_s >= a->p.stab_quiet_after_s;
-    const bool growing = rate >= a->p.stab_growth_per_s;
+    const bool growing = rate >= a->p.stab_growth_per_s && min_amp >= a->p.stab_min_amp_m;
     if (!growing && !(quiet && rate > -a->p.stab_min_decay_per_s))
         return;
     const double freq = (double)cross / (2.0 * span_s);

@@ -42,14 +42,15 @@
  *
  * HOLD (docs/design.md, "Safety"; this is the description the DAQ and the site refer to). Every
  * cause of HOLD goes through drths_actuator_hold: the watchdog, too many concealed commands, the
- * limits, the stability monitor, a DAQ error, a signal or the monitor (physsite.h), the OpenFresco client lost
- * (openfresco_app.h) and the numerical site's ABORT. A cause found before the tick's drive is
- * written (one entered between ticks, the watchdog, the concealment and command limits, the
- * preview and the drive limit) drives the ramp from that tick on; one found after it (a DAQ
- * error, the measurement limits, the stability monitor) flags that tick's FEEDBACK and row and drives the ramp from
- * the next tick. The first ramp tick fixes the target: the last displacement measured
- * (physical.hold: hold) or physical.safe_position_m (ramp); a target outside +/-
- * limit_drive_m (a runaway or failed measurement) is replaced by the last drive written. Each
+ * limits, the stability monitor, a DAQ error, a signal or the monitor (physsite.h), the
+ * OpenFresco client lost (openfresco_app.h) and the numerical site's ABORT. A cause found
+ * before the tick's drive is written (one entered between ticks, the watchdog, the concealment
+ * and command limits, the preview and the drive limit) drives the ramp from that tick on; one
+ * found after it (a DAQ error, the measurement limits, the stability monitor) flags that tick's
+ * FEEDBACK and row and drives the ramp from the next tick. The first ramp tick fixes the
+ * target: the last displacement measured (physical.hold: hold) or physical.safe_position_m
+ * (ramp); a target outside +/- limit_drive_m (a runaway or failed measurement) is replaced by
+ * the last drive written. Each
  * HOLD tick then moves the drive from the last drive written towards the target by at most
  * ramp_rate_m_s * dt (asserted; the largest step is kept in hold_max_step_m) and writes it with
  * drths_daq_safe_state, which also puts the damper command at its safe value (0); nothing is
@@ -182,7 +183,8 @@ typedef struct drths_actuator_params {
      * stab_windows of them fitted. */
     double stab_window_s;
     int stab_windows;            /* 2 .. DRTHS_ACT_STAB_MAX_WINDOWS */
-    double stab_min_amp_m;       /* every window's amplitude at least this for a HOLD */
+    double stab_min_amp_m;       /* every window's amplitude at least this for a growth HOLD */
+    double stab_quiet_amp_m;     /* ... and for a HOLD after the record's end */
     double stab_growth_per_s;    /* amplitude growth rate (1/s, natural log) that is a HOLD */
     double stab_min_decay_per_s; /* once the ground is quiet, decaying slower than this is a
                                   * HOLD (1/s) */

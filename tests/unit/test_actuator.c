@@ -3,7 +3,9 @@
  * (exact for a cubic), late and duplicate commands counted, HOLD after too many concealed
  * ticks, the watchdog, the displacement / velocity / force limits, the peer's ABORT, STOP,
  * a later epoch, FEEDBACK contents and echo, no allocation per tick, and golden hashes of
- * everything seven varied runs hand back.
+ * everything seven varied runs hand back; the stability monitor: a growing oscillation and one
+ * that outlives the record are a HOLD with their sentence, a strong earthquake-like response
+ * and band-limited noise (0.2-15 Hz) are not.
  *
  * The specimen is a linear spring (1e6 N/m) behind an ideal actuator with no noise and no I/O
  * delay, so the measured displacement equals the drive and the force is 1e6 times it. */
@@ -1574,7 +1576,8 @@ static void params_stability(drths_actuator_params_t *p, double quiet_after_s)
     p->stab_windows = 4;
     p->stab_min_amp_m = 0.002;
     p->stab_growth_per_s = 2.0;
-    p->stab_min_decay_per_s = 0.1;
+    p->stab_quiet_amp_m = 0.0005;
+    p->stab_min_decay_per_s = 0.2;
     p->stab_quiet_after_s = quiet_after_s;
 }
 

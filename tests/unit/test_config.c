@@ -180,7 +180,8 @@ static void test_defaults(void **state)
     assert_int_equal(x.physical.stability_windows, 4);
     assert_true(x.physical.stability_min_amplitude_m == 0.002);
     assert_true(x.physical.stability_growth_per_s == 2.0);
-    assert_true(x.physical.stability_min_decay_per_s == 0.1);
+    assert_true(x.physical.stability_quiet_amplitude_m == 0.0005);
+    assert_true(x.physical.stability_min_decay_per_s == 0.2);
     drths_experiment_close(&x);
     free(p);
 }
