@@ -724,7 +724,7 @@ DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
     X(s, REAL_GE0, stability_quiet_amplitude_m, physical.stability_quiet_amplitude_m, 0.0005, _, _,\
       _)                                                                                           \
     X(s, REAL_IN,  stability_growth_per_s, physical.stability_growth_per_s, 2.0, 0.01, 100, _)     \
-    X(s, REAL_IN,  stability_min_decay_per_s, physical.stability_min_decay_per_s, 0.2, -100, 100, \
+    X(s, REAL_IN,  stability_min_decay_per_s, physical.stability_min_decay_per_s, 0.25, -100, 100,\
       _)
 DEFINE_SECTION(physical, PHYSICAL_FIELDS, drths_experiment_t, "physical");
 

@@ -260,7 +260,7 @@ typedef struct drths_experiment {
          * (0.01..100 per s, natural log, default 2.0), every window's amplitude at least
          * stability_min_amplitude_m (>= 0, default 0.002), or, after the record's end and every
          * window at least stability_quiet_amplitude_m (>= 0, default 0.0005), decays slower than
-         * stability_min_decay_per_s (-100..100 per s, default 0.2). */
+         * stability_min_decay_per_s (-100..100 per s, default 0.25). */
         double stability_window_s;
         int stability_windows;
         double stability_min_amplitude_m;

@@ -1577,7 +1577,7 @@ static void params_stability(drths_actuator_params_t *p, double quiet_after_s)
     p->stab_min_amp_m = 0.002;
     p->stab_growth_per_s = 2.0;
     p->stab_quiet_amp_m = 0.0005;
-    p->stab_min_decay_per_s = 0.2;
+    p->stab_min_decay_per_s = 0.25;
     p->stab_quiet_after_s = quiet_after_s;
 }
 

@@ -181,7 +181,7 @@ static void test_defaults(void **state)
     assert_true(x.physical.stability_min_amplitude_m == 0.002);
     assert_true(x.physical.stability_growth_per_s == 2.0);
     assert_true(x.physical.stability_quiet_amplitude_m == 0.0005);
-    assert_true(x.physical.stability_min_decay_per_s == 0.2);
+    assert_true(x.physical.stability_min_decay_per_s == 0.25);
     drths_experiment_close(&x);
     free(p);
 }
