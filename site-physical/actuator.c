@@ -1049,8 +1049,8 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
  * stab_growth_per_s with every window at least stab_min_amp_m (the onset of an earthquake's
  * response, from rest, grows faster than any threshold: the floor keeps it out), or, all the
  * windows lying after the record's end and at least stab_quiet_amp_m (an oscillation a stable
- * structure would have shed), when it is above -stab_min_decay_per_s. Rest ticks, HOLD ticks and failed reads are not
- * monitored. O(stab_windows) once per window, no allocation. */
+ * structure would have shed), when it is above -stab_min_decay_per_s. Rest ticks, HOLD ticks
+ * and failed reads are not monitored. O(stab_windows) once per window, no allocation. */
 static void check_stability(drths_actuator_t *a, const tick_state_t *s)
 {
     if (!a->stab_win_ticks || a->hold || s->holding || s->rest || !isfinite(s->md))
