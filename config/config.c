@@ -716,7 +716,16 @@ DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
     X(s, REAL_GT0, ramp_rate_m_s, physical.ramp_rate_m_s, 0.05, _, _, _)                           \
     X(s, REAL_IN,  feedforward_max_acceleration_m_s2, physical.feedforward_max_acceleration_m_s2, \
       50.0, 0, 1e6, _)                                                                             \
-    X(s, REAL_IN,  feedforward_max_jerk_m_s3, physical.feedforward_max_jerk_m_s3, 3e4, 0, 1e9, _)
+    X(s, REAL_IN,  feedforward_max_jerk_m_s3, physical.feedforward_max_jerk_m_s3, 3e4, 0, 1e9, _)\
+    /* the stability monitor; stability_window_s 0 = off */                                       \
+    X(s, REAL_IN,  stability_window_s, physical.stability_window_s, 0.2, 0, 10, _)                 \
+    X(s, INT,      stability_windows, physical.stability_windows, 4, 2, 64, _)                    \
+    X(s, REAL_GE0, stability_min_amplitude_m, physical.stability_min_amplitude_m, 0.002, _, _, _) \
+    X(s, REAL_GE0, stability_quiet_amplitude_m, physical.stability_quiet_amplitude_m, 0.0005, _, _,\
+      _)                                                                                           \
+    X(s, REAL_IN,  stability_growth_per_s, physical.stability_growth_per_s, 2.0, 0.01, 100, _)     \
+    X(s, REAL_IN,  stability_min_decay_per_s, physical.stability_min_decay_per_s, 0.25, -100, 100,\
+      _)
 DEFINE_SECTION(physical, PHYSICAL_FIELDS, drths_experiment_t, "physical");
 
 /* output */
@@ -1650,7 +1659,7 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
 
     if ((r = PARSE(physical, listen, t->physical, x)) ||
         (r = check_endpoint(c, "physical.listen", x->physical.listen)) ||
-        (r = PARSE_RANGE(physical, playout_ticks, feedforward_max_jerk_m_s3, t->physical, x)))
+        (r = PARSE_RANGE(physical, playout_ticks, stability_min_decay_per_s, t->physical, x)))
         return r;
     /* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. */
     if (!(fabs(x->physical.safe_position_m) < x->physical.limit_drive_m) ||

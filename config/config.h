@@ -254,6 +254,19 @@ typedef struct drths_experiment {
          * 0..1e6 (default 50) and 0..1e9 (default 3e4). */
         double feedforward_max_acceleration_m_s2;
         double feedforward_max_jerk_m_s3;
+        /* The stability monitor (site-physical/actuator.c check_stability): windows of
+         * stability_window_s (0..10, default 0.2; 0 = off), the last stability_windows (2..64,
+         * default 4) fitted. HOLD when the amplitude grows at stability_growth_per_s
+         * (0.01..100 per s, natural log, default 2.0), every window's amplitude at least
+         * stability_min_amplitude_m (>= 0, default 0.002), or, after the record's end and every
+         * window at least stability_quiet_amplitude_m (>= 0, default 0.0005), decays slower than
+         * stability_min_decay_per_s (-100..100 per s, default 0.25). */
+        double stability_window_s;
+        int stability_windows;
+        double stability_min_amplitude_m;
+        double stability_quiet_amplitude_m;
+        double stability_growth_per_s;
+        double stability_min_decay_per_s;
     } physical;
 
     /* Actuator site only, not fingerprinted: its I/O back end (site-physical/daq.h). With

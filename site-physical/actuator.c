@@ -77,6 +77,25 @@ void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
     p->hold_linger_s = 0.2;
     p->abort_interval_s = 0.005;
     p->late_wake_fraction = 0.5;
+    p->stab_window_s = exp->physical.stability_window_s;
+    p->stab_windows = exp->physical.stability_windows;
+    p->stab_min_amp_m = exp->physical.stability_min_amplitude_m;
+    p->stab_quiet_amp_m = exp->physical.stability_quiet_amplitude_m;
+    p->stab_growth_per_s = exp->physical.stability_growth_per_s;
+    p->stab_min_decay_per_s = exp->physical.stability_min_decay_per_s;
+    /* The COMMANDs carry no ground motion, but the record is part of the shared experiment
+     * (fingerprinted with its bytes): the ground is quiet from the record's end on, the tail
+     * (ground_motion.tail_s of free vibration) after it. Without a readable record the quiet
+     * check never applies. */
+    p->stab_quiet_after_s = INFINITY;
+    drths_record_t rec;
+    memset(&rec, 0, sizeof rec);
+    if (p->stab_window_s > 0.0 && drths_setup_ground_motion(exp, &rec, NULL) == 0 &&
+        rec.dt_s > 0.0) {
+        const double end_s = (double)rec.n * rec.dt_s - exp->ground_motion.tail_s;
+        p->stab_quiet_after_s = end_s > 0.0 ? end_s : 0.0;
+    }
+    drths_record_close(&rec);
 }
 
 static int check_params(const drths_actuator_params_t *p, drths_error_t *err)
@@ -125,6 +144,26 @@ static int check_params(const drths_actuator_params_t *p, drths_error_t *err)
         return drths_error_set(err, -EINVAL, "hold linger and abort interval: must be >= 0");
     if (!(p->late_wake_fraction > 0.0))
         return drths_error_set(err, -EINVAL, "late wake-up fraction: must be > 0");
+    if (!(p->stab_window_s >= 0.0) || !isfinite(p->stab_window_s))
+        return drths_error_set(err, -EINVAL, "physical.stability_window_s: must be >= 0 (got %g)",
+                               p->stab_window_s);
+    if (p->stab_window_s > 0.0) {
+        if (p->stab_windows < 2 || p->stab_windows > DRTHS_ACT_STAB_MAX_WINDOWS)
+            return drths_error_set(err, -EINVAL,
+                                   "physical.stability_windows: must be 2..%d (got %d)",
+                                   DRTHS_ACT_STAB_MAX_WINDOWS, p->stab_windows);
+        if (p->stab_window_s * p->rate_hz < 2.0)
+            return drths_error_set(err, -EINVAL,
+                                   "physical.stability_window_s: %g s is under two ticks",
+                                   p->stab_window_s);
+        if (!(p->stab_min_amp_m >= 0.0) || !isfinite(p->stab_min_amp_m) ||
+            !(p->stab_quiet_amp_m >= 0.0) || !isfinite(p->stab_quiet_amp_m) ||
+            !(p->stab_growth_per_s > 0.0) || !isfinite(p->stab_growth_per_s) ||
+            !isfinite(p->stab_min_decay_per_s) || isnan(p->stab_quiet_after_s))
+            return drths_error_set(err, -EINVAL,
+                                   "physical.stability_*: amplitude >= 0, growth > 0, decay "
+                                   "and record end finite");
+    }
     return 0;
 }
 
@@ -189,6 +228,9 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
         drths_specimen_reset(daq->u.virt.spec, 0.0, p->rest_damper_command);
     for (int i = 0; i < DRTHS_WIRE_MAX_R; i++)
         a->fb_ring[i].cmd_tick = -1;
+    a->stab_win_ticks =
+        p->stab_window_s > 0.0 ? (uint64_t)llround(p->stab_window_s * p->rate_hz) : 0;
+    a->stab_max_growth = -INFINITY;
     return 0;
 }
 
@@ -988,6 +1030,111 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     }
 }
 
+/* Phase 3b, the stability monitor: a self-excited oscillation of the loop (the numerical
+ * site's Smith predictor far from the specimen, or off, with the loop delay L) shows in the
+ * measured displacement as an amplitude that grows faster than the structure's response to an
+ * earthquake does, or that does not decay once the ground motion is over. The COMMANDs carry no
+ * ground motion, so the monitor compares the measurement with two things it can know: how fast
+ * a response to the ground can grow (stab_growth_per_s) and the record's end
+ * (stab_quiet_after_s, from the shared experiment), after which a stable structure is in free
+ * vibration and its amplitude falls at least as fast as its lowest modal damping makes it (2 %
+ * at 2.88 Hz in the default experiment: 0.36/s).
+ *
+ * The measured displacement, high-passed (twice first-order at 1 Hz: the drift, offsets and
+ * slow motions of the measurement are not the oscillation looked for), gives one amplitude per
+ * window of stab_win_ticks commanded ticks (the largest |deviation|) and its crossings of zero.
+ * Over the last stab_windows windows, each with a crossing (an oscillation faster than
+ * 1 / (2 window), 2.5 Hz with the defaults, below the default structure's first mode), the
+ * least-squares slope of log amplitude is the growth rate. It is a HOLD when it reaches
+ * stab_growth_per_s with every window at least stab_min_amp_m (the onset of an earthquake's
+ * response, from rest, grows faster than any threshold: the floor keeps it out), or, all the
+ * windows lying after the record's end and at least stab_quiet_amp_m (an oscillation a stable
+ * structure would have shed), when it is above -stab_min_decay_per_s. Rest ticks, HOLD ticks
+ * and failed reads are not monitored. O(stab_windows) once per window, no allocation. */
+static void check_stability(drths_actuator_t *a, const tick_state_t *s)
+{
+    if (!a->stab_win_ticks || a->hold || s->holding || s->rest || !isfinite(s->md))
+        return;
+    const double dt = 1.0 / a->p.rate_hz;
+    if (!a->stab_have_mean) {
+        a->stab_have_mean = 1;
+        a->stab_mean = s->md;
+        a->stab_mean2 = 0.0;
+    }
+    /* Two first-order high-passes at 1 Hz: 0.9 of a 3 Hz oscillation is kept, a 0.5 Hz motion
+     * is cut to 0.2 and the offsets and drift vanish. */
+    const double alpha = 2.0 * M_PI * 1.0 * dt;
+    a->stab_mean += alpha * (s->md - a->stab_mean);
+    const double hp1 = s->md - a->stab_mean;
+    a->stab_mean2 += alpha * (hp1 - a->stab_mean2);
+    const double dev = hp1 - a->stab_mean2;
+    const int sign = dev > 0.0 ? 1 : dev < 0.0 ? -1 : 0;
+    if (sign && a->stab_sign && sign != a->stab_sign)
+        a->stab_cross++;
+    if (sign)
+        a->stab_sign = sign;
+    if (fabs(dev) > a->stab_peak)
+        a->stab_peak = fabs(dev);
+    if (++a->stab_in_win < a->stab_win_ticks)
+        return;
+    const uint64_t w = a->stab_done++;
+    a->stab_amp[w % DRTHS_ACT_STAB_MAX_WINDOWS] = a->stab_peak;
+    a->stab_crossings[w % DRTHS_ACT_STAB_MAX_WINDOWS] = a->stab_cross;
+    a->stab_peak = 0.0;
+    a->stab_cross = 0;
+    a->stab_in_win = 0;
+    const uint64_t n = (uint64_t)a->p.stab_windows;
+    if (a->stab_done < n)
+        return;
+    /* Least squares of log amplitude on window number over windows done - n .. done - 1. */
+    const double win_s = (double)a->stab_win_ticks * dt;
+    double sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0, first = 0.0, last = 0.0, min_amp = INFINITY;
+    uint64_t cross = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint64_t k = (a->stab_done - n + i) % DRTHS_ACT_STAB_MAX_WINDOWS;
+        const double amp = a->stab_amp[k];
+        /* A window without a crossing of the mean sees part of a motion slower than 1 / (2
+         * window): its peak is no sample of an envelope. */
+        if (!(amp > 0.0) || !a->stab_crossings[k])
+            return;
+        if (amp < min_amp)
+            min_amp = amp;
+        const double x = (double)i, y = log(amp);
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+        cross += a->stab_crossings[k];
+        if (i == 0)
+            first = amp;
+        last = amp;
+    }
+    const double dn = (double)n;
+    const double rate = (dn * sxy - sx * sy) / (dn * sxx - sx * sx) / win_s;
+    const double span_s = dn * win_s;
+    const bool quiet = (double)(a->stab_done - n) * win_s >= a->p.stab_quiet_after_s &&
+                       min_amp >= a->p.stab_quiet_amp_m;
+    if (min_amp < a->p.stab_min_amp_m && !quiet)
+        return;
+    if (rate > a->stab_max_growth)
+        a->stab_max_growth = rate;
+    const bool growing = rate >= a->p.stab_growth_per_s && min_amp >= a->p.stab_min_amp_m;
+    if (!growing && !(quiet && rate > -a->p.stab_min_decay_per_s))
+        return;
+    const double freq = (double)cross / (2.0 * span_s);
+    const double pct = (exp(rate) - 1.0) * 100.0;
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    if (growing)
+        snprintf(text, sizeof text,
+                 "stability: oscillation at %.1f Hz growing %.0f %%/s over %.1f s; amplitude "
+                 "%.1f -> %.1f mm", freq, pct, span_s, first * 1e3, last * 1e3);
+    else
+        snprintf(text, sizeof text,
+                 "stability: oscillation at %.1f Hz not decaying after the record's end "
+                 "(%+.0f %%/s over %.1f s); amplitude %.1f mm", freq, pct, span_s, last * 1e3);
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+}
+
 /* Phase 4, the FEEDBACK: this tick's measurement goes into the ring, and the message carries
  * the last r ticks and the echo of the newest COMMAND. */
 static void build_feedback(drths_actuator_t *a, const tick_state_t *s, drths_actuator_out_t *out)
@@ -1119,6 +1266,7 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
     if (s.holding)
         hold_drive(a, &s, out);
     write_and_read(a, &s, out);
+    check_stability(a, &s);
     build_feedback(a, &s, out);
     build_abort(a, tick, out);
     end_of_run(a, tick, out);

@@ -33,16 +33,24 @@
  * (the offending drive is never written), |measured displacement| and |measured force| after
  * the read. A failed DAQ write or read is a HOLD too.
  *
+ * Stability (check_stability in actuator.c, physical.stability_*): after the read, the measured
+ * displacement's amplitude per window (stab_window_s) is fitted over the last stab_windows
+ * windows; an amplitude growing at stab_growth_per_s or more, or not decaying at
+ * stab_min_decay_per_s once the record has ended (stab_quiet_after_s), is a LIMIT HOLD whose
+ * sentence gives the frequency, growth rate, span and amplitude. It takes effect like the
+ * measurement limits.
+ *
  * HOLD (docs/design.md, "Safety"; this is the description the DAQ and the site refer to). Every
  * cause of HOLD goes through drths_actuator_hold: the watchdog, too many concealed commands, the
- * limits, a DAQ error, a signal or the monitor (physsite.h), the OpenFresco client lost
- * (openfresco_app.h) and the numerical site's ABORT. A cause found before the tick's drive is
- * written (one entered between ticks, the watchdog, the concealment and command limits, the
- * preview and the drive limit) drives the ramp from that tick on; one found after it (a DAQ
- * error, the measurement limits) flags that tick's FEEDBACK and row and drives the ramp from
- * the next tick. The first ramp tick fixes the target: the last displacement measured
- * (physical.hold: hold) or physical.safe_position_m (ramp); a target outside +/-
- * limit_drive_m (a runaway or failed measurement) is replaced by the last drive written. Each
+ * limits, the stability monitor, a DAQ error, a signal or the monitor (physsite.h), the
+ * OpenFresco client lost (openfresco_app.h) and the numerical site's ABORT. A cause found
+ * before the tick's drive is written (one entered between ticks, the watchdog, the concealment
+ * and command limits, the preview and the drive limit) drives the ramp from that tick on; one
+ * found after it (a DAQ error, the measurement limits, the stability monitor) flags that tick's
+ * FEEDBACK and row and drives the ramp from the next tick. The first ramp tick fixes the
+ * target: the last displacement measured (physical.hold: hold) or physical.safe_position_m
+ * (ramp); a target outside +/- limit_drive_m (a runaway or failed measurement) is replaced by
+ * the last drive written. Each
  * HOLD tick then moves the drive from the last drive written towards the target by at most
  * ramp_rate_m_s * dt (asserted; the largest step is kept in hold_max_step_m) and writes it with
  * drths_daq_safe_state, which also puts the damper command at its safe value (0); nothing is
@@ -132,6 +140,9 @@ extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
  * mode's lead is about 45 ticks at 5 kHz). */
 #define DRTHS_ACT_MAX_LOOKAHEAD 128
 
+/* The stability monitor keeps the amplitude and zero crossings of at most this many windows. */
+#define DRTHS_ACT_STAB_MAX_WINDOWS 64
+
 /* Transitions a tick reports in drths_actuator_out_t.events, for the caller to log. */
 enum {
     DRTHS_ACT_EV_HOLD = 1u << 0,     /* entered HOLD (reason in hold_text) */
@@ -167,6 +178,18 @@ typedef struct drths_actuator_params {
     double hold_linger_s;        /* ticking and recording goes on this long in HOLD (0.2 s) */
     double abort_interval_s;     /* the three ABORTs are this far apart (5 ms) */
     double late_wake_fraction;   /* a tick woken later than this fraction of dt is late (0.5) */
+    /* The stability monitor (check_stability in actuator.c; physical.stability_*): windows of
+     * stab_window_s (0: the monitor is off) of commanded ticks from tick L + 1, the last
+     * stab_windows of them fitted. */
+    double stab_window_s;
+    int stab_windows;            /* 2 .. DRTHS_ACT_STAB_MAX_WINDOWS */
+    double stab_min_amp_m;       /* every window's amplitude at least this for a growth HOLD */
+    double stab_quiet_amp_m;     /* ... and for a HOLD after the record's end */
+    double stab_growth_per_s;    /* amplitude growth rate (1/s, natural log) that is a HOLD */
+    double stab_min_decay_per_s; /* once the ground is quiet, decaying slower than this is a
+                                  * HOLD (1/s) */
+    double stab_quiet_after_s;   /* command time (s from tick L + 1) from which the ground
+                                  * motion is over (the record's end); INFINITY: never */
 } drths_actuator_params_t;
 
 /* The experiment's actuator-site settings (physical.*, actuator.compensation and
@@ -271,6 +294,19 @@ typedef struct drths_actuator {
 
     double last_meas_disp_m;
     drths_fb_sample_t fb_ring[DRTHS_WIRE_MAX_R]; /* measurement of tick t at t % MAX_R */
+
+    /* The stability monitor (check_stability in actuator.c). */
+    uint64_t stab_win_ticks;     /* ticks per window (0: off) */
+    double stab_mean, stab_mean2; /* the two high-passes' low-pass states */
+    int stab_have_mean;
+    int stab_sign;               /* side of the mean of the last measurement (-1, 0, +1) */
+    double stab_peak;            /* this window's largest |measured - mean| */
+    uint64_t stab_cross;         /* this window's crossings of the mean */
+    uint64_t stab_in_win;        /* ticks in this window so far */
+    uint64_t stab_done;          /* windows completed */
+    double stab_amp[DRTHS_ACT_STAB_MAX_WINDOWS];      /* by window number % MAX */
+    uint64_t stab_crossings[DRTHS_ACT_STAB_MAX_WINDOWS];
+    double stab_max_growth;      /* largest growth rate fitted (1/s), -INFINITY before any */
 
     drths_hist_t lateness_ns;    /* tick wake-up lateness */
     drths_hist_t lead_ns;        /* how long before its tick each applied command arrived */

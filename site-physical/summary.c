@@ -98,6 +98,24 @@ static void write_hold(const drths_actuator_t *a, drths_json_t *j)
     drths_json_object_end(j);
 }
 
+/* "stability": the stability monitor's settings and the steepest amplitude growth it fitted
+ * (null when it never had windows to fit: off, or no oscillation above its amplitude floor),
+ * the margin a run left below stability_growth_per_s. */
+static void write_stability(const drths_actuator_t *a, drths_json_t *j)
+{
+    drths_json_object_begin(j, "stability");
+    drths_json_bool(j, "enabled", a->stab_win_ticks > 0);
+    if (a->stab_win_ticks) {
+        drths_json_number(j, "window_s", a->p.stab_window_s);
+        drths_json_int(j, "windows", a->p.stab_windows);
+        drths_json_number(j, "growth_per_s", a->p.stab_growth_per_s);
+        drths_json_number(j, "record_end_s", a->p.stab_quiet_after_s);
+        drths_json_int(j, "windows_done", (int64_t)a->stab_done);
+        drths_json_number(j, "max_growth_per_s", a->stab_max_growth);
+    }
+    drths_json_object_end(j);
+}
+
 /* "rejects" by reason (only the reasons that occurred), then the kernel filter's drops. */
 static void write_rejects(const drths_physsite_t *ps, drths_json_t *j)
 {
@@ -219,6 +237,7 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     write_run(ps, &j);
     write_commands(&ps->act.c, &j);
     write_hold(&ps->act, &j);
+    write_stability(&ps->act, &j);
     write_rejects(ps, &j);
     write_timing(ps, &j);
     write_tracking(&ps->act, &j);

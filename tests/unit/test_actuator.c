@@ -3,7 +3,9 @@
  * (exact for a cubic), late and duplicate commands counted, HOLD after too many concealed
  * ticks, the watchdog, the displacement / velocity / force limits, the peer's ABORT, STOP,
  * a later epoch, FEEDBACK contents and echo, no allocation per tick, and golden hashes of
- * everything seven varied runs hand back.
+ * everything seven varied runs hand back; the stability monitor: a growing oscillation and one
+ * that outlives the record are a HOLD with their sentence, a strong earthquake-like response
+ * and band-limited noise (0.2-15 Hz) are not.
  *
  * The specimen is a linear spring (1e6 N/m) behind an ideal actuator with no noise and no I/O
  * delay, so the measured displacement equals the drive and the force is 1e6 times it. */
@@ -1555,6 +1557,182 @@ static void test_golden_runs(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* ---- the stability monitor ---------------------------------------------------------------- */
+
+#define STAB_L 5
+
+/* Command time (s from tick L + 1) of tick t. */
+static double cmd_time(uint64_t t)
+{
+    return t > STAB_L ? (double)(t - STAB_L - 1) / RATE : 0.0;
+}
+
+/* The monitor's defaults (physical.stability_*) with the record ending at quiet_after_s. */
+static void params_stability(drths_actuator_params_t *p, double quiet_after_s)
+{
+    params_default(p);
+    p->playout_ticks = 256;
+    p->stab_window_s = 0.2;
+    p->stab_windows = 4;
+    p->stab_min_amp_m = 0.002;
+    p->stab_growth_per_s = 2.0;
+    p->stab_quiet_amp_m = 0.0005;
+    p->stab_min_decay_per_s = 0.25;
+    p->stab_quiet_after_s = quiet_after_s;
+}
+
+/* Runs ticks 0..to with traj in the numerical site's rhythm (run above) until HOLD is entered;
+ * returns the tick that entered it, or UINT64_MAX. */
+static uint64_t run_until_hold(uint64_t to, traj_fn x)
+{
+    send_cmd(STAB_L + 1, 4, x, T0 - 4 * DT_NS);
+    for (uint64_t t = 0; t <= to; t++) {
+        assert_int_equal(tick(t, 20000), 0);
+        if (F.a.hold)
+            return t;
+        if (t >= 1)
+            send_cmd(t + 1 + STAB_L, 4, x, deadline(t) + 300000);
+    }
+    return UINT64_MAX;
+}
+
+/* A loop going unstable during the record: 3.1 Hz growing 3/s (x20 per second) from 0.2 mm.
+ * The amplitude passes the 2 mm floor at ln(10)/3 = 0.77 s, and the displacement limit (0.1 m)
+ * at 2.07 s. */
+static double fast_growth(uint64_t t)
+{
+    const double s = cmd_time(t);
+    return 2e-4 * exp(3.0 * s) * sin(2.0 * M_PI * 3.1 * s);
+}
+
+/* A self-excited oscillation that the record's end (at 2 s) gives away: 3 mm at 3.1 Hz growing
+ * 40 %/s from the start, which during the record is no faster than a response to an earthquake
+ * may grow; after its end a stable structure's response decays. */
+static double slow_growth(uint64_t t)
+{
+    const double s = cmd_time(t);
+    return 3e-3 * pow(1.4, s) * sin(2.0 * M_PI * 3.1 * s);
+}
+
+static void test_stability_growth_holds(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_stability(&p, INFINITY);
+    setup_with(&p);
+    start(STAB_L);
+    const uint64_t at = run_until_hold(3000, fast_growth);
+    assert_true(F.a.hold);
+    const double t_hold = cmd_time(at);
+    /* Within 1 s of the amplitude reaching the monitor's floor, well before the limits. */
+    assert_true(t_hold > log(10.0) / 3.0 && t_hold < log(10.0) / 3.0 + 1.0);
+    assert_int_equal(F.a.hold_reason, DRTHS_STOP_LIMIT);
+    assert_non_null(strstr(F.a.hold_text, "stability: oscillation at 3.1 Hz growing"));
+    assert_non_null(strstr(F.a.hold_text, "%/s over 0.8 s; amplitude"));
+    /* HOLD flags this tick's FEEDBACK; the next tick drives the ramp and sends the ABORT. */
+    assert_int_equal(F.out.feedback.u.feedback.s[0].flags, DRTHS_FB_HOLD);
+    assert_int_equal(tick(at + 1, 0), 0);
+    assert_true(F.out.send_abort);
+    assert_int_equal(F.out.abort.u.stop.reason, DRTHS_STOP_LIMIT);
+    assert_string_equal(F.out.abort.u.stop.text, F.a.hold_text);
+    teardown();
+}
+
+static void test_stability_after_record_holds(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_stability(&p, 2.0);
+    setup_with(&p);
+    start(STAB_L);
+    const uint64_t at = run_until_hold(6000, slow_growth);
+    assert_true(F.a.hold);
+    const double t_hold = cmd_time(at);
+    /* Not during the record (40 %/s is below the growth rate), within 1 s after its end. */
+    assert_true(t_hold > 2.0 && t_hold <= 3.0);
+    assert_non_null(strstr(F.a.hold_text, "stability: oscillation at 3.1 Hz not decaying after "
+                                          "the record's end (+"));
+    teardown();
+}
+
+/* Band-limited noise, 0.2 to 15 Hz: 60 sines with pseudo-random phases, their amplitudes flat
+ * or falling as 1/f (noise_pink: slow motion dominates), unit RMS. */
+static int noise_pink;
+static double noise(double s)
+{
+    static double ph[60];
+    static int ready;
+    if (!ready) {
+        uint32_t z = 12345u;
+        for (int i = 0; i < 60; i++) {
+            z = z * 1664525u + 1013904223u;
+            ph[i] = 2.0 * M_PI * (double)(z >> 8) / 16777216.0;
+        }
+        ready = 1;
+    }
+    double v = 0.0, norm = 0.0;
+    for (int i = 0; i < 60; i++) {
+        const double f = 0.2 + (15.0 - 0.2) * i / 59.0;
+        const double g = noise_pink ? 1.0 / f : 1.0;
+        v += g * sin(2.0 * M_PI * f * s + ph[i]);
+        norm += 0.5 * g * g;
+    }
+    return v / sqrt(norm);
+}
+
+/* A strong, stable, earthquake-like response: the noise under an envelope that rises 1/s (the
+ * default experiment's response grows at most 1.5/s over 0.8 s) to 20 mm RMS (peaks near 60 mm)
+ * at 3 s and decays 0.3/s until the record ends at 10 s, then free vibration at 2.88 Hz with 2 %
+ * damping. */
+static double quake(uint64_t t)
+{
+    const double s = cmd_time(t);
+    const double w = 2.0 * M_PI * 2.88;
+    if (s < 10.0)
+        return 0.02 * (s < 3.0 ? exp(s - 3.0) : exp(-0.3 * (s - 3.0))) * noise(s);
+    return 0.02 * exp(-2.1) * exp(-0.02 * w * (s - 10.0)) * cos(w * (s - 10.0));
+}
+
+/* Stationary band-limited noise, 0.2-15 Hz, 15 mm RMS: the kind of command the tracking study
+ * (drths-tracking) drives, which does not go through the actuator's tick. */
+static double steady_noise(uint64_t t)
+{
+    return 0.015 * noise(cmd_time(t));
+}
+
+static void test_stability_no_false_hold(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    for (noise_pink = 0; noise_pink <= 1; noise_pink++) {
+        params_stability(&p, 10.0);
+        setup_with(&p);
+        start(STAB_L);
+        assert_int_equal(run_until_hold(14000, quake), UINT64_MAX);
+        /* The steepest growth the monitor fitted stays below the HOLD's (1.57/s with the flat
+         * spectrum, 0.79/s with 1/f: the envelope's 1/s and the scatter of the windows' peaks). */
+        assert_true(F.a.stab_max_growth < p.stab_growth_per_s);
+        teardown();
+
+        params_stability(&p, INFINITY);
+        setup_with(&p);
+        start(STAB_L);
+        assert_int_equal(run_until_hold(20000, steady_noise), UINT64_MAX);
+        assert_true(F.a.stab_max_growth < p.stab_growth_per_s);
+        teardown();
+    }
+    noise_pink = 0;
+
+    /* Off: the growing oscillation runs into the displacement limit instead. */
+    params_stability(&p, INFINITY);
+    p.stab_window_s = 0.0;
+    setup_with(&p);
+    start(STAB_L);
+    assert_true(run_until_hold(3000, fast_growth) != UINT64_MAX);
+    assert_null(strstr(F.a.hold_text, "stability"));
+    teardown();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1583,6 +1761,9 @@ int main(void)
         cmocka_unit_test(test_L_beyond_playout_capacity),
         cmocka_unit_test(test_no_allocation_per_tick),
         cmocka_unit_test(test_golden_runs),
+        cmocka_unit_test(test_stability_growth_holds),
+        cmocka_unit_test(test_stability_after_record_holds),
+        cmocka_unit_test(test_stability_no_false_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

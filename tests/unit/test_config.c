@@ -175,9 +175,17 @@ static void test_defaults(void **state)
     assert_true(x.physical.safe_position_m == 0.0 && x.physical.ramp_rate_m_s == 0.05);
     assert_true(x.physical.feedforward_max_acceleration_m_s2 == 50.0 &&
                 x.physical.feedforward_max_jerk_m_s3 == 3e4);
+    /* The stability monitor is on by default. */
+    assert_true(x.physical.stability_window_s == 0.2);
+    assert_int_equal(x.physical.stability_windows, 4);
+    assert_true(x.physical.stability_min_amplitude_m == 0.002);
+    assert_true(x.physical.stability_growth_per_s == 2.0);
+    assert_true(x.physical.stability_quiet_amplitude_m == 0.0005);
+    assert_true(x.physical.stability_min_decay_per_s == 0.25);
     drths_experiment_close(&x);
     free(p);
 }
+
 
 /* ---- a temporary folder with a record, for variants written by the tests ---------------- */
 
@@ -346,6 +354,41 @@ static void test_shared_text(void **state)
     assert_null(strstr(text, "peer"));
     free(text);
     drths_experiment_close(&x);
+    free(p);
+}
+
+/* physical.stability_*: read, range-checked, 0 turns the monitor off, and not fingerprinted
+ * (a site-local safety setting). */
+static void test_stability_fields(void **state)
+{
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof text,
+             "%sphysical:\n  stability_window_s: 0\n  stability_windows: 6\n"
+             "  stability_min_amplitude_m: 0.005\n  stability_growth_per_s: 1.5\n"
+             "  stability_min_decay_per_s: -0.2\n",
+             base_yaml);
+    char *p = write_tmp("stab.yaml", text);
+    drths_experiment_t x;
+    load_ok(&x, p);
+    assert_true(x.physical.stability_window_s == 0.0);
+    assert_int_equal(x.physical.stability_windows, 6);
+    assert_true(x.physical.stability_min_amplitude_m == 0.005);
+    assert_true(x.physical.stability_growth_per_s == 1.5);
+    assert_true(x.physical.stability_min_decay_per_s == -0.2);
+    drths_experiment_close(&x);
+    free(p);
+
+    uint8_t a[32], b[32];
+    fp_with("", a);
+    fp_with("physical: {stability_window_s: 0.5, stability_growth_per_s: 3}\n", b);
+    assert_memory_equal(a, b, 32);
+
+    snprintf(text, sizeof text, "%sphysical:\n  stability_windows: 1\n", base_yaml);
+    p = write_tmp("stab-bad.yaml", text);
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_experiment_load(&x, p, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "physical.stability_windows: must be in 2..64 (got 1)"));
     free(p);
 }
 
@@ -619,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_fingerprint),
         cmocka_unit_test(test_shared_text),
+        cmocka_unit_test(test_stability_fields),
         cmocka_unit_test(test_pinned_fingerprints),
         cmocka_unit_test(test_rayleigh_defaults),
         cmocka_unit_test(test_daq_section),
