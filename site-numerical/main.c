@@ -2,7 +2,6 @@
  * hybrid run (connect, probe, run, report) in the site shell (site/shell.h), which owns the
  * loop, the signals, the monitor and the real-time thread. The logic lives in site-numerical/. */
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -211,23 +210,10 @@ static int open_site(app_t *a)
                               &err) != 0)
         return drths_cli_error(PROG, "%s", err.msg);
     snprintf(a->prov.key_id, sizeof a->prov.key_id, "%s", key.id);
-    printf("drths-numerical: hybrid run of '%s' at %.0f Hz\n", a->exp.name, a->exp.rate_hz);
-    printf("peer: actuator site at %s\n", a->site.peer_text);
-    if (a->so.kernel_filter)
-        printf("kernel filter: only session %016" PRIx64 " from %s reaches the site\n",
-               a->site.session_id, a->site.peer_text);
     a->site.wait_spin_ns = a->wait_spin_ns;
-    if (a->wait_spin_ns == INT64_MAX)
-        printf("wait: the real-time thread busy-polls for the feedback (--wait spin)\n");
-    else if (a->wait_spin_ns > 0)
-        printf("wait: busy-polls %.0f us for the feedback, then sleeps (--wait hybrid)\n",
-               (double)a->wait_spin_ns * 1e-3);
-    if (key.path)
-        printf("key: %s (key id %s)\n", key.path, key.id);
-    else
+    drths_numsite_print_start(stdout, &a->site, key.path, key.id, a->dir, a->so.kernel_filter);
+    if (!key.path)
         drths_site_key_warning(PROG, &key);
-    printf("run folder: %s\n", a->dir);
-    fflush(stdout);
     if (drths_site_monitor_open(&a->shell, "numerical", a->exp.rate_hz, &err) != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
     drths_site_print_monitor(&a->shell, "");
@@ -349,19 +335,9 @@ static int run_hybrid(app_t *a)
         int by_monitor = atomic_load(&a->shell.stop) == DRTHS_SITE_STOP_MONITOR;
         a->exit_code = drths_numsite_end_reason(&a->hyb, by_monitor, a->peer_timeout_s, a->reason,
                                                 sizeof a->reason);
-        if (dropped) {
-            /* A record with holes must not pass for a complete one: exit 1 whatever else
-             * happened. */
-            size_t n = strlen(a->reason);
-            snprintf(a->reason + n, sizeof a->reason - n, "%srecord incomplete: %" PRIu64
-                     " rows lost (the recorder's ring overflowed)", a->exit_code ? "; " : "",
-                     dropped);
-            if (a->exit_code == 0)
-                memmove(a->reason, a->reason + n, strlen(a->reason + n) + 1);
-            a->exit_code = DRTHS_EXIT_FAILED;
-        }
         if (a->exit_code != 0)
             fprintf(stderr, "drths-numerical: %s\n", a->reason);
+        drths_site_mark_incomplete(PROG, dropped, a->reason, sizeof a->reason, &a->exit_code);
     }
     char rt_text[400];
     drths_site_rt_summary(&a->shell.rt_report, rt_text, sizeof rt_text);
@@ -369,14 +345,8 @@ static int run_hybrid(app_t *a)
     drths_numsite_outcome_t out = {a->reason, a->exit_code,
                                    (double)(drths_now_ns() - t_start) * 1e-9, dropped, rt_text,
                                    a->running ? &a->rec : NULL, &a->prov};
-    if (drths_numsite_write_summary(&a->site, a->running ? &a->hyb : NULL, a->dir, &out, &err))
-        fprintf(stderr, "drths-numerical: %s\n", err.msg);
-    char text[800];
-    snprintf(text, sizeof text, "run finished: %s (exit %d)", a->reason, a->exit_code);
-    printf("%s\n", text);
-    drths_site_monitor_end(&a->shell, text);
-    drths_numsite_print_end(stdout, &a->site, a->running ? &a->hyb : NULL, dropped);
-    printf("  run folder: %s\n", a->dir);
+    drths_numsite_report_end(stdout, &a->shell, &a->site, a->running ? &a->hyb : NULL, a->dir,
+                             &out);
     return a->exit_code;
 }
 

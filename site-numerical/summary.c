@@ -5,6 +5,7 @@
 #include "site-numerical/summary.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -234,6 +235,40 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
         epochs_json(&j, h);
     }
     return drths_json_file_close(&j, path, err);
+}
+
+void drths_numsite_print_start(FILE *f, const drths_numsite_t *s, const char *key_path,
+                               const char *key_id, const char *dir, int kernel_filter)
+{
+    fprintf(f, "drths-numerical: hybrid run of '%s' at %.0f Hz\n", s->exp->name, s->exp->rate_hz);
+    fprintf(f, "peer: actuator site at %s\n", s->peer_text);
+    if (kernel_filter)
+        fprintf(f, "kernel filter: only session %016" PRIx64 " from %s reaches the site\n",
+                s->session_id, s->peer_text);
+    if (s->wait_spin_ns == INT64_MAX)
+        fprintf(f, "wait: the real-time thread busy-polls for the feedback (--wait spin)\n");
+    else if (s->wait_spin_ns > 0)
+        fprintf(f, "wait: busy-polls %.0f us for the feedback, then sleeps (--wait hybrid)\n",
+                (double)s->wait_spin_ns * 1e-3);
+    if (key_path)
+        fprintf(f, "key: %s (key id %s)\n", key_path, key_id);
+    fprintf(f, "run folder: %s\n", dir);
+    fflush(f);
+}
+
+void drths_numsite_report_end(FILE *f, drths_site_t *shell, const drths_numsite_t *s,
+                              const drths_hybrid_t *h, const char *dir,
+                              const drths_numsite_outcome_t *o)
+{
+    drths_error_t err = {{0}};
+    if (drths_numsite_write_summary(s, h, dir, o, &err))
+        fprintf(stderr, "drths-numerical: %s\n", err.msg);
+    char text[800];
+    snprintf(text, sizeof text, "run finished: %s (exit %d)", o->exit_reason, o->exit_code);
+    fprintf(f, "%s\n", text);
+    drths_site_monitor_end(shell, text);
+    drths_numsite_print_end(f, s, h, o->recorder_dropped);
+    fprintf(f, "  run folder: %s\n", dir);
 }
 
 /* ---- the printed lines ------------------------------------------------------------------ */

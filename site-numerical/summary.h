@@ -17,6 +17,7 @@
 #include "site-numerical/hybrid.h"
 #include "site-numerical/numsite.h"
 #include "site-numerical/reference.h"
+#include "site/shell.h"
 
 /* What summary.json says besides the loop's own numbers. */
 typedef struct drths_numsite_outcome {
@@ -34,6 +35,17 @@ typedef struct drths_numsite_outcome {
 int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h,
                                 const char *dir, const drths_numsite_outcome_t *o,
                                 drths_error_t *err);
+
+/* The end of a hybrid run: dir/summary.json (an error is printed on stderr), the "run finished:
+ * REASON (exit N)" line (also to the monitor), the end lines and the run folder, on f. */
+void drths_numsite_report_end(FILE *f, drths_site_t *shell, const drths_numsite_t *s,
+                              const drths_hybrid_t *h, const char *dir,
+                              const drths_numsite_outcome_t *o);
+
+/* The start-up lines of a hybrid run: experiment, peer, kernel filter, the feedback wait, the key
+ * (key_path NULL: the rehearsal key, whose warning the caller prints), the run folder. */
+void drths_numsite_print_start(FILE *f, const drths_numsite_t *s, const char *key_path,
+                               const char *key_id, const char *dir, int kernel_filter);
 
 /* The probes' round trips and the loop delay L chosen from them. */
 void drths_numsite_print_probes(FILE *f, const drths_numsite_t *s);

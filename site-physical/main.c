@@ -2,7 +2,6 @@
  * of site-physical/physsite.c (the data plane on one RT thread) into the site shell
  * (site/shell.h), which owns the loop, the signals, the monitor and the recorder's drain. */
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -301,25 +300,6 @@ static void print_start(const app_t *a)
     drths_site_print_monitor(&a->shell, "  ");
 }
 
-/* Rows the recorder lost make the run a failed one (exit 1), whatever else happened: a
- * record with holes must not pass for a complete one. */
-static void mark_incomplete(app_t *a)
-{
-    drths_physsite_t *ps = &a->ps;
-    if (ps->rec_dropped == 0)
-        return;
-    char text[160];
-    snprintf(text, sizeof text, "record incomplete: %" PRIu64 " rows lost (the recorder's ring "
-             "overflowed)", ps->rec_dropped);
-    fprintf(stderr, "drths-physical: %s\n", text);
-    size_t n = strlen(ps->exit_reason);
-    if (ps->exit_code == 0 || n == 0)
-        snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", text);
-    else
-        snprintf(ps->exit_reason + n, sizeof ps->exit_reason - n, "; %s", text);
-    ps->exit_code = DRTHS_EXIT_FAILED;
-}
-
 /* Start (when waited for), the RT thread, the loop until it ends, then the records and the
  * summary. Returns the exit code. */
 static int run(app_t *a)
@@ -342,22 +322,14 @@ static int run(app_t *a)
     int closed = drths_recorder_close(&a->rec, &err);
     if (rc != 0)
         return DRTHS_EXIT_FAILED; /* the thread never ran: nothing to report */
-    mark_incomplete(a);
+    drths_site_mark_incomplete(PROG, a->ps.rec_dropped, a->ps.exit_reason,
+                               sizeof a->ps.exit_reason, &a->ps.exit_code);
     drths_site_provenance_rt(&a->shell, &a->ps.rt_report, &a->prov);
     a->ps.provenance = &a->prov;
     int code = closed == 0 ? a->ps.exit_code : drths_cli_error(PROG, "%s", err.msg);
     a->ps.rec_written = a->rec.written;
-    char path[4200];
-    if (drths_path_join(path, sizeof path, a->dir, "summary.json") != 0 ||
-        drths_physsite_write_summary(&a->ps, path, &err) != 0)
-        code = drths_cli_error(PROG, "%s", err.msg[0] ? err.msg : "run folder path too long");
-    drths_physsite_print_end(stdout, &a->ps, a->dir);
-    if (a->openfresco)
-        printf("  OpenFresco: %" PRIu64 " steps reached of %" PRIu64 " trials, %" PRIu64
-               " late targets (%" PRIu64 " ticks held), step-end tracking RMS error %.3f %%, "
-               "peak %.4f mm\n",
-               a->ofr.steps_reached, a->ofr.targets, a->ofr.late_targets, a->ofr.held_ticks,
-               drths_ofr_app_step_rms_pct(&a->ofr), a->ofr.max_abs_err * 1e3);
+    if (drths_physsite_report_end(stdout, &a->ps, a->openfresco ? &a->ofr : NULL, a->dir, &err))
+        code = drths_cli_error(PROG, "%s", err.msg);
     char text[800];
     snprintf(text, sizeof text, "%s (exit %d)", a->ps.exit_reason, code);
     drths_site_monitor_end(&a->shell, text);

@@ -5,6 +5,7 @@
  * (main passes stdout). */
 #include "site-physical/report.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -142,4 +143,22 @@ void drths_physsite_frame_row(const double *row, drths_telemetry_frame_t *f)
     f->meas_force_N = row[DRTHS_ACT_COL_MEAS_FORCE];
     f->damper_cmd = row[DRTHS_ACT_COL_DAMPER_COMMAND];
     f->lateness_us = row[DRTHS_ACT_COL_WAKE_LATE];
+}
+
+int drths_physsite_report_end(FILE *f, drths_physsite_t *ps, const drths_ofr_app_t *ofr,
+                              const char *dir, drths_error_t *err)
+{
+    char path[4200];
+    int rc = drths_path_join(path, sizeof path, dir, "summary.json") != 0
+                 ? drths_error_set(err, -ENAMETOOLONG, "run folder path too long")
+                 : drths_physsite_write_summary(ps, path, err);
+    drths_physsite_print_end(f, ps, dir);
+    if (ofr)
+        fprintf(f,
+                "  OpenFresco: %" PRIu64 " steps reached of %" PRIu64 " trials, %" PRIu64
+                " late targets (%" PRIu64 " ticks held), step-end tracking RMS error %.3f %%, "
+                "peak %.4f mm\n",
+                ofr->steps_reached, ofr->targets, ofr->late_targets, ofr->held_ticks,
+                drths_ofr_app_step_rms_pct(ofr), ofr->max_abs_err * 1e3);
+    return rc;
 }

@@ -179,6 +179,24 @@ int drths_site_run_folder(char *dir, size_t cap, const drths_site_options_t *o,
     return rc;
 }
 
+void drths_site_mark_incomplete(const char *prog, uint64_t dropped, char *reason, size_t cap,
+                                int *exit_code)
+{
+    if (dropped == 0)
+        return;
+    char text[160];
+    snprintf(text, sizeof text,
+             "record incomplete: %llu rows lost (the recorder's ring overflowed)",
+             (unsigned long long)dropped);
+    fprintf(stderr, "%s: %s\n", prog, text);
+    size_t n = strlen(reason);
+    if (*exit_code == 0 || n == 0)
+        snprintf(reason, cap, "%s", text);
+    else if (n < cap)
+        snprintf(reason + n, cap - n, "; %s", text);
+    *exit_code = DRTHS_EXIT_FAILED;
+}
+
 void drths_site_provenance_rt(const drths_site_t *s, const drths_rt_report_t *rep,
                               drths_provenance_t *prov)
 {

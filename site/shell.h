@@ -317,6 +317,13 @@ void drths_site_rt_print(const drths_rt_report_t *rep, const char *indent);
 /* "SCHED_FIFO 80: granted; mlockall: ...": the report on one line, for summary.json. */
 void drths_site_rt_summary(const drths_rt_report_t *rep, char *out, size_t cap);
 
+/* A record with holes must not pass for a complete one: when the recorder lost `dropped` rows,
+ * "record incomplete: N rows lost (the recorder's ring overflowed)" becomes the run's reason
+ * (or is appended to a failure's reason), *exit_code becomes DRTHS_EXIT_FAILED and the sentence
+ * is printed on stderr. Nothing happens when dropped is 0. */
+void drths_site_mark_incomplete(const char *prog, uint64_t dropped, char *reason, size_t cap,
+                                int *exit_code);
+
 /* prov->real_time: the control thread's measures (drths_site_rt_summary of rep, which may be
  * NULL when no real-time thread ran) and each recorder's writer thread. */
 void drths_site_provenance_rt(const drths_site_t *s, const drths_rt_report_t *rep,
