@@ -76,30 +76,49 @@ void drths_hist_add(drths_hist_t *h, int64_t v)
 
 int64_t drths_hist_quantile(const drths_hist_t *h, double q)
 {
-    if (h->count == 0)
+    return drths_hist_quantile_many(&h, 1, q);
+}
+
+int64_t drths_hist_quantile_many(const drths_hist_t *const *hs, size_t n, double q)
+{
+    uint64_t count = 0;
+    int64_t mn = INT64_MAX, mx = INT64_MIN;
+    for (size_t k = 0; k < n; k++) {
+        if (!hs[k]->count)
+            continue;
+        count += hs[k]->count;
+        mn = hs[k]->min < mn ? hs[k]->min : mn;
+        mx = hs[k]->max > mx ? hs[k]->max : mx;
+    }
+    if (count == 0)
         return 0;
-    uint64_t rank = (uint64_t)drths_quantile_rank((size_t)h->count, q) + 1; /* 1-based */
+    const drths_hist_t *h0 = hs[0];
+    uint64_t rank = (uint64_t)drths_quantile_rank((size_t)count, q) + 1; /* 1-based */
     uint64_t cum = 0;
     size_t g = 0;
-    for (; g < h->ngroups; g++) {
-        if (cum + h->groups[g] >= rank)
+    for (; g < h0->ngroups; g++) {
+        uint64_t c = 0;
+        for (size_t k = 0; k < n; k++)
+            c += hs[k]->groups[g];
+        if (cum + c >= rank)
             break;
-        cum += h->groups[g];
+        cum += c;
     }
-    if (g == h->ngroups)
-        return h->max; /* the rank lies among the overflow values */
-    size_t i = g * h->group;
-    size_t end = i + h->group < h->nbins ? i + h->group : h->nbins;
+    if (g == h0->ngroups)
+        return mx; /* the rank lies among the overflow values */
+    size_t i = g * h0->group;
+    size_t end = i + h0->group < h0->nbins ? i + h0->group : h0->nbins;
     for (; i < end; i++) {
-        cum += h->bins[i];
+        for (size_t k = 0; k < n; k++)
+            cum += hs[k]->bins[i];
         if (cum >= rank)
             break;
     }
-    int64_t v = ((int64_t)i + 1) * h->bin_width;
-    if (v > h->max)
-        v = h->max;
-    if (v < h->min)
-        v = h->min;
+    int64_t v = ((int64_t)i + 1) * h0->bin_width;
+    if (v > mx)
+        v = mx;
+    if (v < mn)
+        v = mn;
     return v;
 }
 

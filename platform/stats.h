@@ -57,6 +57,11 @@ void drths_hist_add(drths_hist_t *h, int64_t v);
  * RT-safe: reads at most ngroups + group counters. */
 int64_t drths_hist_quantile(const drths_hist_t *h, double q);
 
+/* The same over the union of n histograms of the same bins (a sliding window made of
+ * sub-windows): their counts added bin by bin, clamped to the exact extremes of the non-empty
+ * ones; 0 when all are empty. RT-safe (reads n × (ngroups + group) counters). */
+int64_t drths_hist_quantile_many(const drths_hist_t *const *hs, size_t n, double q);
+
 /* Mean of the values added (exact, not binned); 0 when empty. RT-safe. */
 double drths_hist_mean(const drths_hist_t *h);
 

@@ -228,38 +228,28 @@ int drths_rtt_tracker_echo(drths_rtt_tracker_t *t, uint64_t counter, int64_t hol
 
 /* ---- (e) Sliding window ------------------------------------------------------------------ */
 
-/* Fine bins per coarse group: a quantile read scans at most ngroups + WINDOW_GROUP counters. */
-#define WINDOW_GROUP 256
-
 int drths_rtt_window_init(drths_rtt_window_t *w, int64_t bin_ns, int64_t max_ns, int64_t sub_ns,
                           size_t nsub, drths_error_t *err)
 {
     memset(w, 0, sizeof *w);
-    if (bin_ns <= 0 || max_ns < bin_ns || sub_ns <= 0 || nsub < 2)
+    if (bin_ns <= 0 || max_ns < bin_ns || sub_ns <= 0 || nsub < 2 || nsub > 64)
         return drths_error_set(err, -EINVAL,
                                "round-trip window: need 0 < bin (%lld ns) <= max (%lld ns), "
-                               "sub-window > 0 (%lld ns) and at least 2 of them (%zu)",
+                               "sub-window > 0 (%lld ns) and 2 to 64 of them (%zu)",
                                (long long)bin_ns, (long long)max_ns, (long long)sub_ns, nsub);
     size_t nbins = (size_t)((max_ns + bin_ns - 1) / bin_ns);
-    size_t ngroups = (nbins + WINDOW_GROUP - 1) / WINDOW_GROUP;
-    w->sub_bins = calloc(nsub * nbins, sizeof *w->sub_bins);
-    w->sub_groups = calloc(nsub * ngroups, sizeof *w->sub_groups);
-    w->sub_count = calloc(nsub, sizeof *w->sub_count);
-    w->sub_min = calloc(nsub, sizeof *w->sub_min);
-    w->sub_max = calloc(nsub, sizeof *w->sub_max);
-    w->bins = calloc(nbins, sizeof *w->bins);
-    w->groups = calloc(ngroups, sizeof *w->groups);
-    if (!w->sub_bins || !w->sub_groups || !w->sub_count || !w->sub_min || !w->sub_max ||
-        !w->bins || !w->groups) {
-        drths_rtt_window_close(w);
-        return drths_error_set(err, -ENOMEM, "round-trip window: cannot allocate %zu x %zu bins",
-                               nsub + 1, nbins);
-    }
-    w->bin_ns = bin_ns;
-    w->nbins = nbins;
-    w->group = WINDOW_GROUP;
-    w->ngroups = ngroups;
+    w->sub = calloc(nsub, sizeof *w->sub);
+    if (!w->sub)
+        return drths_error_set(err, -ENOMEM, "round-trip window: cannot allocate %zu sub-windows",
+                               nsub);
     w->nsub = nsub;
+    for (size_t k = 0; k < nsub; k++) {
+        int r = drths_hist_init(&w->sub[k], bin_ns, nbins, err);
+        if (r != 0) {
+            drths_rtt_window_close(w);
+            return r;
+        }
+    }
     w->sub_ns = sub_ns;
     w->cur_start_ns = INT64_MIN;
     return 0;
@@ -267,37 +257,10 @@ int drths_rtt_window_init(drths_rtt_window_t *w, int64_t bin_ns, int64_t max_ns,
 
 void drths_rtt_window_close(drths_rtt_window_t *w)
 {
-    free(w->sub_bins);
-    free(w->sub_groups);
-    free(w->sub_count);
-    free(w->sub_min);
-    free(w->sub_max);
-    free(w->bins);
-    free(w->groups);
+    for (size_t k = 0; w->sub && k < w->nsub; k++)
+        drths_hist_close(&w->sub[k]);
+    free(w->sub);
     memset(w, 0, sizeof *w);
-}
-
-/* Subtracts sub-window k from the sum and empties it, touching only its occupied groups. */
-static void window_clear_sub(drths_rtt_window_t *w, size_t k)
-{
-    if (w->sub_count[k] == 0)
-        return;
-    uint32_t *sb = w->sub_bins + k * w->nbins;
-    uint32_t *sg = w->sub_groups + k * w->ngroups;
-    for (size_t g = 0; g < w->ngroups; g++) {
-        if (!sg[g])
-            continue;
-        size_t i = g * w->group;
-        size_t end = i + w->group < w->nbins ? i + w->group : w->nbins;
-        for (; i < end; i++) {
-            w->bins[i] -= sb[i];
-            sb[i] = 0;
-        }
-        w->groups[g] -= sg[g];
-        sg[g] = 0;
-    }
-    w->count -= w->sub_count[k];
-    w->sub_count[k] = 0;
 }
 
 void drths_rtt_window_advance(drths_rtt_window_t *w, int64_t now_ns)
@@ -312,13 +275,13 @@ void drths_rtt_window_advance(drths_rtt_window_t *w, int64_t now_ns)
     if ((uint64_t)passed >= w->nsub) {
         /* A silence longer than the window: none of it is recent any more. */
         for (size_t k = 0; k < w->nsub; k++)
-            window_clear_sub(w, k);
+            drths_hist_reset(&w->sub[k]);
         w->cur_start_ns = now_ns;
         return;
     }
     for (int64_t i = 0; i < passed; i++) {
         w->cur = (w->cur + 1) % w->nsub;
-        window_clear_sub(w, w->cur); /* the oldest leaves and becomes the current one */
+        drths_hist_reset(&w->sub[w->cur]); /* the oldest leaves and becomes the current one */
     }
     w->cur_start_ns += passed * w->sub_ns;
 }
@@ -326,40 +289,39 @@ void drths_rtt_window_advance(drths_rtt_window_t *w, int64_t now_ns)
 void drths_rtt_window_add(drths_rtt_window_t *w, int64_t now_ns, int64_t rtt_ns)
 {
     drths_rtt_window_advance(w, now_ns);
-    if (rtt_ns < 0)
-        rtt_ns = 0;
-    size_t i = (size_t)(rtt_ns / w->bin_ns);
-    if (i >= w->nbins)
-        i = w->nbins - 1;
-    size_t k = w->cur, g = i / w->group;
-    w->sub_bins[k * w->nbins + i]++;
-    w->sub_groups[k * w->ngroups + g]++;
-    w->bins[i]++;
-    w->groups[g]++;
-    if (w->sub_count[k] == 0 || rtt_ns < w->sub_min[k])
-        w->sub_min[k] = rtt_ns;
-    if (w->sub_count[k] == 0 || rtt_ns > w->sub_max[k])
-        w->sub_max[k] = rtt_ns;
-    w->sub_count[k]++;
-    w->count++;
+    drths_hist_add(&w->sub[w->cur], rtt_ns < 0 ? 0 : rtt_ns);
 }
 
-/* Sub-window k is among the nrecent most recent (the current one is the most recent). */
-static int window_is_recent(const drths_rtt_window_t *w, size_t k, size_t nrecent)
+/* The nrecent most recent sub-windows (the current one first) into hs; returns how many. */
+static size_t window_recent(const drths_rtt_window_t *w, size_t nrecent,
+                            const drths_hist_t *hs[64])
 {
-    return (w->cur + w->nsub - k) % w->nsub < nrecent;
+    size_t n = nrecent < w->nsub ? nrecent : w->nsub;
+    for (size_t j = 0; j < n; j++)
+        hs[j] = &w->sub[(w->cur + w->nsub - j) % w->nsub];
+    return n;
 }
 
 static int64_t window_extreme(const drths_rtt_window_t *w, size_t nrecent, int want_max)
 {
+    const drths_hist_t *hs[64];
+    size_t n = window_recent(w, nrecent, hs);
     int64_t m = want_max ? INT64_MIN : INT64_MAX;
-    for (size_t k = 0; k < w->nsub; k++) {
-        if (!w->sub_count[k] || !window_is_recent(w, k, nrecent))
+    for (size_t j = 0; j < n; j++) {
+        if (!hs[j]->count)
             continue;
-        if (want_max ? w->sub_max[k] > m : w->sub_min[k] < m)
-            m = want_max ? w->sub_max[k] : w->sub_min[k];
+        if (want_max ? hs[j]->max > m : hs[j]->min < m)
+            m = want_max ? hs[j]->max : hs[j]->min;
     }
     return (m == INT64_MIN || m == INT64_MAX) ? 0 : m;
+}
+
+uint64_t drths_rtt_window_count(const drths_rtt_window_t *w)
+{
+    uint64_t n = 0;
+    for (size_t k = 0; k < w->nsub; k++)
+        n += w->sub[k].count;
+    return n;
 }
 
 int64_t drths_rtt_window_min(const drths_rtt_window_t *w)
@@ -377,82 +339,22 @@ int64_t drths_rtt_window_recent_min(const drths_rtt_window_t *w, size_t nrecent)
     return window_extreme(w, nrecent, 0);
 }
 
-/* Nearest-rank q-quantile of the nrecent most recent sub-windows (all of them: the running
- * sum; fewer: their counters added on the fly). */
-static int64_t window_quantile(const drths_rtt_window_t *w, size_t nrecent, double q,
-                               uint64_t *count_out)
-{
-    size_t ks[64];
-    size_t nk = 0;
-    uint64_t count = 0;
-    int all = nrecent >= w->nsub;
-    if (all) {
-        count = w->count;
-    } else {
-        for (size_t j = 0; j < nrecent && nk < 64; j++) {
-            ks[nk] = (w->cur + w->nsub - j) % w->nsub;
-            count += w->sub_count[ks[nk++]];
-        }
-    }
-    if (count_out)
-        *count_out = count;
-    if (count == 0)
-        return 0;
-    uint64_t rank = (uint64_t)drths_quantile_rank((size_t)count, q) + 1; /* 1-based */
-    uint64_t cum = 0;
-    size_t g = 0;
-    for (; g < w->ngroups; g++) {
-        uint64_t c = 0;
-        if (all)
-            c = w->groups[g];
-        else
-            for (size_t j = 0; j < nk; j++)
-                c += w->sub_groups[ks[j] * w->ngroups + g];
-        if (cum + c >= rank)
-            break;
-        cum += c;
-    }
-    int64_t mx = window_extreme(w, nrecent, 1);
-    if (g == w->ngroups)
-        return mx; /* cannot happen: the groups hold every sample */
-    size_t i = g * w->group;
-    size_t end = i + w->group < w->nbins ? i + w->group : w->nbins;
-    for (; i < end; i++) {
-        uint64_t c = 0;
-        if (all)
-            c = w->bins[i];
-        else
-            for (size_t j = 0; j < nk; j++)
-                c += w->sub_bins[ks[j] * w->nbins + i];
-        cum += c;
-        if (cum >= rank)
-            break;
-    }
-    if (i >= w->nbins - 1)
-        return mx; /* the last bin also holds everything beyond it */
-    int64_t v = ((int64_t)i + 1) * w->bin_ns;
-    int64_t mn = window_extreme(w, nrecent, 0);
-    if (v > mx)
-        v = mx;
-    if (v < mn)
-        v = mn;
-    return v;
-}
-
 int64_t drths_rtt_window_quantile(const drths_rtt_window_t *w, double q)
 {
-    return window_quantile(w, w->nsub, q, NULL);
+    return drths_rtt_window_recent_quantile(w, w->nsub, q, NULL);
 }
 
 int64_t drths_rtt_window_recent_quantile(const drths_rtt_window_t *w, size_t nrecent, double q,
                                          uint64_t *count)
 {
-    if (nrecent == 0 || w->nsub == 0) {
-        if (count)
-            *count = 0;
-        return 0;
+    const drths_hist_t *hs[64];
+    size_t n = window_recent(w, nrecent, hs);
+    if (count) {
+        *count = 0;
+        for (size_t j = 0; j < n; j++)
+            *count += hs[j]->count;
     }
-    return window_quantile(w, nrecent, q, count);
+    return n ? drths_hist_quantile_many(hs, n, q) : 0;
 }
 
 /* ---- (d) Late window and epochs ------------------------------------------------------------ */

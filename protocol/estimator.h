@@ -153,30 +153,21 @@ int drths_rtt_tracker_echo(drths_rtt_tracker_t *t, uint64_t counter, int64_t hol
 
 /* ---- (e) Sliding round-trip window -------------------------------------------------------- */
 
-/* The round trips of the last (nsub - 1)·sub_ns to nsub·sub_ns. Sub-window k has its own
- * histogram; `bins`/`groups` hold their sum. When time passes a sub-window's end the oldest one
- * is subtracted from the sum and cleared (only its occupied groups are touched), and becomes the
- * current one. Values at or beyond the last bin are counted in it, and a quantile that falls
- * there is reported as the window's exact maximum. */
+/* The round trips of the last (nsub - 1)·sub_ns to nsub·sub_ns: one histogram
+ * (platform/stats.h) per sub-window. When time passes a sub-window's end the oldest one is
+ * emptied (drths_hist_reset: only its occupied groups are touched) and becomes the current one;
+ * a quantile reads the union of the sub-windows (drths_hist_quantile_many). */
 typedef struct drths_rtt_window {
-    int64_t bin_ns;
-    size_t nbins, group, ngroups;
+    drths_hist_t *sub;    /* nsub histograms, owned */
     size_t nsub;          /* number of sub-windows */
     int64_t sub_ns;       /* length of each */
-    uint32_t *sub_bins;   /* nsub × nbins counters, owned */
-    uint32_t *sub_groups; /* nsub × ngroups counters (sums of their bins), owned */
-    uint64_t *sub_count;  /* nsub, owned */
-    int64_t *sub_min, *sub_max; /* exact extremes of each sub-window, owned */
-    uint32_t *bins;       /* nbins: the sum over the sub-windows, owned */
-    uint32_t *groups;     /* ngroups, owned */
-    uint64_t count;       /* round trips in the window */
     size_t cur;           /* the sub-window being filled */
     int64_t cur_start_ns; /* its start (INT64_MIN: no sample yet) */
 } drths_rtt_window_t;
 
 /* nsub sub-windows of sub_ns each, bins of bin_ns up to max_ns (so the quantile is at most one
  * bin over the sample quantile: choose bin_ns below a tick). Returns 0, -EINVAL (err names it),
- * -ENOMEM. Memory: (nsub + 1) × 4 × max_ns / bin_ns bytes. init-only. */
+ * -ENOMEM. Memory: nsub × 8 × max_ns / bin_ns bytes. init-only. */
 int drths_rtt_window_init(drths_rtt_window_t *w, int64_t bin_ns, int64_t max_ns, int64_t sub_ns,
                           size_t nsub, drths_error_t *err);
 
@@ -192,7 +183,7 @@ void drths_rtt_window_advance(drths_rtt_window_t *w, int64_t now_ns);
 void drths_rtt_window_add(drths_rtt_window_t *w, int64_t now_ns, int64_t rtt_ns);
 
 /* Nearest-rank q-quantile (0 < q <= 1) of the window: the upper edge of its bin, clamped to the
- * window's exact [min, max]; 0 when empty. RT-safe (reads at most ngroups + group counters). */
+ * window's exact [min, max]; 0 when empty. RT-safe (reads nsub × (ngroups + group) counters). */
 int64_t drths_rtt_window_quantile(const drths_rtt_window_t *w, double q);
 
 /* The same over the nrecent most recent sub-windows only (the current one and nrecent - 1
@@ -200,6 +191,9 @@ int64_t drths_rtt_window_quantile(const drths_rtt_window_t *w, double q);
  * nrecent × (ngroups + group) counters). */
 int64_t drths_rtt_window_recent_quantile(const drths_rtt_window_t *w, size_t nrecent, double q,
                                          uint64_t *count);
+
+/* Round trips in the window. RT-safe (nsub reads). */
+uint64_t drths_rtt_window_count(const drths_rtt_window_t *w);
 
 /* Exact smallest and largest round trip in the window; 0 when empty. RT-safe (nsub reads). */
 int64_t drths_rtt_window_min(const drths_rtt_window_t *w);

@@ -557,7 +557,7 @@ static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t
      * trips when there are enough): the budget moves by the change of L and of the window's
      * quantile against epoch 1's, computed from epoch 1's values so nothing accumulates. */
     int64_t wait = h->wait0_ns + ((int64_t)L_to - (int64_t)h->p.L) * h->p.dt_ns;
-    if (h->p.rtt_q_ns > 0 && h->rttw.count >= h->p.ep.min_rtt_samples && h->rttw.count > 0)
+    if (h->p.rtt_q_ns > 0 && drths_rtt_window_count(&h->rttw) >= h->p.ep.min_rtt_samples && drths_rtt_window_count(&h->rttw) > 0)
         wait -= drths_rtt_window_quantile(&h->rttw, h->p.lp.quantile) - h->p.rtt_q_ns;
     int64_t floor_ns = (int64_t)h->p.reorder_ticks * h->p.dt_ns;
     h->p.wait_ns = wait > floor_ns ? wait : floor_ns;
@@ -628,7 +628,7 @@ static void decide(drths_hybrid_t *h, int64_t now_ns)
     in.current_L = h->glide_target;
     in.window_ticks = h->late.filled;
     in.window_late = h->late.late_count;
-    in.rtt_samples = w->count;
+    in.rtt_samples = drths_rtt_window_count(w);
     in.rtt_q_ns = drths_rtt_window_quantile(w, h->p.lp.quantile);
     in.rtt_recent_q_ns = drths_rtt_window_recent_quantile(w, RTT_RECENT_SUBS, h->p.lp.quantile,
                                                           &in.rtt_recent_samples);

@@ -255,7 +255,7 @@ static void test_sliding_window(void **state)
         int64_t from = cur_start - (NSUB - 1) * sub;
         int first = from <= 0 ? 0 : (int)(from / DT);
         size_t n = (size_t)(i - first + 1);
-        assert_int_equal(w.count, n);
+        assert_int_equal(drths_rtt_window_count(&w), n);
         const double qs[] = {0.5, 0.99, 0.999, 1.0};
         for (int k = 0; k < 4; k++) {
             int64_t exact;
@@ -288,7 +288,7 @@ static void test_sliding_window(void **state)
     }
     /* A silence longer than the window empties it. */
     drths_rtt_window_advance(&w, t[N - 1] + NSUB * sub);
-    assert_int_equal(w.count, 0);
+    assert_int_equal(drths_rtt_window_count(&w), 0);
     drths_rtt_window_add(&w, t[N - 1] + NSUB * sub + 1, 42 * MS);
     assert_int_equal(drths_rtt_window_quantile(&w, 0.999), 42 * MS);
     free(v);
@@ -653,7 +653,7 @@ static void sim_run(const sim_link_t *link, uint64_t seed, sim_result_t *res)
                                   .current_L = L,
                                   .window_ticks = lw.filled,
                                   .window_late = lw.late_count,
-                                  .rtt_samples = w.count,
+                                  .rtt_samples = drths_rtt_window_count(&w),
                                   .rtt_q_ns = drths_rtt_window_quantile(&w, 0.999)};
         in.rtt_recent_q_ns = drths_rtt_window_recent_quantile(&w, 2, 0.999,
                                                               &in.rtt_recent_samples);
@@ -882,7 +882,7 @@ static void test_no_allocation_per_tick(void **state)
                                       .current_L = L,
                                       .window_ticks = lw.filled,
                                       .window_late = lw.late_count,
-                                      .rtt_samples = w.count,
+                                      .rtt_samples = drths_rtt_window_count(&w),
                                       .rtt_q_ns = drths_rtt_window_quantile(&w, 0.999)};
             in.rtt_recent_q_ns =
                 drths_rtt_window_recent_quantile(&w, 2, 0.999, &in.rtt_recent_samples);
