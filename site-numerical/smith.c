@@ -97,13 +97,9 @@ static void apply_theta(drths_smith_t *s)
         double g[NP];
         for (int i = 0; i < NP; i++)
             g[i] = i == m ? f[i] * up : f[i];
-        d->p.alpha_a = nom->alpha_a * g[DRTHS_SMITH_P_ALPHA];
-        d->p.alpha_b = nom->alpha_b * g[DRTHS_SMITH_P_ALPHA];
-        d->p.c0_a = nom->c0_a * g[DRTHS_SMITH_P_C0];
-        d->p.c0_b = nom->c0_b * g[DRTHS_SMITH_P_C0];
-        d->p.c1_a = nom->c1_a * g[DRTHS_SMITH_P_C1];
-        d->p.c1_b = nom->c1_b * g[DRTHS_SMITH_P_C1];
-        d->p.A = nom->A * g[DRTHS_SMITH_P_A];
+        d->p = *nom;
+        drths_damper_params_scale(&d->p, g[DRTHS_SMITH_P_ALPHA], g[DRTHS_SMITH_P_C0],
+                                  g[DRTHS_SMITH_P_C1], 1.0, g[DRTHS_SMITH_P_A]);
         d->p.n = nom->n * g[DRTHS_SMITH_P_N];
         if (m < 0 && nom->substeps == 0) {
             /* At least the nominal model's count, so theta = 0 is the nominal model exactly
