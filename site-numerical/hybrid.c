@@ -553,14 +553,21 @@ static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t
         l->time_s = (double)h->ns.step * h->ns.dt_s;
         l->reason = why;
     }
-    /* The feedback wait follows the new L at once (decide() then sets it from the recent round
-     * trips when there are enough): the budget moves by the change of L and of the window's
-     * quantile against epoch 1's, computed from epoch 1's values so nothing accumulates. */
-    int64_t wait = h->wait0_ns + ((int64_t)L_to - (int64_t)h->p.L) * h->p.dt_ns;
-    if (h->p.rtt_q_ns > 0 && drths_rtt_window_count(&h->rttw) >= h->p.ep.min_rtt_samples && drths_rtt_window_count(&h->rttw) > 0)
-        wait -= drths_rtt_window_quantile(&h->rttw, h->p.lp.quantile) - h->p.rtt_q_ns;
-    int64_t floor_ns = (int64_t)h->p.reorder_ticks * h->p.dt_ns;
-    h->p.wait_ns = wait > floor_ns ? wait : floor_ns;
+    /* The feedback wait for the new L, by the same rule as everywhere
+     * (drths_hybrid_feedback_wait_ns): from the window's round trips when there are enough of
+     * them, else from the probes' (epoch 1's wait moved by the change of L). decide() then
+     * refines it from the last 1 to 2 s. Nothing here is derived from an earlier epoch's wait,
+     * so nothing accumulates. */
+    uint64_t nw = drths_rtt_window_count(&h->rttw);
+    if (nw >= h->p.ep.min_rtt_samples && nw > 0) {
+        h->p.wait_ns = drths_hybrid_feedback_wait_ns(
+            L_to, h->p.dt_ns, drths_rtt_window_min(&h->rttw),
+            drths_rtt_window_quantile(&h->rttw, h->p.lp.quantile), h->p.reorder_ticks);
+    } else {
+        int64_t wait = h->wait0_ns + ((int64_t)L_to - (int64_t)h->p.L) * h->p.dt_ns;
+        int64_t floor_ns = (int64_t)h->p.reorder_ticks * h->p.dt_ns;
+        h->p.wait_ns = wait > floor_ns ? wait : floor_ns;
+    }
     /* A slower up-link moves every arrival later: the deadlines follow at once instead of
      * waiting up to 1 s for the long minimum to forget the faster past. This touches only the
      * arrival estimate, which the next 0.5 s bucket replaces; it never feeds the choice of L. */
