@@ -1883,7 +1883,18 @@ static const cyaml_schema_value_t acceptance_top_schema = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_acceptance_top, acceptance_top_fields),
 };
 
-int drths_experiment_load_acceptance(drths_acceptance_config_t *acc, const char *path,
+void drths_acceptance_default(drths_acceptance_t *acc)
+{
+    drths_experiment_t x;
+    memset(&x, 0, sizeof x);
+    drths_error_t err;
+    vctx_t c = {.file = "(defaults)", .err = &err};
+    /* No section: every field takes its default, which cannot fail. */
+    (void)parse_fields(&c, acceptance_prefix, acceptance_spec, 0, F_acceptance_end - 1, NULL, &x);
+    *acc = x.acceptance;
+}
+
+int drths_experiment_load_acceptance(drths_acceptance_t *acc, const char *path,
                                      drths_error_t *err)
 {
     drths_experiment_t x;

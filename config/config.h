@@ -31,7 +31,8 @@
 #include "models/integrator.h"   /* drths_integrator_kind_t */
 #include "models/plant.h"        /* drths_actuator_plant_t */
 #include "models/structure.h"    /* drths_structure_model_t, drths_damping_kind_t */
-#include "platform/cli.h"        /* DRTHS_EXIT_USAGE */
+#include "platform/cli.h"
+#include "platform/metrics.h" /* drths_acceptance_t */        /* DRTHS_EXIT_USAGE */
 #include "platform/error.h"
 
 /* Exit code of a site or tool whose experiment file (or command line) is wrong. */
@@ -91,19 +92,6 @@ typedef struct drths_daq_channel_config {
     double offset;              /* engineering value at 0 V (default 0) */
 } drths_daq_channel_config_t;
 
-/* Acceptance criteria of a run (the acceptance section): what drths-report judges the run by.
- * Read by drths-report only; not part of the fingerprinted shared text, so a lab may tighten
- * them after a run without making the run's records a different experiment. Percentages are
- * of the reference (docs/report.md defines each figure). */
-typedef struct drths_acceptance_config {
-    double displacement_rms_error_pct;  /* largest over the floors, 0..1e6 (default 1) */
-    double displacement_peak_error_pct; /* difference of the peaks, 0..1e6 (default 1) */
-    double acceleration_rms_error_pct;  /* 0..1e6 (default 5) */
-    double tracking_rms_error_pct;      /* 0..1e6 (default 2) */
-    double concealed_commands_pct;      /* ticks, 0..100 (default 0.5) */
-    double concealed_feedback_pct;      /* steps, 0..100 (default 0.5) */
-    int hold_allowed;                   /* 0 or 1 (default 0: a tick in HOLD fails the run) */
-} drths_acceptance_config_t;
 
 typedef struct drths_experiment {
     /* Bookkeeping, filled by the loader. */
@@ -290,7 +278,10 @@ typedef struct drths_experiment {
                           * "runs") */
     } output;
 
-    drths_acceptance_config_t acceptance; /* not fingerprinted */
+    /* The acceptance section (platform/metrics.h drths_acceptance_t): what drths-report judges
+     * the run by; not fingerprinted, so a lab may tighten it after a run. Defaults: 1, 1, 5, 2,
+     * 0.5, 0.5 %, hold_allowed 0 (the table in config.c). */
+    drths_acceptance_t acceptance;
 } drths_experiment_t;
 
 /* Loads, fills defaults and validates the experiment file at path. On success returns 0 and
@@ -310,8 +301,11 @@ int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size
  * absent), ignoring and not checking the rest: drths-report reads it from the copy in a run
  * folder, where the record file's relative path no longer resolves. Returns 0, or a negative
  * errno with err filled as drths_experiment_load does. init-only. */
-int drths_experiment_load_acceptance(drths_acceptance_config_t *acc, const char *path,
+int drths_experiment_load_acceptance(drths_acceptance_t *acc, const char *path,
                                      drths_error_t *err);
+
+/* The acceptance section's defaults, from the same table the loader uses. init-only. */
+void drths_acceptance_default(drths_acceptance_t *acc);
 
 /* Frees everything and zeroes *exp. Safe twice and after a failed load. init-only. */
 void drths_experiment_close(drths_experiment_t *exp);

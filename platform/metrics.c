@@ -501,17 +501,6 @@ int drths_link_stats_compute(const drths_csv_table_t *num, const drths_csv_table
 
 /* ---- the verdict ------------------------------------------------------------------------- */
 
-void drths_acceptance_defaults(drths_acceptance_t *a)
-{
-    a->disp_rms_err_pct = 1.0;
-    a->disp_peak_err_pct = 1.0;
-    a->acc_rms_err_pct = 5.0;
-    a->tracking_rms_err_pct = 2.0;
-    a->concealed_commands_pct = 0.5;
-    a->concealed_feedback_pct = 0.5;
-    a->hold_allowed = 0;
-}
-
 const char *drths_outcome_name(drths_outcome_t o)
 {
     return o == DRTHS_OUTCOME_PASS ? "PASS" : o == DRTHS_OUTCOME_FAIL ? "FAIL" : "n/a";
@@ -550,13 +539,13 @@ void drths_verdict_compute(const drths_acceptance_t *a, const drths_fidelity_t *
     }
     int f = fid != NULL, nl = link && link->has_numerical, ph = link && link->has_physical;
     criterion(out, "displacement RMS error, max", "%", f, f ? pct(fid->disp_max.rms_err) : 0,
-              a->disp_rms_err_pct, "no reference");
+              a->displacement_rms_error_pct, "no reference");
     criterion(out, "displacement peak error, max", "%", f, f ? pct(fid->disp_max.peak_err) : 0,
-              a->disp_peak_err_pct, "no reference");
+              a->displacement_peak_error_pct, "no reference");
     criterion(out, "acceleration RMS error, max", "%", f, f ? pct(fid->acc_max.rms_err) : 0,
-              a->acc_rms_err_pct, "no reference");
+              a->acceleration_rms_error_pct, "no reference");
     criterion(out, "tracking RMS error", "%", ph, ph ? pct(link->tracking_rms_err) : 0,
-              a->tracking_rms_err_pct, "no physical.csv");
+              a->tracking_rms_error_pct, "no physical.csv");
     criterion(out, "concealed commands", "%", ph, ph ? pct(link->cmd_concealed_frac) : 0,
               a->concealed_commands_pct, "no physical.csv");
     criterion(out, "concealed feedback", "%", nl, nl ? pct(link->fb_concealed_frac) : 0,

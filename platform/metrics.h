@@ -103,13 +103,13 @@ typedef struct drths_link_stats {
 
 /* Acceptance criteria of a run, in percent (the experiment file's acceptance section). */
 typedef struct drths_acceptance {
-    double disp_rms_err_pct;       /* largest displacement RMS error over the floors */
-    double disp_peak_err_pct;      /* largest displacement peak error (difference of peaks) */
-    double acc_rms_err_pct;        /* largest absolute-acceleration RMS error */
-    double tracking_rms_err_pct;   /* actuator tracking RMS error norm */
-    double concealed_commands_pct; /* ticks whose command was concealed */
-    double concealed_feedback_pct; /* steps whose feedback was concealed */
-    int hold_allowed;              /* 0: a tick in HOLD fails the run */
+    double displacement_rms_error_pct;  /* largest displacement RMS error over the floors */
+    double displacement_peak_error_pct; /* largest displacement peak error (difference of peaks) */
+    double acceleration_rms_error_pct;  /* largest absolute-acceleration RMS error */
+    double tracking_rms_error_pct;      /* actuator tracking RMS error norm */
+    double concealed_commands_pct;      /* ticks whose command was concealed */
+    double concealed_feedback_pct;      /* steps whose feedback was concealed */
+    int hold_allowed;                   /* 0: a tick in HOLD fails the run */
 } drths_acceptance_t;
 
 typedef enum drths_outcome {
@@ -137,9 +137,6 @@ typedef struct drths_verdict {
     drths_outcome_t outcome; /* FAIL if any criterion failed or rows are missing (unless
                               * allowed); else PASS */
 } drths_verdict_t;
-
-/* The defaults of the acceptance section (docs/experiment-file.md). RT-safe. */
-void drths_acceptance_defaults(drths_acceptance_t *a);
 
 /* Judges the figures against a. fid, link and gaps may be NULL (no reference, no link data, no
  * gap check); the criteria they would feed are then not evaluated. init-only. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/config.h" /* drths_acceptance_default */
 #include "platform/metrics.h"
 
 #define N 1000
@@ -271,7 +272,7 @@ static void test_verdict(void **state)
 {
     (void)state;
     drths_acceptance_t a;
-    drths_acceptance_defaults(&a);
+    drths_acceptance_default(&a);
     drths_fidelity_t fid;
     memset(&fid, 0, sizeof fid);
     fid.disp_max.rms_err = 0.005;

@@ -921,7 +921,7 @@ static void make_caption(const char *run_dir, char *out, size_t cap)
  * experiment file, else the defaults. source says which, for the table. */
 static int load_acceptance(const options_t *o, drths_acceptance_t *acc, char **source)
 {
-    drths_acceptance_defaults(acc);
+    drths_acceptance_default(acc);
     char *path = o->experiment ? strdup(o->experiment) : join(o->run_dir, "experiment.yaml");
     if (!path) {
         fprintf(stderr, PROG ": out of memory\n");
@@ -932,20 +932,12 @@ static int load_acceptance(const options_t *o, drths_acceptance_t *acc, char **s
         *source = strdup("defaults (no experiment.yaml in RUN_DIR)");
         return 0;
     }
-    drths_acceptance_config_t c;
     drths_error_t err = {{0}};
-    if (drths_experiment_load_acceptance(&c, path, &err)) {
+    if (drths_experiment_load_acceptance(acc, path, &err)) {
         fprintf(stderr, PROG ": %s\n", err.msg);
         free(path);
         return -1;
     }
-    acc->disp_rms_err_pct = c.displacement_rms_error_pct;
-    acc->disp_peak_err_pct = c.displacement_peak_error_pct;
-    acc->acc_rms_err_pct = c.acceleration_rms_error_pct;
-    acc->tracking_rms_err_pct = c.tracking_rms_error_pct;
-    acc->concealed_commands_pct = c.concealed_commands_pct;
-    acc->concealed_feedback_pct = c.concealed_feedback_pct;
-    acc->hold_allowed = c.hold_allowed;
     *source = path;
     return 0;
 }
