@@ -250,3 +250,9 @@ void drths_sort_i64(int64_t *x, size_t n)
     if (n > 1)
         qsort(x, n, sizeof *x, cmp_i64);
 }
+
+void drths_sort_double(double *x, size_t n)
+{
+    if (n > 1)
+        qsort(x, n, sizeof *x, cmp_double);
+}

@@ -107,7 +107,8 @@ int drths_quantile_copy(const double *x, size_t n, double q, double *out);
 /* Same for int64 values (nanosecond samples). init-only (allocates). */
 int drths_quantile_copy_i64(const int64_t *x, size_t n, double q, int64_t *out);
 
-/* Sorts int64 values in place, ascending. init-only (qsort, not bounded-time). */
+/* Sort int64 / double values in place, ascending. init-only (qsort, not bounded-time). */
 void drths_sort_i64(int64_t *x, size_t n);
+void drths_sort_double(double *x, size_t n);
 
 #endif

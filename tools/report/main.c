@@ -31,6 +31,7 @@
 #include "platform/cli.h"
 #include "platform/csvread.h"
 #include "platform/metrics.h"
+#include "platform/stats.h"
 #include "tools/report/hdf5.h"
 
 /* Rows per plotted series: enough for a smooth 1200-pixel plot, small enough for gnuplot to
@@ -416,12 +417,6 @@ static int write_damper(plot_job_t *j, const inputs_t *in)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Per time window of w seconds: the window's centre, then for each column its three quantiles
  * q[0..2] (nearest rank: 0 is the minimum, 1 the maximum; NaN left out; NaN for a window without
  * a value). Drawn as lines, the percentiles of a 5 kHz series stay readable where every sample
@@ -453,12 +448,9 @@ static int write_percentiles(const char *path, const double *t, long n, double w
                 fprintf(f, " nan nan nan");
                 continue;
             }
-            qsort(scratch, (size_t)m, sizeof *scratch, cmp_double);
-            for (int qi = 0; qi < 3; qi++) {
-                long rank = (long)ceil(q[qi] * (double)m);
-                rank = rank < 1 ? 1 : rank > m ? m : rank;
-                fprintf(f, " %.9g", scratch[rank - 1]);
-            }
+            drths_sort_double(scratch, (size_t)m);
+            for (int qi = 0; qi < 3; qi++)
+                fprintf(f, " %.9g", scratch[drths_quantile_rank((size_t)m, q[qi])]);
         }
         fputc('\n', f);
     }
