@@ -506,8 +506,11 @@ const char *drths_outcome_name(drths_outcome_t o)
     return o == DRTHS_OUTCOME_PASS ? "PASS" : o == DRTHS_OUTCOME_FAIL ? "FAIL" : "n/a";
 }
 
+/* One criterion: value against limit when known and judged; a value not known is shown as n/a,
+ * one known but not judged (tolerated by an option) is shown with its value; either way the
+ * note says why and the outcome is NONE. */
 static void criterion(drths_verdict_t *v, const char *name, const char *unit, int known,
-                      double value, double limit, const char *note)
+                      int judged, double value, double limit, const char *note)
 {
     if (v->n >= DRTHS_VERDICT_MAX)
         return;
@@ -516,11 +519,11 @@ static void criterion(drths_verdict_t *v, const char *name, const char *unit, in
     c->unit = unit;
     c->value = known ? value : NAN;
     c->limit = limit;
-    c->note = known ? NULL : note;
+    c->note = known && judged ? NULL : note;
     /* A NaN figure fails: an unknown error is not a small one. */
-    c->outcome = !known ? DRTHS_OUTCOME_NONE
-                 : value <= limit ? DRTHS_OUTCOME_PASS
-                                  : DRTHS_OUTCOME_FAIL;
+    c->outcome = !known || !judged ? DRTHS_OUTCOME_NONE
+                 : value <= limit  ? DRTHS_OUTCOME_PASS
+                                   : DRTHS_OUTCOME_FAIL;
 }
 
 void drths_verdict_compute(const drths_acceptance_t *a, const drths_fidelity_t *fid,
@@ -531,26 +534,22 @@ void drths_verdict_compute(const drths_acceptance_t *a, const drths_fidelity_t *
     out->gaps_allowed = allow_gaps;
     for (int i = 0; gaps && i < ngaps; i++)
         out->missing += gaps[i].missing;
-    criterion(out, "rows missing from the records", "rows", 1, (double)out->missing, 0.0, NULL);
-    if (allow_gaps) {
-        /* Shown with its value, but not judged. */
-        out->c[0].outcome = DRTHS_OUTCOME_NONE;
-        out->c[0].note = "tolerated (--allow-gaps)";
-    }
+    criterion(out, "rows missing from the records", "rows", 1, !allow_gaps, (double)out->missing,
+              0.0, "tolerated (--allow-gaps)");
     int f = fid != NULL, nl = link && link->has_numerical, ph = link && link->has_physical;
-    criterion(out, "displacement RMS error, max", "%", f, f ? pct(fid->disp_max.rms_err) : 0,
+    criterion(out, "displacement RMS error, max", "%", f, 1, f ? pct(fid->disp_max.rms_err) : 0,
               a->displacement_rms_error_pct, "no reference");
-    criterion(out, "displacement peak error, max", "%", f, f ? pct(fid->disp_max.peak_err) : 0,
+    criterion(out, "displacement peak error, max", "%", f, 1, f ? pct(fid->disp_max.peak_err) : 0,
               a->displacement_peak_error_pct, "no reference");
-    criterion(out, "acceleration RMS error, max", "%", f, f ? pct(fid->acc_max.rms_err) : 0,
+    criterion(out, "acceleration RMS error, max", "%", f, 1, f ? pct(fid->acc_max.rms_err) : 0,
               a->acceleration_rms_error_pct, "no reference");
-    criterion(out, "tracking RMS error", "%", ph, ph ? pct(link->tracking_rms_err) : 0,
+    criterion(out, "tracking RMS error", "%", ph, 1, ph ? pct(link->tracking_rms_err) : 0,
               a->tracking_rms_error_pct, "no physical.csv");
-    criterion(out, "concealed commands", "%", ph, ph ? pct(link->cmd_concealed_frac) : 0,
+    criterion(out, "concealed commands", "%", ph, 1, ph ? pct(link->cmd_concealed_frac) : 0,
               a->concealed_commands_pct, "no physical.csv");
-    criterion(out, "concealed feedback", "%", nl, nl ? pct(link->fb_concealed_frac) : 0,
+    criterion(out, "concealed feedback", "%", nl, 1, nl ? pct(link->fb_concealed_frac) : 0,
               a->concealed_feedback_pct, "not a hybrid record");
-    criterion(out, "ticks in HOLD", "ticks", ph && !a->hold_allowed,
+    criterion(out, "ticks in HOLD", "ticks", ph, !a->hold_allowed,
               ph ? (double)link->hold_ticks : 0, 0.0,
               ph ? "allowed (acceptance.hold_allowed)" : "no physical.csv");
     out->outcome = DRTHS_OUTCOME_PASS;
