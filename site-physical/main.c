@@ -26,7 +26,7 @@ static void usage(FILE *f)
             "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
             "                      [--out DIR] [--wait-timeout S] [--require-rt] [--cpu N]\n"
             "                      [--tick-spin US|auto] [--kernel-filter] [--quiet]\n"
-            "                      [--monitor HOST:PORT [--monitor-token FILE] [--wait-start]]\n"
+            "                      [--monitor HOST:PORT [--wait-start]]\n"
             "       drths-physical --experiment FILE --openfresco HOST:PORT [--step-duration S]\n"
             "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
             "                      [--predict-fraction F] [--out DIR] [--wait-timeout S] ...\n"
@@ -48,7 +48,7 @@ static void usage(FILE *f)
             "  --quiet             no status line\n"
             "  --monitor HOST:PORT send telemetry (50 frames/s) to drths-monitor and accept its\n"
             "                      Start / Stop / Abort (Stop and Abort act as SIGTERM: HOLD)\n"
-            "  --monitor-token FILE  control datagrams must carry the token in FILE\n"
+            "                      (authenticated with a key derived from the link key)\n"
             "  --wait-start        wait for Start from the monitor before taking part\n"
             "  --openfresco HOST:PORT  be the laboratory side of an OpenSees/OpenFresco analysis\n"
             "                      (expSite ShadowSite, expControl GenericTCP, element\n"
@@ -225,6 +225,7 @@ static int configure(app_t *a)
     if (drths_experiment_fingerprint(&a->exp, cfg->fingerprint, &err) != 0 ||
         drths_site_key_load(&a->key, a->so.key, a->exp.link.key_path, &err) != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
+    drths_site_monitor_key(&a->shell, &a->key);
     memcpy(cfg->psk, a->key.psk, sizeof cfg->psk);
     if (a->openfresco) {
         a->ocfg.listen = a->openfresco;

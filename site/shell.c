@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "platform/cli.h"
 #include "platform/rtclock.h"
 #include "platform/runfolder.h"
@@ -98,8 +100,13 @@ int drths_site_parse(const drths_site_cli_t *cli, int argc, char **argv, drths_s
     o->argv = argv;
     if (!o->experiment)
         return drths_cli_usage_error(cli->prog, "--experiment FILE is required (see --help)");
-    if ((o->wait_start || o->monitor_token) && !o->monitor)
-        return drths_cli_usage_error(cli->prog, "--wait-start and --monitor-token need --monitor");
+    if (o->monitor_token)
+        return drths_cli_usage_error(cli->prog,
+                                     "--monitor-token is no longer used: control datagrams are "
+                                     "authenticated with a key derived from the link key (--key), "
+                                     "which drths-monitor is given too (its --key)");
+    if (o->wait_start && !o->monitor)
+        return drths_cli_usage_error(cli->prog, "--wait-start needs --monitor");
     return DRTHS_SITE_CONTINUE;
 }
 
@@ -404,26 +411,40 @@ static void act_on_control(drths_site_t *s, drths_telemetry_cmd_t cmd)
                      cmd == DRTHS_TELEM_CMD_STOP ? "stop" : "abort");
 }
 
-/* 50 Hz: control datagrams; a frame 5 times a second when no record row gives one (waiting,
- * ready, done), so the monitor sees the site alive. */
+/* 50 Hz: control datagrams, answered at once by a frame (its ACK tells the monitor the command
+ * arrived); a frame 5 times a second when no record row gives one (waiting, ready, done), so
+ * the monitor sees the site alive. */
 static void on_tlm_timer(uv_timer_t *t)
 {
     drths_site_t *s = t->data;
     drths_telemetry_cmd_t cmd;
-    drths_telemetry_poll(&s->tlm, &cmd);
+    int answered = drths_telemetry_poll(&s->tlm, &cmd);
     act_on_control(s, cmd);
-    if (drths_telemetry_beat_due(&s->tlm)) {
+    if (answered > 0) {
+        frame_counters(s);
+        drths_telemetry_send(&s->tlm);
+    } else if (drths_telemetry_beat_due(&s->tlm)) {
         frame_counters(s);
         drths_telemetry_send(&s->tlm);
     }
+}
+
+void drths_site_monitor_key(drths_site_t *s, const drths_site_key_t *k)
+{
+    drths_telemetry_key_derive(s->mkey, k->psk, sizeof k->psk);
+    s->mkey_set = 1;
+    s->mkey_rehearsal = k->path == NULL;
 }
 
 int drths_site_monitor_open(drths_site_t *s, const char *role, double rate_hz, drths_error_t *err)
 {
     if (!s->opt->monitor)
         return 0;
-    int rc = drths_telemetry_open(&s->tlm, s->opt->monitor, s->opt->monitor_token, role, rate_hz,
+    if (!s->mkey_set)
+        return drths_error_set(err, -EINVAL, "--monitor: no key to authenticate the telemetry");
+    int rc = drths_telemetry_open(&s->tlm, s->opt->monitor, s->mkey, role, rate_hz,
                                   DRTHS_TELEMETRY_DEFAULT_HZ, err);
+    sodium_memzero(s->mkey, sizeof s->mkey);
     if (rc != 0)
         return rc;
     s->tlm_on = 1;
@@ -435,8 +456,9 @@ void drths_site_print_monitor(const drths_site_t *s, const char *indent)
 {
     if (!s->tlm_on)
         return;
-    printf("%smonitor: telemetry to %s (%g frames/s)%s%s\n", indent, s->opt->monitor,
-           DRTHS_TELEMETRY_DEFAULT_HZ, s->opt->monitor_token ? ", control with a token" : "",
+    printf("%smonitor: telemetry to %s (%g frames/s), authenticated with the %s%s\n", indent,
+           s->opt->monitor, DRTHS_TELEMETRY_DEFAULT_HZ,
+           s->mkey_rehearsal ? "rehearsal key" : "link key",
            s->opt->wait_start ? "; waiting for Start" : "");
     fflush(stdout);
 }

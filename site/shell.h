@@ -2,7 +2,7 @@
  * real-time data plane that is not a site's own.
  *
  *  - the options common to both sites (--experiment, --key, --out, --require-rt, --cpu,
- *    --kernel-filter, --quiet, --monitor, --monitor-token, --wait-start, --help, --version),
+ *    --kernel-filter, --quiet, --monitor, --wait-start, --help, --version),
  *    parsed together with the program's own in one getopt_long loop, with platform/cli.h's
  *    messages and exit codes;
  *  - the start-up steps: libsodium, then the experiment file; the pre-shared key (or the public
@@ -73,7 +73,7 @@ typedef struct drths_site_options {
     const char *key;           /* --key FILE, or NULL: link.key_file, else the rehearsal key */
     const char *out;           /* --out DIR, or NULL: <output.directory>/<date>-<name>-<role> */
     const char *monitor;       /* --monitor HOST:PORT, or NULL */
-    const char *monitor_token; /* --monitor-token FILE (needs --monitor) */
+    const char *monitor_token; /* --monitor-token FILE: refused (control is authenticated) */
     int require_rt;            /* --require-rt */
     int cpu;                   /* --cpu N, -1 when not given */
     int kernel_filter;         /* --kernel-filter */
@@ -102,10 +102,10 @@ typedef struct drths_site_cli {
 #define DRTHS_SITE_CONTINUE (-1)
 
 /* Parses argv: the common options into *o (after drths_site_options_default) and the program's
- * through cli->option. Then checks what every site needs: --experiment is given, and
- * --wait-start and --monitor-token come with --monitor. Returns DRTHS_SITE_CONTINUE, or the exit
- * code main returns at once: 0 after --help or --version, DRTHS_EXIT_USAGE after printing what
- * is wrong. Resets getopt first (optind = 0), so it may be called more than once. */
+ * through cli->option. Then checks what every site needs: --experiment is given, --wait-start
+ * comes with --monitor, and --monitor-token (gone) is not given. Returns DRTHS_SITE_CONTINUE, or
+ * the exit code main returns at once: 0 after --help or --version, DRTHS_EXIT_USAGE after
+ * printing what is wrong. Resets getopt first (optind = 0), so it may be called more than once. */
 int drths_site_parse(const drths_site_cli_t *cli, int argc, char **argv,
                      drths_site_options_t *o);
 
@@ -220,6 +220,8 @@ typedef struct drths_site {
     /* --monitor */
     int tlm_on;
     drths_telemetry_t tlm;
+    uint8_t mkey[DRTHS_TELEMETRY_KEY_BYTES]; /* drths_site_monitor_key, until the open */
+    int mkey_set, mkey_rehearsal;
 
     /* the real-time thread */
     pthread_t thread;
@@ -253,13 +255,18 @@ void drths_site_wake(void *s);
  * give up). For main's waits on the network (a drths_numsite_idle_fn). */
 int drths_site_poll(void *s);
 
+/* The monitor key (drths_telemetry_key_derive) from the link key, kept until
+ * drths_site_monitor_open (call it before the key is wiped). RT-safe. */
+void drths_site_monitor_key(drths_site_t *s, const drths_site_key_t *k);
+
 /* --monitor: opens the telemetry socket (role "numerical" or "physical", frames decimated from
  * rate_hz rows) and starts the 50 Hz timer. Without --monitor, does nothing. Returns 0 or a
- * negative errno (err: the address or the token file). */
+ * negative errno (err: the address, or no drths_site_monitor_key before). Wipes the copy of the
+ * monitor key kept in s (the telemetry keeps its own). */
 int drths_site_monitor_open(drths_site_t *s, const char *role, double rate_hz, drths_error_t *err);
 
-/* With --monitor, prints "INDENTmonitor: telemetry to HOST:PORT (50 frames/s)[, control with a
- * token][; waiting for Start]" on stdout. */
+/* With --monitor, prints "INDENTmonitor: telemetry to HOST:PORT (50 frames/s), authenticated
+ * with the link key[; waiting for Start]" on stdout. */
 void drths_site_print_monitor(const drths_site_t *s, const char *indent);
 
 /* An event line for the monitor's log (nothing without --monitor). */
