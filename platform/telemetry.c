@@ -119,6 +119,7 @@ int drths_telemetry_encode(const drths_telemetry_frame_t *f, char *buf, size_t c
     put_u64(&o, "concealed", f->concealed);
     put_u64(&o, "rejected", f->rejected);
     put_u64(&o, "tlm_errors", f->telemetry_errors);
+    put_u64(&o, "ctl_refused", f->control_refused);
     put_u64(&o, "event_seq", f->event_seq);
     put_str(&o, "event", f->event);
     put(&o, "}\n");
@@ -243,8 +244,7 @@ static int u64_field(const char *p, size_t n, uint64_t *v)
     return 0;
 }
 
-/* Checks the last field (the MAC) of a header line of nf fields against head (everything
- * before it) and body. */
+/* Checks a header line's MAC field (macf, macl) against the line up to it and the body. */
 static int check_mac(const uint8_t key[DRTHS_TELEMETRY_KEY_BYTES], const char *domain,
                      const char *line, const char *macf, size_t macl, const char *body,
                      size_t body_len)
@@ -270,7 +270,8 @@ int drths_telemetry_frame_open(const uint8_t key[DRTHS_TELEMETRY_KEY_BYTES], con
     size_t fl[8];
     size_t hl = (size_t)(nl - p);
     if (hl < sizeof TLM_MAGIC - 1 || memcmp(p, TLM_MAGIC, sizeof TLM_MAGIC - 1) != 0 ||
-        split(p, hl, f, fl, 8) != 7 || !site_name_ok(f[2], fl[2]) || u64_field(f[3], fl[3], &h->epoch) ||
+        split(p, hl, f, fl, 8) != 7 || !site_name_ok(f[2], fl[2]) ||
+        u64_field(f[3], fl[3], &h->epoch) ||
         u64_field(f[4], fl[4], &h->seq) || u64_field(f[5], fl[5], &h->ack))
         return -EINVAL;
     const char *body = nl + 1;
@@ -318,7 +319,8 @@ int drths_telemetry_control_open(const uint8_t key[DRTHS_TELEMETRY_KEY_BYTES], c
     char cmd[8];
     if (len > DRTHS_TELEMETRY_CONTROL_MAX || memchr(p, '\n', len) ||
         len < sizeof CONTROL_MAGIC - 1 || memcmp(p, CONTROL_MAGIC, sizeof CONTROL_MAGIC - 1) ||
-        split(p, len, f, fl, 8) != 7 || !site_name_ok(f[2], fl[2]) || u64_field(f[3], fl[3], &c->epoch) ||
+        split(p, len, f, fl, 8) != 7 || !site_name_ok(f[2], fl[2]) ||
+        u64_field(f[3], fl[3], &c->epoch) ||
         u64_field(f[4], fl[4], &c->ctr) || fl[5] >= sizeof cmd)
         return -EINVAL;
     memcpy(cmd, f[5], fl[5]);
@@ -425,6 +427,7 @@ int drths_telemetry_send(drths_telemetry_t *t)
         return -EBADF;
     char json[DRTHS_TELEMETRY_MAX_DATAGRAM - 200], buf[DRTHS_TELEMETRY_MAX_DATAGRAM];
     t->f.telemetry_errors = t->send_errors;
+    t->f.control_refused = t->control_rejected;
     int n = drths_telemetry_encode(&t->f, json, sizeof json);
     if (n >= 0)
         n = drths_telemetry_frame_seal(t->key, t->f.site, t->epoch, t->f.seq, t->ctl_last, json,

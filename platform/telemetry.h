@@ -82,6 +82,7 @@ typedef struct drths_telemetry_frame {
     double lateness_us;      /* tick wake-up lateness of this tick (actuator site) */
     uint64_t late, concealed, rejected;
     uint64_t telemetry_errors; /* telemetry datagrams that could not be sent */
+    uint64_t control_refused;  /* control datagrams refused (forged, replayed, stale) */
     uint64_t event_seq;      /* increments with each new event text */
     char event[DRTHS_TELEMETRY_EVENT_TEXT]; /* the last event line */
 } drths_telemetry_frame_t;

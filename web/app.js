@@ -275,6 +275,7 @@
       ["peak displacement", p.maxTick >= 0 ? fmt(p.peakDisp * 1e3, 2, "mm") : "-"],
       ["peak force", p.maxTick >= 0 ? fmt(p.peakForce * 1e-3, 1, "kN") : "-"],
       ["telemetry lost at the sites", String((n.last?.tlm_errors || 0) + (p.last?.tlm_errors || 0))],
+      ["control refused at the sites", String((n.last?.ctl_refused || 0) + (p.last?.ctl_refused || 0))],
       ["telemetry refused by the monitor", monitorSites
         ? String(Object.values(monitorSites.rejected || {}).reduce((a, b) => a + b, 0)) : "-"],
     ]);

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,7 +96,8 @@ static void test_frame_seal_open(void **state)
     drths_telemetry_frame_init(&f, "physical");
     char json[1200], buf[DRTHS_TELEMETRY_MAX_DATAGRAM];
     int jl = drths_telemetry_encode(&f, json, sizeof json);
-    int n = drths_telemetry_frame_seal(KEY, "physical", 77, 5, 9, json, (size_t)jl, buf, sizeof buf);
+    int n =
+        drths_telemetry_frame_seal(KEY, "physical", 77, 5, 9, json, (size_t)jl, buf, sizeof buf);
     assert_true(n > jl);
     assert_memory_equal(buf, "drths-telemetry 2 physical 77 5 9 ", 34);
     drths_telemetry_header_t h;
@@ -285,6 +287,7 @@ static void test_loopback(void **state)
     ssize_t n = recv(mon, buf, sizeof buf, 0);
     assert_int_equal(drths_telemetry_frame_open(KEY, buf, (size_t)n, &h), 0);
     assert_true(h.ack == 20 && h.seq == 10);
+    assert_non_null(memmem(h.json, h.json_len, "\"ctl_refused\":4,", 16));
 
     /* The monitor goes away: sends fail (refused) or vanish, are counted, never block. */
     close(mon);

@@ -207,7 +207,7 @@ static void take_frame(const char *buf, size_t len, const drths_addr_t *from)
     drths_telemetry_header_t h;
     int rc = drths_telemetry_frame_open(M.key, buf, len, &h);
     char line[LINE_MAX_BYTES], state[16];
-    if (rc == 0 && (h.json_len >= sizeof line)) 
+    if (rc == 0 && h.json_len >= sizeof line)
         rc = -EINVAL;
     if (rc == 0) {
         memcpy(line, h.json, h.json_len);
@@ -441,7 +441,9 @@ static size_t control_json(const control_t *c, char *out, size_t cap)
     put_time(sent, sizeof sent, &c->sent_at);
     if (c->acked)
         put_time(acked, sizeof acked, &c->acked_at);
-    const char *status = c->acked ? "acknowledged" : c->tries < MAX_TRIES ? "sent" : "unacknowledged";
+    const char *status = c->acked                ? "acknowledged"
+                         : c->tries < MAX_TRIES ? "sent"
+                                                : "unacknowledged";
     return (size_t)snprintf(out, cap,
                             "{\"command\":\"%s\",\"status\":\"%s\",\"tries\":%d,"
                             "\"sent_at\":\"%s\",\"acked_at\":%s%s%s}",
