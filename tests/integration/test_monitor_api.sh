@@ -9,6 +9,7 @@
 # site slot, does not move the site's pinned address, and the Abort goes to the real site only,
 # authenticated, retransmitted until the site's frames acknowledge it; /sites then says
 # "acknowledged". A command never acknowledged is retried 20 times, then "unacknowledged".
+# With --site physical=127.0.0.2 the site's frames are taken from that host only.
 source "$(dirname "$0")/../lib.sh"
 
 set +e
@@ -166,4 +167,35 @@ pids=()
 grep -q "9 rejected (malformed 2, bad_mac 5, replay 1, address 1, no_slot 0)" "$tmp/monitor.out" ||
     fail "the forged frames were not counted by reason: $(tail -1 "$tmp/monitor.out")"
 grep -q "fails authentication" "$tmp/monitor.err" || fail "no warning about frames failing authentication"
+
+# --site NAME=HOST: the site's frames are taken from that host only, even authentic ones.
+timeout 30 "$bdir/drths-monitor" --listen 127.0.0.1:0 --telemetry 127.0.0.1:0 --web "$tmp/web" \
+    --key "$tmp/link.key" --site physical=127.0.0.2 >"$tmp/monitor2.out" 2>"$tmp/monitor2.err" &
+mpid=$!
+pids+=("$mpid")
+for _ in $(seq 100); do grep -q "telemetry udp" "$tmp/monitor2.out" 2>/dev/null && break; sleep 0.05; done
+url=$(sed -n 's|^drths-monitor: page \(http://[^/ ]*/\).*|\1|p' "$tmp/monitor2.out")
+tlm=$(sed -n 's|^drths-monitor: telemetry udp \([^ ]*\) .*|\1|p' "$tmp/monitor2.out")
+timeout 20 python3 - "$url" "$tlm" "$tmp/link.key" <<'PY' || fail "--site check failed"
+import json, sys, time, urllib.request
+from checks import check, status
+from monitor_site import Site, monitor_key
+url, tlm, keyfile = sys.argv[1], sys.argv[2], sys.argv[3]
+key = monitor_key(bytes.fromhex(open(keyfile).read().strip()))
+elsewhere = Site("physical", tlm, key, bind="127.0.0.1")
+elsewhere.send(state="READY")
+real = Site("physical", tlm, key, bind="127.0.0.2")
+real.send(state="READY")
+t_end = time.monotonic() + 5
+while True:
+    s = json.loads(urllib.request.urlopen(url + "sites", timeout=5).read())
+    if s["sites"] or time.monotonic() > t_end:
+        break
+    time.sleep(0.02)
+check(s["rejected"]["address"] == 1 and [x["addr"] for x in s["sites"]] == [real.addr()],
+      f"the site's frames from 127.0.0.1 refused, from 127.0.0.2 taken: {s}")
+sys.exit(status())
+PY
+stop_cleanly "$mpid" drths-monitor
+pids=()
 echo "PASS"

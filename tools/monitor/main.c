@@ -74,6 +74,13 @@ typedef struct control {
     int acked;
 } control_t;
 
+/* --site NAME=HOST: frames of NAME are taken from HOST only (any port: a site's telemetry
+ * socket has an ephemeral port). */
+typedef struct fixed_host {
+    char name[DRTHS_TELEMETRY_SITE_MAX];
+    drths_addr_t addr; /* port ignored */
+} fixed_host_t;
+
 typedef struct site {
     char name[DRTHS_TELEMETRY_SITE_MAX];
     drths_addr_t addr; /* pinned by the first authenticated frame of its epoch */
@@ -101,6 +108,8 @@ typedef struct monitor {
     char web[PATH_MAX];
     uint64_t controls_sent, rejected[REJ_N];
     int64_t mac_warned_ns;         /* when a wrong key was last said */
+    fixed_host_t fixed[MAX_SITES]; /* --site */
+    int nfixed;
 } monitor_t;
 
 static monitor_t M;
@@ -152,6 +161,27 @@ static int same_addr(const drths_addr_t *a, const drths_addr_t *b)
     return a->len == b->len && memcmp(&a->ss, &b->ss, a->len) == 0;
 }
 
+/* The same host (the port aside). */
+static int same_host(const drths_addr_t *a, const drths_addr_t *b)
+{
+    if (a->ss.ss_family != b->ss.ss_family)
+        return 0;
+    if (a->ss.ss_family == AF_INET)
+        return ((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)&b->ss)->sin_addr.s_addr;
+    return memcmp(&((const struct sockaddr_in6 *)&a->ss)->sin6_addr,
+                  &((const struct sockaddr_in6 *)&b->ss)->sin6_addr, sizeof(struct in6_addr)) == 0;
+}
+
+/* 0 when --site does not name this site or names the host it sends from. */
+static int wrong_host(const char *name, const drths_addr_t *from)
+{
+    for (int i = 0; i < M.nfixed; i++)
+        if (strcmp(M.fixed[i].name, name) == 0)
+            return !same_host(&M.fixed[i].addr, from);
+    return 0;
+}
+
 /* A wrong key at one end is the likely cause of frames failing their MAC: said on stderr, at
  * most every 10 s, with the sender. */
 static void warn_mac(const drths_addr_t *from)
@@ -166,11 +196,15 @@ static void warn_mac(const drths_addr_t *from)
             "sites' key file?\n", a);
 }
 
-/* The site a datagram of h from `from` may update, or NULL with the reason counted. A new
- * name takes a free slot and pins its address; a later epoch (the site restarted) moves the
+/* The site a datagram of h from `from` may update, or NULL with the reason counted. A site
+ * named by --site must send from its host. A new name takes a free slot and pins its address; a later epoch (the site restarted) moves the
  * pin; within an epoch, frames must come from the pin and be newer. Called with M.mu held. */
 static site_t *site_for(const drths_telemetry_header_t *h, const drths_addr_t *from)
 {
+    if (wrong_host(h->site, from)) {
+        M.rejected[REJ_ADDRESS]++;
+        return NULL;
+    }
     for (int i = 0; i < M.nsites; i++) {
         site_t *s = &M.sites[i];
         if (strcmp(s->name, h->site) != 0)
@@ -620,7 +654,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " [--listen HOST:PORT] [--telemetry [HOST:]PORT] [--web DIR]\n"
-            "                     [--token FILE] [--key FILE]\n"
+            "                     [--token FILE] [--key FILE] [--site NAME=HOST]...\n"
             "Serves the live page of a run: receives the sites' telemetry, streams it to the page\n"
             "and forwards its Start, Stop and Abort to the sites. Prints 'drths-monitor: page\n"
             "http://...' and 'drths-monitor: telemetry udp ...' and runs until SIGINT or SIGTERM.\n"
@@ -632,6 +666,9 @@ static void usage(FILE *f)
             "  --key FILE            the link's key file (the sites' --key or link.key_file):\n"
             "                        telemetry and control are authenticated with a key\n"
             "                        derived from it\n"
+            "  --site NAME=HOST      take the frames of site NAME (numerical, physical) from\n"
+            "                        HOST only (any port); without it, a site is pinned to\n"
+            "                        the address of its first authenticated frame\n"
             "  -h, --help            print this help and exit\n"
             "  --version             print the version and exit\n"
             "\n"
@@ -640,6 +677,35 @@ static void usage(FILE *f)
             "and only with a loopback --telemetry address. tools/web-build makes the page.\n"
             "\n");
     drths_cli_print_exit_codes(f, "the page or the telemetry socket could not be opened");
+}
+
+/* --site NAME=HOST (HOST a name, an IPv4 address or an IPv6 address, bracketed or not). */
+static int add_fixed_host(const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (M.nfixed == MAX_SITES) {
+        drths_cli_usage_error(PROG, "--site: at most %d sites", MAX_SITES);
+        return -1;
+    }
+    fixed_host_t *f = &M.fixed[M.nfixed];
+    size_t nl = eq ? (size_t)(eq - arg) : 0;
+    if (!eq || nl == 0 || nl >= sizeof f->name || !eq[1]) {
+        drths_cli_usage_error(PROG, "--site: '%s' is not NAME=HOST", arg);
+        return -1;
+    }
+    memcpy(f->name, arg, nl);
+    f->name[nl] = '\0';
+    const char *host = eq + 1;
+    int v6 = strchr(host, ':') && host[0] != '[';
+    char text[300];
+    snprintf(text, sizeof text, "%s%s%s:0", v6 ? "[" : "", host, v6 ? "]" : "");
+    drths_error_t err = {{0}};
+    if (drths_addr_parse(&f->addr, text, "--site", &err) != 0) {
+        drths_cli_usage_error(PROG, "%s", err.msg);
+        return -1;
+    }
+    M.nfixed++;
+    return 0;
 }
 
 /* The monitor key, from the link's key file or (on a loopback telemetry address only, with a
@@ -686,7 +752,7 @@ static void default_web(const char *argv0, char *out, size_t cap)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_LISTEN = 1, OPT_TELEMETRY, OPT_WEB, OPT_TOKEN, OPT_KEY };
+    enum { OPT_LISTEN = 1, OPT_TELEMETRY, OPT_WEB, OPT_TOKEN, OPT_KEY, OPT_SITE };
     const char *listen = "127.0.0.1:8080", *telemetry = "127.0.0.1:47900", *web = NULL;
     const char *token_file = NULL, *key_file = NULL;
     static const struct option opts[] = {
@@ -695,6 +761,7 @@ int main(int argc, char **argv)
         {"web", required_argument, NULL, OPT_WEB},
         {"token", required_argument, NULL, OPT_TOKEN},
         {"key", required_argument, NULL, OPT_KEY},
+        {"site", required_argument, NULL, OPT_SITE},
         DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
@@ -717,6 +784,10 @@ int main(int argc, char **argv)
             break;
         case OPT_KEY:
             key_file = optarg;
+            break;
+        case OPT_SITE:
+            if (add_fixed_host(optarg) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
         default:
             return drths_cli_other_option(PROG, o, usage);
