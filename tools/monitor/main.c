@@ -221,6 +221,10 @@ static site_t *site_for(const drths_telemetry_header_t *h, const drths_addr_t *f
             s->addr = *from;
             s->epoch = h->epoch;
             s->ack = 0;
+            /* A command meant for the earlier run is not carried over to this one (a Start
+             * pressed for the run that ended must not start the next): its retries end, and
+             * it stays unacknowledged. */
+            s->ctl.tries = MAX_TRIES;
         }
         return s;
     }
