@@ -10,6 +10,7 @@
 #include "platform/rtclock.h"
 #include "platform/runfolder.h"
 #include "protocol/fingerprint.h"
+#include "protocol/keyfile.h"
 
 /* ---- command line ----------------------------------------------------------------------- */
 
