@@ -239,7 +239,14 @@ static int configure(app_t *a)
         cfg->source_ctx = &a->ofr;
     }
     const char *ltext = a->listen ? a->listen : a->exp.physical.listen;
-    if (drths_addr_parse(&a->laddr, ltext, a->listen ? "--listen" : "physical.listen", &err) != 0)
+    const char *lwhat = a->listen ? "--listen" : "physical.listen";
+    if (drths_addr_parse(&a->laddr, ltext, lwhat, &err) != 0)
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    /* An OpenFresco site has no drths link, so no key to refuse (docs/openfresco.md). */
+    const drths_site_link_t link = {&a->laddr, lwhat, 1,
+                                    a->exp.daq.backend != DRTHS_DAQ_BACKEND_VIRTUAL,
+                                    drths_daq_backend_name(a->exp.daq.backend)};
+    if (!a->openfresco && drths_site_key_allowed(&a->key, &link, &err) != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
     return 0;
 }
@@ -291,6 +298,9 @@ static void print_start(const app_t *a)
             printf("  listening on %s, key id %s (%s)\n", addr, a->key.id, a->key.path);
         else
             printf("  listening on %s, rehearsal key (public)\n", addr);
+        if (drths_addr_is_loopback(&a->laddr))
+            printf("  (loopback: only this machine can reach it; for another laboratory set "
+                   "physical.listen or --listen)\n");
         fflush(stdout);
         drths_site_key_warning(PROG, &a->key);
     }

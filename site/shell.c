@@ -152,6 +152,33 @@ void drths_site_key_warning(const char *prog, const drths_site_key_t *k)
                       k->id);
 }
 
+int drths_site_key_allowed(const drths_site_key_t *k, const drths_site_link_t *l,
+                           drths_error_t *err)
+{
+    static const char todo[] =
+        "make a key with drths-keygen (drths-keygen lab.key), copy the same file to the other "
+        "laboratory and give it to both sites with --key lab.key or link.key_file";
+    if (k->path)
+        return 0;
+    if (l->real_daq)
+        return drths_error_set(err, -EPERM,
+                               "no key file, and the public rehearsal key is refused with a real "
+                               "DAQ (daq.backend %s): anyone who knows it could drive the "
+                               "actuator; %s",
+                               l->daq_name, todo);
+    if (drths_addr_is_loopback(l->addr))
+        return 0;
+    char text[80];
+    drths_addr_format(l->addr, text, sizeof text);
+    return drths_error_set(err, -EPERM,
+                           "no key file, and the public rehearsal key is refused for a link %s "
+                           "%s (%s), which is not a loopback address: anyone who can reach it "
+                           "could %s; %s (to rehearse on one machine, use 127.0.0.1)",
+                           l->listens ? "listening on" : "to", text, l->what,
+                           l->listens ? "drive the actuator" : "answer as the actuator site",
+                           todo);
+}
+
 void drths_site_key_wipe(drths_site_key_t *k)
 {
     drths_crypto_wipe(k->psk, sizeof k->psk);
