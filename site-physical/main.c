@@ -29,7 +29,8 @@ static void usage(FILE *f)
             "                      [--monitor HOST:PORT [--monitor-token FILE] [--wait-start]]\n"
             "       drths-physical --experiment FILE --openfresco HOST:PORT [--step-duration S]\n"
             "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
-            "                      [--predict-fraction F] [--out DIR] [--wait-timeout S] ...\n"
+            "                      [--predict-fraction F] [--openfresco-setup-timeout S]\n"
+            "                      [--openfresco-step-timeout S] [--out DIR] [--wait-timeout S] ...\n"
             "\n"
             "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
             "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
@@ -58,6 +59,10 @@ static void usage(FILE *f)
             "  --openfresco-variant auto|shadow|generic  wire variant (default auto)\n"
             "  --precor d|lpd      corrector: PreCor-D (default) or PreCor-LPD\n"
             "  --predict-fraction F  fraction of a step predicted before correcting (0.6)\n"
+            "  --openfresco-setup-timeout S  drop a client that has not set up S s after it\n"
+            "                      connected, and wait for another (default 10)\n"
+            "  --openfresco-step-timeout S  HOLD when the client sends no new target for S s\n"
+            "                      once the site has answered it (default 10)\n"
             "  --version           the version of this program\n"
             "  -h, --help          this text\n"
             "\n");
@@ -117,6 +122,12 @@ static int own_option(void *ctx, int c, const char *arg)
             return 0;
         drths_cli_usage_error(PROG, "--precor: '%s' is not d or lpd", arg);
         return -1;
+    case 'U':
+        return drths_cli_positive(PROG, "--openfresco-setup-timeout", arg, "seconds",
+                                  &a->ocfg.setup_timeout_s);
+    case 'X':
+        return drths_cli_positive(PROG, "--openfresco-step-timeout", arg, "seconds",
+                                  &a->ocfg.step_timeout_s);
     case 'F':
         if (drths_cli_double(PROG, "--predict-fraction", arg, 0.0, 1.0, NULL, &v) != 0)
             return -1;
@@ -285,8 +296,9 @@ static void print_start(const app_t *a)
     printf("drths-physical: experiment '%s' (fingerprint %.16s..)\n", e->name, fphex);
     if (a->openfresco) {
         drths_addr_format(&a->ofr.laddr, addr, sizeof addr);
-        printf("  OpenFresco: listening on TCP %s (variant %s)\n", addr,
-               drths_ofr_variant_name(a->ocfg.variant));
+        printf("  OpenFresco: listening on TCP %s (variant %s; one client, which must set up "
+               "within %g s)\n",
+               addr, drths_ofr_variant_name(a->ocfg.variant), a->ofr.cfg.setup_timeout_s);
         if (!drths_addr_is_loopback(&a->ofr.laddr))
             drths_cli_warning(PROG, "OpenFresco clients are not authenticated: anyone who "
                                     "reaches %s can drive the actuator (within the limits); keep "
@@ -365,6 +377,8 @@ int main(int argc, char **argv)
         {"openfresco-variant", required_argument, NULL, 'V'},
         {"precor", required_argument, NULL, 'P'},
         {"predict-fraction", required_argument, NULL, 'F'},
+        {"openfresco-setup-timeout", required_argument, NULL, 'U'},
+        {"openfresco-step-timeout", required_argument, NULL, 'X'},
         {0, 0, 0, 0},
     };
     const drths_site_cli_t cli = {PROG, own, own_option, a, usage,
