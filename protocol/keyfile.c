@@ -149,8 +149,7 @@ int drths_key_load(uint8_t key[DRTHS_KEY_BYTES], const char *path, drths_error_t
     uint8_t buf[80];
     ssize_t n = 0;
     if (rc == 0 && (n = read_some(fd, buf, sizeof buf)) < 0)
-        rc = drths_error_set(err, (int)n, "key file %s: read failed: %s", path,
-                             strerror((int)-n));
+        rc = drths_error_set(err, (int)n, "key file %s: read failed: %s", path, strerror((int)-n));
     close(fd);
     if (rc == 0)
         rc = parse_key(key, buf, (size_t)n, sizeof buf, path, err);

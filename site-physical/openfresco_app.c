@@ -289,6 +289,44 @@ static size_t measurement_reply(drths_ofr_app_t *app, int action, const drths_of
     }
 }
 
+/* An action: forwarded to the RT thread or answered here. Returns the reply's size in outbuf
+ * (0: none), or -ECANCELED when the site stopped while a measurement was awaited. Sets *last on
+ * DIE or shutdown. */
+static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int *last)
+{
+    resp_t r;
+    switch (m->action) {
+    case DRTHS_OFR_SET_TRIAL:
+        drths_ofr_app_post(app, REQ_TARGET, m->disp[0], NULL);
+        return 0;
+    case DRTHS_OFR_GET_DAQ:
+    case DRTHS_OFR_GET_DISP:
+    case DRTHS_OFR_GET_VEL:
+    case DRTHS_OFR_GET_ACCEL:
+    case DRTHS_OFR_GET_FORCE:
+    case DRTHS_OFR_GET_TIME:
+        drths_ofr_app_post(app, REQ_MEASURE, 0.0, NULL);
+        if (wait_response(app, &r) != 0)
+            return -ECANCELED;
+        return (ssize_t)measurement_reply(app, m->action, &r.r);
+    case DRTHS_OFR_GET_INITIAL_STIFF:
+    case DRTHS_OFR_GET_TANGENT_STIFF:
+    case DRTHS_OFR_GET_DAMP:
+    case DRTHS_OFR_GET_MASS:
+        return (ssize_t)drths_ofr_reply_matrix(&app->rx, 0.0, app->outbuf, IO_BUF_BYTES);
+    case DRTHS_OFR_COMMIT:
+    case DRTHS_OFR_EXECUTE:
+        return 0;
+    case DRTHS_OFR_DIE:
+    case DRTHS_OFR_SHUTDOWN:
+        *last = 1;
+        return (ssize_t)drths_ofr_reply_die(&app->rx, app->outbuf, IO_BUF_BYTES);
+    default:
+        app->io_unknown_actions++;
+        return 0;
+    }
+}
+
 /* What the session loop does after one message. */
 enum { MSG_GO_ON = 0, MSG_LAST = 1, MSG_FAILED = -1 };
 
@@ -297,50 +335,21 @@ enum { MSG_GO_ON = 0, MSG_LAST = 1, MSG_FAILED = -1 };
  * stopping). */
 static int handle_message(drths_ofr_app_t *app, int fd, const drths_ofr_msg_t *m, int *setup)
 {
-    size_t out = 0;
+    ssize_t out = 0;
     int last = 0;
-    resp_t r;
-    switch (m->kind) {
-    case DRTHS_OFR_MSG_PROBE: out = drths_ofr_reply_probe(app->outbuf, IO_BUF_BYTES); break;
-    case DRTHS_OFR_MSG_OPEN: out = drths_ofr_reply_open(app->outbuf, IO_BUF_BYTES); break;
-    case DRTHS_OFR_MSG_SETUP:
+    if (m->kind == DRTHS_OFR_MSG_PROBE)
+        out = (ssize_t)drths_ofr_reply_probe(app->outbuf, IO_BUF_BYTES);
+    else if (m->kind == DRTHS_OFR_MSG_OPEN)
+        out = (ssize_t)drths_ofr_reply_open(app->outbuf, IO_BUF_BYTES);
+    else if (m->kind == DRTHS_OFR_MSG_SETUP) {
         *setup = 1;
         drths_ofr_app_post(app, REQ_SETUP, 0.0, NULL);
-        break;
-    case DRTHS_OFR_MSG_ACTION:
-        switch (m->action) {
-        case DRTHS_OFR_SET_TRIAL: drths_ofr_app_post(app, REQ_TARGET, m->disp[0], NULL); break;
-        case DRTHS_OFR_GET_DAQ:
-        case DRTHS_OFR_GET_DISP:
-        case DRTHS_OFR_GET_VEL:
-        case DRTHS_OFR_GET_ACCEL:
-        case DRTHS_OFR_GET_FORCE:
-        case DRTHS_OFR_GET_TIME:
-            drths_ofr_app_post(app, REQ_MEASURE, 0.0, NULL);
-            if (wait_response(app, &r) != 0)
-                return MSG_FAILED;
-            out = measurement_reply(app, m->action, &r.r);
-            break;
-        case DRTHS_OFR_GET_INITIAL_STIFF:
-        case DRTHS_OFR_GET_TANGENT_STIFF:
-        case DRTHS_OFR_GET_DAMP:
-        case DRTHS_OFR_GET_MASS:
-            out = drths_ofr_reply_matrix(&app->rx, 0.0, app->outbuf, IO_BUF_BYTES);
-            break;
-        case DRTHS_OFR_COMMIT:
-        case DRTHS_OFR_EXECUTE: break;
-        case DRTHS_OFR_DIE:
-        case DRTHS_OFR_SHUTDOWN:
-            out = drths_ofr_reply_die(&app->rx, app->outbuf, IO_BUF_BYTES);
-            last = 1;
-            break;
-        default: app->io_unknown_actions++; break;
-        }
-        break;
-    default: break;
-    }
+    } else if (m->kind == DRTHS_OFR_MSG_ACTION)
+        out = handle_action(app, m, &last);
+    if (out < 0)
+        return MSG_FAILED;
     if (out) {
-        int rc = drths_tcp_send_all(fd, app->outbuf, out);
+        int rc = drths_tcp_send_all(fd, app->outbuf, (size_t)out);
         if (rc) {
             if (!atomic_load(&app->io_stop)) {
                 char text[DRTHS_OFR_TEXT];
@@ -396,8 +405,8 @@ static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
     for (;;) {
         size_t need = drths_ofr_rx_need(&app->rx);
         if (need > have) {
-            ssize_t k = drths_tcp_recv_until(fd, app->inbuf + have, need - have,
-                                             DRTHS_TCP_QUICKACK, setup ? -1 : setup_deadline_ns);
+            ssize_t k = drths_tcp_recv_until(fd, app->inbuf + have, need - have, DRTHS_TCP_QUICKACK,
+                                             setup ? -1 : setup_deadline_ns);
             if (k == -ETIMEDOUT && !setup)
                 return -ETIMEDOUT;
             if (k < 0 || (size_t)k < need - have) {
@@ -631,7 +640,6 @@ static int step_watchdog(drths_ofr_app_t *app, drths_physsite_t *ps, int64_t now
 static void before_tick(void *ctx, drths_physsite_t *ps, uint64_t tick, int64_t now_ns)
 {
     drths_ofr_app_t *app = ctx;
-    app->now_ns = now_ns;
     take_requests(app, ps, tick, now_ns);
     if (app->stopping || ps->act.hold || step_watchdog(app, ps, now_ns))
         return;

@@ -101,7 +101,7 @@ typedef struct drths_ofr_app {
     char peer[80];
     uint64_t io_messages, io_unknown_actions, io_replies;
     uint64_t clients_dropped; /* accepted, but no set-up within setup_timeout_s */
-    uint8_t *inbuf, *outbuf; /* 8·DRTHS_OFR_MAX_DATA + 64 bytes each, owned */
+    uint8_t *inbuf, *outbuf;  /* 8·DRTHS_OFR_MAX_DATA + 64 bytes each, owned */
 
     /* RT thread. */
     int64_t step_ticks;  /* N */
@@ -118,8 +118,7 @@ typedef struct drths_ofr_app {
     uint64_t daq_pending;
     double last_x, last_v;
     int64_t first_target_ns, end_ns;
-    int64_t now_ns;          /* this tick's time (before_tick), for after_tick */
-    int64_t quiet_since_ns;  /* the step watchdog: since when the site has owed nothing */
+    int64_t quiet_since_ns; /* the step watchdog: since when the site has owed nothing */
     int quiet_armed;
     char end_text[DRTHS_OFR_TEXT];
 

@@ -42,9 +42,9 @@
 
 typedef struct site {
     pid_t pid;
-    int out;        /* the child's stdout and stderr */
+    int out; /* the child's stdout and stderr */
     int port;
-    char dir[256];  /* run folder */
+    char dir[256];   /* run folder */
     char log[32768]; /* everything it printed */
     size_t log_len;
     int exit_code;
@@ -202,8 +202,9 @@ static void test_silent_client_dropped(void **state)
     assert_true(wait_for(&s, "connected (no other until it ends)", 10));
     /* The listener is closed while a client is served: refused at once, not queued. */
     assert_int_equal(connect_site(&s), -ECONNREFUSED);
-    assert_true(wait_for(&s, "did not complete its set-up within 0.5 s "
-                             "(--openfresco-setup-timeout): dropped; waiting for another client",
+    assert_true(wait_for(&s,
+                         "did not complete its set-up within 0.5 s "
+                         "(--openfresco-setup-timeout): dropped; waiting for another client",
                          10));
     /* The silent client sees its connection closed. */
     assert_int_equal(drths_tcp_recv(silent, buf, 1, 0), 0);
@@ -270,8 +271,9 @@ static void test_silence_after_setup_holds(void **state)
     else
         assert_int_equal(ka, 1);
     /* Then silence: HOLD after 0.5 s, the connection closed, exit 1. */
-    assert_true(wait_for(&s, "sent no new target for 0.5 s after step 2 was reached and "
-                             "answered (--openfresco-step-timeout)",
+    assert_true(wait_for(&s,
+                         "sent no new target for 0.5 s after step 2 was reached and "
+                         "answered (--openfresco-step-timeout)",
                          10));
     assert_int_equal(drths_tcp_recv(fd, buf, 1, 0), 0);
     close(fd);
