@@ -378,25 +378,23 @@ static void post_lost(drths_ofr_app_t *app, ssize_t k)
     drths_ofr_app_post(app, REQ_LOST, 0.0, text);
 }
 
+/* How a session ended: posted to the RT thread, or a client that failed its set-up by
+ * silence or by closing (nothing posted: the caller drops it and listens again). */
+enum { SESSION_ENDED = 0, SESSION_SETUP_TIMEOUT, SESSION_SETUP_CLOSED };
+
 /* One client, from its first byte to its end. Until its set-up is complete every receive has
  * the deadline setup_deadline_ns; after it, none (the RT thread's step watchdog and keepalive
- * watch the silence). Returns -ETIMEDOUT when the set-up deadline passed (nothing posted: the
- * caller drops the client and listens again), else 0 once the session has ended (posted). */
+ * watch the silence). A protocol error ends the session (posted) even before the set-up: it is
+ * a real client misconfigured (a wrong variant, two control displacements), whose script must
+ * change. */
 static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
 {
     size_t have = 0;
     int setup = 0;
     if (app->cfg.variant == DRTHS_OFR_AUTO) {
         ssize_t k = detect_variant(app, fd, setup_deadline_ns);
-        if (k == -ETIMEDOUT)
-            return -ETIMEDOUT;
-        if (k <= 0) {
-            if (!atomic_load(&app->io_stop))
-                drths_ofr_app_post(
-                    app, REQ_LOST, 0.0,
-                    "the OpenFresco client closed the connection before its first message");
-            return 0;
-        }
+        if (k <= 0)
+            return k == -ETIMEDOUT ? SESSION_SETUP_TIMEOUT : SESSION_SETUP_CLOSED;
         have = (size_t)k;
     } else {
         app->variant = app->cfg.variant;
@@ -407,11 +405,13 @@ static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
         if (need > have) {
             ssize_t k = drths_tcp_recv_until(fd, app->inbuf + have, need - have, DRTHS_TCP_QUICKACK,
                                              setup ? -1 : setup_deadline_ns);
-            if (k == -ETIMEDOUT && !setup)
-                return -ETIMEDOUT;
+            if (!setup && k < 0)
+                return k == -ETIMEDOUT ? SESSION_SETUP_TIMEOUT : SESSION_SETUP_CLOSED;
+            if (!setup && (size_t)k < need - have)
+                return SESSION_SETUP_CLOSED;
             if (k < 0 || (size_t)k < need - have) {
                 post_lost(app, k); /* closed, in the middle of a message or between two */
-                return 0;
+                return SESSION_ENDED;
             }
         }
         have = 0;
@@ -421,28 +421,36 @@ static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
             char text[DRTHS_OFR_TEXT];
             snprintf(text, sizeof text, "OpenFresco protocol error: %s", m.text);
             drths_ofr_app_post(app, REQ_LOST, 0.0, text);
-            return 0;
+            return SESSION_ENDED;
         }
         int rc = handle_message(app, fd, &m, &setup);
         if (rc == MSG_LAST)
             drths_ofr_app_post(app, REQ_DIE, 0.0, NULL);
         if (rc != MSG_GO_ON)
-            return 0;
+            return SESSION_ENDED;
     }
 }
 
-/* A client that did not set up in time: closed, said so, and the listener opened again.
- * Returns 0, or -1 after posting LOST when the address cannot be listened on again. */
-static int drop_client(drths_ofr_app_t *app, int fd)
+/* A client that failed its set-up (how: SESSION_SETUP_TIMEOUT or _CLOSED): closed, said so,
+ * and the listener opened again. Nothing has moved before a set-up, so a stray connection (a
+ * port scan, a health check, a script started too early) must not end the lab's run. Returns 0,
+ * or -1 after posting LOST when the address cannot be listened on again. */
+static int drop_client(drths_ofr_app_t *app, int fd, int how)
 {
     atomic_store(&app->conn_fd, -1);
     close(fd);
     app->clients_dropped++;
     char text[sizeof((drths_error_t *)0)->msg + 64]; /* the post keeps DRTHS_OFR_TEXT of it */
-    snprintf(text, sizeof text,
-             "the OpenFresco client %s did not complete its set-up within %g s "
-             "(--openfresco-setup-timeout): dropped; waiting for another client",
-             app->peer, app->cfg.setup_timeout_s);
+    if (how == SESSION_SETUP_TIMEOUT)
+        snprintf(text, sizeof text,
+                 "the OpenFresco client %s did not complete its set-up within %g s "
+                 "(--openfresco-setup-timeout): dropped; waiting for another client",
+                 app->peer, app->cfg.setup_timeout_s);
+    else
+        snprintf(text, sizeof text,
+                 "the OpenFresco client %s closed the connection before completing its set-up; "
+                 "waiting for another client",
+                 app->peer);
     drths_ofr_app_post(app, REQ_NOTE, 1.0, text);
     drths_error_t err = {{0}};
     if (open_listener(app, &err) != 0) {
@@ -462,8 +470,8 @@ static void *io_main(void *arg)
         if (fd < 0)
             return NULL;
         int64_t setup_deadline = drths_now_ns() + (int64_t)(app->cfg.setup_timeout_s * 1e9);
-        if (io_session(app, fd, setup_deadline) != -ETIMEDOUT || atomic_load(&app->io_stop) ||
-            drop_client(app, fd) != 0)
+        int how = io_session(app, fd, setup_deadline);
+        if (how == SESSION_ENDED || atomic_load(&app->io_stop) || drop_client(app, fd, how) != 0)
             return NULL;
     }
 }

@@ -6,7 +6,7 @@
  *  - while a client is connected the listening socket is closed: a second client gets
  *    ECONNREFUSED at once instead of waiting in the backlog;
  *  - a client that trickles its set-up one byte at a time is dropped too (the deadline is on the
- *    whole set-up, not on each receive);
+ *    whole set-up, not on each receive), and so is one that connects and closes at once;
  *  - a client that goes silent after two answered steps puts the site in HOLD after
  *    --openfresco-step-timeout, with a sentence saying what it waited for (exit 1), and the
  *    connection is closed;
@@ -230,6 +230,19 @@ static void test_silent_client_dropped(void **state)
     assert_true(wait_for(&s, "dropped; waiting for another client\n", 10));
     assert_true(sent < 10); /* dropped before it could finish trickling */
     close(slow);
+    /* A client that connects and closes at once (a port scan, a health check): dropped too. */
+    int quick = -ECONNREFUSED;
+    for (int i = 0; i < 100 && quick == -ECONNREFUSED; i++) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+        quick = connect_site(&s);
+    }
+    assert_true(quick >= 0);
+    close(quick);
+    assert_true(wait_for(&s,
+                         "closed the connection before completing its set-up; waiting for "
+                         "another client",
+                         10));
     /* A proper client after the two: a session to its DIE. */
     int fd = -ECONNREFUSED;
     for (int i = 0; i < 100 && fd == -ECONNREFUSED; i++) {
