@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Debian package (cmake/install.cmake): cpack builds it from this build folder, dpkg-deb
 # unpacks it into a temporary root, and the installed programs run from there: drths-physical
-# --help, drths-numerical --version (the version of this build), a man page through man -l and
-# drths-monitor serving its installed page. Every
+# --help, drths-numerical --version (the version of this build), a man page through man -l,
+# drths-check on every installed example, and drths-monitor serving its installed page. Every
 # shared library an installed program loads must come from a package the .deb depends on, so
 # the package installs on a lab PC with nothing missing.
 source "$(dirname "$0")/../lib.sh"
@@ -25,7 +25,7 @@ dpkg-deb -x "$deb" "$root"
 echo "package $(basename "$deb"): $(stat -c %s "$deb") bytes, $(dpkg-deb -c "$deb" | grep -vc '/$') files"
 
 bin=$root/usr/bin
-for p in drths-numerical drths-physical drths-monitor drths-report drths-keygen; do
+for p in drths-numerical drths-physical drths-monitor drths-report drths-keygen drths-check; do
     [ -x "$bin/$p" ] || fail "$p is not installed"
     [ -f "$root/usr/share/man/man1/$p.1" ] || fail "no man page for $p"
 done
@@ -49,6 +49,11 @@ done
 [ -f "$root/usr/share/drths/examples/three-story-elcentro.yaml" ] || fail "no examples installed"
 [ -f "$root/usr/share/drths/examples/records/elcentro-1940-ns-peknold.AT2" ] || fail "no records"
 [ -f "$root/usr/share/doc/drths/docs/experiment-file.md" ] || fail "no docs installed"
+
+# The installed examples pass the installed pre-flight check.
+for e in "$root"/usr/share/drths/examples/*.yaml; do
+    "$bin/drths-check" "$e" >"$tmp/check.out" 2>&1 || fail "drths-check $(basename "$e"): exit $?"
+done
 
 # drths-monitor finds its installed page (../share/drths/web from bin/) and serves it.
 timeout 30 "$bin/drths-monitor" --listen 127.0.0.1:0 --telemetry 127.0.0.1:0 \
