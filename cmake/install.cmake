@@ -81,7 +81,7 @@ install(CODE "
   if(NOT rc EQUAL 0 AND NOT EXISTS \"${CMAKE_BINARY_DIR}/web/index.html\")
     message(FATAL_ERROR \"tools/web-build failed: the monitor's page cannot be installed\")
   elseif(NOT rc EQUAL 0)
-    message(WARNING \"tools/web-build failed: installing the page already in ${CMAKE_BINARY_DIR}/web\")
+    message(WARNING \"tools/web-build failed: installing the page in ${CMAKE_BINARY_DIR}/web\")
   endif()")
 install(DIRECTORY ${CMAKE_BINARY_DIR}/web/ DESTINATION ${CMAKE_INSTALL_DATADIR}/drths/web)
 

@@ -22,7 +22,8 @@ debs=("$tmp"/pkg/drths_*.deb)
 deb=${debs[0]}
 root=$tmp/root
 dpkg-deb -x "$deb" "$root"
-echo "package $(basename "$deb"): $(stat -c %s "$deb") bytes, $(dpkg-deb -c "$deb" | grep -vc '/$') files"
+nfiles=$(dpkg-deb -c "$deb" | grep -vc '/$')
+echo "package $(basename "$deb"): $(stat -c %s "$deb") bytes, $nfiles files"
 
 bin=$root/usr/bin
 for p in drths-numerical drths-physical drths-monitor drths-report drths-keygen drths-check; do
@@ -59,9 +60,12 @@ done
 timeout 30 "$bin/drths-monitor" --listen 127.0.0.1:0 --telemetry 127.0.0.1:0 \
     >"$tmp/monitor.out" 2>"$tmp/monitor.err" &
 pids+=("$!")
-for _ in $(seq 100); do grep -q "web files from" "$tmp/monitor.out" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 100); do
+    grep -q "web files from" "$tmp/monitor.out" 2>/dev/null && break
+    sleep 0.05
+done
 grep -q "web files from $bin/../share/drths/web" "$tmp/monitor.out" ||
-    fail "drths-monitor does not use its installed page: $(cat "$tmp/monitor.out" "$tmp/monitor.err")"
+    fail "drths-monitor does not use its installed page: $(cat "$tmp/monitor.out")"
 url=$(sed -n 's|^drths-monitor: page \(http://[^/ ]*/\).*|\1|p' "$tmp/monitor.out")
 curl -fsS --max-time 10 "${url}uPlot.iife.min.js" -o "$tmp/uplot.js" || fail "GET uPlot.iife.min.js"
 cmp -s "$tmp/uplot.js" "$web/uPlot.iife.min.js" || fail "the monitor served another uPlot"

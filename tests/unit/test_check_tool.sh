@@ -37,7 +37,8 @@ done
 ln -s "$src/examples/records" "$work/records"
 edited() {
     sed -e "$2" "$src/examples/three-story-elcentro.yaml" >"$work/$1.yaml"
-    ! cmp -s "$work/$1.yaml" "$src/examples/three-story-elcentro.yaml" || fail "$1: sed changed nothing"
+    ! cmp -s "$work/$1.yaml" "$src/examples/three-story-elcentro.yaml" ||
+        fail "$1: sed changed nothing"
 }
 
 edited scale 's/^  scale: 1.0 .*/  scale: 100/'
@@ -45,8 +46,8 @@ run "$work/scale.yaml"
 [ "$rc" -eq 1 ] || fail "scale 100: exit $rc, want 1 (warnings)"
 grep -Eq '^  stroke \(command\) .* ERROR +physical.limit_displacement_m$' "$work/out" ||
     fail "scale 100: the stroke row is not an ERROR against physical.limit_displacement_m"
-grep -q 'WARNING: ground_motion.scale = 100 takes the reference to .* m, beyond physical.limit_displacement_m = 0.1' \
-    "$work/out" || fail "scale 100: no warning naming the scale and the limit"
+want='WARNING: ground_motion.scale = 100 takes the reference to .* m, beyond '
+grep -q "${want}physical.limit_displacement_m = 0.1" "$work/out" || fail "scale 100: no warning naming the scale and the limit"
 
 edited mass 's/^  floor_mass_kg: .*/  floor_mass_kg: [50, 50, 50]/'
 run "$work/mass.yaml"
@@ -67,8 +68,10 @@ edited mode 's/^  mode: clipped-optimal .*/  mode: passive-off/'
 run "$work/mode.yaml"
 [ "$rc" -eq 0 ] || fail "passive-off with the weights left in: exit $rc, want 0"
 for k in q_disp q_acc r; do
-    grep -q "^note: .*mode.yaml:[0-9]*: control.$k: ignored (it applies to control.mode clipped-optimal only; mode is passive-off)" \
-        "$work/out" || fail "no note for control.$k"
+    why='(it applies to control.mode clipped-optimal only; mode is passive-off)'
+    grep -qF ": control.$k: ignored $why" "$work/out" || fail "no note for control.$k"
+    grep -q "^note: .*mode.yaml:[0-9]*: control.$k: ignored" "$work/out" ||
+        fail "the note for control.$k names no file and line"
 done
 
 # --shared-text: only the text; its BLAKE2b-256 is the fingerprint the full report prints.
@@ -78,13 +81,15 @@ run --shared-text "$src/examples/three-story-elcentro.yaml"
 [ "$rc" -eq 0 ] || fail "--shared-text: exit $rc"
 head -n 1 "$work/out" | grep -q '^drths-experiment-shared v' || fail "--shared-text: not the text"
 ! grep -q 'fingerprint\|result' "$work/out" || fail "--shared-text printed more than the text"
-want=$(python3 -c 'import hashlib,sys; print(hashlib.blake2b(open(sys.argv[1],"rb").read(), digest_size=32).hexdigest())' "$work/out")
+want=$(python3 -c 'import hashlib, sys
+print(hashlib.blake2b(open(sys.argv[1], "rb").read(), digest_size=32).hexdigest())' "$work/out")
 [ "$fp" = "$want" ] || fail "fingerprint $fp is not the hash of the shared text ($want)"
 
 # A wrong file is a usage error naming the field; no file at all too.
 edited bad 's/^  scale: 1.0 .*/  scale: -1/'
 run "$work/bad.yaml"
-[ "$rc" -eq 2 ] && grep -q 'ground_motion.scale: must be > 0' "$work/out" || fail "scale -1: exit $rc"
+[ "$rc" -eq 2 ] && grep -q 'ground_motion.scale: must be > 0' "$work/out" ||
+    fail "scale -1: exit $rc"
 run
 [ "$rc" -eq 2 ] || fail "no argument: exit $rc, want 2"
 echo "drths-check: examples clean; scale, mass, limit and mode slips caught"

@@ -603,8 +603,8 @@ static void test_ignored_fields(void **state)
     load_ok(&x, p);
     assert_non_null(x.notes);
     assert_non_null(strstr(x.notes, "ignored-control-weights.yaml:7: control.q_disp: ignored (it "
-                                     "applies to control.mode clipped-optimal only; mode is "
-                                     "passive-on)\n"));
+                                    "applies to control.mode clipped-optimal only; mode is "
+                                    "passive-on)\n"));
     assert_non_null(strstr(x.notes, ":9: control.r: ignored"));
     assert_non_null(strstr(x.notes, ":10: control.command: ignored (it applies to control.mode "
                                     "fixed only"));

@@ -225,9 +225,9 @@ static void test_kobe_value_columns(void **state)
     o.dt_s = 0.01;
     assert_int_equal(drths_record_load(&r, record_path("kobe-1995-jma-ns-ew-cms2.txt"), &o, &err),
                      -EINVAL);
-    assert_non_null(
-        strstr(err.msg, "kobe-1995-jma-ns-ew-cms2.txt:3: the file gives dt = 0.005 s but "
-                        "ground_motion.dt_s = 0.01 s"));
+    assert_non_null(strstr(err.msg,
+                           "kobe-1995-jma-ns-ew-cms2.txt:3: the file gives dt = 0.005 s but "
+                           "ground_motion.dt_s = 0.01 s"));
 
     /* No units anywhere. */
     o.dt_s = 0.005;
@@ -324,9 +324,9 @@ static void test_bad_options(void **state)
     drths_gm_options_t o;
     drths_record_t r;
     drths_error_t err = {{0}};
-    static const char *const field[] = {"ground_motion.scale",      "ground_motion.time_compression",
-                                        "ground_motion.column",     "ground_motion.dt_s",
-                                        "ground_motion.duration_s", "ground_motion.tail_s"};
+    static const char *const field[] = {
+        "ground_motion.scale", "ground_motion.time_compression", "ground_motion.column",
+        "ground_motion.dt_s",  "ground_motion.duration_s",       "ground_motion.tail_s"};
     for (size_t k = 0; k < sizeof field / sizeof field[0]; k++) {
         drths_gm_options_default(&o);
         switch (k) {
@@ -357,7 +357,8 @@ static void test_bad_options(void **state)
     drths_gm_options_default(&o);
     o.dt_s = 0.01;
     assert_int_equal(drths_record_load(&r, path, &o, &err), -EINVAL);
-    assert_non_null(strstr(err.msg, "peknold.AT2:4: the file gives dt = 0.02 s but ground_motion.dt_s"));
+    assert_non_null(
+        strstr(err.msg, "peknold.AT2:4: the file gives dt = 0.02 s but ground_motion.dt_s"));
     o.dt_s = 0.02; /* agreeing is fine */
     assert_int_equal(drths_record_load(&r, path, &o, &err), 0);
     drths_record_close(&r);
