@@ -113,6 +113,16 @@ void drths_site_rt_options(const drths_site_options_t *o, drths_rt_options_t *rt
 
 /* ---- start-up steps --------------------------------------------------------------------- */
 
+void drths_site_print_notes(const char *prog, const drths_experiment_t *exp)
+{
+    for (const char *l = exp->notes; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        int len = nl ? (int)(nl - l) : (int)strlen(l);
+        drths_cli_warning(prog, "%.*s", len, l);
+        l += len + (nl ? 1 : 0);
+    }
+}
+
 int drths_site_load_experiment(const char *prog, drths_experiment_t *exp, const char *path)
 {
     /* libsodium first: the experiment's fingerprint and the key need it. */
@@ -121,6 +131,7 @@ int drths_site_load_experiment(const char *prog, drths_experiment_t *exp, const 
     drths_error_t err = {{0}};
     if (drths_experiment_load(exp, path, &err) != 0)
         return drths_cli_usage_error(prog, "%s", err.msg);
+    drths_site_print_notes(prog, exp);
     return 0;
 }
 

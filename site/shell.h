@@ -123,6 +123,10 @@ void drths_site_rt_options(const drths_site_options_t *o, drths_rt_options_t *rt
  * for the file), 0 on success. */
 int drths_site_load_experiment(const char *prog, drths_experiment_t *exp, const char *path);
 
+/* Prints each of the experiment's notes (fields the loader ignored) as one warning line on
+ * stderr. init-only. */
+void drths_site_print_notes(const char *prog, const drths_experiment_t *exp);
+
 /* The pre-shared key of the link. */
 typedef struct drths_site_key {
     uint8_t psk[DRTHS_KEY_BYTES];
