@@ -1,7 +1,8 @@
 /* Keys and authenticated encryption for the drths wire protocol (PROTOCOL.md sections 3 and 4).
  *
  * - The pre-shared key (PSK) is 32 bytes in a key file that only its owner may read
- *   (drths_key_load), made by drths-keygen, copied to both laboratories out of band.
+ *   (drths_key_load, protocol/keyfile.h), made by drths-keygen, copied to both laboratories out
+ *   of band.
  * - HELLO and HELLO_ACK are sealed with the handshake key BLAKE2b-256(key = PSK,
  *   "drths-v1 handshake" || session id), known before any nonce is exchanged.
  * - All other messages are sealed with one key per direction, BLAKE2b-256(key = PSK,
@@ -41,13 +42,6 @@ typedef struct drths_session_keys {
 
 /* Initialises libsodium (idempotent). Returns 0 or -EIO. init-only. */
 int drths_crypto_init(void);
-
-/* Loads the pre-shared key from path. Accepted contents: exactly 32 raw bytes, or 64 hex digits
- * optionally followed by "\n" or "\r\n". Refused (with a sentence in err saying what to do):
- * a missing or unreadable file, a file that is not a regular file, a file readable or writable
- * by group or others, a file owned by another user (unless we are root), a wrong size, bad hex,
- * an all-zero key. init-only. */
-int drths_key_load(uint8_t key[DRTHS_KEY_BYTES], const char *path, drths_error_t *err);
 
 /* Creates path with mode 0600 holding 32 random bytes (raw, or 64 hex digits + "\n" when hex is
  * true). Refuses an existing path unless force is true; with force the file is replaced

@@ -141,6 +141,9 @@ int drths_experiment_shared_text(const drths_experiment_t *x, char **text, size_
         sb_printf(&b, "ground_motion.column=%d\n", x->ground_motion.column);
         sb_printf(&b, "ground_motion.scale=%.17g\n", x->ground_motion.scale);
         sb_printf(&b, "ground_motion.time_compression=%.17g\n", x->ground_motion.time_compression);
+        /* Only when given, so that the text of every file without it is unchanged. */
+        if (x->ground_motion.dt_s > 0)
+            sb_printf(&b, "ground_motion.dt_s=%.17g\n", x->ground_motion.dt_s);
     } else {
         sb_doubles(&b, "ground_motion.band_hz", x->ground_motion.band_hz, 2);
         sb_printf(&b, "ground_motion.rms_m_s2=%.17g\n", x->ground_motion.rms_m_s2);

@@ -197,6 +197,15 @@ static int open_site(app_t *a)
     int rc = drths_site_key_load(&key, a->so.key, a->exp.link.key_path, &err);
     if (rc != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
+    /* The rehearsal key only towards loopback; a peer that does not parse is left to
+     * drths_numsite_init's own message. */
+    drths_addr_t peer;
+    const drths_site_link_t link = {&peer, a->peer ? "--peer" : "numerical.peer", 0, 0, NULL};
+    if (drths_addr_parse(&peer, a->peer ? a->peer : a->exp.numerical.peer, link.what, NULL) == 0 &&
+        drths_site_key_allowed(&key, &link, &err) != 0) {
+        drths_site_key_wipe(&key);
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    }
     drths_site_monitor_key(&a->shell, &key);
     rc = drths_numsite_init(&a->site, &a->exp, a->peer ? a->peer : a->exp.numerical.peer, key.psk,
                             &err);

@@ -12,6 +12,7 @@
 #include "platform/rtclock.h"
 #include "platform/runfolder.h"
 #include "protocol/fingerprint.h"
+#include "protocol/keyfile.h"
 
 /* ---- command line ----------------------------------------------------------------------- */
 
@@ -119,6 +120,16 @@ void drths_site_rt_options(const drths_site_options_t *o, drths_rt_options_t *rt
 
 /* ---- start-up steps --------------------------------------------------------------------- */
 
+void drths_site_print_notes(const char *prog, const drths_experiment_t *exp)
+{
+    for (const char *l = exp->notes; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        int len = nl ? (int)(nl - l) : (int)strlen(l);
+        drths_cli_warning(prog, "%.*s", len, l);
+        l += len + (nl ? 1 : 0);
+    }
+}
+
 int drths_site_load_experiment(const char *prog, drths_experiment_t *exp, const char *path)
 {
     /* libsodium first: the experiment's fingerprint and the key need it. */
@@ -127,6 +138,7 @@ int drths_site_load_experiment(const char *prog, drths_experiment_t *exp, const 
     drths_error_t err = {{0}};
     if (drths_experiment_load(exp, path, &err) != 0)
         return drths_cli_usage_error(prog, "%s", err.msg);
+    drths_site_print_notes(prog, exp);
     return 0;
 }
 
@@ -156,6 +168,33 @@ void drths_site_key_warning(const char *prog, const drths_site_key_t *k)
                       "no key file (link.key_file or --key): using the public rehearsal key (key "
                       "id %s), which protects nothing; use it only to rehearse on one machine",
                       k->id);
+}
+
+int drths_site_key_allowed(const drths_site_key_t *k, const drths_site_link_t *l,
+                           drths_error_t *err)
+{
+    static const char todo[] =
+        "make a key with drths-keygen (drths-keygen lab.key), copy the same file to the other "
+        "laboratory and give it to both sites with --key lab.key or link.key_file";
+    if (k->path)
+        return 0;
+    if (l->real_daq)
+        return drths_error_set(err, -EPERM,
+                               "no key file, and the public rehearsal key is refused with a real "
+                               "DAQ (daq.backend %s): anyone who knows it could drive the "
+                               "actuator; %s",
+                               l->daq_name, todo);
+    if (drths_addr_is_loopback(l->addr))
+        return 0;
+    char text[80];
+    drths_addr_format(l->addr, text, sizeof text);
+    return drths_error_set(err, -EPERM,
+                           "no key file, and the public rehearsal key is refused for a link %s "
+                           "%s (%s), which is not a loopback address: anyone who can reach it "
+                           "could %s; %s (to rehearse on one machine, use 127.0.0.1)",
+                           l->listens ? "listening on" : "to", text, l->what,
+                           l->listens ? "drive the actuator" : "answer as the actuator site",
+                           todo);
 }
 
 void drths_site_key_wipe(drths_site_key_t *k)

@@ -49,6 +49,7 @@
 #include "platform/rt.h"
 #include "platform/runfolder.h"
 #include "platform/telemetry.h"
+#include "platform/udp.h"
 #include "protocol/crypto.h"
 
 /* ---- command line ----------------------------------------------------------------------- */
@@ -122,6 +123,10 @@ void drths_site_rt_options(const drths_site_options_t *o, drths_rt_options_t *rt
  * for the file), 0 on success. */
 int drths_site_load_experiment(const char *prog, drths_experiment_t *exp, const char *path);
 
+/* Prints each of the experiment's notes (fields the loader ignored) as one warning line on
+ * stderr. init-only. */
+void drths_site_print_notes(const char *prog, const drths_experiment_t *exp);
+
 /* The pre-shared key of the link. */
 typedef struct drths_site_key {
     uint8_t psk[DRTHS_KEY_BYTES];
@@ -139,6 +144,24 @@ int drths_site_key_load(drths_site_key_t *k, const char *option_path, const char
  * rehearsal key (key id ...), which protects nothing; use it only to rehearse on one machine".
  * Nothing with a key file. */
 void drths_site_key_warning(const char *prog, const drths_site_key_t *k);
+
+/* Where a site's link goes, for drths_site_key_allowed. */
+typedef struct drths_site_link {
+    const drths_addr_t *addr; /* the actuator site's listen address, the numerical site's peer */
+    const char *what;         /* where it came from: "--listen", "physical.listen", "--peer" ... */
+    int listens;              /* 1: the site listens on addr; 0: it sends to addr */
+    int real_daq;             /* the actuator site drives a real DAQ (daq.backend comedi) */
+    const char *daq_name;     /* that back end's name, for the sentence */
+} drths_site_link_t;
+
+/* The public rehearsal key protects nothing, so it is only for a rehearsal on one machine: with
+ * it, a link to or from an address that is not loopback (127.0.0.0/8, ::1; 0.0.0.0 and "::" are
+ * every address) or a real DAQ is refused with -EPERM and a sentence in err naming the address
+ * (or the back end) and what to do (drths-keygen, then --key or link.key_file). 0 with a key
+ * file, or on loopback with the virtual specimen (the caller then prints
+ * drths_site_key_warning). */
+int drths_site_key_allowed(const drths_site_key_t *k, const drths_site_link_t *l,
+                           drths_error_t *err);
 
 /* Overwrites the key with zeros. RT-safe. */
 void drths_site_key_wipe(drths_site_key_t *k);

@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "protocol/crypto.h"
+#include "protocol/keyfile.h"
 
 static char dir[64];
 

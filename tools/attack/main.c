@@ -63,6 +63,7 @@
 #include "platform/cli.h"
 #include "platform/error.h"
 #include "protocol/crypto.h"
+#include "protocol/keyfile.h"
 #include "protocol/wire.h"
 #include "tools/attack/attack.h"
 

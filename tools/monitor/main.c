@@ -47,6 +47,7 @@
 #include "platform/telemetry.h"
 #include "platform/udp.h"
 #include "protocol/crypto.h"
+#include "protocol/keyfile.h"
 
 #define PROG "drths-monitor"
 #define RING 8192          /* frames kept (about 80 s of both sites at 50 Hz) */
@@ -665,7 +666,8 @@ static void usage(FILE *f)
             "\n"
             "  --listen HOST:PORT    where the page is served (default 127.0.0.1:8080)\n"
             "  --telemetry [H:]PORT  UDP address for the sites' --monitor (default port 47900)\n"
-            "  --web DIR             the page (default: web/ beside this program)\n"
+            "  --web DIR             the page (default: web/ beside this program, else\n"
+            "                        ../share/drths/web from it, where it is installed)\n"
             "  --token FILE          the page and its API need this token (?token=...)\n"
             "  --key FILE            the link's key file (the sites' --key or link.key_file):\n"
             "                        telemetry and control are authenticated with a key\n"
@@ -752,6 +754,15 @@ static void default_web(const char *argv0, char *out, size_t cap)
     else
         snprintf(exe, sizeof exe, ".");
     snprintf(out, cap, "%s/web", exe);
+    /* Installed (cmake/install.cmake): bin/drths-monitor and share/drths/web, whatever the
+     * prefix; a build folder's web/ beside the program comes first. */
+    char probe[PATH_MAX + 40];
+    snprintf(probe, sizeof probe, "%s/web/index.html", exe);
+    if (access(probe, R_OK) != 0) {
+        snprintf(probe, sizeof probe, "%s/../share/drths/web/index.html", exe);
+        if (access(probe, R_OK) == 0)
+            snprintf(out, cap, "%s/../share/drths/web", exe);
+    }
 }
 
 int main(int argc, char **argv)
