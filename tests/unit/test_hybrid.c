@@ -65,9 +65,10 @@ typedef struct sim {
     int64_t step_at;
     int allow_conceal;
     int adapt_L;
+    int drop_starts; /* the link loses this many EPOCH 1 (the run's start) */
 } sim_t;
 
-static sim_t g_sim = {1000000, 1000000, INT64_MAX, INT64_MAX, 0, 1};
+static sim_t g_sim = {1000000, 1000000, INT64_MAX, INT64_MAX, 0, 1, 0};
 
 static int64_t sim_delay(int64_t now)
 {
@@ -214,7 +215,10 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
 
         for (item_t *it; (it = q_front(&cq)) && it->t <= now; q_pop(&cq)) {
             const drths_msg_t *m = &it->m;
-            if (m->type == DRTHS_MSG_EPOCH && !started && m->u.epoch.new_epoch == 1) {
+            if (m->type == DRTHS_MSG_EPOCH && !started && m->u.epoch.new_epoch == 1 &&
+                g_sim.drop_starts > 0) {
+                g_sim.drop_starts--; /* lost on the way */
+            } else if (m->type == DRTHS_MSG_EPOCH && !started && m->u.epoch.new_epoch == 1) {
                 assert_int_equal(m->u.epoch.loop_delay_ticks, LOOP_L);
                 started = 1;
                 t0 = it->t + 5000000;
@@ -385,6 +389,26 @@ static void test_exact_model_equals_reference(void **state)
     assert_true(r.rtt_p50_ns >= 2000000 && r.rtt_p50_ns <= 2010000);
     /* The actuator site ticked up to the last command tick, steps - 1 + L. */
     assert_int_equal(r.phys_ticks, (uint64_t)r.rows - 1 + LOOP_L + 1);
+    result_free(&r);
+}
+
+/* The start (EPOCH 1) survives loss: it is repeated until the first FEEDBACK acknowledges it
+ * (PROTOCOL.md section 7.4); with the first three lost the run starts on the fourth, tick 0 from
+ * its arrival, and is the reference run as before. */
+static void test_start_survives_loss(void **state)
+{
+    fixture_t *f = *state;
+    result_t r;
+    g_sim.drop_starts = 3;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_none, &r);
+    int left = g_sim.drop_starts;
+    g_sim.drop_starts = 0;
+    print_message("start: %llu EPOCH 1 sent, 3 lost\n", (unsigned long long)r.c.epochs_sent);
+    assert_int_equal(left, 0);
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    assert_true(r.c.epochs_sent >= 4);
+    assert_true(max_rel_error(f, &r) <= ROUNDOFF);
+    assert_int_equal(r.c.concealed, 0);
     result_free(&r);
 }
 
@@ -605,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_exact_model_equals_reference),
         cmocka_unit_test(test_without_smith_the_delay_shows),
         cmocka_unit_test(test_lost_feedback_repaired_by_redundancy),
+        cmocka_unit_test(test_start_survives_loss),
         cmocka_unit_test(test_burst_longer_than_r_is_concealed),
         cmocka_unit_test(test_clipped_optimal_equals_reference),
         cmocka_unit_test(test_adaptive_against_stronger_specimen),
