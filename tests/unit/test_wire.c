@@ -787,8 +787,9 @@ static void test_peek_header(void **state)
 }
 
 /* DRTHS_WRITE_CORPUS=DIR ./unit_wire writes the fuzz seed corpus (tests/fuzz/corpus/datagram):
- * per message type, the sealed example as a raw-mode input (first byte 0x00) and its plaintext
- * as a sealed-mode input (0x01, type, two bytes choosing the bit to flip, payload). */
+ * per message type, the sealed example as a raw-mode input (first byte 0x00) and as a
+ * before-authentication input (0x02), and its plaintext as a sealed-mode input (0x01, type,
+ * two bytes choosing the bit to flip, payload). */
 static int write_corpus(const char *dir)
 {
     for (int i = 0; i < EX_NTYPES; i++) {
@@ -801,11 +802,11 @@ static int write_corpus(const char *dir)
         drths_msg_t out;
         if (ex_rx(&rx, other(ex_sender(t))) != 0 || drths_wire_open(&rx, buf, len, &out) != 0)
             return 1;
-        size_t plen = len - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
-        for (int mode = 0; mode < 2; mode++) {
+        size_t plen = rx.plain_len;
+        for (int mode = 0; mode < 3; mode++) {
             size_t n;
             in[0] = (uint8_t)mode;
-            if (mode == 0) {
+            if (mode != 1) {
                 memcpy(in + 1, buf, len);
                 n = 1 + len;
             } else {
@@ -816,8 +817,8 @@ static int write_corpus(const char *dir)
                 n = 4 + plen;
             }
             char path[4096];
-            snprintf(path, sizeof path, "%s/%s-%s", dir, mode ? "sealed" : "raw",
-                     drths_msg_type_name(t));
+            snprintf(path, sizeof path, "%s/%s-%s", dir,
+                     mode == 0 ? "raw" : mode == 1 ? "sealed" : "preauth", drths_msg_type_name(t));
             FILE *f = fopen(path, "wb");
             if (!f || fwrite(in, 1, n, f) != n || fclose(f) != 0)
                 return 1;

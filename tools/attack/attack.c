@@ -294,7 +294,7 @@ static void replay_or_session(int i, const drths_attack_knowledge_t *kn, const u
         *len = old_n;
         break;
     case 28:
-        SET("replay of this session's HELLO", DRTHS_REJECT_TOO_OLD);
+        SET("replay of this session's HELLO", DRTHS_REJECT_HELLO_RUNNING);
         memcpy(out, kn->hello, kn->hello_len);
         *len = kn->hello_len;
         break;
