@@ -233,7 +233,8 @@ static int ack_mismatch(const drths_numsite_t *s, const drths_msg_hello_t *a, ch
                  diff[0] ? diff : "(sections unknown)", ours, theirs);
         return DRTHS_STOP_FINGERPRINT_MISMATCH;
     }
-    bool same_offsets = a->r == h->r && memcmp(a->offsets, h->offsets, h->r * sizeof h->offsets[0]) == 0;
+    bool same_offsets =
+        a->r == h->r && memcmp(a->offsets, h->offsets, h->r * sizeof h->offsets[0]) == 0;
     if (a->rate_hz != h->rate_hz || a->n_channels != h->n_channels || !same_offsets ||
         strcmp(a->units, h->units) != 0 || a->link != h->link) {
         snprintf(text, cap,

@@ -67,7 +67,8 @@ typedef struct drths_numsite {
 } drths_numsite_t;
 
 /* Opens a UDP socket towards peer_text ("--peer" in errors), prepares the sender and receiver
- * with psk, draws the session id and the ephemeral key pair, and computes the experiment fingerprint. init-only. */
+ * with psk, draws the session id and the ephemeral key pair, and computes the experiment
+ * fingerprint. init-only. */
 int drths_numsite_init(drths_numsite_t *s, const drths_experiment_t *exp, const char *peer_text,
                        const uint8_t psk[DRTHS_KEY_BYTES], drths_error_t *err);
 

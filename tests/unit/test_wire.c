@@ -257,7 +257,8 @@ static void test_header_reasons(void **state)
     memcpy(b, good, len); b[5] = 0; b[6] = 1;       EXPECT(DRTHS_REJECT_BAD_TYPE);
     memcpy(b, good, len); b[5] = 11;                EXPECT(DRTHS_REJECT_BAD_TYPE);
     memcpy(b, good, len); b[5] = DRTHS_MSG_FEEDBACK; EXPECT(DRTHS_REJECT_WRONG_DIRECTION);
-    memcpy(b, good, len); b[5] = DRTHS_MSG_HELLO_ACK; b[7] = 1; EXPECT(DRTHS_REJECT_WRONG_DIRECTION);
+    memcpy(b, good, len); b[5] = DRTHS_MSG_HELLO_ACK; b[7] = 1;
+    EXPECT(DRTHS_REJECT_WRONG_DIRECTION);
     memcpy(b, good, len); b[5] = DRTHS_MSG_HELLO_ACK; EXPECT(DRTHS_REJECT_BAD_RESERVED);
     memcpy(b, good, len); b[7] = 1;                 EXPECT(DRTHS_REJECT_BAD_RESERVED);
     memcpy(b, good, len); b[39] = 1; b[15] ^= 1;    EXPECT(DRTHS_REJECT_BAD_RESERVED);
@@ -735,7 +736,7 @@ static void test_abort_before_keys(void **state)
     drths_msg_t m, out;
     ex_msg(DRTHS_MSG_ABORT, &m);
     m.u.stop.reason = DRTHS_STOP_FINGERPRINT_MISMATCH;
-    strcpy(m.u.stop.text, "experiment differs in structure, link: actuator 0000.. numerical a0a1..");
+    strcpy(m.u.stop.text, "experiment differs in structure, link: actuator 00.. numerical a0..");
     uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
     size_t len;
     assert_int_equal(drths_wire_seal(&ptx, &m, buf, sizeof buf, &len), -ENOKEY);

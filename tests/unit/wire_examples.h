@@ -64,7 +64,8 @@ static inline void ex_keys(ex_keys_t *k)
     drths_crypto_derive_hello(k->psk, EX_SESSION_ID, k->en_pk, k->hello_key);
     drths_crypto_derive_ack(k->psk, EX_SESSION_ID, k->en_pk, k->ep_pk, k->dh, k->ack_key);
     uint8_t h[DRTHS_WIRE_MAX_HELLO_PAYLOAD], a[DRTHS_WIRE_MAX_HELLO_PAYLOAD];
-    size_t hl = ex_hello_plain(DRTHS_MSG_HELLO, k, h), al = ex_hello_plain(DRTHS_MSG_HELLO_ACK, k, a);
+    size_t hl = ex_hello_plain(DRTHS_MSG_HELLO, k, h);
+    size_t al = ex_hello_plain(DRTHS_MSG_HELLO_ACK, k, a);
     drths_crypto_transcript(k->transcript, EX_SESSION_ID, k->en_pk, h, hl, k->ep_pk, a, al);
     drths_crypto_derive(k->psk, k->dh, k->transcript, &k->keys);
 }
