@@ -323,7 +323,7 @@ int drths_hello_init(drths_msg_hello_t *h, const drths_experiment_t *exp, drths_
     h->n_channels = 1;
     h->r = (uint8_t)exp->link.redundancy;
     for (int k = 0; k < h->r && k < DRTHS_WIRE_MAX_R; k++)
-        h->offsets[k] = (uint16_t)k;
+        h->offsets[k] = (uint16_t)drths_wire_offset(k);
     snprintf(h->units, sizeof h->units, "SI");
     snprintf(h->software, sizeof h->software, "drths %s", drths_version());
     int rc = drths_experiment_fingerprint(exp, h->fingerprint, err);

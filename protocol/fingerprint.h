@@ -44,7 +44,7 @@ int drths_hello_section_diff(const drths_msg_hello_t *a, const drths_msg_hello_t
                              size_t cap);
 
 /* The HELLO / HELLO_ACK fields both sites fill alike from the experiment: versions, role,
- * rate, one channel, the redundancy offsets 0 .. R-1, SI units, fingerprint, sections, software
+ * rate, one channel, the redundancy offsets (drths_wire_offset), SI units, fingerprint, sections, software
  * and the site name (the host name). link is the numerical site's link index. init-only. */
 int drths_hello_init(drths_msg_hello_t *h, const drths_experiment_t *exp, drths_role_t role,
                      uint8_t link, drths_error_t *err);

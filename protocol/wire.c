@@ -184,6 +184,17 @@ drths_reject_t drths_wire_peek_header(const uint8_t *buf, size_t len, drths_wire
     return DRTHS_REJECT_OK;
 }
 
+unsigned drths_wire_offset(int k)
+{
+    if (k < 0)
+        return 0;
+    if (k < 4)
+        return (unsigned)k;
+    if (k >= DRTHS_WIRE_MAX_R)
+        k = DRTHS_WIRE_MAX_R - 1;
+    return 8u << (k - 4);
+}
+
 int drths_wire_pick_version(int min_a, int max_a, int min_b, int max_b)
 {
     int lo = min_a > min_b ? min_a : min_b, hi = max_a < max_b ? max_a : max_b;

@@ -351,6 +351,11 @@ drths_reject_t drths_wire_open_hello(drths_wire_rx_t *rx, const uint8_t *buf, si
  * authenticated: use it to route a datagram, never to act on it. RT-safe. */
 drths_reject_t drths_wire_peek_header(const uint8_t *buf, size_t len, drths_wire_header_t *h);
 
+/* The redundancy offset of COMMAND sample k (0 <= k < DRTHS_WIRE_MAX_R) as this implementation
+ * chooses them (PROTOCOL.md section 8): R samples are the first R of 0, 1, 2, 3, 8, 16, 32, ...,
+ * 16384, so R <= 4 is consecutive and a larger R also spans a burst of losses. RT-safe. */
+unsigned drths_wire_offset(int k);
+
 /* Version negotiation (PROTOCOL.md section 7.2): the highest version in both ranges, or 0 if
  * they do not overlap. RT-safe. */
 int drths_wire_pick_version(int min_a, int max_a, int min_b, int max_b);
