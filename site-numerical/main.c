@@ -28,6 +28,7 @@ static void usage(FILE *f)
             "                       [--quiet]\n"
             "                       [--monitor HOST:PORT [--wait-start]]\n"
             "       drths-numerical --experiment FILE --reference [--out DIR] [--quiet]\n"
+            "       drths-numerical --experiment FILE --probe-only [--probe-seconds S] [--peer ...]\n"
             "\n"
             "Without --reference: the numerical site of a hybrid run. It connects to the actuator\n"
             "site (drths-physical), measures the round trip, chooses the loop delay L and\n"
@@ -47,6 +48,12 @@ static void usage(FILE *f)
             "  --kernel-filter      drop malformed datagrams, other sessions and other senders in\n"
             "                       the kernel (counted only as kernel_drops in summary.json, not\n"
             "                       by reason); for a site reachable from the Internet\n"
+            "  --probe-only         the connectivity test of the days before: the handshake, then\n"
+            "                       probes for --probe-seconds (default 60); prints the round\n"
+            "                       trip's distribution, the loss and its bursts against what the\n"
+            "                       redundancy repairs and the concealment budget, and the L the\n"
+            "                       sites would choose; then ends the session (nothing moves)\n"
+            "  --probe-seconds S    how long --probe-only probes (1..3600, default 60)\n"
             "  --reference          run the monolithic reference: structure and virtual specimen\n"
             "                       in one process, no network, no actuator\n"
             "  --out DIR            run folder (default: <output.directory>/<date>-<name>-numerical\n"
@@ -101,6 +108,8 @@ typedef struct app {
     const char *peer;        /* --peer */
     double connect_timeout_s, peer_timeout_s;
     int reference;
+    int probe_only;         /* --probe-only */
+    double probe_seconds;   /* --probe-seconds */
     int64_t wait_spin_ns; /* --wait */
     drths_experiment_t exp;
     drths_site_t shell;
@@ -125,6 +134,9 @@ static int own_option(void *ctx, int c, const char *arg)
     switch (c) {
     case 'p': a->peer = arg; return 0;
     case 'r': a->reference = 1; return 0;
+    case 'O': a->probe_only = 1; return 0;
+    case 'S':
+        return drths_cli_double(PROG, "--probe-seconds", arg, 1.0, 3600.0, "s", &a->probe_seconds);
     case 'c': return drths_cli_positive(PROG, "--connect-timeout", arg, "seconds",
                                         &a->connect_timeout_s);
     case 't': return drths_cli_positive(PROG, "--peer-timeout", arg, "seconds", &a->peer_timeout_s);
@@ -327,11 +339,27 @@ static int run_hybrid(app_t *a)
     int code = open_site(a);
     if (code != 0)
         return code;
+    if (a->probe_only) {
+        drths_error_t err = {{0}};
+        uint64_t n = (uint64_t)(a->probe_seconds * 1e9 /
+                                (double)drths_numsite_probe_interval_ns(&a->site));
+        if (drths_numsite_set_probes(&a->site, n, &err) != 0)
+            return drths_cli_error(PROG, "%s", err.msg);
+        printf("probe-only: %llu probes over %g s, one every %.2f ms\n", (unsigned long long)n,
+               a->probe_seconds, (double)drths_numsite_probe_interval_ns(&a->site) * 1e-6);
+    }
     int64_t t_start = drths_now_ns();
     a->exit_code = DRTHS_EXIT_FAILED;
     int ok = connect_peer(a) == 0;
     if (ok)
         drths_numsite_print_probes(stdout, &a->site);
+    if (ok && a->probe_only) {
+        drths_numsite_print_probe_only(stdout, &a->site);
+        drths_numsite_farewell(&a->site, "probe-only connectivity test finished");
+        snprintf(a->reason, sizeof a->reason, "probe-only connectivity test finished");
+        a->exit_code = 0;
+        ok = 0; /* no run */
+    }
     ok = ok && start_run(a) == 0;
     if (a->shell.gated)
         drths_site_rt_go(&a->shell, ok);
@@ -366,9 +394,12 @@ int main(int argc, char **argv)
     a->site.udp.fd = -1; /* not open (0 would be stdin) */
     a->connect_timeout_s = 10.0;
     a->peer_timeout_s = 1.0;
+    a->probe_seconds = 60.0;
     static const struct option own[] = {
         {"peer", required_argument, NULL, 'p'},
         {"reference", no_argument, NULL, 'r'},
+        {"probe-only", no_argument, NULL, 'O'},
+        {"probe-seconds", required_argument, NULL, 'S'},
         {"connect-timeout", required_argument, NULL, 'c'},
         {"peer-timeout", required_argument, NULL, 't'},
         {"wait", required_argument, NULL, 'W'},
@@ -379,6 +410,8 @@ int main(int argc, char **argv)
     int code = drths_site_parse(&cli, argc, argv, &a->so);
     if (code != DRTHS_SITE_CONTINUE)
         return code;
+    if (a->reference && a->probe_only)
+        return drths_cli_usage_error(PROG, "--probe-only and --reference exclude each other");
     if (a->reference && a->so.kernel_filter)
         return drths_cli_usage_error(PROG, "--kernel-filter is for a hybrid run; --reference "
                                            "has no network");

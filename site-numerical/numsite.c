@@ -41,6 +41,7 @@ int drths_numsite_init(drths_numsite_t *s, const drths_experiment_t *exp, const 
     rc = drths_udp_open(&s->udp, NULL, &s->peer, err);
     if (!rc)
         rc = drths_probe_stats_init(&s->probes, (size_t)exp->link.probes, err);
+    s->probe_count = (uint64_t)exp->link.probes;
     if (rc) {
         drths_numsite_close(s);
         return rc;
@@ -110,15 +111,26 @@ static int send_msg(drths_numsite_t *s, const drths_msg_t *m, uint64_t *counter)
     return rc;
 }
 
-static void send_abort(drths_numsite_t *s, int reason, const char *text)
+static void send_stop_like(drths_numsite_t *s, drths_msg_type_t type, int reason,
+                           const char *text)
 {
     drths_msg_t m;
     memset(&m, 0, sizeof m);
-    m.type = DRTHS_MSG_ABORT;
+    m.type = type;
     m.u.stop.reason = (uint8_t)reason;
     snprintf(m.u.stop.text, sizeof m.u.stop.text, "%s", text);
     for (int i = 0; i < 3; i++)
         send_msg(s, &m, NULL);
+}
+
+static void send_abort(drths_numsite_t *s, int reason, const char *text)
+{
+    send_stop_like(s, DRTHS_MSG_ABORT, reason, text);
+}
+
+void drths_numsite_farewell(drths_numsite_t *s, const char *text)
+{
+    send_stop_like(s, DRTHS_MSG_STOP, DRTHS_STOP_USER_STOP, text);
 }
 
 /* Receives what is waiting; calls fn for each valid datagram from the peer until fn returns
@@ -312,6 +324,7 @@ int drths_numsite_handshake(drths_numsite_t *s, double timeout_s, drths_numsite_
 
 typedef struct probe_ctx {
     unsigned char *answered;
+    uint64_t newest; /* the highest sequence number answered so far, + 1 */
     drths_error_t *err;
 } probe_ctx_t;
 
@@ -330,17 +343,51 @@ static int on_probe(drths_numsite_t *s, const drths_msg_t *m, int64_t rx_ns, voi
         return 0;
     c->answered[seq] = 1;
     s->probes_answered++;
+    if (seq + 1 < c->newest)
+        s->probes_reordered++;
+    else
+        c->newest = seq + 1;
     drths_probe_stats_add(&s->probes, rx_ns - (int64_t)m->u.probe.send_time_ns -
                                           (int64_t)m->u.probe.hold_ns);
     return 0;
 }
 
+int drths_numsite_set_probes(drths_numsite_t *s, uint64_t n, drths_error_t *err)
+{
+    drths_probe_stats_close(&s->probes);
+    int rc = drths_probe_stats_init(&s->probes, (size_t)n, err);
+    s->probe_count = rc == 0 ? n : 0;
+    return rc;
+}
+
+int64_t drths_numsite_probe_interval_ns(const drths_numsite_t *s)
+{
+    return s->dt_ns > 500000 ? s->dt_ns : 500000;
+}
+
+/* The runs of unanswered probes among the n sent. */
+static void count_loss_bursts(drths_numsite_t *s, const unsigned char *answered, uint64_t n)
+{
+    uint64_t run = 0;
+    for (uint64_t i = 0; i <= n; i++) {
+        if (i < n && !answered[i]) {
+            run++;
+            continue;
+        }
+        if (run > 0)
+            s->probe_loss_bursts++;
+        if (run > s->probe_loss_longest)
+            s->probe_loss_longest = run;
+        run = 0;
+    }
+}
+
 int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ctx,
                         drths_error_t *err)
 {
-    uint64_t n = (uint64_t)s->exp->link.probes;
-    int64_t interval = s->dt_ns > 500000 ? s->dt_ns : 500000;
-    probe_ctx_t c = {calloc(n, 1), err};
+    uint64_t n = s->probe_count;
+    int64_t interval = drths_numsite_probe_interval_ns(s);
+    probe_ctx_t c = {calloc(n, 1), 0, err};
     if (!c.answered)
         return drths_error_set(err, -ENOMEM, "out of memory for %llu probes",
                                (unsigned long long)n);
@@ -376,6 +423,7 @@ int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ct
         if (rc)
             break;
     }
+    count_loss_bursts(s, c.answered, s->probes_sent);
     free(c.answered);
     if (rc)
         return rc;

@@ -47,9 +47,13 @@ typedef struct drths_numsite {
     int64_t dt_ns;
     int64_t wait_spin_ns; /* --wait: busy-poll this long before sleeping (drths_udp_wait_spin) */
     int kernel_filter;    /* --kernel-filter: drths_numsite_filter applied */
-    /* start-up probes */
+    /* start-up probes (or the --probe-only test's) */
     drths_probe_stats_t probes;
+    uint64_t probe_count; /* probes to send: link.probes, or drths_numsite_set_probes */
     uint64_t probes_sent, probes_answered;
+    /* Their losses as the link lost them: runs of consecutive unanswered probes (bursts), the
+     * longest, and echoes that came back after a later probe's echo (reordered). */
+    uint64_t probe_loss_bursts, probe_loss_longest, probes_reordered;
     int have_probe_summary;
     drths_rtt_summary_t probe_summary;
     int64_t rtt_q_ns; /* the probes' round trip at link.quantile */
@@ -93,11 +97,23 @@ typedef int (*drths_numsite_idle_fn)(void *ctx);
 int drths_numsite_handshake(drths_numsite_t *s, double timeout_s, drths_numsite_idle_fn idle,
                             void *ctx, drths_error_t *err);
 
-/* Sends link.probes PROBEs paced max(dt, 0.5 ms), collects the echoes until all are answered or
- * 2 s after the last one, and chooses L (s->lchoice). Returns 0, -EPROTO when fewer than 10 %
- * came back or the actuator site aborted, -ECANCELED. init-only. */
+/* Sends probe_count PROBEs paced max(dt, 0.5 ms), collects the echoes until all are answered or
+ * 2 s after the last one, counts the loss bursts and reordering, and chooses L (s->lchoice).
+ * Returns 0, -EPROTO when fewer than 10 % came back or the actuator site aborted, -ECANCELED.
+ * init-only. */
 int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ctx,
                         drths_error_t *err);
+
+/* --probe-only: n probes instead of link.probes (room for their statistics). Returns 0 or
+ * -ENOMEM / -EINVAL (err says which). init-only. */
+int drths_numsite_set_probes(drths_numsite_t *s, uint64_t n, drths_error_t *err);
+
+/* The probe interval: max(dt, 0.5 ms). RT-safe. */
+int64_t drths_numsite_probe_interval_ns(const drths_numsite_t *s);
+
+/* Ends a session that will not run (--probe-only): STOP (USER_STOP) with text, three times.
+ * init-only. */
+void drths_numsite_farewell(drths_numsite_t *s, const char *text);
 
 /* The run: polls the hybrid loop, seals and sends what it asks, pushes its rows to rec, feeds it
  * every valid datagram from the peer. stop is polled each iteration (a signal: ABORT SIGNAL;

@@ -58,6 +58,9 @@ static void head_json(drths_json_t *j, const drths_numsite_t *s, const drths_num
     drths_json_object_begin(j, "probes");
     drths_json_int(j, "sent", (int64_t)s->probes_sent);
     drths_json_int(j, "answered", (int64_t)s->probes_answered);
+    drths_json_int(j, "loss_bursts", (int64_t)s->probe_loss_bursts);
+    drths_json_int(j, "loss_longest", (int64_t)s->probe_loss_longest);
+    drths_json_int(j, "reordered", (int64_t)s->probes_reordered);
     if (s->have_probe_summary)
         rtt_json(j, "round_trip", &s->probe_summary);
     drths_json_object_end(j);
@@ -313,6 +316,32 @@ void drths_numsite_print_probes(FILE *f, const drths_numsite_t *s)
     else
         fprintf(f, ": round trip q%g %u + wake margins %u + %u + safety %u\n", s->exp->link.quantile,
                l->rtt_ticks, l->wake_local_ticks, l->wake_peer_ticks, l->safety_ticks);
+}
+
+void drths_numsite_print_probe_only(FILE *f, const drths_numsite_t *s)
+{
+    const drths_experiment_t *e = s->exp;
+    double dt_ms = (double)s->dt_ns * 1e-6, every_ms = (double)drths_numsite_probe_interval_ns(s) * 1e-6;
+    uint64_t lost = s->probes_sent - s->probes_answered;
+    fprintf(f, "  loss: %llu probes (%.3f %%) in %llu bursts, the longest %llu probes (%.1f ms); "
+               "%llu echoes reordered\n",
+            (unsigned long long)lost, 100.0 * (double)lost / (double)s->probes_sent,
+            (unsigned long long)s->probe_loss_bursts, (unsigned long long)s->probe_loss_longest,
+            (double)s->probe_loss_longest * every_ms, (unsigned long long)s->probes_reordered);
+    int r = e->link.redundancy;
+    double reach_ms = (double)drths_wire_offset(r - 1) * dt_ms;
+    double budget_ms = (double)e->physical.max_concealed_ticks * dt_ms;
+    double burst_ms = (double)s->probe_loss_longest * every_ms;
+    fprintf(f, "  repair: each command travels in %d datagrams reaching back %.1f ms "
+               "(link.redundancy); a longer burst is concealed, for at most %.0f ms before HOLD "
+               "(physical.max_concealed_ms)\n",
+            r, reach_ms, budget_ms);
+    const char *verdict = burst_ms <= reach_ms ? "GO: every loss burst seen is repaired"
+                          : burst_ms < budget_ms
+                              ? "GO, with concealment: the longest burst is concealed, not repaired"
+                              : "NO-GO: the longest burst exceeds the concealment budget (HOLD)";
+    fprintf(f, "verdict: %s; L = %u ticks (%.1f ms) from this link\n", verdict, s->lchoice.L,
+            (double)s->lchoice.L * dt_ms);
 }
 
 int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double peer_timeout_s,

@@ -50,6 +50,10 @@ void drths_numsite_print_start(FILE *f, const drths_numsite_t *s, const char *ke
 /* The probes' round trips and the loop delay L chosen from them. */
 void drths_numsite_print_probes(FILE *f, const drths_numsite_t *s);
 
+/* --probe-only: the probes' losses (bursts, reordering) against the redundancy's reach and the
+ * concealment budget, and a go / no-go line. init-only. */
+void drths_numsite_print_probe_only(FILE *f, const drths_numsite_t *s);
+
 /* The sentence saying how a run that started ended (by_monitor: the stop came from the live
  * monitor); returns the exit code: 0 at the end of the record, else DRTHS_EXIT_FAILED. */
 int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double peer_timeout_s,

@@ -33,6 +33,7 @@ static void usage(FILE *f)
             "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
             "                      [--predict-fraction F] [--openfresco-setup-timeout S]\n"
             "                      [--openfresco-step-timeout S] [--out DIR] [--wait-timeout S] ...\n"
+            "       drths-physical --experiment FILE --probe-only [--listen HOST:PORT] [--key FILE] ...\n"
             "       drths-physical --experiment FILE --io-check [--io-amplitude M] [--io-leg S]\n"
             "                      [--io-current A]\n"
             "\n"
@@ -67,6 +68,10 @@ static void usage(FILE *f)
             "                      connected, and wait for another (default 10)\n"
             "  --openfresco-step-timeout S  HOLD when the client sends no new target for S s\n"
             "                      once the site has answered it (default 10)\n"
+            "  --probe-only        the other end of drths-numerical --probe-only (the days-before\n"
+            "                      connectivity test): answers the handshake and the probes,\n"
+            "                      opens no board (the virtual back end whatever daq says) and\n"
+            "                      refuses a run; exit 0 when the test session ends\n"
             "  --io-check          commissioning, without a numerical site: read both inputs at\n"
             "                      rest, then move the actuator through two slow cycles about\n"
             "                      where it stands (damper command 0, then --io-current), and\n"
@@ -154,6 +159,7 @@ static int own_option(void *ctx, int c, const char *arg)
         a->ocfg.precor.predict_fraction = v;
         return 0;
     case 'I': a->io_check = 1; return 0;
+    case 'B': a->cfg.probe_only = 1; return 0;
     case 'A':
         return drths_cli_double(PROG, "--io-amplitude", arg, 1e-6, 0.1, "m", &a->io_amplitude_m);
     case 'L': return drths_cli_double(PROG, "--io-leg", arg, 0.01, 60.0, "s", &a->io_leg_s);
@@ -338,7 +344,11 @@ static void print_start(const app_t *a)
         fflush(stdout);
         drths_site_key_warning(PROG, &a->key);
     }
-    drths_physsite_print_setup(stdout, &a->ps);
+    if (a->cfg.probe_only)
+        printf("  probe-only: answers a connectivity test (drths-numerical --probe-only); no "
+               "board is opened and no run is accepted\n");
+    else
+        drths_physsite_print_setup(stdout, &a->ps);
     printf("  run folder: %s\n", a->dir);
     drths_site_print_recorders(&a->shell, "  ");
     drths_site_print_monitor(&a->shell, "  ");
@@ -469,6 +479,7 @@ int main(int argc, char **argv)
         {"openfresco-setup-timeout", required_argument, NULL, 'U'},
         {"openfresco-step-timeout", required_argument, NULL, 'X'},
         {"io-check", no_argument, NULL, 'I'},
+        {"probe-only", no_argument, NULL, 'B'},
         {"io-amplitude", required_argument, NULL, 'A'},
         {"io-leg", required_argument, NULL, 'L'},
         {"io-current", required_argument, NULL, 'C'},
@@ -484,6 +495,11 @@ int main(int argc, char **argv)
                                            "--openfresco site has no UDP socket");
     if ((code = drths_site_load_experiment(PROG, &a->exp, a->so.experiment)) != 0)
         return code;
+    if (a->cfg.probe_only && (a->io_check || a->openfresco))
+        return drths_cli_usage_error(PROG, "--probe-only is a test of the drths link; it does "
+                                           "not go with --io-check or --openfresco");
+    if (a->cfg.probe_only)
+        a->exp.daq.backend = DRTHS_DAQ_BACKEND_VIRTUAL; /* nothing is driven */
     if (a->io_check) {
         code = io_check(a);
         drths_experiment_close(&a->exp);

@@ -483,9 +483,23 @@ static rx_result_t handle_datagram(drths_physsite_t *ps, const drths_udp_msg_t *
     case DRTHS_MSG_PROBE:
         echo_probe(ps, m, d->rx_ns);
         break;
-    case DRTHS_MSG_COMMAND:
     case DRTHS_MSG_EPOCH:
+        if (ps->cfg.probe_only) {
+            if (!ps->probe_refused)
+                send_stop_like(ps, DRTHS_MSG_ABORT, DRTHS_STOP_CONFIG_MISMATCH, 0,
+                               "the actuator site runs --probe-only: it answers connectivity "
+                               "tests, never a run");
+            ps->probe_refused = 1;
+            break;
+        }
+        drths_actuator_receive(&ps->act, m, d->rx_ns);
+        break;
     case DRTHS_MSG_STOP:
+        if (!drths_actuator_started(&ps->act))
+            snprintf(ps->stop_text, sizeof ps->stop_text, "%s", m->u.stop.text);
+        drths_actuator_receive(&ps->act, m, d->rx_ns);
+        break;
+    case DRTHS_MSG_COMMAND:
     case DRTHS_MSG_ABORT:
         drths_actuator_receive(&ps->act, m, d->rx_ns);
         break;
@@ -536,8 +550,9 @@ static int finish(drths_physsite_t *ps, int code, const char *reason)
     return code;
 }
 
-/* Waits for the handshake and EPOCH 1. Returns 0 when the run can start, else the exit code
- * (with the reason set). */
+/* Waits for the handshake and EPOCH 1. Returns 0 when the run can start, else nonzero (the
+ * site is done: finish() has set its exit code and reason, 0 for a finished --probe-only
+ * session). */
 static int before_run(drths_physsite_t *ps)
 {
     int64_t start = drths_now_ns();
@@ -582,8 +597,16 @@ static int before_run(drths_physsite_t *ps)
             last_valid = drths_now_ns();
         if (ps->act.hold)
             return finish(ps, 1, ps->act.hold_text);
-        if (ps->act.stop_received && !drths_actuator_started(&ps->act))
-            return finish(ps, 1, "the numerical site stopped before the run started");
+        if (ps->probe_refused)
+            return finish(ps, 1, "a numerical site tried to start a run; this site runs "
+                                 "--probe-only");
+        if (ps->act.stop_received && !drths_actuator_started(&ps->act)) {
+            snprintf(text, sizeof text, "%s: the numerical site stopped before the run (%s)",
+                     ps->cfg.probe_only ? "probe-only session finished" : "no run",
+                     ps->stop_text[0] ? ps->stop_text : "no reason given");
+            finish(ps, ps->cfg.probe_only ? 0 : 1, text);
+            return -1; /* done, with or without success: no run either way */
+        }
     }
     return 0;
 }
@@ -623,7 +646,7 @@ static int narrow_filter(drths_physsite_t *ps, int running)
 
 /* Before the ticker starts: the real-time options, then the command source's start or the
  * handshake (with the kernel filter around it), then the "run started" lines. Returns 0 when
- * the run can start, else the exit code (finish has been called). */
+ * the run can start, else nonzero (finish has been called and set the exit code). */
 static int start_run(drths_physsite_t *ps)
 {
     ps->rt_rc = drths_rt_apply_thread(&ps->cfg.rt, &ps->rt_report);
@@ -740,9 +763,8 @@ static int end_run(drths_physsite_t *ps, uint64_t tick)
 
 int drths_physsite_run(drths_physsite_t *ps)
 {
-    int rc = start_run(ps);
-    if (rc)
-        return rc;
+    if (start_run(ps) != 0)
+        return ps->exit_code; /* no run: finish() has set it */
     const drths_physsite_source_t *src = ps->cfg.source;
     const int64_t dt_ns = ps->act.dt_ns;
     drths_ticker_t tk;

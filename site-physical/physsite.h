@@ -110,6 +110,10 @@ typedef struct drths_physsite_config {
     void *wake_ctx;
     const drths_physsite_source_t *source; /* NULL: the numerical site over UDP */
     void *source_ctx;
+    /* --probe-only: the session's handshake and probes are answered, a STOP before the run ends
+     * it with success, and an EPOCH 1 (a numerical site that wants to run) is refused with an
+     * ABORT: nothing is ever driven (the caller opens the virtual back end). */
+    int probe_only;
 } drths_physsite_config_t;
 
 /* Session ids of authenticated HELLOs remembered, so that a replayed HELLO is refused before
@@ -148,6 +152,8 @@ typedef struct drths_physsite {
     uint64_t pre_rejects[DRTHS_REJECT_COUNT]; /* HELLOs dropped before or at authentication */
     uint64_t wrong_source;      /* datagrams from an address other than the numerical site's */
     uint64_t other_session;     /* valid HELLOs of another session once running */
+    int probe_refused;          /* --probe-only: an EPOCH 1 was refused */
+    char stop_text[DRTHS_WIRE_MAX_TEXT + 1]; /* the text of a STOP before the run */
     uint64_t probes_answered;
     uint64_t send_errors;
     uint64_t feedback_sent;
