@@ -692,8 +692,8 @@ DEFINE_SECTION(link, LINK_FIELDS, drths_experiment_t, "link");
     X(s, ENUM, smith, numerical.smith, DRTHS_SMITH_FIXED, _, _, smith_modes)                      \
     /* the stability detector (site-numerical/stability.h); ratio 0 turns it off */             \
     X(s, REAL_IN, stability_ratio, numerical.stability_ratio, 0.5, 0, 100, _)                      \
-    X(s, REAL_IN, stability_span_s, numerical.stability_span_s, 0.6, 0.01, 60, _)                  \
-    X(s, REAL_GE0, stability_min_amplitude_m, numerical.stability_min_amplitude_m, 0.0005, _, _, \
+    X(s, REAL_IN, stability_span_s, numerical.stability_span_s, 0.3, 0.01, 60, _)                  \
+    X(s, REAL_GE0, stability_min_amplitude_m, numerical.stability_min_amplitude_m, 0.0002, _, _, \
       _)                                                                                           \
     X(s, REAL_IN, stability_max_cycle_s, numerical.stability_max_cycle_s, 2.0, 0.01, 60, _)
 DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");

@@ -216,8 +216,8 @@ typedef struct drths_experiment {
         /* The stability detector (site-numerical/stability.h, docs/design.md "Safety"). */
         double stability_ratio;   /* HOLD at this supplied/damping energy ratio, 0 = off;
                                    * 0..100 (default 0.5) */
-        double stability_span_s;  /* whole cycles judged together, at least (0.6 s) */
-        double stability_min_amplitude_m; /* damper amplitude floor per cycle (0.5 mm) */
+        double stability_span_s;  /* whole cycles judged together, at least (0.3 s) */
+        double stability_min_amplitude_m; /* damper amplitude floor per cycle (0.2 mm) */
         double stability_max_cycle_s;     /* longer cycles break the sequence (2 s) */
     } numerical;
 
