@@ -61,7 +61,7 @@ static void start_cycle(drths_stability_t *st, double d)
 static int judge(drths_stability_t *st, drths_stability_view_t *v)
 {
     memset(v, 0, sizeof *v);
-    double w = 0.0, wc = 0.0, ie = 0.0, amp = INFINITY;
+    double w = 0.0, wc = 0.0, ie = 0.0, amp = INFINITY, big = -1.0, big_t = 0.0;
     int k = 0;
     while (v->span_s < st->p.span_s) {
         if (k >= st->count)
@@ -75,6 +75,10 @@ static int judge(drths_stability_t *st, drths_stability_view_t *v)
         ie += c->ie;
         v->span_s += c->t_s;
         amp = fmin(amp, c->amp_m);
+        if (c->amp_m > big) {
+            big = c->amp_m;
+            big_t = c->t_s;
+        }
         k++;
     }
     v->judged = 1;
@@ -84,7 +88,8 @@ static int judge(drths_stability_t *st, drths_stability_view_t *v)
     /* A structure without damping (C = 0) has no yardstick: any supplied energy is too much. */
     v->ratio = wc > 0.0 ? -w / wc : (w < 0.0 ? INFINITY : 0.0);
     v->growth_per_s = ie > 0.0 ? -w / (2.0 * ie) : 0.0;
-    v->freq_hz = (double)k / v->span_s;
+    /* The frequency of the largest cycle: a higher mode's small crossings shorten the others. */
+    v->freq_hz = big_t > 0.0 ? 1.0 / big_t : 0.0;
     v->amp_m = amp;
     v->time_s = (double)st->step * st->dt_s;
     return 1;

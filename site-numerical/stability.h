@@ -60,7 +60,10 @@ typedef struct drths_stability_cycle {
 typedef struct drths_stability_view {
     int judged;
     int cycles;
-    double span_s, supplied_J, damping_J, ratio, growth_per_s, freq_hz, amp_m, time_s;
+    double span_s, supplied_J, damping_J, ratio, growth_per_s;
+    double freq_hz; /* 1 / the duration of the largest cycle judged */
+    double amp_m;   /* the smallest cycle amplitude judged */
+    double time_s;  /* simulated time of the judgement */
 } drths_stability_view_t;
 
 typedef struct drths_stability {
