@@ -21,8 +21,9 @@ int drths_stability_init(drths_stability_t *st, const drths_stability_params_t *
     memset(st, 0, sizeof *st);
     if (p->enabled && (!(p->limit > 0.0) || !(p->span_s > 0.0) || !(p->min_amplitude_m >= 0.0) ||
                        !(p->max_cycle_s > 0.0)))
-        return drths_error_set(err, -EINVAL, "numerical.stability_*: ratio, span and longest "
-                                             "cycle > 0, amplitude >= 0");
+        return drths_error_set(err, -EINVAL,
+                               "numerical.stability_*: ratio, span and longest "
+                               "cycle > 0, amplitude >= 0");
     if (!s || !s->M || !s->K || s->n < 1 || !(dt_s > 0.0))
         return drths_error_set(err, -EINVAL, "stability detector: no structure");
     st->p = *p;

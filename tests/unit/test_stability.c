@@ -110,8 +110,9 @@ static double quake(double t)
     if (t < 1.0 || t > 6.0)
         return 0.0;
     double env = sin(M_PI * (t - 1.0) / 5.0);
-    return 3.0 * env * (0.5 * sin(2.0 * M_PI * 2.5 * t) + 0.3 * sin(2.0 * M_PI * 3.0 * t + 1.0) +
-                        0.2 * sin(2.0 * M_PI * 4.5 * t + 2.0));
+    return 3.0 * env *
+           (0.5 * sin(2.0 * M_PI * 2.5 * t) + 0.3 * sin(2.0 * M_PI * 3.0 * t + 1.0) +
+            0.2 * sin(2.0 * M_PI * 4.5 * t + 2.0));
 }
 
 static void test_stable_decay_does_not_trip(void **state)
