@@ -201,6 +201,7 @@ typedef struct {
     const char *text; /* the file's bytes, to find the line of a key */
     size_t len;
     drths_error_t *err;
+    char **notes; /* the experiment's notes (ignored fields); NULL: not collected */
 } vctx_t;
 
 /* Finds the line of the key at the end of a dotted path (indices such as "[2]" are skipped) in
@@ -412,6 +413,29 @@ static int not_allowed(vctx_t *c, const char *path, const char *why)
     return fail(c, -EINVAL, path, "not allowed %s", why);
 }
 
+/* A field that does not apply to the file's choices (q_disp when control.mode is not
+ * clipped-optimal): it is left out of the experiment, so neither run nor fingerprint sees it,
+ * and a note naming it is added for the programs to print. A file edited from one mode to
+ * another then runs without deleting keys by hand, and still says what it did not use. */
+static int ignored(vctx_t *c, const char *path, const char *why)
+{
+    if (!c->notes)
+        return 0;
+    char line[512];
+    int ln = line_of(c, path);
+    int k = ln > 0 ? snprintf(line, sizeof line, "%s:%d: %s: ignored %s\n", c->file, ln, path, why)
+                   : snprintf(line, sizeof line, "%s: %s: ignored %s\n", c->file, path, why);
+    size_t add = k < 0 ? 0 : ((size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
+    size_t have = *c->notes ? strlen(*c->notes) : 0;
+    char *n = realloc(*c->notes, have + add + 1);
+    if (!n)
+        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    memcpy(n + have, line, add);
+    n[have + add] = '\0';
+    *c->notes = n;
+    return 0;
+}
+
 /* ---- the fields of each section ---------------------------------------------------------- */
 
 /* Every key of the file is declared once, in the section tables below, one row per key:
@@ -589,9 +613,10 @@ DEFINE_SECTION(damping, DAMPING_FIELDS, drths_experiment_t, "structure.damping")
       integrator_kinds)
 DEFINE_SECTION(structure, STRUCTURE_FIELDS, drths_experiment_t, "structure");
 
-/* ground_motion: file, format, units, column, scale and time_compression only with kind record
- * (file required there, and a readable regular file); band_hz, rms_m_s2 and seed only with
- * white-noise, which sets format auto, units m/s2 and the rest to 1. */
+/* ground_motion: file, format, units, column, scale, time_compression and dt_s apply to kind
+ * record (file required there, and a readable regular file); band_hz, rms_m_s2 and seed to
+ * white-noise, which sets format auto, units m/s2, dt_s 0 and the rest to 1. The fields of the
+ * other kind are ignored with a note. */
 #define GROUND_FIELDS(X, s)                                                                        \
     X(s, ENUM,     kind, ground_motion.kind, DRTHS_GROUND_MOTION_RECORD, _, _, ground_kinds)       \
     X(s, TEXT,     file, ground_motion.file, NULL, _, _, _)                                        \
@@ -600,6 +625,8 @@ DEFINE_SECTION(structure, STRUCTURE_FIELDS, drths_experiment_t, "structure");
     X(s, INT,      column, ground_motion.column, 1, 1, 1000, _)                                    \
     X(s, REAL_GT0, scale, ground_motion.scale, 1.0, _, _, _)                                       \
     X(s, REAL_IN,  time_compression, ground_motion.time_compression, 1.0, 1.0, 1000.0, _)          \
+    /* record only: the step of a record without a time column or DT= header; 0 = not given */   \
+    X(s, REAL_GE0, dt_s, ground_motion.dt_s, 0, _, _, _)                                           \
     /* white-noise: > 0 */                                                                         \
     X(s, REAL_IN,  duration_s, ground_motion.duration_s, 0, 0, 1e6, _)                             \
     X(s, REAL_IN,  tail_s, ground_motion.tail_s, 0, 0, 1e6, _)                                     \
@@ -1389,9 +1416,14 @@ static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_struc
     if (x->structure.damping.kind == DRTHS_DAMPING_MATRIX && !x->structure.damping_N_s_per_m)
         return fail(c, -EINVAL, "structure.damping_N_s_per_m",
                     "missing (required by structure.damping.kind matrix, with model matrices)");
-    if (x->structure.damping.kind != DRTHS_DAMPING_MATRIX && x->structure.damping_N_s_per_m)
-        return not_allowed(c, "structure.damping_N_s_per_m",
-                           "unless structure.damping.kind is matrix");
+    if (x->structure.damping.kind != DRTHS_DAMPING_MATRIX && x->structure.damping_N_s_per_m) {
+        /* Left out of the experiment: only kind matrix reads it. */
+        free(x->structure.damping_N_s_per_m);
+        x->structure.damping_N_s_per_m = NULL;
+        if ((r = ignored(c, "structure.damping_N_s_per_m",
+                         "(it applies to structure.damping.kind matrix only)")))
+            return r;
+    }
     switch (x->structure.damping.kind) {
     case DRTHS_DAMPING_MODAL:
     case DRTHS_DAMPING_RAYLEIGH: {
@@ -1417,9 +1449,10 @@ static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_struc
                 return fail(c, -EINVAL, path, "must be in [0, 1), 0.02 meaning 2 %% (got %g)", z);
         }
         if (!rayleigh) {
-            if (rd && rd->modes)
-                return not_allowed(c, "structure.damping.modes",
-                                   "unless structure.damping.kind is rayleigh");
+            if (rd && rd->modes &&
+                (r = ignored(c, "structure.damping.modes",
+                             "(it applies to structure.damping.kind rayleigh only)")))
+                return r;
             break;
         }
         if (rd && rd->modes) {
@@ -1443,12 +1476,14 @@ static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_struc
     }
     case DRTHS_DAMPING_MATRIX:
     case DRTHS_DAMPING_NONE:
-        if (rd && rd->ratio)
-            return not_allowed(c, "structure.damping.ratio",
-                               "with structure.damping.kind matrix or none");
-        if (rd && rd->modes)
-            return not_allowed(c, "structure.damping.modes",
-                               "unless structure.damping.kind is rayleigh");
+        if (rd && rd->ratio &&
+            (r = ignored(c, "structure.damping.ratio",
+                         "(it applies to structure.damping.kind modal and rayleigh only)")))
+            return r;
+        if (rd && rd->modes &&
+            (r = ignored(c, "structure.damping.modes",
+                         "(it applies to structure.damping.kind rayleigh only)")))
+            return r;
         break;
     }
     return 0;
@@ -1486,16 +1521,14 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
         (r = PARSE(ground, tail_s, g, x)))
         return r;
     if (x->ground_motion.kind == DRTHS_GROUND_MOTION_RECORD) {
-        static const char *why = "with ground_motion.kind record";
-        if (g->band_hz)
-            return not_allowed(c, "ground_motion.band_hz", why);
-        if (g->rms_m_s2)
-            return not_allowed(c, "ground_motion.rms_m_s2", why);
-        if (g->seed)
-            return not_allowed(c, "ground_motion.seed", why);
+        static const char *why = "(it applies to ground_motion.kind white-noise; kind is record)";
+        if ((g->band_hz && (r = ignored(c, "ground_motion.band_hz", why))) ||
+            (g->rms_m_s2 && (r = ignored(c, "ground_motion.rms_m_s2", why))) ||
+            (g->seed && (r = ignored(c, "ground_motion.seed", why))))
+            return r;
         if (!g->file || !g->file[0])
             return fail(c, -EINVAL, "ground_motion.file", "missing (required for kind record)");
-        if ((r = PARSE_RANGE(ground, format, time_compression, g, x)))
+        if ((r = PARSE_RANGE(ground, format, dt_s, g, x)))
             return r;
         x->ground_motion.file = strdup(g->file);
         x->ground_motion.record_path = join_path(x->dir, g->file);
@@ -1515,20 +1548,17 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
             return fail(c, -EINVAL, "ground_motion.file", "\"%s\" is not a regular file",
                         x->ground_motion.record_path);
     } else {
-        static const char *why = "with ground_motion.kind white-noise";
-        if (g->file)
-            return not_allowed(c, "ground_motion.file", why);
-        if (g->format)
-            return not_allowed(c, "ground_motion.format", why);
-        if (g->units)
-            return not_allowed(c, "ground_motion.units", why);
-        if (g->column)
-            return not_allowed(c, "ground_motion.column", why);
-        if (g->scale)
-            return not_allowed(c, "ground_motion.scale",
-                               "with ground_motion.kind white-noise (use rms_m_s2)");
-        if (g->time_compression)
-            return not_allowed(c, "ground_motion.time_compression", why);
+        static const char *why = "(it applies to ground_motion.kind record; kind is white-noise)";
+        if ((g->file && (r = ignored(c, "ground_motion.file", why))) ||
+            (g->format && (r = ignored(c, "ground_motion.format", why))) ||
+            (g->units && (r = ignored(c, "ground_motion.units", why))) ||
+            (g->column && (r = ignored(c, "ground_motion.column", why))) ||
+            (g->scale && (r = ignored(c, "ground_motion.scale",
+                                      "(it applies to ground_motion.kind record; white-noise "
+                                      "takes its amplitude from rms_m_s2)"))) ||
+            (g->time_compression && (r = ignored(c, "ground_motion.time_compression", why))) ||
+            (g->dt_s && (r = ignored(c, "ground_motion.dt_s", why))))
+            return r;
         x->ground_motion.format = DRTHS_RECORD_FORMAT_AUTO;
         x->ground_motion.units = DRTHS_ACCEL_M_S2;
         x->ground_motion.column = 1;
@@ -1580,8 +1610,10 @@ static int fill_specimen(vctx_t *c, drths_experiment_t *x, const struct raw_spec
             return fail(c, -EINVAL, "specimen.damper.stiffness_N_per_m", "missing (required)");
         if ((r = PARSE(damper, stiffness_N_per_m, s->damper, x)))
             return r;
-    } else if (s->damper->stiffness_N_per_m) {
-        return not_allowed(c, "specimen.damper.stiffness_N_per_m", "unless model is linear-spring");
+    } else if (s->damper->stiffness_N_per_m &&
+               (r = ignored(c, "specimen.damper.stiffness_N_per_m",
+                            "(it applies to specimen.damper.model linear-spring only)"))) {
+        return r;
     }
     if ((r = PARSE(damper, substeps, s->damper, x)) ||
         (r = PARSE_RANGE(true_scale, alpha, n, s->true_scale, x)))
@@ -1595,13 +1627,16 @@ static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_contr
     if ((r = PARSE(control, mode, ct, x)))
         return r;
     x->control.q_disp = x->control.q_acc = x->control.r = 0;
+    char why[128];
+    snprintf(why, sizeof why, "(it applies to control.mode clipped-optimal only; mode is %s)",
+             drths_control_mode_name(x->control.mode));
     for (int i = F_control_q_disp; i <= F_control_r; i++) {
         if (x->control.mode != DRTHS_CONTROL_CLIPPED_OPTIMAL) {
             char path[64];
-            if (raw_string(&control_spec[i], ct))
-                return not_allowed(c,
-                                   field_path(path, sizeof path, control_prefix, &control_spec[i]),
-                                   "unless control.mode is clipped-optimal");
+            if (raw_string(&control_spec[i], ct) &&
+                (r = ignored(c, field_path(path, sizeof path, control_prefix, &control_spec[i]),
+                             why)))
+                return r;
             continue;
         }
         if ((r = parse_field(c, control_prefix, &control_spec[i], ct, x)))
@@ -1612,10 +1647,10 @@ static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_contr
         return fail(c, -EINVAL, "control.q_disp",
                     "q_disp and q_acc are both 0: the design would weigh nothing");
     if (x->control.mode != DRTHS_CONTROL_FIXED) {
-        if (ct && ct->command)
-            return not_allowed(c, "control.command", "unless control.mode is fixed");
+        snprintf(why, sizeof why, "(it applies to control.mode fixed only; mode is %s)",
+                 drths_control_mode_name(x->control.mode));
         x->control.command = 0;
-        return 0;
+        return ct && ct->command ? ignored(c, "control.command", why) : 0;
     }
     if (!(ct && ct->command))
         return fail(c, -EINVAL, "control.command", "missing (required)");
@@ -1830,7 +1865,7 @@ int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size
                                  const char *path, drths_error_t *err)
 {
     memset(exp, 0, sizeof *exp);
-    vctx_t c = {.file = path, .text = data, .len = len, .err = err};
+    vctx_t c = {.file = path, .text = data, .len = len, .err = err, .notes = &exp->notes};
     if (len == 0 || !data)
         return drths_error_set(err, -EINVAL,
                                "%s: empty file (an experiment file is a YAML "
@@ -1995,6 +2030,7 @@ void drths_experiment_close(drths_experiment_t *x)
     if (!x)
         return;
     free(x->path);
+    free(x->notes);
     free(x->dir);
     free(x->name);
     free(x->description);

@@ -98,6 +98,10 @@ typedef struct drths_experiment {
     char *path;        /* the path as given to drths_experiment_load */
     char *dir;         /* absolute folder of the file; relative paths in it are resolved here */
     int n_dof;         /* number of degrees of freedom (floors), >= 1 */
+    /* Fields the file gives that do not apply to its choices (q_disp with control.mode
+     * passive-on...), which the loader ignored: one line each, "<file>:<line>: <field>: ignored
+     * ...", newline-terminated; NULL when none. Programs print them as warnings. */
+    char *notes;
 
     char *name;        /* required */
     char *description; /* optional; "" when absent */
@@ -143,6 +147,8 @@ typedef struct drths_experiment {
         double duration_s;            /* >= 0; 0 = the whole record (required > 0 for
                                        * white-noise) */
         double tail_s;                /* >= 0 free vibration after the record (default 0) */
+        double dt_s; /* the record's step when the file has no time column and no DT= header
+                      * (0 = not given; must agree with the file's when both are given) */
         /* white-noise */
         double band_hz[2];            /* 0 <= low < high <= rate_hz / 2 (default 0, 30) */
         double rms_m_s2;              /* > 0 (default 1) */

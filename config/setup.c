@@ -57,6 +57,7 @@ int drths_setup_ground_motion(const drths_experiment_t *exp, drths_record_t *rec
     o.scale = g->scale;
     o.time_compression = g->time_compression;
     o.duration_s = g->duration_s;
+    o.dt_s = g->dt_s;
     drths_record_t raw;
     int rc = drths_record_load(&raw, g->record_path, &o, err);
     if (rc)

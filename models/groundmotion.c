@@ -564,7 +564,7 @@ static int check_time(time_check_t *tc, size_t rows, double tk, const char *path
                                    path, lineno, tk, tc->t0,
                                    o->time_column == DRTHS_GM_TIME_FIRST
                                        ? ""
-                                       : "; set options.time_column if it is not");
+                                       : ", as the line above the data names it");
     } else if (fabs((tk - tc->tprev) - tc->step0) > UNIFORM_TOL * tc->step0) {
         return drths_error_set(err, -EINVAL,
                                "%s:%ld: time step %.9g s (from %.9g s) differs from the "
@@ -622,6 +622,55 @@ static int read_rows(const text_t *t, size_t first, const char *path, int csv,
     return 0;
 }
 
+/* A time step stated in the header or comment lines above the first data row, as `DT=0.01`,
+ * `dt = 0.005 sec` or `DT: 0.02` ("DT" not inside a longer word; any case): 1 with *dt and
+ * *line (1-based), else 0. The first such line counts. */
+static int header_dt(const text_t *t, size_t first, double *dt, long *line)
+{
+    for (size_t i = 0; i < first; i++) {
+        const char *l = t->line[i];
+        for (const char *p = l; *p; p++) {
+            if (strncasecmp(p, "dt", 2) != 0 ||
+                (p > l && (isalnum((unsigned char)p[-1]) || p[-1] == '_')))
+                continue;
+            const char *q = skip_space(p + 2);
+            if (*q != '=' && *q != ':')
+                continue;
+            q = skip_space(q + 1);
+            char *end;
+            double v = strtod(q, &end);
+            if (end == q || !(v > 0) || !isfinite(v))
+                continue;
+            *dt = v;
+            *line = (long)i + 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The step of a file without a time column from its DT= header line; with a time column, a
+ * DT= line must agree with it. */
+static int apply_header_dt(const text_t *t, size_t first, int has_time, const char *path,
+                           series_t *s, drths_error_t *err)
+{
+    double hdt;
+    long hline;
+    if (!header_dt(t, first, &hdt, &hline))
+        return 0;
+    if (!has_time) {
+        s->dt = hdt;
+        s->dt_line = hline;
+        return 0;
+    }
+    if (s->dt > 0 && fabs(s->dt - hdt) > UNIFORM_TOL * s->dt)
+        return drths_error_set(err, -EINVAL,
+                               "%s:%ld: the header says DT = %.9g s but the time column "
+                               "(from line %ld) steps %.9g s",
+                               path, hline, hdt, s->first_line, s->dt);
+    return 0;
+}
+
 static int parse_columns(const text_t *t, const char *path, int csv, const drths_gm_options_t *o,
                          series_t *s, drths_error_t *err)
 {
@@ -645,7 +694,7 @@ static int parse_columns(const text_t *t, const char *path, int csv, const drths
     int nvalues = lay.ncols - lay.has_time;
     if (o->column > nvalues)
         return drths_error_set(err, -EINVAL,
-                               "%s:%ld: options.column = %d but the file has %d "
+                               "%s:%ld: ground_motion.column = %d but the file has %d "
                                "value column%s%s",
                                path, s->first_line, o->column, nvalues, nvalues == 1 ? "" : "s",
                                lay.has_time ? " besides time" : "");
@@ -663,7 +712,8 @@ static int parse_columns(const text_t *t, const char *path, int csv, const drths
         snprintf(s->units_from, sizeof s->units_from, "line %ld names the column \"%.*s\"",
                  names_line, shown, nm->p);
     }
-    return read_rows(t, first, path, csv, o, &lay, s, err);
+    int r = read_rows(t, first, path, csv, o, &lay, s, err);
+    return r ? r : apply_header_dt(t, first, lay.has_time, path, s, err);
 }
 
 /* ---- load ---------------------------------------------------------------------------------- */
@@ -671,36 +721,37 @@ static int parse_columns(const text_t *t, const char *path, int csv, const drths
 static int check_options(const drths_gm_options_t *o, const char *path, drths_error_t *err)
 {
     if ((unsigned)o->format > DRTHS_GM_CSV)
-        return drths_error_set(err, -EINVAL, "%s: options.format: unknown value %d", path,
+        return drths_error_set(err, -EINVAL, "%s: ground_motion.format: unknown value %d", path,
                                (int)o->format);
     if ((unsigned)o->units > DRTHS_GM_UNITS_MM_S2)
-        return drths_error_set(err, -EINVAL, "%s: options.units: unknown value %d", path,
+        return drths_error_set(err, -EINVAL, "%s: ground_motion.units: unknown value %d", path,
                                (int)o->units);
     if ((unsigned)o->time_column > DRTHS_GM_TIME_NONE)
-        return drths_error_set(err, -EINVAL, "%s: options.time_column: unknown value %d", path,
+        return drths_error_set(err, -EINVAL, "%s: the time column option: unknown value %d", path,
                                (int)o->time_column);
     if (o->column < 1)
-        return drths_error_set(err, -EINVAL, "%s: options.column: must be >= 1 (got %d)", path,
-                               o->column);
+        return drths_error_set(err, -EINVAL, "%s: ground_motion.column: must be >= 1 (got %d)",
+                               path, o->column);
     if (!isfinite(o->dt_s) || o->dt_s < 0)
         return drths_error_set(err, -EINVAL,
-                               "%s: options.dt_s: must be > 0, or 0 for none "
+                               "%s: ground_motion.dt_s: must be > 0, or 0 for none "
                                "(got %g)",
                                path, o->dt_s);
     if (!isfinite(o->scale) || o->scale == 0)
         return drths_error_set(err, -EINVAL,
-                               "%s: options.scale: must be finite and non-zero (got %g)", path,
-                               o->scale);
+                               "%s: ground_motion.scale: must be finite and non-zero (got %g)",
+                               path, o->scale);
     if (!isfinite(o->time_compression) || !(o->time_compression > 0))
-        return drths_error_set(err, -EINVAL, "%s: options.time_compression: must be > 0 (got %g)",
-                               path, o->time_compression);
+        return drths_error_set(err, -EINVAL,
+                               "%s: ground_motion.time_compression: must be > 0 (got %g)", path,
+                               o->time_compression);
     if (!isfinite(o->duration_s) || o->duration_s < 0)
         return drths_error_set(err, -EINVAL,
-                               "%s: options.duration_s: must be > 0, or 0 for all (got %g)", path,
-                               o->duration_s);
+                               "%s: ground_motion.duration_s: must be > 0, or 0 for all (got %g)",
+                               path, o->duration_s);
     if (!isfinite(o->tail_s) || o->tail_s < 0)
-        return drths_error_set(err, -EINVAL, "%s: options.tail_s: must be >= 0 (got %g)", path,
-                               o->tail_s);
+        return drths_error_set(err, -EINVAL, "%s: ground_motion.tail_s: must be >= 0 (got %g)",
+                               path, o->tail_s);
     return 0;
 }
 
@@ -730,30 +781,32 @@ static int finish(drths_record_t *r, series_t *s, const char *path, const drths_
     double dt = s->dt;
     if (dt > 0) {
         if (o->dt_s > 0 && fabs(o->dt_s - dt) > UNIFORM_TOL * dt)
-            return drths_error_set(err, -EINVAL,
-                                   "%s:%ld: the file gives dt = %.9g s but options.dt_s = %.9g s",
-                                   path, s->dt_line, dt, o->dt_s);
+            return drths_error_set(
+                err, -EINVAL, "%s:%ld: the file gives dt = %.9g s but ground_motion.dt_s = %.9g s",
+                path, s->dt_line, dt, o->dt_s);
     } else if (o->dt_s > 0) {
         dt = o->dt_s;
     } else {
         return drths_error_set(err, -EINVAL,
                                "%s:%ld: no time step: the file has no time column and no DT= "
-                               "header, so options.dt_s must give it",
+                               "header line, so ground_motion.dt_s must give it",
                                path, s->first_line);
     }
 
     drths_gm_units_t u = o->units;
     if (u == DRTHS_GM_UNITS_FILE) {
         if (s->units == DRTHS_GM_UNITS_FILE)
-            return drths_error_set(err, -EINVAL,
-                                   "%s:%ld: the file does not state its units in a column name "
-                                   "(like accel_m_s2 or Accel[g]), so options.units must give "
-                                   "them",
-                                   path, s->first_line);
+            return drths_error_set(
+                err, -EINVAL,
+                "%s:%ld: the file does not state its units in a column name "
+                "(like accel_m_s2 or Accel[g]), so ground_motion.units must give "
+                "them",
+                path, s->first_line);
         u = s->units;
     } else if (s->units != DRTHS_GM_UNITS_FILE && s->units != u) {
-        return drths_error_set(err, -EINVAL, "%s: the file states %s (%s) but options.units is %s",
-                               path, units_name(s->units), s->units_from, units_name(u));
+        return drths_error_set(err, -EINVAL,
+                               "%s: the file states %s (%s) but ground_motion.units is %s", path,
+                               units_name(s->units), s->units_from, units_name(u));
     }
     double factor = units_factor(u);
 
@@ -764,7 +817,7 @@ static int finish(drths_record_t *r, series_t *s, const char *path, const drths_
     if (fabs(s->v[ipk]) * factor > PLAUSIBLE_PEAK_G * DRTHS_G_M_S2)
         return drths_error_set(err, -EINVAL,
                                "%s:%ld: peak %g %s = %.4g g exceeds %g g; are the units right "
-                               "(options.units)?",
+                               "(ground_motion.units)?",
                                path, s->lineno[ipk], s->v[ipk], units_name(u),
                                fabs(s->v[ipk]) * factor / DRTHS_G_M_S2, PLAUSIBLE_PEAK_G);
 
@@ -778,7 +831,7 @@ static int finish(drths_record_t *r, series_t *s, const char *path, const drths_
     double tail = floor(o->tail_s / dt_out + SNAP_TOL);
     if ((double)keep + tail > DRTHS_GM_MAX_SAMPLES)
         return drths_error_set(err, -EINVAL,
-                               "%s: options.tail_s = %g s at dt = %g s makes more "
+                               "%s: ground_motion.tail_s = %g s at dt = %g s makes more "
                                "than %u samples",
                                path, o->tail_s, dt_out, DRTHS_GM_MAX_SAMPLES);
     size_t n = keep + (size_t)tail;
@@ -822,13 +875,13 @@ int drths_record_load(drths_record_t *r, const char *path, const drths_gm_option
     if (fmt == DRTHS_GM_AT2) {
         if (o->column != 1)
             rc = drths_error_set(err, -EINVAL,
-                                 "%s: options.column = %d but an AT2 file has one "
+                                 "%s: ground_motion.column = %d but an AT2 file has one "
                                  "value column",
                                  path, o->column);
         else if (o->time_column == DRTHS_GM_TIME_FIRST)
             rc = drths_error_set(err, -EINVAL,
-                                 "%s: options.time_column says first, but an AT2 file has no "
-                                 "time column",
+                                 "%s: the time column option says first, but an AT2 file has "
+                                 "no time column",
                                  path);
         else
             rc = parse_at2(&t, path, &s, err);

@@ -13,20 +13,25 @@
  * Time column: the first of two or more columns is time when the names line (the last header or
  * comment line before the data, if it has one name per column) calls it "time...", "t", "t_s",
  * "t[s]"..., or when its first three values step up evenly, which no acceleration column does.
- * options.time_column overrides this. A time column must be uniformly spaced: every
+ * The time_column option overrides this. A time column must be uniformly spaced: every
  * step within 1e-6 (relative) of the first, otherwise the load fails naming the line. The first
  * sample is taken as t = 0 whatever time the file gives it.
  *
  * Units: the value column's name may state them (`accel_m_s2`, `Accel[g]`, `a [cm/s^2]`);
- * options.units = DRTHS_GM_UNITS_FILE takes them from there (AT2: g) and fails when the file
+ * units = DRTHS_GM_UNITS_FILE takes them from there (AT2: g) and fails when the file
  * does not state them; any other value must agree with what the file states, so that a record
  * in cm/s^2 is never read as g. A record whose peak exceeds 10 g in its own units (before
- * options.scale) is refused as a units mistake, and so is a column named like velocity or
+ * scale) is refused as a units mistake, and so is a column named like velocity or
  * displacement.
  *
- * Time step: from the time column or the DT header; options.dt_s is needed only when the file has
- * neither (like the Kobe record, whose dt is only in a comment), and must agree with the file's
- * when both are given.
+ * Time step: from the time column, the AT2 header, or a header or comment line above the data
+ * of a file without a time column that states it as `DT=0.01`, `dt = 0.005 sec` or `DT: 0.02`
+ * (the Kobe record's comment says "dt=0.005 sec"); dt_s is needed only when the file has none of
+ * these, and must agree with the file's when both are given. A DT= line in a file with a time
+ * column must agree with that column.
+ *
+ * Messages name the options by the experiment file's fields (ground_motion.column,
+ * ground_motion.dt_s, ...), which config/setup.c passes here one to one.
  *
  * Ownership: drths_record_t owns ag_m_s2 (malloc'd); drths_record_close() frees it. All of this
  * module is init-only (it reads files and allocates); the RT loop reads r->ag_m_s2[k] directly.

@@ -7,6 +7,7 @@
 #define DRTHS_TCP_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* drths_tcp_recv flag: set TCP_QUICKACK before every recv. The kernel leaves quick-ACK mode by
@@ -22,5 +23,19 @@ int drths_tcp_send_all(int fd, const void *buf, size_t n);
  * the peer closed the connection first, the count of bytes it did send; or a negative errno
  * (-EAGAIN after SO_RCVTIMEO). flags: 0 or DRTHS_TCP_QUICKACK. Blocking; I/O threads only. */
 ssize_t drths_tcp_recv(int fd, void *buf, size_t n, int flags);
+
+/* drths_tcp_recv with a deadline: before each receive it waits (poll) until the absolute
+ * CLOCK_MONOTONIC time deadline_ns at most, and returns -ETIMEDOUT once it has passed with fewer
+ * than n bytes in buf (those already received stay there). A negative deadline_ns waits for
+ * ever, as drths_tcp_recv. The deadline bounds the whole message, so a peer that trickles one
+ * byte at a time cannot stretch it. Blocking; I/O threads only. */
+ssize_t drths_tcp_recv_until(int fd, void *buf, size_t n, int flags, int64_t deadline_ns);
+
+/* Turns on TCP keepalive: after idle_s seconds without traffic the kernel probes the peer every
+ * interval_s seconds and, after count unanswered probes, fails the connection (a blocked recv
+ * then returns -ETIMEDOUT), so a peer machine that died or was cut off is noticed within
+ * idle_s + count * interval_s even when neither side has anything to send. Returns 0 or a
+ * negative errno. init-only. */
+int drths_tcp_keepalive(int fd, int idle_s, int interval_s, int count);
 
 #endif

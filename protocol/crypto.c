@@ -11,8 +11,11 @@
 #include <sodium.h>
 
 static const char rehearsal_text[] = "drths rehearsal key v1: public, for localhost rehearsal only";
-static const char handshake_label[] = "drths-v1 handshake"; /* 18 bytes, no NUL */
-static const char session_label[] = "drths-v1 session";    /* 16 bytes, no NUL */
+/* Key-derivation labels (ASCII, no NUL; PROTOCOL.md section 3). */
+static const char hello_label[] = "drths-v2 hello";
+static const char ack_label[] = "drths-v2 hello_ack";
+static const char transcript_label[] = "drths-v2 transcript";
+static const char session_label[] = "drths-v2 session";
 static const char key_id_label[] = "drths-v1 key id";      /* 15 bytes, no NUL */
 
 int drths_crypto_init(void)
@@ -26,114 +29,6 @@ static void put_be64(uint8_t *p, uint64_t v)
         p[i] = (uint8_t)v;
         v >>= 8;
     }
-}
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-int drths_key_load(uint8_t key[DRTHS_KEY_BYTES], const char *path, drths_error_t *err)
-{
-    if (!path || !*path)
-        return drths_error_set(err, -EINVAL, "no key file given");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        return drths_error_set(err, -e, "key file %s: cannot open: %s", path, strerror(e));
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return drths_error_set(err, -e, "key file %s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return drths_error_set(err, -EINVAL, "key file %s is not a regular file", path);
-    }
-    unsigned mode = (unsigned)(st.st_mode & 07777);
-    if (mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH)) {
-        close(fd);
-        const char *what = (mode & (S_IRGRP | S_IROTH)) ? "readable" : "writable";
-        const char *who = (mode & (S_IROTH | S_IWOTH)) ? "others" : "its group";
-        return drths_error_set(err, -EPERM,
-                               "key file %s is %s by %s (mode %04o); chmod 600 %s", path, what,
-                               who, mode, path);
-    }
-    uid_t me = geteuid();
-    if (me != 0 && st.st_uid != me) {
-        close(fd);
-        return drths_error_set(err, -EPERM,
-                               "key file %s is owned by uid %u, not by you (uid %u); "
-                               "use a key file of your own",
-                               path, (unsigned)st.st_uid, (unsigned)me);
-    }
-    /* Read a little more than the largest accepted form so that a wrong size is reported
-     * with its real value for small files and as "more than" for big ones. */
-    uint8_t buf[80];
-    size_t n = 0;
-    while (n < sizeof buf) {
-        ssize_t r = read(fd, buf + n, sizeof buf - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            close(fd);
-            sodium_memzero(buf, sizeof buf);
-            return drths_error_set(err, -e, "key file %s: read failed: %s", path, strerror(e));
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    int rc = 0;
-    size_t hexlen = n;
-    if (hexlen > 0 && buf[hexlen - 1] == '\n')
-        hexlen--;
-    if (hexlen > 0 && buf[hexlen - 1] == '\r' && hexlen + 1 == n)
-        hexlen--;
-    if (n == DRTHS_KEY_BYTES) {
-        memcpy(key, buf, DRTHS_KEY_BYTES);
-    } else if (hexlen == 2 * DRTHS_KEY_BYTES) {
-        for (size_t i = 0; i < DRTHS_KEY_BYTES; i++) {
-            int hi = hexval(buf[2 * i]), lo = hexval(buf[2 * i + 1]);
-            if (hi < 0 || lo < 0) {
-                size_t at = hi < 0 ? 2 * i : 2 * i + 1;
-                rc = drths_error_set(err, -EINVAL,
-                                     "key file %s: %zu bytes but not hex: byte %zu is not a "
-                                     "hex digit; expected 32 raw bytes or 64 hex digits",
-                                     path, n, at);
-                break;
-            }
-            key[i] = (uint8_t)(hi << 4 | lo);
-        }
-    } else if (n == sizeof buf) {
-        rc = drths_error_set(err, -EINVAL,
-                             "key file %s must be exactly 32 bytes (or 64 hex digits), got "
-                             "more than %zu; make one with drths-keygen",
-                             path, sizeof buf - 1);
-    } else {
-        rc = drths_error_set(err, -EINVAL,
-                             "key file %s must be exactly 32 bytes (or 64 hex digits), got %zu; "
-                             "make one with drths-keygen",
-                             path, n);
-    }
-    sodium_memzero(buf, sizeof buf);
-    if (rc == 0 && sodium_is_zero(key, DRTHS_KEY_BYTES)) {
-        rc = drths_error_set(err, -EINVAL, "key file %s holds an all-zero key; make one with "
-                             "drths-keygen", path);
-    }
-    if (rc != 0)
-        sodium_memzero(key, DRTHS_KEY_BYTES);
-    return rc;
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -235,40 +130,86 @@ void drths_key_id(const uint8_t key[DRTHS_KEY_BYTES], char out[17])
     sodium_bin2hex(out, 17, h, 8);
 }
 
-void drths_crypto_derive_handshake(const uint8_t psk[DRTHS_KEY_BYTES], uint64_t session_id,
-                                   uint8_t key[DRTHS_KEY_BYTES])
+/* BLAKE2b-256 keyed with the PSK over label || the parts, each part as it is (all fixed
+ * length, so the concatenation is unambiguous). */
+static void kdf(uint8_t out[DRTHS_KEY_BYTES], const uint8_t *psk, const char *label,
+                const uint8_t *const parts[], const size_t lens[], int n)
 {
-    uint8_t msg[sizeof handshake_label - 1 + 8];
-    memcpy(msg, handshake_label, sizeof handshake_label - 1);
-    put_be64(msg + sizeof handshake_label - 1, session_id);
-    crypto_generichash(key, DRTHS_KEY_BYTES, msg, sizeof msg, psk, DRTHS_KEY_BYTES);
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, psk, psk ? DRTHS_KEY_BYTES : 0, DRTHS_KEY_BYTES);
+    crypto_generichash_update(&st, (const unsigned char *)label, strlen(label));
+    for (int i = 0; i < n; i++)
+        crypto_generichash_update(&st, parts[i], lens[i]);
+    crypto_generichash_final(&st, out, DRTHS_KEY_BYTES);
+    sodium_memzero(&st, sizeof st);
 }
 
-static void derive_one(const uint8_t psk[DRTHS_KEY_BYTES], uint8_t direction,
-                       const uint8_t *nonce_num, const uint8_t *nonce_phys, uint64_t session_id,
-                       uint8_t key[DRTHS_KEY_BYTES])
+void drths_crypto_eph_keypair(uint8_t pk[DRTHS_EPH_BYTES], uint8_t sk[DRTHS_EPH_BYTES])
 {
-    uint8_t msg[sizeof session_label - 1 + 1 + 8 + 2 * DRTHS_HELLO_NONCE_BYTES];
-    uint8_t *p = msg;
-    memcpy(p, session_label, sizeof session_label - 1);
-    p += sizeof session_label - 1;
-    *p++ = direction;
-    put_be64(p, session_id);
-    p += 8;
-    memcpy(p, nonce_num, DRTHS_HELLO_NONCE_BYTES);
-    p += DRTHS_HELLO_NONCE_BYTES;
-    memcpy(p, nonce_phys, DRTHS_HELLO_NONCE_BYTES);
-    crypto_generichash(key, DRTHS_KEY_BYTES, msg, sizeof msg, psk, DRTHS_KEY_BYTES);
-    sodium_memzero(msg, sizeof msg);
+    randombytes_buf(sk, DRTHS_EPH_BYTES);
+    crypto_scalarmult_base(pk, sk);
 }
 
-void drths_crypto_derive(const uint8_t psk[DRTHS_KEY_BYTES],
-                         const uint8_t nonce_num[DRTHS_HELLO_NONCE_BYTES],
-                         const uint8_t nonce_phys[DRTHS_HELLO_NONCE_BYTES], uint64_t session_id,
-                         drths_session_keys_t *keys)
+void drths_crypto_eph_public(uint8_t pk[DRTHS_EPH_BYTES], const uint8_t sk[DRTHS_EPH_BYTES])
 {
-    derive_one(psk, DRTHS_ROLE_NUMERICAL, nonce_num, nonce_phys, session_id, keys->num_to_phys);
-    derive_one(psk, DRTHS_ROLE_PHYSICAL, nonce_num, nonce_phys, session_id, keys->phys_to_num);
+    crypto_scalarmult_base(pk, sk);
+}
+
+int drths_crypto_dh(uint8_t out[DRTHS_KEY_BYTES], const uint8_t sk[DRTHS_EPH_BYTES],
+                    const uint8_t peer_pk[DRTHS_EPH_BYTES])
+{
+    /* libsodium refuses a low-order point (the result would be all zeros, known to anyone). */
+    if (crypto_scalarmult(out, sk, peer_pk) != 0) {
+        sodium_memzero(out, DRTHS_KEY_BYTES);
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+void drths_crypto_derive_hello(const uint8_t psk[DRTHS_KEY_BYTES], uint64_t session_id,
+                               const uint8_t e_num[DRTHS_EPH_BYTES], uint8_t key[DRTHS_KEY_BYTES])
+{
+    uint8_t sid[8];
+    put_be64(sid, session_id);
+    const uint8_t *parts[] = {sid, e_num};
+    const size_t lens[] = {8, DRTHS_EPH_BYTES};
+    kdf(key, psk, hello_label, parts, lens, 2);
+}
+
+void drths_crypto_derive_ack(const uint8_t psk[DRTHS_KEY_BYTES], uint64_t session_id,
+                             const uint8_t e_num[DRTHS_EPH_BYTES],
+                             const uint8_t e_phys[DRTHS_EPH_BYTES],
+                             const uint8_t dh[DRTHS_KEY_BYTES], uint8_t key[DRTHS_KEY_BYTES])
+{
+    uint8_t sid[8];
+    put_be64(sid, session_id);
+    const uint8_t *parts[] = {sid, e_num, e_phys, dh};
+    const size_t lens[] = {8, DRTHS_EPH_BYTES, DRTHS_EPH_BYTES, DRTHS_KEY_BYTES};
+    kdf(key, psk, ack_label, parts, lens, 4);
+}
+
+void drths_crypto_transcript(uint8_t th[DRTHS_KEY_BYTES], uint64_t session_id,
+                             const uint8_t e_num[DRTHS_EPH_BYTES], const uint8_t *hello,
+                             size_t hello_len, const uint8_t e_phys[DRTHS_EPH_BYTES],
+                             const uint8_t *ack, size_t ack_len)
+{
+    uint8_t sid[8], lh[2] = {(uint8_t)(hello_len >> 8), (uint8_t)hello_len},
+                    la[2] = {(uint8_t)(ack_len >> 8), (uint8_t)ack_len};
+    put_be64(sid, session_id);
+    const uint8_t *parts[] = {sid, e_num, lh, hello, e_phys, la, ack};
+    const size_t lens[] = {8, DRTHS_EPH_BYTES, 2, hello_len, DRTHS_EPH_BYTES, 2, ack_len};
+    kdf(th, NULL, transcript_label, parts, lens, 7);
+}
+
+void drths_crypto_derive(const uint8_t psk[DRTHS_KEY_BYTES], const uint8_t dh[DRTHS_KEY_BYTES],
+                         const uint8_t transcript[DRTHS_KEY_BYTES], drths_session_keys_t *keys)
+{
+    static const uint8_t d1 = DRTHS_ROLE_NUMERICAL, d2 = DRTHS_ROLE_PHYSICAL;
+    const uint8_t *parts[] = {&d1, dh, transcript};
+    const size_t lens[] = {1, DRTHS_KEY_BYTES, DRTHS_KEY_BYTES};
+    kdf(keys->num_to_phys, psk, session_label, parts, lens, 3);
+    parts[0] = &d2;
+    kdf(keys->phys_to_num, psk, session_label, parts, lens, 3);
 }
 
 void drths_crypto_nonce(uint8_t nonce[DRTHS_AEAD_NONCE_BYTES], drths_role_t sender,
@@ -369,11 +310,6 @@ uint64_t drths_crypto_random_session_id(void)
         randombytes_buf(&id, sizeof id);
     } while (id == 0);
     return id;
-}
-
-void drths_crypto_random_nonce(uint8_t nonce[DRTHS_HELLO_NONCE_BYTES])
-{
-    randombytes_buf(nonce, DRTHS_HELLO_NONCE_BYTES);
 }
 
 void drths_crypto_wipe(void *p, size_t n)

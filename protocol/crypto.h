@@ -1,12 +1,15 @@
 /* Keys and authenticated encryption for the drths wire protocol (PROTOCOL.md sections 3 and 4).
  *
  * - The pre-shared key (PSK) is 32 bytes in a key file that only its owner may read
- *   (drths_key_load), made by drths-keygen, copied to both laboratories out of band.
- * - HELLO and HELLO_ACK are sealed with the handshake key BLAKE2b-256(key = PSK,
- *   "drths-v1 handshake" || session id), known before any nonce is exchanged.
- * - All other messages are sealed with one key per direction, BLAKE2b-256(key = PSK,
- *   "drths-v1 session" || direction || session id || nonce_num || nonce_phys), so a key is fresh
- *   for every run as long as either side's nonce is fresh.
+ *   (drths_key_load, protocol/keyfile.h), made by drths-keygen, copied to both laboratories out
+ *   of band.
+ * - Each site draws a fresh X25519 ephemeral key pair per session (Noise / WireGuard style,
+ *   mixed with the PSK). HELLO is sealed under a key from PSK, session id and the numerical
+ *   site's ephemeral; HELLO_ACK under one that also mixes the actuator site's ephemeral and the
+ *   Diffie-Hellman result, so no two HELLO_ACKs share a key even for a replayed HELLO.
+ * - All other messages are sealed with one key per direction derived from PSK, the DH result
+ *   and the transcript hash of both HELLOs. The ephemeral secrets are wiped once the keys
+ *   exist, so a PSK that leaks later does not open recorded sessions.
  * - AEAD: ChaCha20-Poly1305 IETF, detached 16-byte tag, 12-byte nonce
  *   direction || 00 00 00 || counter (big-endian 64 bits). Composed from libsodium's ChaCha20
  *   and Poly1305 for speed on short messages; byte for byte libsodium's AEAD (unit.crypto).
@@ -23,7 +26,7 @@
 #include "platform/error.h"
 
 #define DRTHS_KEY_BYTES 32
-#define DRTHS_HELLO_NONCE_BYTES 32
+#define DRTHS_EPH_BYTES 32 /* X25519 public or secret key */
 #define DRTHS_AEAD_NONCE_BYTES 12
 #define DRTHS_TAG_BYTES 16
 
@@ -42,13 +45,6 @@ typedef struct drths_session_keys {
 /* Initialises libsodium (idempotent). Returns 0 or -EIO. init-only. */
 int drths_crypto_init(void);
 
-/* Loads the pre-shared key from path. Accepted contents: exactly 32 raw bytes, or 64 hex digits
- * optionally followed by "\n" or "\r\n". Refused (with a sentence in err saying what to do):
- * a missing or unreadable file, a file that is not a regular file, a file readable or writable
- * by group or others, a file owned by another user (unless we are root), a wrong size, bad hex,
- * an all-zero key. init-only. */
-int drths_key_load(uint8_t key[DRTHS_KEY_BYTES], const char *path, drths_error_t *err);
-
 /* Creates path with mode 0600 holding 32 random bytes (raw, or 64 hex digits + "\n" when hex is
  * true). Refuses an existing path unless force is true; with force the file is replaced
  * atomically (temporary file + rename), so the old file's mode does not carry over. If key is
@@ -66,15 +62,36 @@ void drths_key_rehearsal(uint8_t key[DRTHS_KEY_BYTES]);
  * revealing it. RT-safe. */
 void drths_key_id(const uint8_t key[DRTHS_KEY_BYTES], char out[17]);
 
-/* Handshake key for session_id (see the file comment). RT-safe. */
-void drths_crypto_derive_handshake(const uint8_t psk[DRTHS_KEY_BYTES], uint64_t session_id,
-                                   uint8_t key[DRTHS_KEY_BYTES]);
+/* Fresh X25519 ephemeral key pair (kernel CSPRNG through libsodium), made once per session
+ * before the handshake. init-only. */
+void drths_crypto_eph_keypair(uint8_t pk[DRTHS_EPH_BYTES], uint8_t sk[DRTHS_EPH_BYTES]);
+/* The public key of a secret (for fixed test vectors). RT-safe. */
+void drths_crypto_eph_public(uint8_t pk[DRTHS_EPH_BYTES], const uint8_t sk[DRTHS_EPH_BYTES]);
+/* X25519(sk, peer_pk). Returns 0, or -EBADMSG when peer_pk is a low-order point (the result
+ * would be all zeros); out is then zeroed. Costs ~50 us: never on the tick path. RT-safe. */
+int drths_crypto_dh(uint8_t out[DRTHS_KEY_BYTES], const uint8_t sk[DRTHS_EPH_BYTES],
+                    const uint8_t peer_pk[DRTHS_EPH_BYTES]);
 
-/* Both per-direction session keys. RT-safe. */
-void drths_crypto_derive(const uint8_t psk[DRTHS_KEY_BYTES],
-                         const uint8_t nonce_num[DRTHS_HELLO_NONCE_BYTES],
-                         const uint8_t nonce_phys[DRTHS_HELLO_NONCE_BYTES], uint64_t session_id,
-                         drths_session_keys_t *keys);
+/* HELLO key: BLAKE2b-256(key = PSK, "drths-v2 hello" || u64be(session_id) || e_num). RT-safe. */
+void drths_crypto_derive_hello(const uint8_t psk[DRTHS_KEY_BYTES], uint64_t session_id,
+                               const uint8_t e_num[DRTHS_EPH_BYTES], uint8_t key[DRTHS_KEY_BYTES]);
+/* HELLO_ACK key (also the key of an ABORT refusing a HELLO): BLAKE2b-256(key = PSK,
+ * "drths-v2 hello_ack" || u64be(session_id) || e_num || e_phys || dh). RT-safe. */
+void drths_crypto_derive_ack(const uint8_t psk[DRTHS_KEY_BYTES], uint64_t session_id,
+                             const uint8_t e_num[DRTHS_EPH_BYTES],
+                             const uint8_t e_phys[DRTHS_EPH_BYTES],
+                             const uint8_t dh[DRTHS_KEY_BYTES], uint8_t key[DRTHS_KEY_BYTES]);
+/* Transcript hash: BLAKE2b-256 (no key) of "drths-v2 transcript" || u64be(session_id) || e_num ||
+ * u16be(len) || HELLO payload || e_phys || u16be(len) || HELLO_ACK payload (the plaintext
+ * msgpack bytes as sent). RT-safe. */
+void drths_crypto_transcript(uint8_t th[DRTHS_KEY_BYTES], uint64_t session_id,
+                             const uint8_t e_num[DRTHS_EPH_BYTES], const uint8_t *hello,
+                             size_t hello_len, const uint8_t e_phys[DRTHS_EPH_BYTES],
+                             const uint8_t *ack, size_t ack_len);
+/* Both per-direction session keys: BLAKE2b-256(key = PSK, "drths-v2 session" || direction ||
+ * dh || transcript). RT-safe. */
+void drths_crypto_derive(const uint8_t psk[DRTHS_KEY_BYTES], const uint8_t dh[DRTHS_KEY_BYTES],
+                         const uint8_t transcript[DRTHS_KEY_BYTES], drths_session_keys_t *keys);
 
 /* The 12-byte AEAD nonce of the datagram numbered counter sent by sender. RT-safe. */
 void drths_crypto_nonce(uint8_t nonce[DRTHS_AEAD_NONCE_BYTES], drths_role_t sender,
@@ -91,10 +108,8 @@ int drths_crypto_open(const uint8_t key[DRTHS_KEY_BYTES], drths_role_t sender, u
                       const uint8_t *ad, size_t adlen, const uint8_t *c, size_t clen,
                       const uint8_t tag[DRTHS_TAG_BYTES], uint8_t *out);
 
-/* Fresh random values for a new run: a nonzero session id and a HELLO nonce (kernel CSPRNG
- * through libsodium). init-only: they are made once per run, before the loop starts. */
+/* A fresh nonzero session id (kernel CSPRNG through libsodium). init-only. */
 uint64_t drths_crypto_random_session_id(void);
-void drths_crypto_random_nonce(uint8_t nonce[DRTHS_HELLO_NONCE_BYTES]);
 
 /* Overwrites a key in memory (not optimised away). RT-safe. */
 void drths_crypto_wipe(void *p, size_t n);

@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "platform/cli.h"
 
 typedef struct {
     char *buf;
@@ -141,6 +144,9 @@ int drths_experiment_shared_text(const drths_experiment_t *x, char **text, size_
         sb_printf(&b, "ground_motion.column=%d\n", x->ground_motion.column);
         sb_printf(&b, "ground_motion.scale=%.17g\n", x->ground_motion.scale);
         sb_printf(&b, "ground_motion.time_compression=%.17g\n", x->ground_motion.time_compression);
+        /* Only when given, so that the text of every file without it is unchanged. */
+        if (x->ground_motion.dt_s > 0)
+            sb_printf(&b, "ground_motion.dt_s=%.17g\n", x->ground_motion.dt_s);
     } else {
         sb_doubles(&b, "ground_motion.band_hz", x->ground_motion.band_hz, 2);
         sb_printf(&b, "ground_motion.rms_m_s2=%.17g\n", x->ground_motion.rms_m_s2);
@@ -211,4 +217,123 @@ void drths_experiment_fingerprint_hex(const uint8_t fp[DRTHS_FINGERPRINT_BYTES],
         out[2 * i + 1] = hexd[fp[i] & 15];
     }
     out[64] = '\0';
+}
+
+/* Length of the section name of a "key=value" line (the key up to its first '.' or '='), or 0
+ * for a line without '=' (the format line). */
+static size_t section_of(const char *line, size_t len)
+{
+    const char *eq = memchr(line, '=', len);
+    if (!eq)
+        return 0;
+    size_t k = (size_t)(eq - line);
+    const char *dot = memchr(line, '.', k);
+    return dot ? (size_t)(dot - line) : k;
+}
+
+static int section_index(drths_hello_section_t *out, int n, const char *name, size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(out[i].name) == len && memcmp(out[i].name, name, len) == 0)
+            return i;
+    return -1;
+}
+
+int drths_experiment_sections(const drths_experiment_t *exp, drths_hello_section_t *out, int *n,
+                              drths_error_t *err)
+{
+    char *text;
+    size_t len;
+    *n = 0;
+    int r = drths_experiment_shared_text(exp, &text, &len, err);
+    if (r)
+        return r;
+    crypto_generichash_state st[DRTHS_WIRE_MAX_SECTIONS];
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+        size_t sl = section_of(p, ll);
+        if (sl > 0 && sl <= DRTHS_WIRE_MAX_NAME) {
+            int i = section_index(out, *n, p, sl);
+            if (i < 0 && *n < DRTHS_WIRE_MAX_SECTIONS) {
+                i = (*n)++;
+                memcpy(out[i].name, p, sl);
+                out[i].name[sl] = '\0';
+                crypto_generichash_init(&st[i], NULL, 0, DRTHS_WIRE_SECTION_HASH);
+            }
+            if (i >= 0)
+                crypto_generichash_update(&st[i], (const unsigned char *)p, ll);
+        }
+        p += ll;
+    }
+    for (int i = 0; i < *n; i++)
+        crypto_generichash_final(&st[i], out[i].hash, DRTHS_WIRE_SECTION_HASH);
+    free(text);
+    return 0;
+}
+
+static void append_name(char *out, size_t cap, size_t *used, const char *name)
+{
+    int k = snprintf(out + *used, cap - *used, "%s%s", *used ? ", " : "", name);
+    if (k > 0 && (size_t)k < cap - *used)
+        *used += (size_t)k;
+}
+
+/* Sections of a missing from b or with another hash (each named once). */
+static int diff_one_way(const drths_msg_hello_t *a, const drths_msg_hello_t *b, bool hashes,
+                        char *out, size_t cap, size_t *used)
+{
+    int count = 0;
+    for (int i = 0; i < a->n_sections; i++) {
+        int j = -1;
+        for (int k = 0; k < b->n_sections; k++)
+            if (strcmp(a->sections[i].name, b->sections[k].name) == 0)
+                j = k;
+        bool differs = j < 0 || (hashes && memcmp(a->sections[i].hash, b->sections[j].hash,
+                                                  DRTHS_WIRE_SECTION_HASH) != 0);
+        if (differs) {
+            append_name(out, cap, used, a->sections[i].name);
+            count++;
+        }
+    }
+    return count;
+}
+
+int drths_hello_section_diff(const drths_msg_hello_t *a, const drths_msg_hello_t *b, char *out,
+                             size_t cap)
+{
+    size_t used = 0;
+    if (cap)
+        out[0] = '\0';
+    if (!cap || a->n_sections == 0 || b->n_sections == 0)
+        return 0;
+    int n = diff_one_way(a, b, true, out, cap, &used);
+    return n + diff_one_way(b, a, false, out, cap, &used);
+}
+
+int drths_hello_init(drths_msg_hello_t *h, const drths_experiment_t *exp, drths_role_t role,
+                     uint8_t link, drths_error_t *err)
+{
+    memset(h, 0, sizeof *h);
+    h->proto_min = DRTHS_WIRE_VERSION_MIN;
+    h->proto_max = DRTHS_WIRE_VERSION_MAX;
+    h->role = (uint8_t)role;
+    h->link = link;
+    if (gethostname(h->site, sizeof h->site - 1) != 0)
+        snprintf(h->site, sizeof h->site, "unknown");
+    h->site[sizeof h->site - 1] = '\0';
+    h->rate_hz = exp->rate_hz;
+    h->n_channels = 1;
+    h->r = (uint8_t)exp->link.redundancy;
+    for (int k = 0; k < h->r && k < DRTHS_WIRE_MAX_R; k++)
+        h->offsets[k] = (uint16_t)drths_wire_offset(k);
+    snprintf(h->units, sizeof h->units, "SI");
+    snprintf(h->software, sizeof h->software, "drths %s", drths_version());
+    int rc = drths_experiment_fingerprint(exp, h->fingerprint, err);
+    if (!rc) {
+        int n = 0;
+        rc = drths_experiment_sections(exp, h->sections, &n, err);
+        h->n_sections = (uint8_t)n;
+    }
+    return rc;
 }

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "platform/error.h"
+#include "protocol/wire.h"
 
 #define DRTHS_FINGERPRINT_BYTES 32
 
@@ -27,6 +28,26 @@ int drths_experiment_shared_text(const drths_experiment_t *exp, char **text, siz
  * send it in HELLO. init-only. */
 int drths_experiment_fingerprint(const drths_experiment_t *exp,
                                  uint8_t out[DRTHS_FINGERPRINT_BYTES], drths_error_t *err);
+
+/* The shared text cut into sections (the part of each key before its first '.': name,
+ * rate_hz, structure, ground_motion, specimen, control, link) and a short hash of each
+ * (BLAKE2b-64 of that section's lines in order), for HELLO: a peer whose fingerprint differs
+ * can then name the sections that differ. *n gets the count (at most
+ * DRTHS_WIRE_MAX_SECTIONS). init-only. */
+int drths_experiment_sections(const drths_experiment_t *exp, drths_hello_section_t *out, int *n,
+                              drths_error_t *err);
+
+/* Writes the names of the sections whose hashes differ between two HELLOs (or that only one
+ * lists), comma-separated, into out ("" if none or if either lists no sections). Returns the
+ * number of such sections. RT-safe. */
+int drths_hello_section_diff(const drths_msg_hello_t *a, const drths_msg_hello_t *b, char *out,
+                             size_t cap);
+
+/* The HELLO / HELLO_ACK fields both sites fill alike from the experiment: versions, role,
+ * rate, one channel, the redundancy offsets (drths_wire_offset), SI units, fingerprint, sections, software
+ * and the site name (the host name). link is the numerical site's link index. init-only. */
+int drths_hello_init(drths_msg_hello_t *h, const drths_experiment_t *exp, drths_role_t role,
+                     uint8_t link, drths_error_t *err);
 
 /* Lower-case hex of a fingerprint, NUL-terminated. RT-safe. */
 void drths_experiment_fingerprint_hex(const uint8_t fp[DRTHS_FINGERPRINT_BYTES], char out[65]);

@@ -34,6 +34,10 @@ const char *drths_reject_name(drths_reject_t r)
         [DRTHS_REJECT_TRAILING_BYTES] = "TRAILING_BYTES",
         [DRTHS_REJECT_BAD_SCHEMA] = "BAD_SCHEMA",
         [DRTHS_REJECT_BAD_FIELD] = "BAD_FIELD",
+        [DRTHS_REJECT_V1_PEER] = "V1_PEER",
+        [DRTHS_REJECT_HELLO_RUNNING] = "HELLO_RUNNING",
+        [DRTHS_REJECT_HELLO_SEEN] = "HELLO_SEEN",
+        [DRTHS_REJECT_HELLO_PINNED] = "HELLO_PINNED",
     };
     if ((unsigned)r >= DRTHS_REJECT_COUNT)
         return "UNKNOWN";
@@ -132,6 +136,23 @@ static void header_write(uint8_t *p, const drths_wire_header_t *h)
     put_be32(p + 36, h->reserved);
 }
 
+/* Bytes before the payload: the header, and the ephemeral key when the EPH flag is set. */
+static size_t prefix_len(const drths_wire_header_t *h)
+{
+    return DRTHS_WIRE_HEADER_BYTES + ((h->flags & DRTHS_WIRE_FLAG_EPH) ? DRTHS_EPH_BYTES : 0);
+}
+
+/* The EPH flag is required on HELLO / HELLO_ACK, allowed on ABORT, and nothing else. */
+static bool flags_ok(const drths_wire_header_t *h)
+{
+    if (h->flags & ~DRTHS_WIRE_FLAG_EPH)
+        return false;
+    bool eph = h->flags & DRTHS_WIRE_FLAG_EPH;
+    if (h->type == DRTHS_MSG_HELLO || h->type == DRTHS_MSG_HELLO_ACK)
+        return eph;
+    return !eph || h->type == DRTHS_MSG_ABORT;
+}
+
 drths_reject_t drths_wire_peek_header(const uint8_t *buf, size_t len, drths_wire_header_t *h)
 {
     if (len < DRTHS_WIRE_HEADER_BYTES + 1 + DRTHS_TAG_BYTES)
@@ -140,6 +161,10 @@ drths_reject_t drths_wire_peek_header(const uint8_t *buf, size_t len, drths_wire
         return DRTHS_REJECT_TOO_LONG;
     if (memcmp(buf, DRTHS_WIRE_MAGIC, 4) != 0)
         return DRTHS_REJECT_BAD_MAGIC;
+    /* A v1 peer is named before anything else of its header is judged: its datagrams are
+     * well formed for v1, and the operator needs to hear "upgrade it", not "bad header". */
+    if (buf[4] == 1)
+        return DRTHS_REJECT_V1_PEER;
     h->version = buf[4];
     h->type = buf[5];
     h->flags = (uint16_t)get_be(buf + 6, 2);
@@ -152,9 +177,28 @@ drths_reject_t drths_wire_peek_header(const uint8_t *buf, size_t len, drths_wire
         return DRTHS_REJECT_BAD_VERSION;
     if (h->type < 1 || h->type > DRTHS_MSG_TYPE_MAX)
         return DRTHS_REJECT_BAD_TYPE;
-    if (h->flags != 0 || h->reserved != 0)
+    if (!flags_ok(h) || h->reserved != 0)
         return DRTHS_REJECT_BAD_RESERVED;
+    if (len < prefix_len(h) + 1 + DRTHS_TAG_BYTES)
+        return DRTHS_REJECT_TOO_SHORT;
     return DRTHS_REJECT_OK;
+}
+
+unsigned drths_wire_offset(int k)
+{
+    if (k < 0)
+        return 0;
+    if (k < 4)
+        return (unsigned)k;
+    if (k >= DRTHS_WIRE_MAX_R)
+        k = DRTHS_WIRE_MAX_R - 1;
+    return 8u << (k - 4);
+}
+
+int drths_wire_pick_version(int min_a, int max_a, int min_b, int max_b)
+{
+    int lo = min_a > min_b ? min_a : min_b, hi = max_a < max_b ? max_a : max_b;
+    return lo <= hi ? hi : 0;
 }
 
 /* Which role may send which type. PROBE / PROBE_ECHO, HEARTBEAT, STOP and ABORT go both ways;
@@ -209,8 +253,14 @@ static drths_reject_t validate(const drths_msg_t *m)
     case DRTHS_MSG_HELLO_ACK: {
         const drths_msg_hello_t *h = &m->u.hello;
         drths_role_t want = m->type == DRTHS_MSG_HELLO ? DRTHS_ROLE_NUMERICAL : DRTHS_ROLE_PHYSICAL;
-        if (h->proto_min < 1 || h->proto_min > h->proto_max || h->role != want)
+        if (h->proto_min < 1 || h->proto_min > h->proto_max || h->role != want ||
+            h->version > h->proto_max)
             return DRTHS_REJECT_BAD_FIELD;
+        if (!text_ok(h->site, DRTHS_WIRE_MAX_NAME) || h->n_sections > DRTHS_WIRE_MAX_SECTIONS)
+            return DRTHS_REJECT_BAD_FIELD;
+        for (int i = 0; i < h->n_sections; i++)
+            if (!text_ok(h->sections[i].name, DRTHS_WIRE_MAX_NAME))
+                return DRTHS_REJECT_BAD_FIELD;
         if (!isfinite(h->rate_hz) || h->rate_hz <= 0.0 || h->rate_hz > 1e6)
             return DRTHS_REJECT_BAD_FIELD;
         if (h->n_channels < 1 || h->n_channels > DRTHS_WIRE_MAX_CHANNELS || h->r < 1 ||
@@ -218,6 +268,12 @@ static drths_reject_t validate(const drths_msg_t *m)
             return DRTHS_REJECT_BAD_FIELD;
         if (!text_ok(h->units, DRTHS_WIRE_MAX_UNITS) || !text_ok(h->software, DRTHS_WIRE_MAX_SOFTWARE))
             return DRTHS_REJECT_BAD_FIELD;
+        /* Offsets: 0 first, strictly increasing (each sample a different tick). */
+        if (h->offsets[0] != 0)
+            return DRTHS_REJECT_BAD_FIELD;
+        for (int k = 1; k < h->r; k++)
+            if (h->offsets[k] <= h->offsets[k - 1])
+                return DRTHS_REJECT_BAD_FIELD;
         return DRTHS_REJECT_OK;
     }
     case DRTHS_MSG_PROBE:
@@ -289,9 +345,13 @@ size_t drths_wire_max_datagram(drths_msg_type_t type, int n_channels, int r)
     switch (type) {
     case DRTHS_MSG_HELLO:
     case DRTHS_MSG_HELLO_ACK:
-        p = arr_hdr(10) + 3 * I + F + 2 * I + str_hdr(DRTHS_WIRE_MAX_UNITS) + DRTHS_WIRE_MAX_UNITS +
-            2 * (2 + 32) + str_hdr(DRTHS_WIRE_MAX_SOFTWARE) + DRTHS_WIRE_MAX_SOFTWARE;
-        break;
+        p = arr_hdr(13) + 5 * I + str_hdr(DRTHS_WIRE_MAX_NAME) + DRTHS_WIRE_MAX_NAME + F + I +
+            arr_hdr(DRTHS_WIRE_MAX_R) + DRTHS_WIRE_MAX_R * I + str_hdr(DRTHS_WIRE_MAX_UNITS) +
+            DRTHS_WIRE_MAX_UNITS + 2 + 32 + arr_hdr(DRTHS_WIRE_MAX_SECTIONS) +
+            DRTHS_WIRE_MAX_SECTIONS * (arr_hdr(2) + str_hdr(DRTHS_WIRE_MAX_NAME) +
+                                       DRTHS_WIRE_MAX_NAME + 2 + DRTHS_WIRE_SECTION_HASH) +
+            str_hdr(DRTHS_WIRE_MAX_SOFTWARE) + DRTHS_WIRE_MAX_SOFTWARE;
+        return DRTHS_WIRE_HEADER_BYTES + DRTHS_EPH_BYTES + p + DRTHS_TAG_BYTES;
     case DRTHS_MSG_PROBE:
     case DRTHS_MSG_PROBE_ECHO:
         p = arr_hdr(3) + 3 * I;
@@ -309,14 +369,19 @@ size_t drths_wire_max_datagram(drths_msg_type_t type, int n_channels, int r)
         p = arr_hdr(1) + I;
         break;
     case DRTHS_MSG_STOP:
-    case DRTHS_MSG_ABORT:
-        p = arr_hdr(2) + I + str_hdr(DRTHS_WIRE_MAX_TEXT) + DRTHS_WIRE_MAX_TEXT;
+    case DRTHS_MSG_ABORT: /* an ABORT refusing a HELLO also carries an ephemeral key */
+        p = arr_hdr(2) + I + str_hdr(DRTHS_WIRE_MAX_TEXT) + DRTHS_WIRE_MAX_TEXT +
+            (type == DRTHS_MSG_ABORT ? DRTHS_EPH_BYTES : 0);
         break;
     default:
         return 0;
     }
     return DRTHS_WIRE_HEADER_BYTES + p + DRTHS_TAG_BYTES;
 }
+
+/* HELLO / HELLO_ACK payload: this many elements in version 2; later versions may append more,
+ * which a version 2 receiver ignores (the layout is frozen, PROTOCOL.md section 9.1). */
+#define HELLO_FIELDS 13
 
 /* ---- packing -------------------------------------------------------------------------- */
 
@@ -359,16 +424,26 @@ static void pack_payload(msgpack_packer *pk, const drths_msg_t *m)
     case DRTHS_MSG_HELLO:
     case DRTHS_MSG_HELLO_ACK: {
         const drths_msg_hello_t *h = &m->u.hello;
-        msgpack_pack_array(pk, 10);
+        msgpack_pack_array(pk, HELLO_FIELDS);
         msgpack_pack_uint64(pk, h->proto_min);
         msgpack_pack_uint64(pk, h->proto_max);
         msgpack_pack_uint64(pk, h->role);
+        msgpack_pack_uint64(pk, h->version);
+        msgpack_pack_uint64(pk, h->link);
+        pack_str(pk, h->site);
         msgpack_pack_double(pk, h->rate_hz);
         msgpack_pack_uint64(pk, h->n_channels);
-        msgpack_pack_uint64(pk, h->r);
+        msgpack_pack_array(pk, h->r);
+        for (int k = 0; k < h->r; k++)
+            msgpack_pack_uint64(pk, h->offsets[k]);
         pack_str(pk, h->units);
-        pack_bin(pk, h->nonce, sizeof h->nonce);
         pack_bin(pk, h->fingerprint, sizeof h->fingerprint);
+        msgpack_pack_array(pk, h->n_sections);
+        for (int i = 0; i < h->n_sections; i++) {
+            msgpack_pack_array(pk, 2);
+            pack_str(pk, h->sections[i].name);
+            pack_bin(pk, h->sections[i].hash, DRTHS_WIRE_SECTION_HASH);
+        }
         pack_str(pk, h->software);
         break;
     }
@@ -446,17 +521,23 @@ static void pack_payload(msgpack_packer *pk, const drths_msg_t *m)
     }
 }
 
-int drths_wire_tx_init(drths_wire_tx_t *tx, drths_role_t role, const uint8_t psk[DRTHS_KEY_BYTES],
-                       uint64_t session_id)
+int drths_wire_tx_init(drths_wire_tx_t *tx, drths_role_t role, uint64_t session_id)
 {
-    if ((role != DRTHS_ROLE_NUMERICAL && role != DRTHS_ROLE_PHYSICAL) || session_id == 0 || !psk)
+    if ((role != DRTHS_ROLE_NUMERICAL && role != DRTHS_ROLE_PHYSICAL) || session_id == 0)
         return -EINVAL;
     memset(tx, 0, sizeof *tx);
     tx->role = role;
     tx->session_id = session_id;
     tx->next_counter = 1;
-    drths_crypto_derive_handshake(psk, session_id, tx->hs_key);
     return 0;
+}
+
+void drths_wire_tx_set_handshake(drths_wire_tx_t *tx, const uint8_t key[DRTHS_KEY_BYTES],
+                                 const uint8_t eph_pk[DRTHS_EPH_BYTES])
+{
+    memcpy(tx->hs_key, key, DRTHS_KEY_BYTES);
+    memcpy(tx->eph_pk, eph_pk, DRTHS_EPH_BYTES);
+    tx->have_hs = true;
 }
 
 void drths_wire_tx_set_keys(drths_wire_tx_t *tx, const drths_session_keys_t *keys)
@@ -471,45 +552,63 @@ void drths_wire_tx_close(drths_wire_tx_t *tx)
     drths_crypto_wipe(tx, sizeof *tx);
 }
 
+/* The key m is sealed with and whether the ephemeral key goes after the header: HELLO /
+ * HELLO_ACK the handshake key; ABORT the session key, or (actuator site refusing a HELLO) the
+ * handshake key; the rest the session key. NULL if that key is not there yet. */
+static const uint8_t *seal_key(const drths_wire_tx_t *tx, int type, bool *eph)
+{
+    *eph = false;
+    if (is_handshake(type) || (type == DRTHS_MSG_ABORT && !tx->have_key &&
+                               tx->role == DRTHS_ROLE_PHYSICAL)) {
+        *eph = true;
+        return tx->have_hs ? tx->hs_key : NULL;
+    }
+    return tx->have_key ? tx->key : NULL;
+}
+
 int drths_wire_seal(drths_wire_tx_t *tx, const drths_msg_t *m, uint8_t *buf, size_t cap,
                     size_t *len)
 {
     if (!role_sends(tx->role, m->type) || validate(m) != DRTHS_REJECT_OK)
         return -EINVAL;
-    const uint8_t *key;
-    if (is_handshake(m->type))
-        key = tx->hs_key;
-    else if (tx->have_key)
-        key = tx->key;
-    else if (m->type == DRTHS_MSG_ABORT)
-        key = tx->hs_key; /* refusing a HELLO, or giving up before HELLO_ACK */
-    else
+    bool eph;
+    const uint8_t *key = seal_key(tx, m->type, &eph);
+    if (!key)
         return -ENOKEY;
     if (tx->next_counter == 0 || tx->next_counter > DRTHS_REPLAY_COUNTER_MAX)
         return -EOVERFLOW;
-    if (cap < DRTHS_WIRE_HEADER_BYTES + 1 + DRTHS_TAG_BYTES)
+    size_t pre = DRTHS_WIRE_HEADER_BYTES + (eph ? DRTHS_EPH_BYTES : 0);
+    if (cap < pre + 1 + DRTHS_TAG_BYTES)
         return -EMSGSIZE;
-    size_t room = cap - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
+    size_t room = cap - pre - DRTHS_TAG_BYTES;
     if (room > DRTHS_WIRE_MAX_PAYLOAD)
         room = DRTHS_WIRE_MAX_PAYLOAD;
     drths_wire_header_t h = {
         .version = DRTHS_WIRE_VERSION,
         .type = (uint8_t)m->type,
+        .flags = eph ? DRTHS_WIRE_FLAG_EPH : 0,
         .session_id = tx->session_id,
         .counter = tx->next_counter,
         .tick = m->tick,
         .epoch = m->epoch,
     };
     header_write(buf, &h);
-    outbuf_t o = {.p = buf + DRTHS_WIRE_HEADER_BYTES, .cap = room};
+    if (eph)
+        memcpy(buf + DRTHS_WIRE_HEADER_BYTES, tx->eph_pk, DRTHS_EPH_BYTES);
+    outbuf_t o = {.p = buf + pre, .cap = room};
     msgpack_packer pk;
     msgpack_packer_init(&pk, &o, out_write);
     pack_payload(&pk, m);
     if (o.overflow)
         return -EMSGSIZE;
-    drths_crypto_seal(key, tx->role, h.counter, buf, DRTHS_WIRE_HEADER_BYTES, o.p, o.len,
-                      o.p + o.len);
-    *len = DRTHS_WIRE_HEADER_BYTES + o.len + DRTHS_TAG_BYTES;
+    if (is_handshake(m->type)) {
+        if (o.len > sizeof tx->hs_plain)
+            return -EMSGSIZE;
+        memcpy(tx->hs_plain, o.p, o.len); /* for the transcript hash */
+        tx->hs_plain_len = o.len;
+    }
+    drths_crypto_seal(key, tx->role, h.counter, buf, pre, o.p, o.len, o.p + o.len);
+    *len = pre + o.len + DRTHS_TAG_BYTES;
     tx->next_counter++;
     return 0;
 }
@@ -544,10 +643,27 @@ int drths_wire_rx_init(drths_wire_rx_t *rx, drths_role_t self, const uint8_t psk
 void drths_wire_rx_start(drths_wire_rx_t *rx, uint64_t session_id)
 {
     rx->session_id = session_id;
-    drths_crypto_derive_handshake(rx->psk, session_id, rx->hs_key);
     drths_crypto_wipe(rx->key, sizeof rx->key);
     rx->have_key = false;
+    drths_crypto_wipe(rx->eph_sk, sizeof rx->eph_sk);
+    drths_crypto_wipe(rx->hs_dh, sizeof rx->hs_dh);
+    rx->have_eph = false;
+    rx->have_peer_eph = false;
     drths_replay_reset(&rx->replay);
+}
+
+void drths_wire_rx_set_initiator(drths_wire_rx_t *rx, const uint8_t eph_sk[DRTHS_EPH_BYTES],
+                                 const uint8_t eph_pk[DRTHS_EPH_BYTES])
+{
+    memcpy(rx->eph_sk, eph_sk, DRTHS_EPH_BYTES);
+    memcpy(rx->eph_pk, eph_pk, DRTHS_EPH_BYTES);
+    rx->have_eph = true;
+}
+
+void drths_wire_rx_set_peer_eph(drths_wire_rx_t *rx, const uint8_t eph[DRTHS_EPH_BYTES])
+{
+    memcpy(rx->peer_eph, eph, DRTHS_EPH_BYTES);
+    rx->have_peer_eph = true;
 }
 
 void drths_wire_rx_set_keys(drths_wire_rx_t *rx, const drths_session_keys_t *keys)
@@ -555,6 +671,10 @@ void drths_wire_rx_set_keys(drths_wire_rx_t *rx, const drths_session_keys_t *key
     memcpy(rx->key, rx->role == DRTHS_ROLE_NUMERICAL ? keys->phys_to_num : keys->num_to_phys,
            DRTHS_KEY_BYTES);
     rx->have_key = true;
+    /* Forward secrecy: once the session keys exist the ephemeral secret has no use left. */
+    drths_crypto_wipe(rx->eph_sk, sizeof rx->eph_sk);
+    drths_crypto_wipe(rx->hs_dh, sizeof rx->hs_dh);
+    rx->have_eph = false;
 }
 
 void drths_wire_rx_close(drths_wire_rx_t *rx)
@@ -732,6 +852,39 @@ static drths_reject_t get_shape(const msgpack_object *on, const msgpack_object *
     return DRTHS_REJECT_OK;
 }
 
+static drths_reject_t get_offsets(const msgpack_object *o, drths_msg_hello_t *h)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return DRTHS_REJECT_BAD_SCHEMA;
+    uint32_t n = o->via.array.size;
+    if (n < 1 || n > DRTHS_WIRE_MAX_R)
+        return DRTHS_REJECT_BAD_FIELD;
+    h->r = (uint8_t)n;
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t v = 0;
+        TRY(get_uint(&o->via.array.ptr[k], DRTHS_WIRE_MAX_OFFSET, &v));
+        h->offsets[k] = (uint16_t)v;
+    }
+    return DRTHS_REJECT_OK;
+}
+
+static drths_reject_t get_sections(const msgpack_object *o, drths_msg_hello_t *h)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return DRTHS_REJECT_BAD_SCHEMA;
+    uint32_t n = o->via.array.size;
+    if (n > DRTHS_WIRE_MAX_SECTIONS)
+        return DRTHS_REJECT_BAD_FIELD;
+    h->n_sections = (uint8_t)n;
+    for (uint32_t i = 0; i < n; i++) {
+        const msgpack_object *e;
+        TRY(get_array(&o->via.array.ptr[i], 2, &e));
+        TRY(get_str(&e[0], h->sections[i].name, DRTHS_WIRE_MAX_NAME));
+        TRY(get_bin(&e[1], h->sections[i].hash, DRTHS_WIRE_SECTION_HASH));
+    }
+    return DRTHS_REJECT_OK;
+}
+
 static drths_reject_t decode_payload(const msgpack_object *root, drths_msg_t *m)
 {
     const msgpack_object *a, *b, *c;
@@ -739,17 +892,23 @@ static drths_reject_t decode_payload(const msgpack_object *root, drths_msg_t *m)
     case DRTHS_MSG_HELLO:
     case DRTHS_MSG_HELLO_ACK: {
         drths_msg_hello_t *h = &m->u.hello;
-        TRY(get_array(root, 10, &a));
+        /* At least HELLO_FIELDS elements: a later version may append some (frozen layout). */
+        if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size < HELLO_FIELDS)
+            return DRTHS_REJECT_BAD_SCHEMA;
+        a = root->via.array.ptr;
         TRY(get_u8(&a[0], &h->proto_min));
         TRY(get_u8(&a[1], &h->proto_max));
         TRY(get_u8(&a[2], &h->role));
-        TRY(get_f64(&a[3], &h->rate_hz));
-        TRY(get_u8(&a[4], &h->n_channels));
-        TRY(get_u8(&a[5], &h->r));
-        TRY(get_str(&a[6], h->units, DRTHS_WIRE_MAX_UNITS));
-        TRY(get_bin(&a[7], h->nonce, sizeof h->nonce));
-        TRY(get_bin(&a[8], h->fingerprint, sizeof h->fingerprint));
-        TRY(get_str(&a[9], h->software, DRTHS_WIRE_MAX_SOFTWARE));
+        TRY(get_u8(&a[3], &h->version));
+        TRY(get_u8(&a[4], &h->link));
+        TRY(get_str(&a[5], h->site, DRTHS_WIRE_MAX_NAME));
+        TRY(get_f64(&a[6], &h->rate_hz));
+        TRY(get_u8(&a[7], &h->n_channels));
+        TRY(get_offsets(&a[8], h));
+        TRY(get_str(&a[9], h->units, DRTHS_WIRE_MAX_UNITS));
+        TRY(get_bin(&a[10], h->fingerprint, sizeof h->fingerprint));
+        TRY(get_sections(&a[11], h));
+        TRY(get_str(&a[12], h->software, DRTHS_WIRE_MAX_SOFTWARE));
         return DRTHS_REJECT_OK;
     }
     case DRTHS_MSG_PROBE:
@@ -832,25 +991,24 @@ static drths_reject_t decode_payload(const msgpack_object *root, drths_msg_t *m)
 static bool try_open(drths_wire_rx_t *rx, const uint8_t *key, const drths_wire_header_t *h,
                      const uint8_t *buf, size_t len)
 {
-    size_t plen = len - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
-    return key && drths_crypto_open(key, peer_of(rx->role), h->counter, buf,
-                                    DRTHS_WIRE_HEADER_BYTES, buf + DRTHS_WIRE_HEADER_BYTES, plen,
-                                    buf + len - DRTHS_TAG_BYTES, rx->plain) == 0;
+    size_t pre = prefix_len(h), plen = len - pre - DRTHS_TAG_BYTES;
+    return key && drths_crypto_open(key, peer_of(rx->role), h->counter, buf, pre, buf + pre,
+                                    plen, buf + len - DRTHS_TAG_BYTES, rx->plain) == 0;
 }
 
-/* Decrypts with key (or, if that fails and alt is not NULL, with alt) and decodes. The caller
- * has done the header, session and window checks. */
-static drths_reject_t open_and_decode(drths_wire_rx_t *rx, const uint8_t *key, const uint8_t *alt,
+/* Decrypts with key and decodes. The caller has done the header, session and window checks. */
+static drths_reject_t open_and_decode(drths_wire_rx_t *rx, const uint8_t *key,
                                       const drths_wire_header_t *h, const uint8_t *buf,
                                       size_t len, drths_replay_t *window, drths_msg_t *out)
 {
-    size_t plen = len - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
-    if (!try_open(rx, key, h, buf, len) && !try_open(rx, alt, h, buf, len))
+    size_t pre = prefix_len(h), plen = len - pre - DRTHS_TAG_BYTES;
+    if (!try_open(rx, key, h, buf, len))
         return DRTHS_REJECT_BAD_TAG;
     /* Authenticated: the counter is now spent even if the payload turns out to be invalid,
      * so the same datagram replayed is REPLAYED, not decoded again. */
     if (window && drths_replay_update(window, h->counter) != DRTHS_REPLAY_OK)
         return DRTHS_REJECT_REPLAYED;
+    rx->plain_len = plen;
     TRY(scan(rx->plain, plen));
     memset(out, 0, sizeof *out);
     out->type = (drths_msg_type_t)h->type;
@@ -858,6 +1016,10 @@ static drths_reject_t open_and_decode(drths_wire_rx_t *rx, const uint8_t *key, c
     out->tick = h->tick;
     out->counter = h->counter;
     out->session_id = h->session_id;
+    if (pre > DRTHS_WIRE_HEADER_BYTES) {
+        out->has_eph = true;
+        memcpy(out->eph, buf + DRTHS_WIRE_HEADER_BYTES, DRTHS_EPH_BYTES);
+    }
     msgpack_zone_clear(&rx->zone);
     msgpack_object root;
     size_t off = 0;
@@ -881,6 +1043,27 @@ static drths_reject_t replay_reason(drths_replay_result_t r)
     }
 }
 
+/* The key of a datagram carrying an ephemeral key e (after the window check: the DH is the
+ * expensive part). HELLO at the actuator site: the HELLO key of (session, e), and e must be the
+ * adopted session's. HELLO_ACK / refusing ABORT at the numerical site: the HELLO_ACK key from
+ * X25519(our secret, e); none once the session keys exist (the secret is gone). */
+static drths_reject_t eph_key(drths_wire_rx_t *rx, const drths_wire_header_t *h,
+                              const uint8_t *e, uint8_t key[DRTHS_KEY_BYTES])
+{
+    if (h->type == DRTHS_MSG_HELLO) {
+        if (rx->have_peer_eph && memcmp(e, rx->peer_eph, DRTHS_EPH_BYTES) != 0)
+            return DRTHS_REJECT_BAD_SESSION;
+        drths_crypto_derive_hello(rx->psk, h->session_id, e, key);
+        return DRTHS_REJECT_OK;
+    }
+    if (!rx->have_eph)
+        return DRTHS_REJECT_NO_KEY;
+    if (drths_crypto_dh(rx->hs_dh, rx->eph_sk, e) != 0)
+        return DRTHS_REJECT_BAD_TAG;
+    drths_crypto_derive_ack(rx->psk, h->session_id, rx->eph_pk, e, rx->hs_dh, key);
+    return DRTHS_REJECT_OK;
+}
+
 static drths_reject_t open_current(drths_wire_rx_t *rx, const uint8_t *buf, size_t len,
                                    drths_msg_t *out)
 {
@@ -888,22 +1071,25 @@ static drths_reject_t open_current(drths_wire_rx_t *rx, const uint8_t *buf, size
     TRY(drths_wire_peek_header(buf, len, &h));
     if (!role_sends(peer_of(rx->role), h.type))
         return DRTHS_REJECT_WRONG_DIRECTION;
+    /* Only the actuator site refuses a HELLO with an ABORT carrying its ephemeral key. */
+    if ((h.flags & DRTHS_WIRE_FLAG_EPH) && h.type == DRTHS_MSG_ABORT &&
+        rx->role != DRTHS_ROLE_NUMERICAL)
+        return DRTHS_REJECT_BAD_RESERVED;
     if (h.session_id == 0 || h.session_id != rx->session_id)
         return DRTHS_REJECT_BAD_SESSION;
-    /* HELLO / HELLO_ACK: handshake key. ABORT: session key, or the handshake key when the
-     * peer had none yet (it refuses our HELLO, or gives up before our HELLO_ACK reached it).
-     * Everything else: session key only. */
-    const uint8_t *key = rx->hs_key, *alt = NULL;
-    if (h.type == DRTHS_MSG_ABORT) {
-        key = rx->have_key ? rx->key : NULL;
-        alt = rx->hs_key;
-    } else if (!is_handshake(h.type)) {
-        if (!rx->have_key)
-            return DRTHS_REJECT_NO_KEY;
-        key = rx->key;
-    }
+    bool eph = h.flags & DRTHS_WIRE_FLAG_EPH;
+    if (!eph && !rx->have_key)
+        return DRTHS_REJECT_NO_KEY;
     TRY(replay_reason(drths_replay_check(&rx->replay, h.counter)));
-    return open_and_decode(rx, key, alt, &h, buf, len, &rx->replay, out);
+    uint8_t hk[DRTHS_KEY_BYTES];
+    const uint8_t *key = rx->key;
+    if (eph) {
+        TRY(eph_key(rx, &h, buf + DRTHS_WIRE_HEADER_BYTES, hk));
+        key = hk;
+    }
+    drths_reject_t r = open_and_decode(rx, key, &h, buf, len, &rx->replay, out);
+    drths_crypto_wipe(hk, sizeof hk);
+    return r;
 }
 
 drths_reject_t drths_wire_open(drths_wire_rx_t *rx, const uint8_t *buf, size_t len,
@@ -931,8 +1117,8 @@ drths_reject_t drths_wire_open_hello(drths_wire_rx_t *rx, const uint8_t *buf, si
     if (h.counter == 0 || h.counter > DRTHS_REPLAY_COUNTER_MAX)
         return DRTHS_REJECT_BAD_COUNTER;
     uint8_t key[DRTHS_KEY_BYTES];
-    drths_crypto_derive_handshake(rx->psk, h.session_id, key);
-    drths_reject_t r = open_and_decode(rx, key, NULL, &h, buf, len, NULL, out);
+    drths_crypto_derive_hello(rx->psk, h.session_id, buf + DRTHS_WIRE_HEADER_BYTES, key);
+    drths_reject_t r = open_and_decode(rx, key, &h, buf, len, NULL, out);
     drths_crypto_wipe(key, sizeof key);
     return r;
 }

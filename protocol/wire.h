@@ -27,7 +27,19 @@
 #include "protocol/crypto.h"
 #include "protocol/replay.h"
 
-#define DRTHS_WIRE_VERSION 1
+/* The protocol version this code speaks (header byte 4 of every datagram it sends), and the
+ * range it offers in HELLO. Version 1 is recognised (DRTHS_REJECT_V1_PEER) but not spoken. */
+#define DRTHS_WIRE_VERSION 2
+#define DRTHS_WIRE_VERSION_MIN 2
+#define DRTHS_WIRE_VERSION_MAX 2
+/* Header flag: a 32-byte X25519 ephemeral public key follows the header in clear (part of the
+ * associated data). Set on HELLO and HELLO_ACK, and on an ABORT refusing a HELLO. */
+#define DRTHS_WIRE_FLAG_EPH 0x0001u
+#define DRTHS_WIRE_MAX_SECTIONS 16   /* fingerprint sections listed in HELLO */
+#define DRTHS_WIRE_SECTION_HASH 8    /* bytes of each section's hash */
+#define DRTHS_WIRE_MAX_NAME 31       /* site name and section name, bytes */
+#define DRTHS_WIRE_MAX_HELLO_PAYLOAD 1024 /* a HELLO payload is at most ~960 bytes */
+#define DRTHS_WIRE_MAX_OFFSET 65535  /* largest redundancy offset, ticks */
 #define DRTHS_WIRE_MAGIC "DRTH"
 #define DRTHS_WIRE_HEADER_BYTES 40
 #define DRTHS_WIRE_MAX_CHANNELS 8
@@ -77,6 +89,11 @@ typedef enum drths_reject {
     DRTHS_REJECT_TRAILING_BYTES,  /* bytes after the one msgpack object */
     DRTHS_REJECT_BAD_SCHEMA,      /* wrong msgpack type or array length for a field */
     DRTHS_REJECT_BAD_FIELD,       /* a value out of range: channels, R, non-finite number, ... */
+    DRTHS_REJECT_V1_PEER,         /* byte 4 is 1: a peer that speaks protocol v1 */
+    /* Set by the actuator site before decryption (PROTOCOL.md section 7): */
+    DRTHS_REJECT_HELLO_RUNNING,   /* a HELLO while a run is on */
+    DRTHS_REJECT_HELLO_SEEN,      /* a HELLO of a session id this process has seen before */
+    DRTHS_REJECT_HELLO_PINNED,    /* a HELLO of another session while one is being set up */
     DRTHS_REJECT_COUNT
 } drths_reject_t;
 
@@ -113,24 +130,37 @@ typedef enum drths_site_state {
 typedef struct drths_wire_header {
     uint8_t version;
     uint8_t type;
-    uint16_t flags;      /* 0 in version 1 */
+    uint16_t flags;      /* 0, or DRTHS_WIRE_FLAG_EPH */
     uint64_t session_id;
     uint64_t counter;
     uint64_t tick;
     uint32_t epoch;
-    uint32_t reserved;   /* 0 in version 1 */
+    uint32_t reserved;   /* 0 */
 } drths_wire_header_t;
 
-/* HELLO (numerical -> physical) and HELLO_ACK (physical -> numerical). */
+/* One section of the experiment's shared text and a short hash of it (HELLO), so a
+ * fingerprint mismatch can name the sections that differ. */
+typedef struct drths_hello_section {
+    char name[DRTHS_WIRE_MAX_NAME + 1];
+    uint8_t hash[DRTHS_WIRE_SECTION_HASH];
+} drths_hello_section_t;
+
+/* HELLO (numerical -> physical) and HELLO_ACK (physical -> numerical). The layout is frozen
+ * from version 2 on, so any later version can still read it (PROTOCOL.md section 9.1). */
 typedef struct drths_msg_hello {
-    uint8_t proto_min, proto_max;
-    uint8_t role;               /* drths_role_t of the sender */
-    double rate_hz;             /* control tick rate */
+    uint8_t proto_min, proto_max; /* versions the sender speaks */
+    uint8_t role;                 /* drths_role_t of the sender */
+    uint8_t version;              /* HELLO: 0; HELLO_ACK: the version chosen */
+    uint8_t link;                 /* the numerical site's link index; echoed in HELLO_ACK */
+    char site[DRTHS_WIRE_MAX_NAME + 1]; /* the sender's site name */
+    double rate_hz;               /* control tick rate */
     uint8_t n_channels;
-    uint8_t r;                  /* redundancy: samples per COMMAND / FEEDBACK */
+    uint8_t r;                    /* redundancy: number of offsets, samples per COMMAND */
+    uint16_t offsets[DRTHS_WIRE_MAX_R]; /* COMMAND sample k is for tick T - offsets[k] */
     char units[DRTHS_WIRE_MAX_UNITS + 1];
-    uint8_t nonce[DRTHS_HELLO_NONCE_BYTES];
     uint8_t fingerprint[DRTHS_WIRE_FINGERPRINT_BYTES];
+    uint8_t n_sections;
+    drths_hello_section_t sections[DRTHS_WIRE_MAX_SECTIONS];
     char software[DRTHS_WIRE_MAX_SOFTWARE + 1];
 } drths_msg_hello_t;
 
@@ -146,7 +176,8 @@ typedef struct drths_cmd_channel {
     double damper_cmd; /* damper current (A) or voltage (V), as the experiment declares */
 } drths_cmd_channel_t;
 
-/* COMMAND: s[k] is the command for tick (header tick - k), k = 0 .. r-1. */
+/* COMMAND: s[k] is the command for tick (header tick - offsets[k]), k = 0 .. r-1, with the
+ * offsets agreed in the handshake (0, 1, .., R-1 unless configured otherwise). */
 typedef struct drths_msg_command {
     uint32_t loop_delay_ticks; /* L in force for the header epoch */
     uint8_t n_channels;
@@ -197,6 +228,8 @@ typedef struct drths_msg {
     uint64_t tick;       /* header tick: meaning per type, see PROTOCOL.md */
     uint64_t counter;    /* set by drths_wire_open; ignored by drths_wire_seal */
     uint64_t session_id; /* set by drths_wire_open; ignored by drths_wire_seal */
+    bool has_eph;        /* set by drths_wire_open: the datagram carried an ephemeral key */
+    uint8_t eph[DRTHS_EPH_BYTES]; /* that key (the seal side takes it from the tx) */
     union {
         drths_msg_hello_t hello;       /* HELLO, HELLO_ACK */
         drths_msg_probe_t probe;       /* PROBE, PROBE_ECHO */
@@ -212,23 +245,34 @@ typedef struct drths_wire_tx {
     drths_role_t role;
     uint64_t session_id;
     uint64_t next_counter;
-    uint8_t hs_key[DRTHS_KEY_BYTES];
+    uint8_t hs_key[DRTHS_KEY_BYTES]; /* HELLO key (numerical) or HELLO_ACK key (physical) */
+    uint8_t eph_pk[DRTHS_EPH_BYTES]; /* our ephemeral public key, sent after the header */
+    bool have_hs;
     uint8_t key[DRTHS_KEY_BYTES];
     bool have_key;
+    uint8_t hs_plain[DRTHS_WIRE_MAX_HELLO_PAYLOAD]; /* the last HELLO / HELLO_ACK payload sent, */
+    size_t hs_plain_len;                            /* for the transcript hash */
 } drths_wire_tx_t;
 
 typedef struct drths_wire_rx {
     drths_role_t role; /* our own role; we receive what the other role sends */
     uint8_t psk[DRTHS_KEY_BYTES];
     uint64_t session_id; /* 0: no session yet */
-    uint8_t hs_key[DRTHS_KEY_BYTES];
     uint8_t key[DRTHS_KEY_BYTES];
     bool have_key;
+    /* Initiator (numerical site): its ephemeral pair until the session keys exist. */
+    uint8_t eph_sk[DRTHS_EPH_BYTES], eph_pk[DRTHS_EPH_BYTES];
+    bool have_eph;
+    uint8_t hs_dh[DRTHS_KEY_BYTES]; /* DH result of the last authenticated HELLO_ACK / ABORT */
+    /* Responder (actuator site): the adopted session's HELLO ephemeral, once adopted. */
+    uint8_t peer_eph[DRTHS_EPH_BYTES];
+    bool have_peer_eph;
     drths_replay_t replay;
     msgpack_zone zone;
     bool zone_ready;
     void *zone_head0; /* the zone's one chunk, to prove it never grows */
     uint8_t plain[DRTHS_WIRE_MAX_PAYLOAD];
+    size_t plain_len; /* payload bytes of the last authenticated datagram (transcript) */
     uint64_t accepted;
     uint64_t rejects[DRTHS_REJECT_COUNT]; /* drops by reason, counted by drths_wire_open */
 } drths_wire_rx_t;
@@ -245,18 +289,23 @@ const char *drths_site_state_name(int state);
  * to warn when a configuration exceeds the path MTU. RT-safe. */
 size_t drths_wire_max_datagram(drths_msg_type_t type, int n_channels, int r);
 
-/* Sender state for one session. The handshake key is derived from psk and session_id; data
- * messages need drths_wire_tx_set_keys() first. Counters start at 1. init-only. */
-int drths_wire_tx_init(drths_wire_tx_t *tx, drths_role_t role,
-                       const uint8_t psk[DRTHS_KEY_BYTES], uint64_t session_id);
-/* Installs this direction's key out of keys (chosen by tx->role). RT-safe. */
+/* Sender state for one session. HELLO / HELLO_ACK need drths_wire_tx_set_handshake() first,
+ * data messages drths_wire_tx_set_keys(). Counters start at 1. init-only. */
+int drths_wire_tx_init(drths_wire_tx_t *tx, drths_role_t role, uint64_t session_id);
+/* The handshake key (HELLO key at the numerical site, HELLO_ACK key at the actuator site) and
+ * our ephemeral public key, sent in clear after the header of HELLO / HELLO_ACK / a refusing
+ * ABORT. RT-safe. */
+void drths_wire_tx_set_handshake(drths_wire_tx_t *tx, const uint8_t key[DRTHS_KEY_BYTES],
+                                 const uint8_t eph_pk[DRTHS_EPH_BYTES]);
+/* Installs this direction's key out of keys (chosen by tx->role). The handshake key stays (a
+ * repeated HELLO is answered with the same HELLO_ACK). RT-safe. */
 void drths_wire_tx_set_keys(drths_wire_tx_t *tx, const drths_session_keys_t *keys);
 /* Wipes keys. Safe twice. init-only. */
 void drths_wire_tx_close(drths_wire_tx_t *tx);
 
 /* Validates m (same rules as the receiver), packs, assigns the next counter, seals into buf.
- * HELLO / HELLO_ACK use the handshake key; ABORT uses the session key, or the handshake key
- * before drths_wire_tx_set_keys() (so a physical site can refuse a HELLO with a reason);
+ * HELLO / HELLO_ACK use the handshake key; ABORT uses the session key, or at the actuator site
+ * the handshake key before drths_wire_tx_set_keys() (refusing a HELLO with a reason);
  * everything else needs the session key. Returns 0 and the datagram length in *len, or
  * -EINVAL (invalid message or a type this role never sends), -ENOKEY (data message before
  * keys), -EMSGSIZE (cap too small), -EOVERFLOW (counter exhausted). A counter is consumed only
@@ -268,10 +317,18 @@ int drths_wire_seal(drths_wire_tx_t *tx, const drths_msg_t *m, uint8_t *buf, siz
  * nothing to close. init-only. */
 int drths_wire_rx_init(drths_wire_rx_t *rx, drths_role_t self, const uint8_t psk[DRTHS_KEY_BYTES],
                        drths_error_t *err);
-/* Starts (or restarts) session session_id: handshake key derived, window emptied, data key
+/* Starts (or restarts) session session_id: window emptied, data key and handshake state
  * forgotten. RT-safe. */
 void drths_wire_rx_start(drths_wire_rx_t *rx, uint64_t session_id);
-/* Installs the peer-to-us key out of keys. RT-safe. */
+/* Numerical site: our ephemeral pair, to open HELLO_ACK / a refusing ABORT (X25519 with the
+ * ephemeral they carry). Wiped by drths_wire_rx_set_keys. RT-safe. */
+void drths_wire_rx_set_initiator(drths_wire_rx_t *rx, const uint8_t eph_sk[DRTHS_EPH_BYTES],
+                                 const uint8_t eph_pk[DRTHS_EPH_BYTES]);
+/* Actuator site: the adopted HELLO's ephemeral; later HELLOs of the session must carry the
+ * same. RT-safe. */
+void drths_wire_rx_set_peer_eph(drths_wire_rx_t *rx, const uint8_t eph[DRTHS_EPH_BYTES]);
+/* Installs the peer-to-us key out of keys and wipes the initiator's ephemeral secret.
+ * RT-safe. */
 void drths_wire_rx_set_keys(drths_wire_rx_t *rx, const drths_session_keys_t *keys);
 /* Frees the zone and wipes keys. Safe twice. init-only (frees memory). */
 void drths_wire_rx_close(drths_wire_rx_t *rx);
@@ -282,7 +339,8 @@ drths_reject_t drths_wire_open(drths_wire_rx_t *rx, const uint8_t *buf, size_t l
                                drths_msg_t *out);
 
 /* For a responder deciding whether to start a new session: authenticates and decodes a HELLO
- * for whatever session id its header names, with the handshake key of that id, without
+ * for whatever session id its header names, with the HELLO key of that id and the ephemeral
+ * it carries (out->eph), without
  * touching rx's session, window or counters (a forged HELLO must not disturb a running
  * session). If the site accepts it, it calls drths_wire_rx_start(rx, out->session_id) and
  * then drths_wire_open() on the same datagram, which records its counter. RT-safe. */
@@ -292,6 +350,15 @@ drths_reject_t drths_wire_open_hello(drths_wire_rx_t *rx, const uint8_t *buf, si
 /* Size, magic, version, type and reserved checks only, and the header fields. Nothing here is
  * authenticated: use it to route a datagram, never to act on it. RT-safe. */
 drths_reject_t drths_wire_peek_header(const uint8_t *buf, size_t len, drths_wire_header_t *h);
+
+/* The redundancy offset of COMMAND sample k (0 <= k < DRTHS_WIRE_MAX_R) as this implementation
+ * chooses them (PROTOCOL.md section 8): R samples are the first R of 0, 1, 2, 3, 8, 16, 32, ...,
+ * 16384, so R <= 4 is consecutive and a larger R also spans a burst of losses. RT-safe. */
+unsigned drths_wire_offset(int k);
+
+/* Version negotiation (PROTOCOL.md section 7.2): the highest version in both ranges, or 0 if
+ * they do not overlap. RT-safe. */
+int drths_wire_pick_version(int min_a, int max_a, int min_b, int max_b);
 
 /* 1 if a site of role sender may send messages of this type (PROTOCOL.md section 9). RT-safe. */
 int drths_wire_role_sends(drths_role_t sender, int type);

@@ -59,7 +59,7 @@ void drths_wire_filter_build(drths_wire_filter_t *f, drths_role_t self, uint64_t
     load(&b, BPF_B, 4);
     require(&b, BPF_JEQ, DRTHS_WIRE_VERSION);
     load(&b, BPF_H, 6);
-    require(&b, BPF_JEQ, 0); /* flags */
+    forbid_above(&b, DRTHS_WIRE_FLAG_EPH); /* flags: 0 or EPH (which types, user space) */
     load(&b, BPF_W, 36);
     require(&b, BPF_JEQ, 0); /* reserved */
     load(&b, BPF_B, 5);      /* type: (types >> type) & 1 */

@@ -101,10 +101,14 @@ void drths_hybrid_close(drths_hybrid_t *h)
     free(h->peak_a);
     free(h->sum_a2);
     free(h->concealed_tick);
+    free(h->sent);
+    free(h->sent_tick);
     free(h->tm_tick);
     free(h->tm_step);
     h->row = h->peak_x = h->sum_x2 = h->peak_a = h->sum_a2 = NULL;
     h->concealed_tick = NULL;
+    h->sent = NULL;
+    h->sent_tick = NULL;
     h->tm_tick = h->tm_step = NULL;
     drths_late_window_close(&h->late);
     drths_semiactive_close(&h->ctl);
@@ -198,8 +202,15 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     h->concealed_cap = depth;
     h->rb_depth = depth;
     h->concealed_tick = calloc(depth, sizeof(uint64_t));
+    /* The COMMAND's samples reach back by the largest redundancy offset. */
+    h->sent_cap = (size_t)drths_wire_offset(p->r - 1) + 1;
+    h->sent = calloc(h->sent_cap, sizeof *h->sent);
+    h->sent_tick = calloc(h->sent_cap, sizeof *h->sent_tick);
+    if (h->sent_tick)
+        for (size_t i = 0; i < h->sent_cap; i++)
+            h->sent_tick[i] = UINT64_MAX;
     int ok = h->colnames && h->row && h->peak_x && h->sum_x2 && h->peak_a && h->sum_a2 &&
-             h->concealed_tick && h->tm_tick && h->tm_step;
+             h->concealed_tick && h->tm_tick && h->tm_step && h->sent && h->sent_tick;
     for (int i = 0; ok && i < h->ncols; i++) {
         h->colnames[i] = strdup(i < h->ns.ncols ? h->ns.colnames[i]
                                                 : extra_names[i - h->ns.ncols]);
@@ -398,18 +409,52 @@ void drths_hybrid_sent(drths_hybrid_t *h, uint64_t counter, int64_t sent_ns)
     drths_rtt_tracker_sent(&h->rtt, counter, sent_ns);
 }
 
-/* COMMAND for tick T carrying the sample (disp, vel) of T and the samples of the r-1 ticks
- * before it (ticks <= L are the rest position: the actuator site applies rest there). */
+static void sent_put(drths_hybrid_t *h, uint64_t t, const drths_cmd_channel_t *v)
+{
+    h->sent[t % h->sent_cap] = *v;
+    h->sent_tick[t % h->sent_cap] = t;
+}
+
+/* The command sent for tick t (the rest position for ticks <= L of epoch 1); -1 if it is no
+ * longer (or not) in the ring. */
+static int sent_get(const drths_hybrid_t *h, uint64_t t, drths_cmd_channel_t *v)
+{
+    if (t <= h->p.L) {
+        *v = (drths_cmd_channel_t){0.0, 0.0, 0.0, h->rest_command};
+        return 0;
+    }
+    if (h->sent_tick[t % h->sent_cap] != t)
+        return -1;
+    *v = h->sent[t % h->sent_cap];
+    return 0;
+}
+
+/* The COMMAND's samples: sample k for tick T - offset(k) (PROTOCOL.md section 8), as many as
+ * exist with a tick >= first. */
+static uint8_t fill_samples(drths_hybrid_t *h, drths_msg_command_t *c, uint64_t T, uint64_t first)
+{
+    int k = 0;
+    for (; k < h->p.r; k++) {
+        uint64_t off = drths_wire_offset(k);
+        if (off > T || T - off < first || sent_get(h, T - off, &c->s[k][0]) != 0)
+            break;
+    }
+    return (uint8_t)k;
+}
+
+/* COMMAND for tick T carrying the sample (disp, vel) of T and the samples of earlier ticks
+ * (ticks <= L are the rest position: the actuator site applies rest there). */
 static void build_command(drths_hybrid_t *h, uint64_t T, double disp, double vel, int64_t now_ns)
 {
     double dt = (double)h->p.dt_ns * 1e-9;
-    drths_cmd_channel_t *cur = &h->sent[T % DRTHS_WIRE_MAX_R];
+    drths_cmd_channel_t curv, *cur = &curv;
     cur->disp_m = disp;
     cur->vel_m_s = vel;
     /* The ns-rounded period is what the ticker uses; the integrator's dt is 1/rate. At rates
      * whose period is not a whole ns the difference is below 1e-9 relative. */
     cur->acc_m_s2 = (vel - h->prev_vel) / dt;
     cur->damper_cmd = h->command;
+    sent_put(h, T, cur);
     h->prev_vel = vel;
     memset(&h->out, 0, sizeof h->out);
     h->out.type = DRTHS_MSG_COMMAND;
@@ -418,15 +463,10 @@ static void build_command(drths_hybrid_t *h, uint64_t T, double disp, double vel
     drths_msg_command_t *c = &h->out.u.command;
     c->loop_delay_ticks = h->L;
     c->n_channels = 1;
-    c->r = (uint8_t)((uint64_t)h->p.r < T + 1 ? (uint64_t)h->p.r : T + 1);
+    c->r = fill_samples(h, c, T, 0);
     c->echo_counter = h->fb_last_counter;
     int64_t hold = h->fb_last_counter ? now_ns - h->fb_last_counter_rx_ns : 0;
     c->echo_hold_ns = hold > 0 ? (uint64_t)hold : 0;
-    drths_cmd_channel_t rest = {0.0, 0.0, 0.0, h->rest_command};
-    for (int k = 0; k < c->r; k++) {
-        uint64_t t = T - (uint64_t)k;
-        c->s[k][0] = t <= h->p.L ? rest : h->sent[t % DRTHS_WIRE_MAX_R];
-    }
     h->last_cmd_tick = T;
     h->c.commands_sent++;
 }
@@ -491,13 +531,12 @@ static void build_filler(drths_hybrid_t *h, int64_t now_ns, uint64_t first)
     drths_msg_command_t *c = &h->out.u.command;
     c->loop_delay_ticks = h->L;
     c->n_channels = 1;
-    uint64_t avail = T - first + 1;
-    c->r = (uint8_t)(avail < (uint64_t)h->p.r ? avail : (uint64_t)h->p.r);
+    for (uint64_t t = h->filler_next; t <= T; t++)
+        sent_put(h, t, &h->filler);
+    c->r = fill_samples(h, c, T, first); /* filler ticks only */
     c->echo_counter = h->fb_last_counter;
     int64_t hold = h->fb_last_counter ? now_ns - h->fb_last_counter_rx_ns : 0;
     c->echo_hold_ns = hold > 0 ? (uint64_t)hold : 0;
-    for (int i = 0; i < c->r; i++)
-        c->s[i][0] = h->filler;
     uint64_t adv = (uint64_t)(h->p.r / 2 > 0 ? h->p.r / 2 : 1);
     h->filler_next = T >= h->filler_end ? h->filler_end + 1 : h->filler_next + adv;
     h->c.fillers_sent++;
@@ -596,13 +635,14 @@ static void raise_L(drths_hybrid_t *h, uint32_t L2, drths_epoch_reason_t why, in
     uint64_t k = (uint64_t)h->ns.step + 1;
     uint64_t last = h->last_cmd_tick, first_new = k + L2;
     int64_t held = h->ns.step; /* last holds x(step) */
-    h->filler = h->sent[last % DRTHS_WIRE_MAX_R];
+    (void)sent_get(h, last, &h->filler); /* last was just sent: it is in the ring */
     h->filler.vel_m_s = 0.0;
     h->filler.acc_m_s2 = 0.0;
     for (uint64_t t = last + 1; t < first_new; t++) {
         tm_set(h, t, -1 - held);
-        if (t + DRTHS_WIRE_MAX_R >= first_new)
-            h->sent[t % DRTHS_WIRE_MAX_R] = h->filler; /* the redundancy of x(k)'s COMMAND */
+        /* The fillers' own COMMANDs and the redundancy of x(k)'s COMMAND read them here. */
+        if (t + h->sent_cap >= first_new)
+            sent_put(h, t, &h->filler);
     }
     h->filler_first = h->filler_next = last + 1;
     h->filler_end = first_new - 1;

@@ -218,7 +218,9 @@ typedef struct drths_hybrid {
     size_t rb_depth;       /* reorder buffer capacity, ticks */
     uint64_t consecutive;
     /* commands */
-    drths_cmd_channel_t sent[DRTHS_WIRE_MAX_R]; /* sample of tick T at sent[T % MAX_R] */
+    drths_cmd_channel_t *sent; /* sample of tick T at sent[T % sent_cap], owned */
+    uint64_t *sent_tick;       /* the tick each slot holds, owned */
+    size_t sent_cap;           /* above the largest redundancy offset */
     double prev_vel;
     uint64_t last_cmd_tick;
     drths_msg_t out;

@@ -26,7 +26,7 @@ static void usage(FILE *f)
             "                       [--connect-timeout S] [--peer-timeout S] [--require-rt]\n"
             "                       [--cpu N] [--wait block|spin|hybrid:US] [--kernel-filter]\n"
             "                       [--quiet]\n"
-            "                       [--monitor HOST:PORT [--monitor-token FILE] [--wait-start]]\n"
+            "                       [--monitor HOST:PORT [--wait-start]]\n"
             "       drths-numerical --experiment FILE --reference [--out DIR] [--quiet]\n"
             "\n"
             "Without --reference: the numerical site of a hybrid run. It connects to the actuator\n"
@@ -54,7 +54,7 @@ static void usage(FILE *f)
             "  --quiet              no progress line\n"
             "  --monitor HOST:PORT  send telemetry (50 frames/s) to drths-monitor and accept its\n"
             "                       Start / Stop / Abort (Stop and Abort act as SIGTERM)\n"
-            "  --monitor-token FILE control datagrams must carry the token in FILE\n"
+            "                       (authenticated with a key derived from the link key)\n"
             "  --wait-start         wait for Start from the monitor before connecting\n"
             "  --version            the version of this program\n"
             "  -h, --help           this text\n"
@@ -197,6 +197,16 @@ static int open_site(app_t *a)
     int rc = drths_site_key_load(&key, a->so.key, a->exp.link.key_path, &err);
     if (rc != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
+    /* The rehearsal key only towards loopback; a peer that does not parse is left to
+     * drths_numsite_init's own message. */
+    drths_addr_t peer;
+    const drths_site_link_t link = {&peer, a->peer ? "--peer" : "numerical.peer", 0, 0, NULL};
+    if (drths_addr_parse(&peer, a->peer ? a->peer : a->exp.numerical.peer, link.what, NULL) == 0 &&
+        drths_site_key_allowed(&key, &link, &err) != 0) {
+        drths_site_key_wipe(&key);
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    }
+    drths_site_monitor_key(&a->shell, &key);
     rc = drths_numsite_init(&a->site, &a->exp, a->peer ? a->peer : a->exp.numerical.peer, key.psk,
                             &err);
     drths_site_key_wipe(&key);

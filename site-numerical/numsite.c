@@ -1,10 +1,13 @@
 #include "site-numerical/numsite.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "platform/cli.h"
 #include "platform/rtclock.h"
@@ -26,9 +29,10 @@ int drths_numsite_init(drths_numsite_t *s, const drths_experiment_t *exp, const 
     drths_addr_format(&s->peer, s->peer_text, sizeof s->peer_text);
     if (drths_crypto_init() != 0)
         return drths_error_set(err, -EIO, "libsodium failed to initialise");
-    rc = drths_experiment_fingerprint(exp, s->fingerprint, err);
+    rc = drths_hello_init(&s->hello, exp, DRTHS_ROLE_NUMERICAL, 0, err);
     if (rc)
         return rc;
+    memcpy(s->fingerprint, s->hello.fingerprint, sizeof s->fingerprint);
     drths_experiment_fingerprint_hex(s->fingerprint, s->fingerprint_hex);
     memcpy(s->psk, psk, DRTHS_KEY_BYTES);
     s->batch = calloc(DRTHS_UDP_BATCH, sizeof *s->batch);
@@ -42,14 +46,22 @@ int drths_numsite_init(drths_numsite_t *s, const drths_experiment_t *exp, const 
         return rc;
     }
     s->session_id = drths_crypto_random_session_id();
-    drths_crypto_random_nonce(s->nonce);
-    drths_wire_tx_init(&s->tx, DRTHS_ROLE_NUMERICAL, psk, s->session_id);
     rc = drths_wire_rx_init(&s->rx, DRTHS_ROLE_NUMERICAL, psk, err);
     if (rc) {
         drths_numsite_close(s);
         return rc;
     }
     drths_wire_rx_start(&s->rx, s->session_id);
+    /* A fresh ephemeral pair per session: HELLO is sealed under a key from PSK, session id and
+     * its public half; the secret lives only in rx, which wipes it once the keys exist. */
+    uint8_t sk[DRTHS_EPH_BYTES], hk[DRTHS_KEY_BYTES];
+    drths_crypto_eph_keypair(s->eph_pk, sk);
+    drths_wire_rx_set_initiator(&s->rx, sk, s->eph_pk);
+    drths_crypto_derive_hello(psk, s->session_id, s->eph_pk, hk);
+    drths_wire_tx_init(&s->tx, DRTHS_ROLE_NUMERICAL, s->session_id);
+    drths_wire_tx_set_handshake(&s->tx, hk, s->eph_pk);
+    drths_crypto_wipe(sk, sizeof sk);
+    drths_crypto_wipe(hk, sizeof hk);
     return 0;
 }
 
@@ -124,7 +136,10 @@ static int drain(drths_numsite_t *s, drths_msg_t *m, msg_fn fn, void *ctx)
                 s->wrong_source++;
                 continue;
             }
-            if (drths_wire_open(&s->rx, s->batch[i].data, s->batch[i].len, m) != DRTHS_REJECT_OK)
+            drths_reject_t r = drths_wire_open(&s->rx, s->batch[i].data, s->batch[i].len, m);
+            if (r == DRTHS_REJECT_V1_PEER)
+                s->v1_peer = 1;
+            if (r != DRTHS_REJECT_OK)
                 continue; /* counted by reason in rx.rejects */
             int rc = fn(s, m, s->batch[i].rx_ns, ctx);
             if (rc)
@@ -141,50 +156,121 @@ static void short_hex(const char *hex, char out[17])
     out[16] = '\0';
 }
 
+/* No HELLO_ACK in time: say what the datagrams that did come tell (a v1 peer), else the
+ * likely causes, a different key first among them (its HELLOs fail authentication there and
+ * are dropped without an answer). */
+static int handshake_timeout(drths_numsite_t *s, double timeout_s, drths_error_t *err)
+{
+    if (s->v1_peer)
+        return drths_error_set(err, -EPROTO,
+                               "the actuator site at %s speaks protocol v1 and this site v2: "
+                               "upgrade it", s->peer_text);
+    return drths_error_set(err, -ETIMEDOUT,
+                           "no answer from the actuator site at %s after %g s: is drths-physical "
+                           "running and listening there? A different key? compare "
+                           "`drths-keygen --id` at both sites",
+                           s->peer_text, timeout_s);
+}
+
 typedef struct hs_ctx {
     drths_error_t *err;
     int result; /* 1 accepted, -EPROTO mismatch */
 } hs_ctx_t;
 
+/* DRTHS_KEYLOG_FILE (for test tools only, like TLS's SSLKEYLOGFILE): appends the session's
+ * keys, so that a test's on-path attacker can forge keyed datagrams. It defeats the forward
+ * secrecy of the ephemeral exchange for that session; never set it in an experiment. */
+static void keylog(const drths_numsite_t *s, const drths_session_keys_t *k)
+{
+    const char *path = getenv("DRTHS_KEYLOG_FILE");
+    if (!path || !*path)
+        return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    char a[65], b[65], line[160];
+    drths_experiment_fingerprint_hex(k->num_to_phys, a);
+    drths_experiment_fingerprint_hex(k->phys_to_num, b);
+    int n = snprintf(line, sizeof line, "%016" PRIx64 " %s %s\n", s->session_id, a, b);
+    if (n > 0 && write(fd, line, (size_t)n) != n)
+        n = -1;
+    close(fd);
+}
+
+/* HELLO_ACK accepted: the session keys from PSK, DH and the transcript of both HELLOs. */
+static void install_keys(drths_numsite_t *s, const drths_msg_t *m)
+{
+    uint8_t th[DRTHS_KEY_BYTES];
+    drths_crypto_transcript(th, s->session_id, s->eph_pk, s->tx.hs_plain, s->tx.hs_plain_len,
+                            m->eph, s->rx.plain, s->rx.plain_len);
+    drths_session_keys_t keys;
+    drths_crypto_derive(s->psk, s->rx.hs_dh, th, &keys);
+    keylog(s, &keys);
+    drths_wire_tx_set_keys(&s->tx, &keys);
+    drths_wire_rx_set_keys(&s->rx, &keys); /* wipes the ephemeral secret */
+    drths_crypto_wipe(&keys, sizeof keys);
+    drths_crypto_wipe(th, sizeof th);
+}
+
+/* The first difference between our HELLO and the actuator site's HELLO_ACK, as the text of
+ * an ABORT; returns its reason, or 0 when they agree. */
+static int ack_mismatch(const drths_numsite_t *s, const drths_msg_hello_t *a, char *text,
+                        size_t cap)
+{
+    const drths_msg_hello_t *h = &s->hello;
+    if (a->version < h->proto_min || a->version > h->proto_max) {
+        snprintf(text, cap, "protocol version differs: numerical site speaks %u..%u, actuator "
+                 "site chose %u", h->proto_min, h->proto_max, a->version);
+        return DRTHS_STOP_VERSION_MISMATCH;
+    }
+    if (memcmp(a->fingerprint, h->fingerprint, DRTHS_FINGERPRINT_BYTES) != 0) {
+        char ours[17], theirs[17], diff[96], hex[65];
+        short_hex(s->fingerprint_hex, ours);
+        drths_experiment_fingerprint_hex(a->fingerprint, hex);
+        short_hex(hex, theirs);
+        drths_hello_section_diff(h, a, diff, sizeof diff);
+        snprintf(text, cap, "experiment differs in %s: numerical %s.. actuator %s..",
+                 diff[0] ? diff : "(sections unknown)", ours, theirs);
+        return DRTHS_STOP_FINGERPRINT_MISMATCH;
+    }
+    bool same_offsets =
+        a->r == h->r && memcmp(a->offsets, h->offsets, h->r * sizeof h->offsets[0]) == 0;
+    if (a->rate_hz != h->rate_hz || a->n_channels != h->n_channels || !same_offsets ||
+        strcmp(a->units, h->units) != 0 || a->link != h->link) {
+        snprintf(text, cap,
+                 "configuration differs: numerical site %g Hz, %u channel(s), R %u, %s, link %u; "
+                 "actuator site %g Hz, %u channel(s), R %u, %s, link %u",
+                 h->rate_hz, h->n_channels, h->r, h->units, h->link, a->rate_hz, a->n_channels,
+                 a->r, a->units, a->link);
+        return DRTHS_STOP_CONFIG_MISMATCH;
+    }
+    return 0;
+}
+
 static int on_handshake(drths_numsite_t *s, const drths_msg_t *m, int64_t rx_ns, void *vctx)
 {
     (void)rx_ns;
     hs_ctx_t *c = vctx;
-    if (m->type != DRTHS_MSG_HELLO_ACK)
-        return 0;
-    const drths_msg_hello_t *a = &m->u.hello;
-    drths_session_keys_t keys;
-    drths_crypto_derive(s->psk, s->nonce, a->nonce, s->session_id, &keys);
-    drths_wire_tx_set_keys(&s->tx, &keys);
-    drths_wire_rx_set_keys(&s->rx, &keys);
-    drths_crypto_wipe(&keys, sizeof keys);
-    drths_experiment_fingerprint_hex(a->fingerprint, s->peer_fingerprint_hex);
-    char ours[17], theirs[17], text[DRTHS_WIRE_MAX_TEXT + 1];
-    short_hex(s->fingerprint_hex, ours);
-    short_hex(s->peer_fingerprint_hex, theirs);
-    if (memcmp(a->fingerprint, s->fingerprint, DRTHS_FINGERPRINT_BYTES) != 0) {
-        snprintf(text, sizeof text,
-                 "experiment fingerprint differs: numerical site %s.. actuator site %s..", ours,
-                 theirs);
-        send_abort(s, DRTHS_STOP_FINGERPRINT_MISMATCH, text);
-        drths_error_set(c->err, -EPROTO,
-                        "the actuator site runs a different experiment (fingerprint %s.. here "
-                        "vs %s.. there): both sites must use the same shared part of the "
-                        "experiment file (docs/experiment-file.md)",
-                        ours, theirs);
+    if (m->type == DRTHS_MSG_ABORT) {
+        drths_error_set(c->err, -EPROTO, "the actuator site refused the session: %s: %s",
+                        drths_stop_reason_name(m->u.stop.reason), m->u.stop.text);
         c->result = -EPROTO;
         return 1;
     }
-    const drths_experiment_t *e = s->exp;
-    if (a->rate_hz != e->rate_hz || a->n_channels != 1 || a->r != e->link.redundancy ||
-        strcmp(a->units, "SI") != 0) {
-        snprintf(text, sizeof text,
-                 "configuration differs: numerical site %g Hz, 1 channel, R %d, SI; actuator "
-                 "site %g Hz, %u channels, R %u, %s",
-                 e->rate_hz, e->link.redundancy, a->rate_hz, a->n_channels, a->r, a->units);
-        send_abort(s, DRTHS_STOP_CONFIG_MISMATCH, text);
-        drths_error_set(c->err, -EPROTO, "the actuator site's set-up does not match: %s",
-                        text);
+    if (m->type != DRTHS_MSG_HELLO_ACK)
+        return 0;
+    const drths_msg_hello_t *a = &m->u.hello;
+    install_keys(s, m);
+    drths_experiment_fingerprint_hex(a->fingerprint, s->peer_fingerprint_hex);
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    int reason = ack_mismatch(s, a, text, sizeof text);
+    if (reason) {
+        send_abort(s, reason, text);
+        drths_error_set(c->err, -EPROTO, "the actuator site does not match: %s%s", text,
+                        reason == DRTHS_STOP_FINGERPRINT_MISMATCH
+                            ? " (both sites must use the same shared part of the experiment "
+                              "file, docs/experiment-file.md)"
+                            : "");
         c->result = -EPROTO;
         return 1;
     }
@@ -198,25 +284,13 @@ int drths_numsite_handshake(drths_numsite_t *s, double timeout_s, drths_numsite_
     drths_msg_t hello, m;
     memset(&hello, 0, sizeof hello);
     hello.type = DRTHS_MSG_HELLO;
-    drths_msg_hello_t *h = &hello.u.hello;
-    h->proto_min = h->proto_max = DRTHS_WIRE_VERSION;
-    h->role = DRTHS_ROLE_NUMERICAL;
-    h->rate_hz = s->exp->rate_hz;
-    h->n_channels = 1;
-    h->r = (uint8_t)s->exp->link.redundancy;
-    snprintf(h->units, sizeof h->units, "SI");
-    memcpy(h->nonce, s->nonce, sizeof h->nonce);
-    memcpy(h->fingerprint, s->fingerprint, sizeof h->fingerprint);
-    snprintf(h->software, sizeof h->software, "drths %s", drths_version());
+    hello.u.hello = s->hello;
     int64_t start = drths_now_ns(), end = start + (int64_t)(timeout_s * 1e9), next = start;
     hs_ctx_t c = {err, 0};
     for (;;) {
         int64_t now = drths_now_ns();
         if (now >= end)
-            return drths_error_set(err, -ETIMEDOUT,
-                                   "no answer from the actuator site at %s after %g s (is "
-                                   "drths-physical running and listening there?)",
-                                   s->peer_text, timeout_s);
+            return handshake_timeout(s, timeout_s, err);
         if (now >= next) {
             int rc = send_msg(s, &hello, NULL);
             if (rc && rc != -EAGAIN && rc != -ECONNREFUSED)

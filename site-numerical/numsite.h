@@ -38,7 +38,8 @@ typedef struct drths_numsite {
     char fingerprint_hex[65];
     char peer_fingerprint_hex[65];
     uint64_t session_id;
-    uint8_t nonce[DRTHS_HELLO_NONCE_BYTES];
+    uint8_t eph_pk[DRTHS_EPH_BYTES]; /* our ephemeral public key (the secret is in rx only) */
+    drths_msg_hello_t hello;         /* what our HELLO says */
     drths_wire_tx_t tx;
     drths_wire_rx_t rx;
     drths_udp_msg_t *batch; /* DRTHS_UDP_BATCH slots, owned */
@@ -55,6 +56,7 @@ typedef struct drths_numsite {
     drths_lchoice_t lchoice;
     /* counters */
     uint64_t hellos_sent, wrong_source, send_errors, seal_errors;
+    int v1_peer; /* a datagram of protocol v1 arrived from the peer */
     /* shared with main during the run */
     _Atomic long pub_step;
     _Atomic uint64_t pub_concealed;
@@ -65,7 +67,8 @@ typedef struct drths_numsite {
 } drths_numsite_t;
 
 /* Opens a UDP socket towards peer_text ("--peer" in errors), prepares the sender and receiver
- * with psk, draws the session id and nonce, and computes the experiment fingerprint. init-only. */
+ * with psk, draws the session id and the ephemeral key pair, and computes the experiment
+ * fingerprint. init-only. */
 int drths_numsite_init(drths_numsite_t *s, const drths_experiment_t *exp, const char *peer_text,
                        const uint8_t psk[DRTHS_KEY_BYTES], drths_error_t *err);
 

@@ -296,8 +296,10 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
             a->newest_primary = m->tick;
         a->have_primary = 1;
     }
-    for (int k = 0; k < c->r && (uint64_t)k <= m->tick; k++) {
-        uint64_t tick = m->tick - (uint64_t)k;
+    for (int k = 0; k < c->r && drths_wire_offset(k) <= m->tick; k++) {
+        /* Sample k is for tick T - offset(k) (PROTOCOL.md section 8; both sites agreed on the
+         * offsets in the handshake). */
+        uint64_t tick = m->tick - drths_wire_offset(k);
         /* Ticks up to L are the rest position; redundant samples for them (the first COMMANDs
          * carry some) are not commands and are not stored. */
         if (a->started && tick <= a->L)

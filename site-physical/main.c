@@ -8,11 +8,13 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/setup.h"
 #include "platform/cli.h"
 #include "platform/rtclock.h"
 #include "platform/runfolder.h"
 #include "platform/udp.h"
 #include "protocol/fingerprint.h"
+#include "site-physical/iocheck.h"
 #include "site-physical/openfresco_app.h"
 #include "site-physical/physsite.h"
 #include "site-physical/report.h"
@@ -26,10 +28,13 @@ static void usage(FILE *f)
             "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
             "                      [--out DIR] [--wait-timeout S] [--require-rt] [--cpu N]\n"
             "                      [--tick-spin US|auto] [--kernel-filter] [--quiet]\n"
-            "                      [--monitor HOST:PORT [--monitor-token FILE] [--wait-start]]\n"
+            "                      [--monitor HOST:PORT [--wait-start]]\n"
             "       drths-physical --experiment FILE --openfresco HOST:PORT [--step-duration S]\n"
             "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
-            "                      [--predict-fraction F] [--out DIR] [--wait-timeout S] ...\n"
+            "                      [--predict-fraction F] [--openfresco-setup-timeout S]\n"
+            "                      [--openfresco-step-timeout S] [--out DIR] [--wait-timeout S] ...\n"
+            "       drths-physical --experiment FILE --io-check [--io-amplitude M] [--io-leg S]\n"
+            "                      [--io-current A]\n"
             "\n"
             "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
             "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
@@ -48,7 +53,7 @@ static void usage(FILE *f)
             "  --quiet             no status line\n"
             "  --monitor HOST:PORT send telemetry (50 frames/s) to drths-monitor and accept its\n"
             "                      Start / Stop / Abort (Stop and Abort act as SIGTERM: HOLD)\n"
-            "  --monitor-token FILE  control datagrams must carry the token in FILE\n"
+            "                      (authenticated with a key derived from the link key)\n"
             "  --wait-start        wait for Start from the monitor before taking part\n"
             "  --openfresco HOST:PORT  be the laboratory side of an OpenSees/OpenFresco analysis\n"
             "                      (expSite ShadowSite, expControl GenericTCP, element\n"
@@ -58,6 +63,20 @@ static void usage(FILE *f)
             "  --openfresco-variant auto|shadow|generic  wire variant (default auto)\n"
             "  --precor d|lpd      corrector: PreCor-D (default) or PreCor-LPD\n"
             "  --predict-fraction F  fraction of a step predicted before correcting (0.6)\n"
+            "  --openfresco-setup-timeout S  drop a client that has not set up S s after it\n"
+            "                      connected, and wait for another (default 10)\n"
+            "  --openfresco-step-timeout S  HOLD when the client sends no new target for S s\n"
+            "                      once the site has answered it (default 10)\n"
+            "  --io-check          commissioning, without a numerical site: read both inputs at\n"
+            "                      rest, then move the actuator through two slow cycles about\n"
+            "                      where it stands (damper command 0, then --io-current), and\n"
+            "                      report each channel's noise, polarity, scale, offset and the\n"
+            "                      I/O delay against the experiment file (docs/lab-day.md)\n"
+            "  --io-amplitude M    the cycles' amplitude (default min(0.002, a tenth of\n"
+            "                      physical.limit_displacement_m))\n"
+            "  --io-leg S          seconds from rest to the amplitude and back each (default 1)\n"
+            "  --io-current A      the damper command of the second cycle, A or V (default half\n"
+            "                      the damper's largest; 0: one cycle)\n"
             "  --version           the version of this program\n"
             "  -h, --help          this text\n"
             "\n");
@@ -85,6 +104,8 @@ typedef struct app {
     int rt_printed;
     char dir[4096];
     drths_provenance_t prov;
+    int io_check;
+    double io_amplitude_m, io_leg_s, io_current; /* NAN: the default */
 } app_t;
 
 static app_t app;
@@ -117,6 +138,12 @@ static int own_option(void *ctx, int c, const char *arg)
             return 0;
         drths_cli_usage_error(PROG, "--precor: '%s' is not d or lpd", arg);
         return -1;
+    case 'U':
+        return drths_cli_positive(PROG, "--openfresco-setup-timeout", arg, "seconds",
+                                  &a->ocfg.setup_timeout_s);
+    case 'X':
+        return drths_cli_positive(PROG, "--openfresco-step-timeout", arg, "seconds",
+                                  &a->ocfg.step_timeout_s);
     case 'F':
         if (drths_cli_double(PROG, "--predict-fraction", arg, 0.0, 1.0, NULL, &v) != 0)
             return -1;
@@ -126,6 +153,11 @@ static int own_option(void *ctx, int c, const char *arg)
         }
         a->ocfg.precor.predict_fraction = v;
         return 0;
+    case 'I': a->io_check = 1; return 0;
+    case 'A':
+        return drths_cli_double(PROG, "--io-amplitude", arg, 1e-6, 0.1, "m", &a->io_amplitude_m);
+    case 'L': return drths_cli_double(PROG, "--io-leg", arg, 0.01, 60.0, "s", &a->io_leg_s);
+    case 'C': return drths_cli_double(PROG, "--io-current", arg, 0.0, 1e3, NULL, &a->io_current);
     default: return -1;
     }
 }
@@ -225,6 +257,7 @@ static int configure(app_t *a)
     if (drths_experiment_fingerprint(&a->exp, cfg->fingerprint, &err) != 0 ||
         drths_site_key_load(&a->key, a->so.key, a->exp.link.key_path, &err) != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
+    drths_site_monitor_key(&a->shell, &a->key);
     memcpy(cfg->psk, a->key.psk, sizeof cfg->psk);
     if (a->openfresco) {
         a->ocfg.listen = a->openfresco;
@@ -239,7 +272,14 @@ static int configure(app_t *a)
         cfg->source_ctx = &a->ofr;
     }
     const char *ltext = a->listen ? a->listen : a->exp.physical.listen;
-    if (drths_addr_parse(&a->laddr, ltext, a->listen ? "--listen" : "physical.listen", &err) != 0)
+    const char *lwhat = a->listen ? "--listen" : "physical.listen";
+    if (drths_addr_parse(&a->laddr, ltext, lwhat, &err) != 0)
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    /* An OpenFresco site has no drths link, so no key to refuse (docs/openfresco.md). */
+    const drths_site_link_t link = {&a->laddr, lwhat, 1,
+                                    a->exp.daq.backend != DRTHS_DAQ_BACKEND_VIRTUAL,
+                                    drths_daq_backend_name(a->exp.daq.backend)};
+    if (!a->openfresco && drths_site_key_allowed(&a->key, &link, &err) != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
     return 0;
 }
@@ -278,8 +318,9 @@ static void print_start(const app_t *a)
     printf("drths-physical: experiment '%s' (fingerprint %.16s..)\n", e->name, fphex);
     if (a->openfresco) {
         drths_addr_format(&a->ofr.laddr, addr, sizeof addr);
-        printf("  OpenFresco: listening on TCP %s (variant %s)\n", addr,
-               drths_ofr_variant_name(a->ocfg.variant));
+        printf("  OpenFresco: listening on TCP %s (variant %s; one client, which must set up "
+               "within %g s)\n",
+               addr, drths_ofr_variant_name(a->ocfg.variant), a->ofr.cfg.setup_timeout_s);
         if (!drths_addr_is_loopback(&a->ofr.laddr))
             drths_cli_warning(PROG, "OpenFresco clients are not authenticated: anyone who "
                                     "reaches %s can drive the actuator (within the limits); keep "
@@ -291,6 +332,9 @@ static void print_start(const app_t *a)
             printf("  listening on %s, key id %s (%s)\n", addr, a->key.id, a->key.path);
         else
             printf("  listening on %s, rehearsal key (public)\n", addr);
+        if (drths_addr_is_loopback(&a->laddr))
+            printf("  (loopback: only this machine can reach it; for another laboratory set "
+                   "physical.listen or --listen)\n");
         fflush(stdout);
         drths_site_key_warning(PROG, &a->key);
     }
@@ -336,6 +380,72 @@ static int run(app_t *a)
     return code;
 }
 
+/* ---- --io-check ----------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t io_interrupted;
+
+static void io_on_signal(int sig)
+{
+    (void)sig;
+    io_interrupted = 1;
+}
+
+/* The check's pace: tick k is due k periods after the first, slept for (a slow ramp needs no
+ * real-time thread; a late tick only stretches the cycle). */
+static int io_pace(void *ctx, long k)
+{
+    const int64_t *t0 = ctx;
+    (void)drths_sleep_until_ns(t0[0] + k * t0[1]);
+    return io_interrupted;
+}
+
+/* drths-physical --io-check: the DAQ opened as for a run, the check, its report. Returns the
+ * exit code: 0 when every channel is OK (or only notes), 1 otherwise. */
+static int io_check(app_t *a)
+{
+    const drths_experiment_t *e = &a->exp;
+    drths_error_t err = {{0}};
+    drths_specimen_params_t sp;
+    drths_specimen_t spec;
+    drths_daq_t daq = {0};
+    drths_setup_specimen(e, &sp);
+    if (drths_specimen_init(&spec, &sp, 1.0 / e->rate_hz, &err) != 0)
+        return drths_cli_error(PROG, "%s: virtual specimen: %s", a->so.experiment, err.msg);
+    if (drths_daq_open(e, &spec, NULL, &daq, &err) != 0) {
+        drths_specimen_close(&spec);
+        return drths_cli_error(PROG, "%s: daq (backend %s): %s", a->so.experiment,
+                               drths_daq_backend_name(e->daq.backend), err.msg);
+    }
+    drths_iocheck_params_t p;
+    drths_iocheck_params_default(e, &p);
+    if (!isnan(a->io_amplitude_m))
+        p.amplitude_m = a->io_amplitude_m;
+    if (!isnan(a->io_leg_s))
+        p.leg_s = a->io_leg_s;
+    if (!isnan(a->io_current))
+        p.current = a->io_current;
+    int64_t clock[2] = {drths_now_ns(), (int64_t)llround(1e9 / e->rate_hz)};
+    p.pace = io_pace;
+    p.pace_ctx = clock;
+    signal(SIGINT, io_on_signal);
+    signal(SIGTERM, io_on_signal);
+    printf("drths-physical: I/O check of '%s' (backend %s), %g Hz: %s of +/-%.3g mm, %g s a "
+           "leg, damper command 0%s\n",
+           e->name, drths_daq_backend_name(e->daq.backend), e->rate_hz,
+           p.current > 0 ? "two cycles" : "one cycle", p.amplitude_m * 1e3, p.leg_s,
+           p.current > 0 ? " then the --io-current" : "");
+    fflush(stdout);
+    drths_iocheck_result_t res;
+    int rc = drths_iocheck_run(&daq, &p, &res, &err);
+    if (rc == 0)
+        drths_iocheck_print(stdout, &p, &res);
+    drths_daq_close(&daq);
+    drths_specimen_close(&spec);
+    if (rc != 0)
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    return res.overall <= DRTHS_IOCHECK_NOTE ? 0 : DRTHS_EXIT_FAILED;
+}
+
 int main(int argc, char **argv)
 {
     app_t *a = &app;
@@ -346,6 +456,7 @@ int main(int argc, char **argv)
     a->ocfg.precor.mode = DRTHS_PRECOR_D;
     a->ocfg.precor.predict_fraction = DRTHS_PRECOR_DEFAULT_FRACTION;
     a->ocfg.step_duration_s = 0.01;
+    a->io_amplitude_m = a->io_leg_s = a->io_current = NAN;
     static const struct option own[] = {
         {"listen", required_argument, NULL, 'l'},
         {"wait-timeout", required_argument, NULL, 'w'},
@@ -355,6 +466,12 @@ int main(int argc, char **argv)
         {"openfresco-variant", required_argument, NULL, 'V'},
         {"precor", required_argument, NULL, 'P'},
         {"predict-fraction", required_argument, NULL, 'F'},
+        {"openfresco-setup-timeout", required_argument, NULL, 'U'},
+        {"openfresco-step-timeout", required_argument, NULL, 'X'},
+        {"io-check", no_argument, NULL, 'I'},
+        {"io-amplitude", required_argument, NULL, 'A'},
+        {"io-leg", required_argument, NULL, 'L'},
+        {"io-current", required_argument, NULL, 'C'},
         {0, 0, 0, 0},
     };
     const drths_site_cli_t cli = {PROG, own, own_option, a, usage,
@@ -367,6 +484,11 @@ int main(int argc, char **argv)
                                            "--openfresco site has no UDP socket");
     if ((code = drths_site_load_experiment(PROG, &a->exp, a->so.experiment)) != 0)
         return code;
+    if (a->io_check) {
+        code = io_check(a);
+        drths_experiment_close(&a->exp);
+        return code;
+    }
     const drths_site_hooks_t hooks = {a, print_events, on_status, on_stop, on_counters, on_tap};
     drths_error_t err = {{0}};
     if (drths_site_init(&a->shell, PROG, &a->so, &hooks, &err) != 0)

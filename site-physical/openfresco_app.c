@@ -24,12 +24,19 @@
 #define POLL_MS 100
 #define REPLY_POLL_NS 20000L /* the I/O thread looks for the RT thread's reply this often */
 #define START_POLL_NS INT64_C(1000000)
+#define DEFAULT_SETUP_TIMEOUT_S 10.0
+#define DEFAULT_STEP_TIMEOUT_S 10.0
+/* Keepalive: a dead analysis machine fails the connection after 5 + 5 x 1 = 10 s of silence. */
+#define KEEPALIVE_IDLE_S 5
+#define KEEPALIVE_INTERVAL_S 1
+#define KEEPALIVE_COUNT 5
 
 #define REQ_SETUP DRTHS_OFR_REQ_SETUP
 #define REQ_TARGET DRTHS_OFR_REQ_TARGET
 #define REQ_MEASURE DRTHS_OFR_REQ_MEASURE
 #define REQ_DIE DRTHS_OFR_REQ_DIE
 #define REQ_LOST DRTHS_OFR_REQ_LOST
+#define REQ_NOTE DRTHS_OFR_REQ_NOTE
 
 typedef struct req {
     int kind;
@@ -44,6 +51,40 @@ typedef struct resp {
 
 /* ---- init / close -------------------------------------------------------------------------- */
 
+/* Opens the listening socket on app->laddr (backlog 1: one client at a time) and, the first
+ * time, learns the port the kernel picked for port 0, so that a listener opened again after a
+ * dropped client is on the same port. Returns 0 or a negative errno (err says which address). */
+static int open_listener(drths_ofr_app_t *app, drths_error_t *err)
+{
+    int fd = socket(app->laddr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return drths_error_set(err, -errno, "TCP socket: %s", strerror(errno));
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    char text[80];
+    drths_addr_format(&app->laddr, text, sizeof text);
+    if (bind(fd, (const struct sockaddr *)&app->laddr.ss, app->laddr.len) != 0 ||
+        listen(fd, 1) != 0) {
+        int e = errno;
+        close(fd);
+        return drths_error_set(err, -e, "cannot listen on %s: %s", text, strerror(e));
+    }
+    app->laddr.len = sizeof app->laddr.ss;
+    (void)getsockname(fd, (struct sockaddr *)&app->laddr.ss, &app->laddr.len);
+    app->listen_fd = fd;
+    return 0;
+}
+
+/* A timeout option: 0 takes the default; otherwise a positive finite number of seconds. */
+static int check_timeout(double *v, double dflt, const char *option, drths_error_t *err)
+{
+    if (*v == 0.0)
+        *v = dflt;
+    if (!(*v > 0.0) || !isfinite(*v))
+        return drths_error_set(err, -EINVAL, "%s must be a positive number of s", option);
+    return 0;
+}
+
 int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, drths_error_t *err)
 {
     memset(app, 0, sizeof *app);
@@ -57,7 +98,13 @@ int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, 
         return drths_error_set(err, -EINVAL, "--predict-fraction must be in [0, 1)");
     if (app->cfg.detect_wait_s <= 0.0)
         app->cfg.detect_wait_s = 0.2;
-    int rc = drths_addr_parse(&app->laddr, cfg->listen, "--openfresco", err);
+    int rc = check_timeout(&app->cfg.setup_timeout_s, DEFAULT_SETUP_TIMEOUT_S,
+                           "--openfresco-setup-timeout", err);
+    if (rc == 0)
+        rc = check_timeout(&app->cfg.step_timeout_s, DEFAULT_STEP_TIMEOUT_S,
+                           "--openfresco-step-timeout", err);
+    if (rc == 0)
+        rc = drths_addr_parse(&app->laddr, cfg->listen, "--openfresco", err);
     if (rc)
         return rc;
     rc = drths_ring_init(&app->to_rt, sizeof(req_t), RING_RECORDS);
@@ -74,25 +121,11 @@ int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, 
         rc = drths_error_set(err, -ENOMEM, "out of memory for the OpenFresco buffers");
         goto fail;
     }
-    int fd = socket(app->laddr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        rc = drths_error_set(err, -errno, "TCP socket: %s", strerror(errno));
+    /* With port 0 the kernel picks one: laddr then holds the real address, for the log, the
+     * tests and a listener opened again. */
+    rc = open_listener(app, err);
+    if (rc)
         goto fail;
-    }
-    int one = 1;
-    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    char text[80];
-    drths_addr_format(&app->laddr, text, sizeof text);
-    if (bind(fd, (const struct sockaddr *)&app->laddr.ss, app->laddr.len) != 0 ||
-        listen(fd, 1) != 0) {
-        rc = drths_error_set(err, -errno, "cannot listen on %s: %s", text, strerror(errno));
-        close(fd);
-        goto fail;
-    }
-    /* With port 0 the kernel picked one: keep the real address for the log and the tests. */
-    app->laddr.len = sizeof app->laddr.ss;
-    (void)getsockname(fd, (struct sockaddr *)&app->laddr.ss, &app->laddr.len);
-    app->listen_fd = fd;
     return 0;
 fail:
     free(app->inbuf);
@@ -165,9 +198,35 @@ static int wait_response(drths_ofr_app_t *app, resp_t *out)
     return 0;
 }
 
-static int accept_client(drths_ofr_app_t *app)
+static void close_listener(drths_ofr_app_t *app)
 {
-    int64_t deadline = drths_now_ns() + (int64_t)(app->cfg.accept_timeout_s * 1e9);
+    if (app->listen_fd >= 0)
+        close(app->listen_fd);
+    app->listen_fd = -1;
+}
+
+/* The connection as the site keeps it: no Nagle, keepalive, and the listener closed, so that a
+ * second client is refused while this one is served. */
+static void take_client(drths_ofr_app_t *app, int fd, const drths_addr_t *from)
+{
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    (void)drths_tcp_keepalive(fd, KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT);
+    close_listener(app);
+    drths_addr_format(from, app->peer, sizeof app->peer);
+    atomic_store(&app->conn_fd, fd);
+    char text[DRTHS_OFR_TEXT];
+    snprintf(text, sizeof text,
+             "OpenFresco client %s connected (no other until it ends); waiting for its set-up "
+             "(up to %g s)",
+             app->peer, app->cfg.setup_timeout_s);
+    drths_ofr_app_post(app, REQ_NOTE, 0.0, text);
+}
+
+/* Waits for a client until deadline_ns. Returns its descriptor, -ETIMEDOUT (after posting
+ * LOST) or -ECANCELED. */
+static int accept_client(drths_ofr_app_t *app, int64_t deadline_ns)
+{
     while (!atomic_load(&app->io_stop)) {
         struct pollfd p = {app->listen_fd, POLLIN, 0};
         int r = poll(&p, 1, POLL_MS);
@@ -177,15 +236,13 @@ static int accept_client(drths_ofr_app_t *app)
             int fd = accept4(app->listen_fd, (struct sockaddr *)&from.ss, &from.len, SOCK_CLOEXEC);
             if (fd < 0)
                 continue;
-            int one = 1;
-            (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            drths_addr_format(&from, app->peer, sizeof app->peer);
-            atomic_store(&app->conn_fd, fd);
+            take_client(app, fd, &from);
             return fd;
         }
-        if (drths_now_ns() >= deadline) {
+        if (drths_now_ns() >= deadline_ns) {
             char text[DRTHS_OFR_TEXT];
-            snprintf(text, sizeof text, "no OpenFresco client connected within %g s",
+            snprintf(text, sizeof text, "no OpenFresco client %s within %g s",
+                     app->clients_dropped ? "connected and set up" : "connected",
                      app->cfg.accept_timeout_s);
             drths_ofr_app_post(app, REQ_LOST, 0.0, text);
             return -ETIMEDOUT;
@@ -194,11 +251,12 @@ static int accept_client(drths_ofr_app_t *app)
     return -ECANCELED;
 }
 
-/* AUTO: reads the first four bytes and decides; leaves them in inbuf. Returns how many bytes
- * of the first message are already in inbuf (4), or a negative errno / 0 on close. */
-static ssize_t detect_variant(drths_ofr_app_t *app, int fd)
+/* AUTO: reads the first four bytes (by deadline_ns) and decides; leaves them in inbuf. Returns
+ * how many bytes of the first message are already in inbuf (4), or a negative errno
+ * (-ETIMEDOUT) / 0 on close. */
+static ssize_t detect_variant(drths_ofr_app_t *app, int fd, int64_t deadline_ns)
 {
-    ssize_t k = drths_tcp_recv(fd, app->inbuf, 4, DRTHS_TCP_QUICKACK);
+    ssize_t k = drths_tcp_recv_until(fd, app->inbuf, 4, DRTHS_TCP_QUICKACK, deadline_ns);
     if (k < 4)
         return k < 0 ? k : 0;
     drths_ofr_variant_t v = drths_ofr_detect(app->inbuf, 4, 0);
@@ -231,132 +289,191 @@ static size_t measurement_reply(drths_ofr_app_t *app, int action, const drths_of
     }
 }
 
-static void io_session(drths_ofr_app_t *app, int fd)
+/* An action: forwarded to the RT thread or answered here. Returns the reply's size in outbuf
+ * (0: none), or -ECANCELED when the site stopped while a measurement was awaited. Sets *last on
+ * DIE or shutdown. */
+static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int *last)
 {
-    char text[DRTHS_OFR_TEXT];
-    size_t have = 0;
-    if (app->cfg.variant == DRTHS_OFR_AUTO) {
-        ssize_t k = detect_variant(app, fd);
-        if (k <= 0) {
-            if (!atomic_load(&app->io_stop))
-                drths_ofr_app_post(
-                    app, REQ_LOST, 0.0,
-                    "the OpenFresco client closed the connection before its first message");
-            return;
+    resp_t r;
+    switch (m->action) {
+    case DRTHS_OFR_SET_TRIAL:
+        drths_ofr_app_post(app, REQ_TARGET, m->disp[0], NULL);
+        return 0;
+    case DRTHS_OFR_GET_DAQ:
+    case DRTHS_OFR_GET_DISP:
+    case DRTHS_OFR_GET_VEL:
+    case DRTHS_OFR_GET_ACCEL:
+    case DRTHS_OFR_GET_FORCE:
+    case DRTHS_OFR_GET_TIME:
+        drths_ofr_app_post(app, REQ_MEASURE, 0.0, NULL);
+        if (wait_response(app, &r) != 0)
+            return -ECANCELED;
+        return (ssize_t)measurement_reply(app, m->action, &r.r);
+    case DRTHS_OFR_GET_INITIAL_STIFF:
+    case DRTHS_OFR_GET_TANGENT_STIFF:
+    case DRTHS_OFR_GET_DAMP:
+    case DRTHS_OFR_GET_MASS:
+        return (ssize_t)drths_ofr_reply_matrix(&app->rx, 0.0, app->outbuf, IO_BUF_BYTES);
+    case DRTHS_OFR_COMMIT:
+    case DRTHS_OFR_EXECUTE:
+        return 0;
+    case DRTHS_OFR_DIE:
+    case DRTHS_OFR_SHUTDOWN:
+        *last = 1;
+        return (ssize_t)drths_ofr_reply_die(&app->rx, app->outbuf, IO_BUF_BYTES);
+    default:
+        app->io_unknown_actions++;
+        return 0;
+    }
+}
+
+/* What the session loop does after one message. */
+enum { MSG_GO_ON = 0, MSG_LAST = 1, MSG_FAILED = -1 };
+
+/* Acts on one parsed message: forwards it to the RT thread and sends the reply, if any. Sets
+ * *setup when it was the set-up. Returns MSG_GO_ON, MSG_LAST (DIE) or MSG_FAILED (posted or
+ * stopping). */
+static int handle_message(drths_ofr_app_t *app, int fd, const drths_ofr_msg_t *m, int *setup)
+{
+    ssize_t out = 0;
+    int last = 0;
+    if (m->kind == DRTHS_OFR_MSG_PROBE)
+        out = (ssize_t)drths_ofr_reply_probe(app->outbuf, IO_BUF_BYTES);
+    else if (m->kind == DRTHS_OFR_MSG_OPEN)
+        out = (ssize_t)drths_ofr_reply_open(app->outbuf, IO_BUF_BYTES);
+    else if (m->kind == DRTHS_OFR_MSG_SETUP) {
+        *setup = 1;
+        drths_ofr_app_post(app, REQ_SETUP, 0.0, NULL);
+    } else if (m->kind == DRTHS_OFR_MSG_ACTION)
+        out = handle_action(app, m, &last);
+    if (out < 0)
+        return MSG_FAILED;
+    if (out) {
+        int rc = drths_tcp_send_all(fd, app->outbuf, (size_t)out);
+        if (rc) {
+            if (!atomic_load(&app->io_stop)) {
+                char text[DRTHS_OFR_TEXT];
+                snprintf(text, sizeof text, "sending to the OpenFresco client failed: %s",
+                         strerror(-rc));
+                drths_ofr_app_post(app, REQ_LOST, 0.0, text);
+            }
+            return MSG_FAILED;
         }
+        app->io_replies++;
+    }
+    return last ? MSG_LAST : MSG_GO_ON;
+}
+
+/* A receive that ended short (k < want): posts why, unless the site is stopping. */
+static void post_lost(drths_ofr_app_t *app, ssize_t k)
+{
+    if (atomic_load(&app->io_stop))
+        return;
+    char text[DRTHS_OFR_TEXT];
+    if (k >= 0)
+        snprintf(text, sizeof text, "the OpenFresco client (%s) closed the connection without DIE",
+                 app->peer);
+    else
+        snprintf(text, sizeof text, "the OpenFresco connection failed: %s", strerror((int)-k));
+    drths_ofr_app_post(app, REQ_LOST, 0.0, text);
+}
+
+/* How a session ended: posted to the RT thread, or a client that failed its set-up by
+ * silence or by closing (nothing posted: the caller drops it and listens again). */
+enum { SESSION_ENDED = 0, SESSION_SETUP_TIMEOUT, SESSION_SETUP_CLOSED };
+
+/* One client, from its first byte to its end. Until its set-up is complete every receive has
+ * the deadline setup_deadline_ns; after it, none (the RT thread's step watchdog and keepalive
+ * watch the silence). A protocol error ends the session (posted) even before the set-up: it is
+ * a real client misconfigured (a wrong variant, two control displacements), whose script must
+ * change. */
+static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
+{
+    size_t have = 0;
+    int setup = 0;
+    if (app->cfg.variant == DRTHS_OFR_AUTO) {
+        ssize_t k = detect_variant(app, fd, setup_deadline_ns);
+        if (k <= 0)
+            return k == -ETIMEDOUT ? SESSION_SETUP_TIMEOUT : SESSION_SETUP_CLOSED;
         have = (size_t)k;
     } else {
         app->variant = app->cfg.variant;
     }
     drths_ofr_rx_init(&app->rx, app->variant);
-    drths_ofr_msg_t m;
     for (;;) {
         size_t need = drths_ofr_rx_need(&app->rx);
-        ssize_t k = 1;
         if (need > have) {
-            k = drths_tcp_recv(fd, app->inbuf + have, need - have, DRTHS_TCP_QUICKACK);
-            if (k >= 0 && (size_t)k < need - have)
-                k = 0; /* closed, in the middle of a message or between two */
-        }
-        if (k <= 0) {
-            if (atomic_load(&app->io_stop))
-                return;
-            if (k == 0)
-                snprintf(text, sizeof text,
-                         "the OpenFresco client (%s) closed the connection "
-                         "without DIE",
-                         app->peer);
-            else
-                snprintf(text, sizeof text, "the OpenFresco connection failed: %s",
-                         strerror((int)-k));
-            drths_ofr_app_post(app, REQ_LOST, 0.0, text);
-            return;
+            ssize_t k = drths_tcp_recv_until(fd, app->inbuf + have, need - have, DRTHS_TCP_QUICKACK,
+                                             setup ? -1 : setup_deadline_ns);
+            if (!setup && k < 0)
+                return k == -ETIMEDOUT ? SESSION_SETUP_TIMEOUT : SESSION_SETUP_CLOSED;
+            if (!setup && (size_t)k < need - have)
+                return SESSION_SETUP_CLOSED;
+            if (k < 0 || (size_t)k < need - have) {
+                post_lost(app, k); /* closed, in the middle of a message or between two */
+                return SESSION_ENDED;
+            }
         }
         have = 0;
         app->io_messages++;
+        drths_ofr_msg_t m;
         if (drths_ofr_rx_parse(&app->rx, app->inbuf, need, &m) != 0) {
+            char text[DRTHS_OFR_TEXT];
             snprintf(text, sizeof text, "OpenFresco protocol error: %s", m.text);
             drths_ofr_app_post(app, REQ_LOST, 0.0, text);
-            return;
+            return SESSION_ENDED;
         }
-        size_t out = 0;
-        int last = 0;
-        switch (m.kind) {
-        case DRTHS_OFR_MSG_PROBE:
-            out = drths_ofr_reply_probe(app->outbuf, IO_BUF_BYTES);
-            break;
-        case DRTHS_OFR_MSG_OPEN:
-            out = drths_ofr_reply_open(app->outbuf, IO_BUF_BYTES);
-            break;
-        case DRTHS_OFR_MSG_SETUP:
-            drths_ofr_app_post(app, REQ_SETUP, 0.0, NULL);
-            break;
-        case DRTHS_OFR_MSG_ACTION:
-            switch (m.action) {
-            case DRTHS_OFR_SET_TRIAL:
-                drths_ofr_app_post(app, REQ_TARGET, m.disp[0], NULL);
-                break;
-            case DRTHS_OFR_GET_DAQ:
-            case DRTHS_OFR_GET_DISP:
-            case DRTHS_OFR_GET_VEL:
-            case DRTHS_OFR_GET_ACCEL:
-            case DRTHS_OFR_GET_FORCE:
-            case DRTHS_OFR_GET_TIME: {
-                drths_ofr_app_post(app, REQ_MEASURE, 0.0, NULL);
-                resp_t r;
-                if (wait_response(app, &r) != 0)
-                    return;
-                out = measurement_reply(app, m.action, &r.r);
-                break;
-            }
-            case DRTHS_OFR_GET_INITIAL_STIFF:
-            case DRTHS_OFR_GET_TANGENT_STIFF:
-            case DRTHS_OFR_GET_DAMP:
-            case DRTHS_OFR_GET_MASS:
-                out = drths_ofr_reply_matrix(&app->rx, 0.0, app->outbuf, IO_BUF_BYTES);
-                break;
-            case DRTHS_OFR_COMMIT:
-            case DRTHS_OFR_EXECUTE:
-                break;
-            case DRTHS_OFR_DIE:
-            case DRTHS_OFR_SHUTDOWN:
-                out = drths_ofr_reply_die(&app->rx, app->outbuf, IO_BUF_BYTES);
-                last = 1;
-                break;
-            default:
-                app->io_unknown_actions++;
-                break;
-            }
-            break;
-        default:
-            break;
-        }
-        if (out) {
-            int rc = drths_tcp_send_all(fd, app->outbuf, out);
-            if (rc) {
-                if (!atomic_load(&app->io_stop)) {
-                    snprintf(text, sizeof text, "sending to the OpenFresco client failed: %s",
-                             strerror(-rc));
-                    drths_ofr_app_post(app, REQ_LOST, 0.0, text);
-                }
-                return;
-            }
-            app->io_replies++;
-        }
-        if (last) {
+        int rc = handle_message(app, fd, &m, &setup);
+        if (rc == MSG_LAST)
             drths_ofr_app_post(app, REQ_DIE, 0.0, NULL);
-            return;
-        }
+        if (rc != MSG_GO_ON)
+            return SESSION_ENDED;
     }
+}
+
+/* A client that failed its set-up (how: SESSION_SETUP_TIMEOUT or _CLOSED): closed, said so,
+ * and the listener opened again. Nothing has moved before a set-up, so a stray connection (a
+ * port scan, a health check, a script started too early) must not end the lab's run. Returns 0,
+ * or -1 after posting LOST when the address cannot be listened on again. */
+static int drop_client(drths_ofr_app_t *app, int fd, int how)
+{
+    atomic_store(&app->conn_fd, -1);
+    close(fd);
+    app->clients_dropped++;
+    char text[sizeof((drths_error_t *)0)->msg + 64]; /* the post keeps DRTHS_OFR_TEXT of it */
+    if (how == SESSION_SETUP_TIMEOUT)
+        snprintf(text, sizeof text,
+                 "the OpenFresco client %s did not complete its set-up within %g s "
+                 "(--openfresco-setup-timeout): dropped; waiting for another client",
+                 app->peer, app->cfg.setup_timeout_s);
+    else
+        snprintf(text, sizeof text,
+                 "the OpenFresco client %s closed the connection before completing its set-up; "
+                 "waiting for another client",
+                 app->peer);
+    drths_ofr_app_post(app, REQ_NOTE, 1.0, text);
+    drths_error_t err = {{0}};
+    if (open_listener(app, &err) != 0) {
+        snprintf(text, sizeof text, "after dropping an OpenFresco client: %s", err.msg);
+        drths_ofr_app_post(app, REQ_LOST, 0.0, text);
+        return -1;
+    }
+    return 0;
 }
 
 static void *io_main(void *arg)
 {
     drths_ofr_app_t *app = arg;
-    int fd = accept_client(app);
-    if (fd >= 0)
-        io_session(app, fd);
-    return NULL;
+    int64_t deadline = drths_now_ns() + (int64_t)(app->cfg.accept_timeout_s * 1e9);
+    for (;;) {
+        int fd = accept_client(app, deadline);
+        if (fd < 0)
+            return NULL;
+        int64_t setup_deadline = drths_now_ns() + (int64_t)(app->cfg.setup_timeout_s * 1e9);
+        int how = io_session(app, fd, setup_deadline);
+        if (how == SESSION_ENDED || atomic_load(&app->io_stop) || drop_client(app, fd, how) != 0)
+            return NULL;
+    }
 }
 
 int drths_ofr_app_start(drths_ofr_app_t *app, drths_error_t *err)
@@ -439,6 +556,9 @@ static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t t
             app->daq_pending++;
             app->daq_requests++;
             break;
+        case REQ_NOTE:
+            drths_physsite_event(ps, r.disp != 0.0, "%s", r.text);
+            break;
         default:
             handle_end(app, ps, &r, tick);
             break;
@@ -496,11 +616,40 @@ static double next_command(drths_ofr_app_t *app, uint64_t u)
     return x;
 }
 
+/* The step watchdog. While the site owes the client something (a target not yet reached, a
+ * measurement not yet answered) the client is waiting, not silent; from the tick the site owes
+ * nothing, the client has step_timeout_s to send its next target. Returns 1 after entering
+ * HOLD. */
+static int step_watchdog(drths_ofr_app_t *app, drths_physsite_t *ps, int64_t now_ns)
+{
+    if (!app->quiet_armed || app->daq_pending || app->steps_reached < app->targets ||
+        app->pend_count) {
+        app->quiet_armed = 1;
+        app->quiet_since_ns = now_ns;
+        return 0;
+    }
+    if ((double)(now_ns - app->quiet_since_ns) * 1e-9 <= app->cfg.step_timeout_s)
+        return 0;
+    /* The client's address was in the set-up line; the sentence must fit a HOLD text. */
+    if (app->targets)
+        snprintf(app->end_text, sizeof app->end_text,
+                 "the OpenFresco client sent no new target for %g s after step %llu was reached "
+                 "and answered (--openfresco-step-timeout)",
+                 app->cfg.step_timeout_s, (unsigned long long)app->steps_reached);
+    else
+        snprintf(app->end_text, sizeof app->end_text,
+                 "the OpenFresco client sent no target for %g s after its set-up "
+                 "(--openfresco-step-timeout)",
+                 app->cfg.step_timeout_s);
+    drths_actuator_hold(&ps->act, DRTHS_STOP_WATCHDOG, 0, app->end_text);
+    return 1;
+}
+
 static void before_tick(void *ctx, drths_physsite_t *ps, uint64_t tick, int64_t now_ns)
 {
     drths_ofr_app_t *app = ctx;
     take_requests(app, ps, tick, now_ns);
-    if (app->stopping || ps->act.hold)
+    if (app->stopping || ps->act.hold || step_watchdog(app, ps, now_ns))
         return;
     uint64_t u = tick + app->lead_ticks;
     double x = next_command(app, u);
@@ -581,6 +730,8 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
         if (drths_ring_pop(&app->to_rt, &r) == 0) {
             if (r.kind == REQ_SETUP) {
                 app->setup_seen = 1;
+            } else if (r.kind == REQ_NOTE) {
+                drths_physsite_event(ps, r.disp != 0.0, "%s", r.text);
             } else if (r.kind == REQ_DIE || r.kind == REQ_LOST) {
                 snprintf(app->end_text, sizeof app->end_text, "%s",
                          r.kind == REQ_DIE ? "the OpenFresco client ended before any step"
@@ -606,6 +757,10 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
                          app->cfg.step_duration_s, (long long)app->step_ticks,
                          app->cfg.precor.mode == DRTHS_PRECOR_LPD ? "LPD" : "D",
                          app->cfg.precor.predict_fraction * 100.0, app->lead_ticks);
+    drths_physsite_event(ps, 0,
+                         "step watchdog: HOLD if the client sends no target for %g s once the "
+                         "site has answered it (--openfresco-step-timeout)",
+                         app->cfg.step_timeout_s);
     drths_msg_t m;
     memset(&m, 0, sizeof m);
     m.type = DRTHS_MSG_EPOCH;
@@ -654,6 +809,9 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
     drths_json_int(j, "measurement_replies", (int64_t)app->daq_replies);
     drths_json_int(j, "messages", (int64_t)app->io_messages);
     drths_json_int(j, "unknown_actions", (int64_t)app->io_unknown_actions);
+    drths_json_number(j, "setup_timeout_s", app->cfg.setup_timeout_s);
+    drths_json_number(j, "step_timeout_s", app->cfg.step_timeout_s);
+    drths_json_int(j, "clients_dropped", (int64_t)app->clients_dropped);
     drths_json_number(j, "step_end_rms_error_pct", drths_ofr_app_step_rms_pct(app));
     drths_json_number(j, "step_end_max_abs_error_m", app->max_abs_err);
     if (app->first_target_ns && app->end_ns > app->first_target_ns)

@@ -8,6 +8,16 @@
  *     waits for a delayed ACK: 40 ms a step). It forwards setup, targets, measurement requests
  *     and the end of the session to the RT thread, and writes the replies the RT thread hands
  *     back. Both directions are SPSC rings (platform/ring.h).
+ *
+ * One client at a time, and none may hold the site: the listening socket is closed as soon as a
+ * client is accepted (a second one is refused by the kernel, it does not wait in a backlog), and
+ * the accepted socket has TCP keepalive (a dead analysis machine fails the connection). A client
+ * that has not completed its set-up (ShadowSite: probe, open and setup; GenericTCP: the sizes)
+ * within setup_timeout_s of being accepted is dropped with a warning, and the site listens again
+ * for a proper client until accept_timeout_s after the start. After the set-up the step
+ * watchdog runs on the RT thread: once every target received has been reached and every
+ * measurement request answered, the client has step_timeout_s to send its next target, else
+ * HOLD (DRTHS_STOP_WATCHDOG, with a sentence saying what was awaited since when).
  *   - the RT thread is drths_physsite_run with this module as its command source
  *     (drths_physsite_source_t): each tick it turns the analysis steps into one COMMAND for
  *     tick + D (D = the compensation's lookahead + 1, so the compensation previews real
@@ -63,7 +73,9 @@ typedef struct drths_ofr_app_config {
     drths_ofr_variant_t variant; /* AUTO, SHADOW or GENERIC */
     drths_precor_params_t precor;
     double step_duration_s;  /* wall time per analysis step */
-    double accept_timeout_s; /* how long to wait for the client */
+    double accept_timeout_s; /* how long to wait for a client that sets up */
+    double setup_timeout_s;  /* a client accepted must set up within this (0: 10 s) */
+    double step_timeout_s;   /* the next target within this once all is answered (0: 10 s) */
     double detect_wait_s;    /* AUTO: quiet time after a lone int32 1 (0.2 s) */
 } drths_ofr_app_config_t;
 
@@ -88,7 +100,8 @@ typedef struct drths_ofr_app {
     drths_ofr_variant_t variant; /* resolved */
     char peer[80];
     uint64_t io_messages, io_unknown_actions, io_replies;
-    uint8_t *inbuf, *outbuf; /* 8·DRTHS_OFR_MAX_DATA + 64 bytes each, owned */
+    uint64_t clients_dropped; /* accepted, but no set-up within setup_timeout_s */
+    uint8_t *inbuf, *outbuf;  /* 8·DRTHS_OFR_MAX_DATA + 64 bytes each, owned */
 
     /* RT thread. */
     int64_t step_ticks;  /* N */
@@ -105,6 +118,8 @@ typedef struct drths_ofr_app {
     uint64_t daq_pending;
     double last_x, last_v;
     int64_t first_target_ns, end_ns;
+    int64_t quiet_since_ns; /* the step watchdog: since when the site has owed nothing */
+    int quiet_armed;
     char end_text[DRTHS_OFR_TEXT];
 
     /* Counters (RT thread; main reads them after the join). */
@@ -123,6 +138,7 @@ typedef enum drths_ofr_req_kind {
     DRTHS_OFR_REQ_MEASURE,   /* a measurement request: answered once the targets are reached */
     DRTHS_OFR_REQ_DIE,       /* orderly end */
     DRTHS_OFR_REQ_LOST,      /* connection closed, protocol error, no client: text says which */
+    DRTHS_OFR_REQ_NOTE,      /* a line for the log (text; a warning when disp is 1) */
 } drths_ofr_req_kind_t;
 
 /* The I/O thread's side of the two rings, public so that a test can drive the RT hooks in
@@ -133,8 +149,9 @@ void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double 
 int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r);
 
 /* Validates cfg (errors name the option), parses the address, creates the rings and the
- * buffers and opens the listening TCP socket (SO_REUSEADDR). A failed init leaves nothing to
- * close. init-only. */
+ * buffers and opens the listening TCP socket (SO_REUSEADDR, backlog 1; the I/O thread closes it
+ * once a client is accepted and opens it again after dropping one). A failed init leaves nothing
+ * to close. init-only. */
 int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, drths_error_t *err);
 
 /* The physsite command source; pass app as source_ctx. */

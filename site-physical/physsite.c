@@ -100,6 +100,9 @@ int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg
     rc = drths_actuator_init(&ps->act, &ap, &ps->daq, err);
     if (rc)
         goto fail_daq;
+    rc = drths_hello_init(&ps->hello, exp, DRTHS_ROLE_PHYSICAL, 0, err);
+    if (rc)
+        goto fail_act;
     rc = drths_wire_rx_init(&ps->rx, DRTHS_ROLE_PHYSICAL, cfg->psk, err);
     if (rc)
         goto fail_act;
@@ -164,20 +167,10 @@ static int send_msg(drths_physsite_t *ps, const drths_msg_t *m)
 
 static void send_hello_ack(drths_physsite_t *ps)
 {
-    const drths_experiment_t *exp = ps->cfg.exp;
     drths_msg_t m;
     memset(&m, 0, sizeof m);
     m.type = DRTHS_MSG_HELLO_ACK;
-    drths_msg_hello_t *h = &m.u.hello;
-    h->proto_min = h->proto_max = DRTHS_WIRE_VERSION;
-    h->role = DRTHS_ROLE_PHYSICAL;
-    h->rate_hz = exp->rate_hz;
-    h->n_channels = 1;
-    h->r = (uint8_t)exp->link.redundancy;
-    snprintf(h->units, sizeof h->units, "SI");
-    memcpy(h->nonce, ps->nonce_phys, sizeof h->nonce);
-    memcpy(h->fingerprint, ps->cfg.fingerprint, sizeof h->fingerprint);
-    snprintf(h->software, sizeof h->software, "drths %s", drths_version());
+    m.u.hello = ps->hello;
     send_msg(ps, &m);
 }
 
@@ -206,94 +199,171 @@ static void hex16(const uint8_t *fp, char out[17])
     out[16] = '\0';
 }
 
-/* The sentence naming the first difference between the two sites' HELLOs, or 0 if none. */
+/* The sentence naming the first difference between the two sites' HELLOs, or 0 if none:
+ * versions (no common one), fingerprint (with the sections that differ), then the set-up. */
 static int hello_mismatch(const drths_physsite_t *ps, const drths_msg_hello_t *h, uint8_t *reason,
                           char *text, size_t cap)
 {
-    const drths_experiment_t *exp = ps->cfg.exp;
-    if (memcmp(h->fingerprint, ps->cfg.fingerprint, DRTHS_FINGERPRINT_BYTES) != 0) {
-        char a[17], b[17];
-        hex16(ps->cfg.fingerprint, a);
+    const drths_msg_hello_t *o = &ps->hello;
+    if (drths_wire_pick_version(h->proto_min, h->proto_max, o->proto_min, o->proto_max) == 0) {
+        *reason = DRTHS_STOP_VERSION_MISMATCH;
+        snprintf(text, cap, "no common protocol version: numerical site speaks %u..%u, actuator "
+                 "site %u..%u", h->proto_min, h->proto_max, o->proto_min, o->proto_max);
+        return 1;
+    }
+    if (memcmp(h->fingerprint, o->fingerprint, DRTHS_FINGERPRINT_BYTES) != 0) {
+        char a[17], b[17], diff[96];
+        hex16(o->fingerprint, a);
         hex16(h->fingerprint, b);
+        drths_hello_section_diff(o, h, diff, sizeof diff);
         *reason = DRTHS_STOP_FINGERPRINT_MISMATCH;
-        snprintf(text, cap, "experiment fingerprint differs: actuator site %s.. numerical site %s..",
-                 a, b);
+        snprintf(text, cap, "experiment differs in %s: actuator %s.. numerical %s..",
+                 diff[0] ? diff : "(sections unknown)", a, b);
         return 1;
     }
     *reason = DRTHS_STOP_CONFIG_MISMATCH;
-    if (h->rate_hz != exp->rate_hz) {
+    if (h->rate_hz != o->rate_hz) {
         snprintf(text, cap, "tick rate differs: actuator site %g Hz, numerical site %g Hz",
-                 exp->rate_hz, h->rate_hz);
+                 o->rate_hz, h->rate_hz);
         return 1;
     }
-    if (h->n_channels != 1) {
-        snprintf(text, cap, "channel count differs: actuator site 1, numerical site %d",
-                 h->n_channels);
+    if (h->n_channels != o->n_channels) {
+        snprintf(text, cap, "channel count differs: actuator site %u, numerical site %u",
+                 o->n_channels, h->n_channels);
         return 1;
     }
-    if (h->r != exp->link.redundancy) {
-        snprintf(text, cap, "redundancy differs: actuator site %d, numerical site %d",
-                 exp->link.redundancy, h->r);
+    if (h->r != o->r || memcmp(h->offsets, o->offsets, o->r * sizeof o->offsets[0]) != 0) {
+        snprintf(text, cap, "redundancy differs: actuator site R %u, numerical site R %u (or "
+                 "other offsets)", o->r, h->r);
         return 1;
     }
-    if (strcmp(h->units, "SI") != 0) {
-        snprintf(text, cap, "units differ: actuator site SI, numerical site %s", h->units);
+    if (strcmp(h->units, o->units) != 0) {
+        snprintf(text, cap, "units differ: actuator site %s, numerical site %s", o->units,
+                 h->units);
         return 1;
     }
     return 0;
 }
 
-/* A valid HELLO of a new session, before the run: start the session, answer, check. Returns 1
- * when the experiments differ (the run must end). */
-static int accept_session(drths_physsite_t *ps, const drths_udp_msg_t *d, uint64_t sid)
+static void remember_session(drths_physsite_t *ps, uint64_t sid)
 {
+    ps->seen_sids[ps->n_seen++ % DRTHS_PHYSSITE_SEEN] = sid;
+}
+
+static int session_seen(const drths_physsite_t *ps, uint64_t sid)
+{
+    unsigned n = ps->n_seen < DRTHS_PHYSSITE_SEEN ? ps->n_seen : DRTHS_PHYSSITE_SEEN;
+    for (unsigned i = 0; i < n; i++)
+        if (ps->seen_sids[i] == sid)
+            return 1;
+    return 0;
+}
+
+/* An authentic HELLO that does not match: ABORT (three copies: the session id is now seen, so
+ * the numerical site's repeats get no second answer) under a HELLO_ACK key of a fresh
+ * ephemeral, and go on waiting. */
+static void refuse_hello(drths_physsite_t *ps, const drths_udp_msg_t *d, const drths_msg_t *hm,
+                         uint8_t reason, const char *text)
+{
+    drths_wire_tx_t tx;
+    uint8_t sk[DRTHS_EPH_BYTES], pk[DRTHS_EPH_BYTES], dh[DRTHS_KEY_BYTES], k[DRTHS_KEY_BYTES];
+    drths_crypto_eph_keypair(pk, sk);
+    if (drths_wire_tx_init(&tx, DRTHS_ROLE_PHYSICAL, hm->session_id) == 0 &&
+        drths_crypto_dh(dh, sk, hm->eph) == 0) {
+        drths_crypto_derive_ack(ps->cfg.psk, hm->session_id, hm->eph, pk, dh, k);
+        drths_wire_tx_set_handshake(&tx, k, pk);
+        drths_msg_t m;
+        memset(&m, 0, sizeof m);
+        m.type = DRTHS_MSG_ABORT;
+        m.u.stop.reason = reason;
+        snprintf(m.u.stop.text, sizeof m.u.stop.text, "%s", text);
+        for (int i = 0; i < 3; i++) {
+            size_t len = 0;
+            if (drths_wire_seal(&tx, &m, ps->buf, sizeof ps->buf, &len) == 0)
+                drths_udp_send(ps->udp, &d->from, ps->buf, len);
+        }
+    }
+    drths_wire_tx_close(&tx);
+    drths_crypto_wipe(sk, sizeof sk);
+    drths_crypto_wipe(dh, sizeof dh);
+    drths_crypto_wipe(k, sizeof k);
+    char from[80];
+    drths_addr_format(&d->from, from, sizeof from);
+    event(ps, 1, "HELLO from %s refused (%s): %s; still waiting for a numerical site", from,
+          drths_stop_reason_name(reason), text);
+}
+
+/* Adopts the authentic HELLO hm (its payload is in rx.plain): a fresh ephemeral, the HELLO_ACK
+ * key from DH, the answer, then the session keys from DH and the transcript. The ephemeral
+ * secret and the DH result are wiped before returning. Returns 0, or -1 if the HELLO's
+ * ephemeral is unusable (a low-order point). */
+static int adopt_session(drths_physsite_t *ps, const drths_udp_msg_t *d, const drths_msg_t *hm)
+{
+    uint64_t sid = hm->session_id;
+    uint8_t hello_plain[DRTHS_WIRE_MAX_HELLO_PAYLOAD], e_num[DRTHS_EPH_BYTES];
+    size_t hello_len = ps->rx.plain_len < sizeof hello_plain ? ps->rx.plain_len : 0;
+    memcpy(hello_plain, ps->rx.plain, hello_len);
+    memcpy(e_num, hm->eph, sizeof e_num);
+    uint8_t sk[DRTHS_EPH_BYTES], pk[DRTHS_EPH_BYTES], dh[DRTHS_KEY_BYTES], k[DRTHS_KEY_BYTES];
+    drths_crypto_eph_keypair(pk, sk);
+    int rc = drths_crypto_dh(dh, sk, e_num);
+    drths_crypto_wipe(sk, sizeof sk);
+    if (rc != 0 || drths_wire_tx_init(&ps->tx, DRTHS_ROLE_PHYSICAL, sid) != 0)
+        return -1;
     drths_wire_rx_start(&ps->rx, sid);
-    if (drths_wire_open(&ps->rx, d->data, d->len, &ps->msg) != DRTHS_REJECT_OK)
-        return 0;
-    drths_wire_tx_close(&ps->tx);
-    if (drths_wire_tx_init(&ps->tx, DRTHS_ROLE_PHYSICAL, ps->cfg.psk, sid) != 0)
-        return 0;
-    const drths_msg_hello_t *h = &ps->msg.u.hello;
-    memcpy(ps->nonce_num, h->nonce, sizeof ps->nonce_num);
-    drths_crypto_random_nonce(ps->nonce_phys);
+    drths_wire_rx_set_peer_eph(&ps->rx, e_num);
+    drths_replay_update(&ps->rx.replay, hm->counter);
+    drths_crypto_derive_ack(ps->cfg.psk, sid, e_num, pk, dh, k);
+    drths_wire_tx_set_handshake(&ps->tx, k, pk);
+    ps->hello.link = hm->u.hello.link;
+    ps->hello.version = (uint8_t)drths_wire_pick_version(
+        hm->u.hello.proto_min, hm->u.hello.proto_max, ps->hello.proto_min, ps->hello.proto_max);
+    ps->peer = d->from;
+    send_hello_ack(ps);
+    uint8_t th[DRTHS_KEY_BYTES];
+    drths_crypto_transcript(th, sid, e_num, hello_plain, hello_len, pk, ps->tx.hs_plain,
+                            ps->tx.hs_plain_len);
     drths_session_keys_t keys;
-    drths_crypto_derive(ps->cfg.psk, ps->nonce_num, ps->nonce_phys, sid, &keys);
+    drths_crypto_derive(ps->cfg.psk, dh, th, &keys);
     drths_wire_tx_set_keys(&ps->tx, &keys);
     drths_wire_rx_set_keys(&ps->rx, &keys);
     drths_crypto_wipe(&keys, sizeof keys);
-    ps->peer = d->from;
-    ps->session_id = sid;
-    ps->have_session = 1;
-    ps->peer_rate_hz = h->rate_hz;
-    /* Commands of an earlier session (a numerical site that restarted) must not be played. */
-    drths_playout_reset(&ps->act.pb, 0);
+    drths_crypto_wipe(dh, sizeof dh);
+    drths_crypto_wipe(k, sizeof k);
+    drths_crypto_wipe(th, sizeof th);
+    return 0;
+}
 
-    char from[80];
-    drths_addr_format(&d->from, from, sizeof from);
-    event(ps, 0, "numerical site connected from %s (session %016" PRIx64 ", %s)", from, sid,
-          h->software[0] ? h->software : "unknown software");
-    send_hello_ack(ps);
-
+/* A valid HELLO of a new session, before the run: refuse it if it does not match (and keep
+ * waiting), else adopt it and answer. */
+static void accept_session(drths_physsite_t *ps, const drths_udp_msg_t *d, const drths_msg_t *hm)
+{
+    remember_session(ps, hm->session_id);
+    const drths_msg_hello_t *h = &hm->u.hello;
     uint8_t reason;
     char text[DRTHS_WIRE_MAX_TEXT + 1];
     if (hello_mismatch(ps, h, &reason, text, sizeof text)) {
-        for (int i = 0; i < 3; i++) {
-            if (i)
-                drths_sleep_until_ns(drths_now_ns() + ABORT_GAP_NS);
-            send_stop_like(ps, DRTHS_MSG_ABORT, reason, 0, text);
-        }
-        event(ps, 1, "%s", text);
-        ps->exit_code = 1;
-        snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", text);
-        return 1;
+        refuse_hello(ps, d, hm, reason, text);
+        return;
     }
+    if (adopt_session(ps, d, hm) != 0)
+        return;
+    ps->session_id = hm->session_id;
+    ps->have_session = 1;
+    ps->session_seen_ns = d->rx_ns;
+    ps->peer_rate_hz = h->rate_hz;
+    /* Commands of an earlier session (a numerical site that restarted) must not be played. */
+    drths_playout_reset(&ps->act.pb, 0);
+    char from[80];
+    drths_addr_format(&d->from, from, sizeof from);
+    event(ps, 0, "numerical site connected from %s (session %016" PRIx64 ", link %u, %s, %s)",
+          from, hm->session_id, h->link, h->site, h->software[0] ? h->software : "unknown");
     atomic_store(&ps->state, DRTHS_PHYSSITE_CONNECTED);
-    return 0;
 }
 
 /* ---- receiving ----------------------------------------------------------------------------- */
 
-typedef enum { RX_NOTHING = 0, RX_VALID, RX_MISMATCH } rx_result_t;
+typedef enum { RX_NOTHING = 0, RX_VALID } rx_result_t;
 
 static void echo_probe(drths_physsite_t *ps, const drths_msg_t *p, int64_t rx_ns)
 {
@@ -310,35 +380,97 @@ static void echo_probe(drths_physsite_t *ps, const drths_msg_t *p, int64_t rx_ns
         ps->probes_answered++;
 }
 
-/* One datagram. Before the run a HELLO of a new session is accepted; afterwards only the
+#define PIN_NS INT64_C(1000000000) /* a session being set up keeps the site this long */
+#define BADTAG_REPORT 3                /* failing HELLOs from one address before we say so */
+
+/* A HELLO-shaped datagram that failed authentication: after a few from one address, say that
+ * the key probably differs (once). */
+static void hello_failed(drths_physsite_t *ps, const drths_udp_msg_t *d)
+{
+    if (ps->badtag_count == 0 || !drths_addr_equal(&d->from, &ps->badtag_from)) {
+        ps->badtag_from = d->from;
+        ps->badtag_count = 0;
+    }
+    if (++ps->badtag_count == BADTAG_REPORT && !ps->badtag_reported) {
+        ps->badtag_reported = 1;
+        char from[80];
+        drths_addr_format(&d->from, from, sizeof from);
+        event(ps, 1, "HELLO from %s fails authentication: a different key? compare "
+                     "`drths-keygen --id` at both sites", from);
+    }
+}
+
+/* The checks a HELLO gets before any decryption (PROTOCOL.md section 7.3), in this order:
+ * during a run none is looked at; the adopted session's repeats go to the session; a session
+ * id seen before is a replay; while a session is being set up (and not silent for PIN_NS)
+ * another is not considered. Returns the reason, or OK to authenticate it. */
+static drths_reject_t hello_precheck(const drths_physsite_t *ps, const drths_udp_msg_t *d,
+                                     const drths_wire_header_t *h, int running)
+{
+    if (running)
+        return DRTHS_REJECT_HELLO_RUNNING;
+    if (session_seen(ps, h->session_id))
+        return DRTHS_REJECT_HELLO_SEEN;
+    if (ps->have_session && d->rx_ns - ps->session_seen_ns < PIN_NS)
+        return DRTHS_REJECT_HELLO_PINNED;
+    return DRTHS_REJECT_OK;
+}
+
+static rx_result_t handle_hello(drths_physsite_t *ps, const drths_udp_msg_t *d,
+                                const drths_wire_header_t *h, int running)
+{
+    drths_msg_t *m = &ps->msg;
+    if (ps->have_session && h->session_id == ps->session_id && !running) {
+        if (!drths_addr_equal(&d->from, &ps->peer)) {
+            ps->wrong_source++;
+            return RX_NOTHING;
+        }
+        /* A repeated HELLO (our HELLO_ACK was lost): the same answer, new counter. */
+        if (drths_wire_open(&ps->rx, d->data, d->len, m) != DRTHS_REJECT_OK)
+            return RX_NOTHING;
+        send_hello_ack(ps);
+        ps->session_seen_ns = d->rx_ns;
+        return RX_VALID;
+    }
+    drths_reject_t r = hello_precheck(ps, d, h, running);
+    if (r == DRTHS_REJECT_OK)
+        r = drths_wire_open_hello(&ps->rx, d->data, d->len, m);
+    if (r != DRTHS_REJECT_OK) {
+        ps->pre_rejects[r]++;
+        if (r == DRTHS_REJECT_BAD_TAG)
+            hello_failed(ps, d);
+        return RX_NOTHING;
+    }
+    accept_session(ps, d, m);
+    return RX_VALID;
+}
+
+/* A datagram of protocol v1: name it once (no decryption, nothing else to do). */
+static void v1_peer(drths_physsite_t *ps, const drths_udp_msg_t *d)
+{
+    ps->pre_rejects[DRTHS_REJECT_V1_PEER]++;
+    if (ps->v1_reported)
+        return;
+    ps->v1_reported = 1;
+    char from[80];
+    drths_addr_format(&d->from, from, sizeof from);
+    event(ps, 1, "datagram from %s: peer speaks protocol v1: upgrade it (this site speaks v%d)",
+          from, DRTHS_WIRE_VERSION);
+}
+
+/* One datagram. Before the run a HELLO of a new session may be adopted; afterwards only the
  * numerical site's address and session are acted on. */
 static rx_result_t handle_datagram(drths_physsite_t *ps, const drths_udp_msg_t *d, int running)
 {
     drths_wire_header_t h;
     drths_msg_t *m = &ps->msg;
-    if (drths_wire_peek_header(d->data, d->len, &h) == DRTHS_REJECT_OK &&
-        h.type == DRTHS_MSG_HELLO) {
-        drths_reject_t r = drths_wire_open_hello(&ps->rx, d->data, d->len, m);
-        if (r != DRTHS_REJECT_OK) {
-            ps->pre_rejects[r]++;
-            return RX_NOTHING;
-        }
-        if (ps->have_session && m->session_id == ps->session_id) {
-            if (!drths_addr_equal(&d->from, &ps->peer)) {
-                ps->wrong_source++;
-                return RX_NOTHING;
-            }
-            /* A repeated HELLO (our HELLO_ACK was lost): the same answer, new counter. */
-            if (drths_wire_open(&ps->rx, d->data, d->len, m) == DRTHS_REJECT_OK)
-                send_hello_ack(ps);
-            return RX_VALID;
-        }
-        if (running) {
-            ps->other_session++;
-            return RX_NOTHING;
-        }
-        return accept_session(ps, d, m->session_id) ? RX_MISMATCH : RX_VALID;
+    drths_reject_t pr = drths_wire_peek_header(d->data, d->len, &h);
+    if (pr == DRTHS_REJECT_V1_PEER) {
+        v1_peer(ps, d);
+        return RX_NOTHING;
     }
+    if (pr == DRTHS_REJECT_OK && h.type == DRTHS_MSG_HELLO)
+        return handle_hello(ps, d, &h, running);
     if (ps->have_session && !drths_addr_equal(&d->from, &ps->peer)) {
         ps->wrong_source++;
         return RX_NOTHING;
@@ -346,6 +478,7 @@ static rx_result_t handle_datagram(drths_physsite_t *ps, const drths_udp_msg_t *
     /* Without a session this counts the datagram as BAD_SESSION (or worse) and drops it. */
     if (drths_wire_open(&ps->rx, d->data, d->len, m) != DRTHS_REJECT_OK)
         return RX_NOTHING;
+    ps->session_seen_ns = d->rx_ns;
     switch (m->type) {
     case DRTHS_MSG_PROBE:
         echo_probe(ps, m, d->rx_ns);
@@ -363,8 +496,8 @@ static rx_result_t handle_datagram(drths_physsite_t *ps, const drths_udp_msg_t *
 }
 
 /* Receives everything waiting (at most max_batches batches). Returns the last datagram's
- * arrival time of a valid message (0 if none) and sets *mismatch when a session had to end. */
-static int64_t drain(drths_physsite_t *ps, int running, int max_batches, int *mismatch)
+ * arrival time of a valid message (0 if none). */
+static int64_t drain(drths_physsite_t *ps, int running, int max_batches)
 {
     int64_t last_valid = 0;
     for (int b = 0; b < max_batches; b++) {
@@ -375,10 +508,6 @@ static int64_t drain(drths_physsite_t *ps, int running, int max_batches, int *mi
             rx_result_t r = handle_datagram(ps, &ps->batch[i], running);
             if (r == RX_VALID)
                 last_valid = ps->batch[i].rx_ns;
-            else if (r == RX_MISMATCH && mismatch) {
-                *mismatch = 1;
-                return last_valid;
-            }
         }
         if (n < DRTHS_UDP_BATCH)
             break;
@@ -428,10 +557,17 @@ static int before_run(drths_physsite_t *ps)
             return finish(ps, 1, text);
         }
         if (ps->have_session && now - last_valid > silence_ns) {
-            snprintf(text, sizeof text,
-                     "the numerical site went silent for %g s before the run started",
-                     ps->cfg.silence_timeout_s);
-            return finish(ps, 1, text);
+            /* A session set up by a replayed HELLO goes silent too: forget it and wait on
+             * (PROTOCOL.md section 7.3). */
+            event(ps, 1, "session %016" PRIx64 " went silent for %g s before the run started; "
+                         "waiting for a numerical site", ps->session_id,
+                  ps->cfg.silence_timeout_s);
+            ps->have_session = 0;
+            drths_wire_rx_start(&ps->rx, 0);
+            atomic_store(&ps->state, DRTHS_PHYSSITE_WAITING);
+            if (wait_deadline < now + silence_ns)
+                wait_deadline = now + silence_ns;
+            continue;
         }
         int64_t until = now + POLL_NS;
         if (!ps->have_session && until > wait_deadline)
@@ -439,10 +575,7 @@ static int before_run(drths_physsite_t *ps)
         if (drths_udp_wait(ps->udp, until) <= 0)
             continue;
         int had_session = ps->have_session;
-        int mismatch = 0;
-        int64_t t = drain(ps, 0, 4, &mismatch);
-        if (mismatch)
-            return finish(ps, 1, ps->exit_reason);
+        int64_t t = drain(ps, 0, 4);
         if (t)
             last_valid = t;
         if (!had_session && ps->have_session)
@@ -632,7 +765,7 @@ int drths_physsite_run(drths_physsite_t *ps)
         if (src)
             src->before_tick(ps->cfg.source_ctx, ps, tick, woke);
         else
-            drain(ps, 1, MAX_BATCHES_PER_TICK, NULL);
+            drain(ps, 1, MAX_BATCHES_PER_TICK);
         if (drths_actuator_tick(&ps->act, tick, tk.deadline_ns, woke, &ps->out) != 0)
             break;
         if (src)

@@ -112,6 +112,10 @@ typedef struct drths_physsite_config {
     void *source_ctx;
 } drths_physsite_config_t;
 
+/* Session ids of authenticated HELLOs remembered, so that a replayed HELLO is refused before
+ * decryption; a ring, the oldest forgotten first. */
+#define DRTHS_PHYSSITE_SEEN 64
+
 typedef struct drths_physsite {
     drths_physsite_config_t cfg;
     drths_udp_t *udp;           /* borrowed */
@@ -131,11 +135,17 @@ typedef struct drths_physsite {
     int have_session;
     uint64_t session_id;
     drths_addr_t peer;
-    uint8_t nonce_num[DRTHS_HELLO_NONCE_BYTES], nonce_phys[DRTHS_HELLO_NONCE_BYTES];
     double peer_rate_hz;
+    drths_msg_hello_t hello;    /* what our HELLO_ACK says (the link is the peer's) */
+    int64_t session_seen_ns;    /* last datagram of the session that passed the window */
+    uint64_t seen_sids[DRTHS_PHYSSITE_SEEN];   /* session ids of HELLOs authenticated so far */
+    unsigned n_seen;
+    drths_addr_t badtag_from;   /* HELLO-shaped datagrams failing authentication, by address */
+    unsigned badtag_count;
+    int badtag_reported, v1_reported;
 
     /* Counters (RT thread; main reads them after the join). */
-    uint64_t pre_rejects[DRTHS_REJECT_COUNT]; /* HELLOs that failed drths_wire_open_hello */
+    uint64_t pre_rejects[DRTHS_REJECT_COUNT]; /* HELLOs dropped before or at authentication */
     uint64_t wrong_source;      /* datagrams from an address other than the numerical site's */
     uint64_t other_session;     /* valid HELLOs of another session once running */
     uint64_t probes_answered;

@@ -6,10 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "platform/cli.h"
 #include "platform/rtclock.h"
 #include "platform/runfolder.h"
 #include "protocol/fingerprint.h"
+#include "protocol/keyfile.h"
 
 /* ---- command line ----------------------------------------------------------------------- */
 
@@ -98,8 +101,13 @@ int drths_site_parse(const drths_site_cli_t *cli, int argc, char **argv, drths_s
     o->argv = argv;
     if (!o->experiment)
         return drths_cli_usage_error(cli->prog, "--experiment FILE is required (see --help)");
-    if ((o->wait_start || o->monitor_token) && !o->monitor)
-        return drths_cli_usage_error(cli->prog, "--wait-start and --monitor-token need --monitor");
+    if (o->monitor_token)
+        return drths_cli_usage_error(cli->prog,
+                                     "--monitor-token is no longer used: control datagrams are "
+                                     "authenticated with a key derived from the link key (--key), "
+                                     "which drths-monitor is given too (its --key)");
+    if (o->wait_start && !o->monitor)
+        return drths_cli_usage_error(cli->prog, "--wait-start needs --monitor");
     return DRTHS_SITE_CONTINUE;
 }
 
@@ -112,6 +120,16 @@ void drths_site_rt_options(const drths_site_options_t *o, drths_rt_options_t *rt
 
 /* ---- start-up steps --------------------------------------------------------------------- */
 
+void drths_site_print_notes(const char *prog, const drths_experiment_t *exp)
+{
+    for (const char *l = exp->notes; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        int len = nl ? (int)(nl - l) : (int)strlen(l);
+        drths_cli_warning(prog, "%.*s", len, l);
+        l += len + (nl ? 1 : 0);
+    }
+}
+
 int drths_site_load_experiment(const char *prog, drths_experiment_t *exp, const char *path)
 {
     /* libsodium first: the experiment's fingerprint and the key need it. */
@@ -120,6 +138,7 @@ int drths_site_load_experiment(const char *prog, drths_experiment_t *exp, const 
     drths_error_t err = {{0}};
     if (drths_experiment_load(exp, path, &err) != 0)
         return drths_cli_usage_error(prog, "%s", err.msg);
+    drths_site_print_notes(prog, exp);
     return 0;
 }
 
@@ -149,6 +168,33 @@ void drths_site_key_warning(const char *prog, const drths_site_key_t *k)
                       "no key file (link.key_file or --key): using the public rehearsal key (key "
                       "id %s), which protects nothing; use it only to rehearse on one machine",
                       k->id);
+}
+
+int drths_site_key_allowed(const drths_site_key_t *k, const drths_site_link_t *l,
+                           drths_error_t *err)
+{
+    static const char todo[] =
+        "make a key with drths-keygen (drths-keygen lab.key), copy the same file to the other "
+        "laboratory and give it to both sites with --key lab.key or link.key_file";
+    if (k->path)
+        return 0;
+    if (l->real_daq)
+        return drths_error_set(err, -EPERM,
+                               "no key file, and the public rehearsal key is refused with a real "
+                               "DAQ (daq.backend %s): anyone who knows it could drive the "
+                               "actuator; %s",
+                               l->daq_name, todo);
+    if (drths_addr_is_loopback(l->addr))
+        return 0;
+    char text[80];
+    drths_addr_format(l->addr, text, sizeof text);
+    return drths_error_set(err, -EPERM,
+                           "no key file, and the public rehearsal key is refused for a link %s "
+                           "%s (%s), which is not a loopback address: anyone who can reach it "
+                           "could %s; %s (to rehearse on one machine, use 127.0.0.1)",
+                           l->listens ? "listening on" : "to", text, l->what,
+                           l->listens ? "drive the actuator" : "answer as the actuator site",
+                           todo);
 }
 
 void drths_site_key_wipe(drths_site_key_t *k)
@@ -404,26 +450,40 @@ static void act_on_control(drths_site_t *s, drths_telemetry_cmd_t cmd)
                      cmd == DRTHS_TELEM_CMD_STOP ? "stop" : "abort");
 }
 
-/* 50 Hz: control datagrams; a frame 5 times a second when no record row gives one (waiting,
- * ready, done), so the monitor sees the site alive. */
+/* 50 Hz: control datagrams, answered at once by a frame (its ACK tells the monitor the command
+ * arrived); a frame 5 times a second when no record row gives one (waiting, ready, done), so
+ * the monitor sees the site alive. */
 static void on_tlm_timer(uv_timer_t *t)
 {
     drths_site_t *s = t->data;
     drths_telemetry_cmd_t cmd;
-    drths_telemetry_poll(&s->tlm, &cmd);
+    int answered = drths_telemetry_poll(&s->tlm, &cmd);
     act_on_control(s, cmd);
-    if (drths_telemetry_beat_due(&s->tlm)) {
+    if (answered > 0) {
+        frame_counters(s);
+        drths_telemetry_send(&s->tlm);
+    } else if (drths_telemetry_beat_due(&s->tlm)) {
         frame_counters(s);
         drths_telemetry_send(&s->tlm);
     }
+}
+
+void drths_site_monitor_key(drths_site_t *s, const drths_site_key_t *k)
+{
+    drths_telemetry_key_derive(s->mkey, k->psk, sizeof k->psk);
+    s->mkey_set = 1;
+    s->mkey_rehearsal = k->path == NULL;
 }
 
 int drths_site_monitor_open(drths_site_t *s, const char *role, double rate_hz, drths_error_t *err)
 {
     if (!s->opt->monitor)
         return 0;
-    int rc = drths_telemetry_open(&s->tlm, s->opt->monitor, s->opt->monitor_token, role, rate_hz,
+    if (!s->mkey_set)
+        return drths_error_set(err, -EINVAL, "--monitor: no key to authenticate the telemetry");
+    int rc = drths_telemetry_open(&s->tlm, s->opt->monitor, s->mkey, role, rate_hz,
                                   DRTHS_TELEMETRY_DEFAULT_HZ, err);
+    sodium_memzero(s->mkey, sizeof s->mkey);
     if (rc != 0)
         return rc;
     s->tlm_on = 1;
@@ -435,8 +495,9 @@ void drths_site_print_monitor(const drths_site_t *s, const char *indent)
 {
     if (!s->tlm_on)
         return;
-    printf("%smonitor: telemetry to %s (%g frames/s)%s%s\n", indent, s->opt->monitor,
-           DRTHS_TELEMETRY_DEFAULT_HZ, s->opt->monitor_token ? ", control with a token" : "",
+    printf("%smonitor: telemetry to %s (%g frames/s), authenticated with the %s%s\n", indent,
+           s->opt->monitor, DRTHS_TELEMETRY_DEFAULT_HZ,
+           s->mkey_rehearsal ? "rehearsal key" : "link key",
            s->opt->wait_start ? "; waiting for Start" : "");
     fflush(stdout);
 }

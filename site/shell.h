@@ -2,7 +2,7 @@
  * real-time data plane that is not a site's own.
  *
  *  - the options common to both sites (--experiment, --key, --out, --require-rt, --cpu,
- *    --kernel-filter, --quiet, --monitor, --monitor-token, --wait-start, --help, --version),
+ *    --kernel-filter, --quiet, --monitor, --wait-start, --help, --version),
  *    parsed together with the program's own in one getopt_long loop, with platform/cli.h's
  *    messages and exit codes;
  *  - the start-up steps: libsodium, then the experiment file; the pre-shared key (or the public
@@ -49,6 +49,7 @@
 #include "platform/rt.h"
 #include "platform/runfolder.h"
 #include "platform/telemetry.h"
+#include "platform/udp.h"
 #include "protocol/crypto.h"
 
 /* ---- command line ----------------------------------------------------------------------- */
@@ -73,7 +74,7 @@ typedef struct drths_site_options {
     const char *key;           /* --key FILE, or NULL: link.key_file, else the rehearsal key */
     const char *out;           /* --out DIR, or NULL: <output.directory>/<date>-<name>-<role> */
     const char *monitor;       /* --monitor HOST:PORT, or NULL */
-    const char *monitor_token; /* --monitor-token FILE (needs --monitor) */
+    const char *monitor_token; /* --monitor-token FILE: refused (control is authenticated) */
     int require_rt;            /* --require-rt */
     int cpu;                   /* --cpu N, -1 when not given */
     int kernel_filter;         /* --kernel-filter */
@@ -102,10 +103,10 @@ typedef struct drths_site_cli {
 #define DRTHS_SITE_CONTINUE (-1)
 
 /* Parses argv: the common options into *o (after drths_site_options_default) and the program's
- * through cli->option. Then checks what every site needs: --experiment is given, and
- * --wait-start and --monitor-token come with --monitor. Returns DRTHS_SITE_CONTINUE, or the exit
- * code main returns at once: 0 after --help or --version, DRTHS_EXIT_USAGE after printing what
- * is wrong. Resets getopt first (optind = 0), so it may be called more than once. */
+ * through cli->option. Then checks what every site needs: --experiment is given, --wait-start
+ * comes with --monitor, and --monitor-token (gone) is not given. Returns DRTHS_SITE_CONTINUE, or
+ * the exit code main returns at once: 0 after --help or --version, DRTHS_EXIT_USAGE after
+ * printing what is wrong. Resets getopt first (optind = 0), so it may be called more than once. */
 int drths_site_parse(const drths_site_cli_t *cli, int argc, char **argv,
                      drths_site_options_t *o);
 
@@ -121,6 +122,10 @@ void drths_site_rt_options(const drths_site_options_t *o, drths_rt_options_t *rt
  * Prints "PROG: ..." and returns the exit code on failure (1 for libsodium, DRTHS_EXIT_USAGE
  * for the file), 0 on success. */
 int drths_site_load_experiment(const char *prog, drths_experiment_t *exp, const char *path);
+
+/* Prints each of the experiment's notes (fields the loader ignored) as one warning line on
+ * stderr. init-only. */
+void drths_site_print_notes(const char *prog, const drths_experiment_t *exp);
 
 /* The pre-shared key of the link. */
 typedef struct drths_site_key {
@@ -139,6 +144,24 @@ int drths_site_key_load(drths_site_key_t *k, const char *option_path, const char
  * rehearsal key (key id ...), which protects nothing; use it only to rehearse on one machine".
  * Nothing with a key file. */
 void drths_site_key_warning(const char *prog, const drths_site_key_t *k);
+
+/* Where a site's link goes, for drths_site_key_allowed. */
+typedef struct drths_site_link {
+    const drths_addr_t *addr; /* the actuator site's listen address, the numerical site's peer */
+    const char *what;         /* where it came from: "--listen", "physical.listen", "--peer" ... */
+    int listens;              /* 1: the site listens on addr; 0: it sends to addr */
+    int real_daq;             /* the actuator site drives a real DAQ (daq.backend comedi) */
+    const char *daq_name;     /* that back end's name, for the sentence */
+} drths_site_link_t;
+
+/* The public rehearsal key protects nothing, so it is only for a rehearsal on one machine: with
+ * it, a link to or from an address that is not loopback (127.0.0.0/8, ::1; 0.0.0.0 and "::" are
+ * every address) or a real DAQ is refused with -EPERM and a sentence in err naming the address
+ * (or the back end) and what to do (drths-keygen, then --key or link.key_file). 0 with a key
+ * file, or on loopback with the virtual specimen (the caller then prints
+ * drths_site_key_warning). */
+int drths_site_key_allowed(const drths_site_key_t *k, const drths_site_link_t *l,
+                           drths_error_t *err);
 
 /* Overwrites the key with zeros. RT-safe. */
 void drths_site_key_wipe(drths_site_key_t *k);
@@ -220,6 +243,8 @@ typedef struct drths_site {
     /* --monitor */
     int tlm_on;
     drths_telemetry_t tlm;
+    uint8_t mkey[DRTHS_TELEMETRY_KEY_BYTES]; /* drths_site_monitor_key, until the open */
+    int mkey_set, mkey_rehearsal;
 
     /* the real-time thread */
     pthread_t thread;
@@ -253,13 +278,18 @@ void drths_site_wake(void *s);
  * give up). For main's waits on the network (a drths_numsite_idle_fn). */
 int drths_site_poll(void *s);
 
+/* The monitor key (drths_telemetry_key_derive) from the link key, kept until
+ * drths_site_monitor_open (call it before the key is wiped). RT-safe. */
+void drths_site_monitor_key(drths_site_t *s, const drths_site_key_t *k);
+
 /* --monitor: opens the telemetry socket (role "numerical" or "physical", frames decimated from
  * rate_hz rows) and starts the 50 Hz timer. Without --monitor, does nothing. Returns 0 or a
- * negative errno (err: the address or the token file). */
+ * negative errno (err: the address, or no drths_site_monitor_key before). Wipes the copy of the
+ * monitor key kept in s (the telemetry keeps its own). */
 int drths_site_monitor_open(drths_site_t *s, const char *role, double rate_hz, drths_error_t *err);
 
-/* With --monitor, prints "INDENTmonitor: telemetry to HOST:PORT (50 frames/s)[, control with a
- * token][; waiting for Start]" on stdout. */
+/* With --monitor, prints "INDENTmonitor: telemetry to HOST:PORT (50 frames/s), authenticated
+ * with the link key[; waiting for Start]" on stdout. */
 void drths_site_print_monitor(const drths_site_t *s, const char *indent);
 
 /* An event line for the monitor's log (nothing without --monitor). */

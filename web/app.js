@@ -1,6 +1,7 @@
 /* The drths monitor page: frames from drths-monitor's /events stream (one JSON object per site
  * frame, see platform/telemetry.h) into uPlot strip charts, the sites' state, the run's statistics
- * and the Start / Stop / Abort buttons (POST /control/...). */
+ * and the Start / Stop / Abort buttons (POST /control/...); whether each site acknowledged the
+ * last command comes from GET /sites, polled twice a second. */
 "use strict";
 
 (function () {
@@ -20,6 +21,7 @@
                 maxRtt: 0, peakDisp: 0, peakForce: 0 };
   let dirty = false;
   let streamUp = false;
+  let monitorSites = null;     // the last GET /sites answer (control acknowledgements)
 
   function num(v) { return typeof v === "number" && isFinite(v) ? v : null; }
 
@@ -205,6 +207,39 @@
     }));
   }
 
+  function clock(iso) {
+    const d = new Date(iso);
+    return d.toLocaleTimeString([], { hour12: false }) + "." + String(d.getMilliseconds()).padStart(3, "0");
+  }
+
+  // "abort: acknowledged by physical at 19:40:01.123", "... sent, not acknowledged yet (3 tries)"
+  function controlText(name, c) {
+    if (!c) return "control: none sent";
+    const sent = c.command + " sent at " + clock(c.sent_at);
+    if (c.status === "acknowledged") return c.command + ": acknowledged by " + name + " at " + clock(c.acked_at);
+    if (c.status === "sent") return sent + ", not acknowledged yet (" + c.tries + " tries)";
+    return sent + ": NOT acknowledged by " + name + " after " + c.tries + " tries";
+  }
+
+  function updateControl() {
+    for (const name of SITES) {
+      const el = document.getElementById("site-" + name).querySelector(".ctl");
+      const m = monitorSites?.sites?.find(x => x.site === name);
+      const c = m ? m.control : null;
+      el.textContent = controlText(name, c);
+      el.className = "ctl " + (c ? c.status : "");
+    }
+  }
+
+  async function pollSites() {
+    try {
+      const headers = token ? { "X-Drths-Token": token } : {};
+      const r = await fetch("sites" + q, { headers, cache: "no-store" });
+      if (r.ok) monitorSites = await r.json();
+    } catch (e) { /* the stream badge already says the monitor is unreachable */ }
+    updateControl();
+  }
+
   function stale(s) { return !s.last || performance.now() - s.lastAt > STALE_MS; }
 
   function updatePanels() {
@@ -240,6 +275,9 @@
       ["peak displacement", p.maxTick >= 0 ? fmt(p.peakDisp * 1e3, 2, "mm") : "-"],
       ["peak force", p.maxTick >= 0 ? fmt(p.peakForce * 1e-3, 1, "kN") : "-"],
       ["telemetry lost at the sites", String((n.last?.tlm_errors || 0) + (p.last?.tlm_errors || 0))],
+      ["control refused at the sites", String((n.last?.ctl_refused || 0) + (p.last?.ctl_refused || 0))],
+      ["telemetry refused by the monitor", monitorSites
+        ? String(Object.values(monitorSites.rejected || {}).reduce((a, b) => a + b, 0)) : "-"],
     ]);
     const live = SITES.filter(x => !stale(site[x]));
     const ready = SITES.every(x => !stale(site[x]) && site[x].last.state === "READY");
@@ -264,6 +302,7 @@
       const j = await r.json().catch(() => ({}));
       out.textContent = r.ok ? what + " sent to " + (j.sent_to || []).join(", ")
                              : what + " failed: " + (j.error || r.status);
+      pollSites();
     } catch (e) {
       out.textContent = what + " failed: " + e;
     }
@@ -281,10 +320,14 @@
 
   setInterval(redraw, 100);
   setInterval(updatePanels, 250);
+  setInterval(pollSites, 500);
 
   // For the browser test and for curious operators in the console.
   window.drthsMonitor = {
-    site, charts,
+    site, charts, controlText: (name) => {
+      const m = monitorSites?.sites?.find(x => x.site === name);
+      return controlText(name, m ? m.control : null);
+    },
     points: () => Object.fromEntries(Object.entries(charts).map(([k, c]) => [k, c.points || 0])),
   };
 })();

@@ -1,7 +1,8 @@
 // The monitor page in headless Chromium (puppeteer-core from web/node_modules, Debian's
 // /usr/bin/chromium). Usage: node monitor_e2e.js URL SCREENSHOT.png
 // With both sites started with --wait-start: waits until both are READY, presses Start, waits
-// until the charts receive data and the counters move, presses Stop, waits until both sites
+// until both sites acknowledge it (the panels say so) and the charts receive data and the
+// counters move, presses Stop (acknowledged by the numerical site), waits until both sites
 // report DONE, saves a screenshot, and prints one JSON line of what it saw. Exit 0 when every
 // check passed; every wait is bounded.
 "use strict";
@@ -44,6 +45,11 @@ async function until(page, what, fn, timeoutMs, arg) {
       () => !document.getElementById("btn-start").disabled, 30000);
     seen.ready = await page.$$eval(".site .state", els => els.map(e => e.textContent));
     await page.click("#btn-start");
+    // Each site acknowledges Start (its frames carry the counter), and the panel says so.
+    await until(page, "Start acknowledged by both sites in their panels",
+      () => ["numerical", "physical"].every(s => new RegExp("^start: acknowledged by " + s + " at ")
+              .test(document.querySelector("#site-" + s + " .ctl").textContent)), 10000);
+    seen.start_ack = await page.$$eval(".site .ctl", els => els.map(e => e.textContent));
 
     // Charts receive data and the counters move.
     await until(page, "both sites RUN with chart data",
@@ -75,6 +81,9 @@ async function until(page, what, fn, timeoutMs, arg) {
     await page.click("#btn-stop");
     await until(page, "the Stop reply",
       () => /stop sent to/.test(document.getElementById("control-result").textContent), 10000);
+    await until(page, "Stop acknowledged by the numerical site",
+      () => /^stop: acknowledged by numerical at /.test(
+              document.querySelector("#site-numerical .ctl").textContent), 10000);
     await until(page, "both sites DONE",
       () => ["numerical", "physical"].every(s => window.drthsMonitor.site[s].last?.state === "DONE"),
       30000);

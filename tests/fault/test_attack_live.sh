@@ -6,7 +6,8 @@
 #          its table (forged tag, bit flips, truncations, oversize, wrong magic / version / type /
 #          direction / session / counter, replays in the session, keyed valid msgpack with wrong
 #          types, ...), 1000 datagrams from another address, all of run 1 again (the replay of
-#          an earlier session), and 1 s of junk flood at the highest rate it can send;
+#          an earlier session; its HELLO is dropped before decryption, HELLO_RUNNING), and 1 s
+#          of junk flood at the highest rate it can send;
 #   run 3: run 2's attacks on an actuator site with --kernel-filter.
 # Asserts: both sites exit 0 in both runs; no HOLD; the actuator site counted every injected
 # datagram under the reason the attacker declared for it (exactly; for the flood, less the
@@ -17,6 +18,10 @@
 source "$(dirname "$0")/../lib.sh"
 
 make_experiment 5
+# Protocol v2's session keys come from an ephemeral exchange: the on-path attacker, even with
+# the PSK, cannot compute them. Its keyed attacks read them from the numerical site's key log
+# (DRTHS_KEYLOG_FILE, a test-only aid like TLS's SSLKEYLOGFILE).
+export DRTHS_KEYLOG_FILE="$tmp/keylog"
 
 run() { # run NAME PHYSICAL_OPTIONS RELAY_OPTIONS...
     local name=$1 popts=$2
@@ -27,7 +32,7 @@ run() { # run NAME PHYSICAL_OPTIONS RELAY_OPTIONS...
     # shellcheck disable=SC2086
     start_physical "$name-phys" "$pport" $popts
     local ppid=$last_pid
-    start_attack_relay "$name-relay" "$rport" "$pport" "$@"
+    start_attack_relay "$name-relay" "$rport" "$pport" --keylog "$DRTHS_KEYLOG_FILE" "$@"
     local rpid=$last_pid
     start_numerical "$name-num" "$rport"
     local npid=$last_pid

@@ -24,6 +24,10 @@ cp "$src/examples/comedi-emu.calibration" "$tmp/"
 sed -n '/^daq:/,$p' "$src/examples/three-story-elcentro-comedi.yaml" |
     sed -e 's|^  device: .*|  device: /dev/comedi-drths-test9|' >>"$tmp/exp.yaml"
 grep -q '^  backend: comedi' "$tmp/exp.yaml" || fail "could not add the daq section"
+# A comedi back end refuses the public rehearsal key: both sites take this one from the file.
+"$bdir/drths-keygen" "$tmp/lab.key" >/dev/null || fail "drths-keygen failed"
+sed -i "s|^  key_file: .*|  key_file: $tmp/lab.key|" "$tmp/exp.yaml"
+grep -q "^  key_file: $tmp/lab.key\$" "$tmp/exp.yaml" || fail "could not set link.key_file"
 
 # run NAME FAULT: both sites, the actuator site on the emulated board with FAULT; its exit status
 # in $prc.

@@ -10,7 +10,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ln -s "$src/examples/records" "$tmp/records"
 dev=/dev/comedi-drths-test-absent
-sed -e "s|^  directory: .*|  directory: $tmp/runs|" "$src/examples/three-story-elcentro.yaml" >"$tmp/exp.yaml"
+# A comedi back end refuses the public rehearsal key before it opens the board: give it a key.
+"$bdir/drths-keygen" "$tmp/lab.key" >/dev/null
+sed -e "s|^  directory: .*|  directory: $tmp/runs|" -e "s|^  key_file: .*|  key_file: $tmp/lab.key|" \
+    "$src/examples/three-story-elcentro.yaml" >"$tmp/exp.yaml"
+grep -q "^  key_file: $tmp/lab.key\$" "$tmp/exp.yaml"
 cat >>"$tmp/exp.yaml" <<YAML
 
 daq:

@@ -9,7 +9,7 @@
  *         the example session started but no session keys yet (between HELLO and the first
  *         data message), both through drths_wire_open and the HELLO path drths_wire_open_hello
  *         (which derives a handshake key for whatever session id the header names). Nothing
- *         may be accepted except a HELLO (or a handshake-sealed ABORT) that really is sealed
+ *         may be accepted except a HELLO that really is sealed
  *         with the example PSK, and nothing may count as accepted on a rejection.
  *   odd:  the rest is a *plaintext payload* and a type; the harness seals it with the example
  *         session keys (as a genuine peer would) and opens it, so the msgpack scanner, decoder
@@ -32,22 +32,30 @@
 static drths_wire_rx_t rx_phys, rx_num;
 static drths_wire_tx_t tx_phys, tx_num;
 static bool ready;
+static ex_keys_t exk;
+
+/* The example session again, keys installed (and the numerical receiver's ephemeral secret,
+ * so that it opens HELLO_ACK and refusing ABORTs too). */
+static void restart(drths_wire_rx_t *rx)
+{
+    drths_wire_rx_start(rx, EX_SESSION_ID);
+    drths_wire_rx_set_keys(rx, &exk.keys);
+    if (rx->role == DRTHS_ROLE_NUMERICAL)
+        drths_wire_rx_set_initiator(rx, exk.en_sk, exk.en_pk);
+}
 
 static void setup(void)
 {
     if (drths_crypto_init() != 0 || ex_rx(&rx_phys, DRTHS_ROLE_PHYSICAL) != 0 ||
         ex_rx(&rx_num, DRTHS_ROLE_NUMERICAL) != 0)
         abort();
-    uint8_t psk[32], nn[32], np[32];
-    ex_psk(psk);
-    ex_nonce_num(nn);
-    ex_nonce_phys(np);
-    drths_session_keys_t keys;
-    drths_crypto_derive(psk, nn, np, EX_SESSION_ID, &keys);
-    drths_wire_tx_init(&tx_phys, DRTHS_ROLE_PHYSICAL, psk, EX_SESSION_ID);
-    drths_wire_tx_init(&tx_num, DRTHS_ROLE_NUMERICAL, psk, EX_SESSION_ID);
-    drths_wire_tx_set_keys(&tx_phys, &keys);
-    drths_wire_tx_set_keys(&tx_num, &keys);
+    ex_keys(&exk);
+    drths_wire_tx_init(&tx_phys, DRTHS_ROLE_PHYSICAL, EX_SESSION_ID);
+    drths_wire_tx_init(&tx_num, DRTHS_ROLE_NUMERICAL, EX_SESSION_ID);
+    drths_wire_tx_set_handshake(&tx_phys, exk.ack_key, exk.ep_pk);
+    drths_wire_tx_set_handshake(&tx_num, exk.hello_key, exk.en_pk);
+    drths_wire_tx_set_keys(&tx_phys, &exk.keys);
+    drths_wire_tx_set_keys(&tx_num, &exk.keys);
     ready = true;
 }
 
@@ -78,14 +86,7 @@ static void raw(const uint8_t *data, size_t size)
     static drths_msg_t out;
     drths_wire_rx_t *rxs[2] = {&rx_phys, &rx_num};
     for (int i = 0; i < 2; i++) {
-        drths_wire_rx_start(rxs[i], EX_SESSION_ID);
-        uint8_t nn[32], np[32], psk[32];
-        ex_psk(psk);
-        ex_nonce_num(nn);
-        ex_nonce_phys(np);
-        drths_session_keys_t keys;
-        drths_crypto_derive(psk, nn, np, EX_SESSION_ID, &keys);
-        drths_wire_rx_set_keys(rxs[i], &keys);
+        restart(rxs[i]);
         if (drths_wire_open(rxs[i], data, size, &out) == DRTHS_REJECT_OK)
             check_accepted(&out);
         if (drths_wire_open_hello(rxs[i], data, size, &out) == DRTHS_REJECT_OK)
@@ -117,9 +118,9 @@ static void preauth(const uint8_t *data, size_t size)
         uint64_t accepted = rx->accepted;
         drths_reject_t r = drths_wire_open(rx, data, size, &out);
         if (r == DRTHS_REJECT_OK) {
-            /* Without session keys only a genuine HELLO of the example session, or an ABORT
-             * sealed with its handshake key (PROTOCOL.md section 7), can pass. */
-            if (i == 0 || (out.type != DRTHS_MSG_HELLO && out.type != DRTHS_MSG_ABORT))
+            /* Without session keys only a genuine HELLO of the example session can pass (a
+             * refusing ABORT is for the numerical site only, PROTOCOL.md section 7.4). */
+            if (i == 0 || out.type != DRTHS_MSG_HELLO)
                 abort();
             check_accepted(&out);
         } else if (rx->accepted != accepted) {
@@ -151,38 +152,36 @@ static void sealed(const uint8_t *data, size_t size)
     if (type == DRTHS_MSG_COMMAND || type == DRTHS_MSG_EPOCH || type == DRTHS_MSG_HELLO)
         sender = DRTHS_ROLE_NUMERICAL;
     drths_wire_rx_t *rx = sender == DRTHS_ROLE_NUMERICAL ? &rx_phys : &rx_num;
-    uint8_t psk[32], nn[32], np[32], hk[32];
-    ex_psk(psk);
-    ex_nonce_num(nn);
-    ex_nonce_phys(np);
-    drths_session_keys_t keys;
-    drths_crypto_derive(psk, nn, np, EX_SESSION_ID, &keys);
-    drths_crypto_derive_handshake(psk, EX_SESSION_ID, hk);
-    drths_wire_rx_start(rx, EX_SESSION_ID);
-    drths_wire_rx_set_keys(rx, &keys);
-    /* Header by hand (tick 1000 so that r <= tick + 1 holds for any r). */
+    restart(rx);
+    /* Header by hand (tick 1000 so that r <= tick + 1 holds for any r); HELLO / HELLO_ACK with
+     * the EPH flag and the example's ephemeral key after it. */
+    bool hs = type == DRTHS_MSG_HELLO || type == DRTHS_MSG_HELLO_ACK;
+    size_t pre = DRTHS_WIRE_HEADER_BYTES + (hs ? DRTHS_EPH_BYTES : 0);
     memset(buf, 0, DRTHS_WIRE_HEADER_BYTES);
     memcpy(buf, "DRTH", 4);
-    buf[4] = 1;
+    buf[4] = DRTHS_WIRE_VERSION;
     buf[5] = (uint8_t)type;
+    buf[7] = hs ? DRTHS_WIRE_FLAG_EPH : 0;
     for (int i = 0; i < 8; i++)
         buf[8 + i] = (uint8_t)(EX_SESSION_ID >> (56 - 8 * i));
     buf[23] = 9;                 /* counter 9 */
     buf[30] = 0x03, buf[31] = 0xe8; /* tick 1000 */
-    memcpy(buf + DRTHS_WIRE_HEADER_BYTES, data, size);
-    const uint8_t *key = (type == DRTHS_MSG_HELLO || type == DRTHS_MSG_HELLO_ACK) ? hk
-                         : sender == DRTHS_ROLE_NUMERICAL ? keys.num_to_phys
-                                                          : keys.phys_to_num;
-    drths_crypto_seal(key, sender, 9, buf, DRTHS_WIRE_HEADER_BYTES, buf + DRTHS_WIRE_HEADER_BYTES,
-                      size, buf + DRTHS_WIRE_HEADER_BYTES + size);
-    size_t len = DRTHS_WIRE_HEADER_BYTES + size + DRTHS_TAG_BYTES;
+    if (hs)
+        memcpy(buf + DRTHS_WIRE_HEADER_BYTES, type == DRTHS_MSG_HELLO ? exk.en_pk : exk.ep_pk,
+               DRTHS_EPH_BYTES);
+    memcpy(buf + pre, data, size);
+    const uint8_t *key = type == DRTHS_MSG_HELLO           ? exk.hello_key
+                         : type == DRTHS_MSG_HELLO_ACK     ? exk.ack_key
+                         : sender == DRTHS_ROLE_NUMERICAL ? exk.keys.num_to_phys
+                                                          : exk.keys.phys_to_num;
+    drths_crypto_seal(key, sender, 9, buf, pre, buf + pre, size, buf + pre + size);
+    size_t len = pre + size + DRTHS_TAG_BYTES;
     drths_reject_t r = drths_wire_open(rx, buf, len, &out);
     if (r == DRTHS_REJECT_OK)
         check_accepted(&out);
     check_zone(rx);
     /* Sealed-then-mutated: one flipped bit must never be accepted. */
-    drths_wire_rx_start(rx, EX_SESSION_ID);
-    drths_wire_rx_set_keys(rx, &keys);
+    restart(rx);
     size_t bit = flip % (len * 8);
     buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
     if (drths_wire_open(rx, buf, len, &out) == DRTHS_REJECT_OK)

@@ -20,8 +20,8 @@ set -e
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "drths-numerical exit $rc after $ms ms"
 [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
-grep -q "no answer from the actuator site at 127.0.0.1:$port after 2 s (is drths-physical running and listening there?)" "$tmp/err" ||
-    fail "stderr lacks the 'no answer' sentence"
+grep -q "no answer from the actuator site at 127.0.0.1:$port after 2 s: is drths-physical running and listening there? A different key? compare \`drths-keygen --id\` at both sites" "$tmp/err" ||
+    fail "stderr lacks the 'no answer' sentence (with the key as a cause)"
 [ "$ms" -ge 1900 ] || fail "gave up after $ms ms, before the 2 s timeout"
 [ "$ms" -le 3500 ] || fail "took $ms ms, expected about 2 s"
 grep -q '"exit_code": 1' "$tmp/run/summary.json" || fail "summary.json lacks exit_code 1"

@@ -42,12 +42,41 @@ typedef struct world {
     uint8_t psk[DRTHS_KEY_BYTES];
     drths_wire_tx_t tx;
     drths_wire_rx_t rx;
-    uint8_t nonce[DRTHS_HELLO_NONCE_BYTES];
+    uint8_t eph_pk[DRTHS_EPH_BYTES];
     drths_udp_msg_t batch[DRTHS_UDP_BATCH];
     uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
 } world_t;
 
 static world_t W;
+
+/* A fake numerical site's sender and receiver for session sid, with a fresh ephemeral pair. */
+static void fake_session(drths_wire_tx_t *tx, drths_wire_rx_t *rx, uint8_t pk[DRTHS_EPH_BYTES],
+                         const uint8_t psk[DRTHS_KEY_BYTES], uint64_t sid)
+{
+    uint8_t sk[DRTHS_EPH_BYTES], k[DRTHS_KEY_BYTES];
+    drths_crypto_eph_keypair(pk, sk);
+    drths_crypto_derive_hello(psk, sid, pk, k);
+    assert_int_equal(drths_wire_tx_init(tx, DRTHS_ROLE_NUMERICAL, sid), 0);
+    drths_wire_tx_set_handshake(tx, k, pk);
+    drths_wire_rx_start(rx, sid);
+    drths_wire_rx_set_initiator(rx, sk, pk);
+}
+
+/* Seals a HELLO of tx's session with the experiment's values and fingerprint fp into buf. */
+static size_t seal_hello(drths_wire_tx_t *tx, const uint8_t fp[DRTHS_FINGERPRINT_BYTES],
+                         uint8_t *buf)
+{
+    drths_msg_t m;
+    drths_error_t err;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_HELLO;
+    assert_int_equal(drths_hello_init(&m.u.hello, &W.exp, DRTHS_ROLE_NUMERICAL, 0, &err), 0);
+    memcpy(m.u.hello.fingerprint, fp, DRTHS_FINGERPRINT_BYTES);
+    strcpy(m.u.hello.software, "fake numerical");
+    size_t len = 0;
+    assert_int_equal(drths_wire_seal(tx, &m, buf, DRTHS_WIRE_MAX_DATAGRAM, &len), 0);
+    return len;
+}
 
 static void *site_thread(void *arg)
 {
@@ -90,10 +119,7 @@ static void world_start(double wait_s)
     drths_key_rehearsal(W.psk);
     assert_int_equal(drths_udp_open(&W.udp, NULL, &W.site, &err), 0);
     assert_int_equal(drths_wire_rx_init(&W.rx, DRTHS_ROLE_NUMERICAL, W.psk, &err), 0);
-    uint64_t sid = drths_crypto_random_session_id();
-    assert_int_equal(drths_wire_tx_init(&W.tx, DRTHS_ROLE_NUMERICAL, W.psk, sid), 0);
-    drths_wire_rx_start(&W.rx, sid);
-    drths_crypto_random_nonce(W.nonce);
+    fake_session(&W.tx, &W.rx, W.eph_pk, W.psk, drths_crypto_random_session_id());
 }
 
 /* Joins the site's thread; drains and closes the recorder. Returns the site's exit code. */
@@ -141,20 +167,8 @@ static void peer_send(const drths_msg_t *m)
 
 static void send_hello(const uint8_t fp[DRTHS_FINGERPRINT_BYTES])
 {
-    drths_msg_t m;
-    memset(&m, 0, sizeof m);
-    m.type = DRTHS_MSG_HELLO;
-    drths_msg_hello_t *h = &m.u.hello;
-    h->proto_min = h->proto_max = 1;
-    h->role = DRTHS_ROLE_NUMERICAL;
-    h->rate_hz = W.exp.rate_hz;
-    h->n_channels = 1;
-    h->r = (uint8_t)W.exp.link.redundancy;
-    strcpy(h->units, "SI");
-    memcpy(h->nonce, W.nonce, sizeof h->nonce);
-    memcpy(h->fingerprint, fp, DRTHS_FINGERPRINT_BYTES);
-    strcpy(h->software, "fake numerical");
-    peer_send(&m);
+    size_t len = seal_hello(&W.tx, fp, W.buf);
+    assert_int_equal(drths_udp_send(&W.udp, &W.site, W.buf, len), 0);
 }
 
 /* Waits up to timeout_s for a message of type `type` (others are handed to `other` if given). */
@@ -194,8 +208,11 @@ static void handshake(void)
     assert_int_equal(got, 0);
     assert_int_equal(ack.u.hello.role, DRTHS_ROLE_PHYSICAL);
     assert_memory_equal(ack.u.hello.fingerprint, W.ps.cfg.fingerprint, DRTHS_FINGERPRINT_BYTES);
+    uint8_t th[DRTHS_KEY_BYTES];
+    drths_crypto_transcript(th, W.tx.session_id, W.eph_pk, W.tx.hs_plain, W.tx.hs_plain_len,
+                            ack.eph, W.rx.plain, W.rx.plain_len);
     drths_session_keys_t keys;
-    drths_crypto_derive(W.psk, W.nonce, ack.u.hello.nonce, W.tx.session_id, &keys);
+    drths_crypto_derive(W.psk, W.rx.hs_dh, th, &keys);
     drths_wire_tx_set_keys(&W.tx, &keys);
     drths_wire_rx_set_keys(&W.rx, &keys);
 }
@@ -322,6 +339,9 @@ static void test_full_run(void **state)
     world_stop();
 }
 
+/* A HELLO of another experiment is refused with ABORT (not HELLO_ACK) naming the sections
+ * that differ; the site then keeps waiting: the same HELLO again gets no second answer (its
+ * session id is seen), and a matching session after it is adopted. */
 static void test_fingerprint_mismatch(void **state)
 {
     (void)state;
@@ -329,22 +349,84 @@ static void test_fingerprint_mismatch(void **state)
     uint8_t fp[DRTHS_FINGERPRINT_BYTES];
     memcpy(fp, W.ps.cfg.fingerprint, sizeof fp);
     fp[0] ^= 0xff;
-    drths_msg_t ack, ab;
+    drths_msg_t ab;
     int got = -1;
     for (int i = 0; i < 10 && got != 0; i++) {
         send_hello(fp);
-        got = recv_type(DRTHS_MSG_HELLO_ACK, 0.2, &ack, NULL);
+        got = recv_type(DRTHS_MSG_ABORT, 0.2, &ab, NULL);
     }
     assert_int_equal(got, 0);
-    drths_session_keys_t keys;
-    drths_crypto_derive(W.psk, W.nonce, ack.u.hello.nonce, W.tx.session_id, &keys);
-    drths_wire_tx_set_keys(&W.tx, &keys);
-    drths_wire_rx_set_keys(&W.rx, &keys);
-    assert_int_equal(recv_type(DRTHS_MSG_ABORT, 1.0, &ab, NULL), 0);
+    assert_true(ab.has_eph);
     assert_int_equal(ab.u.stop.reason, DRTHS_STOP_FINGERPRINT_MISMATCH);
-    assert_non_null(strstr(ab.u.stop.text, "experiment fingerprint differs: actuator site "));
+    /* Only the fingerprint was changed, not the sections: so none is named. */
+    assert_non_null(strstr(ab.u.stop.text, "experiment differs in (sections unknown): actuator "));
+    /* The two other copies of the refusal; then the same session again: refused before
+     * decryption, no answer. */
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(recv_type(DRTHS_MSG_ABORT, 0.3, &ab, NULL), 0);
+    send_hello(fp);
+    assert_int_equal(recv_type(DRTHS_MSG_ABORT, 0.3, &ab, NULL), -ETIMEDOUT);
+    /* A matching session is adopted and answered. */
+    drths_wire_tx_close(&W.tx);
+    fake_session(&W.tx, &W.rx, W.eph_pk, W.psk, drths_crypto_random_session_id());
+    handshake();
+    drths_physsite_request_stop(&W.ps);
     assert_int_equal(world_join(), 1);
-    assert_string_equal(W.ps.exit_reason, ab.u.stop.text);
+    assert_string_equal(W.ps.exit_reason, "stopped by signal before the run started");
+    assert_true(W.ps.pre_rejects[DRTHS_REJECT_HELLO_SEEN] >= 1);
+    world_stop();
+}
+
+static drths_udp_t other_udp;
+static uint8_t other_hello[DRTHS_WIRE_MAX_DATAGRAM];
+static size_t other_hello_len;
+
+static int other_sent;
+
+static void hello_from_other(uint64_t tick)
+{
+    if (tick >= 1000 && !other_sent) {
+        other_sent = 1;
+        assert_int_equal(drths_udp_send(&other_udp, &W.site, other_hello, other_hello_len), 0);
+    }
+}
+
+/* Finding 3 of the review: an authentic HELLO of another session from another address (a
+ * replayed one) while the real session is being set up. The site keeps the session it has
+ * (HELLO_PINNED, no answer to the other address), the real run starts and completes; during
+ * the run a HELLO is dropped before decryption (HELLO_RUNNING). */
+static void test_hello_pinning(void **state)
+{
+    (void)state;
+    world_start(5.0);
+    handshake();
+    drths_error_t err;
+    assert_int_equal(drths_udp_open(&other_udp, NULL, &W.site, &err), 0);
+    drths_wire_tx_t otx;
+    drths_wire_rx_t orx;
+    uint8_t opk[DRTHS_EPH_BYTES];
+    assert_int_equal(drths_wire_rx_init(&orx, DRTHS_ROLE_NUMERICAL, W.psk, &err), 0);
+    fake_session(&otx, &orx, opk, W.psk, drths_crypto_random_session_id());
+    other_hello_len = seal_hello(&otx, W.ps.cfg.fingerprint, other_hello);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(drths_udp_send(&other_udp, &W.site, other_hello, other_hello_len), 0);
+    drths_udp_msg_t b[4];
+    drths_udp_wait(&other_udp, drths_now_ns() + 300000000);
+    assert_int_equal(drths_udp_recv(&other_udp, b, 4), 0); /* no HELLO_ACK to the intruder */
+    drths_msg_t end;
+    uint64_t last = 2500;
+    run_peer(last, hello_from_other, &end);
+    assert_int_equal(world_join(), 0);
+    assert_string_equal(W.ps.exit_reason, "end of record");
+    printf("# pinned %llu, running %llu\n",
+           (unsigned long long)W.ps.pre_rejects[DRTHS_REJECT_HELLO_PINNED],
+           (unsigned long long)W.ps.pre_rejects[DRTHS_REJECT_HELLO_RUNNING]);
+    assert_true(W.ps.pre_rejects[DRTHS_REJECT_HELLO_PINNED] >= 1);
+    assert_int_equal(W.ps.pre_rejects[DRTHS_REJECT_HELLO_RUNNING], 1);
+    assert_int_equal(W.ps.pre_rejects[DRTHS_REJECT_BAD_TAG], 0);
+    drths_wire_tx_close(&otx);
+    drths_wire_rx_close(&orx);
+    drths_udp_close(&other_udp);
     world_stop();
 }
 
@@ -386,6 +468,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_run),
         cmocka_unit_test(test_fingerprint_mismatch),
+        cmocka_unit_test(test_hello_pinning),
         cmocka_unit_test(test_signal_during_run),
         cmocka_unit_test(test_no_peer),
     };

@@ -76,7 +76,7 @@ for t in $tools; do
 
     # Tools that take an operand get a second one; the others one.
     case $t in
-    report | keygen) run "$t" "$tmp/a" stray ;;
+    report | keygen | check) run "$t" "$tmp/a" stray ;;
     *) run "$t" stray ;;
     esac
     check "drths-$t refuses a stray argument with exit 2 ($(head -c 100 "$tmp/err"))" \

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "config/setup.h"
 #include "protocol/fingerprint.h"
 
 static char *src_path(const char *rel)
@@ -532,8 +533,6 @@ static const bad_case_t bad_cases[] = {
      "daq.current_out: same subdevice and channel as daq.command_out (1/0)"},
     {"bad-hold-mode.yaml", -EINVAL,
      ":6: physical.hold: must be one of hold, ramp (got \"freeze\")"},
-    {"bad-control-weights.yaml", -EINVAL,
-     ":7: control.r: not allowed unless control.mode is clipped-optimal"},
     {"bad-control-r.yaml", -EINVAL, ":7: control.r: must be in 1e-12..1e+12 (got 0)"},
     {"bad-feedforward-jerk.yaml", -EINVAL,
      ":6: physical.feedforward_max_jerk_m_s3: must be in 0..1e+09 (got -1)"},
@@ -592,6 +591,121 @@ static void test_unreadable_record_permissions(void **state)
     assert_non_null(strstr(err.msg, "Permission denied"));
     free(p);
     free(rec);
+}
+
+/* Fields of another mode are ignored with a note naming the field, its line and why, and leave
+ * the experiment (and so its fingerprint) as if they were absent. */
+static void test_ignored_fields(void **state)
+{
+    (void)state;
+    char *p = src_path("tests/data/config/ignored-control-weights.yaml");
+    drths_experiment_t x;
+    load_ok(&x, p);
+    assert_non_null(x.notes);
+    assert_non_null(strstr(x.notes, "ignored-control-weights.yaml:7: control.q_disp: ignored (it "
+                                    "applies to control.mode clipped-optimal only; mode is "
+                                    "passive-on)\n"));
+    assert_non_null(strstr(x.notes, ":9: control.r: ignored"));
+    assert_non_null(strstr(x.notes, ":10: control.command: ignored (it applies to control.mode "
+                                    "fixed only"));
+    assert_true(x.control.q_disp == 0 && x.control.r == 0 && x.control.command == 0);
+    free(p);
+    drths_experiment_close(&x);
+    assert_null(x.notes);
+    /* The same experiment with and without the ignored keys has one fingerprint. */
+    uint8_t with[32], without[32];
+    fp_with("control: {mode: passive-on}\n", without);
+    fp_with("control:\n  mode: passive-on\n  q_disp: 3\n  r: 5\n  command: 1\n", with);
+    assert_memory_equal(with, without, 32);
+    /* An unknown key is still an error: only the keys of another mode are ignored. */
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", base_yaml,
+             "control:\n  mode: passive-on\n  q_disp: 3\n  q_dsip: 3\n");
+    char *bad = write_tmp("unknown.yaml", text);
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_experiment_load(&x, bad, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "control.q_dsip: unknown key"));
+    free(bad);
+    /* A file without ignored fields has no notes. */
+    char *clean = write_tmp("clean.yaml", base_yaml);
+    load_ok(&x, clean);
+    assert_null(x.notes);
+    drths_experiment_close(&x);
+    free(clean);
+    /* White-noise with the record's fields left in, and a spring stiffness on an MR damper. */
+    const char *wn = "name: wn\n"
+                     "structure: {model: shear-building, floor_mass_kg: [1000], "
+                     "storey_stiffness_N_per_m: [1.0e6]}\n"
+                     "ground_motion:\n  kind: white-noise\n  file: rec.txt\n  scale: 2\n"
+                     "  dt_s: 0.01\n  duration_s: 1\n"
+                     "specimen: {damper: {model: phillips2013-200kN, stiffness_N_per_m: 5}}\n";
+    char *w = write_tmp("wn.yaml", wn);
+    load_ok(&x, w);
+    assert_non_null(strstr(x.notes, ":5: ground_motion.file: ignored (it applies to "
+                                    "ground_motion.kind record; kind is white-noise)"));
+    assert_non_null(strstr(x.notes, "ground_motion.scale: ignored"));
+    assert_non_null(strstr(x.notes, "rms_m_s2"));
+    assert_non_null(strstr(x.notes, ":7: ground_motion.dt_s: ignored"));
+    assert_non_null(strstr(x.notes, "specimen.damper.stiffness_N_per_m: ignored"));
+    assert_null(x.ground_motion.file);
+    assert_true(x.ground_motion.scale == 1.0 && x.ground_motion.dt_s == 0);
+    drths_experiment_close(&x);
+    free(w);
+}
+
+/* A one-column record runs with ground_motion.dt_s, which is part of the fingerprint only when
+ * given (every other file's fingerprint is unchanged); a DT= header line serves as well. */
+static void test_record_dt_s(void **state)
+{
+    (void)state;
+    char *rec = write_tmp("one.txt", "0.01\n-0.02\n0.03\n0.0\n");
+    free(rec);
+    char *hdr = write_tmp("one-dt.txt", "% DT= 0.01 SEC\n0.01\n-0.02\n0.03\n0.0\n");
+    free(hdr);
+    static const char head[] = "name: one\n"
+                               "rate_hz: 1000\n"
+                               "structure: {model: shear-building, floor_mass_kg: [1000], "
+                               "storey_stiffness_N_per_m: [1.0e6]}\n"
+                               "specimen: {damper: {model: phillips2013-200kN}}\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%sground_motion: {file: one.txt, units: g}\n", head);
+    char *p = write_tmp("one.yaml", text);
+    drths_experiment_t x;
+    load_ok(&x, p);
+    drths_record_t r;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_setup_ground_motion(&x, &r, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "ground_motion.dt_s must give it"));
+    drths_experiment_close(&x);
+    free(p);
+
+    snprintf(text, sizeof text, "%sground_motion: {file: one.txt, units: g, dt_s: 0.01}\n", head);
+    p = write_tmp("one.yaml", text);
+    load_ok(&x, p);
+    assert_true(x.ground_motion.dt_s == 0.01);
+    assert_int_equal(drths_setup_ground_motion(&x, &r, &err), 0);
+    assert_int_equal(r.n, 31); /* 0.03 s at 1 kHz */
+    assert_true(r.dt_s == 0.001);
+    drths_record_close(&r);
+    char *st;
+    size_t len;
+    assert_int_equal(drths_experiment_shared_text(&x, &st, &len, &err), 0);
+    assert_non_null(strstr(st, "\nground_motion.dt_s=0.01\n"));
+    free(st);
+    drths_experiment_close(&x);
+    free(p);
+
+    snprintf(text, sizeof text, "%sground_motion: {file: one-dt.txt, units: g}\n", head);
+    p = write_tmp("one.yaml", text);
+    load_ok(&x, p);
+    assert_int_equal(drths_setup_ground_motion(&x, &r, &err), 0);
+    assert_int_equal(r.n, 31);
+    drths_record_close(&r);
+    assert_int_equal(drths_experiment_shared_text(&x, &st, &len, &err), 0);
+    assert_null(strstr(st, "ground_motion.dt_s"));
+    free(st);
+    drths_experiment_close(&x);
+    free(p);
 }
 
 static void test_load_buffer(void **state)
@@ -668,6 +782,8 @@ int main(void)
         cmocka_unit_test(test_daq_section),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_unreadable_record_permissions),
+        cmocka_unit_test(test_ignored_fields),
+        cmocka_unit_test(test_record_dt_s),
         cmocka_unit_test(test_load_buffer),
         cmocka_unit_test(test_names),
     };

@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "protocol/crypto.h"
+#include "protocol/keyfile.h"
 
 static char dir[64];
 
@@ -190,25 +191,43 @@ static void test_key_generate(void **state)
     assert_memory_not_equal(k1, k2, 32);
 }
 
-/* Reference values computed independently with Python's hashlib.blake2b from the derivation
- * inputs PROTOCOL.md gives (PSK 00..1f, nonce_num 40..5f, nonce_phys 60..7f, session id
- * 0x0123456789abcdef). */
+/* Reference values computed independently with Python (hashlib.blake2b and the cryptography
+ * package's X25519) from the inputs PROTOCOL.md section 3 gives: PSK 00..1f, ephemeral
+ * secrets 40..5f (numerical) and 60..7f (physical), session id 0x0123456789abcdef, and for
+ * the transcript a 20-byte HELLO payload 90..a3 and a 9-byte HELLO_ACK payload b0..b8. */
 static void test_derivation_vectors(void **state)
 {
     (void)state;
-    uint8_t psk[32], nn[32], np[32], hk[32];
+    uint8_t psk[32], en[32], ep[32], enp[32], epp[32], dh[32], dh2[32], hk[32], ak[32], th[32];
+    uint8_t hp[20], ap[9];
     for (int i = 0; i < 32; i++) {
         psk[i] = (uint8_t)i;
-        nn[i] = (uint8_t)(0x40 + i);
-        np[i] = (uint8_t)(0x60 + i);
+        en[i] = (uint8_t)(0x40 + i);
+        ep[i] = (uint8_t)(0x60 + i);
     }
+    for (int i = 0; i < 20; i++)
+        hp[i] = (uint8_t)(0x90 + i);
+    for (int i = 0; i < 9; i++)
+        ap[i] = (uint8_t)(0xb0 + i);
     const uint64_t sid = UINT64_C(0x0123456789abcdef);
-    drths_crypto_derive_handshake(psk, sid, hk);
-    assert_hex(hk, 32, "69027a1810b3550ba7a3b1f5816d1ac9a89295e1d8ae18623aa5778b430dd723");
+    drths_crypto_eph_public(enp, en);
+    drths_crypto_eph_public(epp, ep);
+    assert_hex(enp, 32, "79a631eede1bf9c98f12032cdeadd0e7a079398fc786b88cc846ec89af85a51a");
+    assert_hex(epp, 32, "675dd574ed7789310b3d2e7681f3790b466c773b1521fecf36577958371ea52f");
+    assert_int_equal(drths_crypto_dh(dh, en, epp), 0);
+    assert_int_equal(drths_crypto_dh(dh2, ep, enp), 0);
+    assert_memory_equal(dh, dh2, 32);
+    assert_hex(dh, 32, "d6fb939511b2381bc8599b4b8edc5968829450dfd7a87aebe78a703cd04cd54e");
+    drths_crypto_derive_hello(psk, sid, enp, hk);
+    assert_hex(hk, 32, "4405f6623942fc5f2f60cf98b308fabdef9c0317cf427b49f543bbf2e7dc7be8");
+    drths_crypto_derive_ack(psk, sid, enp, epp, dh, ak);
+    assert_hex(ak, 32, "c67b08a956e42ec4f7adcadbe48c497321d6bce9d35076a2baf7497e372aa292");
+    drths_crypto_transcript(th, sid, enp, hp, sizeof hp, epp, ap, sizeof ap);
+    assert_hex(th, 32, "1b669ce8c051c5b44c3839fa03df289f709affd656c6077d4f41dd9fbbf9d524");
     drths_session_keys_t k;
-    drths_crypto_derive(psk, nn, np, sid, &k);
-    assert_hex(k.num_to_phys, 32, "f6eadbe853a54467a8f476570469718ac3e15f61773d42aaec61e4974f656fd0");
-    assert_hex(k.phys_to_num, 32, "6880b0638bd59f5508df76ce9ccc2f0cbbcaf210895748da55afabcb2a75212d");
+    drths_crypto_derive(psk, dh, th, &k);
+    assert_hex(k.num_to_phys, 32, "da7ea875e38181cae124c5e0ee7390c6eb36de26cf514bcb17bb9441889619e2");
+    assert_hex(k.phys_to_num, 32, "4902389ff045a291a6366f179d7e927a017c34d67979ea1ba74e1d720ecd8641");
 
     uint8_t rk[32];
     drths_key_rehearsal(rk);
@@ -217,21 +236,28 @@ static void test_derivation_vectors(void **state)
     drths_key_id(psk, id);
     assert_string_equal(id, "b684a5c5f76a06f5");
 
-    /* Every input matters: one bit of either nonce or of the session id changes both keys. */
+    /* Every input matters: the responder's ephemeral changes the HELLO_ACK key (so a replayed
+     * HELLO never gets a HELLO_ACK under a key used before), the transcript and DH the
+     * session keys. */
+    uint8_t ak2[32], epp2[32];
+    epp2[0] = 9;
+    memcpy(epp2 + 1, epp + 1, 31);
+    drths_crypto_derive_ack(psk, sid, enp, epp2, dh, ak2);
+    assert_memory_not_equal(ak, ak2, 32);
     drths_session_keys_t k2;
-    nn[31] ^= 1;
-    drths_crypto_derive(psk, nn, np, sid, &k2);
+    th[31] ^= 1;
+    drths_crypto_derive(psk, dh, th, &k2);
     assert_memory_not_equal(k.num_to_phys, k2.num_to_phys, 32);
     assert_memory_not_equal(k.phys_to_num, k2.phys_to_num, 32);
-    nn[31] ^= 1;
-    np[0] ^= 0x80;
-    drths_crypto_derive(psk, nn, np, sid, &k2);
+    th[31] ^= 1;
+    dh[0] ^= 0x80;
+    drths_crypto_derive(psk, dh, th, &k2);
     assert_memory_not_equal(k.num_to_phys, k2.num_to_phys, 32);
-    np[0] ^= 0x80;
-    drths_crypto_derive(psk, nn, np, sid ^ 1, &k2);
-    assert_memory_not_equal(k.phys_to_num, k2.phys_to_num, 32);
-    drths_crypto_derive_handshake(psk, sid ^ 1, rk);
+    drths_crypto_derive_hello(psk, sid ^ 1, enp, rk);
     assert_memory_not_equal(hk, rk, 32);
+    /* A low-order point (all zeros) is refused, not turned into a known key. */
+    uint8_t zero[32] = {0};
+    assert_int_equal(drths_crypto_dh(dh2, en, zero), -EBADMSG);
 }
 
 /* RFC 8439 section 2.8.2 AEAD test vector. Its nonce 07 00 00 00 40 41 .. 47 has exactly the
@@ -324,10 +350,11 @@ static void test_random(void **state)
     (void)state;
     uint64_t a = drths_crypto_random_session_id(), b = drths_crypto_random_session_id();
     assert_true(a != 0 && b != 0 && a != b);
-    uint8_t n1[32], n2[32];
-    drths_crypto_random_nonce(n1);
-    drths_crypto_random_nonce(n2);
-    assert_memory_not_equal(n1, n2, 32);
+    uint8_t p1[32], s1[32], p2[32], s2[32];
+    drths_crypto_eph_keypair(p1, s1);
+    drths_crypto_eph_keypair(p2, s2);
+    assert_memory_not_equal(s1, s2, 32);
+    assert_memory_not_equal(p1, p2, 32);
 }
 
 int main(void)

@@ -137,6 +137,52 @@ static void test_northridge_two_column(void **state)
     drths_record_close(&r);
 }
 
+/* One-column records: the step from ground_motion.dt_s, or from a DT= line in the header or a
+ * comment (any case, = or :); none of them is an error naming the field to give. */
+static void test_one_column_dt(void **state)
+{
+    (void)state;
+    drths_gm_options_t o;
+    drths_gm_options_default(&o);
+    o.units = DRTHS_GM_UNITS_G;
+    static const struct {
+        const char *text;
+        double dt;
+    } ok[] = {
+        {"DT=0.02\n0.01\n-0.02\n0.03\n", 0.02},
+        {"# station X, dt = 0.005 sec\n0.01\n-0.02\n0.03\n", 0.005},
+        {"% NPTS 3 DT: .01 SEC\n0.01\n-0.02\n0.03\n", 0.01},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        const char *path = write_tmp(ok[i].text, ".txt");
+        drths_record_t r;
+        drths_error_t err = {{0}};
+        if (drths_record_load(&r, path, &o, &err) != 0)
+            fail_msg("case %zu: %s", i, err.msg);
+        assert_true(r.dt_s == ok[i].dt);
+        assert_int_equal(r.n, 3);
+        assert_near(r.ag_m_s2[1], -0.02 * G, 1e-15);
+        drths_record_close(&r);
+        unlink(path);
+    }
+    /* No DT line: ground_motion.dt_s gives it; "width=3" or "VDT=" are not a step. */
+    const char *bare = "# width=3 VDT=9\n0.01\n-0.02\n0.03\n";
+    o.dt_s = 0.004;
+    const char *path = write_tmp(bare, ".txt");
+    drths_record_t r;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_record_load(&r, path, &o, &err), 0);
+    assert_true(r.dt_s == 0.004);
+    drths_record_close(&r);
+    unlink(path);
+    o.dt_s = 0;
+    expect_error(bare, &o, -EINVAL, 2, "no time step");
+    expect_error(bare, &o, -EINVAL, 2, "so ground_motion.dt_s must give it");
+    /* A DT line that contradicts the time column is refused. */
+    expect_error("# DT=0.02\ntime_s accel_g\n0 0.01\n0.01 0.02\n0.02 0.03\n", &o, -EINVAL, 1,
+                 "the header says DT = 0.02 s but the time column");
+}
+
 static void test_kobe_value_columns(void **state)
 {
     (void)state;
@@ -166,15 +212,22 @@ static void test_kobe_value_columns(void **state)
     o.column = 3;
     assert_int_equal(drths_record_load(&r, record_path("kobe-1995-jma-ns-ew-cms2.txt"), &o, &err),
                      -EINVAL);
-    assert_non_null(strstr(err.msg, "kobe-1995-jma-ns-ew-cms2.txt:4: options.column = 3"));
+    assert_non_null(strstr(err.msg, "kobe-1995-jma-ns-ew-cms2.txt:4: ground_motion.column = 3"));
 
-    /* No dt anywhere: the message names the file, the first data line and the option. */
+    /* Without dt_s the step comes from the comment line 3, "... and dt=0.005 sec.". */
     o.column = 1;
     o.dt_s = 0;
+    load_ok(&r, "kobe-1995-jma-ns-ew-cms2.txt", &o);
+    assert_true(r.dt_s == 0.005);
+    assert_int_equal(r.n, 6000);
+    drths_record_close(&r);
+    /* A dt_s that disagrees with the comment is refused, naming its line and the field. */
+    o.dt_s = 0.01;
     assert_int_equal(drths_record_load(&r, record_path("kobe-1995-jma-ns-ew-cms2.txt"), &o, &err),
                      -EINVAL);
-    assert_non_null(strstr(err.msg, "kobe-1995-jma-ns-ew-cms2.txt:4: no time step"));
-    assert_non_null(strstr(err.msg, "options.dt_s"));
+    assert_non_null(strstr(err.msg,
+                           "kobe-1995-jma-ns-ew-cms2.txt:3: the file gives dt = 0.005 s but "
+                           "ground_motion.dt_s = 0.01 s"));
 
     /* No units anywhere. */
     o.dt_s = 0.005;
@@ -271,9 +324,9 @@ static void test_bad_options(void **state)
     drths_gm_options_t o;
     drths_record_t r;
     drths_error_t err = {{0}};
-    static const char *const field[] = {"options.scale",      "options.time_compression",
-                                        "options.column",     "options.dt_s",
-                                        "options.duration_s", "options.tail_s"};
+    static const char *const field[] = {
+        "ground_motion.scale", "ground_motion.time_compression", "ground_motion.column",
+        "ground_motion.dt_s",  "ground_motion.duration_s",       "ground_motion.tail_s"};
     for (size_t k = 0; k < sizeof field / sizeof field[0]; k++) {
         drths_gm_options_default(&o);
         switch (k) {
@@ -304,7 +357,8 @@ static void test_bad_options(void **state)
     drths_gm_options_default(&o);
     o.dt_s = 0.01;
     assert_int_equal(drths_record_load(&r, path, &o, &err), -EINVAL);
-    assert_non_null(strstr(err.msg, "peknold.AT2:4: the file gives dt = 0.02 s but options.dt_s"));
+    assert_non_null(
+        strstr(err.msg, "peknold.AT2:4: the file gives dt = 0.02 s but ground_motion.dt_s"));
     o.dt_s = 0.02; /* agreeing is fine */
     assert_int_equal(drths_record_load(&r, path, &o, &err), 0);
     drths_record_close(&r);
@@ -318,7 +372,7 @@ static void test_bad_options(void **state)
     drths_gm_options_default(&o);
     o.column = 2;
     assert_int_equal(drths_record_load(&r, path, &o, &err), -EINVAL);
-    assert_non_null(strstr(err.msg, "options.column = 2"));
+    assert_non_null(strstr(err.msg, "ground_motion.column = 2"));
 
     drths_gm_format_t f;
     drths_gm_units_t u;
@@ -629,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_ielc180_at2),
         cmocka_unit_test(test_northridge_two_column),
         cmocka_unit_test(test_kobe_value_columns),
+        cmocka_unit_test(test_one_column_dt),
         cmocka_unit_test(test_benchmark_csv),
         cmocka_unit_test(test_scale_compression_duration_tail),
         cmocka_unit_test(test_bad_options),

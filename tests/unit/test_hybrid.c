@@ -65,9 +65,12 @@ typedef struct sim {
     int64_t step_at;
     int allow_conceal;
     int adapt_L;
+    int drop_starts; /* the link loses this many EPOCH 1 (the run's start) */
+    uint64_t cmd_burst_at, cmd_burst_n; /* COMMANDs numbered from .._at (by send) lost */
+    int r;           /* redundancy R (0: the experiment's) */
 } sim_t;
 
-static sim_t g_sim = {1000000, 1000000, INT64_MAX, INT64_MAX, 0, 1};
+static sim_t g_sim = {1000000, 1000000, INT64_MAX, INT64_MAX, 0, 1, 0, 0, 0, 0};
 
 static int64_t sim_delay(int64_t now)
 {
@@ -101,6 +104,7 @@ typedef struct result {
     drths_hybrid_counters_t c;
     drths_hybrid_end_t end;
     uint64_t sim_concealed;
+    uint64_t commands; /* COMMAND datagrams the loop sent */
     uint32_t L_final;
     int n_elog;
     drths_hybrid_epoch_log_t elog[8];
@@ -137,6 +141,8 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     p.L = LOOP_L;
     p.smith = mode;
     p.adapt_L = g_sim.adapt_L;
+    if (g_sim.r)
+        p.r = g_sim.r;
     /* Times scaled to the 2 s runs: a 0.2 s round-trip window, a 0.5 s hysteresis and rate
      * bound. */
     p.rtt_window_ns = 200000000;
@@ -187,7 +193,10 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
                 m.counter = ++cmd_counter;
                 if (a.is_command)
                     drths_hybrid_sent(h, m.counter, now);
-                q_push(&cq, now + sim_delay(now), &m);
+                uint64_t nc = a.is_command ? res->commands++ : 0;
+                if (!a.is_command || nc < g_sim.cmd_burst_at ||
+                    nc >= g_sim.cmd_burst_at + g_sim.cmd_burst_n)
+                    q_push(&cq, now + sim_delay(now), &m);
             }
             if (a.row) {
                 long n = (long)a.row[0];
@@ -214,7 +223,10 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
 
         for (item_t *it; (it = q_front(&cq)) && it->t <= now; q_pop(&cq)) {
             const drths_msg_t *m = &it->m;
-            if (m->type == DRTHS_MSG_EPOCH && !started && m->u.epoch.new_epoch == 1) {
+            if (m->type == DRTHS_MSG_EPOCH && !started && m->u.epoch.new_epoch == 1 &&
+                g_sim.drop_starts > 0) {
+                g_sim.drop_starts--; /* lost on the way */
+            } else if (m->type == DRTHS_MSG_EPOCH && !started && m->u.epoch.new_epoch == 1) {
                 assert_int_equal(m->u.epoch.loop_delay_ticks, LOOP_L);
                 started = 1;
                 t0 = it->t + 5000000;
@@ -222,7 +234,7 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
                 newest_cmd = m->counter;
                 newest_cmd_rx = it->t;
                 for (int k = 0; k < m->u.command.r; k++) {
-                    uint64_t t = m->tick - (uint64_t)k;
+                    uint64_t t = m->tick - drths_wire_offset(k); /* as the actuator site */
                     assert_true(t < nt);
                     if (cmd_rx[t] < 0) {
                         cmd[t] = m->u.command.s[k][0];
@@ -385,6 +397,49 @@ static void test_exact_model_equals_reference(void **state)
     assert_true(r.rtt_p50_ns >= 2000000 && r.rtt_p50_ns <= 2010000);
     /* The actuator site ticked up to the last command tick, steps - 1 + L. */
     assert_int_equal(r.phys_ticks, (uint64_t)r.rows - 1 + LOOP_L + 1);
+    result_free(&r);
+}
+
+/* Burst-tolerant redundancy: R = 8 has the offsets 0, 1, 2, 3, 8, 16, 32, 64 (PROTOCOL.md
+ * section 8). A burst of 12 lost COMMANDs (more than R) is repaired from the later COMMANDs'
+ * spread samples before the ticks are played (the command lead is about 20 ticks), so nothing
+ * is concealed (the simulated actuator site fails the test if it has to conceal) and the run
+ * is the reference run; with the offsets 0 .. 7 the first 4 ticks of the burst were lost. */
+static void test_spread_offsets_repair_a_burst(void **state)
+{
+    fixture_t *f = *state;
+    result_t r;
+    g_sim.r = 8;
+    g_sim.cmd_burst_at = 3000;
+    g_sim.cmd_burst_n = 12;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_none, &r);
+    g_sim.r = 0;
+    g_sim.cmd_burst_at = g_sim.cmd_burst_n = 0;
+    print_message("R = 8, 12 COMMANDs lost in a row: %llu concealed at the actuator site\n",
+                  (unsigned long long)r.sim_concealed);
+    assert_int_equal(r.sim_concealed, 0);
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    assert_true(max_rel_error(f, &r) <= ROUNDOFF);
+    result_free(&r);
+}
+
+/* The start (EPOCH 1) survives loss: it is repeated until the first FEEDBACK acknowledges it
+ * (PROTOCOL.md section 7.4); with the first three lost the run starts on the fourth, tick 0 from
+ * its arrival, and is the reference run as before. */
+static void test_start_survives_loss(void **state)
+{
+    fixture_t *f = *state;
+    result_t r;
+    g_sim.drop_starts = 3;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_none, &r);
+    int left = g_sim.drop_starts;
+    g_sim.drop_starts = 0;
+    print_message("start: %llu EPOCH 1 sent, 3 lost\n", (unsigned long long)r.c.epochs_sent);
+    assert_int_equal(left, 0);
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    assert_true(r.c.epochs_sent >= 4);
+    assert_true(max_rel_error(f, &r) <= ROUNDOFF);
+    assert_int_equal(r.c.concealed, 0);
     result_free(&r);
 }
 
@@ -605,6 +660,8 @@ int main(void)
         cmocka_unit_test(test_exact_model_equals_reference),
         cmocka_unit_test(test_without_smith_the_delay_shows),
         cmocka_unit_test(test_lost_feedback_repaired_by_redundancy),
+        cmocka_unit_test(test_start_survives_loss),
+        cmocka_unit_test(test_spread_offsets_repair_a_burst),
         cmocka_unit_test(test_burst_longer_than_r_is_concealed),
         cmocka_unit_test(test_clipped_optimal_equals_reference),
         cmocka_unit_test(test_adaptive_against_stronger_specimen),

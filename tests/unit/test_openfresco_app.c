@@ -169,6 +169,47 @@ static void test_lost_client_holds(void **state)
     assert_int_equal(drths_ofr_app_take(&W->app, &r), -EAGAIN);
 }
 
+/* The step watchdog (step_timeout_s, here 0.05 s = 250 ticks): silence counts only from the
+ * tick the site owes nothing (the step reached and its measurement answered), and its end is a
+ * WATCHDOG HOLD whose sentence says what was awaited. */
+static void test_step_watchdog(void **state)
+{
+    (void)state;
+    W->app.cfg.step_timeout_s = 0.05;
+    drths_ofr_response_t r;
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.001, NULL);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+    int64_t answered = until_answer(&r, 200);
+    assert_true(answered > 0);
+    int64_t held = -1;
+    for (int i = 0; i < 1000 && held < 0; i++) {
+        assert_int_equal(tick(), 0);
+        if (W->ps.act.hold)
+            held = (int64_t)W->tick - 1;
+    }
+    /* 0.05 s after the first tick that owed nothing (the one after the answer), within a tick
+     * or two of rounding. */
+    assert_true(held > answered + 250);
+    assert_true(held <= answered + 253);
+    assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_WATCHDOG);
+    assert_non_null(strstr(W->ps.act.hold_text, "sent no new target for 0.05 s after step 1 was "
+                                                "reached and answered (--openfresco-step-"
+                                                "timeout)"));
+}
+
+/* Before the first target the silence counts from the set-up. */
+static void test_step_watchdog_before_any_target(void **state)
+{
+    (void)state;
+    W->app.cfg.step_timeout_s = 0.05;
+    for (int i = 0; i < 1000 && !W->ps.act.hold; i++)
+        assert_int_equal(tick(), 0);
+    assert_true(W->ps.act.hold);
+    assert_true(W->tick >= 250 && W->tick <= 253);
+    assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_WATCHDOG);
+    assert_non_null(strstr(W->ps.act.hold_text, "sent no target for 0.05 s after its set-up"));
+}
+
 static void test_steady_state_allocates_nothing(void **state)
 {
     (void)state;
@@ -198,6 +239,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_client_holds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_watchdog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_watchdog_before_any_target, setup, teardown),
         cmocka_unit_test_setup_teardown(test_steady_state_allocates_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -77,6 +77,8 @@ static void list_fields(const drths_msg_t *m)
     add_u("counter", m->counter);
     add_u("tick", m->tick);
     add_u("epoch", m->epoch);
+    if (m->has_eph)
+        add_hex("ephemeral", m->eph, DRTHS_EPH_BYTES);
     switch (m->type) {
     case DRTHS_MSG_HELLO:
     case DRTHS_MSG_HELLO_ACK: {
@@ -85,12 +87,25 @@ static void list_fields(const drths_msg_t *m)
         add_u("proto_max", h->proto_max);
         add("role", false, 0, "%u (%s)", h->role,
             h->role == DRTHS_ROLE_NUMERICAL ? "numerical" : h->role == DRTHS_ROLE_PHYSICAL ? "physical" : "?");
+        add_u("version", h->version);
+        add_u("link", h->link);
+        add("site", false, 0, "\"%s\"", h->site);
         add_d("rate_hz", h->rate_hz);
         add_u("n_channels", h->n_channels);
-        add_u("r", h->r);
+        char offs[128] = "";
+        for (int i = 0; i < h->r; i++)
+            snprintf(offs + strlen(offs), sizeof offs - strlen(offs), "%s%u", i ? "," : "",
+                     h->offsets[i]);
+        add("offsets", false, 0, "%s", offs);
         add("units", false, 0, "\"%s\"", h->units);
-        add_hex("nonce", h->nonce, sizeof h->nonce);
         add_hex("fingerprint", h->fingerprint, sizeof h->fingerprint);
+        for (int i = 0; i < h->n_sections; i++) {
+            snprintf(k, sizeof k, "section[%d]", i);
+            char hx[2 * DRTHS_WIRE_SECTION_HASH + 1];
+            for (int b = 0; b < DRTHS_WIRE_SECTION_HASH; b++)
+                snprintf(hx + 2 * b, 3, "%02x", h->sections[i].hash[b]);
+            add(k, false, 0, "%s %s", h->sections[i].name, hx);
+        }
         add("software", false, 0, "\"%s\"", h->software);
         break;
     }
@@ -160,6 +175,21 @@ static void list_fields(const drths_msg_t *m)
     }
 }
 
+/* The keys block: inputs, then every derived value in the order of PROTOCOL.md section 3. */
+static const char *const key_names[] = {
+    "psk", "eph_num_secret", "eph_num_public", "eph_phys_secret", "eph_phys_public", "dh",
+    "hello_key", "hello_ack_key", "transcript", "key_num_to_phys", "key_phys_to_num",
+};
+#define N_KEY_NAMES (sizeof key_names / sizeof key_names[0])
+
+static const uint8_t *key_value(const ex_keys_t *k, size_t i)
+{
+    const uint8_t *v[] = {k->psk,  k->en_sk,     k->en_pk,   k->ep_sk,
+                          k->ep_pk, k->dh,       k->hello_key, k->ack_key,
+                          k->transcript, k->keys.num_to_phys, k->keys.phys_to_num};
+    return v[i];
+}
+
 static void print_hex_lines(const uint8_t *p, size_t n, const char *indent)
 {
     for (size_t i = 0; i < n; i++)
@@ -173,27 +203,16 @@ static const char *direction_text(drths_role_t sender)
 
 static void print_examples(void)
 {
-    uint8_t psk[32], nn[32], np[32], hk[32];
-    ex_psk(psk);
-    ex_nonce_num(nn);
-    ex_nonce_phys(np);
-    drths_crypto_derive_handshake(psk, EX_SESSION_ID, hk);
-    drths_session_keys_t k;
-    drths_crypto_derive(psk, nn, np, EX_SESSION_ID, &k);
-    printf("```keys\n");
-    printf("psk = ");
-    for (int i = 0; i < 32; i++) printf("%02x", psk[i]);
-    printf("\nsession_id = 0x%016" PRIx64 "\nnonce_num = ", EX_SESSION_ID);
-    for (int i = 0; i < 32; i++) printf("%02x", nn[i]);
-    printf("\nnonce_phys = ");
-    for (int i = 0; i < 32; i++) printf("%02x", np[i]);
-    printf("\nhandshake_key = ");
-    for (int i = 0; i < 32; i++) printf("%02x", hk[i]);
-    printf("\nkey_num_to_phys = ");
-    for (int i = 0; i < 32; i++) printf("%02x", k.num_to_phys[i]);
-    printf("\nkey_phys_to_num = ");
-    for (int i = 0; i < 32; i++) printf("%02x", k.phys_to_num[i]);
-    printf("\n```\n\n");
+    ex_keys_t k;
+    ex_keys(&k);
+    printf("```keys\nsession_id = 0x%016" PRIx64 "\n", EX_SESSION_ID);
+    for (size_t i = 0; i < N_KEY_NAMES; i++) {
+        printf("%s = ", key_names[i]);
+        for (int b = 0; b < 32; b++)
+            printf("%02x", key_value(&k, i)[b]);
+        printf("\n");
+    }
+    printf("```\n\n");
     for (int i = 0; i < EX_NTYPES; i++) {
         drths_msg_type_t t = ex_types[i];
         uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
@@ -204,13 +223,17 @@ static void print_examples(void)
                                                                           : DRTHS_ROLE_NUMERICAL), 0);
         drths_msg_t m;
         assert_int_equal(drths_wire_open(&rx, buf, len, &m), DRTHS_REJECT_OK);
-        size_t plen = len - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
+        size_t plen = rx.plain_len, pre = len - plen - DRTHS_TAG_BYTES;
         printf("### %s (type %d, %s, %zu bytes)\n\n", drths_msg_type_name(t), (int)t,
                direction_text(ex_sender(t)), len);
         printf("```hex\n# header\n");
         print_hex_lines(buf, DRTHS_WIRE_HEADER_BYTES, "");
+        if (pre > DRTHS_WIRE_HEADER_BYTES) {
+            printf("# ephemeral public key (in clear, authenticated)\n");
+            print_hex_lines(buf + DRTHS_WIRE_HEADER_BYTES, DRTHS_EPH_BYTES, "");
+        }
         printf("# encrypted payload (%zu bytes)\n", plen);
-        print_hex_lines(buf + DRTHS_WIRE_HEADER_BYTES, plen, "");
+        print_hex_lines(buf + pre, plen, "");
         printf("# tag\n");
         print_hex_lines(buf + len - DRTHS_TAG_BYTES, DRTHS_TAG_BYTES, "");
         printf("```\n\nPayload before encryption (msgpack):\n\n```plain\n");
@@ -274,39 +297,30 @@ static char *read_doc(void)
 
 static void check_keys_block(const char *body)
 {
-    uint8_t psk[32], nn[32], np[32], hk[32];
-    ex_psk(psk);
-    ex_nonce_num(nn);
-    ex_nonce_phys(np);
-    drths_crypto_derive_handshake(psk, EX_SESSION_ID, hk);
-    drths_session_keys_t k;
-    drths_crypto_derive(psk, nn, np, EX_SESSION_ID, &k);
-    struct { const char *name; const uint8_t *v; } want[] = {
-        {"psk", psk}, {"nonce_num", nn}, {"nonce_phys", np}, {"handshake_key", hk},
-        {"key_num_to_phys", k.num_to_phys}, {"key_phys_to_num", k.phys_to_num},
-    };
+    ex_keys_t k;
+    ex_keys(&k);
     int found = 0;
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    for (size_t i = 0; i < N_KEY_NAMES; i++) {
         char pat[40];
-        snprintf(pat, sizeof pat, "\n%s = ", want[i].name);
+        snprintf(pat, sizeof pat, "\n%s = ", key_names[i]);
         char tmp[8192];
         snprintf(tmp, sizeof tmp, "\n%s", body);
         const char *p = strstr(tmp, pat);
         if (!p)
-            fail_msg("keys block lacks %s", want[i].name);
+            fail_msg("keys block lacks %s", key_names[i]);
         uint8_t got[32];
         char hex[65];
         memcpy(hex, p + strlen(pat), 64);
         hex[64] = '\0';
         assert_int_equal(parse_hex(hex, got, 32), 32);
-        if (memcmp(got, want[i].v, 32) != 0)
-            fail_msg("keys block: %s differs from the derivation", want[i].name);
+        if (memcmp(got, key_value(&k, i), 32) != 0)
+            fail_msg("keys block: %s differs from the derivation", key_names[i]);
         found++;
     }
     char sid[40];
     snprintf(sid, sizeof sid, "session_id = 0x%016" PRIx64, EX_SESSION_ID);
     assert_non_null(strstr(body, sid));
-    assert_int_equal(found, 6);
+    assert_int_equal(found, (int)N_KEY_NAMES);
 }
 
 static void test_document(void **state)
@@ -343,7 +357,7 @@ static void test_document(void **state)
                 drths_msg_t tmp;
                 if (drths_wire_open(&rx, buf, len, &tmp) == DRTHS_REJECT_OK) {
                     m = tmp;
-                    plen = len - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
+                    plen = rx.plain_len;
                     memcpy(plain, rx.plain, plen);
                     opened++;
                     /* The example re-seals to exactly these bytes. */

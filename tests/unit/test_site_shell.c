@@ -92,7 +92,7 @@ static void test_parse_all(void **state)
     int rc;
     const char *args[] = {"--experiment", "e.yaml", "--key", "k", "--out", "d", "--require-rt",
                           "--cpu", "3", "--kernel-filter", "--quiet", "--monitor", "h:1",
-                          "--monitor-token", "t", "--wait-start", "--peer-timeout", "0.5",
+                          "--wait-start", "--peer-timeout", "0.5",
                           "--reference", NULL};
     CAPTURE(parse(&o, args), rc);
     assert_int_equal(rc, DRTHS_SITE_CONTINUE);
@@ -101,7 +101,6 @@ static void test_parse_all(void **state)
     assert_string_equal(o.key, "k");
     assert_string_equal(o.out, "d");
     assert_string_equal(o.monitor, "h:1");
-    assert_string_equal(o.monitor_token, "t");
     assert_int_equal(o.require_rt, 1);
     assert_int_equal(o.cpu, 3);
     assert_int_equal(o.kernel_filter, 1);
@@ -143,9 +142,11 @@ static void test_parse_errors(void **state)
     expect_usage((const char *const[]){NULL},
                  "drths-x: --experiment FILE is required (see --help)\n");
     expect_usage((const char *const[]){"--experiment", "e", "--wait-start", NULL},
-                 "drths-x: --wait-start and --monitor-token need --monitor\n");
-    expect_usage((const char *const[]){"--experiment", "e", "--monitor-token", "t", NULL},
-                 "need --monitor");
+                 "drths-x: --wait-start needs --monitor\n");
+    /* The old clear-text control token is gone; a script still giving it is told why. */
+    expect_usage((const char *const[]){"--experiment", "e", "--monitor", "h:1",
+                                       "--monitor-token", "t", NULL},
+                 "--monitor-token is no longer used");
     expect_usage((const char *const[]){"--experiment", "e", "stray", NULL},
                  "drths-x: unexpected argument 'stray' (see --help)\n");
     expect_usage((const char *const[]){"--experiment", "e", "--bogus", NULL},

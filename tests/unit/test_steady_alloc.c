@@ -116,15 +116,15 @@ static void test_steady_state_allocates_nothing(void **state)
     assert_int_equal(drths_actuator_init(act, &ap, &daq, &err), 0);
 
     /* Codec: one session, keys as after the handshake. */
-    uint8_t psk[DRTHS_KEY_BYTES] = {7, 7, 7}, nn[DRTHS_HELLO_NONCE_BYTES] = {1},
-            np[DRTHS_HELLO_NONCE_BYTES] = {2};
+    uint8_t psk[DRTHS_KEY_BYTES] = {7, 7, 7}, dh[DRTHS_KEY_BYTES] = {1},
+            th[DRTHS_KEY_BYTES] = {2};
     const uint64_t sid = 0x5eed5eed5eedULL;
     drths_session_keys_t keys;
-    drths_crypto_derive(psk, nn, np, sid, &keys);
+    drths_crypto_derive(psk, dh, th, &keys);
     drths_wire_tx_t ntx, ptx;
     drths_wire_rx_t *nrx = calloc(1, sizeof *nrx), *prx = calloc(1, sizeof *prx);
-    assert_int_equal(drths_wire_tx_init(&ntx, DRTHS_ROLE_NUMERICAL, psk, sid), 0);
-    assert_int_equal(drths_wire_tx_init(&ptx, DRTHS_ROLE_PHYSICAL, psk, sid), 0);
+    assert_int_equal(drths_wire_tx_init(&ntx, DRTHS_ROLE_NUMERICAL, sid), 0);
+    assert_int_equal(drths_wire_tx_init(&ptx, DRTHS_ROLE_PHYSICAL, sid), 0);
     assert_int_equal(drths_wire_rx_init(nrx, DRTHS_ROLE_NUMERICAL, psk, &err), 0);
     assert_int_equal(drths_wire_rx_init(prx, DRTHS_ROLE_PHYSICAL, psk, &err), 0);
     drths_wire_tx_set_keys(&ntx, &keys);

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "platform/rtclock.h"
 #include "platform/tcp.h"
 
 static void pair(int sv[2])
@@ -126,12 +128,64 @@ static void test_tcp_quickack(void **state)
     close(l);
 }
 
+/* A deadline bounds the whole message: what arrived stays in the buffer, the rest times out;
+ * with the bytes there before the deadline it reads as drths_tcp_recv does. */
+static void test_recv_until(void **state)
+{
+    (void)state;
+    int sv[2];
+    char buf[8];
+    pair(sv);
+    assert_int_equal(write(sv[1], "abc", 3), 3);
+    int64_t t0 = drths_now_ns();
+    assert_int_equal(drths_tcp_recv_until(sv[0], buf, sizeof buf, 0, t0 + 20000000), -ETIMEDOUT);
+    assert_true(drths_now_ns() - t0 >= 20000000);
+    assert_memory_equal(buf, "abc", 3);
+    /* A deadline already passed times out without reading, even with bytes waiting. */
+    assert_int_equal(write(sv[1], "defgh", 5), 5);
+    assert_int_equal(drths_tcp_recv_until(sv[0], buf, 5, 0, drths_now_ns() - 1), -ETIMEDOUT);
+    assert_int_equal(drths_tcp_recv_until(sv[0], buf, 5, 0, drths_now_ns() + 1000000000), 5);
+    assert_memory_equal(buf, "defgh", 5);
+    close(sv[1]);
+    assert_int_equal(drths_tcp_recv_until(sv[0], buf, 5, 0, drths_now_ns() + 1000000000), 0);
+    close(sv[0]);
+}
+
+static int get_int(int fd, int level, int name)
+{
+    int v = -1;
+    socklen_t len = sizeof v;
+    assert_int_equal(getsockopt(fd, level, name, &v, &len), 0);
+    return v;
+}
+
+/* Keepalive with its three times on a TCP socket; an AF_UNIX socket has no TCP options. */
+static void test_keepalive(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(get_int(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+    assert_int_equal(drths_tcp_keepalive(fd, 5, 1, 5), 0);
+    assert_int_equal(get_int(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+    assert_int_equal(get_int(fd, IPPROTO_TCP, TCP_KEEPIDLE), 5);
+    assert_int_equal(get_int(fd, IPPROTO_TCP, TCP_KEEPINTVL), 1);
+    assert_int_equal(get_int(fd, IPPROTO_TCP, TCP_KEEPCNT), 5);
+    close(fd);
+    int sv[2];
+    pair(sv);
+    assert_true(drths_tcp_keepalive(sv[0], 5, 1, 5) < 0);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recv_pieces),  cmocka_unit_test(test_recv_close),
         cmocka_unit_test(test_errors),       cmocka_unit_test(test_send_all_big),
-        cmocka_unit_test(test_tcp_quickack),
+        cmocka_unit_test(test_tcp_quickack), cmocka_unit_test(test_recv_until),
+        cmocka_unit_test(test_keepalive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,8 @@
 
 #include "platform/telemetry.h"
 
+#define KEY_DERIVE_EXPECTED "3231a30aa38a8a4177092c217694fbb17ef1e9d16e2a87abebc9784d9cb72f1d"
+
 static void test_encode_fields(void **state)
 {
     (void)state;
@@ -66,34 +68,87 @@ static void test_encode_too_small(void **state)
     assert_true(drths_telemetry_encode(&f, buf, sizeof buf) > 0);
 }
 
-static int parse(const char *s, const char *tok, drths_telemetry_cmd_t *c)
-{
-    return drths_telemetry_control_parse(s, strlen(s), tok, tok ? strlen(tok) : 0, c);
-}
+static const uint8_t KEY[DRTHS_TELEMETRY_KEY_BYTES] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 
-static void test_control_parse(void **state)
+/* The monitor key is keyed BLAKE2b-256 of "drths monitor v1" with the link key (the value below
+ * is Python's hashlib.blake2b(b"drths monitor v1", key=bytes(range(32)), digest_size=32)). */
+static void test_key_derive(void **state)
 {
     (void)state;
-    drths_telemetry_cmd_t c;
-#define P(s, tok) parse(s, tok, &c)
-    assert_int_equal(P("drths-control start", NULL), 0);
-    assert_int_equal(c, DRTHS_TELEM_CMD_START);
-    assert_int_equal(P("drths-control stop\n", NULL), 0);
-    assert_int_equal(c, DRTHS_TELEM_CMD_STOP);
-    assert_int_equal(P("drths-control abort anything", NULL), 0);
-    assert_int_equal(c, DRTHS_TELEM_CMD_ABORT);
-    assert_int_equal(P("drths-control halt", NULL), -EINVAL);
-    assert_int_equal(c, DRTHS_TELEM_CMD_NONE);
-    assert_int_equal(P("drths-control stopx", NULL), -EINVAL);
-    assert_int_equal(P("drths-contro stop", NULL), -EINVAL);
-    assert_int_equal(P("", NULL), -EINVAL);
-    assert_int_equal(P("drths-control stop s3cret", "s3cret"), 0);
-    assert_int_equal(c, DRTHS_TELEM_CMD_STOP);
-    assert_int_equal(P("drths-control stop s3cre", "s3cret"), -EACCES);
-    assert_int_equal(P("drths-control stop s3cretX", "s3cret"), -EACCES);
-    assert_int_equal(P("drths-control stop", "s3cret"), -EACCES);
-    assert_int_equal(c, DRTHS_TELEM_CMD_NONE);
-#undef P
+    uint8_t psk[32], k[DRTHS_TELEMETRY_KEY_BYTES], k2[DRTHS_TELEMETRY_KEY_BYTES];
+    for (int i = 0; i < 32; i++)
+        psk[i] = (uint8_t)i;
+    drths_telemetry_key_derive(k, psk, sizeof psk);
+    char hex[65];
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", k[i]);
+    assert_string_equal(hex, KEY_DERIVE_EXPECTED);
+    psk[31] ^= 1;
+    drths_telemetry_key_derive(k2, psk, sizeof psk);
+    assert_memory_not_equal(k, k2, sizeof k);
+}
+
+static void test_frame_seal_open(void **state)
+{
+    (void)state;
+    drths_telemetry_frame_t f;
+    drths_telemetry_frame_init(&f, "physical");
+    char json[1200], buf[DRTHS_TELEMETRY_MAX_DATAGRAM];
+    int jl = drths_telemetry_encode(&f, json, sizeof json);
+    int n =
+        drths_telemetry_frame_seal(KEY, "physical", 77, 5, 9, json, (size_t)jl, buf, sizeof buf);
+    assert_true(n > jl);
+    assert_memory_equal(buf, "drths-telemetry 2 physical 77 5 9 ", 34);
+    drths_telemetry_header_t h;
+    assert_int_equal(drths_telemetry_frame_open(KEY, buf, (size_t)n, &h), 0);
+    assert_string_equal(h.site, "physical");
+    assert_true(h.epoch == 77 && h.seq == 5 && h.ack == 9);
+    assert_int_equal(h.json_len, (size_t)jl - 1);
+    assert_memory_equal(h.json, json, h.json_len);
+    /* Any changed byte (header or JSON), or another key, fails. */
+    for (int i = 0; i < n - 1; i += 7) {
+        buf[i] ^= 0x01;
+        assert_true(drths_telemetry_frame_open(KEY, buf, (size_t)n, &h) < 0);
+        buf[i] ^= 0x01;
+    }
+    uint8_t other[DRTHS_TELEMETRY_KEY_BYTES] = {9};
+    assert_int_equal(drths_telemetry_frame_open(other, buf, (size_t)n, &h), -EACCES);
+    /* The old unauthenticated frame, and a header naming another site than the JSON. */
+    assert_int_equal(drths_telemetry_frame_open(KEY, json, (size_t)jl, &h), -EINVAL);
+    n = drths_telemetry_frame_seal(KEY, "numerical", 77, 5, 9, json, (size_t)jl, buf, sizeof buf);
+    assert_int_equal(drths_telemetry_frame_open(KEY, buf, (size_t)n, &h), -EINVAL);
+    assert_int_equal(drths_telemetry_frame_seal(KEY, "Bad Name", 1, 1, 0, json, (size_t)jl, buf,
+                                                sizeof buf),
+                     -EINVAL);
+    assert_int_equal(drths_telemetry_frame_seal(KEY, "physical", 1, 1, 0, json, (size_t)jl, buf,
+                                                (size_t)jl),
+                     -ENOSPC);
+}
+
+static void test_control_seal_open(void **state)
+{
+    (void)state;
+    drths_telemetry_control_t c = {.site = "physical", .epoch = 12, .ctr = 34,
+                                   .cmd = DRTHS_TELEM_CMD_ABORT}, got;
+    char buf[DRTHS_TELEMETRY_CONTROL_MAX];
+    int n = drths_telemetry_control_seal(KEY, &c, buf, sizeof buf);
+    assert_true(n > 0 && n < DRTHS_TELEMETRY_CONTROL_MAX);
+    assert_memory_equal(buf, "drths-control 2 physical 12 34 abort ", 37);
+    assert_int_equal(buf[n - 1], '\n');
+    assert_int_equal(drths_telemetry_control_open(KEY, buf, (size_t)n, &got), 0);
+    assert_string_equal(got.site, "physical");
+    assert_true(got.epoch == 12 && got.ctr == 34 && got.cmd == DRTHS_TELEM_CMD_ABORT);
+    buf[29] = '5'; /* another counter: the MAC no longer matches */
+    assert_int_equal(drths_telemetry_control_open(KEY, buf, (size_t)n, &got), -EACCES);
+    /* The old token form and garbage are malformed. */
+    const char *old = "drths-control abort s3cret\n";
+    assert_int_equal(drths_telemetry_control_open(KEY, old, strlen(old), &got), -EINVAL);
+    assert_int_equal(drths_telemetry_control_open(KEY, "", 0, &got), -EINVAL);
+    c.cmd = DRTHS_TELEM_CMD_NONE;
+    assert_int_equal(drths_telemetry_control_seal(KEY, &c, buf, sizeof buf), -EINVAL);
+    assert_string_equal(drths_telemetry_cmd_name(DRTHS_TELEM_CMD_STOP), "stop");
+    assert_int_equal(drths_telemetry_cmd_parse("start"), DRTHS_TELEM_CMD_START);
+    assert_int_equal(drths_telemetry_cmd_parse("halt"), DRTHS_TELEM_CMD_NONE);
 }
 
 static void test_token_file(void **state)
@@ -119,8 +174,41 @@ static void test_token_file(void **state)
     assert_non_null(strstr(err.msg, path));
 }
 
-/* A monitor stand-in on 127.0.0.1: the frames arrive decimated, control comes back on the same
- * socket, a wrong token is counted and ignored, and sending with no monitor never fails hard. */
+static void send_control(int mon, const struct sockaddr_in *to, const char *site,
+                         uint64_t epoch, uint64_t ctr, drths_telemetry_cmd_t cmd,
+                         const uint8_t *key)
+{
+    drths_telemetry_control_t c = {.epoch = epoch, .ctr = ctr, .cmd = cmd};
+    snprintf(c.site, sizeof c.site, "%s", site);
+    char buf[DRTHS_TELEMETRY_CONTROL_MAX];
+    int n = drths_telemetry_control_seal(key, &c, buf, sizeof buf);
+    assert_true(n > 0);
+    assert_int_equal(sendto(mon, buf, (size_t)n, 0, (const struct sockaddr *)to, sizeof *to), n);
+}
+
+/* Polls until the datagrams sent have all been read (each is counted one way or another). */
+static int poll_all(drths_telemetry_t *t, drths_telemetry_cmd_t *cmd, uint64_t want_seen)
+{
+    int answered = 0;
+    *cmd = DRTHS_TELEM_CMD_NONE;
+    for (int i = 0; i < 200; i++) {
+        drths_telemetry_cmd_t c;
+        answered += drths_telemetry_poll(t, &c);
+        if (c > *cmd)
+            *cmd = c;
+        if ((uint64_t)answered + t->control_rejected >= want_seen)
+            return answered;
+        struct pollfd p = {drths_telemetry_fd(t), POLLIN, 0};
+        poll(&p, 1, 10);
+    }
+    return answered;
+}
+
+/* A monitor stand-in on 127.0.0.1: the frames arrive decimated and authenticated; control comes
+ * back on the same socket and is executed once: a retransmission is answered but not executed,
+ * a replayed older datagram, one of another epoch, another site's or a forged one is refused
+ * and counted; the next frame's ACK is the last executed counter; sending with no monitor never
+ * fails hard. */
 static void test_loopback(void **state)
 {
     (void)state;
@@ -133,16 +221,11 @@ static void test_loopback(void **state)
     char hp[64];
     snprintf(hp, sizeof hp, "127.0.0.1:%u", ntohs(a.sin_port));
 
-    char tpath[] = "/tmp/drths-token-XXXXXX";
-    int tfd = mkstemp(tpath);
-    assert_int_equal(write(tfd, "tok\n", 4), 4);
-    close(tfd);
-
     drths_telemetry_t t;
     drths_error_t err;
-    assert_int_equal(drths_telemetry_open(&t, hp, tpath, "physical", 5000.0, 50.0, &err), 0);
-    unlink(tpath);
+    assert_int_equal(drths_telemetry_open(&t, hp, KEY, "physical", 5000.0, 50.0, &err), 0);
     assert_int_equal(t.decimation, 100);
+    assert_true(t.epoch > 0);
     int frames = 0;
     for (int row = 0; row < 1000; row++) {
         if (drths_telemetry_row_due(&t)) {
@@ -154,6 +237,7 @@ static void test_loopback(void **state)
     assert_int_equal(frames, 10);
     char buf[2048];
     struct sockaddr_in from;
+    drths_telemetry_header_t h;
     for (int i = 0; i < 10; i++) {
         struct pollfd p = {mon, POLLIN, 0};
         assert_int_equal(poll(&p, 1, 2000), 1);
@@ -161,25 +245,48 @@ static void test_loopback(void **state)
         ssize_t n = recvfrom(mon, buf, sizeof buf - 1, 0, (struct sockaddr *)&from, &fl);
         assert_true(n > 0);
         buf[n] = '\0';
+        assert_int_equal(drths_telemetry_frame_open(KEY, buf, (size_t)n, &h), 0);
+        assert_true(h.epoch == t.epoch && h.seq == (uint64_t)i && h.ack == 0);
         char want[64];
         snprintf(want, sizeof want, "\"tick\":%d,", i * 100);
         assert_non_null(strstr(buf, want));
     }
 
-    const char *bad = "drths-control stop nottok", *good = "drths-control abort tok";
-    assert_int_equal(sendto(mon, bad, strlen(bad), 0, (struct sockaddr *)&from, sizeof from),
-                     (ssize_t)strlen(bad));
-    assert_int_equal(sendto(mon, good, strlen(good), 0, (struct sockaddr *)&from, sizeof from),
-                     (ssize_t)strlen(good));
-    struct pollfd p = {drths_telemetry_fd(&t), POLLIN, 0};
-    assert_int_equal(poll(&p, 1, 2000), 1);
-    drths_telemetry_cmd_t c = DRTHS_TELEM_CMD_NONE;
-    for (int i = 0; i < 100 && c == DRTHS_TELEM_CMD_NONE; i++) {
-        poll(&p, 1, 20);
-        drths_telemetry_poll(&t, &c);
-    }
+    uint8_t wrong[DRTHS_TELEMETRY_KEY_BYTES] = {0};
+    drths_telemetry_cmd_t c;
+    send_control(mon, &from, "physical", t.epoch, 10, DRTHS_TELEM_CMD_STOP, wrong); /* forged */
+    send_control(mon, &from, "physical", t.epoch, 11, DRTHS_TELEM_CMD_START, KEY);
+    assert_int_equal(poll_all(&t, &c, 2), 1);
+    assert_int_equal(c, DRTHS_TELEM_CMD_START);
+    assert_int_equal(t.control_bad, 1);
+    assert_int_equal(t.ctl_last, 11);
+
+    /* A retransmission: answered (the caller sends a frame) but not executed again. */
+    send_control(mon, &from, "physical", t.epoch, 11, DRTHS_TELEM_CMD_START, KEY);
+    assert_int_equal(poll_all(&t, &c, 2), 1);
+    assert_int_equal(c, DRTHS_TELEM_CMD_NONE);
+    assert_int_equal(t.control_duplicates, 1);
+
+    /* Abort, then a replay of the earlier Start, one of an earlier run (epoch) and one for the
+     * other site: only the Abort is executed. */
+    send_control(mon, &from, "physical", t.epoch, 20, DRTHS_TELEM_CMD_ABORT, KEY);
+    send_control(mon, &from, "physical", t.epoch, 11 - 1, DRTHS_TELEM_CMD_START, KEY);
+    send_control(mon, &from, "physical", t.epoch - 1, 30, DRTHS_TELEM_CMD_STOP, KEY);
+    send_control(mon, &from, "numerical", t.epoch, 31, DRTHS_TELEM_CMD_STOP, KEY);
+    assert_int_equal(poll_all(&t, &c, 5), 1);
     assert_int_equal(c, DRTHS_TELEM_CMD_ABORT);
-    assert_int_equal(t.control_rejected, 1);
+    assert_int_equal(t.control_stale, 3);
+    assert_int_equal(t.control_rejected, 4);
+    assert_int_equal(t.ctl_last, 20);
+
+    /* The next frame acknowledges the Abort. */
+    assert_int_equal(drths_telemetry_send(&t), 0);
+    struct pollfd p = {mon, POLLIN, 0};
+    assert_int_equal(poll(&p, 1, 2000), 1);
+    ssize_t n = recv(mon, buf, sizeof buf, 0);
+    assert_int_equal(drths_telemetry_frame_open(KEY, buf, (size_t)n, &h), 0);
+    assert_true(h.ack == 20 && h.seq == 10);
+    assert_non_null(memmem(h.json, h.json_len, "\"ctl_refused\":4,", 16));
 
     /* The monitor goes away: sends fail (refused) or vanish, are counted, never block. */
     close(mon);
@@ -227,13 +334,13 @@ static void test_open_errors(void **state)
     (void)state;
     drths_telemetry_t t;
     drths_error_t err;
-    assert_int_equal(drths_telemetry_open(&t, "nonsense", NULL, "x", 5000, 50, &err), -EINVAL);
+    assert_int_equal(drths_telemetry_open(&t, "nonsense", KEY, "x", 5000, 50, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "--monitor"));
     drths_telemetry_close(&t);
-    assert_true(drths_telemetry_open(&t, "127.0.0.1:9", "/nonexistent/token", "x", 5000, 50,
-                                     &err) < 0);
+    assert_int_equal(drths_telemetry_open(&t, "127.0.0.1:9", KEY, "Bad Name", 5000, 50, &err),
+                     -EINVAL);
     drths_telemetry_close(&t);
-    assert_int_equal(drths_telemetry_open(&t, "127.0.0.1:9", NULL, "x", 1000, 2000, &err), 0);
+    assert_int_equal(drths_telemetry_open(&t, "127.0.0.1:9", KEY, "x", 1000, 2000, &err), 0);
     assert_int_equal(t.decimation, 1);
     drths_telemetry_close(&t);
 }
@@ -242,7 +349,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_encode_fields),   cmocka_unit_test(test_encode_too_small),
-        cmocka_unit_test(test_control_parse),   cmocka_unit_test(test_token_file),
+        cmocka_unit_test(test_key_derive),      cmocka_unit_test(test_frame_seal_open),
+        cmocka_unit_test(test_control_seal_open), cmocka_unit_test(test_token_file),
         cmocka_unit_test(test_loopback),        cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_beat_due),
     };

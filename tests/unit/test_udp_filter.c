@@ -33,7 +33,7 @@ static size_t datagram(uint8_t *d, size_t len, uint8_t type, uint64_t sid, uint6
 {
     memset(d, 0xa5, len);
     memcpy(d, "DRTH", 4);
-    d[4] = 1;
+    d[4] = DRTHS_WIRE_VERSION;
     d[5] = type;
     be(d + 6, 0, 2);
     be(d + 8, sid, 8);
@@ -114,7 +114,7 @@ static void test_before_the_session(void **state)
     const size_t offsets[] = {0, 3, 4, 6, 7, 36, 39};
     for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
         datagram(d, 57, 5, SID, 1);
-        d[offsets[i]] ^= 0x01;
+        d[offsets[i]] ^= 0x02; /* 0x01 at byte 7 would be the EPH flag, which passes */
         assert_int_equal(passes(&s, d, 57), 0);
         dropped++;
     }
@@ -185,7 +185,7 @@ static void test_numerical_role(void **state)
     const size_t offsets[] = {0, 3, 4, 6, 7, 36, 39};
     for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
         datagram(d, 60, 6, SID, 1);
-        d[offsets[i]] ^= 0x01;
+        d[offsets[i]] ^= 0x02; /* 0x01 at byte 7 would be the EPH flag, which passes */
         assert_int_equal(passes(&s, d, 60), 0);
         dropped++;
     }

@@ -17,16 +17,16 @@
 
 static uint8_t psk[32];
 static drths_session_keys_t keys;
+static ex_keys_t exk;
 
 static int setup(void **state)
 {
     (void)state;
-    uint8_t nn[32], np[32];
-    ex_psk(psk);
-    ex_nonce_num(nn);
-    ex_nonce_phys(np);
-    drths_crypto_derive(psk, nn, np, EX_SESSION_ID, &keys);
-    return drths_crypto_init();
+    int rc = drths_crypto_init();
+    ex_keys(&exk);
+    memcpy(psk, exk.psk, 32);
+    keys = exk.keys;
+    return rc;
 }
 
 static drths_role_t other(drths_role_t r)
@@ -47,28 +47,33 @@ static void be(uint8_t *p, uint64_t v, int n)
 static size_t seal_raw(drths_role_t sender, int type, uint64_t counter, uint64_t tick,
                        const void *plain, size_t plen, uint8_t *buf)
 {
+    bool hs = type == DRTHS_MSG_HELLO || type == DRTHS_MSG_HELLO_ACK;
+    size_t pre = DRTHS_WIRE_HEADER_BYTES + (hs ? DRTHS_EPH_BYTES : 0);
     memset(buf, 0, DRTHS_WIRE_HEADER_BYTES);
     memcpy(buf, "DRTH", 4);
     buf[4] = DRTHS_WIRE_VERSION;
     buf[5] = (uint8_t)type;
+    buf[7] = hs ? DRTHS_WIRE_FLAG_EPH : 0;
     be(buf + 8, EX_SESSION_ID, 8);
     be(buf + 16, counter, 8);
     be(buf + 24, tick, 8);
-    memcpy(buf + DRTHS_WIRE_HEADER_BYTES, plain, plen);
-    uint8_t hk[32];
-    drths_crypto_derive_handshake(psk, EX_SESSION_ID, hk);
-    const uint8_t *key = (type == DRTHS_MSG_HELLO || type == DRTHS_MSG_HELLO_ACK) ? hk
-                         : sender == DRTHS_ROLE_NUMERICAL                      ? keys.num_to_phys
-                                                                                : keys.phys_to_num;
-    drths_crypto_seal(key, sender, counter, buf, DRTHS_WIRE_HEADER_BYTES,
-                      buf + DRTHS_WIRE_HEADER_BYTES, plen, buf + DRTHS_WIRE_HEADER_BYTES + plen);
-    return DRTHS_WIRE_HEADER_BYTES + plen + DRTHS_TAG_BYTES;
+    if (hs)
+        memcpy(buf + DRTHS_WIRE_HEADER_BYTES, type == DRTHS_MSG_HELLO ? exk.en_pk : exk.ep_pk, 32);
+    memcpy(buf + pre, plain, plen);
+    const uint8_t *key = type == DRTHS_MSG_HELLO           ? exk.hello_key
+                         : type == DRTHS_MSG_HELLO_ACK     ? exk.ack_key
+                         : sender == DRTHS_ROLE_NUMERICAL ? keys.num_to_phys
+                                                          : keys.phys_to_num;
+    drths_crypto_seal(key, sender, counter, buf, pre, buf + pre, plen, buf + pre + plen);
+    return pre + plen + DRTHS_TAG_BYTES;
 }
 
 static void reset_rx(drths_wire_rx_t *rx)
 {
     drths_wire_rx_start(rx, EX_SESSION_ID);
     drths_wire_rx_set_keys(rx, &keys);
+    if (rx->role == DRTHS_ROLE_NUMERICAL)
+        drths_wire_rx_set_initiator(rx, exk.en_sk, exk.en_pk);
 }
 
 static bool zone_intact(const drths_wire_rx_t *rx)
@@ -113,6 +118,10 @@ static void test_round_trip_every_type(void **state)
         ex_msg(t, &want);
         want.counter = ex_counter(t);
         want.session_id = EX_SESSION_ID;
+        if (t == DRTHS_MSG_HELLO || t == DRTHS_MSG_HELLO_ACK) {
+            want.has_eph = true;
+            memcpy(want.eph, t == DRTHS_MSG_HELLO ? exk.en_pk : exk.ep_pk, 32);
+        }
         drths_wire_rx_t *r = &rx[other(ex_sender(t))];
         assert_int_equal(drths_wire_open(r, buf, len, &got), DRTHS_REJECT_OK);
         assert_memory_equal(&got, &want, sizeof got);
@@ -150,7 +159,7 @@ static void test_largest_messages(void **state)
     (void)state;
     drths_wire_tx_t tx;
     drths_wire_rx_t rx;
-    assert_int_equal(drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, psk, EX_SESSION_ID), 0);
+    assert_int_equal(drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, EX_SESSION_ID), 0);
     drths_wire_tx_set_keys(&tx, &keys);
     assert_int_equal(ex_rx(&rx, DRTHS_ROLE_PHYSICAL), 0);
     static drths_msg_t m, got;
@@ -242,11 +251,15 @@ static void test_header_reasons(void **state)
     assert_int_equal(drths_wire_open(&rx, good, 0, &out), DRTHS_REJECT_TOO_SHORT);
     assert_int_equal(drths_wire_open(&rx, good, minlen, &out), DRTHS_REJECT_BAD_TAG);
     memcpy(b, good, len); b[0] = 'X'; b[4] = 9;     EXPECT(DRTHS_REJECT_BAD_MAGIC);
-    memcpy(b, good, len); b[4] = 2; b[5] = 0;       EXPECT(DRTHS_REJECT_BAD_VERSION);
+    memcpy(b, good, len); b[4] = 3; b[5] = 0;       EXPECT(DRTHS_REJECT_BAD_VERSION);
+    memcpy(b, good, len); b[4] = 1; b[0] = 'X';     EXPECT(DRTHS_REJECT_BAD_MAGIC);
+    memcpy(b, good, len); b[4] = 1; b[5] = 0;       EXPECT(DRTHS_REJECT_V1_PEER);
     memcpy(b, good, len); b[5] = 0; b[6] = 1;       EXPECT(DRTHS_REJECT_BAD_TYPE);
     memcpy(b, good, len); b[5] = 11;                EXPECT(DRTHS_REJECT_BAD_TYPE);
     memcpy(b, good, len); b[5] = DRTHS_MSG_FEEDBACK; EXPECT(DRTHS_REJECT_WRONG_DIRECTION);
-    memcpy(b, good, len); b[5] = DRTHS_MSG_HELLO_ACK; EXPECT(DRTHS_REJECT_WRONG_DIRECTION);
+    memcpy(b, good, len); b[5] = DRTHS_MSG_HELLO_ACK; b[7] = 1;
+    EXPECT(DRTHS_REJECT_WRONG_DIRECTION);
+    memcpy(b, good, len); b[5] = DRTHS_MSG_HELLO_ACK; EXPECT(DRTHS_REJECT_BAD_RESERVED);
     memcpy(b, good, len); b[7] = 1;                 EXPECT(DRTHS_REJECT_BAD_RESERVED);
     memcpy(b, good, len); b[39] = 1; b[15] ^= 1;    EXPECT(DRTHS_REJECT_BAD_RESERVED);
     memcpy(b, good, len); b[15] ^= 1;               EXPECT(DRTHS_REJECT_BAD_SESSION);
@@ -265,7 +278,7 @@ static void test_header_reasons(void **state)
     assert_int_equal(drths_wire_open(&rx, good, len, &out), DRTHS_REJECT_OK);
     assert_int_equal(drths_wire_open(&rx, good, len, &out), DRTHS_REJECT_REPLAYED);
     drths_wire_tx_t tx;
-    assert_int_equal(drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, psk, EX_SESSION_ID), 0);
+    assert_int_equal(drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, EX_SESSION_ID), 0);
     drths_wire_tx_set_keys(&tx, &keys);
     tx.next_counter = ex_counter(DRTHS_MSG_COMMAND) + DRTHS_REPLAY_WINDOW;
     drths_msg_t m;
@@ -414,8 +427,12 @@ static void test_no_allocation(void **state)
     drths_wire_tx_t tx[3];
     drths_wire_rx_t rx[3];
     for (int role = 1; role <= 2; role++) {
-        assert_int_equal(drths_wire_tx_init(&tx[role], (drths_role_t)role, psk, EX_SESSION_ID), 0);
+        assert_int_equal(drths_wire_tx_init(&tx[role], (drths_role_t)role, EX_SESSION_ID), 0);
         drths_wire_tx_set_keys(&tx[role], &keys);
+        if (role == DRTHS_ROLE_NUMERICAL)
+            drths_wire_tx_set_handshake(&tx[role], exk.hello_key, exk.en_pk);
+        else
+            drths_wire_tx_set_handshake(&tx[role], exk.ack_key, exk.ep_pk);
         assert_int_equal(ex_rx(&rx[role], (drths_role_t)role), 0);
     }
     static drths_msg_t m, out, big;
@@ -458,8 +475,8 @@ static void test_seal_refusals(void **state)
 {
     (void)state;
     drths_wire_tx_t tx;
-    assert_int_equal(drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, psk, 0), -EINVAL);
-    assert_int_equal(drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, psk, EX_SESSION_ID), 0);
+    assert_int_equal(drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, 0), -EINVAL);
+    assert_int_equal(drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, EX_SESSION_ID), 0);
     drths_msg_t m;
     uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
     size_t len;
@@ -493,65 +510,115 @@ static void test_seal_refusals(void **state)
     drths_wire_tx_close(&tx);
 }
 
+/* One side of a handshake as the sites run it (site-numerical/numsite.c and
+ * site-physical/physsite.c do the same steps). */
+typedef struct hs_side {
+    drths_wire_tx_t tx;
+    drths_wire_rx_t rx;
+    uint8_t pk[32];
+    drths_session_keys_t keys;
+} hs_side_t;
+
+/* Numerical: fresh ephemeral, HELLO of session sid into buf. */
+static size_t hs_hello(hs_side_t *n, uint64_t sid, uint8_t *buf)
+{
+    uint8_t sk[32], k[32];
+    size_t len = 0;
+    drths_msg_t m;
+    drths_crypto_eph_keypair(n->pk, sk);
+    drths_crypto_derive_hello(psk, sid, n->pk, k);
+    assert_int_equal(drths_wire_tx_init(&n->tx, DRTHS_ROLE_NUMERICAL, sid), 0);
+    drths_wire_tx_set_handshake(&n->tx, k, n->pk);
+    assert_int_equal(drths_wire_rx_init(&n->rx, DRTHS_ROLE_NUMERICAL, psk, NULL), 0);
+    drths_wire_rx_start(&n->rx, sid);
+    drths_wire_rx_set_initiator(&n->rx, sk, n->pk);
+    ex_msg(DRTHS_MSG_HELLO, &m);
+    assert_int_equal(drths_wire_seal(&n->tx, &m, buf, DRTHS_WIRE_MAX_DATAGRAM, &len), 0);
+    return len;
+}
+
+/* Physical (receiver prx, kept across runs): adopts the HELLO in buf, answers into ack; its
+ * HELLO_ACK key is returned in ack_key. */
+static size_t hs_adopt(hs_side_t *p, drths_wire_rx_t *prx, const uint8_t *buf, size_t len,
+                       uint8_t *ack, uint8_t ack_key[32])
+{
+    drths_msg_t h, m;
+    assert_int_equal(drths_wire_open_hello(prx, buf, len, &h), DRTHS_REJECT_OK);
+    assert_true(h.has_eph);
+    uint8_t hp[DRTHS_WIRE_MAX_HELLO_PAYLOAD], sk[32], dh[32], th[32];
+    size_t hl = prx->plain_len;
+    memcpy(hp, prx->plain, hl);
+    drths_crypto_eph_keypair(p->pk, sk);
+    assert_int_equal(drths_crypto_dh(dh, sk, h.eph), 0);
+    drths_crypto_derive_ack(psk, h.session_id, h.eph, p->pk, dh, ack_key);
+    drths_wire_rx_start(prx, h.session_id);
+    drths_wire_rx_set_peer_eph(prx, h.eph);
+    assert_int_equal(drths_wire_open(prx, buf, len, &m), DRTHS_REJECT_OK);
+    assert_int_equal(drths_wire_tx_init(&p->tx, DRTHS_ROLE_PHYSICAL, h.session_id), 0);
+    drths_wire_tx_set_handshake(&p->tx, ack_key, p->pk);
+    ex_msg(DRTHS_MSG_HELLO_ACK, &m);
+    size_t alen = 0;
+    assert_int_equal(drths_wire_seal(&p->tx, &m, ack, DRTHS_WIRE_MAX_DATAGRAM, &alen), 0);
+    drths_crypto_transcript(th, h.session_id, h.eph, hp, hl, p->pk, p->tx.hs_plain,
+                            p->tx.hs_plain_len);
+    drths_crypto_derive(psk, dh, th, &p->keys);
+    drths_wire_tx_set_keys(&p->tx, &p->keys);
+    drths_wire_rx_set_keys(prx, &p->keys);
+    return alen;
+}
+
+/* Numerical: opens the HELLO_ACK, derives its keys (and so wipes its ephemeral secret). */
+static void hs_finish(hs_side_t *n, uint64_t sid, const uint8_t *ack, size_t alen)
+{
+    drths_msg_t out;
+    assert_int_equal(drths_wire_open(&n->rx, ack, alen, &out), DRTHS_REJECT_OK);
+    assert_int_equal(out.type, DRTHS_MSG_HELLO_ACK);
+    uint8_t th[32], zero[32] = {0};
+    drths_crypto_transcript(th, sid, n->pk, n->tx.hs_plain, n->tx.hs_plain_len, out.eph,
+                            n->rx.plain, n->rx.plain_len);
+    drths_crypto_derive(psk, n->rx.hs_dh, th, &n->keys);
+    drths_wire_tx_set_keys(&n->tx, &n->keys);
+    drths_wire_rx_set_keys(&n->rx, &n->keys);
+    assert_memory_equal(n->rx.eph_sk, zero, 32); /* forward secrecy: the secret is gone */
+    assert_false(n->rx.have_eph);
+    assert_int_equal(drths_wire_open(&n->rx, ack, alen, &out), DRTHS_REJECT_REPLAYED);
+}
+
 /* The handshake as the two sites run it, then the attacks the design must stop. */
 static void test_handshake_and_old_session(void **state)
 {
     (void)state;
-    uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM], hello1[DRTHS_WIRE_MAX_DATAGRAM],
-        cmd1[DRTHS_WIRE_MAX_DATAGRAM];
-    size_t len, hello1_len = 0, cmd1_len = 0;
+    static uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM], ack[DRTHS_WIRE_MAX_DATAGRAM],
+        hello1[DRTHS_WIRE_MAX_DATAGRAM], cmd1[DRTHS_WIRE_MAX_DATAGRAM];
+    size_t len, alen, hello1_len = 0, cmd1_len = 0;
     drths_msg_t m, out;
     drths_wire_rx_t prx; /* physical site, lives across runs */
     assert_int_equal(drths_wire_rx_init(&prx, DRTHS_ROLE_PHYSICAL, psk, NULL), 0);
-    drths_wire_tx_t ptx;
-    drths_session_keys_t pkeys;
-    uint8_t nonce_phys[32];
-
+    uint8_t ack_key1[32] = {0}, ack_key[32];
     for (int run = 0; run < 2; run++) {
-        /* Numerical: fresh session id and nonce, HELLO. */
         uint64_t sid = drths_crypto_random_session_id();
-        uint8_t nonce_num[32];
-        drths_crypto_random_nonce(nonce_num);
-        drths_wire_tx_t ntx;
-        drths_wire_rx_t nrx;
-        assert_int_equal(drths_wire_tx_init(&ntx, DRTHS_ROLE_NUMERICAL, psk, sid), 0);
-        assert_int_equal(drths_wire_rx_init(&nrx, DRTHS_ROLE_NUMERICAL, psk, NULL), 0);
-        drths_wire_rx_start(&nrx, sid);
-        ex_msg(DRTHS_MSG_HELLO, &m);
-        memcpy(m.u.hello.nonce, nonce_num, 32);
-        assert_int_equal(drths_wire_seal(&ntx, &m, buf, sizeof buf, &len), 0);
+        hs_side_t n, p;
+        len = hs_hello(&n, sid, buf);
         if (run == 0) {
             memcpy(hello1, buf, len);
             hello1_len = len;
         }
-        /* Physical: unknown session -> BAD_SESSION, then open_hello, adopt, record. */
         assert_int_equal(drths_wire_open(&prx, buf, len, &out), DRTHS_REJECT_BAD_SESSION);
-        assert_int_equal(drths_wire_open_hello(&prx, buf, len, &out), DRTHS_REJECT_OK);
-        assert_true(out.session_id == sid);
-        assert_memory_equal(out.u.hello.nonce, nonce_num, 32);
-        drths_wire_rx_start(&prx, sid);
-        assert_int_equal(drths_wire_open(&prx, buf, len, &out), DRTHS_REJECT_OK);
+        alen = hs_adopt(&p, &prx, buf, len, ack, ack_key);
+        if (run == 0)
+            memcpy(ack_key1, ack_key, 32);
         assert_int_equal(drths_wire_open(&prx, buf, len, &out), DRTHS_REJECT_REPLAYED);
-        drths_crypto_random_nonce(nonce_phys);
-        drths_crypto_derive(psk, nonce_num, nonce_phys, sid, &pkeys);
-        drths_wire_rx_set_keys(&prx, &pkeys);
-        assert_int_equal(drths_wire_tx_init(&ptx, DRTHS_ROLE_PHYSICAL, psk, sid), 0);
-        drths_wire_tx_set_keys(&ptx, &pkeys);
+        hs_finish(&n, sid, ack, alen);
+        assert_memory_equal(&n.keys, &p.keys, sizeof n.keys);
+        /* The HELLO_ACK repeated (answer to a repeated HELLO): same payload, next counter,
+         * and once the keys exist it is dropped without a DH. */
         ex_msg(DRTHS_MSG_HELLO_ACK, &m);
-        memcpy(m.u.hello.nonce, nonce_phys, 32);
-        assert_int_equal(drths_wire_seal(&ptx, &m, buf, sizeof buf, &len), 0);
-        /* Numerical: HELLO_ACK, derive, COMMAND. */
-        assert_int_equal(drths_wire_open(&nrx, buf, len, &out), DRTHS_REJECT_OK);
-        assert_int_equal(out.type, DRTHS_MSG_HELLO_ACK);
-        drths_session_keys_t nkeys;
-        drths_crypto_derive(psk, nonce_num, out.u.hello.nonce, sid, &nkeys);
-        assert_memory_equal(&nkeys, &pkeys, sizeof nkeys);
-        drths_wire_tx_set_keys(&ntx, &nkeys);
-        drths_wire_rx_set_keys(&nrx, &nkeys);
+        assert_int_equal(drths_wire_seal(&p.tx, &m, ack, sizeof ack, &alen), 0);
+        assert_int_equal(drths_wire_open(&n.rx, ack, alen, &out), DRTHS_REJECT_NO_KEY);
         ex_msg(DRTHS_MSG_COMMAND, &m);
         if (run == 0)
-            ntx.next_counter = 100; /* so that run 2's window has not seen this counter */
-        assert_int_equal(drths_wire_seal(&ntx, &m, buf, sizeof buf, &len), 0);
+            n.tx.next_counter = 100; /* so that run 2's window has not seen this counter */
+        assert_int_equal(drths_wire_seal(&n.tx, &m, buf, sizeof buf, &len), 0);
         assert_int_equal(drths_wire_open(&prx, buf, len, &out), DRTHS_REJECT_OK);
         if (run == 0) {
             memcpy(cmd1, buf, len);
@@ -563,42 +630,47 @@ static void test_handshake_and_old_session(void **state)
                              DRTHS_REJECT_BAD_SESSION);
             memcpy(cmd1 + 8, buf + 8, 8);
             assert_int_equal(drths_wire_open(&prx, cmd1, cmd1_len, &out), DRTHS_REJECT_BAD_TAG);
-            /* The old HELLO still authenticates (PSK and its own session id), which is why
-             * open_hello never touches the live session: the live one keeps working. */
-            assert_int_equal(drths_wire_open(&prx, hello1, hello1_len, &out),
-                             DRTHS_REJECT_BAD_SESSION);
-            assert_int_equal(drths_wire_open_hello(&prx, hello1, hello1_len, &out),
-                             DRTHS_REJECT_OK);
-            assert_int_equal(drths_wire_seal(&ntx, &m, buf, sizeof buf, &len), 0);
+            memcpy(cmd1 + 8, hello1 + 8, 8);
+            /* Run 1's HELLO replayed and (by a responder that did not refuse it) adopted
+             * again: a fresh ephemeral makes a new HELLO_ACK key, so the second HELLO_ACK of
+             * that session is never sealed under the key and nonce of the first (the v1 fault:
+             * the key depended on PSK and session id only); and the new session keys do not
+             * open run 1's recorded COMMAND. */
+            drths_wire_rx_t arx;
+            hs_side_t q;
+            uint8_t ack2[DRTHS_WIRE_MAX_DATAGRAM], ack_key2[32];
+            assert_int_equal(drths_wire_rx_init(&arx, DRTHS_ROLE_PHYSICAL, psk, NULL), 0);
+            hs_adopt(&q, &arx, hello1, hello1_len, ack2, ack_key2);
+            assert_memory_not_equal(ack_key1, ack_key2, 32);
+            assert_int_equal(drths_wire_open(&arx, cmd1, cmd1_len, &out), DRTHS_REJECT_BAD_TAG);
+            drths_wire_rx_close(&arx);
+            drths_wire_tx_close(&q.tx);
+            /* The live session keeps working. */
+            assert_int_equal(drths_wire_seal(&n.tx, &m, buf, sizeof buf, &len), 0);
             assert_int_equal(drths_wire_open(&prx, buf, len, &out), DRTHS_REJECT_OK);
-            /* Even if a responder did adopt the replayed HELLO, its fresh nonce makes keys the
-             * attacker cannot have: old COMMANDs of that session fail authentication. */
-            uint64_t old_sid = out.session_id;
-            (void)old_sid;
-            drths_msg_t h1;
-            assert_int_equal(drths_wire_open_hello(&prx, hello1, hello1_len, &h1),
-                             DRTHS_REJECT_OK);
-            drths_wire_rx_start(&prx, h1.session_id);
-            assert_int_equal(drths_wire_open(&prx, hello1, hello1_len, &out), DRTHS_REJECT_OK);
-            uint8_t fresh[32];
-            drths_crypto_random_nonce(fresh);
-            drths_session_keys_t k2;
-            drths_crypto_derive(psk, h1.u.hello.nonce, fresh, h1.session_id, &k2);
-            drths_wire_rx_set_keys(&prx, &k2);
-            memcpy(cmd1 + 8, hello1 + 8, 8); /* restore run 1's session id */
-            assert_int_equal(drths_wire_open(&prx, cmd1, cmd1_len, &out), DRTHS_REJECT_BAD_TAG);
         }
-        drths_wire_tx_close(&ntx);
-        drths_wire_rx_close(&nrx);
-        drths_wire_tx_close(&ptx);
+        drths_wire_tx_close(&n.tx);
+        drths_wire_rx_close(&n.rx);
+        drths_wire_tx_close(&p.tx);
     }
     /* A HELLO sealed with another PSK is BAD_TAG in open_hello. */
-    uint8_t other_psk[32];
+    uint8_t other_psk[32], pk[32], sk[32], k[32];
     drths_key_rehearsal(other_psk);
+    drths_crypto_eph_keypair(pk, sk);
+    drths_crypto_derive_hello(other_psk, 42, pk, k);
     drths_wire_tx_t etx;
-    assert_int_equal(drths_wire_tx_init(&etx, DRTHS_ROLE_NUMERICAL, other_psk, 42), 0);
+    assert_int_equal(drths_wire_tx_init(&etx, DRTHS_ROLE_NUMERICAL, 42), 0);
+    drths_wire_tx_set_handshake(&etx, k, pk);
     ex_msg(DRTHS_MSG_HELLO, &m);
     assert_int_equal(drths_wire_seal(&etx, &m, buf, sizeof buf, &len), 0);
+    assert_int_equal(drths_wire_open_hello(&prx, buf, len, &out), DRTHS_REJECT_BAD_TAG);
+    /* Its ephemeral key is authenticated: another one in its place fails too. */
+    drths_crypto_derive_hello(psk, 42, pk, k);
+    drths_wire_tx_init(&etx, DRTHS_ROLE_NUMERICAL, 42);
+    drths_wire_tx_set_handshake(&etx, k, pk);
+    assert_int_equal(drths_wire_seal(&etx, &m, buf, sizeof buf, &len), 0);
+    assert_int_equal(drths_wire_open_hello(&prx, buf, len, &out), DRTHS_REJECT_OK);
+    buf[DRTHS_WIRE_HEADER_BYTES] ^= 1;
     assert_int_equal(drths_wire_open_hello(&prx, buf, len, &out), DRTHS_REJECT_BAD_TAG);
     /* open_hello takes only HELLO. */
     assert_int_equal(ex_seal(DRTHS_MSG_COMMAND, buf, sizeof buf, &len), 0);
@@ -606,46 +678,99 @@ static void test_handshake_and_old_session(void **state)
     drths_wire_rx_close(&prx);
 }
 
-/* A physical site refusing a HELLO has no session keys: its ABORT is sealed with the handshake
- * key, and the numerical site opens it with or without session keys installed. Other data
- * messages are never accepted under the handshake key. */
+/* Version negotiation: a v1 datagram is named before anything else; the ranges pick the
+ * highest common version; a HELLO of a later version with more elements is still read. */
+static void test_versions(void **state)
+{
+    (void)state;
+    uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    size_t len;
+    drths_msg_t out;
+    drths_wire_header_t h;
+    assert_int_equal(ex_seal(DRTHS_MSG_HELLO, buf, sizeof buf, &len), 0);
+    buf[4] = 1;
+    assert_int_equal(drths_wire_peek_header(buf, len, &h), DRTHS_REJECT_V1_PEER);
+    buf[7] = 0; /* a v1 HELLO: no flags, and 40 + 98 + 16 bytes */
+    assert_int_equal(drths_wire_peek_header(buf, 154, &h), DRTHS_REJECT_V1_PEER);
+    buf[4] = 3;
+    assert_int_equal(drths_wire_peek_header(buf, len, &h), DRTHS_REJECT_BAD_VERSION);
+    assert_int_equal(drths_wire_pick_version(2, 2, 2, 2), 2);
+    assert_int_equal(drths_wire_pick_version(2, 5, 1, 3), 3);
+    assert_int_equal(drths_wire_pick_version(3, 4, 2, 2), 0);
+    /* A HELLO with a 14th element (as a later version may send) opens; the element is ignored.
+     * Its plaintext is the example's with the array header 0x9d -> 0x9e and one byte more. */
+    drths_wire_tx_t tx;
+    drths_msg_t m;
+    drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, EX_SESSION_ID);
+    drths_wire_tx_set_handshake(&tx, exk.hello_key, exk.en_pk);
+    ex_msg(DRTHS_MSG_HELLO, &m);
+    assert_int_equal(drths_wire_seal(&tx, &m, buf, sizeof buf, &len), 0);
+    uint8_t plain[DRTHS_WIRE_MAX_HELLO_PAYLOAD + 1];
+    size_t pl = tx.hs_plain_len;
+    memcpy(plain, tx.hs_plain, pl);
+    assert_int_equal(plain[0], 0x9d);
+    plain[0] = 0x9e;
+    plain[pl++] = 0x07;
+    len = seal_raw(DRTHS_ROLE_NUMERICAL, DRTHS_MSG_HELLO, 1, 0, plain, pl, buf);
+    drths_wire_rx_t prx;
+    assert_int_equal(drths_wire_rx_init(&prx, DRTHS_ROLE_PHYSICAL, psk, NULL), 0);
+    assert_int_equal(drths_wire_open_hello(&prx, buf, len, &out), DRTHS_REJECT_OK);
+    assert_string_equal(out.u.hello.site, "num-lab");
+    /* Twelve elements are too few. */
+    plain[0] = 0x9c;
+    len = seal_raw(DRTHS_ROLE_NUMERICAL, DRTHS_MSG_HELLO, 1, 0, plain, pl - 1, buf);
+    assert_int_equal(drths_wire_open_hello(&prx, buf, len, &out), DRTHS_REJECT_TRAILING_BYTES);
+    drths_wire_rx_close(&prx);
+    drths_wire_tx_close(&tx);
+}
+
+/* An actuator site refusing a HELLO has no session keys: its ABORT carries a fresh ephemeral
+ * and is sealed under that HELLO_ACK key; the numerical site opens it while it still has its
+ * ephemeral secret. Nothing else may carry an ephemeral, and no other data message goes out
+ * without session keys. */
 static void test_abort_before_keys(void **state)
 {
     (void)state;
     drths_wire_tx_t ptx;
-    assert_int_equal(drths_wire_tx_init(&ptx, DRTHS_ROLE_PHYSICAL, psk, EX_SESSION_ID), 0);
+    assert_int_equal(drths_wire_tx_init(&ptx, DRTHS_ROLE_PHYSICAL, EX_SESSION_ID), 0);
     drths_msg_t m, out;
     ex_msg(DRTHS_MSG_ABORT, &m);
     m.u.stop.reason = DRTHS_STOP_FINGERPRINT_MISMATCH;
-    strcpy(m.u.stop.text, "experiment fingerprint differs: numerical a0a1a2a3.. physical 00000000..");
+    strcpy(m.u.stop.text, "experiment differs in structure, link: actuator 00.. numerical a0..");
     uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
     size_t len;
+    assert_int_equal(drths_wire_seal(&ptx, &m, buf, sizeof buf, &len), -ENOKEY);
+    drths_wire_tx_set_handshake(&ptx, exk.ack_key, exk.ep_pk);
     assert_int_equal(drths_wire_seal(&ptx, &m, buf, sizeof buf, &len), 0);
+    assert_int_equal(buf[7], DRTHS_WIRE_FLAG_EPH);
     drths_wire_rx_t nrx;
     assert_int_equal(drths_wire_rx_init(&nrx, DRTHS_ROLE_NUMERICAL, psk, NULL), 0);
     drths_wire_rx_start(&nrx, EX_SESSION_ID);
+    drths_wire_rx_set_initiator(&nrx, exk.en_sk, exk.en_pk);
     assert_int_equal(drths_wire_open(&nrx, buf, len, &out), DRTHS_REJECT_OK);
     assert_int_equal(out.u.stop.reason, DRTHS_STOP_FINGERPRINT_MISMATCH);
     assert_string_equal(out.u.stop.text, m.u.stop.text);
-    reset_rx(&nrx); /* keys installed: falls back to the handshake key */
-    assert_int_equal(drths_wire_open(&nrx, buf, len, &out), DRTHS_REJECT_OK);
+    /* The actuator site never accepts an ABORT with an ephemeral (only it refuses). */
+    drths_wire_rx_t prx;
+    assert_int_equal(drths_wire_rx_init(&prx, DRTHS_ROLE_PHYSICAL, psk, NULL), 0);
+    reset_rx(&prx);
+    uint8_t nb[DRTHS_WIRE_MAX_DATAGRAM];
+    memcpy(nb, buf, len);
+    nb[5] = DRTHS_MSG_ABORT;
+    assert_int_equal(drths_wire_open(&prx, nb, len, &out), DRTHS_REJECT_BAD_RESERVED);
     /* STOP is not an exception: without keys the sender cannot seal it. */
     ex_msg(DRTHS_MSG_STOP, &m);
     assert_int_equal(drths_wire_seal(&ptx, &m, buf, sizeof buf, &len), -ENOKEY);
-    /* A FEEDBACK sealed with the handshake key does not open. */
+    /* A FEEDBACK with the EPH flag is refused on its header. */
     uint8_t plain[] = {0x95, 0x01, 0x01, 0x00, 0x00, 0x91, 0x93, 0xff, 0x00, 0x91, 0x92,
                        0xcb, 0, 0, 0, 0, 0, 0, 0, 0, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0};
+    reset_rx(&nrx);
     len = seal_raw(DRTHS_ROLE_PHYSICAL, DRTHS_MSG_FEEDBACK, 50, 5, plain, sizeof plain, buf);
     assert_int_equal(drths_wire_open(&nrx, buf, len, &out), DRTHS_REJECT_OK);
-    uint8_t hk[32];
-    drths_crypto_derive_handshake(psk, EX_SESSION_ID, hk);
-    be(buf + 16, 51, 8);
-    memcpy(buf + DRTHS_WIRE_HEADER_BYTES, plain, sizeof plain);
-    drths_crypto_seal(hk, DRTHS_ROLE_PHYSICAL, 51, buf, DRTHS_WIRE_HEADER_BYTES,
-                      buf + DRTHS_WIRE_HEADER_BYTES, sizeof plain,
-                      buf + DRTHS_WIRE_HEADER_BYTES + sizeof plain);
-    assert_int_equal(drths_wire_open(&nrx, buf, len, &out), DRTHS_REJECT_BAD_TAG);
+    buf[7] = DRTHS_WIRE_FLAG_EPH;
+    assert_int_equal(drths_wire_open(&nrx, buf, len, &out), DRTHS_REJECT_BAD_RESERVED);
     drths_wire_rx_close(&nrx);
+    drths_wire_rx_close(&prx);
     drths_wire_tx_close(&ptx);
 }
 
@@ -659,12 +784,13 @@ static void test_peek_header(void **state)
     assert_int_equal(drths_wire_peek_header(buf, len, &h), DRTHS_REJECT_OK);
     assert_int_equal(h.type, DRTHS_MSG_FEEDBACK);
     assert_true(h.session_id == EX_SESSION_ID && h.counter == 1001 && h.tick == 1250 &&
-                h.epoch == 1 && h.version == 1);
+                h.epoch == 1 && h.version == DRTHS_WIRE_VERSION);
 }
 
 /* DRTHS_WRITE_CORPUS=DIR ./unit_wire writes the fuzz seed corpus (tests/fuzz/corpus/datagram):
- * per message type, the sealed example as a raw-mode input (first byte 0x00) and its plaintext
- * as a sealed-mode input (0x01, type, two bytes choosing the bit to flip, payload). */
+ * per message type, the sealed example as a raw-mode input (first byte 0x00) and as a
+ * before-authentication input (0x02), and its plaintext as a sealed-mode input (0x01, type,
+ * two bytes choosing the bit to flip, payload). */
 static int write_corpus(const char *dir)
 {
     for (int i = 0; i < EX_NTYPES; i++) {
@@ -677,11 +803,11 @@ static int write_corpus(const char *dir)
         drths_msg_t out;
         if (ex_rx(&rx, other(ex_sender(t))) != 0 || drths_wire_open(&rx, buf, len, &out) != 0)
             return 1;
-        size_t plen = len - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
-        for (int mode = 0; mode < 2; mode++) {
+        size_t plen = rx.plain_len;
+        for (int mode = 0; mode < 3; mode++) {
             size_t n;
             in[0] = (uint8_t)mode;
-            if (mode == 0) {
+            if (mode != 1) {
                 memcpy(in + 1, buf, len);
                 n = 1 + len;
             } else {
@@ -692,8 +818,8 @@ static int write_corpus(const char *dir)
                 n = 4 + plen;
             }
             char path[4096];
-            snprintf(path, sizeof path, "%s/%s-%s", dir, mode ? "sealed" : "raw",
-                     drths_msg_type_name(t));
+            snprintf(path, sizeof path, "%s/%s-%s", dir,
+                     mode == 0 ? "raw" : mode == 1 ? "sealed" : "preauth", drths_msg_type_name(t));
             FILE *f = fopen(path, "wb");
             if (!f || fwrite(in, 1, n, f) != n || fclose(f) != 0)
                 return 1;
@@ -721,6 +847,7 @@ int main(void)
         cmocka_unit_test(test_seal_refusals),
         cmocka_unit_test(test_handshake_and_old_session),
         cmocka_unit_test(test_abort_before_keys),
+        cmocka_unit_test(test_versions),
         cmocka_unit_test(test_peek_header),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

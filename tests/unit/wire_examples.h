@@ -18,10 +18,57 @@ static inline void ex_fill(uint8_t *p, uint8_t first, size_t n)
         p[i] = (uint8_t)(first + i);
 }
 
-/* PSK 00 01 .. 1f, nonce_num 40 .. 5f, nonce_phys 60 .. 7f, fingerprint a0 .. bf. */
+/* PSK 00 01 .. 1f, ephemeral secrets 40 .. 5f (numerical) and 60 .. 7f (physical),
+ * fingerprint a0 .. bf. */
 static inline void ex_psk(uint8_t k[DRTHS_KEY_BYTES]) { ex_fill(k, 0x00, DRTHS_KEY_BYTES); }
-static inline void ex_nonce_num(uint8_t n[32]) { ex_fill(n, 0x40, 32); }
-static inline void ex_nonce_phys(uint8_t n[32]) { ex_fill(n, 0x60, 32); }
+static inline void ex_eph_num_sk(uint8_t n[32]) { ex_fill(n, 0x40, 32); }
+static inline void ex_eph_phys_sk(uint8_t n[32]) { ex_fill(n, 0x60, 32); }
+
+static inline void ex_msg(drths_msg_type_t t, drths_msg_t *m);
+
+/* Every key of the example session, derived as the sites do. */
+typedef struct ex_keys {
+    uint8_t psk[32], en_sk[32], en_pk[32], ep_sk[32], ep_pk[32], dh[32];
+    uint8_t hello_key[32], ack_key[32], transcript[32];
+    drths_session_keys_t keys;
+} ex_keys_t;
+
+/* The plaintext payload of example HELLO / HELLO_ACK (for the transcript). */
+static inline size_t ex_hello_plain(drths_msg_type_t t, const ex_keys_t *k, uint8_t *out)
+{
+    drths_wire_tx_t tx;
+    drths_msg_t m;
+    uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    size_t len = 0;
+    drths_wire_tx_init(&tx, t == DRTHS_MSG_HELLO ? DRTHS_ROLE_NUMERICAL : DRTHS_ROLE_PHYSICAL,
+                       EX_SESSION_ID);
+    drths_wire_tx_set_handshake(&tx, k->hello_key, k->en_pk);
+    ex_msg(t, &m);
+    if (drths_wire_seal(&tx, &m, buf, sizeof buf, &len) != 0)
+        return 0;
+    memcpy(out, tx.hs_plain, tx.hs_plain_len);
+    len = tx.hs_plain_len;
+    drths_wire_tx_close(&tx);
+    return len;
+}
+
+static inline void ex_keys(ex_keys_t *k)
+{
+    ex_psk(k->psk);
+    ex_eph_num_sk(k->en_sk);
+    ex_eph_phys_sk(k->ep_sk);
+    drths_crypto_eph_public(k->en_pk, k->en_sk);
+    drths_crypto_eph_public(k->ep_pk, k->ep_sk);
+    if (drths_crypto_dh(k->dh, k->en_sk, k->ep_pk) != 0)
+        memset(k->dh, 0, 32);
+    drths_crypto_derive_hello(k->psk, EX_SESSION_ID, k->en_pk, k->hello_key);
+    drths_crypto_derive_ack(k->psk, EX_SESSION_ID, k->en_pk, k->ep_pk, k->dh, k->ack_key);
+    uint8_t h[DRTHS_WIRE_MAX_HELLO_PAYLOAD], a[DRTHS_WIRE_MAX_HELLO_PAYLOAD];
+    size_t hl = ex_hello_plain(DRTHS_MSG_HELLO, k, h);
+    size_t al = ex_hello_plain(DRTHS_MSG_HELLO_ACK, k, a);
+    drths_crypto_transcript(k->transcript, EX_SESSION_ID, k->en_pk, h, hl, k->ep_pk, a, al);
+    drths_crypto_derive(k->psk, k->dh, k->transcript, &k->keys);
+}
 
 static const drths_msg_type_t ex_types[] = {
     DRTHS_MSG_HELLO,    DRTHS_MSG_HELLO_ACK, DRTHS_MSG_PROBE,     DRTHS_MSG_PROBE_ECHO,
@@ -70,19 +117,27 @@ static inline void ex_msg(drths_msg_type_t t, drths_msg_t *m)
     case DRTHS_MSG_HELLO:
     case DRTHS_MSG_HELLO_ACK: {
         drths_msg_hello_t *h = &m->u.hello;
-        h->proto_min = 1;
-        h->proto_max = 1;
+        static const char *const sec[] = {"name", "rate_hz", "structure", "ground_motion",
+                                          "specimen", "control", "link"};
+        h->proto_min = 2;
+        h->proto_max = 2;
         h->role = t == DRTHS_MSG_HELLO ? DRTHS_ROLE_NUMERICAL : DRTHS_ROLE_PHYSICAL;
+        h->version = t == DRTHS_MSG_HELLO ? 0 : 2;
+        h->link = 0;
+        strcpy(h->site, t == DRTHS_MSG_HELLO ? "num-lab" : "act-lab");
         h->rate_hz = 5000.0;
         h->n_channels = 1;
         h->r = 4;
+        for (int k = 0; k < 4; k++)
+            h->offsets[k] = (uint16_t)(k < 2 ? k : 4 * (k - 1));
         strcpy(h->units, "SI");
-        if (t == DRTHS_MSG_HELLO)
-            ex_nonce_num(h->nonce);
-        else
-            ex_nonce_phys(h->nonce);
         ex_fill(h->fingerprint, 0xa0, 32);
-        strcpy(h->software, "drths 0.1.0");
+        h->n_sections = 7;
+        for (int i = 0; i < 7; i++) {
+            strcpy(h->sections[i].name, sec[i]);
+            ex_fill(h->sections[i].hash, (uint8_t)(0x10 * (i + 1)), DRTHS_WIRE_SECTION_HASH);
+        }
+        strcpy(h->software, "drths 0.2.0");
         break;
     }
     case DRTHS_MSG_PROBE:
@@ -159,17 +214,17 @@ static inline void ex_msg(drths_msg_type_t t, drths_msg_t *m)
 /* Seals example t as its sender would in the example session (fixed keys and counters). */
 static inline int ex_seal(drths_msg_type_t t, uint8_t *buf, size_t cap, size_t *len)
 {
-    uint8_t psk[32], nn[32], np[32];
-    ex_psk(psk);
-    ex_nonce_num(nn);
-    ex_nonce_phys(np);
-    drths_session_keys_t keys;
-    drths_crypto_derive(psk, nn, np, EX_SESSION_ID, &keys);
+    ex_keys_t k;
+    ex_keys(&k);
     drths_wire_tx_t tx;
-    int rc = drths_wire_tx_init(&tx, ex_sender(t), psk, EX_SESSION_ID);
+    int rc = drths_wire_tx_init(&tx, ex_sender(t), EX_SESSION_ID);
     if (rc != 0)
         return rc;
-    drths_wire_tx_set_keys(&tx, &keys);
+    if (ex_sender(t) == DRTHS_ROLE_NUMERICAL)
+        drths_wire_tx_set_handshake(&tx, k.hello_key, k.en_pk);
+    else
+        drths_wire_tx_set_handshake(&tx, k.ack_key, k.ep_pk);
+    drths_wire_tx_set_keys(&tx, &k.keys);
     tx.next_counter = ex_counter(t);
     drths_msg_t m;
     ex_msg(t, &m);
@@ -178,20 +233,19 @@ static inline int ex_seal(drths_msg_type_t t, uint8_t *buf, size_t cap, size_t *
     return rc;
 }
 
-/* A receiver of the example session for role self, keys installed. */
+/* A receiver of the example session for role self, keys installed; the numerical one also
+ * keeps its ephemeral secret (a site wipes it with the keys), so it opens HELLO_ACK too. */
 static inline int ex_rx(drths_wire_rx_t *rx, drths_role_t self)
 {
-    uint8_t psk[32], nn[32], np[32];
-    ex_psk(psk);
-    ex_nonce_num(nn);
-    ex_nonce_phys(np);
-    int rc = drths_wire_rx_init(rx, self, psk, NULL);
+    ex_keys_t k;
+    ex_keys(&k);
+    int rc = drths_wire_rx_init(rx, self, k.psk, NULL);
     if (rc != 0)
         return rc;
-    drths_session_keys_t keys;
-    drths_crypto_derive(psk, nn, np, EX_SESSION_ID, &keys);
     drths_wire_rx_start(rx, EX_SESSION_ID);
-    drths_wire_rx_set_keys(rx, &keys);
+    drths_wire_rx_set_keys(rx, &k.keys);
+    if (self == DRTHS_ROLE_NUMERICAL)
+        drths_wire_rx_set_initiator(rx, k.en_sk, k.en_pk);
     return 0;
 }
 

@@ -230,8 +230,8 @@ static void tamper_header(int i, const drths_attack_knowledge_t *kn, const uint8
         out[4] = 0;
         break;
     case 15:
-        SET("wrong version 2", DRTHS_REJECT_BAD_VERSION);
-        out[4] = 2;
+        SET("wrong version 3", DRTHS_REJECT_BAD_VERSION);
+        out[4] = 3;
         break;
     case 16:
         SET("wrong type 0", DRTHS_REJECT_BAD_TYPE);
@@ -252,6 +252,7 @@ static void tamper_header(int i, const drths_attack_knowledge_t *kn, const uint8
     case 20:
         SET("type HELLO_ACK sent to the actuator site", DRTHS_REJECT_WRONG_DIRECTION);
         out[5] = DRTHS_MSG_HELLO_ACK;
+        out[7] = DRTHS_WIRE_FLAG_EPH; /* as a HELLO_ACK has it (else BAD_RESERVED first) */
         break;
     case 21:
         SET("wrong session id (one bit)", DRTHS_REJECT_BAD_SESSION);
@@ -293,34 +294,41 @@ static void replay_or_session(int i, const drths_attack_knowledge_t *kn, const u
         *len = old_n;
         break;
     case 28:
-        SET("replay of this session's HELLO", DRTHS_REJECT_TOO_OLD);
+        SET("replay of this session's HELLO", DRTHS_REJECT_HELLO_RUNNING);
         memcpy(out, kn->hello, kn->hello_len);
         *len = kn->hello_len;
         break;
     case 29: {
-        /* A genuine-looking HELLO of another session, sealed with the (public) key: the site
-         * must not leave its running session for it. */
-        SET("HELLO of a new session, validly sealed", DRTHS_ATTACK_OTHER_SESSION);
+        /* A genuine-looking HELLO of another session, sealed with the (public) key: during a
+         * run the site drops every HELLO before decrypting it. */
+        SET("HELLO of a new session, validly sealed", DRTHS_REJECT_HELLO_RUNNING);
         drths_wire_tx_t tx;
         drths_msg_t m;
         memset(&m, 0, sizeof m);
         m.type = DRTHS_MSG_HELLO;
         drths_msg_hello_t *h = &m.u.hello;
-        h->proto_min = h->proto_max = 1;
+        h->proto_min = h->proto_max = DRTHS_WIRE_VERSION;
         h->role = DRTHS_ROLE_NUMERICAL;
         h->rate_hz = 5000;
         h->n_channels = 1;
         h->r = 4;
+        for (int k = 0; k < 4; k++)
+            h->offsets[k] = (uint16_t)k;
         strcpy(h->units, "SI");
         strcpy(h->software, "attacker");
-        drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, kn->psk, kn->session_id ^ 0x5a5a5a5a);
+        uint64_t sid = kn->session_id ^ 0x5a5a5a5a;
+        uint8_t pk[DRTHS_EPH_BYTES], sk[DRTHS_EPH_BYTES], k[DRTHS_KEY_BYTES];
+        drths_crypto_eph_keypair(pk, sk);
+        drths_crypto_derive_hello(kn->psk, sid, pk, k);
+        drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, sid);
+        drths_wire_tx_set_handshake(&tx, k, pk);
         if (drths_wire_seal(&tx, &m, out, 65536, len) != 0)
             *len = 0;
         drths_wire_tx_close(&tx);
         break;
     }
     case 30:
-        SET("HELLO of a new session, forged tag", DRTHS_REJECT_BAD_TAG);
+        SET("HELLO of a new session, forged tag", DRTHS_REJECT_HELLO_RUNNING);
         memcpy(out, kn->hello, kn->hello_len);
         *len = kn->hello_len;
         put_u64(out + 8, kn->session_id ^ 0xa5a5a5a5);
@@ -393,25 +401,25 @@ size_t drths_attack_flood_junk(uint64_t k, const drths_attack_knowledge_t *kn,
         break;
     case 2:
         memcpy(out, "DRTH", 4);
-        out[4] = (uint8_t)(2 + rnd() % 200);
+        out[4] = (uint8_t)(3 + rnd() % 200); /* not 1 (V1_PEER) nor 2 */
         *reason = DRTHS_REJECT_BAD_VERSION;
         break;
     case 3:
         memcpy(out, "DRTH", 4);
-        out[4] = 1;
+        out[4] = DRTHS_WIRE_VERSION;
         out[5] = (uint8_t)(11 + rnd() % 200);
         *reason = DRTHS_REJECT_BAD_TYPE;
         break;
     case 4:
         memcpy(out, "DRTH", 4);
-        out[4] = 1;
+        out[4] = DRTHS_WIRE_VERSION;
         out[5] = DRTHS_MSG_COMMAND;
         out[6] = 0x80;
         *reason = DRTHS_REJECT_BAD_RESERVED;
         break;
     default:
         memcpy(out, "DRTH", 4);
-        out[4] = 1;
+        out[4] = DRTHS_WIRE_VERSION;
         out[5] = DRTHS_MSG_COMMAND;
         memset(out + 6, 0, 2);
         put_u64(out + 8, kn->session_id);
@@ -434,7 +442,7 @@ size_t drths_attack_client_junk(uint64_t k, const drths_attack_knowledge_t *kn, 
     for (size_t i = 0; i < len; i++)
         out[i] = (uint8_t)rnd();
     memcpy(out, "DRTH", 4);
-    out[4] = 1;
+    out[4] = DRTHS_WIRE_VERSION;
     out[5] = DRTHS_MSG_FEEDBACK;
     memset(out + 6, 0, 2);
     uint64_t other = kn->session_id ^ (rnd() | 1); /* differs in the last bit at least */
@@ -451,11 +459,11 @@ size_t drths_attack_client_junk(uint64_t k, const drths_attack_knowledge_t *kn, 
         *reason = DRTHS_REJECT_TOO_SHORT;
         break;
     case 2:
-        out[4] = (uint8_t)(2 + rnd() % 200);
+        out[4] = (uint8_t)(3 + rnd() % 200); /* not 1 (V1_PEER) nor 2 */
         *reason = DRTHS_REJECT_BAD_VERSION;
         break;
     case 3: /* what only the numerical site sends */
-        out[5] = (k / 6) % 2 ? DRTHS_MSG_COMMAND : DRTHS_MSG_HELLO;
+        out[5] = (k / 6) % 2 ? DRTHS_MSG_COMMAND : DRTHS_MSG_EPOCH;
         *reason = DRTHS_REJECT_WRONG_DIRECTION;
         break;
     case 4:
@@ -466,6 +474,11 @@ size_t drths_attack_client_junk(uint64_t k, const drths_attack_knowledge_t *kn, 
         static const uint8_t types[] = {DRTHS_MSG_FEEDBACK, DRTHS_MSG_HELLO_ACK,
                                         DRTHS_MSG_HEARTBEAT, DRTHS_MSG_ABORT};
         out[5] = types[(k / 6) % 4];
+        if (out[5] == DRTHS_MSG_HELLO_ACK) { /* with its ephemeral key, so long enough */
+            out[7] = DRTHS_WIRE_FLAG_EPH;
+            if (len < DRTHS_WIRE_HEADER_BYTES + DRTHS_EPH_BYTES + 1 + DRTHS_TAG_BYTES)
+                len = DRTHS_WIRE_HEADER_BYTES + DRTHS_EPH_BYTES + 1 + DRTHS_TAG_BYTES;
+        }
         *reason = DRTHS_REJECT_BAD_SESSION;
         break;
     }

@@ -63,6 +63,7 @@
 #include "platform/cli.h"
 #include "platform/error.h"
 #include "protocol/crypto.h"
+#include "protocol/keyfile.h"
 #include "protocol/wire.h"
 #include "tools/attack/attack.h"
 
@@ -98,8 +99,8 @@ typedef struct relay {
     bool have_client;
     struct sockaddr_in target;
     drths_attack_knowledge_t kn;
-    drths_wire_rx_t rx_phys, rx_num; /* to read HELLO (nonce_num) and HELLO_ACK (nonce_phys) */
-    uint8_t nonce_num[32];
+    drths_wire_rx_t rx_phys; /* to read HELLO (session id) */
+    const char *keylog;      /* --keylog: the numerical site's session keys (DRTHS_KEYLOG_FILE) */
     /* capture of the numerical site's datagrams */
     uint8_t *cap;
     size_t cap_len, cap_size;
@@ -272,6 +273,35 @@ static void start_client_flood(relay_t *r)
         f->started = true;
 }
 
+/* Protocol v2's session keys come from an ephemeral Diffie-Hellman: even with the PSK an
+ * on-path attacker cannot compute them. The keyed attacks need them, so the test has the
+ * numerical site write them (DRTHS_KEYLOG_FILE, like TLS's SSLKEYLOGFILE) and reads the line
+ * of the session here: "<session id hex> <num->phys key hex> <phys->num key hex>". */
+static void read_keylog(relay_t *r)
+{
+    if (!r->keylog)
+        return;
+    FILE *f = fopen(r->keylog, "r");
+    if (!f)
+        return;
+    char line[256], want[17];
+    snprintf(want, sizeof want, "%016" PRIx64, r->kn.session_id);
+    while (fgets(line, sizeof line, f)) {
+        char a[65], b[65];
+        if (strncmp(line, want, 16) != 0 || sscanf(line + 16, " %64s %64s", a, b) != 2)
+            continue;
+        for (int i = 0; i < 32; i++) {
+            unsigned x, y;
+            if (sscanf(a + 2 * i, "%2x", &x) != 1 || sscanf(b + 2 * i, "%2x", &y) != 1)
+                break;
+            r->kn.keys.num_to_phys[i] = (uint8_t)x;
+            r->kn.keys.phys_to_num[i] = (uint8_t)y;
+        }
+        r->kn.have_keys = true;
+    }
+    fclose(f);
+}
+
 static void learn(relay_t *r, const uint8_t *d, size_t n, bool from_numerical)
 {
     drths_wire_header_t h;
@@ -282,18 +312,12 @@ static void learn(relay_t *r, const uint8_t *d, size_t n, bool from_numerical)
         if (drths_wire_open_hello(&r->rx_phys, d, n, &m) == DRTHS_REJECT_OK) {
             r->kn.session_id = m.session_id;
             r->kn.have_keys = false;
-            memcpy(r->nonce_num, m.u.hello.nonce, 32);
             memcpy(r->kn.hello, d, n);
             r->kn.hello_len = n;
         }
-    } else if (!from_numerical && h.type == DRTHS_MSG_HELLO_ACK && !r->kn.have_keys &&
-               h.session_id == r->kn.session_id) {
-        drths_wire_rx_start(&r->rx_num, h.session_id);
-        if (drths_wire_open(&r->rx_num, d, n, &m) == DRTHS_REJECT_OK) {
-            drths_crypto_derive(r->kn.psk, r->nonce_num, m.u.hello.nonce, h.session_id,
-                                &r->kn.keys);
-            r->kn.have_keys = true;
-        }
+    } else if (from_numerical && !r->kn.have_keys && r->kn.session_id &&
+               h.type == DRTHS_MSG_PROBE) {
+        read_keylog(r);
     }
 }
 
@@ -376,8 +400,8 @@ static void forward(relay_t *r, const uint8_t *d, size_t n)
                 if (drths_wire_peek_header(od, l, &oh) != DRTHS_REJECT_OK)
                     continue;
                 send_target(r, r->fd_target, od, l);
-                /* Its HELLO authenticates (a genuine HELLO) but names another session. */
-                r->expect[oh.type == DRTHS_MSG_HELLO ? DRTHS_ATTACK_OTHER_SESSION
+                /* Its HELLO is genuine, but during a run no HELLO is even decrypted. */
+                r->expect[oh.type == DRTHS_MSG_HELLO ? DRTHS_REJECT_HELLO_RUNNING
                                                      : DRTHS_REJECT_BAD_SESSION]++;
                 r->injected++;
             }
@@ -478,7 +502,7 @@ static void usage(FILE *f)
     fputs("usage: drths-attack --listen HOST:PORT --target HOST:PORT [--key FILE] [--seed N]\n"
           "         [--capture FILE] [--attack] [--old FILE] [--flood-seconds S]\n"
           "         [--flood-all] [--flood-rate N] [--flood-client]\n"
-          "         [--burst-at C --burst N] [--report FILE]\n"
+          "         [--burst-at C --burst N] [--report FILE] [--keylog FILE]\n"
           "\n"
           "An on-path attacker: forwards the numerical site's datagrams (sent to --listen) to\n"
           "the actuator site (--target) and back, and injects attacks from the same address.\n"
@@ -492,6 +516,9 @@ static void usage(FILE *f)
           "  --attack             run the attack schedule (single attacks from COMMAND 2200,\n"
           "                       off-path datagrams at 3000, --old from 4000, flood at 12000)\n"
           "  --old FILE           a --capture of an earlier session to replay during --attack\n"
+          "  --keylog FILE        the session keys the numerical site writes when started with\n"
+          "                       DRTHS_KEYLOG_FILE=FILE (protocol v2's keys come from an\n"
+          "                       ephemeral exchange: without them no keyed attack is made)\n"
           "  --flood-seconds S    length of the --attack and --flood-client floods (default 1)\n"
           "  --flood-all          flood the actuator site from the first COMMAND to the end\n"
           "  --flood-rate N       at most N datagrams per second in a flood (default: no limit)\n"
@@ -524,7 +551,8 @@ static int parse_options(int argc, char **argv, relay_t *r, args_t *a)
         O_SEED,
         O_CAPTURE,
         O_OLD,
-        O_REPORT
+        O_REPORT,
+        O_KEYLOG
     };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, 'l'},
@@ -535,6 +563,7 @@ static int parse_options(int argc, char **argv, relay_t *r, args_t *a)
         {"capture", required_argument, NULL, O_CAPTURE},
         {"old", required_argument, NULL, O_OLD},
         {"report", required_argument, NULL, O_REPORT},
+        {"keylog", required_argument, NULL, O_KEYLOG},
         {"flood-seconds", required_argument, NULL, O_FLOOD_SECONDS},
         {"flood-rate", required_argument, NULL, O_FLOOD_RATE},
         {"flood-all", no_argument, NULL, O_FLOOD_ALL},
@@ -574,6 +603,9 @@ static int parse_options(int argc, char **argv, relay_t *r, args_t *a)
             break;
         case O_REPORT:
             r->report_path = optarg;
+            break;
+        case O_KEYLOG:
+            r->keylog = optarg;
             break;
         case O_FLOOD_SECONDS:
             if (drths_cli_positive(PROG, "--flood-seconds", optarg, "seconds", &r->flood_seconds) !=
@@ -631,8 +663,7 @@ static int set_up(relay_t *r, const args_t *a)
     } else {
         drths_key_rehearsal(r->kn.psk);
     }
-    if (drths_wire_rx_init(&r->rx_phys, DRTHS_ROLE_PHYSICAL, r->kn.psk, &err) ||
-        drths_wire_rx_init(&r->rx_num, DRTHS_ROLE_NUMERICAL, r->kn.psk, &err))
+    if (drths_wire_rx_init(&r->rx_phys, DRTHS_ROLE_PHYSICAL, r->kn.psk, &err))
         return drths_cli_error(PROG, "%s", err.msg);
     if (a->old && read_file(a->old, &r->old, &r->old_len) != 0)
         return drths_cli_usage_error(PROG, "--old: cannot read %s: %s", a->old, strerror(errno));
@@ -729,7 +760,6 @@ static void finish(relay_t *r)
     free(r->ring);
     free(r->ring_len);
     drths_wire_rx_close(&r->rx_phys);
-    drths_wire_rx_close(&r->rx_num);
 }
 
 int main(int argc, char **argv)

@@ -86,20 +86,20 @@ static void fill(drths_msg_t *m, drths_msg_type_t type)
 /* Seals batch datagrams (each with its own counter, as in a run) into bufs, then opens them. */
 static int bench(drths_msg_type_t type, int rounds, int batch)
 {
-    uint8_t psk[DRTHS_KEY_BYTES], nn[DRTHS_HELLO_NONCE_BYTES], np[DRTHS_HELLO_NONCE_BYTES];
+    uint8_t psk[DRTHS_KEY_BYTES], dh[DRTHS_KEY_BYTES], th[DRTHS_KEY_BYTES];
     for (size_t i = 0; i < sizeof psk; i++)
         psk[i] = (uint8_t)(i * 7 + 1);
-    memset(nn, 0x11, sizeof nn);
-    memset(np, 0x22, sizeof np);
+    memset(dh, 0x11, sizeof dh);
+    memset(th, 0x22, sizeof th);
     const uint64_t sid = 0x0123456789abcdefULL;
     drths_session_keys_t keys;
-    drths_crypto_derive(psk, nn, np, sid, &keys);
+    drths_crypto_derive(psk, dh, th, &keys);
     drths_role_t sender = type == DRTHS_MSG_COMMAND ? DRTHS_ROLE_NUMERICAL : DRTHS_ROLE_PHYSICAL;
     drths_role_t receiver = type == DRTHS_MSG_COMMAND ? DRTHS_ROLE_PHYSICAL : DRTHS_ROLE_NUMERICAL;
     drths_wire_tx_t tx;
     drths_wire_rx_t rx;
     drths_error_t err;
-    if (drths_wire_tx_init(&tx, sender, psk, sid) ||
+    if (drths_wire_tx_init(&tx, sender, sid) ||
         drths_wire_rx_init(&rx, receiver, psk, &err)) {
         fprintf(stderr, PROG ": init failed\n");
         return 1;
@@ -143,6 +143,125 @@ static int bench(drths_msg_type_t type, int rounds, int batch)
     return 0;
 }
 
+/* ---- handshake ---------------------------------------------------------------------------- */
+
+static void hello_msg(drths_msg_t *m, drths_msg_type_t type)
+{
+    memset(m, 0, sizeof *m);
+    m->type = type;
+    drths_msg_hello_t *h = &m->u.hello;
+    h->proto_min = h->proto_max = DRTHS_WIRE_VERSION;
+    h->version = type == DRTHS_MSG_HELLO_ACK ? DRTHS_WIRE_VERSION : 0;
+    h->role = type == DRTHS_MSG_HELLO ? DRTHS_ROLE_NUMERICAL : DRTHS_ROLE_PHYSICAL;
+    snprintf(h->site, sizeof h->site, "bench");
+    h->rate_hz = 5000;
+    h->n_channels = 1;
+    h->r = 4;
+    for (int k = 0; k < 4; k++)
+        h->offsets[k] = (uint16_t)k;
+    snprintf(h->units, sizeof h->units, "SI");
+    h->n_sections = 7;
+    for (int i = 0; i < 7; i++)
+        snprintf(h->sections[i].name, sizeof h->sections[i].name, "section%d", i);
+    snprintf(h->software, sizeof h->software, "drths bench");
+}
+
+/* One whole handshake between two in-memory peers, as the sites do it: ephemeral pairs, HELLO
+ * sealed and opened, the responder's DH, HELLO_ACK sealed and opened (the initiator's DH), the
+ * transcript and both sessions' keys. Returns 0 if both ends derived the same keys. */
+static int one_handshake(const uint8_t psk[DRTHS_KEY_BYTES], uint64_t sid, drths_wire_rx_t *nrx,
+                         drths_wire_rx_t *prx, drths_msg_t *m, uint8_t *buf)
+{
+    drths_wire_tx_t ntx, ptx;
+    uint8_t nsk[32], npk[32], psk_e[32], ppk[32], k[32], dh[32], th[32], hp[1024];
+    drths_session_keys_t nk, pk;
+    size_t len, hlen;
+    drths_crypto_eph_keypair(npk, nsk);
+    drths_crypto_derive_hello(psk, sid, npk, k);
+    drths_wire_tx_init(&ntx, DRTHS_ROLE_NUMERICAL, sid);
+    drths_wire_tx_set_handshake(&ntx, k, npk);
+    drths_wire_rx_start(nrx, sid);
+    drths_wire_rx_set_initiator(nrx, nsk, npk);
+    hello_msg(m, DRTHS_MSG_HELLO);
+    int bad = drths_wire_seal(&ntx, m, buf, DRTHS_WIRE_MAX_DATAGRAM, &len);
+    bad |= drths_wire_open_hello(prx, buf, len, m) != DRTHS_REJECT_OK;
+    hlen = prx->plain_len;
+    memcpy(hp, prx->plain, hlen);
+    drths_crypto_eph_keypair(ppk, psk_e);
+    bad |= drths_crypto_dh(dh, psk_e, npk);
+    drths_crypto_derive_ack(psk, sid, npk, ppk, dh, k);
+    drths_wire_tx_init(&ptx, DRTHS_ROLE_PHYSICAL, sid);
+    drths_wire_tx_set_handshake(&ptx, k, ppk);
+    hello_msg(m, DRTHS_MSG_HELLO_ACK);
+    bad |= drths_wire_seal(&ptx, m, buf, DRTHS_WIRE_MAX_DATAGRAM, &len);
+    drths_crypto_transcript(th, sid, npk, hp, hlen, ppk, ptx.hs_plain, ptx.hs_plain_len);
+    drths_crypto_derive(psk, dh, th, &pk);
+    bad |= drths_wire_open(nrx, buf, len, m) != DRTHS_REJECT_OK;
+    drths_crypto_transcript(th, sid, npk, ntx.hs_plain, ntx.hs_plain_len, m->eph, nrx->plain,
+                            nrx->plain_len);
+    drths_crypto_derive(psk, nrx->hs_dh, th, &nk);
+    bad |= memcmp(&nk, &pk, sizeof nk) != 0;
+    drths_wire_tx_close(&ntx);
+    drths_wire_tx_close(&ptx);
+    return bad;
+}
+
+/* The handshake's cost, and what a forged HELLO costs the actuator site's receive path during
+ * a run: version 1 authenticated it (open_hello) before looking whether a run was on; version
+ * 2 drops it on its header (drths_wire_peek_header, then the run check). */
+static int bench_handshake(int rounds)
+{
+    uint8_t psk[DRTHS_KEY_BYTES] = {9, 8, 7};
+    drths_wire_rx_t nrx, prx;
+    drths_error_t err;
+    static drths_msg_t m;
+    static uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    if (drths_wire_rx_init(&nrx, DRTHS_ROLE_NUMERICAL, psk, &err) ||
+        drths_wire_rx_init(&prx, DRTHS_ROLE_PHYSICAL, psk, &err))
+        return 1;
+    double hs[MAX_ROUNDS], dec[MAX_ROUNDS], pre[MAX_ROUNDS];
+    int bad = 0;
+    for (int r = 0; r < rounds; r++) {
+        int64_t t0 = drths_now_ns();
+        bad |= one_handshake(psk, 0x1000 + (uint64_t)r, &nrx, &prx, &m, buf);
+        hs[r] = (double)(drths_now_ns() - t0);
+    }
+    /* A forged HELLO: a genuine one with its tag flipped. */
+    drths_wire_tx_t tx;
+    uint8_t pk[32] = {9}, k[32] = {1};
+    size_t len;
+    drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, 77);
+    drths_wire_tx_set_handshake(&tx, k, pk);
+    hello_msg(&m, DRTHS_MSG_HELLO);
+    bad |= drths_wire_seal(&tx, &m, buf, sizeof buf, &len);
+    buf[len - 1] ^= 1;
+    enum { N = 200 };
+    volatile int sink = 0;
+    for (int r = 0; r < rounds; r++) {
+        int64_t t0 = drths_now_ns();
+        for (int i = 0; i < N; i++)
+            sink += drths_wire_open_hello(&prx, buf, len, &m) == DRTHS_REJECT_BAD_TAG;
+        int64_t t1 = drths_now_ns();
+        for (int i = 0; i < N; i++) {
+            drths_wire_header_t h;
+            sink += drths_wire_peek_header(buf, len, &h) == DRTHS_REJECT_OK &&
+                    h.type == DRTHS_MSG_HELLO;
+        }
+        int64_t t2 = drths_now_ns();
+        dec[r] = (double)(t1 - t0) / N;
+        pre[r] = (double)(t2 - t1) / N;
+    }
+    qsort(hs, (size_t)rounds, sizeof hs[0], cmp_d);
+    qsort(dec, (size_t)rounds, sizeof dec[0], cmp_d);
+    qsort(pre, (size_t)rounds, sizeof pre[0], cmp_d);
+    printf("handshake total_us=%.1f\n", hs[rounds / 2] / 1000.0);
+    printf("forged_hello v1_decrypt_ns=%.0f v2_header_ns=%.0f\n", dec[rounds / 2], pre[rounds / 2]);
+    drths_wire_tx_close(&tx);
+    drths_wire_rx_close(&nrx);
+    drths_wire_rx_close(&prx);
+    return bad || sink < 0;
+}
+
 /* ---- ping-pong ---------------------------------------------------------------------------- */
 
 typedef struct peer {
@@ -158,8 +277,8 @@ static const uint8_t PP_PSK[DRTHS_KEY_BYTES] = {1, 2, 3};
 
 static void pp_keys(drths_session_keys_t *keys)
 {
-    uint8_t nn[DRTHS_HELLO_NONCE_BYTES] = {4}, np[DRTHS_HELLO_NONCE_BYTES] = {5};
-    drths_crypto_derive(PP_PSK, nn, np, PP_SID, keys);
+    uint8_t dh[DRTHS_KEY_BYTES] = {4}, th[DRTHS_KEY_BYTES] = {5};
+    drths_crypto_derive(PP_PSK, dh, th, keys);
 }
 
 static int pp_open(drths_role_t self, drths_wire_tx_t *tx, drths_wire_rx_t *rx)
@@ -167,7 +286,7 @@ static int pp_open(drths_role_t self, drths_wire_tx_t *tx, drths_wire_rx_t *rx)
     drths_session_keys_t keys;
     drths_error_t err;
     pp_keys(&keys);
-    if (drths_wire_tx_init(tx, self, PP_PSK, PP_SID) || drths_wire_rx_init(rx, self, PP_PSK, &err))
+    if (drths_wire_tx_init(tx, self, PP_SID) || drths_wire_rx_init(rx, self, PP_PSK, &err))
         return -1;
     drths_wire_tx_set_keys(tx, &keys);
     drths_wire_rx_start(rx, PP_SID);
@@ -301,7 +420,9 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: " PROG " [--rounds N] [--batch N] [--pingpong N]\n"
                "Nanoseconds per datagram to seal and to open (the median over the rounds of the\n"
-               "mean of a batch of calls), then the FEEDBACK-to-COMMAND latency through loopback\n"
+               "mean of a batch of calls), the whole handshake (X25519 at both ends) and the cost\n"
+               "of rejecting a forged HELLO (authenticated, or dropped on its header), then the\n"
+               "FEEDBACK-to-COMMAND latency through loopback\n"
                "sockets, with a blocking and with a busy-polling receiver. One \"key=value\" line\n"
                "per figure, for tools/bench.\n"
                "\n"
@@ -351,7 +472,7 @@ int main(int argc, char **argv)
     if (drths_crypto_init() != 0)
         return drths_cli_error(PROG, "libsodium failed to initialise");
     if (bench(DRTHS_MSG_COMMAND, (int)rounds, (int)batch) ||
-        bench(DRTHS_MSG_FEEDBACK, (int)rounds, (int)batch))
+        bench(DRTHS_MSG_FEEDBACK, (int)rounds, (int)batch) || bench_handshake((int)rounds))
         return DRTHS_EXIT_FAILED;
     if (pp == 0)
         return DRTHS_EXIT_OK;

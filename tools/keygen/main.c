@@ -12,6 +12,7 @@
 #include "platform/cli.h"
 #include "platform/error.h"
 #include "protocol/crypto.h"
+#include "protocol/keyfile.h"
 
 #define PROG "drths-keygen"
 

@@ -1,8 +1,15 @@
 /* drths-monitor: the live monitor of a run (docs/monitor.md). Receives the sites' telemetry (one
- * JSON frame per UDP datagram, platform/telemetry.h), keeps the recent frames in memory, serves the page from the
- * web directory (tools/web-build puts it in build/web), streams the frames to the page as
- * server-sent events (GET /events) and forwards Start / Stop / Abort (POST /control/...) to the
- * sites as control datagrams on the same UDP socket, to the address each site sends from.
+ * authenticated JSON frame per UDP datagram, platform/telemetry.h), keeps the recent frames in
+ * memory, serves the page from the web directory (tools/web-build puts it in build/web), streams
+ * the frames to the page as server-sent events (GET /events) and forwards Start / Stop / Abort
+ * (POST /control/...) to the sites as authenticated control datagrams on the same UDP socket.
+ *
+ * Sites. A frame counts only when its MAC checks with the monitor key (derived from the link key,
+ * --key) and it is newer than the site's last one; anything else is dropped and counted by
+ * reason. A site's address is pinned by its first authenticated frame and moves only with a
+ * frame of a later epoch (the site was restarted); control goes to the pinned address only.
+ * A control datagram is retransmitted every 100 ms until the site's frames acknowledge it (their
+ * ACK), at most 20 times; GET /sites says per site whether it was acknowledged and when.
  *
  * HTTP is libmicrohttpd with a thread per connection: an /events stream blocks in its reader on
  * a condition variable until new frames arrive. The main thread receives the telemetry.
@@ -11,8 +18,8 @@
  * request must then carry the token (?token=... or the X-Drths-Token header). Control requests
  * also need the header X-Drths-Control: 1, which a page of another origin cannot send without a
  * CORS preflight this server never grants, and on loopback the Host header must name loopback
- * (DNS rebinding). The sites check the control token (--control-token, default --token) when
- * they were given --monitor-token.
+ * (DNS rebinding). libmicrohttpd closes a connection idle for 5 s and takes at most 16 from one
+ * address, so idle connections cannot hold every slot for long.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -39,19 +46,50 @@
 #include "platform/error.h"
 #include "platform/telemetry.h"
 #include "platform/udp.h"
+#include "protocol/crypto.h"
+#include "protocol/keyfile.h"
 
 #define PROG "drths-monitor"
 #define RING 8192          /* frames kept (about 80 s of both sites at 50 Hz) */
 #define BACKLOG_FRAMES 2000 /* a new page gets the last 20 s */
 #define MAX_SITES 4
 #define LINE_MAX_BYTES DRTHS_TELEMETRY_MAX_DATAGRAM
+#define RETRY_NS 100000000LL /* control retransmitted every 100 ms until acknowledged */
+#define MAX_TRIES 20         /* ... for at most 2 s */
+#define HTTP_TIMEOUT_S 5u    /* an idle HTTP connection is closed after this */
+#define HTTP_MAX 64u         /* connections in all */
+#define HTTP_PER_IP 16u      /* connections from one address */
+
+/* Telemetry datagrams dropped, by reason. */
+enum { REJ_MALFORMED, REJ_MAC, REJ_REPLAY, REJ_ADDRESS, REJ_NO_SLOT, REJ_N };
+static const char *const rej_name[REJ_N] = {"malformed", "bad_mac", "replay", "address",
+                                            "no_slot"};
+
+/* The last control command sent to a site and whether its frames acknowledged it. */
+typedef struct control {
+    drths_telemetry_cmd_t cmd; /* NONE: nothing sent yet */
+    uint64_t ctr;
+    int tries;
+    int64_t next_ns;            /* next retransmission (monotonic) */
+    struct timespec sent_at, acked_at;
+    int acked;
+} control_t;
+
+/* --site NAME=HOST: frames of NAME are taken from HOST only (any port: a site's telemetry
+ * socket has an ephemeral port). */
+typedef struct fixed_host {
+    char name[DRTHS_TELEMETRY_SITE_MAX];
+    drths_addr_t addr; /* port ignored */
+} fixed_host_t;
 
 typedef struct site {
-    char name[16];
-    drths_addr_t addr;
+    char name[DRTHS_TELEMETRY_SITE_MAX];
+    drths_addr_t addr; /* pinned by the first authenticated frame of its epoch */
+    uint64_t epoch, seq, ack;
     int64_t last_ns;
     uint64_t frames;
     char state[16];
+    control_t ctl;
 } site_t;
 
 typedef struct monitor {
@@ -65,11 +103,14 @@ typedef struct monitor {
     atomic_int quit;
     char token[DRTHS_TELEMETRY_TOKEN_MAX];
     size_t token_len;              /* 0: no token needed by the page */
-    char ctoken[DRTHS_TELEMETRY_TOKEN_MAX];
-    size_t ctoken_len;             /* token put in control datagrams */
+    uint8_t key[DRTHS_TELEMETRY_KEY_BYTES]; /* the monitor key */
+    uint64_t ctr;                  /* the last control counter used */
     int loopback;                  /* listening on a loopback address */
     char web[PATH_MAX];
-    uint64_t controls_sent, bad_frames;
+    uint64_t controls_sent, rejected[REJ_N];
+    int64_t mac_warned_ns;         /* when a wrong key was last said */
+    fixed_host_t fixed[MAX_SITES]; /* --site */
+    int nfixed;
 } monitor_t;
 
 static monitor_t M;
@@ -89,7 +130,7 @@ static void on_quit(int sig)
 
 /* ---- telemetry in ------------------------------------------------------------------------ */
 
-/* The "site" and "state" string values of a frame (plain names: no escapes). */
+/* The "state" string value of a frame (plain names: no escapes). */
 static int json_str(const char *line, const char *key, char *out, size_t cap)
 {
     char pat[32];
@@ -116,44 +157,157 @@ static int json_str(const char *line, const char *key, char *out, size_t cap)
     return 0;
 }
 
+static int same_addr(const drths_addr_t *a, const drths_addr_t *b)
+{
+    return a->len == b->len && memcmp(&a->ss, &b->ss, a->len) == 0;
+}
+
+/* The same host (the port aside). */
+static int same_host(const drths_addr_t *a, const drths_addr_t *b)
+{
+    if (a->ss.ss_family != b->ss.ss_family)
+        return 0;
+    if (a->ss.ss_family == AF_INET)
+        return ((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)&b->ss)->sin_addr.s_addr;
+    return memcmp(&((const struct sockaddr_in6 *)&a->ss)->sin6_addr,
+                  &((const struct sockaddr_in6 *)&b->ss)->sin6_addr, sizeof(struct in6_addr)) == 0;
+}
+
+/* 0 when --site does not name this site or names the host it sends from. */
+static int wrong_host(const char *name, const drths_addr_t *from)
+{
+    for (int i = 0; i < M.nfixed; i++)
+        if (strcmp(M.fixed[i].name, name) == 0)
+            return !same_host(&M.fixed[i].addr, from);
+    return 0;
+}
+
+/* A wrong key at one end is the likely cause of frames failing their MAC: said on stderr, at
+ * most every 10 s, with the sender. */
+static void warn_mac(const drths_addr_t *from)
+{
+    int64_t now = now_ns();
+    if (M.mac_warned_ns && now - M.mac_warned_ns < 10000000000LL)
+        return;
+    M.mac_warned_ns = now;
+    char a[80];
+    drths_addr_format(from, a, sizeof a);
+    fprintf(stderr, PROG ": telemetry from %s fails authentication (dropped): is --key the "
+            "sites' key file?\n", a);
+}
+
+/* The site a datagram of h from `from` may update, or NULL with the reason counted. A site
+ * named by --site must send from its host. A new name takes a free slot and pins its address; a later epoch (the site restarted) moves the
+ * pin; within an epoch, frames must come from the pin and be newer. Called with M.mu held. */
+static site_t *site_for(const drths_telemetry_header_t *h, const drths_addr_t *from)
+{
+    if (wrong_host(h->site, from)) {
+        M.rejected[REJ_ADDRESS]++;
+        return NULL;
+    }
+    for (int i = 0; i < M.nsites; i++) {
+        site_t *s = &M.sites[i];
+        if (strcmp(s->name, h->site) != 0)
+            continue;
+        if (h->epoch < s->epoch || (h->epoch == s->epoch && h->seq <= s->seq)) {
+            M.rejected[REJ_REPLAY]++;
+            return NULL;
+        }
+        if (h->epoch == s->epoch && !same_addr(from, &s->addr)) {
+            M.rejected[REJ_ADDRESS]++;
+            return NULL;
+        }
+        if (h->epoch > s->epoch) { /* the site was restarted: a new pin, a new count */
+            s->addr = *from;
+            s->epoch = h->epoch;
+            s->ack = 0;
+            /* A command meant for the earlier run is not carried over to this one (a Start
+             * pressed for the run that ended must not start the next): its retries end, and
+             * it stays unacknowledged. */
+            s->ctl.tries = MAX_TRIES;
+        }
+        return s;
+    }
+    if (M.nsites == MAX_SITES) {
+        M.rejected[REJ_NO_SLOT]++;
+        return NULL;
+    }
+    site_t *s = &M.sites[M.nsites++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", h->site);
+    s->addr = *from;
+    s->epoch = h->epoch;
+    return s;
+}
+
 static void take_frame(const char *buf, size_t len, const drths_addr_t *from)
 {
-    char line[LINE_MAX_BYTES];
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
-        len--;
-    char name[16], state[16];
-    /* Only one-line JSON objects from a named site, nothing that could break the SSE framing. */
-    if (len == 0 || len >= sizeof line || buf[0] != '{' || buf[len - 1] != '}' ||
-        memchr(buf, '\n', len) || memchr(buf, '\r', len) || memchr(buf, '\0', len)) {
-        M.bad_frames++;
-        return;
-    }
-    memcpy(line, buf, len);
-    line[len] = '\0';
-    if (json_str(line, "site", name, sizeof name) != 0 ||
-        json_str(line, "state", state, sizeof state) != 0) {
-        M.bad_frames++;
-        return;
+    drths_telemetry_header_t h;
+    int rc = drths_telemetry_frame_open(M.key, buf, len, &h);
+    char line[LINE_MAX_BYTES], state[16];
+    if (rc == 0 && h.json_len >= sizeof line)
+        rc = -EINVAL;
+    if (rc == 0) {
+        memcpy(line, h.json, h.json_len);
+        line[h.json_len] = '\0';
+        if (json_str(line, "state", state, sizeof state) != 0)
+            rc = -EINVAL;
     }
     pthread_mutex_lock(&M.mu);
     site_t *s = NULL;
-    for (int i = 0; i < M.nsites; i++)
-        if (strcmp(M.sites[i].name, name) == 0)
-            s = &M.sites[i];
-    if (!s && M.nsites < MAX_SITES) {
-        s = &M.sites[M.nsites++];
-        snprintf(s->name, sizeof s->name, "%s", name);
+    if (rc == -EACCES) {
+        M.rejected[REJ_MAC]++;
+        warn_mac(from);
+    } else if (rc != 0) {
+        M.rejected[REJ_MALFORMED]++;
+    } else {
+        s = site_for(&h, from);
     }
     if (s) {
-        s->addr = *from;
+        s->seq = h.seq;
         s->last_ns = now_ns();
         s->frames++;
         snprintf(s->state, sizeof s->state, "%s", state);
-        memcpy(M.lines[M.next % RING], line, len + 1);
+        if (h.ack > s->ack)
+            s->ack = h.ack;
+        if (s->ctl.cmd != DRTHS_TELEM_CMD_NONE && !s->ctl.acked && s->ack >= s->ctl.ctr) {
+            s->ctl.acked = 1;
+            clock_gettime(CLOCK_REALTIME, &s->ctl.acked_at);
+        }
+        memcpy(M.lines[M.next % RING], line, h.json_len + 1);
         M.next++;
         pthread_cond_broadcast(&M.cv);
-    } else {
-        M.bad_frames++;
+    }
+    pthread_mutex_unlock(&M.mu);
+}
+
+/* Sends the site its pending control datagram (sealed for its current epoch). M.mu held. */
+static int send_control(site_t *s)
+{
+    drths_telemetry_control_t c = {.epoch = s->epoch, .ctr = s->ctl.ctr, .cmd = s->ctl.cmd};
+    snprintf(c.site, sizeof c.site, "%s", s->name);
+    char msg[DRTHS_TELEMETRY_CONTROL_MAX];
+    int len = drths_telemetry_control_seal(M.key, &c, msg, sizeof msg);
+    s->ctl.tries++;
+    s->ctl.next_ns = now_ns() + RETRY_NS;
+    if (len < 0 ||
+        sendto(M.fd, msg, (size_t)len, 0, (struct sockaddr *)&s->addr.ss, s->addr.len) != len)
+        return -1;
+    M.controls_sent++;
+    return 0;
+}
+
+/* Control not yet acknowledged goes again, every RETRY_NS, MAX_TRIES times in all. */
+static void retransmit(void)
+{
+    int64_t now = now_ns();
+    pthread_mutex_lock(&M.mu);
+    for (int i = 0; i < M.nsites; i++) {
+        control_t *c = &M.sites[i].ctl;
+        if (c->cmd != DRTHS_TELEM_CMD_NONE && !c->acked && c->tries < MAX_TRIES &&
+            now >= c->next_ns)
+            send_control(&M.sites[i]);
     }
     pthread_mutex_unlock(&M.mu);
 }
@@ -162,7 +316,8 @@ static void receive_loop(void)
 {
     while (!atomic_load(&M.quit)) {
         struct pollfd p = {M.fd, POLLIN, 0};
-        int r = poll(&p, 1, 200);
+        int r = poll(&p, 1, 20);
+        retransmit();
         if (r <= 0)
             continue;
         for (int i = 0; i < 256; i++) {
@@ -307,47 +462,81 @@ static enum MHD_Result serve_events(struct MHD_Connection *c)
     return ret;
 }
 
-/* GET /sites: what the monitor knows of each site (the page's disconnected check uses its own
- * clock; this is for tests and scripts). */
+static void put_time(char *out, size_t cap, const struct timespec *t)
+{
+    struct tm tm;
+    gmtime_r(&t->tv_sec, &tm);
+    size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, cap - n, ".%03ldZ", t->tv_nsec / 1000000);
+}
+
+/* A site's last control as JSON: command, status ("acknowledged", "sent": still retrying,
+ * "unacknowledged": retries spent), tries, sent_at and acked_at (UTC). M.mu held. */
+static size_t control_json(const control_t *c, char *out, size_t cap)
+{
+    if (c->cmd == DRTHS_TELEM_CMD_NONE)
+        return (size_t)snprintf(out, cap, "null");
+    char sent[40], acked[40] = "";
+    put_time(sent, sizeof sent, &c->sent_at);
+    if (c->acked)
+        put_time(acked, sizeof acked, &c->acked_at);
+    const char *status = c->acked                ? "acknowledged"
+                         : c->tries < MAX_TRIES ? "sent"
+                                                : "unacknowledged";
+    return (size_t)snprintf(out, cap,
+                            "{\"command\":\"%s\",\"status\":\"%s\",\"tries\":%d,"
+                            "\"sent_at\":\"%s\",\"acked_at\":%s%s%s}",
+                            drths_telemetry_cmd_name(c->cmd), status, c->tries, sent,
+                            c->acked ? "\"" : "", c->acked ? acked : "null",
+                            c->acked ? "\"" : "");
+}
+
+/* GET /sites: what the monitor knows of each site, its last control and the telemetry it
+ * dropped (the page's disconnected check uses its own clock). */
 static enum MHD_Result serve_sites(struct MHD_Connection *c)
 {
-    char body[1024];
+    char body[4096], ctl[256];
     size_t n = 0;
     int64_t now = now_ns();
     pthread_mutex_lock(&M.mu);
     n += (size_t)snprintf(body + n, sizeof body - n, "{\"frames\":%llu,\"sites\":[",
                           (unsigned long long)M.next);
     for (int i = 0; i < M.nsites && n < sizeof body; i++) {
+        const site_t *s = &M.sites[i];
         char addr[80];
-        drths_addr_format(&M.sites[i].addr, addr, sizeof addr);
+        drths_addr_format(&s->addr, addr, sizeof addr);
+        control_json(&s->ctl, ctl, sizeof ctl);
         n += (size_t)snprintf(body + n, sizeof body - n,
                               "%s{\"site\":\"%s\",\"state\":\"%s\",\"frames\":%llu,"
-                              "\"age_ms\":%.0f,\"addr\":\"%s\"}",
-                              i ? "," : "", M.sites[i].name, M.sites[i].state,
-                              (unsigned long long)M.sites[i].frames,
-                              (double)(now - M.sites[i].last_ns) * 1e-6, addr);
+                              "\"age_ms\":%.0f,\"addr\":\"%s\",\"control\":%s}",
+                              i ? "," : "", s->name, s->state, (unsigned long long)s->frames,
+                              (double)(now - s->last_ns) * 1e-6, addr, ctl);
     }
     if (n < sizeof body)
-        snprintf(body + n, sizeof body - n, "],\"controls_sent\":%llu}\n",
-                 (unsigned long long)M.controls_sent);
+        n += (size_t)snprintf(body + n, sizeof body - n, "],\"controls_sent\":%llu,\"rejected\":{",
+                              (unsigned long long)M.controls_sent);
+    for (int r = 0; r < REJ_N && n < sizeof body; r++)
+        n += (size_t)snprintf(body + n, sizeof body - n, "%s\"%s\":%llu", r ? "," : "",
+                              rej_name[r], (unsigned long long)M.rejected[r]);
+    if (n < sizeof body)
+        snprintf(body + n, sizeof body - n, "}}\n");
     pthread_mutex_unlock(&M.mu);
     return reply(c, 200, "application/json", body);
 }
 
 /* Start goes to every site; Abort (HOLD now) to every site at once; Stop (graceful) to the
  * numerical site, which ends the run and tells the actuator site to hold, or to the actuator
- * site when the numerical site has not been heard from for 2 s. */
+ * site when the numerical site has not been heard from for 2 s. Each goes to the site's pinned
+ * address with a new counter and is retransmitted until acknowledged (retransmit). */
 static enum MHD_Result serve_control(struct MHD_Connection *c, const char *what)
 {
-    if (strcmp(what, "start") != 0 && strcmp(what, "stop") != 0 && strcmp(what, "abort") != 0)
+    drths_telemetry_cmd_t cmd = drths_telemetry_cmd_parse(what);
+    if (cmd == DRTHS_TELEM_CMD_NONE)
         return reply(c, 404, "application/json", "{\"error\":\"unknown command\"}\n");
     const char *hdr = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Drths-Control");
     if (!hdr || strcmp(hdr, "1") != 0)
         return reply(c, 403, "application/json",
                      "{\"error\":\"control requests need the header X-Drths-Control: 1\"}\n");
-    char msg[64 + DRTHS_TELEMETRY_TOKEN_MAX];
-    int len = snprintf(msg, sizeof msg, "drths-control %s%s%.*s\n", what,
-                       M.ctoken_len ? " " : "", (int)M.ctoken_len, M.ctoken);
     char body[512];
     size_t n = (size_t)snprintf(body, sizeof body, "{\"command\":\"%s\",\"sent_to\":[", what);
     int sent = 0;
@@ -360,11 +549,13 @@ static enum MHD_Result serve_control(struct MHD_Connection *c, const char *what)
             num_alive = 1;
     for (int i = 0; i < M.nsites; i++) {
         site_t *s = &M.sites[i];
-        if (strcmp(what, "stop") == 0 && num_alive && strcmp(s->name, "numerical") != 0)
+        if (cmd == DRTHS_TELEM_CMD_STOP && num_alive && strcmp(s->name, "numerical") != 0)
             continue;
-        if (sendto(M.fd, msg, (size_t)len, 0, (struct sockaddr *)&s->addr.ss, s->addr.len) ==
-            len) {
-            M.controls_sent++;
+        memset(&s->ctl, 0, sizeof s->ctl);
+        s->ctl.cmd = cmd;
+        s->ctl.ctr = ++M.ctr;
+        clock_gettime(CLOCK_REALTIME, &s->ctl.sent_at);
+        if (send_control(s) == 0) {
             n += (size_t)snprintf(body + n, sizeof body - n, "%s\"%s\"", sent ? "," : "",
                                   s->name);
             sent++;
@@ -372,7 +563,6 @@ static enum MHD_Result serve_control(struct MHD_Connection *c, const char *what)
     }
     pthread_mutex_unlock(&M.mu);
     snprintf(body + n, sizeof body - n, "]}\n");
-    sodium_memzero(msg, sizeof msg);
     return reply(c, sent ? 200 : 409, "application/json", body);
 }
 
@@ -469,24 +659,84 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " [--listen HOST:PORT] [--telemetry [HOST:]PORT] [--web DIR]\n"
-            "                     [--token FILE] [--control-token FILE]\n"
+            "                     [--token FILE] [--key FILE] [--site NAME=HOST]...\n"
             "Serves the live page of a run: receives the sites' telemetry, streams it to the page\n"
             "and forwards its Start, Stop and Abort to the sites. Prints 'drths-monitor: page\n"
             "http://...' and 'drths-monitor: telemetry udp ...' and runs until SIGINT or SIGTERM.\n"
             "\n"
             "  --listen HOST:PORT    where the page is served (default 127.0.0.1:8080)\n"
             "  --telemetry [H:]PORT  UDP address for the sites' --monitor (default port 47900)\n"
-            "  --web DIR             the page (default: web/ beside this program)\n"
+            "  --web DIR             the page (default: web/ beside this program, else\n"
+            "                        ../share/drths/web from it, where it is installed)\n"
             "  --token FILE          the page and its API need this token (?token=...)\n"
-            "  --control-token FILE  token put in control datagrams (default: the --token file)\n"
+            "  --key FILE            the link's key file (the sites' --key or link.key_file):\n"
+            "                        telemetry and control are authenticated with a key\n"
+            "                        derived from it\n"
+            "  --site NAME=HOST      take the frames of site NAME (numerical, physical) from\n"
+            "                        HOST only (any port); without it, a site is pinned to\n"
+            "                        the address of its first authenticated frame\n"
             "  -h, --help            print this help and exit\n"
             "  --version             print the version and exit\n"
             "\n"
             "A --listen address other than loopback needs --token. Telemetry port 0 picks a free\n"
-            "port. tools/web-build makes the page. The control token is the sites'\n"
-            "--monitor-token.\n"
+            "port. Without --key the public rehearsal key is used, for sites that use it too,\n"
+            "and only with a loopback --telemetry address. tools/web-build makes the page.\n"
             "\n");
     drths_cli_print_exit_codes(f, "the page or the telemetry socket could not be opened");
+}
+
+/* --site NAME=HOST (HOST a name, an IPv4 address or an IPv6 address, bracketed or not). */
+static int add_fixed_host(const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (M.nfixed == MAX_SITES) {
+        drths_cli_usage_error(PROG, "--site: at most %d sites", MAX_SITES);
+        return -1;
+    }
+    fixed_host_t *f = &M.fixed[M.nfixed];
+    size_t nl = eq ? (size_t)(eq - arg) : 0;
+    if (!eq || nl == 0 || nl >= sizeof f->name || !eq[1]) {
+        drths_cli_usage_error(PROG, "--site: '%s' is not NAME=HOST", arg);
+        return -1;
+    }
+    memcpy(f->name, arg, nl);
+    f->name[nl] = '\0';
+    const char *host = eq + 1;
+    int v6 = strchr(host, ':') && host[0] != '[';
+    char text[300];
+    snprintf(text, sizeof text, "%s%s%s:0", v6 ? "[" : "", host, v6 ? "]" : "");
+    drths_error_t err = {{0}};
+    if (drths_addr_parse(&f->addr, text, "--site", &err) != 0) {
+        drths_cli_usage_error(PROG, "%s", err.msg);
+        return -1;
+    }
+    M.nfixed++;
+    return 0;
+}
+
+/* The monitor key, from the link's key file or (on a loopback telemetry address only, with a
+ * warning) the public rehearsal key; the link key itself is wiped at once. */
+static int load_key(const char *path, const drths_addr_t *taddr, char key_id[17],
+                    drths_error_t *err)
+{
+    uint8_t psk[DRTHS_KEY_BYTES];
+    if (path) {
+        int rc = drths_key_load(psk, path, err);
+        if (rc != 0)
+            return rc;
+    } else {
+        if (!drths_addr_is_loopback(taddr))
+            return drths_error_set(err, -EINVAL,
+                                   "--telemetry: an address other than loopback needs --key FILE "
+                                   "(the sites' key file)");
+        drths_key_rehearsal(psk);
+        drths_cli_warning(PROG, "no --key: using the public rehearsal key, which protects "
+                          "nothing; the sites must use it too (no key file)");
+    }
+    drths_key_id(psk, key_id);
+    drths_telemetry_key_derive(M.key, psk, sizeof psk);
+    sodium_memzero(psk, sizeof psk);
+    return 0;
 }
 
 static void default_web(const char *argv0, char *out, size_t cap)
@@ -504,19 +754,29 @@ static void default_web(const char *argv0, char *out, size_t cap)
     else
         snprintf(exe, sizeof exe, ".");
     snprintf(out, cap, "%s/web", exe);
+    /* Installed (cmake/install.cmake): bin/drths-monitor and share/drths/web, whatever the
+     * prefix; a build folder's web/ beside the program comes first. */
+    char probe[PATH_MAX + 40];
+    snprintf(probe, sizeof probe, "%s/web/index.html", exe);
+    if (access(probe, R_OK) != 0) {
+        snprintf(probe, sizeof probe, "%s/../share/drths/web/index.html", exe);
+        if (access(probe, R_OK) == 0)
+            snprintf(out, cap, "%s/../share/drths/web", exe);
+    }
 }
 
 int main(int argc, char **argv)
 {
-    enum { OPT_LISTEN = 1, OPT_TELEMETRY, OPT_WEB, OPT_TOKEN, OPT_CONTROL_TOKEN };
+    enum { OPT_LISTEN = 1, OPT_TELEMETRY, OPT_WEB, OPT_TOKEN, OPT_KEY, OPT_SITE };
     const char *listen = "127.0.0.1:8080", *telemetry = "127.0.0.1:47900", *web = NULL;
-    const char *token_file = NULL, *ctoken_file = NULL;
+    const char *token_file = NULL, *key_file = NULL;
     static const struct option opts[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"telemetry", required_argument, NULL, OPT_TELEMETRY},
         {"web", required_argument, NULL, OPT_WEB},
         {"token", required_argument, NULL, OPT_TOKEN},
-        {"control-token", required_argument, NULL, OPT_CONTROL_TOKEN},
+        {"key", required_argument, NULL, OPT_KEY},
+        {"site", required_argument, NULL, OPT_SITE},
         DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
@@ -537,8 +797,12 @@ int main(int argc, char **argv)
         case OPT_TOKEN:
             token_file = optarg;
             break;
-        case OPT_CONTROL_TOKEN:
-            ctoken_file = optarg;
+        case OPT_KEY:
+            key_file = optarg;
+            break;
+        case OPT_SITE:
+            if (add_fixed_host(optarg) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
         default:
             return drths_cli_other_option(PROG, o, usage);
@@ -566,10 +830,10 @@ int main(int argc, char **argv)
                                      listen);
     if (token_file && drths_telemetry_token_load(M.token, &M.token_len, token_file, &err) != 0)
         return drths_cli_usage_error(PROG, "--token: %s", err.msg);
-    const char *cf = ctoken_file ? ctoken_file : token_file;
-    if (cf && drths_telemetry_token_load(M.ctoken, &M.ctoken_len, cf, &err) != 0)
-        return drths_cli_usage_error(PROG, "%s: %s", ctoken_file ? "--control-token" : "--token",
-                                     err.msg);
+    char key_id[17];
+    int rc = load_key(key_file, &taddr, key_id, &err);
+    if (rc != 0)
+        return drths_cli_usage_error(PROG, "%s", err.msg);
     if (web)
         snprintf(M.web, sizeof M.web, "%s", web);
     else
@@ -579,6 +843,11 @@ int main(int argc, char **argv)
     if (access(probe, R_OK) != 0)
         drths_cli_warning(PROG, "no page at %s (run tools/web-build)", probe);
 
+    /* Control counters start at the wall clock, so that those of a restarted monitor are above
+     * the last one a running site executed. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    M.ctr = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
     M.lines = calloc(RING, sizeof *M.lines);
     if (!M.lines)
         return drths_cli_error(PROG, "out of memory");
@@ -600,8 +869,9 @@ int main(int argc, char **argv)
         flags |= MHD_USE_IPv6;
     struct MHD_Daemon *d =
         MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
-                         (struct sockaddr *)&laddr.ss, MHD_OPTION_CONNECTION_LIMIT, 64u,
-                         MHD_OPTION_END);
+                         (struct sockaddr *)&laddr.ss, MHD_OPTION_CONNECTION_LIMIT, HTTP_MAX,
+                         MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_PER_IP,
+                         MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S, MHD_OPTION_END);
     if (!d)
         return drths_cli_error(PROG, "cannot serve the page on %s (address in use?)", listen);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -617,6 +887,8 @@ int main(int argc, char **argv)
     printf("drths-monitor: telemetry udp %s (give the sites --monitor %s)\n", taddr_text,
            taddr_text);
     printf("drths-monitor: web files from %s\n", M.web);
+    printf("drths-monitor: key id %s (%s; the sites print theirs)\n", key_id,
+           key_file ? key_file : "the public rehearsal key");
     fflush(stdout);
 
     struct sigaction sa;
@@ -628,11 +900,16 @@ int main(int argc, char **argv)
     receive_loop();
     MHD_stop_daemon(d);
     close(M.fd);
-    printf("drths-monitor: %llu frames received, %llu rejected, %llu control datagrams sent\n",
-           (unsigned long long)M.next, (unsigned long long)M.bad_frames,
-           (unsigned long long)M.controls_sent);
+    uint64_t rej = 0;
+    for (int r = 0; r < REJ_N; r++)
+        rej += M.rejected[r];
+    printf("drths-monitor: %llu frames received, %llu rejected (", (unsigned long long)M.next,
+           (unsigned long long)rej);
+    for (int r = 0; r < REJ_N; r++)
+        printf("%s%s %llu", r ? ", " : "", rej_name[r], (unsigned long long)M.rejected[r]);
+    printf("), %llu control datagrams sent\n", (unsigned long long)M.controls_sent);
     free(M.lines);
     sodium_memzero(M.token, sizeof M.token);
-    sodium_memzero(M.ctoken, sizeof M.ctoken);
+    sodium_memzero(M.key, sizeof M.key);
     return DRTHS_EXIT_OK;
 }

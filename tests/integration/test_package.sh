@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The Debian package (cmake/install.cmake): cpack builds it from this build folder, dpkg-deb
+# unpacks it into a temporary root, and the installed programs run from there: drths-physical
+# --help, drths-numerical --version (the version of this build), a man page through man -l,
+# drths-check on every installed example, and drths-monitor serving its installed page. Every
+# shared library an installed program loads must come from a package the .deb depends on, so
+# the package installs on a lab PC with nothing missing.
+source "$(dirname "$0")/../lib.sh"
+
+for p in cpack help2man dpkg-deb man; do
+    command -v "$p" >/dev/null || skip "$p is missing (tools/deps installs it)"
+done
+[ -f "$bdir/CPackConfig.cmake" ] || skip "no CPackConfig.cmake in $bdir"
+[ -f "$bdir/man/drths-numerical.1" ] || fail "the build made no man pages although help2man is here"
+command -v npm >/dev/null || [ -f "$bdir/web/index.html" ] ||
+    skip "npm is missing and $bdir/web is not built: the monitor's page cannot be packaged"
+
+(cd "$bdir" && timeout 600 cpack -G DEB -B "$tmp/pkg" >"$tmp/cpack.out" 2>&1) ||
+    fail "cpack -G DEB failed: $(tail -n 5 "$tmp/cpack.out")"
+debs=("$tmp"/pkg/drths_*.deb)
+[ -f "${debs[0]}" ] || fail "cpack made no drths_*.deb"
+deb=${debs[0]}
+root=$tmp/root
+dpkg-deb -x "$deb" "$root"
+nfiles=$(dpkg-deb -c "$deb" | grep -vc '/$')
+echo "package $(basename "$deb"): $(stat -c %s "$deb") bytes, $nfiles files"
+
+bin=$root/usr/bin
+for p in drths-numerical drths-physical drths-monitor drths-report drths-keygen drths-check; do
+    [ -x "$bin/$p" ] || fail "$p is not installed"
+    [ -f "$root/usr/share/man/man1/$p.1" ] || fail "no man page for $p"
+done
+[ ! -e "$bin/drths-attack" ] || fail "drths-attack is a test tool and must not be installed"
+"$bin/drths-physical" --help >"$tmp/help.out" || fail "installed drths-physical --help failed"
+grep -q '^usage: drths-physical' "$tmp/help.out" || fail "drths-physical --help prints no usage"
+"$bin/drths-numerical" --version >"$tmp/version.out" || fail "installed --version failed"
+want=${DRTHS_EXPECT_VERSION:-}
+grep -q "^drths-numerical (drths) $want" "$tmp/version.out" ||
+    fail "drths-numerical --version: $(cat "$tmp/version.out"), want $want"
+MANWIDTH=100 man -l "$root/usr/share/man/man1/drths-numerical.1" >"$tmp/man.out" 2>/dev/null ||
+    fail "man -l drths-numerical.1 failed"
+grep -q 'numerical site of a real-time hybrid simulation' "$tmp/man.out" ||
+    fail "the man page has no NAME line"
+grep -q -- '--experiment' "$tmp/man.out" || fail "the man page does not list the options"
+
+web=$root/usr/share/drths/web
+for f in index.html app.js style.css uPlot.iife.min.js uPlot.min.css uPlot.LICENSE.txt; do
+    [ -s "$web/$f" ] || fail "the monitor's page lacks $f in $web"
+done
+[ -f "$root/usr/share/drths/examples/three-story-elcentro.yaml" ] || fail "no examples installed"
+[ -f "$root/usr/share/drths/examples/records/elcentro-1940-ns-peknold.AT2" ] || fail "no records"
+[ -f "$root/usr/share/doc/drths/docs/experiment-file.md" ] || fail "no docs installed"
+
+# The installed examples pass the installed pre-flight check.
+for e in "$root"/usr/share/drths/examples/*.yaml; do
+    "$bin/drths-check" "$e" >"$tmp/check.out" 2>&1 || fail "drths-check $(basename "$e"): exit $?"
+done
+
+# drths-monitor finds its installed page (../share/drths/web from bin/) and serves it.
+timeout 30 "$bin/drths-monitor" --listen 127.0.0.1:0 --telemetry 127.0.0.1:0 \
+    >"$tmp/monitor.out" 2>"$tmp/monitor.err" &
+pids+=("$!")
+for _ in $(seq 100); do
+    grep -q "web files from" "$tmp/monitor.out" 2>/dev/null && break
+    sleep 0.05
+done
+grep -q "web files from $bin/../share/drths/web" "$tmp/monitor.out" ||
+    fail "drths-monitor does not use its installed page: $(cat "$tmp/monitor.out")"
+url=$(sed -n 's|^drths-monitor: page \(http://[^/ ]*/\).*|\1|p' "$tmp/monitor.out")
+curl -fsS --max-time 10 "${url}uPlot.iife.min.js" -o "$tmp/uplot.js" || fail "GET uPlot.iife.min.js"
+cmp -s "$tmp/uplot.js" "$web/uPlot.iife.min.js" || fail "the monitor served another uPlot"
+
+# Every library the programs load belongs to a package the .deb depends on.
+depends=$(dpkg-deb -f "$deb" Depends)
+ldconfig -p >"$tmp/ldconfig.out"
+for f in "$bin"/*; do
+    for so in $(objdump -p "$f" | awk '/NEEDED/{print $2}'); do
+        # A sanitizer build's runtime is not what a release package carries.
+        case "$so" in libasan.so* | libubsan.so* | libtsan.so*) continue ;; esac
+        path=$(awk -v s="$so" '$1 == s && /x86-64/ {print $NF; exit}' "$tmp/ldconfig.out")
+        [ -n "$path" ] || path=$(awk -v s="$so" '$1 == s {print $NF; exit}' "$tmp/ldconfig.out")
+        [ -n "$path" ] || fail "$(basename "$f") needs $so, which this machine does not have"
+        # With merged /usr the same file has two names and dpkg knows one of them.
+        pkg=
+        for q in "$path" "$(readlink -f "$path")" "${path#/usr}"; do
+            pkg=$(dpkg -S "$q" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+            [ -z "$pkg" ] || break
+        done
+        [ -n "$pkg" ] || fail "no package owns $path ($so)"
+        grep -Eq "(^|, )$pkg( |,|$)" <<<"$depends" ||
+            fail "$(basename "$f") loads $so from $pkg, which is not in Depends: $depends"
+    done
+done
+echo "package installs and runs from $root"
