@@ -716,7 +716,13 @@ DEFINE_SECTION(link, LINK_FIELDS, drths_experiment_t, "link");
     /* host:port or [IPv6]:port */                                                                 \
     X(s, TEXT, peer, numerical.peer, "127.0.0.1:47000", _, _, _)                                   \
     X(s, INT,  reorder_ticks, numerical.reorder_ticks, 10, 1, 10000, _)                            \
-    X(s, ENUM, smith, numerical.smith, DRTHS_SMITH_FIXED, _, _, smith_modes)
+    X(s, ENUM, smith, numerical.smith, DRTHS_SMITH_FIXED, _, _, smith_modes)                      \
+    /* the stability detector (site-numerical/stability.h); ratio 0 turns it off */             \
+    X(s, REAL_IN, stability_ratio, numerical.stability_ratio, 0.5, 0, 100, _)                      \
+    X(s, REAL_IN, stability_span_s, numerical.stability_span_s, 0.3, 0.01, 60, _)                  \
+    X(s, REAL_GE0, stability_min_amplitude_m, numerical.stability_min_amplitude_m, 0.0002, _, _, \
+      _)                                                                                           \
+    X(s, REAL_IN, stability_max_cycle_s, numerical.stability_max_cycle_s, 2.0, 0.01, 60, _)
 DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
 
 /* physical */
@@ -1689,7 +1695,7 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
 
     if ((r = PARSE(numerical, peer, t->numerical, x)) ||
         (r = check_endpoint(c, "numerical.peer", x->numerical.peer)) ||
-        (r = PARSE_RANGE(numerical, reorder_ticks, smith, t->numerical, x)))
+        (r = PARSE_RANGE(numerical, reorder_ticks, stability_max_cycle_s, t->numerical, x)))
         return r;
 
     if ((r = PARSE(physical, listen, t->physical, x)) ||

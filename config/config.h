@@ -219,6 +219,12 @@ typedef struct drths_experiment {
         char *peer;              /* "host:port" or "[v6]:port" (default "127.0.0.1:47000") */
         int reorder_ticks;       /* 1..10000 (default 10) */
         drths_smith_mode_t smith; /* default fixed */
+        /* The stability detector (site-numerical/stability.h, docs/design.md "Safety"). */
+        double stability_ratio;   /* HOLD at this supplied/damping energy ratio, 0 = off;
+                                   * 0..100 (default 0.5) */
+        double stability_span_s;  /* whole cycles judged together, at least (0.3 s) */
+        double stability_min_amplitude_m; /* damper amplitude floor per cycle (0.2 mm) */
+        double stability_max_cycle_s;     /* longer cycles break the sequence (2 s) */
     } numerical;
 
     /* Actuator site only. */

@@ -226,6 +226,13 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
         return drths_error_set(err, rc, "Smith history too short for L = %u", p->L);
     }
     drths_numsub_reset(&h->ns, drths_smith_model(&h->smith, 0));
+    drths_stability_params_t sp;
+    drths_stability_params_from(&sp, exp);
+    rc = drths_stability_init(&h->stab, &sp, &h->ns.st, h->ns.dt_s, err);
+    if (rc) {
+        drths_hybrid_close(h);
+        return rc;
+    }
     h->L = h->glide_target = p->L;
     h->row_dead = p->L;
     h->epoch = 1;
@@ -251,6 +258,8 @@ const char *drths_hybrid_end_name(drths_hybrid_end_t e)
         return "no feedback at start";
     case DRTHS_HYBRID_SIGNAL:
         return "stopped by signal";
+    case DRTHS_HYBRID_STABILITY:
+        return "stability HOLD";
     }
     return "unknown";
 }
@@ -695,6 +704,20 @@ static void decide(drths_hybrid_t *h, int64_t now_ns)
             in.rtt_recent_q_ns, h->p.reorder_ticks);
 }
 
+/* The stability detector sees the state after the step and the force it used; when the loop
+ * adds energy, the run ends with ABORT {HOLD, what it saw}, which puts the actuator site into
+ * HOLD. Returns nonzero when it did. */
+static int check_stability(drths_hybrid_t *h, double used, int64_t now_ns)
+{
+    double d, vd;
+    drths_numsub_damper_state(&h->ns, &d, &vd);
+    if (!drths_stability_step(&h->stab, h->ns.it.x, h->ns.it.v, d, used))
+        return 0;
+    begin_close(h, now_ns, DRTHS_MSG_ABORT, DRTHS_STOP_HOLD, h->stab.text,
+                DRTHS_HYBRID_STABILITY);
+    return 1;
+}
+
 static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_sample_t *s,
                                           int64_t now_ns, drths_hybrid_action_t *a)
 {
@@ -726,6 +749,8 @@ static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_samp
     drths_numsub_correct(&h->ns, used);
     fill_row(h, s ? (long)n : -1, !s, measured, used);
     a->row = h->row;
+    if (check_stability(h, used, now_ns))
+        return DRTHS_HYBRID_ACT;
     if (h->ns.step + 1 >= h->ns.steps) {
         begin_close(h, now_ns, DRTHS_MSG_STOP, DRTHS_STOP_END_OF_RECORD,
                     "end of record", DRTHS_HYBRID_END_OF_RECORD);

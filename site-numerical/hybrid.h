@@ -66,6 +66,7 @@
 #include "site-numerical/numsub.h"
 #include "site-numerical/semiactive.h"
 #include "site-numerical/smith.h"
+#include "site-numerical/stability.h"
 
 /* Columns after the numsub base columns (run-folder contract); adaptive Smith adds
  * DRTHS_HYBRID_ADAPT_COLS more (smith_gain, the identified factors smith_alpha_scale,
@@ -122,6 +123,7 @@ typedef enum drths_hybrid_end {
     DRTHS_HYBRID_PEER_LOST,     /* no valid message for peer_timeout */
     DRTHS_HYBRID_NO_START,      /* no FEEDBACK within start_timeout of EPOCH 1 */
     DRTHS_HYBRID_SIGNAL,        /* drths_hybrid_request_stop (SIGINT/SIGTERM) */
+    DRTHS_HYBRID_STABILITY,     /* the stability detector: ABORT {HOLD, what it saw} */
 } drths_hybrid_end_t;
 
 typedef enum drths_hybrid_poll_result {
@@ -172,6 +174,7 @@ typedef struct drths_hybrid {
     drths_reorder_t rb;
     drths_rtt_tracker_t rtt;
     drths_semiactive_t ctl;     /* damper command law */
+    drths_stability_t stab;     /* the stability detector (site-numerical/stability.h) */
     double command;             /* damper command sent with the newest x */
     double rest_command;        /* damper command of the rest ticks */
     int adaptive;               /* Smith adaptive: extra columns */
@@ -273,7 +276,7 @@ static inline long drths_hybrid_step(const drths_hybrid_t *h)
 }
 
 /* "end of record", "aborted by the actuator site", "peer lost", "no feedback at start",
- * "stopped by signal", "running". RT-safe. */
+ * "stopped by signal", "stability HOLD", "running". RT-safe. */
 const char *drths_hybrid_end_name(drths_hybrid_end_t e);
 
 #endif

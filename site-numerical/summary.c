@@ -155,6 +155,46 @@ static void response_json(drths_json_t *j, const drths_experiment_t *e, const dr
     drths_json_object_end(j);
 }
 
+static void stability_view_json(drths_json_t *j, const char *key,
+                                const drths_stability_view_t *v)
+{
+    drths_json_object_begin(j, key);
+    drths_json_number(j, "time_s", v->time_s);
+    drths_json_number(j, "ratio", v->ratio);
+    drths_json_number(j, "supplied_J", v->supplied_J);
+    drths_json_number(j, "damping_J", v->damping_J);
+    drths_json_number(j, "growth_per_s", v->growth_per_s);
+    drths_json_number(j, "freq_hz", v->freq_hz);
+    drths_json_int(j, "cycles", v->cycles);
+    drths_json_number(j, "span_s", v->span_s);
+    drths_json_number(j, "amplitude_m", v->amp_m);
+    drths_json_object_end(j);
+}
+
+/* The stability detector: its settings, the largest ratio it judged (the run's margin against
+ * the limit, written even when it never tripped) and the judgement that tripped it. */
+static void stability_json(drths_json_t *j, const drths_hybrid_t *h)
+{
+    const drths_stability_t *st = &h->stab;
+    drths_json_object_begin(j, "stability");
+    drths_json_bool(j, "enabled", st->p.enabled);
+    drths_json_number(j, "limit_ratio", st->p.limit);
+    drths_json_number(j, "span_s", st->p.span_s);
+    drths_json_number(j, "min_amplitude_m", st->p.min_amplitude_m);
+    drths_json_int(j, "judgements", (int64_t)st->judgements);
+    drths_json_number(j, "max_ratio", st->worst.judged ? st->worst.ratio : 0.0);
+    drths_json_number(j, "margin", st->worst.judged && st->p.limit > 0.0
+                                       ? st->worst.ratio / st->p.limit : 0.0);
+    if (st->worst.judged)
+        stability_view_json(j, "worst", &st->worst);
+    drths_json_bool(j, "tripped", st->tripped);
+    if (st->tripped) {
+        stability_view_json(j, "trip", &st->trip);
+        drths_json_string(j, "text", st->text);
+    }
+    drths_json_object_end(j);
+}
+
 static void smith_json(drths_json_t *j, const drths_hybrid_t *h)
 {
     const drths_smith_t *sm = &h->smith;
@@ -235,6 +275,7 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
         loop_json(&j, s, h);
         response_json(&j, s->exp, h);
         smith_json(&j, h);
+        stability_json(&j, h);
         epochs_json(&j, h);
     }
     return drths_json_file_close(&j, path, err);
@@ -360,6 +401,9 @@ int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double pee
     case DRTHS_HYBRID_NO_START:
         snprintf(out, cap, "peer lost: no FEEDBACK from the actuator site within %g s of EPOCH 1",
                  (double)h->p.start_timeout_ns * 1e-9);
+        break;
+    case DRTHS_HYBRID_STABILITY:
+        snprintf(out, cap, "%s", h->end_text);
         break;
     case DRTHS_HYBRID_SIGNAL:
     case DRTHS_HYBRID_RUNNING:
