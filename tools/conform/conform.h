@@ -35,6 +35,7 @@ typedef struct conform {
     long run_ticks;       /* commanded ticks of the short run (numerical role) */
     double amplitude_m;   /* peak of the commanded displacement (numerical role) */
     double timeout_s;     /* physical role: how long to wait for the numerical site */
+    bool mismatch;        /* physical role: answer with another fingerprint */
     int pass, fail, skip;
 } conform_t;
 

@@ -42,6 +42,9 @@ static void usage(FILE *f)
             "                      0.1 mm, at most 1 mm)\n"
             "  --timeout S         physical role: seconds to wait for the numerical site\n"
             "                      (default 30)\n"
+            "  --mismatch          physical role: answer the HELLO with a HELLO_ACK whose\n"
+            "                      fingerprint differs and check the numerical site's ABORT\n"
+            "                      FINGERPRINT_MISMATCH instead of running\n"
             "\n"
             "Safety: in the numerical role the only motion commanded is one smooth bump of\n"
             "--amplitude-mm (0.1 mm by default) from the rest position and back, over --ticks\n"
@@ -67,6 +70,7 @@ static int parse(int argc, char **argv, conform_t *c, args_t *a)
                                          {"ticks", required_argument, NULL, 't'},
                                          {"amplitude-mm", required_argument, NULL, 'a'},
                                          {"timeout", required_argument, NULL, 'w'},
+                                         {"mismatch", no_argument, NULL, 'm'},
                                          DRTHS_CLI_OPTIONS_COMMON,
                                          {0, 0, 0, 0}};
     static const char *const roles[] = {"numerical", "physical", NULL};
@@ -102,6 +106,9 @@ static int parse(int argc, char **argv, conform_t *c, args_t *a)
         case 'w':
             if (drths_cli_positive(CONFORM_PROG, "--timeout", optarg, "s", &c->timeout_s))
                 return DRTHS_EXIT_USAGE;
+            break;
+        case 'm':
+            c->mismatch = true;
             break;
         default:
             return drths_cli_other_option(CONFORM_PROG, ch, usage);
