@@ -60,6 +60,19 @@ typedef struct args {
     const char *role, *peer, *listen, *experiment, *key;
 } args_t;
 
+/* The options every run needs. Returns -1 to go on, else the exit code. */
+static int check_args(const args_t *a)
+{
+    if (!a->role || !a->experiment)
+        return drths_cli_usage_error(CONFORM_PROG, "--role and --experiment are needed (see "
+                                                   "--help)");
+    bool num = strcmp(a->role, "numerical") == 0;
+    if (num ? !a->peer : !a->listen)
+        return drths_cli_usage_error(CONFORM_PROG, "--role %s needs %s HOST:PORT", a->role,
+                                     num ? "--peer" : "--listen");
+    return -1;
+}
+
 static int parse(int argc, char **argv, conform_t *c, args_t *a)
 {
     static const struct option opts[] = {{"role", required_argument, NULL, 'r'},
@@ -117,14 +130,7 @@ static int parse(int argc, char **argv, conform_t *c, args_t *a)
     if (optind < argc)
         return drths_cli_unexpected_argument(CONFORM_PROG, argv[optind]);
     c->amplitude_m = mm * 1e-3;
-    if (!a->role || !a->experiment)
-        return drths_cli_usage_error(CONFORM_PROG, "--role and --experiment are needed (see "
-                                                   "--help)");
-    bool num = strcmp(a->role, "numerical") == 0;
-    if (num ? !a->peer : !a->listen)
-        return drths_cli_usage_error(CONFORM_PROG, "--role %s needs %s HOST:PORT", a->role,
-                                     num ? "--peer" : "--listen");
-    return -1;
+    return check_args(a);
 }
 
 /* Experiment, key, HELLO fields and sockets. Returns -1 to go on, else the exit code. */
@@ -171,8 +177,10 @@ int main(int argc, char **argv)
         drths_experiment_close(&c.exp);
         return rc;
     }
-    printf("drths-conform %s: %s role against %s (experiment %s)\n", drths_version(), a.role,
-           c.peer_text, a.experiment);
+    char id[17];
+    drths_key_id(c.psk, id);
+    printf("drths-conform %s: %s role against %s (experiment %s, key id %s)\n", drths_version(),
+           a.role, c.peer_text, a.experiment, id);
     if (strcmp(a.role, "numerical") == 0)
         conform_run_numerical(&c);
     else

@@ -169,7 +169,9 @@ static int check_good_hello(conform_t *c, conform_session_t *s, uint8_t *ack, si
     int got = exchange(c, s, 1500, &m, ack, ack_len, &others);
     if (!got || m.type != DRTHS_MSG_HELLO_ACK) {
         conform_check(c, false, "hello-ack", "a matching HELLO (after the refusals): %s",
-                      got ? drths_msg_type_name(m.type) : "no answer that opens in 1.5 s");
+                      got ? drths_msg_type_name(m.type)
+                          : "no answer that opens in 1.5 s (a different key? compare "
+                            "drths-keygen --id at both sites)");
         return 0;
     }
     const drths_msg_hello_t *a = &m.u.hello;
