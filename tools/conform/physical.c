@@ -157,9 +157,10 @@ static int adopt(phys_t *p, bool mismatch)
     a.u.hello = c->hello;
     a.u.hello.link = p->h.link;
     a.u.hello.version = 2;
-    if (mismatch && a.u.hello.n_sections > 2) {
+    if (mismatch) {
         a.u.hello.fingerprint[0] ^= 0xff;
-        a.u.hello.sections[2].hash[0] ^= 0xff;
+        if (a.u.hello.n_sections > 2)
+            a.u.hello.sections[2].hash[0] ^= 0xff;
     }
     uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
     size_t len = 0;
@@ -440,7 +441,7 @@ static void report(phys_t *p)
 static void check_mismatch(phys_t *p)
 {
     conform_t *c = p->c;
-    const char *section = c->hello.n_sections > 2 ? c->hello.sections[2].name : "?";
+    const char *section = c->hello.n_sections > 2 ? c->hello.sections[2].name : "";
     p->stops = p->aborts = 0;
     int64_t end = drths_now_ns() + 2000 * CONFORM_MS;
     drths_msg_t m;
@@ -452,9 +453,9 @@ static void check_mismatch(phys_t *p)
                   got && m.u.stop.reason == DRTHS_STOP_FINGERPRINT_MISMATCH &&
                       strstr(m.u.stop.text, section) != NULL,
                   "fingerprint-abort",
-                  "a HELLO_ACK whose fingerprint and '%s' hash differ: %s%s%s \"%s\"", section,
+                  "a HELLO_ACK whose fingerprint and '%s' hash differ: %s%s \"%s\"", section,
                   got ? "ABORT " : "no ABORT in 2 s",
-                  got ? drths_stop_reason_name(m.u.stop.reason) : "", "", got ? m.u.stop.text : "");
+                  got ? drths_stop_reason_name(m.u.stop.reason) : "", got ? m.u.stop.text : "");
 }
 
 void conform_run_physical(conform_t *c)
