@@ -22,7 +22,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: %s --role numerical --peer HOST:PORT --experiment FILE [--key FILE]\n"
+            "usage: %s --role numerical --peer HOST:PORT --experiment FILE [--key FILE]\n"
             "       %s --role physical --listen HOST:PORT --experiment FILE [--key FILE]\n"
             "\n"
             "Checks a drths site (this implementation or another one) against the wire\n"
@@ -45,6 +45,8 @@ static void usage(FILE *f)
             "  --mismatch          physical role: answer the HELLO with a HELLO_ACK whose\n"
             "                      fingerprint differs and check the numerical site's ABORT\n"
             "                      FINGERPRINT_MISMATCH instead of running\n"
+            "  --help              print this help and exit\n"
+            "  --version           print the version and exit\n"
             "\n"
             "Safety: in the numerical role the only motion commanded is one smooth bump of\n"
             "--amplitude-mm (0.1 mm by default) from the rest position and back, over --ticks\n"
@@ -170,6 +172,7 @@ int main(int argc, char **argv)
     c.udp.fd = c.udp2.fd = -1;
     c.run_ticks = 1000;
     c.timeout_s = 30;
+    argv[0] = (char *)CONFORM_PROG; /* getopt names the program in its messages from argv[0] */
     int rc = parse(argc, argv, &c, &a);
     if (rc < 0)
         rc = set_up(&c, &a);
