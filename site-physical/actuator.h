@@ -293,7 +293,11 @@ typedef struct drths_actuator {
     uint8_t end_reason;          /* END_OF_RECORD, or the HOLD reason */
 
     double last_meas_disp_m;
-    drths_fb_sample_t fb_ring[DRTHS_WIRE_MAX_R]; /* measurement of tick t at t % MAX_R */
+    /* The measurements the FEEDBACKs repeat: tick t at t % fb_cap, fb_cap reaching back by the
+     * largest redundancy offset (drths_wire_offset(r - 1) + 1); owned. */
+    drths_fb_sample_t *fb_ring;
+    uint64_t *fb_ring_tick;      /* the tick each slot holds, UINT64_MAX when none */
+    size_t fb_cap;
 
     /* The stability monitor (check_stability in actuator.c). */
     uint64_t stab_win_ticks;     /* ticks per window (0: off) */
