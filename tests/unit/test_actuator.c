@@ -1700,6 +1700,33 @@ static double steady_noise(uint64_t t)
     return 0.015 * noise(cmd_time(t));
 }
 
+/* The onset of strong motion as the default experiment's first floor sees it (the reference
+ * run of examples/three-story-elcentro.yaml: about 3.8 mm until 2 s, 12 mm at 2.6 s): 3.8 mm at
+ * 2.9 Hz until 1.1 s, then growing 2.3/s to 12 mm, then steady. One fit of four windows
+ * reaches the HOLD's 2.0/s, as the reference run's does for one window alignment in four; the
+ * fits before and after it do not. */
+static double quake_onset(uint64_t t)
+{
+    const double s = cmd_time(t);
+    const double env = s < 1.1 ? 3.8e-3 : fmin(3.8e-3 * exp(2.3 * (s - 1.1)), 12e-3);
+    return env * sin(2.0 * M_PI * 2.9 * s);
+}
+
+/* A single fit at the growth rate is no HOLD: the fit one window earlier must reach it too
+ * (fast_growth, an instability, does and holds in test_stability_growth_holds). */
+static void test_stability_onset_is_no_hold(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_stability(&p, INFINITY);
+    setup_with(&p);
+    start(STAB_L);
+    assert_int_equal(run_until_hold(15000, quake_onset), UINT64_MAX);
+    /* A single fit reached the rate: without the persistence this run was a HOLD. */
+    assert_true(F.a.stab_max_growth >= p.stab_growth_per_s);
+    teardown();
+}
+
 static void test_stability_no_false_hold(void **state)
 {
     (void)state;
@@ -1762,6 +1789,7 @@ int main(void)
         cmocka_unit_test(test_no_allocation_per_tick),
         cmocka_unit_test(test_golden_runs),
         cmocka_unit_test(test_stability_growth_holds),
+        cmocka_unit_test(test_stability_onset_is_no_hold),
         cmocka_unit_test(test_stability_after_record_holds),
         cmocka_unit_test(test_stability_no_false_hold),
     };
