@@ -1760,6 +1760,41 @@ static void test_stability_no_false_hold(void **state)
     teardown();
 }
 
+/* R = 8: the FEEDBACK's samples are the measurements of ticks t - offset(k), offsets 0, 1, 2, 3,
+ * 8, 16, 32, 64 (the HELLO's list serves both directions, PROTOCOL.md section 8). */
+static void test_feedback_spread_offsets(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_default(&p);
+    p.r = 8;
+    setup_with(&p);
+    start(5);
+    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    run(0, 99, sine, 4, no_drop);
+    assert_int_equal(F.a.c.concealed, 0);
+    const drths_msg_feedback_t *f = &F.out.feedback.u.feedback;
+    assert_int_equal(F.out.feedback.tick, 99);
+    assert_int_equal(f->r, 8);
+    static const uint64_t ticks[8] = {99, 98, 97, 96, 91, 83, 67, 35};
+    for (int k = 0; k < 8; k++) {
+        assert_int_equal(f->s[k].cmd_tick, (int64_t)ticks[k]);
+        assert_true(fabs(f->s[k].ch[0].disp_m - sine(ticks[k])) < 1e-15);
+        assert_true(fabs(f->s[k].ch[0].force_n - K_SPRING * sine(ticks[k])) < 1e-9);
+    }
+    teardown();
+
+    /* Near the start only the ticks that exist: at tick 40 offset 64 is not there yet. */
+    setup_with(&p);
+    start(5);
+    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    run(0, 40, sine, 4, no_drop);
+    assert_int_equal(F.out.feedback.tick, 40);
+    assert_int_equal(f->r, 7);
+    assert_int_equal(f->s[6].cmd_tick, 8);
+    teardown();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1788,6 +1823,7 @@ int main(void)
         cmocka_unit_test(test_L_beyond_playout_capacity),
         cmocka_unit_test(test_no_allocation_per_tick),
         cmocka_unit_test(test_golden_runs),
+        cmocka_unit_test(test_feedback_spread_offsets),
         cmocka_unit_test(test_stability_growth_holds),
         cmocka_unit_test(test_stability_onset_is_no_hold),
         cmocka_unit_test(test_stability_after_record_holds),
