@@ -156,7 +156,7 @@ typedef struct drths_msg_hello {
     double rate_hz;               /* control tick rate */
     uint8_t n_channels;
     uint8_t r;                    /* redundancy: number of offsets, samples per COMMAND */
-    uint16_t offsets[DRTHS_WIRE_MAX_R]; /* sample k (COMMAND, FEEDBACK) is for tick T - offsets[k] */
+    uint16_t offsets[DRTHS_WIRE_MAX_R]; /* both ways: sample k is for tick T - offsets[k] */
     char units[DRTHS_WIRE_MAX_UNITS + 1];
     uint8_t fingerprint[DRTHS_WIRE_FINGERPRINT_BYTES];
     uint8_t n_sections;

@@ -297,7 +297,7 @@ typedef struct drths_actuator {
     /* The measurements the FEEDBACKs repeat: tick t at t % fb_cap, fb_cap reaching back by the
      * largest redundancy offset (drths_wire_offset(r - 1) + 1); owned. */
     drths_fb_sample_t *fb_ring;
-    uint64_t *fb_ring_tick;      /* the tick each slot holds, UINT64_MAX when none */
+    uint64_t *fb_ring_tick; /* the tick each slot holds, UINT64_MAX when none */
     size_t fb_cap;
 
     /* The stability monitor (check_stability in actuator.c). */
