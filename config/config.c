@@ -702,7 +702,7 @@ DEFINE_SECTION(actuator, ACTUATOR_FIELDS, drths_experiment_t, "actuator");
 
 /* link */
 #define LINK_FIELDS(X, s)                                                                          \
-    X(s, INT,     redundancy, link.redundancy, 4, 1, 16, _)                                        \
+    X(s, INT,     redundancy, link.redundancy, 8, 1, 16, _)                                        \
     X(s, INT,     probes, link.probes, 500, 10, 100000, _)                                         \
     X(s, REAL_IN, quantile, link.quantile, 0.999, 0.5, 1.0, _)                                     \
     X(s, INT,     safety_margin_ticks, link.safety_margin_ticks, 10, 0, 100000, _)                 \

@@ -1,11 +1,13 @@
 /* The numerical site's feedback reorder buffer (docs/design.md#jitter-buffer).
  *
  * The numerical site integrates step n with the feedback of tick n, so it consumes feedback
- * strictly in tick order. Datagrams may arrive out of order, duplicated (each carries the last R
- * samples) or not at all; this small tick-indexed buffer puts them back in order. The consumer
- * takes the next tick when it is there; when its deadline passes without it, the consumer conceals
- * the step (Smith model force, docs/design.md#concealment) and skips the tick, which is counted as
- * missing; a copy arriving afterwards is LATE.
+ * strictly in tick order. Datagrams may arrive out of order, duplicated (each carries R samples,
+ * of ticks t - offset(k): a lost tick's copy comes up to the largest offset later) or not at
+ * all; this small tick-indexed buffer puts them back in order. A copy of a tick not yet consumed
+ * is stored however much newer feedback came first (the depth is thousands of ticks). The
+ * consumer takes the next tick when it is there; when its deadline passes without it, the
+ * consumer conceals the step (Smith model force, docs/design.md#concealment) and skips the tick,
+ * which is counted as missing; a copy arriving afterwards is LATE.
  *
  * It is the playout buffer's slot logic (protocol/playout.h) with an in-order consumer: taking
  * never advances past a tick that has not arrived, only an explicit skip does.

@@ -156,7 +156,7 @@ typedef struct drths_msg_hello {
     double rate_hz;               /* control tick rate */
     uint8_t n_channels;
     uint8_t r;                    /* redundancy: number of offsets, samples per COMMAND */
-    uint16_t offsets[DRTHS_WIRE_MAX_R]; /* COMMAND sample k is for tick T - offsets[k] */
+    uint16_t offsets[DRTHS_WIRE_MAX_R]; /* both ways: sample k is for tick T - offsets[k] */
     char units[DRTHS_WIRE_MAX_UNITS + 1];
     uint8_t fingerprint[DRTHS_WIRE_FINGERPRINT_BYTES];
     uint8_t n_sections;
@@ -198,7 +198,8 @@ typedef struct drths_fb_sample {
     drths_fb_channel_t ch[DRTHS_WIRE_MAX_CHANNELS];
 } drths_fb_sample_t;
 
-/* FEEDBACK: s[k] is the measurement of tick (header tick - k), k = 0 .. r-1. */
+/* FEEDBACK: s[k] is the measurement of tick (header tick - offsets[k]), k = 0 .. r-1, with the
+ * offsets of the HELLO (PROTOCOL.md section 8; drths_wire_offset in this implementation). */
 typedef struct drths_msg_feedback {
     uint8_t n_channels;
     uint8_t r;
@@ -351,9 +352,10 @@ drths_reject_t drths_wire_open_hello(drths_wire_rx_t *rx, const uint8_t *buf, si
  * authenticated: use it to route a datagram, never to act on it. RT-safe. */
 drths_reject_t drths_wire_peek_header(const uint8_t *buf, size_t len, drths_wire_header_t *h);
 
-/* The redundancy offset of COMMAND sample k (0 <= k < DRTHS_WIRE_MAX_R) as this implementation
- * chooses them (PROTOCOL.md section 8): R samples are the first R of 0, 1, 2, 3, 8, 16, 32, ...,
- * 16384, so R <= 4 is consecutive and a larger R also spans a burst of losses. RT-safe. */
+/* The redundancy offset of sample k (0 <= k < DRTHS_WIRE_MAX_R) of a COMMAND and of a FEEDBACK
+ * as this implementation chooses them (PROTOCOL.md section 8): R samples are the first R of 0,
+ * 1, 2, 3, 8, 16, 32, ..., 16384, so R <= 4 is consecutive and a larger R also spans a burst of
+ * losses. RT-safe. */
 unsigned drths_wire_offset(int k);
 
 /* Version negotiation (PROTOCOL.md section 7.2): the highest version in both ranges, or 0 if

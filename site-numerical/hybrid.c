@@ -345,8 +345,10 @@ static void on_feedback(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx_ns)
         h->c.phys_concealed++;
     if (f->s[0].flags & DRTHS_FB_HOLD)
         h->c.phys_hold++;
-    for (int k = 0; k < f->r && (uint64_t)k <= m->tick; k++) {
-        uint64_t tick = m->tick - (uint64_t)k;
+    for (int k = 0; k < f->r && drths_wire_offset(k) <= m->tick; k++) {
+        /* Sample k is the measurement of tick t - offset(k): the HELLO's one offsets list serves
+         * both directions (PROTOCOL.md section 8). */
+        uint64_t tick = m->tick - drths_wire_offset(k);
         if (tick < 1)
             break; /* tick 0 is the rest state, recorded at start */
         switch (drths_reorder_put(&h->rb, tick, &f->s[k])) {

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/setup.h"
@@ -226,11 +227,21 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
         a->hist[i] = rest;
     if (daq->backend == DRTHS_DAQ_BACKEND_VIRTUAL && daq->u.virt.spec)
         drths_specimen_reset(daq->u.virt.spec, 0.0, p->rest_damper_command);
-    for (int i = 0; i < DRTHS_WIRE_MAX_R; i++)
-        a->fb_ring[i].cmd_tick = -1;
+    /* FEEDBACK sample k is for tick t - offset(k), as in a COMMAND (PROTOCOL.md section 8). */
+    a->fb_cap = (size_t)drths_wire_offset(p->r - 1) + 1;
+    a->fb_ring = calloc(a->fb_cap, sizeof *a->fb_ring);
+    a->fb_ring_tick = malloc(a->fb_cap * sizeof *a->fb_ring_tick);
+    if (!a->fb_ring || !a->fb_ring_tick) {
+        drths_actuator_close(a);
+        return drths_error_set(err, -ENOMEM, "actuator: no memory for %zu feedback samples",
+                               a->fb_cap);
+    }
+    for (size_t i = 0; i < a->fb_cap; i++)
+        a->fb_ring_tick[i] = UINT64_MAX;
     a->stab_win_ticks =
         p->stab_window_s > 0.0 ? (uint64_t)llround(p->stab_window_s * p->rate_hz) : 0;
     a->stab_max_growth = -INFINITY;
+    a->stab_prev_rate = NAN;
     return 0;
 }
 
@@ -239,6 +250,10 @@ void drths_actuator_close(drths_actuator_t *a)
     drths_playout_close(&a->pb);
     drths_hist_close(&a->lateness_ns);
     drths_hist_close(&a->lead_ns);
+    free(a->fb_ring);
+    free(a->fb_ring_tick);
+    a->fb_ring = NULL;
+    a->fb_ring_tick = NULL;
 }
 
 /* Copies src into dst (cap bytes with the NUL) and returns the length written, never
@@ -1049,7 +1064,9 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
  * 1 / (2 window), 2.5 Hz with the defaults, below the default structure's first mode), the
  * least-squares slope of log amplitude is the growth rate. It is a HOLD when it reaches
  * stab_growth_per_s with every window at least stab_min_amp_m (the onset of an earthquake's
- * response, from rest, grows faster than any threshold: the floor keeps it out), or, all the
+ * response, from rest, grows faster than any threshold: the floor keeps it out) and the fit one
+ * window earlier reached it too (a strong motion's onset may grow that fast over one fit, as the
+ * window alignment falls; an instability keeps growing), or, all the
  * windows lying after the record's end and at least stab_quiet_amp_m (an oscillation a stable
  * structure would have shed), when it is above -stab_min_decay_per_s. Rest ticks, HOLD ticks
  * and failed reads are not monitored. O(stab_windows) once per window, no allocation. */
@@ -1097,8 +1114,10 @@ static void check_stability(drths_actuator_t *a, const tick_state_t *s)
         const double amp = a->stab_amp[k];
         /* A window without a crossing of the mean sees part of a motion slower than 1 / (2
          * window): its peak is no sample of an envelope. */
-        if (!(amp > 0.0) || !a->stab_crossings[k])
+        if (!(amp > 0.0) || !a->stab_crossings[k]) {
+            a->stab_prev_rate = NAN;
             return;
+        }
         if (amp < min_amp)
             min_amp = amp;
         const double x = (double)i, y = log(amp);
@@ -1113,6 +1132,8 @@ static void check_stability(drths_actuator_t *a, const tick_state_t *s)
     }
     const double dn = (double)n;
     const double rate = (dn * sxy - sx * sy) / (dn * sxx - sx * sx) / win_s;
+    const double prev_rate = a->stab_prev_rate;
+    a->stab_prev_rate = rate;
     const double span_s = dn * win_s;
     const bool quiet = (double)(a->stab_done - n) * win_s >= a->p.stab_quiet_after_s &&
                        min_amp >= a->p.stab_quiet_amp_m;
@@ -1120,7 +1141,12 @@ static void check_stability(drths_actuator_t *a, const tick_state_t *s)
         return;
     if (rate > a->stab_max_growth)
         a->stab_max_growth = rate;
-    const bool growing = rate >= a->p.stab_growth_per_s && min_amp >= a->p.stab_min_amp_m;
+    /* Growth must also have been there one window earlier (that fit's windows may be below the
+     * floor): an earthquake's onset can grow as fast as the threshold over one fit, a
+     * self-excited oscillation keeps growing. The default experiment's reference run fits up to
+     * 2.14/s for one window alignment in four, but never two fits in a row above 1.82/s. */
+    const bool growing = rate >= a->p.stab_growth_per_s && min_amp >= a->p.stab_min_amp_m &&
+                         prev_rate >= a->p.stab_growth_per_s;
     if (!growing && !(quiet && rate > -a->p.stab_min_decay_per_s))
         return;
     const double freq = (double)cross / (2.0 * span_s);
@@ -1138,12 +1164,14 @@ static void check_stability(drths_actuator_t *a, const tick_state_t *s)
 }
 
 /* Phase 4, the FEEDBACK: this tick's measurement goes into the ring, and the message carries
- * the last r ticks and the echo of the newest COMMAND. */
+ * the measurements of ticks t - offset(k) (the offsets both sites agreed on in the handshake,
+ * PROTOCOL.md section 8) and the echo of the newest COMMAND. */
 static void build_feedback(drths_actuator_t *a, const tick_state_t *s, drths_actuator_out_t *out)
 {
     const uint64_t tick = s->tick;
-    drths_fb_sample_t *fs = &a->fb_ring[tick % DRTHS_WIRE_MAX_R];
+    drths_fb_sample_t *fs = &a->fb_ring[tick % a->fb_cap];
     memset(fs, 0, sizeof *fs);
+    a->fb_ring_tick[tick % a->fb_cap] = tick;
     fs->cmd_tick = s->cmd_tick;
     fs->flags =
         (uint8_t)((s->concealed ? DRTHS_FB_CONCEALED : 0u) | (a->hold ? DRTHS_FB_HOLD : 0u));
@@ -1158,17 +1186,21 @@ static void build_feedback(drths_actuator_t *a, const tick_state_t *s, drths_act
     fb->session_id = 0;
     drths_msg_feedback_t *f = &fb->u.feedback;
     f->n_channels = 1;
-    f->r = (uint8_t)a->p.r;
     f->echo_counter = a->have_cmd ? a->echo_counter : 0;
     f->echo_hold_ns = a->have_cmd && s->now_ns > a->echo_arrival_ns
                           ? (uint64_t)(s->now_ns - a->echo_arrival_ns)
                           : 0;
-    /* s[k] is tick t - k. The wire requires r - 1 <= t, so the first r - 1 FEEDBACKs carry
-     * only the ticks that exist (t + 1 samples). */
-    if ((uint64_t)(a->p.r - 1) > tick)
-        f->r = (uint8_t)(tick + 1);
-    for (int k = 0; k < f->r; k++)
-        f->s[k] = a->fb_ring[(tick - (uint64_t)k) % DRTHS_WIRE_MAX_R];
+    /* Near the start only the ticks that exist (>= 0) are carried; the offsets increase, so
+     * they are a prefix. A tick the ring does not hold (no FEEDBACK was built for it) ends the
+     * samples too: the receiver reads sample k as tick t - offset(k), so none may be skipped. */
+    int k = 0;
+    for (; k < a->p.r; k++) {
+        const uint64_t off = drths_wire_offset(k);
+        if (off > tick || a->fb_ring_tick[(tick - off) % a->fb_cap] != tick - off)
+            break;
+        f->s[k] = a->fb_ring[(tick - off) % a->fb_cap];
+    }
+    f->r = (uint8_t)k;
 }
 
 /* Phase 5, the ABORT: in HOLD, unless the numerical site's own ABORT caused it, three of them

@@ -35,7 +35,8 @@
  *
  * Stability (check_stability in actuator.c, physical.stability_*): after the read, the measured
  * displacement's amplitude per window (stab_window_s) is fitted over the last stab_windows
- * windows; an amplitude growing at stab_growth_per_s or more, or not decaying at
+ * windows; an amplitude growing at stab_growth_per_s or more in this fit and the one before, or
+ * not decaying at
  * stab_min_decay_per_s once the record has ended (stab_quiet_after_s), is a LIMIT HOLD whose
  * sentence gives the frequency, growth rate, span and amplitude. It takes effect like the
  * measurement limits.
@@ -293,7 +294,11 @@ typedef struct drths_actuator {
     uint8_t end_reason;          /* END_OF_RECORD, or the HOLD reason */
 
     double last_meas_disp_m;
-    drths_fb_sample_t fb_ring[DRTHS_WIRE_MAX_R]; /* measurement of tick t at t % MAX_R */
+    /* The measurements the FEEDBACKs repeat: tick t at t % fb_cap, fb_cap reaching back by the
+     * largest redundancy offset (drths_wire_offset(r - 1) + 1); owned. */
+    drths_fb_sample_t *fb_ring;
+    uint64_t *fb_ring_tick; /* the tick each slot holds, UINT64_MAX when none */
+    size_t fb_cap;
 
     /* The stability monitor (check_stability in actuator.c). */
     uint64_t stab_win_ticks;     /* ticks per window (0: off) */
@@ -306,6 +311,7 @@ typedef struct drths_actuator {
     uint64_t stab_done;          /* windows completed */
     double stab_amp[DRTHS_ACT_STAB_MAX_WINDOWS];      /* by window number % MAX */
     uint64_t stab_crossings[DRTHS_ACT_STAB_MAX_WINDOWS];
+    double stab_prev_rate;       /* the previous window's fitted growth (1/s), NAN if none */
     double stab_max_growth;      /* largest growth rate fitted (1/s), -INFINITY before any */
 
     drths_hist_t lateness_ns;    /* tick wake-up lateness */

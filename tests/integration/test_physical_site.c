@@ -237,9 +237,11 @@ static drths_msg_t command_for(uint64_t T)
     drths_msg_command_t *c = &m.u.command;
     c->loop_delay_ticks = L_TICKS;
     c->n_channels = 1;
-    c->r = (uint8_t)W.exp.link.redundancy;
+    /* Sample k is for tick T - offset(k) (PROTOCOL.md section 8), ticks >= 0 only. */
+    while (c->r < W.exp.link.redundancy && drths_wire_offset(c->r) <= T)
+        c->r++;
     for (int k = 0; k < c->r; k++) {
-        uint64_t t = T - (uint64_t)k;
+        uint64_t t = T - drths_wire_offset(k);
         c->s[k][0].disp_m = t > L_TICKS ? x_of(t) : 0.0;
         c->s[k][0].vel_m_s = 0.0;
         c->s[k][0].damper_cmd = 2.5;

@@ -1700,6 +1700,33 @@ static double steady_noise(uint64_t t)
     return 0.015 * noise(cmd_time(t));
 }
 
+/* The onset of strong motion as the default experiment's first floor sees it (the reference
+ * run of examples/three-story-elcentro.yaml: about 3.8 mm until 2 s, 12 mm at 2.6 s): 3.8 mm at
+ * 2.9 Hz until 1.1 s, then growing 2.3/s to 12 mm, then steady. One fit of four windows
+ * reaches the HOLD's 2.0/s, as the reference run's does for one window alignment in four; the
+ * fits before and after it do not. */
+static double quake_onset(uint64_t t)
+{
+    const double s = cmd_time(t);
+    const double env = s < 1.1 ? 3.8e-3 : fmin(3.8e-3 * exp(2.3 * (s - 1.1)), 12e-3);
+    return env * sin(2.0 * M_PI * 2.9 * s);
+}
+
+/* A single fit at the growth rate is no HOLD: the fit one window earlier must reach it too
+ * (fast_growth, an instability, does and holds in test_stability_growth_holds). */
+static void test_stability_onset_is_no_hold(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_stability(&p, INFINITY);
+    setup_with(&p);
+    start(STAB_L);
+    assert_int_equal(run_until_hold(15000, quake_onset), UINT64_MAX);
+    /* A single fit reached the rate: without the persistence this run was a HOLD. */
+    assert_true(F.a.stab_max_growth >= p.stab_growth_per_s);
+    teardown();
+}
+
 static void test_stability_no_false_hold(void **state)
 {
     (void)state;
@@ -1733,6 +1760,41 @@ static void test_stability_no_false_hold(void **state)
     teardown();
 }
 
+/* R = 8: the FEEDBACK's samples are the measurements of ticks t - offset(k), offsets 0, 1, 2, 3,
+ * 8, 16, 32, 64 (the HELLO's list serves both directions, PROTOCOL.md section 8). */
+static void test_feedback_spread_offsets(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_default(&p);
+    p.r = 8;
+    setup_with(&p);
+    start(5);
+    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    run(0, 99, sine, 4, no_drop);
+    assert_int_equal(F.a.c.concealed, 0);
+    const drths_msg_feedback_t *f = &F.out.feedback.u.feedback;
+    assert_int_equal(F.out.feedback.tick, 99);
+    assert_int_equal(f->r, 8);
+    static const uint64_t ticks[8] = {99, 98, 97, 96, 91, 83, 67, 35};
+    for (int k = 0; k < 8; k++) {
+        assert_int_equal(f->s[k].cmd_tick, (int64_t)ticks[k]);
+        assert_true(fabs(f->s[k].ch[0].disp_m - sine(ticks[k])) < 1e-15);
+        assert_true(fabs(f->s[k].ch[0].force_n - K_SPRING * sine(ticks[k])) < 1e-9);
+    }
+    teardown();
+
+    /* Near the start only the ticks that exist: at tick 40 offset 64 is not there yet. */
+    setup_with(&p);
+    start(5);
+    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    run(0, 40, sine, 4, no_drop);
+    assert_int_equal(F.out.feedback.tick, 40);
+    assert_int_equal(f->r, 7);
+    assert_int_equal(f->s[6].cmd_tick, 8);
+    teardown();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1761,7 +1823,9 @@ int main(void)
         cmocka_unit_test(test_L_beyond_playout_capacity),
         cmocka_unit_test(test_no_allocation_per_tick),
         cmocka_unit_test(test_golden_runs),
+        cmocka_unit_test(test_feedback_spread_offsets),
         cmocka_unit_test(test_stability_growth_holds),
+        cmocka_unit_test(test_stability_onset_is_no_hold),
         cmocka_unit_test(test_stability_after_record_holds),
         cmocka_unit_test(test_stability_no_false_hold),
     };

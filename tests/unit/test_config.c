@@ -148,7 +148,7 @@ static void test_defaults(void **state)
     assert_int_equal(x.actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL);
     assert_int_equal(x.actuator.compensation, DRTHS_COMPENSATION_NONE);
     assert_true(x.actuator.displacement_range_m == 0.1 && x.actuator.force_range_N == 250000);
-    assert_int_equal(x.link.redundancy, 4);
+    assert_int_equal(x.link.redundancy, 8);
     assert_int_equal(x.link.probes, 500);
     assert_true(x.link.quantile == 0.999);
     assert_int_equal(x.link.safety_margin_ticks, 10);
@@ -267,7 +267,7 @@ static void test_fingerprint(void **state)
     assert_memory_equal(a, b, 32); /* stable */
 
     /* Explicit defaults are the same experiment as omitted ones. */
-    fp_with("rate_hz: 5000\ncontrol: {mode: passive-off}\nlink: {redundancy: 4, quantile: 0.999}\n",
+    fp_with("rate_hz: 5000\ncontrol: {mode: passive-off}\nlink: {redundancy: 8, quantile: 0.999}\n",
             b);
     assert_memory_equal(a, b, 32);
 
@@ -735,9 +735,9 @@ static void test_pinned_fingerprints(void **state)
         const char *file, *hex;
     } pinned[] = {
         {"examples/three-story-elcentro.yaml",
-         "fedca5177fdb6f2b929900537828f41c453b4bf660d254a35b1e844b6378400e"},
+         "863f62c51cbdec71a6128b7957d78b095db32b6f0fe611ef75d9756d767b05b8"},
         {"tests/data/config/minimal.yaml",
-         "dc8b36bee0e37f5fbc962a6986ec453b3ca959cdfb8fc0e8d9b1c6287d02f322"},
+         "63662dbf101940fd4e1d21fc42d3f92f2fd5b3b254d9d1c35a239e1cac844063"},
     };
     for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
         char *p = src_path(pinned[i].file);

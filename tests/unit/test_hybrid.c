@@ -67,10 +67,11 @@ typedef struct sim {
     int adapt_L;
     int drop_starts; /* the link loses this many EPOCH 1 (the run's start) */
     uint64_t cmd_burst_at, cmd_burst_n; /* COMMANDs numbered from .._at (by send) lost */
+    uint64_t fb_burst_at, fb_burst_n;   /* FEEDBACKs of ticks .._at .. _at + _n - 1 lost */
     int r;           /* redundancy R (0: the experiment's) */
 } sim_t;
 
-static sim_t g_sim = {1000000, 1000000, INT64_MAX, INT64_MAX, 0, 1, 0, 0, 0, 0};
+static sim_t g_sim = {1000000, 1000000, INT64_MAX, INT64_MAX, 0, 1, 0, 0, 0, 0, 0, 0};
 
 static int64_t sim_delay(int64_t now)
 {
@@ -94,6 +95,11 @@ static int drop_one_in_20(uint64_t tick)
 static int drop_burst(uint64_t tick)
 {
     return tick >= 3000 && tick <= 3005; /* 6 datagrams: R = 4 repairs 3, 3 stay missing */
+}
+
+static int drop_fb_burst(uint64_t tick)
+{
+    return tick >= g_sim.fb_burst_at && tick < g_sim.fb_burst_at + g_sim.fb_burst_n;
 }
 
 typedef struct result {
@@ -271,11 +277,13 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
             fb.counter = ++fb_counter;
             drths_msg_feedback_t *f = &fb.u.feedback;
             f->n_channels = 1;
-            f->r = (uint8_t)(tick + 1 < (uint64_t)p.r ? tick + 1 : (uint64_t)p.r);
             f->echo_counter = newest_cmd;
             f->echo_hold_ns = newest_cmd ? (uint64_t)(now - newest_cmd_rx) : 0;
+            /* Sample k is tick - offset(k), as the actuator site sends them. */
+            while (f->r < p.r && drths_wire_offset(f->r) <= tick)
+                f->r++;
             for (int k = 0; k < f->r; k++) {
-                uint64_t t = tick - (uint64_t)k;
+                uint64_t t = tick - drths_wire_offset(k);
                 f->s[k].cmd_tick = t > LOOP_L ? (int64_t)t : -1;
                 f->s[k].ch[0].force_n = force[t];
                 f->s[k].ch[0].disp_m = t > LOOP_L ? cmd[t].disp_m : 0.0;
@@ -476,7 +484,9 @@ static void test_burst_longer_than_r_is_concealed(void **state)
 {
     fixture_t *f = *state;
     result_t r;
+    g_sim.r = 4; /* consecutive offsets 0 .. 3 (the examples have R = 8) */
     run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_burst, &r);
+    g_sim.r = 0;
     double e = max_rel_error(f, &r);
     print_message("burst of 6 lost datagrams (R = 4): %llu concealed, max error %.3g of peak\n",
                   (unsigned long long)r.c.concealed, e);
@@ -489,6 +499,42 @@ static void test_burst_longer_than_r_is_concealed(void **state)
     }
     /* The model equals the specimen, so even the concealed steps use the true force. */
     assert_true(e <= ROUNDOFF);
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    result_free(&r);
+}
+
+/* Spread offsets serve FEEDBACK too (PROTOCOL.md section 8). Here the feedback wait is (L + 1)
+ * ticks minus the 2 ms round trip, 16 ticks: a burst of 8 lost FEEDBACKs (ticks 3000 .. 3007)
+ * is repaired by the samples at offset 8 of FEEDBACKs 3008 .. 3015, 8 ticks after the lost
+ * ones, in time, so nothing is concealed and the run is the reference run. With R = 4 (offsets
+ * 0 .. 3) ticks 3000 .. 3004 stay missing and are concealed. */
+static void test_spread_offsets_repair_a_feedback_burst(void **state)
+{
+    fixture_t *f = *state;
+    result_t r;
+    g_sim.fb_burst_at = 3000;
+    g_sim.fb_burst_n = 8;
+    g_sim.r = 8;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_fb_burst, &r);
+    print_message("R = 8, 8 FEEDBACKs lost in a row: %llu concealed, %llu late\n",
+                  (unsigned long long)r.c.concealed, (unsigned long long)r.c.fb_late);
+    assert_int_equal(r.c.concealed, 0);
+    assert_int_equal(r.c.fb_late, 0);
+    for (long k = 2995; k < 3015; k++)
+        assert_true(r.fb_concealed[k] == 0.0 && r.fb_tick[k] == (double)k);
+    assert_true(max_rel_error(f, &r) <= ROUNDOFF);
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    result_free(&r);
+
+    g_sim.r = 4;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_fb_burst, &r);
+    g_sim.r = 0;
+    g_sim.fb_burst_at = g_sim.fb_burst_n = 0;
+    print_message("R = 4, 8 FEEDBACKs lost in a row: %llu concealed\n",
+                  (unsigned long long)r.c.concealed);
+    assert_int_equal(r.c.concealed, 5);
+    for (long k = 3000; k <= 3004; k++)
+        assert_true(r.fb_concealed[k] == 1.0);
     assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
     result_free(&r);
 }
@@ -663,6 +709,7 @@ int main(void)
         cmocka_unit_test(test_start_survives_loss),
         cmocka_unit_test(test_spread_offsets_repair_a_burst),
         cmocka_unit_test(test_burst_longer_than_r_is_concealed),
+        cmocka_unit_test(test_spread_offsets_repair_a_feedback_burst),
         cmocka_unit_test(test_clipped_optimal_equals_reference),
         cmocka_unit_test(test_adaptive_against_stronger_specimen),
         cmocka_unit_test(test_delay_step_raises_and_lowers_L),

@@ -176,8 +176,10 @@ static inline void ex_msg(drths_msg_type_t t, drths_msg_t *m)
         f->r = 4;
         f->echo_counter = 1002;
         f->echo_hold_ns = 87000;
+        /* The HELLOs' offsets 0, 1, 4, 8: measurements of ticks 1250, 1249, 1246, 1242. */
+        static const int64_t off[4] = {0, 1, 4, 8};
         for (int k = 0; k < 4; k++) {
-            f->s[k].cmd_tick = 1250 - k;
+            f->s[k].cmd_tick = 1250 - off[k];
             f->s[k].flags = k == 2 ? DRTHS_FB_CONCEALED : 0;
             f->s[k].ch[0].force_n = -12500.5 + 100.0 * k;
             f->s[k].ch[0].disp_m = 0.01 - 0.001 * k;
