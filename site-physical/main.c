@@ -32,7 +32,10 @@ static void usage(FILE *f)
             "       drths-physical --experiment FILE --openfresco HOST:PORT [--step-duration S]\n"
             "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
             "                      [--predict-fraction F] [--openfresco-setup-timeout S]\n"
-            "                      [--openfresco-step-timeout S] [--out DIR] [--wait-timeout S] ...\n"
+            "                      [--openfresco-step-timeout S] [--openfresco-max-iterations N]\n"
+            "                      [--openfresco-iteration-duration S]\n"
+            "                      [--openfresco-stiffness K] [--out DIR]\n"
+            "                      [--wait-timeout S] ...\n"
             "       drths-physical --experiment FILE --probe-only [--listen HOST:PORT] [--key FILE] ...\n"
             "       drths-physical --experiment FILE --io-check [--io-amplitude M] [--io-leg S]\n"
             "                      [--io-current A]\n"
@@ -68,6 +71,13 @@ static void usage(FILE *f)
             "                      connected, and wait for another (default 10)\n"
             "  --openfresco-step-timeout S  HOLD when the client sends no new target for S s\n"
             "                      once the site has answered it (default 10)\n"
+            "  --openfresco-max-iterations N  HOLD when an analysis step has more than N\n"
+            "                      iterations (new trials before its commit; default 20)\n"
+            "  --openfresco-iteration-duration S  wall time of one iteration (default\n"
+            "                      --step-duration / 4)\n"
+            "  --openfresco-stiffness K  the specimen's stiffness (N/m) answered to the\n"
+            "                      client's stiffness requests (default: a linear-spring\n"
+            "                      specimen's stiffness, else 0)\n"
             "  --probe-only        the other end of drths-numerical --probe-only (the days-before\n"
             "                      connectivity test): answers the handshake and the probes,\n"
             "                      opens no board (the virtual back end whatever daq says) and\n"
@@ -96,6 +106,7 @@ typedef struct app {
     drths_ofr_app_config_t ocfg;
     drths_ofr_app_t ofr;
     int ofr_open;
+    int stiffness_set; /* --openfresco-stiffness given */
     drths_experiment_t exp;
     drths_site_t shell;
     drths_site_key_t key;
@@ -114,6 +125,8 @@ typedef struct app {
 } app_t;
 
 static app_t app;
+
+enum { OPT_MAX_ITER = 1001, OPT_ITER_DURATION, OPT_STIFFNESS };
 
 static int own_option(void *ctx, int c, const char *arg)
 {
@@ -149,6 +162,20 @@ static int own_option(void *ctx, int c, const char *arg)
     case 'X':
         return drths_cli_positive(PROG, "--openfresco-step-timeout", arg, "seconds",
                                   &a->ocfg.step_timeout_s);
+    case OPT_MAX_ITER: {
+        long n;
+        if (drths_cli_long(PROG, "--openfresco-max-iterations", arg, 1, 10000, &n) != 0)
+            return -1;
+        a->ocfg.max_iterations = (int)n;
+        return 0;
+    }
+    case OPT_STIFFNESS:
+        a->stiffness_set = 1;
+        return drths_cli_double(PROG, "--openfresco-stiffness", arg, 0.0, 1e15, "N/m",
+                                &a->ocfg.stiffness);
+    case OPT_ITER_DURATION:
+        return drths_cli_positive(PROG, "--openfresco-iteration-duration", arg, "seconds",
+                                  &a->ocfg.iteration_duration_s);
     case 'F':
         if (drths_cli_double(PROG, "--predict-fraction", arg, 0.0, 1.0, NULL, &v) != 0)
             return -1;
@@ -268,6 +295,10 @@ static int configure(app_t *a)
     if (a->openfresco) {
         a->ocfg.listen = a->openfresco;
         a->ocfg.accept_timeout_s = a->wait_timeout_s;
+        /* A linear spring's stiffness is known; an MR damper's force is mostly viscous and
+         * hysteretic, with no initial stiffness to speak of: 0 (docs/openfresco.md). */
+        if (!a->stiffness_set && a->exp.specimen.damper.model == DRTHS_DAMPER_LINEAR_SPRING)
+            a->ocfg.stiffness = a->exp.specimen.damper.stiffness_N_per_m;
         int rc = drths_ofr_app_init(&a->ofr, &a->ocfg, &err);
         if (rc != 0) {
             fprintf(stderr, "drths-physical: %s\n", err.msg);
@@ -478,6 +509,9 @@ int main(int argc, char **argv)
         {"predict-fraction", required_argument, NULL, 'F'},
         {"openfresco-setup-timeout", required_argument, NULL, 'U'},
         {"openfresco-step-timeout", required_argument, NULL, 'X'},
+        {"openfresco-max-iterations", required_argument, NULL, OPT_MAX_ITER},
+        {"openfresco-iteration-duration", required_argument, NULL, OPT_ITER_DURATION},
+        {"openfresco-stiffness", required_argument, NULL, OPT_STIFFNESS},
         {"io-check", no_argument, NULL, 'I'},
         {"probe-only", no_argument, NULL, 'B'},
         {"io-amplitude", required_argument, NULL, 'A'},

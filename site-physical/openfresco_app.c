@@ -323,9 +323,13 @@ static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int
         return (ssize_t)measurement_reply(app, m->action, &r.r);
     case DRTHS_OFR_GET_INITIAL_STIFF:
     case DRTHS_OFR_GET_TANGENT_STIFF:
+        return (ssize_t)drths_ofr_reply_matrix(&app->rx, app->cfg.stiffness, app->outbuf,
+                                               IO_BUF_BYTES);
     case DRTHS_OFR_GET_DAMP:
+        return (ssize_t)drths_ofr_reply_matrix(&app->rx, app->cfg.damping, app->outbuf,
+                                               IO_BUF_BYTES);
     case DRTHS_OFR_GET_MASS:
-        return (ssize_t)drths_ofr_reply_matrix(&app->rx, 0.0, app->outbuf, IO_BUF_BYTES);
+        return (ssize_t)drths_ofr_reply_matrix(&app->rx, app->cfg.mass, app->outbuf, IO_BUF_BYTES);
     case DRTHS_OFR_COMMIT:
         drths_ofr_app_post(app, REQ_COMMIT, 0.0, NULL);
         return 0;
@@ -814,9 +818,29 @@ static void measure(drths_ofr_response_t *r, const drths_actuator_out_t *out, do
 {
     memset(r, 0, sizeof *r);
     r->disp[0] = out->row[DRTHS_ACT_COL_MEAS_DISP];
-    r->vel[0] = out->row[DRTHS_ACT_COL_COMMAND_VEL];
     r->force[0] = out->row[DRTHS_ACT_COL_MEAS_FORCE];
     r->time = time_s;
+}
+
+/* The measured response at a step's (or iteration's) end: velocity and acceleration are the
+ * backward differences of the displacement measured at the step ends, at the step duration T
+ * (what a laboratory without velocity and acceleration sensors reports). An iteration's end
+ * re-measures the end of the step it belongs to, so it differs from the previous step's end. */
+static void measure_end(drths_ofr_app_t *app, const drths_actuator_out_t *out, int kind)
+{
+    double t = app->cfg.step_duration_s;
+    measure(&app->last_resp, out, (double)app->steps_reached * t);
+    if (kind == TGT_STEP) {
+        app->base_d = app->last_d;
+        app->base_v = app->last_v_meas;
+    }
+    double d = app->last_resp.disp[0];
+    double v = (d - app->base_d) / t;
+    app->last_resp.vel[0] = v;
+    app->last_resp.accel[0] = (v - app->base_v) / t;
+    app->last_d = d;
+    app->last_v_meas = v;
+    app->have_resp = 1;
 }
 
 static void respond(drths_ofr_app_t *app, const drths_ofr_response_t *m)
@@ -841,8 +865,7 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
         if (e->kind == TGT_STEP)
             app->steps_reached++;
         app->reached++;
-        measure(&app->last_resp, out, (double)app->steps_reached * app->cfg.step_duration_s);
-        app->have_resp = 1;
+        measure_end(app, out, e->kind);
         app->ends_head = (app->ends_head + 1) % DRTHS_OFR_ENDS;
         app->ends_count--;
     }

@@ -79,6 +79,9 @@ typedef struct drths_ofr_app_config {
     double detect_wait_s;        /* AUTO: quiet time after a lone int32 1 (0.2 s) */
     double iteration_duration_s; /* wall time of one iteration (0: step_duration_s / 4) */
     int max_iterations;          /* iterations allowed in one step (0: 20) */
+    /* The specimen's initial stiffness, damping and mass (N/m, N s/m, kg), answered to
+     * getInitialStiff / getTangentStiff, getDamp and getMass (docs/openfresco.md). */
+    double stiffness, damping, mass;
 } drths_ofr_app_config_t;
 
 /* A trial closer than this to the current target is a repeat, not a new target: 1 nm, three
@@ -143,6 +146,9 @@ typedef struct drths_ofr_app {
     double iter_x0, iter_v0, iter_x1, iter_v1; /* Hermite ramp ends, velocities per tick */
     double prev_x;                             /* the command before last_x */
     drths_ofr_response_t last_resp;            /* measured when the latest target was reached */
+    /* Measured velocity and acceleration: backward differences of the displacement measured
+     * at the step ends (base: the previous step's end; last: this step's latest end). */
+    double base_d, base_v, last_d, last_v_meas;
     int have_resp;
     drths_ofr_step_end_t ends[DRTHS_OFR_ENDS];
     int ends_head, ends_count;
