@@ -672,7 +672,9 @@ static void record_end(drths_ofr_app_t *app, uint64_t u, double target, int kind
 /* Starts an iteration: the step's target moves to x1. The actuator leaves where it is (it may
  * have begun predicting the next step) on a cubic Hermite ramp of M ticks, with its present
  * velocity at the start and, at the end, the velocity the next step's predictor will start
- * with, so the command stays smooth (no velocity jump for the compensation to chase). */
+ * with, so the command stays smooth (no velocity jump for the compensation to chase). M is
+ * iteration_duration_s, longer when the distance needs it: the ramp's peak velocity (1.5 times
+ * its mean) stays under half the command velocity limit. */
 static void start_iteration(drths_ofr_app_t *app)
 {
     double x1 = app->pend[app->pend_head];
@@ -685,13 +687,17 @@ static void start_iteration(drths_ofr_app_t *app)
     app->iter_v0 = app->last_x - app->prev_x;
     app->iter_x1 = x1;
     app->iter_v1 = drths_precor_predict(app->hist, 1.0 / (double)app->step_ticks) - x1;
+    double need = 1.5 * fabs(x1 - app->iter_x0) / app->iter_vmax;
+    app->iter_len = app->iter_ticks;
+    if (need > (double)app->iter_len && need < 1e9)
+        app->iter_len = (int64_t)ceil(need);
 }
 
 static double iteration_command(drths_ofr_app_t *app, uint64_t u)
 {
     app->iter_j++;
-    double m = (double)app->iter_ticks;
-    if (app->iter_j >= app->iter_ticks) {
+    double m = (double)app->iter_len;
+    if (app->iter_j >= app->iter_len) {
         record_end(app, u, app->iter_x1, TGT_ITER);
         app->iter_active = 0;
         app->step_active = 1; /* the next step starts from here, predicting */
@@ -896,6 +902,7 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
     app->iter_ticks = (int64_t)llround(app->cfg.iteration_duration_s * ps->act.p.rate_hz);
     if (app->iter_ticks < 1)
         app->iter_ticks = 1;
+    app->iter_vmax = 0.5 * ps->act.p.limit_velocity_m_s / ps->act.p.rate_hz;
     while (!app->setup_seen) {
         if (atomic_load(&ps->stop_request)) {
             *reason = "stopped by signal before the OpenFresco client set up";

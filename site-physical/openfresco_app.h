@@ -142,7 +142,8 @@ typedef struct drths_ofr_app {
     int iters_in_step;
     int64_t iter_ticks; /* M: ticks of one iteration */
     int iter_active;
-    int64_t iter_j;
+    int64_t iter_j, iter_len; /* ticks played, ticks of this iteration (>= iter_ticks) */
+    double iter_vmax;         /* per tick: half the command velocity limit */
     double iter_x0, iter_v0, iter_x1, iter_v1; /* Hermite ramp ends, velocities per tick */
     double prev_x;                             /* the command before last_x */
     drths_ofr_response_t last_resp;            /* measured when the latest target was reached */
