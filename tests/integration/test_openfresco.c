@@ -44,8 +44,8 @@ typedef struct site {
 static uint8_t buf[8 * DS + 64];
 
 /* Starts the site; extra_opt and extra_val, when not NULL, are one more option. */
-static void site_start_with(site_t *s, const char *variant, const char *step,
-                            const char *extra_opt, const char *extra_val)
+static void site_start_with(site_t *s, const char *variant, const char *step, const char *extra_opt,
+                            const char *extra_val)
 {
     memset(s, 0, sizeof *s);
     const char *src = getenv("DRTHS_SOURCE_DIR");

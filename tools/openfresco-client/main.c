@@ -421,8 +421,12 @@ static void print_summary(const options_t *opt, result_t *res)
     qsort(res->gap, (size_t)done, sizeof *res->gap, cmp_double);
     printf(PROG ": %ld steps (%s), wall %.4f s, configured %.4f s, protocol overhead %.4f s "
                 "(%.1f us/step)\n",
-           done, opt->shadow ? "ShadowSite" : opt->repeat ? "genericClient" : "GenericTCP", wall, (double)done * step_dur,
-           wall - (double)done * step_dur, done ? (wall - done * step_dur) / done * 1e6 : 0.0);
+           done,
+           opt->shadow   ? "ShadowSite"
+           : opt->repeat ? "genericClient"
+                         : "GenericTCP",
+           wall, (double)done * step_dur, wall - (double)done * step_dur,
+           done ? (wall - done * step_dur) / done * 1e6 : 0.0);
     if (done)
         printf("  per-step interval minus step duration: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
                gap[done / 2] * 1e3, gap[(size_t)(0.99 * (double)(done - 1))] * 1e3,
