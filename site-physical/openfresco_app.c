@@ -422,14 +422,31 @@ static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
 {
     size_t have = 0;
     int setup = 0;
-    if (app->cfg.variant == DRTHS_OFR_AUTO) {
-        ssize_t k = detect_variant(app, fd, setup_deadline_ns);
-        if (k <= 0)
-            return k == -ETIMEDOUT ? SESSION_SETUP_TIMEOUT : SESSION_SETUP_CLOSED;
-        have = (size_t)k;
-    } else {
-        app->variant = app->cfg.variant;
+    /* The variant is told from the first bytes even when it is forced: a forced variant the
+     * client does not speak would otherwise leave both sides waiting for each other (the
+     * ShadowSite client for the probe's answer, the site for the rest of a GenericTCP ID). */
+    ssize_t first = detect_variant(app, fd, setup_deadline_ns);
+    if (first <= 0)
+        return first == -ETIMEDOUT ? SESSION_SETUP_TIMEOUT : SESSION_SETUP_CLOSED;
+    have = (size_t)first;
+    int32_t first_id;
+    memcpy(&first_id, app->inbuf, sizeof first_id);
+    /* Certain only for a first int32 of 1: anything else forced to shadow is left to the
+     * codec, which names a probe of the other byte order. */
+    if (app->cfg.variant != DRTHS_OFR_AUTO && app->variant != app->cfg.variant &&
+        first_id == 1) {
+        char text[DRTHS_OFR_TEXT];
+        snprintf(text, sizeof text,
+                 "OpenFresco protocol error: the client speaks the %s variant (%s), but the "
+                 "site is set to --openfresco-variant %s",
+                 drths_ofr_variant_name(app->variant),
+                 app->variant == DRTHS_OFR_SHADOW ? "expSite ShadowSite"
+                                                  : "GenericTCP or genericClient",
+                 drths_ofr_variant_name(app->cfg.variant));
+        drths_ofr_app_post(app, REQ_LOST, 0.0, text);
+        return SESSION_ENDED;
     }
+    app->variant = app->cfg.variant == DRTHS_OFR_AUTO ? app->variant : app->cfg.variant;
     drths_ofr_rx_init(&app->rx, app->variant);
     for (;;) {
         size_t need = drths_ofr_rx_need(&app->rx);

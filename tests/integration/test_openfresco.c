@@ -544,6 +544,39 @@ static void test_protocol_error(void **state)
     assert_non_null(strstr(s.log, "endianness probe"));
 }
 
+/* A forced variant the client does not speak: the site names both at once and closes the
+ * connection (an orderly close, k == 0, not the test's 20 s receive timeout), never a
+ * deadlock. */
+static void test_variant_mismatch(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start(&s, "generic", "0.004");
+    int fd = connect_site(&s);
+    int32_t one = 1;
+    send_bytes(fd, (const uint8_t *)&one, 4); /* ShadowSite's probe; it waits for the answer */
+    assert_int_equal(drths_tcp_recv(fd, buf, 4, 0), 0);
+    close(fd);
+    site_end(&s, 1);
+    assert_non_null(strstr(s.log, "the client speaks the shadow variant (expSite ShadowSite), "
+                                  "but the site is set to --openfresco-variant generic"));
+
+    site_start(&s, "shadow", "0.004");
+    fd = connect_site(&s);
+    const int32_t id[11] = {1, 1, 1, 0, 1, 0, 0, 0, 1, 0, DS};
+    size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
+    send_bytes(fd, buf, n);
+    const double trial[5] = {3.0, 0.001, 0.0, 0.0, 0.01}, force[1] = {10.0};
+    send_vec(fd, trial, 5);
+    send_vec(fd, force, 1);
+    assert_int_equal(drths_tcp_recv(fd, buf, 8 * DS, 0), 0);
+    close(fd);
+    site_end(&s, 1);
+    assert_non_null(strstr(s.log, "the client speaks the generic variant (GenericTCP or "
+                                  "genericClient), but the site is set to --openfresco-variant "
+                                  "shadow"));
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -554,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_generic_client_repeats),
         cmocka_unit_test(test_generic_client_iterations),
         cmocka_unit_test(test_too_many_iterations),
+        cmocka_unit_test(test_variant_mismatch),
         cmocka_unit_test(test_client_killed),
         cmocka_unit_test(test_limit),
         cmocka_unit_test(test_protocol_error),
