@@ -28,7 +28,8 @@ integrator Newmark 0.5 0.25
 analysis Transient
 set ok [analyze [expr {int($duration / $dt)}] $dt]
 puts "analyze: $ok"
-# Removing the element sends the site DIE, which ends the session cleanly (exit 0).
+# Removing the element sends the site DIE, which ends the session cleanly (exit 0); OpenSees
+# also sends it when it exits at the end of the script.
 remove recorders
 remove element 2
 wipe
