@@ -40,9 +40,18 @@
  * RT thread ends for any other reason (a limit, a signal) the connection is shut down, so the
  * client is not left waiting.
  *
+ * Steps from commits (docs/openfresco.md, "Repeats and iterations"): for genericClient (known by
+ * its sizes) and for any client once it has committed, a trial within DRTHS_OFR_REPEAT_TOL_M of
+ * the current target is a repeat (not moved; answered from the measurement taken when the target
+ * was reached), the first new trial after a commit is the step's target, and further new trials
+ * before the commit are iterations: a cubic Hermite ramp of iteration_duration_s (stretched to
+ * keep under half the velocity limit), at most max_iterations per step, else HOLD. A commit with
+ * no new target plays a step in place. Without commits (GenericTCP) every trial is a step.
+ *
  * The damper command is the experiment's rest command (passive modes); the analysis client
- * computes no control law. getInitialStiff, getTangentStiff, getDamp and getMass are answered
- * with zero matrices: the specimen's contribution is its measured force.
+ * computes no control law. getInitialStiff and getTangentStiff are answered with cfg.stiffness,
+ * getDamp and getMass with cfg.damping and cfg.mass (diagonal). Measured velocity and
+ * acceleration are backward differences of the displacement measured at the step ends.
  *
  * Ownership: the caller owns drths_ofr_app_t; _init opens the listening socket and the rings,
  * _close closes and frees them (safe twice, after drths_ofr_app_stop). The physsite borrows
