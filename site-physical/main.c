@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config/config.h"
 #include "config/setup.h"
@@ -32,7 +33,10 @@ static void usage(FILE *f)
             "       drths-physical --experiment FILE --openfresco HOST:PORT [--step-duration S]\n"
             "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
             "                      [--predict-fraction F] [--openfresco-setup-timeout S]\n"
-            "                      [--openfresco-step-timeout S] [--out DIR] [--wait-timeout S] ...\n"
+            "                      [--openfresco-step-timeout S] [--openfresco-max-iterations N]\n"
+            "                      [--openfresco-iteration-duration S]\n"
+            "                      [--openfresco-stiffness K] [--out DIR]\n"
+            "                      [--wait-timeout S] ...\n"
             "       drths-physical --experiment FILE --probe-only [--listen HOST:PORT] [--key FILE] ...\n"
             "       drths-physical --experiment FILE --io-check [--io-amplitude M] [--io-leg S]\n"
             "                      [--io-current A]\n"
@@ -68,6 +72,15 @@ static void usage(FILE *f)
             "                      connected, and wait for another (default 10)\n"
             "  --openfresco-step-timeout S  HOLD when the client sends no new target for S s\n"
             "                      once the site has answered it (default 10)\n"
+            "  --openfresco-max-iterations N  HOLD when an analysis step has more than N\n"
+            "                      iterations (new trials before its commit; default 20)\n"
+            "  --openfresco-iteration-duration S  wall time of one iteration (default\n"
+            "                      --step-duration / 4)\n"
+            "  --openfresco-stiffness K  the specimen's stiffness (N/m) answered to the\n"
+            "                      client's stiffness requests (default: a linear-spring\n"
+            "                      specimen's stiffness, else 0)\n"
+            "  --serve             with --openfresco and --out DIR: serve analyses one after\n"
+            "                      another, each in DIR/analysis-N, while each ends cleanly\n"
             "  --probe-only        the other end of drths-numerical --probe-only (the days-before\n"
             "                      connectivity test): answers the handshake and the probes,\n"
             "                      opens no board (the virtual back end whatever daq says) and\n"
@@ -96,6 +109,10 @@ typedef struct app {
     drths_ofr_app_config_t ocfg;
     drths_ofr_app_t ofr;
     int ofr_open;
+    int stiffness_set; /* --openfresco-stiffness given */
+    int serve;         /* --serve: one analysis after another */
+    int signalled;     /* a signal asked the site to stop */
+    int served;        /* the last session's client completed its set-up */
     drths_experiment_t exp;
     drths_site_t shell;
     drths_site_key_t key;
@@ -114,6 +131,8 @@ typedef struct app {
 } app_t;
 
 static app_t app;
+
+enum { OPT_MAX_ITER = 1001, OPT_ITER_DURATION, OPT_STIFFNESS, OPT_SERVE };
 
 static int own_option(void *ctx, int c, const char *arg)
 {
@@ -149,6 +168,23 @@ static int own_option(void *ctx, int c, const char *arg)
     case 'X':
         return drths_cli_positive(PROG, "--openfresco-step-timeout", arg, "seconds",
                                   &a->ocfg.step_timeout_s);
+    case OPT_MAX_ITER: {
+        long n;
+        if (drths_cli_long(PROG, "--openfresco-max-iterations", arg, 1, 10000, &n) != 0)
+            return -1;
+        a->ocfg.max_iterations = (int)n;
+        return 0;
+    }
+    case OPT_SERVE:
+        a->serve = 1;
+        return 0;
+    case OPT_STIFFNESS:
+        a->stiffness_set = 1;
+        return drths_cli_double(PROG, "--openfresco-stiffness", arg, 0.0, 1e15, "N/m",
+                                &a->ocfg.stiffness);
+    case OPT_ITER_DURATION:
+        return drths_cli_positive(PROG, "--openfresco-iteration-duration", arg, "seconds",
+                                  &a->ocfg.iteration_duration_s);
     case 'F':
         if (drths_cli_double(PROG, "--predict-fraction", arg, 0.0, 1.0, NULL, &v) != 0)
             return -1;
@@ -211,6 +247,7 @@ static void on_stop(void *ctx, const drths_site_stop_request_t *r)
 {
     app_t *a = ctx;
     if (r->by == DRTHS_SITE_STOP_SIGNAL) {
+        a->signalled = 1;
         if (r->first)
             fprintf(stderr, "drths-physical: %s: stopping (HOLD, then the records are written)\n",
                     r->signum == SIGINT ? "interrupted" : "terminated");
@@ -268,6 +305,10 @@ static int configure(app_t *a)
     if (a->openfresco) {
         a->ocfg.listen = a->openfresco;
         a->ocfg.accept_timeout_s = a->wait_timeout_s;
+        /* A linear spring's stiffness is known; an MR damper's force is mostly viscous and
+         * hysteretic, with no initial stiffness to speak of: 0 (docs/openfresco.md). */
+        if (!a->stiffness_set && a->exp.specimen.damper.model == DRTHS_DAMPER_LINEAR_SPRING)
+            a->ocfg.stiffness = a->exp.specimen.damper.stiffness_N_per_m;
         int rc = drths_ofr_app_init(&a->ofr, &a->ocfg, &err);
         if (rc != 0) {
             fprintf(stderr, "drths-physical: %s\n", err.msg);
@@ -456,6 +497,62 @@ static int io_check(app_t *a)
     return res.overall <= DRTHS_IOCHECK_NOTE ? 0 : DRTHS_EXIT_FAILED;
 }
 
+/* One session: the shell, the experiment's configuration, the I/O, the run and its records, all
+ * closed again. Returns the exit code. */
+static int session(app_t *a, const drths_site_hooks_t *hooks)
+{
+    drths_error_t err = {{0}};
+    int code;
+    if (drths_site_init(&a->shell, PROG, &a->so, hooks, &err) != 0)
+        code = drths_cli_error(PROG, "%s", err.msg);
+    else if ((code = configure(a)) == 0 && (code = open_io(a)) == 0) {
+        print_start(a);
+        code = run(a);
+    }
+    a->served = a->ofr_open && a->ofr.setup_seen;
+    drths_site_close(&a->shell);
+    if (a->rec_open)
+        drths_recorder_close(&a->rec, NULL);
+    drths_udp_close(&a->udp);
+    if (a->ps_open) {
+        /* Neutral outputs whatever happened (nothing is written if no tick ever ran). */
+        drths_actuator_safe_state(&a->ps.act);
+        drths_physsite_close(&a->ps);
+        a->ps_open = 0;
+    }
+    if (a->ofr_open) {
+        drths_ofr_app_stop(&a->ofr);
+        drths_ofr_app_close(&a->ofr);
+        a->ofr_open = 0;
+    }
+    a->rec_open = 0;
+    return code;
+}
+
+/* --serve: one analysis after another, each in its own run folder OUT/analysis-N, the listener
+ * open again between them. An analysis that did not end cleanly (HOLD, a limit, a lost client),
+ * a wait with no client, or a signal ends the serving with that exit code: after a HOLD the
+ * operator looks at the rig before the next analysis. */
+static int serve(app_t *a, const drths_site_hooks_t *hooks)
+{
+    const char *base = a->so.out;
+    char dir[1024];
+    if (mkdir(base, 0777) != 0 && errno != EEXIST)
+        return drths_cli_error(PROG, "--out %s: %s", base, strerror(errno));
+    for (int n = 1;; n++) {
+        snprintf(dir, sizeof dir, "%s/analysis-%d", base, n);
+        a->so.out = dir;
+        int code = session(a, hooks);
+        if (code != 0 || a->signalled || !a->served) {
+            a->so.out = base;
+            return code;
+        }
+        printf("drths-physical: --serve: analysis %d ended cleanly; waiting for the next client\n",
+               n);
+        fflush(stdout);
+    }
+}
+
 int main(int argc, char **argv)
 {
     app_t *a = &app;
@@ -478,6 +575,10 @@ int main(int argc, char **argv)
         {"predict-fraction", required_argument, NULL, 'F'},
         {"openfresco-setup-timeout", required_argument, NULL, 'U'},
         {"openfresco-step-timeout", required_argument, NULL, 'X'},
+        {"openfresco-max-iterations", required_argument, NULL, OPT_MAX_ITER},
+        {"openfresco-iteration-duration", required_argument, NULL, OPT_ITER_DURATION},
+        {"openfresco-stiffness", required_argument, NULL, OPT_STIFFNESS},
+        {"serve", no_argument, NULL, OPT_SERVE},
         {"io-check", no_argument, NULL, 'I'},
         {"probe-only", no_argument, NULL, 'B'},
         {"io-amplitude", required_argument, NULL, 'A'},
@@ -505,26 +606,13 @@ int main(int argc, char **argv)
         drths_experiment_close(&a->exp);
         return code;
     }
+    if (a->serve && (!a->openfresco || !a->so.out))
+        return drths_cli_usage_error(PROG, "--serve goes with --openfresco and --out DIR");
     const drths_site_hooks_t hooks = {a, print_events, on_status, on_stop, on_counters, on_tap};
-    drths_error_t err = {{0}};
-    if (drths_site_init(&a->shell, PROG, &a->so, &hooks, &err) != 0)
-        code = drths_cli_error(PROG, "%s", err.msg);
-    else if ((code = configure(a)) == 0 && (code = open_io(a)) == 0) {
-        print_start(a);
-        code = run(a);
-    }
-    drths_site_close(&a->shell);
-    if (a->rec_open)
-        drths_recorder_close(&a->rec, NULL);
-    drths_udp_close(&a->udp);
-    if (a->ps_open) {
-        /* Neutral outputs whatever happened (nothing is written if no tick ever ran). */
-        drths_actuator_safe_state(&a->ps.act);
-        drths_physsite_close(&a->ps);
-    }
-    if (a->ofr_open) {
-        drths_ofr_app_stop(&a->ofr);
-        drths_ofr_app_close(&a->ofr);
+    if (!a->serve) {
+        code = session(a, &hooks);
+    } else {
+        code = serve(a, &hooks);
     }
     drths_site_key_wipe(&a->key);
     drths_crypto_wipe(a->cfg.psk, sizeof a->cfg.psk);

@@ -37,6 +37,9 @@
 #define REQ_DIE DRTHS_OFR_REQ_DIE
 #define REQ_LOST DRTHS_OFR_REQ_LOST
 #define REQ_NOTE DRTHS_OFR_REQ_NOTE
+#define REQ_COMMIT DRTHS_OFR_REQ_COMMIT
+#define TGT_STEP DRTHS_OFR_TGT_STEP
+#define TGT_ITER DRTHS_OFR_TGT_ITERATION
 
 typedef struct req {
     int kind;
@@ -103,6 +106,15 @@ int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, 
     if (rc == 0)
         rc = check_timeout(&app->cfg.step_timeout_s, DEFAULT_STEP_TIMEOUT_S,
                            "--openfresco-step-timeout", err);
+    if (app->cfg.iteration_duration_s == 0.0)
+        app->cfg.iteration_duration_s = cfg->step_duration_s / 4.0;
+    if (app->cfg.max_iterations == 0)
+        app->cfg.max_iterations = DRTHS_OFR_DEFAULT_MAX_ITERATIONS;
+    if (rc == 0 && app->cfg.max_iterations < 1)
+        rc = drths_error_set(err, -EINVAL, "--openfresco-max-iterations must be at least 1");
+    if (rc == 0)
+        rc = check_timeout(&app->cfg.iteration_duration_s, cfg->step_duration_s / 4.0,
+                           "--openfresco-iteration-duration", err);
     if (rc == 0)
         rc = drths_addr_parse(&app->laddr, cfg->listen, "--openfresco", err);
     if (rc)
@@ -311,10 +323,16 @@ static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int
         return (ssize_t)measurement_reply(app, m->action, &r.r);
     case DRTHS_OFR_GET_INITIAL_STIFF:
     case DRTHS_OFR_GET_TANGENT_STIFF:
+        return (ssize_t)drths_ofr_reply_matrix(&app->rx, app->cfg.stiffness, app->outbuf,
+                                               IO_BUF_BYTES);
     case DRTHS_OFR_GET_DAMP:
+        return (ssize_t)drths_ofr_reply_matrix(&app->rx, app->cfg.damping, app->outbuf,
+                                               IO_BUF_BYTES);
     case DRTHS_OFR_GET_MASS:
-        return (ssize_t)drths_ofr_reply_matrix(&app->rx, 0.0, app->outbuf, IO_BUF_BYTES);
+        return (ssize_t)drths_ofr_reply_matrix(&app->rx, app->cfg.mass, app->outbuf, IO_BUF_BYTES);
     case DRTHS_OFR_COMMIT:
+        drths_ofr_app_post(app, REQ_COMMIT, 0.0, NULL);
+        return 0;
     case DRTHS_OFR_EXECUTE:
         return 0;
     case DRTHS_OFR_DIE:
@@ -325,6 +343,19 @@ static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int
         app->io_unknown_actions++;
         return 0;
     }
+}
+
+/* OpenSees's genericClient element announces control sizes [n,n,n,0,1] and measurement sizes
+ * [0,0,0,n,0]; it commits every step and repeats trials, so its steps are counted from its
+ * commits from the first step on. */
+static int is_generic_client(const drths_ofr_rx_t *rx)
+{
+    int n = rx->ctrl[DRTHS_OFR_DISP];
+    return rx->variant == DRTHS_OFR_GENERIC && rx->ctrl[DRTHS_OFR_VEL] == n &&
+           rx->ctrl[DRTHS_OFR_ACCEL] == n && rx->ctrl[DRTHS_OFR_FORCE] == 0 &&
+           rx->ctrl[DRTHS_OFR_TIME] == 1 && rx->meas[DRTHS_OFR_DISP] == 0 &&
+           rx->meas[DRTHS_OFR_VEL] == 0 && rx->meas[DRTHS_OFR_ACCEL] == 0 &&
+           rx->meas[DRTHS_OFR_FORCE] == n && rx->meas[DRTHS_OFR_TIME] == 0;
 }
 
 /* What the session loop does after one message. */
@@ -343,7 +374,7 @@ static int handle_message(drths_ofr_app_t *app, int fd, const drths_ofr_msg_t *m
         out = (ssize_t)drths_ofr_reply_open(app->outbuf, IO_BUF_BYTES);
     else if (m->kind == DRTHS_OFR_MSG_SETUP) {
         *setup = 1;
-        drths_ofr_app_post(app, REQ_SETUP, 0.0, NULL);
+        drths_ofr_app_post(app, REQ_SETUP, is_generic_client(&app->rx) ? 1.0 : 0.0, NULL);
     } else if (m->kind == DRTHS_OFR_MSG_ACTION)
         out = handle_action(app, m, &last);
     if (out < 0)
@@ -391,14 +422,31 @@ static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
 {
     size_t have = 0;
     int setup = 0;
-    if (app->cfg.variant == DRTHS_OFR_AUTO) {
-        ssize_t k = detect_variant(app, fd, setup_deadline_ns);
-        if (k <= 0)
-            return k == -ETIMEDOUT ? SESSION_SETUP_TIMEOUT : SESSION_SETUP_CLOSED;
-        have = (size_t)k;
-    } else {
-        app->variant = app->cfg.variant;
+    /* The variant is told from the first bytes even when it is forced: a forced variant the
+     * client does not speak would otherwise leave both sides waiting for each other (the
+     * ShadowSite client for the probe's answer, the site for the rest of a GenericTCP ID). */
+    ssize_t first = detect_variant(app, fd, setup_deadline_ns);
+    if (first <= 0)
+        return first == -ETIMEDOUT ? SESSION_SETUP_TIMEOUT : SESSION_SETUP_CLOSED;
+    have = (size_t)first;
+    int32_t first_id;
+    memcpy(&first_id, app->inbuf, sizeof first_id);
+    /* Certain only for a first int32 of 1: anything else forced to shadow is left to the
+     * codec, which names a probe of the other byte order. */
+    if (app->cfg.variant != DRTHS_OFR_AUTO && app->variant != app->cfg.variant &&
+        first_id == 1) {
+        char text[DRTHS_OFR_TEXT];
+        snprintf(text, sizeof text,
+                 "OpenFresco protocol error: the client speaks the %s variant (%s), but the "
+                 "site is set to --openfresco-variant %s",
+                 drths_ofr_variant_name(app->variant),
+                 app->variant == DRTHS_OFR_SHADOW ? "expSite ShadowSite"
+                                                  : "GenericTCP or genericClient",
+                 drths_ofr_variant_name(app->cfg.variant));
+        drths_ofr_app_post(app, REQ_LOST, 0.0, text);
+        return SESSION_ENDED;
     }
+    app->variant = app->cfg.variant == DRTHS_OFR_AUTO ? app->variant : app->cfg.variant;
     drths_ofr_rx_init(&app->rx, app->variant);
     for (;;) {
         size_t need = drths_ofr_rx_need(&app->rx);
@@ -531,6 +579,73 @@ static void handle_end(drths_ofr_app_t *app, drths_physsite_t *ps, const req_t *
     drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0, r->text);
 }
 
+/* Queues a target of the given kind; HOLD when the client runs too far ahead. */
+static void queue_target(drths_ofr_app_t *app, drths_physsite_t *ps, double x, int kind)
+{
+    if (app->pend_count == DRTHS_OFR_PENDING) {
+        drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0,
+                            "the OpenFresco client sent " PENDING_TEXT
+                            " trials without waiting for a response");
+        return;
+    }
+    int i = (app->pend_head + app->pend_count) % DRTHS_OFR_PENDING;
+    app->pend[i] = x;
+    app->pend_kind[i] = kind;
+    app->pend_count++;
+    app->queued++;
+    app->cur_target = x;
+}
+
+/* A trial. Without commits every trial is a step. With them (genericClient, or any client once
+ * it has committed) a trial equal to the current target is a repeat (not moved, answered from
+ * the last measurement), the first new target after a commit is the step's, and further new
+ * targets before the next commit are iterations of that step, at most max_iterations. */
+static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, double x, int64_t now_ns)
+{
+    if (!app->targets)
+        app->first_target_ns = now_ns;
+    app->targets++;
+    if (!app->commit_mode) {
+        queue_target(app, ps, x, TGT_STEP);
+        return;
+    }
+    if (fabs(x - app->cur_target) <= DRTHS_OFR_REPEAT_TOL_M) {
+        app->repeats++;
+        return;
+    }
+    if (app->distinct_since_commit++ == 0) {
+        queue_target(app, ps, x, TGT_STEP);
+        return;
+    }
+    app->iterations++;
+    if (++app->iters_in_step > app->max_iters_seen)
+        app->max_iters_seen = app->iters_in_step;
+    if (app->iters_in_step > app->cfg.max_iterations) {
+        snprintf(app->end_text, sizeof app->end_text,
+                 "the OpenFresco client sent more than %d iterations in analysis step %llu "
+                 "without committing (--openfresco-max-iterations)",
+                 app->cfg.max_iterations, (unsigned long long)app->commits + 1);
+        drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0, app->end_text);
+        return;
+    }
+    queue_target(app, ps, x, TGT_ITER);
+}
+
+/* commitState: the step is final. A step with no new target (the structure did not move at
+ * this DOF, or every trial repeated the last) is still a step of wall time: played in place.
+ * The first commit of a client not known to commit switches to steps from commits. */
+static void on_commit(drths_ofr_app_t *app, drths_physsite_t *ps)
+{
+    app->commits++;
+    if (app->commit_mode && app->distinct_since_commit == 0) {
+        app->standing_steps++;
+        queue_target(app, ps, app->cur_target, TGT_STEP);
+    }
+    app->commit_mode = 1;
+    app->distinct_since_commit = 0;
+    app->iters_in_step = 0;
+}
+
 static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t tick, int64_t now_ns)
 {
     req_t r;
@@ -538,19 +653,13 @@ static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t t
         switch (r.kind) {
         case REQ_SETUP:
             app->setup_seen = 1;
+            app->commit_mode = r.disp != 0.0;
             break;
         case REQ_TARGET:
-            if (!app->targets)
-                app->first_target_ns = now_ns;
-            app->targets++;
-            if (app->pend_count == DRTHS_OFR_PENDING) {
-                drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0,
-                                    "the OpenFresco client sent " PENDING_TEXT
-                                    " trials without waiting for a response");
-                break;
-            }
-            app->pend[(app->pend_head + app->pend_count) % DRTHS_OFR_PENDING] = r.disp;
-            app->pend_count++;
+            on_trial(app, ps, r.disp, now_ns);
+            break;
+        case REQ_COMMIT:
+            on_commit(app, ps);
             break;
         case REQ_MEASURE:
             app->daq_pending++;
@@ -566,9 +675,69 @@ static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t t
     }
 }
 
+static void record_end(drths_ofr_app_t *app, uint64_t u, double target, int kind)
+{
+    if (app->ends_count < DRTHS_OFR_ENDS) {
+        drths_ofr_step_end_t *e = &app->ends[(app->ends_head + app->ends_count) % DRTHS_OFR_ENDS];
+        e->tick = u;
+        e->target = target;
+        e->kind = kind;
+        app->ends_count++;
+    }
+}
+
+/* Starts an iteration: the step's target moves to x1. The actuator leaves where it is (it may
+ * have begun predicting the next step) on a cubic Hermite ramp of M ticks, with its present
+ * velocity at the start and, at the end, the velocity the next step's predictor will start
+ * with, so the command stays smooth (no velocity jump for the compensation to chase). M is
+ * iteration_duration_s, longer when the distance needs it: the ramp's peak velocity (1.5 times
+ * its mean) stays under half the command velocity limit. */
+static void start_iteration(drths_ofr_app_t *app)
+{
+    double x1 = app->pend[app->pend_head];
+    app->pend_head = (app->pend_head + 1) % DRTHS_OFR_PENDING;
+    app->pend_count--;
+    app->hist[3] = x1;
+    app->iter_active = 1;
+    app->iter_j = 0;
+    app->iter_x0 = app->last_x;
+    app->iter_v0 = app->last_x - app->prev_x;
+    app->iter_x1 = x1;
+    app->iter_v1 = drths_precor_predict(app->hist, 1.0 / (double)app->step_ticks) - x1;
+    double need = 1.5 * fabs(x1 - app->iter_x0) / app->iter_vmax;
+    app->iter_len = app->iter_ticks;
+    if (need > (double)app->iter_len && need < 1e9)
+        app->iter_len = (int64_t)ceil(need);
+}
+
+static double iteration_command(drths_ofr_app_t *app, uint64_t u)
+{
+    app->iter_j++;
+    double m = (double)app->iter_len;
+    if (app->iter_j >= app->iter_len) {
+        record_end(app, u, app->iter_x1, TGT_ITER);
+        app->iter_active = 0;
+        app->step_active = 1; /* the next step starts from here, predicting */
+        app->j = 0;
+        app->have_target = 0;
+        app->step_late = 0;
+        return app->iter_x1;
+    }
+    double s = (double)app->iter_j / m, s2 = s * s, s3 = s2 * s;
+    return (2 * s3 - 3 * s2 + 1) * app->iter_x0 + (s3 - 2 * s2 + s) * m * app->iter_v0 +
+           (3 * s2 - 2 * s3) * app->iter_x1 + (s3 - s2) * m * app->iter_v1;
+}
+
 /* The next command of the step sequence (one tick of command time). */
 static double next_command(drths_ofr_app_t *app, uint64_t u)
 {
+    if (app->iter_active)
+        return iteration_command(app, u);
+    if (!app->have_target && app->pend_count && app->pend_kind[app->pend_head] == TGT_ITER &&
+        app->step_active) {
+        start_iteration(app);
+        return iteration_command(app, u);
+    }
     if (!app->step_active) {
         if (!app->pend_count)
             return app->last_x; /* no target yet: stay */
@@ -598,13 +767,7 @@ static double next_command(drths_ofr_app_t *app, uint64_t u)
         x = drths_precor_command(&app->cfg.precor, app->hist, app->target, app->have_target, f);
     }
     if (app->j >= app->step_ticks) {
-        if (app->ends_count < DRTHS_OFR_ENDS) {
-            drths_ofr_step_end_t *e =
-                &app->ends[(app->ends_head + app->ends_count) % DRTHS_OFR_ENDS];
-            e->tick = u;
-            e->target = app->target;
-            app->ends_count++;
-        }
+        record_end(app, u, app->target, TGT_STEP);
         app->hist[0] = app->hist[1];
         app->hist[1] = app->hist[2];
         app->hist[2] = app->hist[3];
@@ -622,8 +785,7 @@ static double next_command(drths_ofr_app_t *app, uint64_t u)
  * HOLD. */
 static int step_watchdog(drths_ofr_app_t *app, drths_physsite_t *ps, int64_t now_ns)
 {
-    if (!app->quiet_armed || app->daq_pending || app->steps_reached < app->targets ||
-        app->pend_count) {
+    if (!app->quiet_armed || app->daq_pending || app->reached < app->queued || app->pend_count) {
         app->quiet_armed = 1;
         app->quiet_since_ns = now_ns;
         return 0;
@@ -669,19 +831,45 @@ static void before_tick(void *ctx, drths_physsite_t *ps, uint64_t tick, int64_t 
     c->s[0][0].vel_m_s = v;
     c->s[0][0].acc_m_s2 = (v - app->last_v) * rate;
     c->s[0][0].damper_cmd = ps->act.p.rest_damper_command;
+    app->prev_x = app->last_x;
     app->last_x = x;
     app->last_v = v;
     drths_actuator_receive(&ps->act, &m, now_ns);
 }
 
-static void respond(drths_ofr_app_t *app, const drths_actuator_out_t *out, double time_s)
+static void measure(drths_ofr_response_t *r, const drths_actuator_out_t *out, double time_s)
+{
+    memset(r, 0, sizeof *r);
+    r->disp[0] = out->row[DRTHS_ACT_COL_MEAS_DISP];
+    r->force[0] = out->row[DRTHS_ACT_COL_MEAS_FORCE];
+    r->time = time_s;
+}
+
+/* The measured response at a step's (or iteration's) end: velocity and acceleration are the
+ * backward differences of the displacement measured at the step ends, at the step duration T
+ * (what a laboratory without velocity and acceleration sensors reports). An iteration's end
+ * re-measures the end of the step it belongs to, so it differs from the previous step's end. */
+static void measure_end(drths_ofr_app_t *app, const drths_actuator_out_t *out, int kind)
+{
+    double t = app->cfg.step_duration_s;
+    measure(&app->last_resp, out, (double)app->steps_reached * t);
+    if (kind == TGT_STEP) {
+        app->base_d = app->last_d;
+        app->base_v = app->last_v_meas;
+    }
+    double d = app->last_resp.disp[0];
+    double v = (d - app->base_d) / t;
+    app->last_resp.vel[0] = v;
+    app->last_resp.accel[0] = (v - app->base_v) / t;
+    app->last_d = d;
+    app->last_v_meas = v;
+    app->have_resp = 1;
+}
+
+static void respond(drths_ofr_app_t *app, const drths_ofr_response_t *m)
 {
     resp_t r;
-    memset(&r, 0, sizeof r);
-    r.r.disp[0] = out->row[DRTHS_ACT_COL_MEAS_DISP];
-    r.r.vel[0] = out->row[DRTHS_ACT_COL_COMMAND_VEL];
-    r.r.force[0] = out->row[DRTHS_ACT_COL_MEAS_FORCE];
-    r.r.time = time_s;
+    r.r = *m;
     if (drths_ring_push(&app->to_io, &r) == 0)
         app->daq_replies++;
 }
@@ -697,7 +885,10 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
         app->sum_tgt2 += e->target * e->target;
         if (fabs(err) > app->max_abs_err)
             app->max_abs_err = fabs(err);
-        app->steps_reached++;
+        if (e->kind == TGT_STEP)
+            app->steps_reached++;
+        app->reached++;
+        measure_end(app, out, e->kind);
         app->ends_head = (app->ends_head + 1) % DRTHS_OFR_ENDS;
         app->ends_count--;
     }
@@ -705,9 +896,14 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
      * the first trial), and never from HOLD: the client is disconnected then. */
     if (ps->act.hold)
         return;
-    while (app->daq_pending && app->steps_reached >= app->targets) {
+    /* A request after the latest target was reached (a repeat's) gets the measurement taken
+     * when it was reached: the actuator may since have moved on, predicting the next step. */
+    while (app->daq_pending && app->reached >= app->queued) {
         app->daq_pending--;
-        respond(app, out, (double)app->steps_reached * app->cfg.step_duration_s);
+        drths_ofr_response_t now;
+        if (!app->have_resp)
+            measure(&now, out, 0.0);
+        respond(app, app->have_resp ? &app->last_resp : &now);
     }
 }
 
@@ -720,6 +916,10 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
     app->step_ticks = (int64_t)llround(app->cfg.step_duration_s * ps->act.p.rate_hz);
     if (app->step_ticks < 1)
         app->step_ticks = 1;
+    app->iter_ticks = (int64_t)llround(app->cfg.iteration_duration_s * ps->act.p.rate_hz);
+    if (app->iter_ticks < 1)
+        app->iter_ticks = 1;
+    app->iter_vmax = 0.5 * ps->act.p.limit_velocity_m_s / ps->act.p.rate_hz;
     while (!app->setup_seen) {
         if (atomic_load(&ps->stop_request)) {
             *reason = "stopped by signal before the OpenFresco client set up";
@@ -730,6 +930,7 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
         if (drths_ring_pop(&app->to_rt, &r) == 0) {
             if (r.kind == REQ_SETUP) {
                 app->setup_seen = 1;
+                app->commit_mode = r.disp != 0.0;
             } else if (r.kind == REQ_NOTE) {
                 drths_physsite_event(ps, r.disp != 0.0, "%s", r.text);
             } else if (r.kind == REQ_DIE || r.kind == REQ_LOST) {
@@ -803,6 +1004,13 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
     drths_json_number(j, "predict_fraction", app->cfg.precor.predict_fraction);
     drths_json_int(j, "targets", (int64_t)app->targets);
     drths_json_int(j, "steps_reached", (int64_t)app->steps_reached);
+    drths_json_int(j, "repeats", (int64_t)app->repeats);
+    drths_json_int(j, "iterations", (int64_t)app->iterations);
+    drths_json_int(j, "max_iterations_in_a_step", app->max_iters_seen);
+    drths_json_int(j, "commits", (int64_t)app->commits);
+    drths_json_int(j, "standing_steps", (int64_t)app->standing_steps);
+    drths_json_string(j, "steps_from", app->commit_mode ? "commits" : "trials");
+    drths_json_number(j, "iteration_duration_s", app->cfg.iteration_duration_s);
     drths_json_int(j, "late_targets", (int64_t)app->late_targets);
     drths_json_int(j, "held_ticks", (int64_t)app->held_ticks);
     drths_json_int(j, "measurement_requests", (int64_t)app->daq_requests);

@@ -40,9 +40,18 @@
  * RT thread ends for any other reason (a limit, a signal) the connection is shut down, so the
  * client is not left waiting.
  *
+ * Steps from commits (docs/openfresco.md, "Repeats and iterations"): for genericClient (known by
+ * its sizes) and for any client once it has committed, a trial within DRTHS_OFR_REPEAT_TOL_M of
+ * the current target is a repeat (not moved; answered from the measurement taken when the target
+ * was reached), the first new trial after a commit is the step's target, and further new trials
+ * before the commit are iterations: a cubic Hermite ramp of iteration_duration_s (stretched to
+ * keep under half the velocity limit), at most max_iterations per step, else HOLD. A commit with
+ * no new target plays a step in place. Without commits (GenericTCP) every trial is a step.
+ *
  * The damper command is the experiment's rest command (passive modes); the analysis client
- * computes no control law. getInitialStiff, getTangentStiff, getDamp and getMass are answered
- * with zero matrices: the specimen's contribution is its measured force.
+ * computes no control law. getInitialStiff and getTangentStiff are answered with cfg.stiffness,
+ * getDamp and getMass with cfg.damping and cfg.mass (diagonal). Measured velocity and
+ * acceleration are backward differences of the displacement measured at the step ends.
  *
  * Ownership: the caller owns drths_ofr_app_t; _init opens the listening socket and the rings,
  * _close closes and frees them (safe twice, after drths_ofr_app_stop). The physsite borrows
@@ -72,16 +81,36 @@ typedef struct drths_ofr_app_config {
     const char *listen;          /* HOST:PORT to accept the client on */
     drths_ofr_variant_t variant; /* AUTO, SHADOW or GENERIC */
     drths_precor_params_t precor;
-    double step_duration_s;  /* wall time per analysis step */
-    double accept_timeout_s; /* how long to wait for a client that sets up */
-    double setup_timeout_s;  /* a client accepted must set up within this (0: 10 s) */
-    double step_timeout_s;   /* the next target within this once all is answered (0: 10 s) */
-    double detect_wait_s;    /* AUTO: quiet time after a lone int32 1 (0.2 s) */
+    double step_duration_s;      /* wall time per analysis step */
+    double accept_timeout_s;     /* how long to wait for a client that sets up */
+    double setup_timeout_s;      /* a client accepted must set up within this (0: 10 s) */
+    double step_timeout_s;       /* the next target within this once all is answered (0: 10 s) */
+    double detect_wait_s;        /* AUTO: quiet time after a lone int32 1 (0.2 s) */
+    double iteration_duration_s; /* wall time of one iteration (0: step_duration_s / 4) */
+    int max_iterations;          /* iterations allowed in one step (0: 20) */
+    /* The specimen's initial stiffness, damping and mass (N/m, N s/m, kg), answered to
+     * getInitialStiff / getTangentStiff, getDamp and getMass (docs/openfresco.md). */
+    double stiffness, damping, mass;
 } drths_ofr_app_config_t;
 
+/* A trial closer than this to the current target is a repeat, not a new target: 1 nm, three
+ * orders of magnitude below the resolution of a laboratory displacement transducer (about
+ * 1 um), so moving the actuator for it could not change what is measured. genericClient's
+ * repeats are in fact bitwise equal (the same node displacement read twice). */
+#define DRTHS_OFR_REPEAT_TOL_M 1e-9
+#define DRTHS_OFR_DEFAULT_MAX_ITERATIONS 20
+
+/* What a queued target is: the target of an analysis step (played by the predictor-corrector
+ * over step_duration_s), or an iteration towards the same step (a short ramp). */
+typedef enum drths_ofr_target_kind {
+    DRTHS_OFR_TGT_STEP = 0,
+    DRTHS_OFR_TGT_ITERATION = 1,
+} drths_ofr_target_kind_t;
+
 typedef struct drths_ofr_step_end {
-    uint64_t tick; /* the step's last command tick */
+    uint64_t tick; /* the step's (or iteration's) last command tick */
     double target;
+    int kind; /* drths_ofr_target_kind_t */
 } drths_ofr_step_end_t;
 
 typedef struct drths_ofr_app {
@@ -112,7 +141,25 @@ typedef struct drths_ofr_app {
     double target;
     int64_t j; /* ticks of the current step played */
     double pend[DRTHS_OFR_PENDING];
+    int pend_kind[DRTHS_OFR_PENDING];
     int pend_head, pend_count;
+    /* Steps from commits (docs/openfresco.md, "Repeats and iterations"): on once the client
+     * has committed, or from the set-up for genericClient's sizes. */
+    int commit_mode;
+    double cur_target;         /* the latest target queued (0, the rest position, before any) */
+    int distinct_since_commit; /* targets queued since the last commit */
+    int iters_in_step;
+    int64_t iter_ticks; /* M: ticks of one iteration */
+    int iter_active;
+    int64_t iter_j, iter_len; /* ticks played, ticks of this iteration (>= iter_ticks) */
+    double iter_vmax;         /* per tick: half the command velocity limit */
+    double iter_x0, iter_v0, iter_x1, iter_v1; /* Hermite ramp ends, velocities per tick */
+    double prev_x;                             /* the command before last_x */
+    drths_ofr_response_t last_resp;            /* measured when the latest target was reached */
+    /* Measured velocity and acceleration: backward differences of the displacement measured
+     * at the step ends (base: the previous step's end; last: this step's latest end). */
+    double base_d, base_v, last_d, last_v_meas;
+    int have_resp;
     drths_ofr_step_end_t ends[DRTHS_OFR_ENDS];
     int ends_head, ends_count;
     uint64_t daq_pending;
@@ -123,22 +170,30 @@ typedef struct drths_ofr_app {
     char end_text[DRTHS_OFR_TEXT];
 
     /* Counters (RT thread; main reads them after the join). */
-    uint64_t targets;       /* trials received */
-    uint64_t steps_reached; /* steps whose last tick has been applied */
-    uint64_t late_targets;  /* steps whose target was not there at the switch */
-    uint64_t held_ticks;    /* ticks held at a switch waiting for a target */
+    uint64_t targets;        /* trials received */
+    uint64_t queued;         /* targets queued: steps and iterations (trials less repeats) */
+    uint64_t reached;        /* queued targets whose last tick has been applied */
+    uint64_t steps_reached;  /* steps whose last tick has been applied */
+    uint64_t repeats;        /* trials equal to the current target: answered without moving */
+    uint64_t iterations;     /* trials of a step after its first (implicit integrators) */
+    uint64_t commits;        /* commitState actions */
+    uint64_t standing_steps; /* commits with no new target since the last: a step in place */
+    int max_iters_seen;      /* most iterations in one step */
+    uint64_t late_targets;   /* steps whose target was not there at the switch */
+    uint64_t held_ticks;     /* ticks held at a switch waiting for a target */
     uint64_t daq_requests, daq_replies;
     double sum_err2, sum_tgt2, max_abs_err; /* measured - target at each step end */
 } drths_ofr_app_t;
 
 /* What the I/O thread hands the RT thread. */
 typedef enum drths_ofr_req_kind {
-    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known: the run can start */
+    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known (disp 1: genericClient's, steps from commits) */
     DRTHS_OFR_REQ_TARGET,    /* a trial displacement */
     DRTHS_OFR_REQ_MEASURE,   /* a measurement request: answered once the targets are reached */
     DRTHS_OFR_REQ_DIE,       /* orderly end */
     DRTHS_OFR_REQ_LOST,      /* connection closed, protocol error, no client: text says which */
     DRTHS_OFR_REQ_NOTE,      /* a line for the log (text; a warning when disp is 1) */
+    DRTHS_OFR_REQ_COMMIT,    /* commitState: the analysis step is final */
 } drths_ofr_req_kind_t;
 
 /* The I/O thread's side of the two rings, public so that a test can drive the RT hooks in

@@ -3,7 +3,8 @@
  * quirks (a getDaqResponse before any trial, stale values after the action code, DIE with and
  * without a reply, a client gone without DIE), a trial far beyond the displacement limit, and the
  * forces of an elastic specimen (tests/data/openfresco/elastic.yaml: k = 2 MN/m, ideal actuator, no
- * noise), which must be k·d for every trial once the site answers. The site runs as a child
+ * noise), which must be k·d for every trial once the site answers; genericClient's repeats (one
+ * step per commit), its Newton iterations and the iteration limit. The site runs as a child
  * process; the assertions are on protocol, values, exit codes and summary.json, not on timing. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,7 +43,9 @@ typedef struct site {
 
 static uint8_t buf[8 * DS + 64];
 
-static void site_start(site_t *s, const char *variant, const char *step)
+/* Starts the site; extra_opt and extra_val, when not NULL, are one more option. */
+static void site_start_with(site_t *s, const char *variant, const char *step, const char *extra_opt,
+                            const char *extra_val)
 {
     memset(s, 0, sizeof *s);
     const char *src = getenv("DRTHS_SOURCE_DIR");
@@ -63,7 +66,7 @@ static void site_start(site_t *s, const char *variant, const char *step)
         close(p[1]);
         execl(exe, exe, "--experiment", exp, "--openfresco", "127.0.0.1:0", "--openfresco-variant",
               variant, "--step-duration", step, "--wait-timeout", "20", "--out", s->dir, "--quiet",
-              (char *)NULL);
+              extra_opt, extra_val, (char *)NULL);
         _exit(127);
     }
     close(p[1]);
@@ -83,6 +86,11 @@ static void site_start(site_t *s, const char *variant, const char *step)
         }
     }
     assert_true(s->port > 0);
+}
+
+static void site_start(site_t *s, const char *variant, const char *step)
+{
+    site_start_with(s, variant, step, NULL, NULL);
 }
 
 /* Reads the rest of the output and the exit status. */
@@ -218,6 +226,7 @@ static void test_shadow_elastic(void **state)
     recv_vec(fd, v);
     assert_true(v[0] == 0.0 && v[3] == 0.0);
     const int steps = 150;
+    double dprev = 0.0;
     for (int k = 1; k <= steps; k++) {
         double d = trial_disp(k);
         const double trial[5] = {3.0, d, 0.1, -2.0, 0.01 * k};
@@ -228,6 +237,9 @@ static void test_shadow_elastic(void **state)
         /* [d, v, a, f, t] by the measurement sizes [1,1,1,1,1]. */
         assert_true(fabs(v[0] - d) < 1e-12);
         assert_true(fabs(v[3] - K_N_PER_M * d) < 1e-5);
+        /* The measured velocity: the backward difference of the measured displacements. */
+        assert_true(fabs(v[1] - (d - dprev) / 0.004) < 1e-9);
+        dprev = d;
         assert_true(v[5] == 0.0);
         const double commit[6] = {5.0, 7.0, 7.0, 7.0, 7.0, 0.02 * k}; /* the time is not trusted */
         send_vec(fd, commit, 6);
@@ -318,6 +330,134 @@ static void test_generic_client_element(void **state)
     assert_int_equal(summary_int("steps_reached"), 40);
 }
 
+/* genericClient sizes; then the initial stiffness must be the elastic specimen's. */
+static void generic_client_setup(int fd)
+{
+    const int32_t id[11] = {1, 1, 1, 0, 1, 0, 0, 0, 1, 0, DS};
+    size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
+    send_bytes(fd, buf, n);
+    double v[DS];
+    const double stiff[1] = {12.0};
+    send_vec(fd, stiff, 1);
+    recv_vec(fd, v);
+    assert_true(v[0] == K_N_PER_M);
+}
+
+/* A genericClient trial [3, d, v, a, t] and getForce, whose answer must be k·d: the site has
+ * reached d (it moved there, or was there for a repeat). */
+static void trial_and_force(int fd, double d, double t)
+{
+    double v[DS];
+    const double trial[5] = {3.0, d, 0.0, 0.0, t};
+    send_vec(fd, trial, 5);
+    const double force[1] = {10.0};
+    send_vec(fd, force, 1);
+    recv_vec(fd, v);
+    assert_true(fabs(v[0] - K_N_PER_M * d) < 1e-5);
+}
+
+static void send_trial(int fd, double d, double t)
+{
+    const double trial[5] = {3.0, d, 0.0, 0.0, t};
+    send_vec(fd, trial, 5);
+}
+
+static void send_commit(int fd)
+{
+    const double commit[1] = {5.0};
+    send_vec(fd, commit, 1);
+}
+
+/* genericClient with an explicit integrator, in OpenSees's order: per step the repeat of the
+ * last trial with getForce, the new trial, commitState. A repeat is not a step: the site counts
+ * one step per commit (the first step, with no new target, a step in place), not two. */
+static void test_generic_client_repeats(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start(&s, "generic", "0.004");
+    int fd = connect_site(&s);
+    generic_client_setup(fd);
+    const int steps = 40;
+    double d[41];
+    d[0] = d[1] = 0.0; /* the first step does not move: a step in place */
+    for (int k = 2; k <= steps; k++)
+        d[k] = trial_disp(k - 1);
+    for (int k = 1; k <= steps; k++) {
+        trial_and_force(fd, d[k - 1], 0.01 * k);
+        send_trial(fd, d[k], 0.01 * k);
+        send_commit(fd);
+    }
+    trial_and_force(fd, d[steps], 0.01 * (steps + 1));
+    const double die[1] = {99.0};
+    send_vec(fd, die, 1);
+    close(fd);
+    site_end(&s, 0);
+    read_summary(&s);
+    assert_int_equal(summary_int("targets"), 2 * steps + 1);
+    assert_int_equal(summary_int("repeats"), steps + 2);
+    assert_int_equal(summary_int("commits"), steps);
+    assert_int_equal(summary_int("standing_steps"), 1);
+    assert_int_equal(summary_int("steps_reached"), steps);
+    assert_int_equal(summary_int("iterations"), 0);
+    assert_non_null(strstr(summary, "\"steps_from\": \"commits\""));
+}
+
+/* genericClient with Newton iterations: three new trials per step, each answered with k times
+ * itself (the site reached it), one step per commit and two iterations each. Steps of 10 ms
+ * keep the motion (0.3 m/s at most) well inside the velocity limit. */
+static void test_generic_client_iterations(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start(&s, "generic", "0.01");
+    int fd = connect_site(&s);
+    generic_client_setup(fd);
+    const int steps = 30;
+    double x = 0.0;
+    for (int k = 1; k <= steps; k++) {
+        double t = 0.01 * k, target = trial_disp(k);
+        trial_and_force(fd, x, t); /* the repeat */
+        trial_and_force(fd, target + 0.25 * (x - target), t);
+        trial_and_force(fd, target - 0.5 * (x - target), t);
+        trial_and_force(fd, target, t);
+        send_commit(fd);
+        x = target;
+    }
+    trial_and_force(fd, x, 0.01 * (steps + 1));
+    const double die[1] = {99.0};
+    send_vec(fd, die, 1);
+    close(fd);
+    site_end(&s, 0);
+    read_summary(&s);
+    assert_int_equal(summary_int("steps_reached"), steps);
+    assert_int_equal(summary_int("iterations"), 2 * steps);
+    assert_int_equal(summary_int("max_iterations_in_a_step"), 2);
+    assert_int_equal(summary_int("repeats"), steps + 1);
+}
+
+/* More iterations in one step than --openfresco-max-iterations: HOLD naming the option, the
+ * connection closed, exit 1. */
+static void test_too_many_iterations(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start_with(&s, "generic", "0.004", "--openfresco-max-iterations", "3");
+    int fd = connect_site(&s);
+    generic_client_setup(fd);
+    trial_and_force(fd, 0.0, 0.01);
+    for (int i = 1; i <= 4; i++) /* the step's target and three iterations: allowed */
+        trial_and_force(fd, 0.0001 * i, 0.01);
+    send_trial(fd, 0.0005, 0.01); /* the fourth iteration */
+    const double force[1] = {10.0};
+    send_vec(fd, force, 1);
+    assert_true(recv_bytes(fd, buf, 8 * DS) < 8 * DS); /* closed, not answered */
+    close(fd);
+    site_end(&s, 1);
+    assert_non_null(strstr(s.log, "more than 3 iterations in analysis step 1"));
+    assert_non_null(strstr(s.log, "--openfresco-max-iterations"));
+}
+
 /* A client killed mid-run sends nothing: the site holds, writes its records, exits 1. */
 static void test_client_killed(void **state)
 {
@@ -404,6 +544,39 @@ static void test_protocol_error(void **state)
     assert_non_null(strstr(s.log, "endianness probe"));
 }
 
+/* A forced variant the client does not speak: the site names both at once and closes the
+ * connection (an orderly close, k == 0, not the test's 20 s receive timeout), never a
+ * deadlock. */
+static void test_variant_mismatch(void **state)
+{
+    (void)state;
+    site_t s;
+    site_start(&s, "generic", "0.004");
+    int fd = connect_site(&s);
+    int32_t one = 1;
+    send_bytes(fd, (const uint8_t *)&one, 4); /* ShadowSite's probe; it waits for the answer */
+    assert_int_equal(drths_tcp_recv(fd, buf, 4, 0), 0);
+    close(fd);
+    site_end(&s, 1);
+    assert_non_null(strstr(s.log, "the client speaks the shadow variant (expSite ShadowSite), "
+                                  "but the site is set to --openfresco-variant generic"));
+
+    site_start(&s, "shadow", "0.004");
+    fd = connect_site(&s);
+    const int32_t id[11] = {1, 1, 1, 0, 1, 0, 0, 0, 1, 0, DS};
+    size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
+    send_bytes(fd, buf, n);
+    const double trial[5] = {3.0, 0.001, 0.0, 0.0, 0.01}, force[1] = {10.0};
+    send_vec(fd, trial, 5);
+    send_vec(fd, force, 1);
+    assert_int_equal(drths_tcp_recv(fd, buf, 8 * DS, 0), 0);
+    close(fd);
+    site_end(&s, 1);
+    assert_non_null(strstr(s.log, "the client speaks the generic variant (GenericTCP or "
+                                  "genericClient), but the site is set to --openfresco-variant "
+                                  "shadow"));
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -411,6 +584,10 @@ int main(void)
         cmocka_unit_test(test_shadow_elastic),
         cmocka_unit_test(test_generic_tcp),
         cmocka_unit_test(test_generic_client_element),
+        cmocka_unit_test(test_generic_client_repeats),
+        cmocka_unit_test(test_generic_client_iterations),
+        cmocka_unit_test(test_too_many_iterations),
+        cmocka_unit_test(test_variant_mismatch),
         cmocka_unit_test(test_client_killed),
         cmocka_unit_test(test_limit),
         cmocka_unit_test(test_protocol_error),

@@ -9,6 +9,11 @@
  * sits in the first storey: each step's trial displacement is the first-storey drift, and the
  * measured force the site returns acts between the ground and floor 1 in the next step.
  *
+ * With --repeat-trials it speaks as OpenSees's genericClient element does with an explicit
+ * integrator: its sizes, and per step the previous trial repeated with getForce, then the new
+ * trial and commitState (two trials per step, the first a repeat); with --iterations K, as with
+ * an implicit integrator: K + 1 new trials per step, each answered, before the commit.
+ *
  * Per step it measures the tracking error (measured minus target displacement) and the time
  * between consecutive answers; at the end it prints the tracking RMS error norm and the
  * protocol overhead: total wall time minus steps × --step-duration (the site's setting, which
@@ -46,7 +51,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: " PROG " --connect HOST:PORT --record FILE [--variant shadow|generic]\n"
             "                               [--steps N] [--dt S] [--scale F] [--step-duration S]\n"
-            "                               [--verbose]\n"
+            "                               [--repeat-trials [--iterations K]] [--verbose]\n"
             "Integrates the three-storey shear building under a ground-motion record as an\n"
             "OpenSees analysis does, with a drths-physical --openfresco site as the first storey,\n"
             "and prints the tracking error and the protocol overhead.\n"
@@ -58,6 +63,12 @@ static void usage(FILE *f)
             "  --dt S               analysis time step in seconds (default 0.01)\n"
             "  --scale F            record scale factor (default 1)\n"
             "  --step-duration S    the site's --step-duration, for the overhead (default 0.01)\n"
+            "  --repeat-trials      speak as OpenSees's genericClient element (generic variant):\n"
+            "                       each trial sent twice (the repeat with getForce), a commit\n"
+            "                       per step; no tracking (genericClient measures force only)\n"
+            "  --iterations K       with --repeat-trials: K iterations per step (K + 1 new\n"
+            "                       trials converging on the step's target, each answered), as\n"
+            "                       an implicit integrator's Newton iterations (default 0)\n"
             "  --verbose            one line per step: target, measured, error, force, interval\n"
             "  -h, --help           print this help and exit\n"
             "  --version            print the version and exit\n"
@@ -120,7 +131,8 @@ static int cmp_double(const void *a, const void *b)
 
 typedef struct options {
     const char *connect_s, *record;
-    int shadow, verbose;
+    int shadow, verbose, repeat;
+    long iterations;
     long steps; /* -1 until the record is loaded: then the whole record */
     double dt, scale, step_dur;
 } options_t;
@@ -143,7 +155,9 @@ static int parse_options(int argc, char **argv, options_t *opt)
         OPT_DT,
         OPT_SCALE,
         OPT_STEP_DURATION,
-        OPT_VERBOSE
+        OPT_VERBOSE,
+        OPT_REPEAT,
+        OPT_ITERATIONS
     };
     static const struct option opts[] = {
         {"connect", required_argument, NULL, OPT_CONNECT},
@@ -154,6 +168,8 @@ static int parse_options(int argc, char **argv, options_t *opt)
         {"scale", required_argument, NULL, OPT_SCALE},
         {"step-duration", required_argument, NULL, OPT_STEP_DURATION},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
+        {"repeat-trials", no_argument, NULL, OPT_REPEAT},
+        {"iterations", required_argument, NULL, OPT_ITERATIONS},
         DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
@@ -195,6 +211,13 @@ static int parse_options(int argc, char **argv, options_t *opt)
         case OPT_VERBOSE:
             opt->verbose = 1;
             break;
+        case OPT_REPEAT:
+            opt->repeat = 1;
+            break;
+        case OPT_ITERATIONS:
+            if (drths_cli_long(PROG, "--iterations", optarg, 0, 100, &opt->iterations) != 0)
+                return DRTHS_EXIT_USAGE;
+            break;
         default:
             return drths_cli_other_option(PROG, c, usage);
         }
@@ -203,6 +226,10 @@ static int parse_options(int argc, char **argv, options_t *opt)
         return drths_cli_unexpected_argument(PROG, argv[optind]);
     if (!opt->connect_s || !opt->record)
         return drths_cli_usage_error(PROG, "--connect and --record are required (see --help)");
+    if (opt->repeat && opt->shadow)
+        return drths_cli_usage_error(PROG, "--repeat-trials goes with --variant generic");
+    if (opt->iterations && !opt->repeat)
+        return drths_cli_usage_error(PROG, "--iterations goes with --repeat-trials");
     return GO_ON;
 }
 
@@ -223,7 +250,7 @@ static int load_record(options_t *opt, drths_record_t *rec)
 }
 
 /* The opening exchange of the variant: ShadowSite's hello, open and setup, or GenericTCP's ID. */
-static int handshake(int fd, int shadow)
+static int handshake(int fd, int shadow, int repeat)
 {
     double v[DS];
     if (shadow) {
@@ -238,6 +265,12 @@ static int handshake(int fd, int shadow)
         n += drths_ofr_build_ids(sizes, 10, buf + n, sizeof buf - n);
         if (drths_tcp_send_all(fd, buf, n))
             return drths_cli_error(PROG, "setup failed");
+    } else if (repeat) {
+        /* genericClient's sizes: trial disp, vel, accel and time; force measured. */
+        const int32_t id[11] = {1, 1, 1, 0, 1, 0, 0, 0, 1, 0, DS};
+        size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
+        if (drths_tcp_send_all(fd, buf, n))
+            return drths_cli_error(PROG, "ID failed");
     } else {
         const int32_t id[11] = {1, 0, 0, 0, 0, 1, 0, 0, 1, 0, DS};
         size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
@@ -325,6 +358,62 @@ static int run(int fd, const options_t *opt, const drths_record_t *rec, result_t
     return GO_ON;
 }
 
+/* A genericClient trial [3, d, v, a, t] (v and a are not used by the site) and a getForce. */
+static int trial_force(int fd, double d, double t, double *force)
+{
+    const double trial[5] = {3.0, d, 0.0, 0.0, t};
+    const double get_force[1] = {10.0};
+    double v[DS];
+    if (send_vec(fd, trial, 5) || send_vec(fd, get_force, 1) || recv_vec(fd, v))
+        return -1;
+    *force = v[0];
+    return 0;
+}
+
+/* The analysis as genericClient sends it: per step the repeat of the current displacement with
+ * getForce (the force for this step), the new trial (after --iterations answered trials
+ * converging on it, as Newton iterations do) and commitState. */
+static int run_repeat(int fd, const options_t *opt, const drths_record_t *rec, result_t *res)
+{
+    const double dt = opt->dt;
+    double x[NF] = {0}, xprev[NF] = {0}, xnext[NF];
+    *res = (result_t){0};
+    double *gap = res->gap = malloc((size_t)opt->steps * sizeof *gap);
+    if (!gap)
+        return drths_cli_error(PROG, "no memory for %ld steps", opt->steps);
+    int64_t t0 = drths_now_ns(), tprev = t0;
+    long done = 0;
+    for (long k = 0; k < opt->steps; k++) {
+        double t = (double)(k + 1) * dt, fspec, f;
+        if (trial_force(fd, x[0], t, &fspec) != 0)
+            break;
+        central_difference(x, xprev, xnext, rec->ag_m_s2[k], fspec, dt);
+        int ok = 1;
+        /* Iterates x_i = xnext + (x - xnext) (-1/2)^i, i = K .. 1, then xnext itself. */
+        for (long i = opt->iterations; i >= 1 && ok; i--)
+            ok = trial_force(fd, xnext[0] + (x[0] - xnext[0]) * pow(-0.5, (double)i), t, &f) == 0;
+        const double trial[5] = {3.0, xnext[0], 0.0, 0.0, t};
+        const double commit[1] = {5.0};
+        if (!ok || send_vec(fd, trial, 5) || send_vec(fd, commit, 1))
+            break;
+        int64_t now = drths_now_ns();
+        gap[done] = (double)(now - tprev) * 1e-9 - opt->step_dur;
+        tprev = now;
+        if (opt->verbose)
+            printf("%ld %.9g %.6g %.3f\n", k + 1, xnext[0], fspec, gap[done] * 1e3);
+        memcpy(xprev, x, sizeof x);
+        memcpy(x, xnext, sizeof x);
+        done++;
+    }
+    if (done < opt->steps)
+        fprintf(stderr, PROG ": the site closed the connection at step %ld\n", done + 1);
+    res->wall = (double)(drths_now_ns() - t0) * 1e-9;
+    res->done = done;
+    const double die[2] = {99.0, 1.0};
+    send_vec(fd, die, 2);
+    return GO_ON;
+}
+
 static void print_summary(const options_t *opt, result_t *res)
 {
     const long done = res->done;
@@ -332,12 +421,18 @@ static void print_summary(const options_t *opt, result_t *res)
     qsort(res->gap, (size_t)done, sizeof *res->gap, cmp_double);
     printf(PROG ": %ld steps (%s), wall %.4f s, configured %.4f s, protocol overhead %.4f s "
                 "(%.1f us/step)\n",
-           done, opt->shadow ? "ShadowSite" : "GenericTCP", wall, (double)done * step_dur,
-           wall - (double)done * step_dur, done ? (wall - done * step_dur) / done * 1e6 : 0.0);
+           done,
+           opt->shadow   ? "ShadowSite"
+           : opt->repeat ? "genericClient"
+                         : "GenericTCP",
+           wall, (double)done * step_dur, wall - (double)done * step_dur,
+           done ? (wall - done * step_dur) / done * 1e6 : 0.0);
     if (done)
         printf("  per-step interval minus step duration: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
                gap[done / 2] * 1e3, gap[(size_t)(0.99 * (double)(done - 1))] * 1e3,
                gap[done - 1] * 1e3);
+    if (opt->repeat)
+        return; /* genericClient measures force only */
     printf("  tracking at the step ends: RMS error %.3f %% of the RMS target, peak %.4f mm, "
            "RMS target %.4f mm\n",
            res->sum_t2 > 0 ? 100.0 * sqrt(res->sum_e2 / res->sum_t2) : NAN, res->max_e * 1e3,
@@ -360,7 +455,8 @@ int main(int argc, char **argv)
         drths_record_close(&rec);
         return drths_cli_error(PROG, "cannot connect to %s", opt.connect_s);
     }
-    if ((rc = handshake(fd, opt.shadow)) != GO_ON || (rc = run(fd, &opt, &rec, &res)) != GO_ON)
+    if ((rc = handshake(fd, opt.shadow, opt.repeat)) != GO_ON ||
+        (rc = (opt.repeat ? run_repeat : run)(fd, &opt, &rec, &res)) != GO_ON)
         return rc;
     close(fd);
     print_summary(&opt, &res);

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Compares two OpenSees node records (columns: time, displacement) of the examples in this
+folder: prints the steps, max |u_site - u_reference| / max |u_reference| and exits 1 when it
+exceeds the bound (default 1e-6) or the records differ in length or times."""
+import sys
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if parts:
+                rows.append((float(parts[0]), float(parts[1])))
+    return rows
+
+
+def main():
+    if len(sys.argv) < 3:
+        print("usage: compare.py SITE.out REFERENCE.out [BOUND]", file=sys.stderr)
+        return 2
+    site, ref = load(sys.argv[1]), load(sys.argv[2])
+    bound = float(sys.argv[3]) if len(sys.argv) > 3 else 1e-6
+    if len(site) != len(ref) or not ref:
+        print(f"records differ in length: {len(site)} against {len(ref)} steps")
+        return 1
+    if any(abs(a[0] - b[0]) > 1e-9 for a, b in zip(site, ref)):
+        print("records differ in their times")
+        return 1
+    peak = max(abs(b[1]) for b in ref)
+    err = max(abs(a[1] - b[1]) for a, b in zip(site, ref))
+    rel = err / peak if peak > 0 else err
+    print(f"steps {len(ref)}, peak |u_ref| {peak:.6g} m, max |u_site - u_ref| {err:.3g} m, "
+          f"relative {rel:.3g} (bound {bound:g})")
+    return 0 if rel <= bound else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

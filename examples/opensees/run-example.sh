@@ -1,0 +1,55 @@
+#!/bin/bash
+# Runs one genericClient example of this folder against a drths actuator site and compares the
+# displacement OpenSees records with the reference model's (docs/openfresco.md).
+#
+#   examples/opensees/run-example.sh BUILD_DIR explicit|implicit [EXPERIMENT [SITE OPTIONS...]]
+#
+# EXPERIMENT defaults to linear-spring-ideal.yaml (the ideal linear specimen: the records must
+# agree to 1e-6 of the peak; exit 1 otherwise). With another specimen (the default experiment's
+# MR damper) the comparison is printed for information. OpenSees is $OPENSEES, else OpenSees on
+# PATH, else /work/opensees/src/build/OpenSees; exit 77 when none is found. The site's run
+# folder, the OpenSees output and both records are kept in $OUT (default: a new temporary
+# folder). Every program runs under `timeout`: OpenSees never exits on its own when the site
+# ends the session early (it waits on the closed connection).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bdir=${1:?usage: run-example.sh BUILD_DIR explicit|implicit [EXPERIMENT [SITE OPTIONS...]]}
+kind=${2:?usage: run-example.sh BUILD_DIR explicit|implicit [EXPERIMENT [SITE OPTIONS...]]}
+exp=${3:-$here/linear-spring-ideal.yaml}
+shift 2
+[ $# -gt 0 ] && shift
+opensees=${OPENSEES:-$(command -v OpenSees || echo /work/opensees/src/build/OpenSees)}
+[ -x "$opensees" ] || { echo "SKIPPED: no OpenSees (set OPENSEES)"; exit 77; }
+out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+timeout 300 "$bdir/drths-physical" --experiment "$exp" --openfresco "127.0.0.1:$port" \
+    --step-duration 0.01 --wait-timeout 30 --out "$out/run" --quiet "$@" >"$out/site.log" 2>&1 &
+site=$!
+for _ in $(seq 100); do grep -q "listening on TCP" "$out/site.log" 2>/dev/null && break; sleep 0.1; done
+start=$(date +%s.%N)
+timeout 240 "$opensees" "$here/genericclient-1dof-$kind.tcl" "$port" "$out/site.out" \
+    >"$out/opensees.log" 2>&1 || echo "OpenSees ended with status $? (124: killed by timeout)"
+end=$(date +%s.%N)
+status=0
+wait "$site" || status=$?
+timeout 60 "$opensees" "$here/reference-1dof-$kind.tcl" 0 "$out/reference.out" \
+    >"$out/reference.log" 2>&1
+python3 - "$out" "$status" "$start" "$end" <<'PY'
+import json, sys
+out, status, t0, t1 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+o = json.load(open(f"{out}/run/summary.json"))["openfresco"]
+print(f"site exit {status}, OpenSees wall {t1 - t0:.2f} s; trials {o['targets']}, "
+      f"steps {o['steps_reached']}, commits {o['commits']}, repeats {o['repeats']}, "
+      f"iterations {o['iterations']} (at most {o['max_iterations_in_a_step']} a step), "
+      f"late {o['late_targets']}, step-end tracking RMS {o['step_end_rms_error_pct']:.3f} %")
+print(f"end: {o['end']}")
+PY
+grep -h "HOLD at" "$out/site.log" || true
+echo "records in $out"
+if [ "$exp" = "$here/linear-spring-ideal.yaml" ]; then
+    python3 "$here/compare.py" "$out/site.out" "$out/reference.out" && [ "$status" -eq 0 ]
+else
+    python3 "$here/compare.py" "$out/site.out" "$out/reference.out" 1e300 || true
+    exit "$status"
+fi
