@@ -7,7 +7,7 @@
 # EXPERIMENT defaults to linear-spring-ideal.yaml (the ideal linear specimen: the records must
 # agree to 1e-6 of the peak; exit 1 otherwise). With another specimen (the default experiment's
 # MR damper) the comparison is printed for information. OpenSees is $OPENSEES, else OpenSees on
-# PATH, else /work/opensees/src/build/OpenSees; exit 77 when none is found. The site's run
+# PATH; exit 77 when neither is found. The site's run
 # folder, the OpenSees output and both records are kept in $OUT (default: a new temporary
 # folder). Every program runs under `timeout`: OpenSees never exits on its own when the site
 # ends the session early (it waits on the closed connection).
@@ -18,7 +18,7 @@ kind=${2:?usage: run-example.sh BUILD_DIR explicit|implicit [EXPERIMENT [SITE OP
 exp=${3:-$here/linear-spring-ideal.yaml}
 shift 2
 [ $# -gt 0 ] && shift
-opensees=${OPENSEES:-$(command -v OpenSees || echo /work/opensees/src/build/OpenSees)}
+opensees=${OPENSEES:-$(command -v OpenSees || true)}
 [ -x "$opensees" ] || { echo "SKIPPED: no OpenSees (set OPENSEES)"; exit 77; }
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
