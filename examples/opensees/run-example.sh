@@ -22,19 +22,20 @@ opensees=${OPENSEES:-$(command -v OpenSees || true)}
 [ -x "$opensees" ] || { echo "SKIPPED: no OpenSees (set OPENSEES)"; exit 77; }
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
+out=$(cd "$out" && pwd) # OpenSees runs there (it writes nros.log into its working folder)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 timeout 300 "$bdir/drths-physical" --experiment "$exp" --openfresco "127.0.0.1:$port" \
     --step-duration 0.01 --wait-timeout 30 --out "$out/run" --quiet "$@" >"$out/site.log" 2>&1 &
 site=$!
 for _ in $(seq 100); do grep -q "listening on TCP" "$out/site.log" 2>/dev/null && break; sleep 0.1; done
 start=$(date +%s.%N)
-timeout 240 "$opensees" "$here/genericclient-1dof-$kind.tcl" "$port" "$out/site.out" \
-    >"$out/opensees.log" 2>&1 || echo "OpenSees ended with status $? (124: killed by timeout)"
+(cd "$out" && timeout 240 "$opensees" "$here/genericclient-1dof-$kind.tcl" "$port" \
+    "$out/site.out" >"$out/opensees.log" 2>&1) || echo "OpenSees ended with status $? (124: killed by timeout)"
 end=$(date +%s.%N)
 status=0
 wait "$site" || status=$?
-timeout 60 "$opensees" "$here/reference-1dof-$kind.tcl" 0 "$out/reference.out" \
-    >"$out/reference.log" 2>&1
+(cd "$out" && timeout 60 "$opensees" "$here/reference-1dof-$kind.tcl" 0 "$out/reference.out" \
+    >"$out/reference.log" 2>&1)
 python3 - "$out" "$status" "$start" "$end" <<'PY'
 import json, sys
 out, status, t0, t1 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
