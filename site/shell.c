@@ -459,10 +459,7 @@ static void on_tlm_timer(uv_timer_t *t)
     drths_telemetry_cmd_t cmd;
     int answered = drths_telemetry_poll(&s->tlm, &cmd);
     act_on_control(s, cmd);
-    if (answered > 0) {
-        frame_counters(s);
-        drths_telemetry_send(&s->tlm);
-    } else if (drths_telemetry_beat_due(&s->tlm)) {
+    if (answered > 0 || drths_telemetry_beat_due(&s->tlm)) {
         frame_counters(s);
         drths_telemetry_send(&s->tlm);
     }
