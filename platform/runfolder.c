@@ -169,13 +169,19 @@ void drths_provenance_json(drths_json_t *j, const char *key, const drths_provena
     drths_json_object_end(j);
 }
 
+int drths_runfolder_json_open(drths_json_t *j, const char *dir, const char *name, char *path,
+                              size_t cap, drths_error_t *err)
+{
+    if (drths_path_join(path, cap, dir, name))
+        return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
+    return drths_json_file_open(j, path, err);
+}
+
 int drths_provenance_write(const char *dir, const drths_provenance_t *p, drths_error_t *err)
 {
     char path[4096];
-    if (drths_path_join(path, sizeof path, dir, "provenance.json"))
-        return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
     drths_json_t j;
-    int r = drths_json_file_open(&j, path, err);
+    int r = drths_runfolder_json_open(&j, dir, "provenance.json", path, sizeof path, err);
     if (r)
         return r;
     drths_provenance_json(&j, "provenance", p);

@@ -58,4 +58,9 @@ int drths_mkdirs(const char *path, drths_error_t *err);
 /* Joins folder and file name into out; -ENAMETOOLONG if it does not fit. */
 int drths_path_join(char *out, size_t cap, const char *dir, const char *name);
 
+/* drths_json_file_open for the file name in the run folder dir; path (cap bytes) receives its
+ * path, for drths_json_file_close. 0, -ENAMETOOLONG or -errno (err says which). */
+int drths_runfolder_json_open(drths_json_t *j, const char *dir, const char *name, char *path,
+                              size_t cap, drths_error_t *err);
+
 #endif

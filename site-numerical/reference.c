@@ -42,15 +42,13 @@ void drths_reference_summary_close(drths_reference_summary_t *s)
 static int write_summary(const char *dir, const drths_experiment_t *exp,
                          const drths_reference_summary_t *s, drths_error_t *err)
 {
-    char path[4096];
-    if (drths_path_join(path, sizeof path, dir, "summary.json"))
-        return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
     uint8_t fp[DRTHS_FINGERPRINT_BYTES];
     char fphex[65] = "";
     if (drths_experiment_fingerprint(exp, fp, NULL) == 0)
         drths_experiment_fingerprint_hex(fp, fphex);
+    char path[4096];
     drths_json_t j;
-    int r = drths_json_file_open(&j, path, err);
+    int r = drths_runfolder_json_open(&j, dir, "summary.json", path, sizeof path, err);
     if (r)
         return r;
     drths_json_string(&j, "kind", "reference");

@@ -263,10 +263,8 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
                                 drths_error_t *err)
 {
     char path[4096];
-    if (drths_path_join(path, sizeof path, dir, "summary.json"))
-        return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
     drths_json_t j;
-    int r = drths_json_file_open(&j, path, err);
+    int r = drths_runfolder_json_open(&j, dir, "summary.json", path, sizeof path, err);
     if (r)
         return r;
     head_json(&j, s, o);
