@@ -583,7 +583,7 @@ static int64_t min64(int64_t a, int64_t b);
  * recomputes the feedback wait for it and restarts the late-rate evidence. The round-trip window
  * is left alone: it measures the link, which an epoch does not change. */
 static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t eff_tick,
-                     drths_epoch_reason_t why, int64_t now_ns)
+                     uint64_t late_from_tick, drths_epoch_reason_t why, int64_t now_ns)
 {
     h->epoch++;
     h->epoch_msg.new_epoch = h->epoch;
@@ -591,7 +591,7 @@ static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t
     h->epoch_msg.effective_tick = eff_tick;
     h->epoch_copies = EPOCH_COPIES;
     h->epoch_next_ns = now_ns;
-    h->epoch_eff_tick = eff_tick;
+    h->epoch_eff_tick = late_from_tick;
     h->c.epoch_changes++;
     if (h->n_elog < DRTHS_HYBRID_MAX_EPOCH_LOG) {
         drths_hybrid_epoch_log_t *l = &h->elog[h->n_elog++];
@@ -653,7 +653,7 @@ static void raise_L(drths_hybrid_t *h, uint32_t L2, drths_epoch_reason_t why, in
     h->prev_vel = 0.0;
     if (L2 > h->c.L_max_seen)
         h->c.L_max_seen = L2;
-    announce(h, L1, L2, first_new, why, now_ns);
+    announce(h, L1, L2, first_new, first_new, why, now_ns);
 }
 
 /* Starts the epoch that takes L to `next`: a raise at once (fillers), a lowering by a glide. */
@@ -669,9 +669,8 @@ static void change_L(drths_hybrid_t *h, uint32_t next, drths_epoch_reason_t why,
     h->glide_target = next;
     uint64_t end_step = (uint64_t)h->ns.step + 1 +
                         (uint64_t)(h->L - next) * (uint64_t)h->p.glide_every;
-    announce(h, from, next, end_step + next, why, now_ns);
     /* Lateness counts again from the first tick commanded during the glide, not from its end. */
-    h->epoch_eff_tick = h->last_cmd_tick + 1;
+    announce(h, from, next, end_step + next, h->last_cmd_tick + 1, why, now_ns);
 }
 
 /* One epoch decision (docs/design.md, "Delay estimator") after step n. Its inputs are
