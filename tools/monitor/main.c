@@ -157,11 +157,6 @@ static int json_str(const char *line, const char *key, char *out, size_t cap)
     return 0;
 }
 
-static int same_addr(const drths_addr_t *a, const drths_addr_t *b)
-{
-    return a->len == b->len && memcmp(&a->ss, &b->ss, a->len) == 0;
-}
-
 /* The same host (the port aside). */
 static int same_host(const drths_addr_t *a, const drths_addr_t *b)
 {
@@ -214,7 +209,7 @@ static site_t *site_for(const drths_telemetry_header_t *h, const drths_addr_t *f
             M.rejected[REJ_REPLAY]++;
             return NULL;
         }
-        if (h->epoch == s->epoch && !same_addr(from, &s->addr)) {
+        if (h->epoch == s->epoch && !drths_addr_equal(from, &s->addr)) {
             M.rejected[REJ_ADDRESS]++;
             return NULL;
         }
