@@ -67,8 +67,7 @@ static int tick(iorun_t *r, double set_m, double vel_m_s, double command, double
     if (!isnan(set_m) && drths_daq_write(r->daq, set_m, vel_m_s, command) != 0) {
         drths_error_t e = {{0}};
         drths_daq_error(r->daq, &e);
-        snprintf(r->res->stopped, sizeof r->res->stopped, "writing failed: %s", e.msg);
-        return 1;
+        return stop(r, "writing failed: %s", e.msg);
     }
     int rc = drths_daq_read(r->daq, x, f);
     if (rc == -ERANGE)
@@ -78,9 +77,7 @@ static int tick(iorun_t *r, double set_m, double vel_m_s, double command, double
     if (rc != 0 || isnan(*x) || isnan(*f)) {
         drths_error_t e = {{0}};
         drths_daq_error(r->daq, &e);
-        snprintf(r->res->stopped, sizeof r->res->stopped, "reading failed: %s",
-                 e.msg[0] ? e.msg : "not a number");
-        return 1;
+        return stop(r, "reading failed: %s", e.msg[0] ? e.msg : "not a number");
     }
     if (!isnan(set_m) && fabs(*x - set_m) > bound_m)
         return stop(r, "the measured displacement left the set-point by %.3g mm (stop at %.3g "
