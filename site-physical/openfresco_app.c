@@ -686,6 +686,23 @@ static void record_end(drths_ofr_app_t *app, uint64_t u, double target, int kind
     }
 }
 
+/* The oldest pending target, taken off the queue (the caller checked pend_count). */
+static double pop_target(drths_ofr_app_t *app)
+{
+    double x = app->pend[app->pend_head];
+    app->pend_head = (app->pend_head + 1) % DRTHS_OFR_PENDING;
+    app->pend_count--;
+    return x;
+}
+
+/* A step begins: no tick of it played, no target taken, not late. */
+static void begin_step(drths_ofr_app_t *app)
+{
+    app->j = 0;
+    app->have_target = 0;
+    app->step_late = 0;
+}
+
 /* Starts an iteration: the step's target moves to x1. The actuator leaves where it is (it may
  * have begun predicting the next step) on a cubic Hermite ramp of M ticks, with its present
  * velocity at the start and, at the end, the velocity the next step's predictor will start
@@ -694,9 +711,7 @@ static void record_end(drths_ofr_app_t *app, uint64_t u, double target, int kind
  * its mean) stays under half the command velocity limit. */
 static void start_iteration(drths_ofr_app_t *app)
 {
-    double x1 = app->pend[app->pend_head];
-    app->pend_head = (app->pend_head + 1) % DRTHS_OFR_PENDING;
-    app->pend_count--;
+    double x1 = pop_target(app);
     app->hist[3] = x1;
     app->iter_active = 1;
     app->iter_j = 0;
@@ -718,9 +733,7 @@ static double iteration_command(drths_ofr_app_t *app, uint64_t u)
         record_end(app, u, app->iter_x1, TGT_ITER);
         app->iter_active = 0;
         app->step_active = 1; /* the next step starts from here, predicting */
-        app->j = 0;
-        app->have_target = 0;
-        app->step_late = 0;
+        begin_step(app);
         return app->iter_x1;
     }
     double s = (double)app->iter_j / m, s2 = s * s, s3 = s2 * s;
@@ -742,14 +755,10 @@ static double next_command(drths_ofr_app_t *app, uint64_t u)
         if (!app->pend_count)
             return app->last_x; /* no target yet: stay */
         app->step_active = 1;
-        app->j = 0;
-        app->have_target = 0;
-        app->step_late = 0;
+        begin_step(app);
     }
     if (!app->have_target && app->pend_count) {
-        app->target = app->pend[app->pend_head];
-        app->pend_head = (app->pend_head + 1) % DRTHS_OFR_PENDING;
-        app->pend_count--;
+        app->target = pop_target(app);
         app->have_target = 1;
     }
     double n = (double)app->step_ticks;
@@ -772,9 +781,7 @@ static double next_command(drths_ofr_app_t *app, uint64_t u)
         app->hist[1] = app->hist[2];
         app->hist[2] = app->hist[3];
         app->hist[3] = app->target;
-        app->j = 0;
-        app->have_target = 0;
-        app->step_late = 0;
+        begin_step(app);
     }
     return x;
 }
