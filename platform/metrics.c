@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "platform/json.h"
+#include "platform/stats.h"
 
 /* ---- fidelity ---------------------------------------------------------------------------- */
 
@@ -330,23 +331,6 @@ out:
 
 /* ---- order statistics -------------------------------------------------------------------- */
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest rank ceil(p n), 1-based; the small slack keeps 0.999 * 1000 at rank 999. */
-static double percentile(const double *sorted, long n, double p)
-{
-    long rank = (long)ceil(p * (double)n - 1e-9);
-    if (rank < 1)
-        rank = 1;
-    if (rank > n)
-        rank = n;
-    return sorted[rank - 1];
-}
-
 int drths_stats_compute(const double *v, long n, drths_stats_t *out)
 {
     out->n = 0;
@@ -361,12 +345,12 @@ int drths_stats_compute(const double *v, long n, drths_stats_t *out)
         if (!isnan(v[i]))
             s[m++] = v[i];
     if (m > 0) {
-        qsort(s, (size_t)m, sizeof *s, compare_double);
+        drths_sort_double(s, (size_t)m);
         out->n = m;
         out->min = s[0];
-        out->p50 = percentile(s, m, 0.5);
-        out->p99 = percentile(s, m, 0.99);
-        out->p999 = percentile(s, m, 0.999);
+        out->p50 = s[drths_quantile_rank((size_t)m, 0.5)];
+        out->p99 = s[drths_quantile_rank((size_t)m, 0.99)];
+        out->p999 = s[drths_quantile_rank((size_t)m, 0.999)];
         out->max = s[m - 1];
     }
     free(s);
