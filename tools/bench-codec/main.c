@@ -36,6 +36,7 @@
 #include "platform/cli.h"
 #include "platform/rt.h"
 #include "platform/rtclock.h"
+#include "platform/stats.h"
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
 
@@ -43,12 +44,6 @@
 #define MAX_ROUNDS 1000
 #define MAX_BATCH 100000        /* a 4.9 KB datagram buffer per call: at most 490 MB */
 #define MAX_PINGPONG 100000000L /* one double per round trip: at most 800 MB */
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void fill(drths_msg_t *m, drths_msg_type_t type)
 {
@@ -132,8 +127,8 @@ static int bench(drths_msg_type_t type, int rounds, int batch)
         fprintf(stderr, PROG ": a datagram failed to seal or open\n");
         return 1;
     }
-    qsort(seal, (size_t)rounds, sizeof seal[0], cmp_d);
-    qsort(open, (size_t)rounds, sizeof open[0], cmp_d);
+    drths_sort_double(seal, (size_t)rounds);
+    drths_sort_double(open, (size_t)rounds);
     double s = seal[rounds / 2], o = open[rounds / 2];
     printf("codec type=%s bytes=%zu seal_ns=%.0f open_ns=%.0f total_ns=%.0f\n",
            drths_msg_type_name(type), lens[0], s, o, s + o);
@@ -251,9 +246,9 @@ static int bench_handshake(int rounds)
         dec[r] = (double)(t1 - t0) / N;
         pre[r] = (double)(t2 - t1) / N;
     }
-    qsort(hs, (size_t)rounds, sizeof hs[0], cmp_d);
-    qsort(dec, (size_t)rounds, sizeof dec[0], cmp_d);
-    qsort(pre, (size_t)rounds, sizeof pre[0], cmp_d);
+    drths_sort_double(hs, (size_t)rounds);
+    drths_sort_double(dec, (size_t)rounds);
+    drths_sort_double(pre, (size_t)rounds);
     printf("handshake total_us=%.1f\n", hs[rounds / 2] / 1000.0);
     printf("forged_hello v1_decrypt_ns=%.0f v2_header_ns=%.0f\n", dec[rounds / 2], pre[rounds / 2]);
     drths_wire_tx_close(&tx);
@@ -407,10 +402,10 @@ static int pingpong(long n, int busy, int dma)
         free(lat);
         return 1;
     }
-    qsort(lat, (size_t)n, sizeof lat[0], cmp_d);
+    drths_sort_double(lat, (size_t)n);
     printf("latency mode=%s round_trips=%ld p50_us=%.2f p99_us=%.2f max_us=%.2f sched_fifo=%d "
            "dma_latency_0=%d\n",
-           busy ? "busy-poll" : "blocking", n, lat[n / 2], lat[(long)(0.99 * (double)n)],
+           busy ? "busy-poll" : "blocking", n, lat[n / 2], lat[drths_quantile_rank((size_t)n, 0.99)],
            lat[n - 1], rt, dma);
     free(lat);
     return 0;

@@ -33,6 +33,7 @@
 #include "platform/cli.h"
 #include "platform/rt.h"
 #include "platform/rtclock.h"
+#include "platform/stats.h"
 
 #define PROG "drths-bench-step"
 #define MAX_SIZES 16
@@ -140,12 +141,6 @@ static void model_close(model_t *m)
     drths_damper_close(&m->damper);
     drths_integrator_close(&m->it);
     drths_structure_close(&m->st);
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
 }
 
 /* Splits a comma-separated option value into at most max items of at most 31 characters each.
@@ -295,9 +290,9 @@ static void measure_cost(model_t *m, int64_t *t, long steps, int size, int form)
         model_step(m);
         t[k] = drths_now_ns() - t0;
     }
-    qsort(t, (size_t)steps, sizeof *t, cmp_i64);
+    drths_sort_i64(t, (size_t)steps);
     printf("cost n=%d form=%s median_us=%.3f p99_us=%.3f\n", size, form_names[form],
-           (double)t[steps / 2] * 1e-3, (double)t[(long)(0.99 * (double)steps)] * 1e-3);
+           (double)t[steps / 2] * 1e-3, (double)t[drths_quantile_rank((size_t)steps, 0.99)] * 1e-3);
     fflush(stdout);
 }
 

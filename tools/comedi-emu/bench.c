@@ -16,16 +16,11 @@
 #include "config/config.h"
 #include "platform/cli.h"
 #include "platform/rtclock.h"
+#include "platform/stats.h"
 #include "site-physical/daq.h"
 #include "tools/comedi-emu/comedi_emu.h"
 
 static const char *prog = "drths-bench-comedi";
-
-static int cmp_ll(const void *a, const void *b)
-{
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return (x > y) - (x < y);
-}
 
 static void usage(FILE *f)
 {
@@ -89,7 +84,7 @@ int main(int argc, char **argv)
         drths_experiment_close(&exp);
         return drths_cli_error(prog, "%s", err.msg);
     }
-    long long *ns = malloc((size_t)ticks * sizeof *ns);
+    int64_t *ns = malloc((size_t)ticks * sizeof *ns);
     if (!ns) {
         drths_daq_close(&d);
         drths_experiment_close(&exp);
@@ -117,9 +112,10 @@ int main(int argc, char **argv)
         drths_experiment_close(&exp);
         return drths_cli_error(prog, "%s", err.msg);
     }
-    qsort(ns, (size_t)ticks, sizeof *ns, cmp_ll);
-    printf("comedi ticks=%ld median_ns=%lld p99_ns=%lld max_ns=%lld\n", ticks, ns[ticks / 2],
-           ns[(long)(ticks * 0.99)], ns[ticks - 1]);
+    drths_sort_i64(ns, (size_t)ticks);
+    printf("comedi ticks=%ld median_ns=%lld p99_ns=%lld max_ns=%lld\n", ticks,
+           (long long)ns[drths_quantile_rank((size_t)ticks, 0.5)],
+           (long long)ns[drths_quantile_rank((size_t)ticks, 0.99)], (long long)ns[ticks - 1]);
     free(ns);
     drths_daq_close(&d);
     drths_experiment_close(&exp);

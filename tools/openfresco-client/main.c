@@ -37,6 +37,7 @@
 #include "platform/error.h"
 #include "platform/rtclock.h"
 #include "platform/tcp.h"
+#include "platform/stats.h"
 #include "site-physical/openfresco.h"
 
 #define PROG "drths-openfresco-client"
@@ -117,12 +118,6 @@ static int connect_to(const char *hostport)
     }
     freeaddrinfo(res);
     return fd;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* parse_options and the other steps of main() return GO_ON when main() should carry on, or the
@@ -418,7 +413,7 @@ static void print_summary(const options_t *opt, result_t *res)
 {
     const long done = res->done;
     const double wall = res->wall, step_dur = opt->step_dur, *gap = res->gap;
-    qsort(res->gap, (size_t)done, sizeof *res->gap, cmp_double);
+    drths_sort_double(res->gap, (size_t)done);
     printf(PROG ": %ld steps (%s), wall %.4f s, configured %.4f s, protocol overhead %.4f s "
                 "(%.1f us/step)\n",
            done,
@@ -429,7 +424,7 @@ static void print_summary(const options_t *opt, result_t *res)
            done ? (wall - done * step_dur) / done * 1e6 : 0.0);
     if (done)
         printf("  per-step interval minus step duration: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
-               gap[done / 2] * 1e3, gap[(size_t)(0.99 * (double)(done - 1))] * 1e3,
+               gap[done / 2] * 1e3, gap[drths_quantile_rank((size_t)done, 0.99)] * 1e3,
                gap[done - 1] * 1e3);
     if (opt->repeat)
         return; /* genericClient measures force only */
