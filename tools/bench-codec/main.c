@@ -405,8 +405,8 @@ static int pingpong(long n, int busy, int dma)
     drths_sort_double(lat, (size_t)n);
     printf("latency mode=%s round_trips=%ld p50_us=%.2f p99_us=%.2f max_us=%.2f sched_fifo=%d "
            "dma_latency_0=%d\n",
-           busy ? "busy-poll" : "blocking", n, lat[n / 2], lat[drths_quantile_rank((size_t)n, 0.99)],
-           lat[n - 1], rt, dma);
+           busy ? "busy-poll" : "blocking", n, lat[n / 2],
+           lat[drths_quantile_rank((size_t)n, 0.99)], lat[n - 1], rt, dma);
     free(lat);
     return 0;
 }
