@@ -811,6 +811,18 @@ static drths_hybrid_poll_result_t poll_closing(drths_hybrid_t *h, int64_t now_ns
     return DRTHS_HYBRID_WAIT;
 }
 
+/* The out buffer as an EPOCH with header epoch and tick (EPOCH 1 of the start, or a copy of the
+ * latest epoch change), counted as sent. */
+static void send_epoch(drths_hybrid_t *h, uint32_t epoch, uint64_t tick,
+                       const drths_msg_epoch_t *e)
+{
+    memset(&h->out, 0, sizeof h->out);
+    h->out.type = DRTHS_MSG_EPOCH;
+    h->out.epoch = epoch;
+    h->out.tick = tick;
+    h->out.u.epoch = *e;
+    h->c.epochs_sent++;
+}
 drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
                                              drths_hybrid_action_t *a)
 {
@@ -822,14 +834,7 @@ drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
     case S_START:
         h->start_ns = h->last_rx_ns = now_ns;
         h->next_send_ns = now_ns + h->p.epoch_repeat_ns;
-        memset(&h->out, 0, sizeof h->out);
-        h->out.type = DRTHS_MSG_EPOCH;
-        h->out.epoch = 0;
-        h->out.tick = 0;
-        h->out.u.epoch.new_epoch = 1;
-        h->out.u.epoch.loop_delay_ticks = h->p.L;
-        h->out.u.epoch.effective_tick = 0;
-        h->c.epochs_sent++;
+        send_epoch(h, 0, 0, &(drths_msg_epoch_t){1, h->p.L, 0});
         fill_row(h, -1, 0, NAN, drths_smith_model(&h->smith, 0));
         a->send = &h->out;
         a->row = h->row;
@@ -866,12 +871,8 @@ drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
         if (now_ns >= h->next_send_ns) {
             /* EPOCH 1 again: the first may have been lost. The message is rebuilt because the
              * out buffer has since held a COMMAND. */
-            memset(&h->out, 0, sizeof h->out);
-            h->out.type = DRTHS_MSG_EPOCH;
-            h->out.u.epoch.new_epoch = 1;
-            h->out.u.epoch.loop_delay_ticks = h->p.L;
+            send_epoch(h, 0, 0, &(drths_msg_epoch_t){1, h->p.L, 0});
             h->next_send_ns = now_ns + h->p.epoch_repeat_ns;
-            h->c.epochs_sent++;
             a->send = &h->out;
             return DRTHS_HYBRID_ACT;
         }
@@ -879,14 +880,9 @@ drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
         return DRTHS_HYBRID_WAIT;
     }
     if (h->epoch_copies > 0 && now_ns >= h->epoch_next_ns) {
-        memset(&h->out, 0, sizeof h->out);
-        h->out.type = DRTHS_MSG_EPOCH;
-        h->out.epoch = h->epoch;
-        h->out.tick = h->last_cmd_tick;
-        h->out.u.epoch = h->epoch_msg;
+        send_epoch(h, h->epoch, h->last_cmd_tick, &h->epoch_msg);
         h->epoch_copies--;
         h->epoch_next_ns = now_ns + EPOCH_REPEAT_NS;
-        h->c.epochs_sent++;
         a->send = &h->out;
         return DRTHS_HYBRID_ACT;
     }
