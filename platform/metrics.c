@@ -92,7 +92,7 @@ static const double *need(const drths_csv_table_t *t, const char *name, drths_er
     return c;
 }
 
-static int count_floors(const drths_csv_table_t *t)
+int drths_record_floor_count(const drths_csv_table_t *t)
 {
     int n = 0;
     char name[32];
@@ -232,7 +232,7 @@ static int fidelity_floors(const drths_csv_table_t *hyb, const drths_csv_table_t
                            const long *ih, const long *ir, drths_fidelity_t *out,
                            drths_error_t *err)
 {
-    int fh = count_floors(hyb), fr = count_floors(ref);
+    int fh = drths_record_floor_count(hyb), fr = drths_record_floor_count(ref);
     if (fh == 0)
         return drths_error_set(err, -EINVAL, "%s: no column x1_m", hyb->path);
     if (fr == 0)

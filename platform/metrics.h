@@ -172,6 +172,10 @@ int drths_gaps_compute(const drths_csv_table_t *t, const char *key, long lo, lon
 int drths_record_range(const drths_csv_table_t *t, const char *key, long *first, long *last,
                        drths_error_t *err);
 
+/* The number of floors of a numerical.csv: its columns x1_m, x2_m, ... counted up to the first
+ * one missing. init-only. */
+int drths_record_floor_count(const drths_csv_table_t *t);
+
 /* Compares a hybrid numerical.csv with the reference numerical.csv, step by step: the rows of
  * equal `step` are compared, whatever their position. Fails with -EINVAL and a message naming
  * the file and column when a needed column (step, time_s, x<i>_m, a<i>_abs_m_s2) is missing or

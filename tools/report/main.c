@@ -113,18 +113,6 @@ static const double *column(const drths_csv_table_t *t, const char *name)
     return c;
 }
 
-static int count_floors(const drths_csv_table_t *t)
-{
-    int n = 0;
-    char name[32];
-    for (;;) {
-        snprintf(name, sizeof name, "x%d_m", n + 1);
-        if (!drths_csv_column(t, name))
-            return n;
-        n++;
-    }
-}
-
 /* Checks that a record has what the plots need, so that a missing column stops the tool
  * before anything is printed. */
 static int check_plot_columns(const drths_csv_table_t *t)
@@ -134,7 +122,7 @@ static int check_plot_columns(const drths_csv_table_t *t)
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
         if (!column(t, needed[i]))
             return -1;
-    int floors = count_floors(t);
+    int floors = drths_record_floor_count(t);
     for (int i = 1; i <= floors; i++) {
         char name[32];
         snprintf(name, sizeof name, "a%d_abs_m_s2", i);
@@ -330,7 +318,7 @@ static const char *tmpfile_in(plot_job_t *j, const char *name)
 static int write_histories(plot_job_t *j, const inputs_t *in, const char *kind)
 {
     int disp = strcmp(kind, "displacement") == 0;
-    int floors = count_floors(&in->run);
+    int floors = drths_record_floor_count(&in->run);
     const drths_csv_table_t *tabs[2] = {&in->run, in->has_ref ? &in->ref : NULL};
     const char *dat[2] = {NULL, NULL};
     for (int k = 0; k < 2; k++) {
@@ -490,7 +478,7 @@ static void gp_percentiles(plot_job_t *j, const char *dat, int first, const char
 static int write_error(plot_job_t *j, const inputs_t *in)
 {
     const drths_csv_table_t *h = &in->run, *r = &in->ref;
-    int floors = count_floors(h);
+    int floors = drths_record_floor_count(h);
     const double *hs = drths_csv_column(h, "step"), *rs = drths_csv_column(r, "step");
     const double *ht = drths_csv_column(h, "time_s");
     if (!hs || !rs) {
