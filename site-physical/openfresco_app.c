@@ -1135,6 +1135,16 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
     drths_json_int(j, "clients_dropped", (int64_t)app->clients_dropped);
     drths_json_number(j, "step_end_rms_error_pct", drths_ofr_app_step_rms_pct(app));
     drths_json_number(j, "step_end_max_abs_error_m", app->max_abs_err);
+    drths_json_int(j, "channels", app->cfg.n_channels);
+    drths_json_numbers(j, "stiffness_N_per_m", app->cfg.stiffness, app->cfg.n_channels);
+    if (app->cfg.n_channels > 1) {
+        double rms[DRTHS_OFR_MAX_DOF];
+        for (int i = 0; i < app->cfg.n_channels; i++)
+            rms[i] = drths_ofr_app_channel_rms_pct(app, i);
+        drths_json_numbers(j, "channel_step_end_rms_error_pct", rms, app->cfg.n_channels);
+        drths_json_numbers(j, "channel_step_end_max_abs_error_m", app->ch_max_abs_err,
+                           app->cfg.n_channels);
+    }
     if (app->first_target_ns && app->end_ns > app->first_target_ns)
         drths_json_number(j, "session_wall_time_s",
                           (double)(app->end_ns - app->first_target_ns) * 1e-9);
