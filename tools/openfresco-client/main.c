@@ -79,8 +79,9 @@ static void usage(FILE *f)
             "                       trial vectors of N drifts, one per actuator channel of the\n"
             "                       site (its physical.channels, in order)\n"
             "  --verbose            one line per step: the step, then per DOF target, measured,\n"
-            "                       error and force (--repeat-trials: target and force), then\n"
-            "                       the interval in ms\n"
+            "                       error and force (--repeat-trials: next target, current\n"
+            "                       drift and its force), then the interval in ms; the values\n"
+            "                       with 17 digits, so they read back exactly\n"
             "  -h, --help           print this help and exit\n"
             "  --version            print the version and exit\n"
             "\n",
@@ -372,7 +373,7 @@ static int run(int fd, const options_t *opt, const drths_record_t *rec, result_t
             if (fabs(e) > res->max_e)
                 res->max_e = fabs(e);
             if (opt->verbose)
-                printf(" %.9g %.9g %.3e %.9g", target[i], meas, e, force);
+                printf(" %.17g %.17g %.3e %.17g", target[i], meas, e, force);
             fspec[i] = force;
         }
         if (opt->verbose)
@@ -445,7 +446,7 @@ static int run_repeat(int fd, const options_t *opt, const drths_record_t *rec, r
         if (opt->verbose) {
             printf("%ld", k + 1);
             for (int c = 0; c < n; c++)
-                printf(" %.9g %.9g %.9g", dn[c], d[c], fspec[c]);
+                printf(" %.17g %.17g %.17g", dn[c], d[c], fspec[c]);
             printf(" %.3f\n", gap[done] * 1e3);
         }
         memcpy(xprev, x, sizeof x);
