@@ -485,21 +485,27 @@ static int io_pace(void *ctx, long k)
     return io_interrupted;
 }
 
-/* drths-physical --io-check: the DAQ opened as for a run, the check, its report. Returns the
- * exit code: 0 when every channel is OK (or only notes), 1 otherwise. */
-static int io_check(app_t *a)
+/* drths-physical --io-check of one actuator channel (i; its view of the experiment): the DAQ
+ * opened as for a run, the check, its report. Returns the exit code: 0 when every signal is OK
+ * (or only notes), 1 otherwise. */
+static int io_check_channel(app_t *a, int i)
 {
-    const drths_experiment_t *e = &a->exp;
+    const drths_experiment_t *e = drths_experiment_actuator(&a->exp, i);
     drths_error_t err = {{0}};
     drths_specimen_params_t sp;
     drths_specimen_t spec;
     drths_daq_t daq = {0};
+    char who[DRTHS_CHANNEL_NAME_MAX + 32] = "";
+    if (a->exp.n_channels > 0)
+        snprintf(who, sizeof who, "actuator channel %d (%s): ", i + 1,
+                 drths_experiment_actuator_name(&a->exp, i));
     drths_setup_specimen(e, &sp);
     if (drths_specimen_init(&spec, &sp, 1.0 / e->rate_hz, &err) != 0)
-        return drths_cli_error(PROG, "%s: virtual specimen: %s", a->so.experiment, err.msg);
+        return drths_cli_error(PROG, "%s: %svirtual specimen: %s", a->so.experiment, who,
+                               err.msg);
     if (drths_daq_open(e, &spec, NULL, &daq, &err) != 0) {
         drths_specimen_close(&spec);
-        return drths_cli_error(PROG, "%s: daq (backend %s): %s", a->so.experiment,
+        return drths_cli_error(PROG, "%s: %sdaq (backend %s): %s", a->so.experiment, who,
                                drths_daq_backend_name(e->daq.backend), err.msg);
     }
     drths_iocheck_params_t p;
@@ -513,11 +519,9 @@ static int io_check(app_t *a)
     int64_t clock[2] = {drths_now_ns(), (int64_t)llround(1e9 / e->rate_hz)};
     p.pace = io_pace;
     p.pace_ctx = clock;
-    signal(SIGINT, io_on_signal);
-    signal(SIGTERM, io_on_signal);
-    printf("drths-physical: I/O check of '%s' (backend %s), %g Hz: %s of +/-%.3g mm, %g s a "
+    printf("drths-physical: %sI/O check of '%s' (backend %s), %g Hz: %s of +/-%.3g mm, %g s a "
            "leg, damper command 0%s\n",
-           e->name, drths_daq_backend_name(e->daq.backend), e->rate_hz,
+           who, e->name, drths_daq_backend_name(e->daq.backend), e->rate_hz,
            p.current > 0 ? "two cycles" : "one cycle", p.amplitude_m * 1e3, p.leg_s,
            p.current > 0 ? " then the --io-current" : "");
     fflush(stdout);
@@ -528,8 +532,26 @@ static int io_check(app_t *a)
     drths_daq_close(&daq);
     drths_specimen_close(&spec);
     if (rc != 0)
-        return drths_cli_usage_error(PROG, "%s", err.msg);
+        return drths_cli_usage_error(PROG, "%s%s", who, err.msg);
     return res.overall <= DRTHS_IOCHECK_NOTE ? 0 : DRTHS_EXIT_FAILED;
+}
+
+/* drths-physical --io-check: every actuator channel in turn (physical.channels), one after the
+ * other, so only one actuator moves at a time. Returns the first failure's exit code, else the
+ * worst result (0 when every channel is OK or has only notes). */
+static int io_check(app_t *a)
+{
+    signal(SIGINT, io_on_signal);
+    signal(SIGTERM, io_on_signal);
+    int worst = 0;
+    for (int i = 0; i < drths_experiment_n_actuators(&a->exp) && !io_interrupted; i++) {
+        int rc = io_check_channel(a, i);
+        if (rc != 0 && rc != DRTHS_EXIT_FAILED)
+            return rc;
+        if (rc)
+            worst = rc;
+    }
+    return worst;
 }
 
 /* One session: the shell, the experiment's configuration, the I/O, the run and its records, all
