@@ -1964,8 +1964,8 @@ static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
 }
 
 /* physical.channels[i] into ch (the channel's view of x; see drths_experiment_channel_t). */
-static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i,
-                        const struct raw_channel *rc, drths_experiment_channel_t *ch)
+static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const struct raw_channel *rc,
+                        drths_experiment_channel_t *ch)
 {
     int r;
     drths_experiment_t *v = &ch->exp;
@@ -2042,8 +2042,7 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i,
         if (v->control.command > max)
             return fail(c, -EINVAL, "specimen.damper.model",
                         "%s takes a damper command of 0..%g, below control.command (%g)",
-                        drths_damper_model_name(v->specimen.damper.model), max,
-                        v->control.command);
+                        drths_damper_model_name(v->specimen.damper.model), max, v->control.command);
     }
     return check_limits_inside_converters(c, v, "");
 }

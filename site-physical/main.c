@@ -183,11 +183,11 @@ static int own_option(void *ctx, int c, const char *arg)
         char buf[256];
         snprintf(buf, sizeof buf, "%s", arg);
         a->stiffness_set = 0;
-        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
-             t = strtok_r(NULL, ",", &save)) {
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             if (a->stiffness_set == DRTHS_OFR_MAX_DOF)
-                return drths_cli_usage_error(PROG, "--openfresco-stiffness: at most %d values "
-                                                   "(one per actuator channel)",
+                return drths_cli_usage_error(PROG,
+                                             "--openfresco-stiffness: at most %d values "
+                                             "(one per actuator channel)",
                                              DRTHS_OFR_MAX_DOF);
             if (drths_cli_double(PROG, "--openfresco-stiffness", t, 0.0, 1e15, "N/m",
                                  &a->ocfg.stiffness[a->stiffness_set]) != 0)
@@ -501,8 +501,7 @@ static int io_check_channel(app_t *a, int i)
                  drths_experiment_actuator_name(&a->exp, i));
     drths_setup_specimen(e, &sp);
     if (drths_specimen_init(&spec, &sp, 1.0 / e->rate_hz, &err) != 0)
-        return drths_cli_error(PROG, "%s: %svirtual specimen: %s", a->so.experiment, who,
-                               err.msg);
+        return drths_cli_error(PROG, "%s: %svirtual specimen: %s", a->so.experiment, who, err.msg);
     if (drths_daq_open(e, &spec, NULL, &daq, &err) != 0) {
         drths_specimen_close(&spec);
         return drths_cli_error(PROG, "%s: %sdaq (backend %s): %s", a->so.experiment, who,

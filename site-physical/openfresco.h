@@ -1,5 +1,5 @@
-/* The wire protocol of an OpenSees/OpenFresco analysis client (docs/openfresco.md, "The wire protocol"),
- * as a pure codec: no sockets, no clocks.
+/* The wire protocol of an OpenSees/OpenFresco analysis client (docs/openfresco.md, "The wire
+ * protocol"), as a pure codec: no sockets, no clocks.
  *
  * The stream has no framing: each message's length follows from the sequence so far. So the
  * receiver asks the codec how many bytes the next message has (drths_ofr_rx_need), reads exactly

@@ -43,8 +43,8 @@
 
 typedef struct req {
     int kind;
-    double disp;              /* SETUP, NOTE: a flag */
-    drths_ofr_vec_t v;        /* TARGET: the trial displacement, one value per channel */
+    double disp;       /* SETUP, NOTE: a flag */
+    drths_ofr_vec_t v; /* TARGET: the trial displacement, one value per channel */
     char text[DRTHS_OFR_TEXT];
 } req_t;
 

@@ -677,8 +677,9 @@ static int finish(drths_physsite_t *ps, int code, const char *reason)
     for (int i = 0; i < ps->n_channels; i++)
         if (drths_actuator_safe_state(drths_physsite_act(ps, i)) != 0) {
             if (ps->n_channels > 1)
-                event(ps, 1, "channel %d (%s): the DAQ's safe state could not be written at the "
-                             "end",
+                event(ps, 1,
+                      "channel %d (%s): the DAQ's safe state could not be written at the "
+                      "end",
                       i + 1, drths_experiment_actuator_name(ps->cfg.exp, i));
             else
                 event(ps, 1, "the DAQ's safe state could not be written at the end");
@@ -877,8 +878,7 @@ static void report_tick(drths_physsite_t *ps, uint64_t tick, int *hold_reported)
         ev = o->events;
         if (ev & DRTHS_ACT_EV_HOLD) {
             event(ps, 1,
-                  "%sHOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
-                  who,
+                  "%sHOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value", who,
                   a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
                                                     : "goes to the measured position",
                   a->hold_target_m, a->p.ramp_rate_m_s);

@@ -863,10 +863,12 @@ static void test_channels(void **state)
     assert_int_equal(load_text(&x, t3, &err), 0);
     a = drths_experiment_actuator(&x, 0);
     b = drths_experiment_actuator(&x, 1);
-    assert_true(a->physical.limit_displacement_m == 0.05 && b->physical.limit_displacement_m == 0.05);
+    assert_true(a->physical.limit_displacement_m == 0.05 &&
+                b->physical.limit_displacement_m == 0.05);
     assert_true(a->physical.limit_velocity_m_s == 0.5 && b->physical.limit_velocity_m_s == 0.5);
     assert_true(a->physical.limit_force_N == 240000 && b->physical.limit_force_N == 150000);
-    assert_true(a->actuator.noise_force_N == 5 && a->actuator.compensation == DRTHS_COMPENSATION_NONE);
+    assert_true(a->actuator.noise_force_N == 5 &&
+                a->actuator.compensation == DRTHS_COMPENSATION_NONE);
     assert_true(b->actuator.noise_force_N == 0 &&
                 b->actuator.compensation == DRTHS_COMPENSATION_POLYNOMIAL);
     drths_experiment_close(&x);
@@ -888,8 +890,9 @@ static void test_channels(void **state)
     e = replaced(text, "    - name: y", "    - name: \"y z\"");
     channel_error(e, ":63: physical.channels[1].name: only letters, digits");
     free(e);
-    e = replaced(text, "    - name: x\n      specimen:\n", "    - name: x\n      specimen:\n"
-                                                          "        floor: 1\n");
+    e = replaced(text, "    - name: x\n      specimen:\n",
+                 "    - name: x\n      specimen:\n"
+                 "        floor: 1\n");
     channel_error(e, ":60: physical.channels[0].specimen.floor: not allowed in a channel");
     free(e);
     e = replaced(text, "      limit_force_N: 240000", "      limit_drive_m: 0");
@@ -911,12 +914,13 @@ static void test_channels(void **state)
                  "physical:\n");
     channel_error(e, "physical.channels[1].daq.command_out: same subdevice and channel (1/0) as "
                      "physical.channels[0]'s");
-    char *e2 = replaced(e, "      limit_force_N: 240000\n",
-                        "      limit_force_N: 240000\n      daq:\n"
-                        "        command_out: {subdevice: 1, channel: 2, units_per_volt: 0.01}\n"
-                        "        current_out: {subdevice: 1, channel: 3, units_per_volt: 1}\n"
-                        "        displacement_in: {subdevice: 0, channel: 2, units_per_volt: 0.01}\n"
-                        "        force_in: {subdevice: 0, channel: 3, units_per_volt: 25000}\n");
+    char *e2 =
+        replaced(e, "      limit_force_N: 240000\n",
+                 "      limit_force_N: 240000\n      daq:\n"
+                 "        command_out: {subdevice: 1, channel: 2, units_per_volt: 0.01}\n"
+                 "        current_out: {subdevice: 1, channel: 3, units_per_volt: 1}\n"
+                 "        displacement_in: {subdevice: 0, channel: 2, units_per_volt: 0.01}\n"
+                 "        force_in: {subdevice: 0, channel: 3, units_per_volt: 25000}\n");
     assert_int_equal(load_text(&x, e2, &err), 0);
     assert_int_equal(drths_experiment_actuator(&x, 0)->daq.command_out.channel, 0);
     assert_int_equal(drths_experiment_actuator(&x, 1)->daq.command_out.channel, 2);

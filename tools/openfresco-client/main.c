@@ -139,7 +139,7 @@ typedef struct options {
     const char *connect_s, *record;
     int shadow, verbose, repeat;
     long iterations;
-    long dof; /* specimens, in storeys 1..dof */
+    long dof;   /* specimens, in storeys 1..dof */
     long steps; /* -1 until the record is loaded: then the whole record */
     double dt, scale, step_dur;
 } options_t;
@@ -184,8 +184,8 @@ static int parse_options(int argc, char **argv, options_t *opt)
         {NULL, 0, NULL, 0},
     };
     static const char *const variants[] = {"shadow", "generic", NULL};
-    *opt = (options_t){
-        .shadow = 1, .steps = -1, .dt = 0.01, .scale = 1.0, .step_dur = 0.01, .dof = 1};
+    *opt =
+        (options_t){.shadow = 1, .steps = -1, .dt = 0.01, .scale = 1.0, .step_dur = 0.01, .dof = 1};
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -312,8 +312,7 @@ static void central_difference(const double *x, const double *xprev, double *xne
         double kx = storey_k[i] * (x[i] - (i ? x[i - 1] : 0.0));
         if (i + 1 < NF)
             kx -= storey_k[i + 1] * (x[i + 1] - x[i]);
-        double p =
-            -mass[i] * ag - kx - (i < n ? fspec[i] : 0.0) + (i + 1 < n ? fspec[i + 1] : 0.0);
+        double p = -mass[i] * ag - kx - (i < n ? fspec[i] : 0.0) + (i + 1 < n ? fspec[i + 1] : 0.0);
         double lhs = mass[i] / (dt * dt) + a0 * mass[i] / (2.0 * dt);
         xnext[i] = (p + 2.0 * mass[i] / (dt * dt) * x[i] -
                     (mass[i] / (dt * dt) - a0 * mass[i] / (2.0 * dt)) * xprev[i]) /
