@@ -17,6 +17,10 @@
  * With a command source in the config (drths_physsite_source_t: the OpenFresco analysis client,
  * site-physical/openfresco_app.h) steps 2, 3 and 5 and the socket are replaced by the source's
  * hooks, which feed the actuator; the tick loop, HOLD, records and summary are the same.
+ * Several actuator channels (physical.channels, served over OpenFresco only): each tick runs
+ * every channel's actuator on its own specimen or DAQ signals, in the channels' order; a channel
+ * that enters HOLD by itself holds the others (one HOLD for the site, its sentence naming the
+ * channel), and the run ends when every channel has finished.
  * It never prints: start-up and end lines go to main through an SPSC ring of text events.
  * Whatever ends the run, the thread returns with exit_code and exit_reason set.
  *

@@ -10,7 +10,8 @@
 #      HOLD, exit 1;
 #   4. a client with one control displacement against the two channels: refused, naming both;
 #   5. an MR damper on channel 2: the run completes without HOLD;
-#   6. the same file without --openfresco (network mode): refused, saying why.
+#   6. the same file without --openfresco (network mode), and for drths-numerical: refused,
+#      saying why.
 . "$(dirname "$0")/../lib.sh"
 exp=${DRTHS_SOURCE_DIR:-$src}/examples/opensees/linear-springs-2dof-ideal.yaml
 record=$src/examples/records/elcentro-1940-ns-peknold.AT2
@@ -172,4 +173,10 @@ timeout 20 "$bdir/drths-physical" --experiment "$exp" --listen 127.0.0.1:0 --wai
 [ "$status" -eq 2 ] || fail "network mode with two channels exited $status (expected 2)"
 grep -q "physical.channels: 2 channels are served over OpenFresco only" "$tmp/net.err" ||
     fail "network mode's refusal does not say why"
+status=0
+timeout 20 "$bdir/drths-numerical" --experiment "$exp" --peer 127.0.0.1:9 --out "$tmp/run-num" \
+    >"$tmp/num.out" 2>"$tmp/num.err" || status=$?
+[ "$status" -eq 2 ] || fail "the numerical site with two channels exited $status (expected 2)"
+grep -q ":57: physical.channels: 2 channels are served over OpenFresco only" "$tmp/num.err" ||
+    fail "the numerical site's refusal does not say why"
 echo "two channels over one OpenFresco connection: forces, repeats, iterations, HOLD, refusals"
