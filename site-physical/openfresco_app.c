@@ -1015,6 +1015,16 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
     drths_ofr_app_t *app = ctx;
     drths_physsite_event(ps, 0, "waiting for an OpenFresco client (up to %g s)",
                          app->cfg.accept_timeout_s);
+    if (app->cfg.n_channels != ps->n_channels) {
+        /* main passes the experiment's count to both; a caller that did not is refused here
+         * rather than driving some channels with nothing. */
+        snprintf(app->end_text, sizeof app->end_text,
+                 "the OpenFresco server was set up for %d actuator channels, the site has %d",
+                 app->cfg.n_channels, ps->n_channels);
+        *reason = app->end_text;
+        shut_connection(app);
+        return 1;
+    }
     app->n = ps->n_channels;
     /* Every channel's commands run D ticks ahead: D from the longest lookahead of them. */
     int look = 0;
