@@ -19,6 +19,7 @@
 
 #include <cyaml/cyaml.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -202,13 +203,47 @@ typedef struct {
     size_t len;
     drths_error_t *err;
     char **notes; /* the experiment's notes (ignored fields); NULL: not collected */
+    /* Prepended to every path in messages: "physical.channels[1]." while a channel's sections
+     * are read with the top-level sections' code, "" (or NULL) otherwise. */
+    const char *prefix;
 } vctx_t;
+
+/* The full path of a field in messages: c->prefix then path. */
+static const char *full_path(const vctx_t *c, const char *path, char *buf, size_t size)
+{
+    if (!c->prefix || !c->prefix[0])
+        return path;
+    snprintf(buf, size, "%s%s", c->prefix, path);
+    return buf;
+}
 
 /* Finds the line of the key at the end of a dotted path (indices such as "[2]" are skipped) in
  * block-style YAML: each component must appear as "key:" at the start of a line (after
  * indentation) deeper than its parent and before the parent's block ends. Returns 0 if not found
  * (flow style, or the key is absent because it is missing), so messages only add a line they are
  * sure of. */
+/* The indentation of the line from q to eol, counting a block sequence's "- " as indentation
+ * (the first key of a sequence entry stands on the dash's line); *q moves past it. */
+static int indent_of(const char *text, size_t *q, size_t eol, int *dash)
+{
+    int indent = 0;
+    *dash = 0;
+    for (;;) {
+        while (*q < eol && text[*q] == ' ') {
+            (*q)++;
+            indent++;
+        }
+        if (*q + 1 < eol && text[*q] == '-' && text[*q + 1] == ' ') {
+            if (!*dash)
+                *dash = indent + 1; /* 1 + the dash's column */
+            (*q)++;
+            indent++;
+            continue;
+        }
+        return indent;
+    }
+}
+
 static int line_of(const vctx_t *c, const char *path)
 {
     if (!c->text || !path || !*path)
@@ -218,20 +253,13 @@ static int line_of(const vctx_t *c, const char *path)
     int parent_indent = -1;
     const char *p = path;
     int found_line = 0;
+    size_t entry_pos = (size_t)-1; /* the dash line of the sequence entry searched in */
     while (*p) {
         char key[128];
         size_t k = 0;
         while (*p && *p != '.' && *p != '[' && k + 1 < sizeof key)
             key[k++] = *p++;
         key[k] = '\0';
-        while (*p == '[') {
-            while (*p && *p != ']')
-                p++;
-            if (*p == ']')
-                p++;
-        }
-        if (*p == '.')
-            p++;
         if (k == 0)
             return 0;
         /* Scan lines from pos. */
@@ -241,13 +269,10 @@ static int line_of(const vctx_t *c, const char *path)
             while (eol < c->len && c->text[eol] != '\n')
                 eol++;
             size_t q = pos;
-            int indent = 0;
-            while (q < eol && c->text[q] == ' ') {
-                q++;
-                indent++;
-            }
+            int dash;
+            int indent = indent_of(c->text, &q, eol, &dash);
             int blank = (q == eol || c->text[q] == '#');
-            if (!blank && indent <= parent_indent)
+            if (!blank && pos != entry_pos && (dash ? dash - 1 : indent) <= parent_indent)
                 return 0; /* left the parent's block */
             if (!blank && eol - q > k && memcmp(c->text + q, key, k) == 0) {
                 size_t r = q + k;
@@ -267,13 +292,64 @@ static int line_of(const vctx_t *c, const char *path)
         }
         if (!hit)
             return 0;
+        /* An index of a block sequence: the entry's first line is its dash line, which the
+         * next key is searched from (so it may stand on it). Flow style is not followed. */
+        while (*p == '[') {
+            long want = strtol(p + 1, NULL, 10);
+            while (*p && *p != ']')
+                p++;
+            if (*p == ']')
+                p++;
+            int dash_col = -1;
+            long seen = -1;
+            int found = 0;
+            size_t pos0 = pos;
+            int line0 = line;
+            while (pos < c->len) {
+                size_t eol = pos;
+                while (eol < c->len && c->text[eol] != '\n')
+                    eol++;
+                size_t q = pos;
+                int dash;
+                int indent = indent_of(c->text, &q, eol, &dash);
+                int blank = (q == eol || c->text[q] == '#');
+                if (!blank && (dash ? dash - 1 : indent) <= parent_indent)
+                    break;
+                if (!blank && dash && (dash_col < 0 || dash - 1 == dash_col)) {
+                    dash_col = dash - 1;
+                    if (++seen == want) {
+                        found = 1;
+                        found_line = line;
+                        parent_indent = dash_col;
+                        entry_pos = pos;
+                        break; /* pos stays on the dash line */
+                    }
+                }
+                pos = eol < c->len ? eol + 1 : eol;
+                line++;
+            }
+            if (!found) {
+                /* A flow sequence ([a, b]) or a short one: the key's line is the line. */
+                pos = pos0;
+                line = line0;
+                while (*p == '[') {
+                    while (*p && *p != ']')
+                        p++;
+                    if (*p == ']')
+                        p++;
+                }
+            }
+        }
+        if (*p == '.')
+            p++;
     }
     return found_line;
 }
 
 static int failv(vctx_t *c, int code, const char *path, const char *fmt, va_list ap)
 {
-    char what[384];
+    char what[384], full[160];
+    path = full_path(c, path, full, sizeof full);
     vsnprintf(what, sizeof what, fmt, ap);
     int line = line_of(c, path);
     if (line > 0)
@@ -421,7 +497,8 @@ static int ignored(vctx_t *c, const char *path, const char *why)
 {
     if (!c->notes)
         return 0;
-    char line[512];
+    char line[512], full[160];
+    path = full_path(c, path, full, sizeof full);
     int ln = line_of(c, path);
     int k = ln > 0 ? snprintf(line, sizeof line, "%s:%d: %s: ignored %s\n", c->file, ln, path, why)
                    : snprintf(line, sizeof line, "%s: %s: ignored %s\n", c->file, path, why);
@@ -478,6 +555,7 @@ typedef enum {
     K_LIST,
     K_MATRIX,
     K_MAP,
+    K_SEQ,
 } field_kind_t;
 
 typedef struct {
@@ -510,6 +588,9 @@ typedef struct {
     void **key;                                                                                    \
     unsigned key##_count;
 #define RAW_MAP(key, names) struct raw_##names *key;
+#define RAW_SEQ(key, names)                                                                        \
+    struct raw_##names *key;                                                                       \
+    unsigned key##_count;
 
 /* The libcyaml schema: every key optional (the fill functions report what is missing). */
 #define OPT (CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL)
@@ -533,6 +614,8 @@ typedef struct {
 #define SCHEMA_MATRIX(T, key, names)                                                               \
     CYAML_FIELD_SEQUENCE(#key, OPT, T, key, &ignore_entry, 0, CYAML_UNLIMITED),
 #define SCHEMA_MAP(T, key, names) CYAML_FIELD_MAPPING_PTR(#key, OPT, T, key, names##_fields),
+#define SCHEMA_SEQ(T, key, names)                                                                  \
+    CYAML_FIELD_SEQUENCE(#key, OPT, T, key, &names##_entry, 0, CYAML_UNLIMITED),
 
 /* The field_t array, and F_<section>_<key>, the index of each row in it. */
 #define INDEX_FIELD(s, kind, key, ...) F_##s##_##key,
@@ -561,6 +644,7 @@ typedef struct {
 #define SPEC_LIST(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_LIST, key)
 #define SPEC_MATRIX(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_MATRIX, key)
 #define SPEC_MAP(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_MAP, key)
+#define SPEC_SEQ(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_SEQ, key)
 
 /* Everything a section needs, from its table: struct raw_<s>, <s>_fields (schema), <s>_spec
  * with the F_<s>_<key> indices, and <s>_prefix, the path its keys are under in messages. */
@@ -572,7 +656,7 @@ typedef struct {
     enum { FIELDS(INDEX_FIELD, s) F_##s##_end };                                                   \
     static const char s##_prefix[] __attribute__((unused)) = prefix;                               \
     static const cyaml_schema_field_t s##_fields[] = {FIELDS(SCHEMA_FIELD, s) CYAML_FIELD_END};    \
-    static const field_t s##_spec[] = {FIELDS(SPEC_FIELD, s)}
+    static const field_t s##_spec[] __attribute__((unused)) = {FIELDS(SPEC_FIELD, s)}
 
 static const cyaml_schema_value_t string_entry = {
     CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
@@ -725,6 +809,50 @@ DEFINE_SECTION(link, LINK_FIELDS, drths_experiment_t, "link");
     X(s, REAL_IN, stability_max_cycle_s, numerical.stability_max_cycle_s, 2.0, 0.01, 60, _)
 DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
 
+/* daq.command_out, .current_out, .displacement_in, .force_in: one analog channel each. The
+ * prefix is the channel's own path. */
+#define DAQ_CHANNEL_FIELDS(X, s)                                                                   \
+    /* required */                                                                                 \
+    X(s, INT,  subdevice, subdevice, 0, 0, 255, _)                                                 \
+    /* required */                                                                                 \
+    X(s, INT,  channel, channel, 0, 0, 65535, _)                                                   \
+    X(s, INT,  range, range, 0, 0, 255, _)                                                         \
+    X(s, ENUM, aref, aref, DRTHS_DAQ_AREF_GROUND, _, _, daq_arefs)                                 \
+    /* required, not 0 */                                                                          \
+    X(s, REAL, units_per_volt, units_per_volt, 0, _, _, _)                                         \
+    X(s, REAL, offset, offset, 0, _, _, _)
+DEFINE_SECTION(daq_channel, DAQ_CHANNEL_FIELDS, drths_daq_channel_config_t, "");
+
+/* physical.channels[i].daq: the channel's four DAQ mappings (as in daq; absent ones are the
+ * daq section's). */
+#define CHANNEL_DAQ_FIELDS(X, s)                                                                   \
+    X(s, MAP, command_out, _, _, _, _, daq_channel)                                                \
+    X(s, MAP, current_out, _, _, _, _, daq_channel)                                                \
+    X(s, MAP, displacement_in, _, _, _, _, daq_channel)                                            \
+    X(s, MAP, force_in, _, _, _, _, daq_channel)
+DEFINE_SECTION(chdaq, CHANNEL_DAQ_FIELDS, drths_experiment_t, "daq");
+
+/* physical.channels[i]: one actuator channel. specimen and actuator are read as the top-level
+ * sections of those names (same keys, defaults and checks) and replace them for this channel
+ * when given; each limit absent takes the physical section's value. Messages name the field
+ * under "physical.channels[i]." (vctx_t.prefix). */
+#define CHANNEL_FIELDS(X, s)                                                                       \
+    /* read by hand (fill_channel): 1..31 of A-Z a-z 0-9 _ - ., unique; default ch<i+1> */      \
+    X(s, TEXT,     name, name, NULL, _, _, _)                                                      \
+    X(s, MAP,      specimen, _, _, _, _, specimen)                                                 \
+    X(s, MAP,      actuator, _, _, _, _, actuator)                                                 \
+    X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
+    X(s, REAL_GT0, limit_velocity_m_s, physical.limit_velocity_m_s, 1.0, _, _, _)                  \
+    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 240000, _, _, _)                         \
+    X(s, REAL_GT0, limit_drive_m, physical.limit_drive_m, 0.1, _, _, _)                            \
+    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.095,  \
+      _, _, _)                                                                                     \
+    X(s, MAP,      daq, _, _, _, _, chdaq)
+DEFINE_SECTION(channel, CHANNEL_FIELDS, drths_experiment_t, "");
+static const cyaml_schema_value_t channel_entry = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_channel, channel_fields),
+};
+
 /* physical */
 #define PHYSICAL_FIELDS(X, s)                                                                      \
     /* host:port or [IPv6]:port */                                                                 \
@@ -758,7 +886,9 @@ DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
       _)                                                                                           \
     X(s, REAL_IN,  stability_growth_per_s, physical.stability_growth_per_s, 2.0, 0.01, 100, _)     \
     X(s, REAL_IN,  stability_min_decay_per_s, physical.stability_min_decay_per_s, 0.25, -100, 100,\
-      _)
+      _)                                                                                           \
+    /* absent: one channel; else 2..DRTHS_EXPERIMENT_MAX_CHANNELS (fill_channels) */              \
+    X(s, SEQ,      channels, _, _, _, _, channel)
 DEFINE_SECTION(physical, PHYSICAL_FIELDS, drths_experiment_t, "physical");
 
 /* output */
@@ -779,19 +909,6 @@ DEFINE_SECTION(output, OUTPUT_FIELDS, drths_experiment_t, "output");
     X(s, ENUM, hold_allowed, acceptance.hold_allowed, 0, _, _, booleans)
 DEFINE_SECTION(acceptance, ACCEPTANCE_FIELDS, drths_experiment_t, "acceptance");
 
-/* daq.command_out, .current_out, .displacement_in, .force_in: one analog channel each. The
- * prefix is the channel's own path. */
-#define DAQ_CHANNEL_FIELDS(X, s)                                                                   \
-    /* required */                                                                                 \
-    X(s, INT,  subdevice, subdevice, 0, 0, 255, _)                                                 \
-    /* required */                                                                                 \
-    X(s, INT,  channel, channel, 0, 0, 65535, _)                                                   \
-    X(s, INT,  range, range, 0, 0, 255, _)                                                         \
-    X(s, ENUM, aref, aref, DRTHS_DAQ_AREF_GROUND, _, _, daq_arefs)                                 \
-    /* required, not 0 */                                                                          \
-    X(s, REAL, units_per_volt, units_per_volt, 0, _, _, _)                                         \
-    X(s, REAL, offset, offset, 0, _, _, _)
-DEFINE_SECTION(daq_channel, DAQ_CHANNEL_FIELDS, drths_daq_channel_config_t, "");
 
 /* daq: with backend comedi the four channels are required; the two outputs, and the two
  * inputs, must be on different channels. */
@@ -1741,26 +1858,32 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
 }
 
 /* One channel mapping of daq; path is "daq.command_out" and so on. */
-/* After fill_daq (it needs the back end). */
-static int check_limits_inside_converters(vctx_t *c, const drths_experiment_t *x)
+/* After fill_daq (it needs the back end). lp is the path the limits are under in messages:
+ * "physical." for the physical section, "" for a channel's own. */
+static int check_limits_inside_converters(vctx_t *c, const drths_experiment_t *x, const char *lp)
 {
     /* A limit at or beyond its converter's full scale can never trip: a saturated converter
      * reads its end value (a 16-bit converter over +/- 250 kN reads 249 992 N at most), so the
      * limit must lie inside the range the virtual specimen's converters read (with adc_bits;
      * a board's ranges are known only when it is opened, where a reading at an end is itself a
      * HOLD). */
+    char path[96];
     if (x->daq.backend == DRTHS_DAQ_BACKEND_VIRTUAL && x->actuator.adc_bits > 0) {
-        if (!(x->physical.limit_force_N < x->actuator.force_range_N))
-            return fail(c, -EINVAL, "physical.limit_force_N",
+        if (!(x->physical.limit_force_N < x->actuator.force_range_N)) {
+            snprintf(path, sizeof path, "%slimit_force_N", lp);
+            return fail(c, -EINVAL, path,
                         "must be below actuator.force_range_N (%g), the converter's full scale, "
                         "or it can never trip (got %g)",
                         x->actuator.force_range_N, x->physical.limit_force_N);
-        if (!(x->physical.limit_measured_displacement_m < x->actuator.displacement_range_m))
-            return fail(c, -EINVAL, "physical.limit_measured_displacement_m",
+        }
+        if (!(x->physical.limit_measured_displacement_m < x->actuator.displacement_range_m)) {
+            snprintf(path, sizeof path, "%slimit_measured_displacement_m", lp);
+            return fail(c, -EINVAL, path,
                         "must be below actuator.displacement_range_m (%g), the converter's full "
                         "scale, or it can never trip (got %g)",
                         x->actuator.displacement_range_m,
                         x->physical.limit_measured_displacement_m);
+        }
     }
     return 0;
 }
@@ -1840,6 +1963,170 @@ static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
     return 0;
 }
 
+/* physical.channels[i] into ch (the channel's view of x; see drths_experiment_channel_t). */
+static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const struct raw_channel *rc,
+                        drths_experiment_channel_t *ch)
+{
+    int r;
+    drths_experiment_t *v = &ch->exp;
+    *v = *x;
+    v->n_channels = 0;
+    v->channels = NULL;
+    v->notes = NULL;
+    if (rc->name) {
+        size_t n = strlen(rc->name);
+        if (n == 0 || n >= DRTHS_CHANNEL_NAME_MAX)
+            return fail(c, -EINVAL, "name", "must be 1..%d characters (got %zu)",
+                        DRTHS_CHANNEL_NAME_MAX - 1, n);
+        for (size_t k = 0; k < n; k++) {
+            unsigned char ch_k = (unsigned char)rc->name[k];
+            if (!isalnum(ch_k) && ch_k != '_' && ch_k != '-' && ch_k != '.')
+                return fail(c, -EINVAL, "name",
+                            "only letters, digits, '_', '-' and '.' (got \"%s\")", rc->name);
+        }
+        memcpy(ch->name, rc->name, n + 1);
+    } else {
+        snprintf(ch->name, sizeof ch->name, "ch%d", i + 1);
+    }
+    if (rc->specimen) {
+        if (rc->specimen->floor)
+            return not_allowed(c, "specimen.floor",
+                               "in a channel (specimen.floor places the numerical site's "
+                               "damper, and several channels are served over OpenFresco only)");
+        if ((r = fill_specimen(c, v, rc->specimen)))
+            return r;
+        v->specimen.floor = x->specimen.floor;
+    }
+    if (rc->actuator && (r = fill_actuator(c, v, rc->actuator)))
+        return r;
+    for (int f = F_channel_limit_displacement_m; f <= F_channel_limit_measured_displacement_m; f++)
+        if (raw_string(&channel_spec[f], rc) &&
+            (r = parse_field(c, channel_prefix, &channel_spec[f], rc, v)))
+            return r;
+    if (rc->daq) {
+        const struct raw_chdaq *d = rc->daq;
+        struct {
+            const char *path;
+            const struct raw_daq_channel *raw;
+            drths_daq_channel_config_t *ch;
+        } m[4] = {
+            {"daq.command_out", d->command_out, &v->daq.command_out},
+            {"daq.current_out", d->current_out, &v->daq.current_out},
+            {"daq.displacement_in", d->displacement_in, &v->daq.displacement_in},
+            {"daq.force_in", d->force_in, &v->daq.force_in},
+        };
+        for (int k = 0; k < 4; k++)
+            if (m[k].raw && (r = fill_daq_channel(c, m[k].path, m[k].raw, m[k].ch)))
+                return r;
+        for (int k = 0; k < 4; k += 2) {
+            const drths_daq_channel_config_t *a = m[k].ch, *b = m[k + 1].ch;
+            if (a->given && b->given && a->subdevice == b->subdevice && a->channel == b->channel)
+                return fail(c, -EINVAL, m[k + 1].path,
+                            "same subdevice and channel as %s (%d/%d); each signal needs its "
+                            "own channel",
+                            m[k].path, a->subdevice, a->channel);
+        }
+    }
+    if (!(fabs(v->physical.safe_position_m) < v->physical.limit_drive_m) ||
+        !(fabs(v->physical.safe_position_m) < v->physical.limit_measured_displacement_m))
+        return fail(c, -EINVAL,
+                    fabs(v->physical.safe_position_m) < v->physical.limit_drive_m
+                        ? "limit_measured_displacement_m"
+                        : "limit_drive_m",
+                    "must lie beyond physical.safe_position_m (%g), where HOLD may ramp to "
+                    "(limit_drive_m %g, limit_measured_displacement_m %g)",
+                    v->physical.safe_position_m, v->physical.limit_drive_m,
+                    v->physical.limit_measured_displacement_m);
+    if (x->control.mode == DRTHS_CONTROL_FIXED) {
+        double max = drths_experiment_command_max(v->specimen.damper.model);
+        if (v->control.command > max)
+            return fail(c, -EINVAL, "specimen.damper.model",
+                        "%s takes a damper command of 0..%g, below control.command (%g)",
+                        drths_damper_model_name(v->specimen.damper.model), max, v->control.command);
+    }
+    return check_limits_inside_converters(c, v, "");
+}
+
+/* physical.channels: 2..DRTHS_EXPERIMENT_MAX_CHANNELS channels, unique names, and with the
+ * comedi back end no signal of the board driven or read by two channels. */
+static int fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_physical *p)
+{
+    if (!p || !p->channels)
+        return 0;
+    unsigned n = p->channels_count;
+    if (n < 2 || n > DRTHS_EXPERIMENT_MAX_CHANNELS)
+        return fail(c, -EINVAL, "physical.channels",
+                    "must list 2..%d channels (got %u); leave it out for one channel (the "
+                    "specimen, actuator and physical sections)",
+                    DRTHS_EXPERIMENT_MAX_CHANNELS, n);
+    x->channels_line = line_of(c, "physical.channels");
+    x->channels = calloc(n, sizeof *x->channels);
+    if (!x->channels)
+        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    x->n_channels = (int)n;
+    int r = 0;
+    char prefix[40];
+    c->prefix = prefix;
+    for (int i = 0; i < (int)n && !r; i++) {
+        snprintf(prefix, sizeof prefix, "physical.channels[%d].", i);
+        r = fill_channel(c, x, i, &p->channels[i], &x->channels[i]);
+        for (int j = 0; j < i && !r; j++)
+            if (strcmp(x->channels[j].name, x->channels[i].name) == 0)
+                r = fail(c, -EINVAL, "name", "\"%s\" is also physical.channels[%d]'s name",
+                         x->channels[i].name, j);
+        if (r || x->daq.backend != DRTHS_DAQ_BACKEND_COMEDI)
+            continue;
+        const drths_experiment_t *b = &x->channels[i].exp;
+        for (int j = 0; j < i && !r; j++) {
+            const drths_experiment_t *a = &x->channels[j].exp;
+            const drths_daq_channel_config_t *ca[4] = {&a->daq.command_out, &a->daq.current_out,
+                                                       &a->daq.displacement_in, &a->daq.force_in};
+            const drths_daq_channel_config_t *cb[4] = {&b->daq.command_out, &b->daq.current_out,
+                                                       &b->daq.displacement_in, &b->daq.force_in};
+            static const char *const role[4] = {"daq.command_out", "daq.current_out",
+                                                "daq.displacement_in", "daq.force_in"};
+            for (int k = 0; k < 4 && !r; k++)
+                if (ca[k]->subdevice == cb[k]->subdevice && ca[k]->channel == cb[k]->channel)
+                    r = fail(c, -EINVAL, role[k],
+                             "same subdevice and channel (%d/%d) as physical.channels[%d]'s "
+                             "(a channel without its own takes the daq section's); each "
+                             "channel needs its own signals",
+                             cb[k]->subdevice, cb[k]->channel, j);
+        }
+    }
+    c->prefix = NULL;
+    return r;
+}
+
+int drths_experiment_n_actuators(const drths_experiment_t *exp)
+{
+    return exp->n_channels > 0 ? exp->n_channels : 1;
+}
+
+const drths_experiment_t *drths_experiment_actuator(const drths_experiment_t *exp, int i)
+{
+    return exp->n_channels > 0 ? &exp->channels[i].exp : exp;
+}
+
+const char *drths_experiment_actuator_name(const drths_experiment_t *exp, int i)
+{
+    return exp->n_channels > 0 ? exp->channels[i].name : "ch1";
+}
+
+int drths_experiment_check_network(const drths_experiment_t *exp, drths_error_t *err)
+{
+    if (exp->n_channels == 0)
+        return 0;
+    char line[16] = "";
+    if (exp->channels_line > 0)
+        snprintf(line, sizeof line, ":%d", exp->channels_line);
+    return drths_error_set(err, -ENOTSUP,
+                           "%s%s: physical.channels: %d channels are served over OpenFresco "
+                           "only for now (drths-physical --openfresco); a numerical site drives "
+                           "one channel (leave physical.channels out)",
+                           exp->path, line, exp->n_channels);
+}
+
 static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matrices_t *mats)
 {
     int r;
@@ -1853,7 +2140,8 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
         (r = fill_ground(c, x, t->ground_motion)) || (r = fill_specimen(c, x, t->specimen)) ||
         (r = fill_control(c, x, t->control)) || (r = fill_actuator(c, x, t->actuator)) ||
         (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)) ||
-        (r = check_limits_inside_converters(c, x)) ||
+        (r = check_limits_inside_converters(c, x, "physical.")) ||
+        (r = fill_channels(c, x, t->physical)) ||
         (r = PARSE_RANGE(acceptance, displacement_rms_error_pct, hold_allowed, t->acceptance, x)))
         return r;
     return 0;
@@ -2050,5 +2338,6 @@ void drths_experiment_close(drths_experiment_t *x)
     free(x->daq.device);
     free(x->daq.calibration_file);
     free(x->daq.calibration_path);
+    free(x->channels); /* the views own nothing */
     memset(x, 0, sizeof *x);
 }

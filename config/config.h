@@ -42,6 +42,14 @@
  * rather than allocating without bound). */
 #define DRTHS_EXPERIMENT_MAX_DOF 1000
 
+/* Largest number of actuator channels physical.channels may declare: the OpenFresco wire's
+ * response blocks carry this many values each (site-physical/openfresco.h, DRTHS_OFR_MAX_DOF). */
+#define DRTHS_EXPERIMENT_MAX_CHANNELS 8
+/* A channel's name, at most this many bytes with the terminating NUL. */
+#define DRTHS_CHANNEL_NAME_MAX 32
+
+struct drths_experiment_channel;
+
 typedef enum drths_control_mode {
     DRTHS_CONTROL_PASSIVE_OFF = 0,  /* "passive-off": command 0 */
     DRTHS_CONTROL_PASSIVE_ON,       /* "passive-on": the damper model's maximum command */
@@ -294,7 +302,45 @@ typedef struct drths_experiment {
      * the run by; not fingerprinted, so a lab may tighten it after a run. Defaults: 1, 1, 5, 2,
      * 0.5, 0.5 %, hold_allowed 0 (the table in config.c). */
     drths_acceptance_t acceptance;
+
+    /* physical.channels: 0 when the file has none (one actuator channel, described by the
+     * specimen, actuator, physical and daq sections, as always), else 2..
+     * DRTHS_EXPERIMENT_MAX_CHANNELS entries, channel i driven by the i-th value of the
+     * analysis's trial displacement vector. Not fingerprinted: several channels are served
+     * over OpenFresco only, where no numerical site compares fingerprints. Read them with
+     * drths_experiment_n_actuators and drths_experiment_actuator. */
+    int n_channels;
+    int channels_line; /* the line of physical.channels in the file, 0 if unknown */
+    struct drths_experiment_channel *channels; /* n_channels entries, owned */
 } drths_experiment_t;
+
+/* One entry of physical.channels. `exp` is a view of the whole experiment as this channel sees
+ * it: a copy of the experiment whose specimen, actuator, the five physical.limit_* fields and
+ * the four daq channel mappings are the channel's (each taken from the top-level section when
+ * the channel does not give it), with n_channels 0. Its pointers are the experiment's (owned
+ * by it, never freed through the view), so the models built for one channel
+ * (drths_setup_specimen, drths_actuator_params_from_experiment, drths_daq_open) are built from
+ * the view exactly as from a one-channel file. */
+typedef struct drths_experiment_channel {
+    char name[DRTHS_CHANNEL_NAME_MAX]; /* physical.channels[i].name, default "ch<i+1>" */
+    drths_experiment_t exp;
+} drths_experiment_channel_t;
+
+/* The number of actuator channels: n_channels, or 1 for a file without physical.channels.
+ * RT-safe. */
+int drths_experiment_n_actuators(const drths_experiment_t *exp);
+
+/* The experiment as actuator channel i (0-based, < drths_experiment_n_actuators) sees it: the
+ * channel's view, or exp itself for a file without physical.channels. RT-safe. */
+const drths_experiment_t *drths_experiment_actuator(const drths_experiment_t *exp, int i);
+
+/* The name of actuator channel i ("ch1" for a file without physical.channels). RT-safe. */
+const char *drths_experiment_actuator_name(const drths_experiment_t *exp, int i);
+
+/* A numerical site drives one channel: 0 for a file without physical.channels, else -ENOTSUP
+ * with err saying that several channels are served over OpenFresco only (file, line, field).
+ * init-only. */
+int drths_experiment_check_network(const drths_experiment_t *exp, drths_error_t *err);
 
 /* Loads, fills defaults and validates the experiment file at path. On success returns 0 and
  * *exp must later be given to drths_experiment_close. On failure returns a negative errno

@@ -417,6 +417,12 @@ int main(int argc, char **argv)
                                            "has no network");
     if ((code = drths_site_load_experiment(PROG, &a->exp, a->so.experiment)) != 0)
         return code;
+    /* A hybrid run drives one actuator channel; several are served over OpenFresco only. */
+    drths_error_t cerr = {{0}};
+    if (!a->reference && drths_experiment_check_network(&a->exp, &cerr) != 0) {
+        drths_experiment_close(&a->exp);
+        return drths_cli_usage_error(PROG, "%s", cerr.msg);
+    }
     if (a->reference) {
         code = run_reference(&a->so, &a->exp);
     } else {

@@ -35,7 +35,7 @@ static void usage(FILE *f)
             "                      [--predict-fraction F] [--openfresco-setup-timeout S]\n"
             "                      [--openfresco-step-timeout S] [--openfresco-max-iterations N]\n"
             "                      [--openfresco-iteration-duration S]\n"
-            "                      [--openfresco-stiffness K] [--out DIR]\n"
+            "                      [--openfresco-stiffness K[,K2,...]] [--out DIR]\n"
             "                      [--wait-timeout S] ...\n"
             "       drths-physical --experiment FILE --probe-only [--listen HOST:PORT] [--key FILE] ...\n"
             "       drths-physical --experiment FILE --io-check [--io-amplitude M] [--io-leg S]\n"
@@ -76,9 +76,9 @@ static void usage(FILE *f)
             "                      iterations (new trials before its commit; default 20)\n"
             "  --openfresco-iteration-duration S  wall time of one iteration (default\n"
             "                      --step-duration / 4)\n"
-            "  --openfresco-stiffness K  the specimen's stiffness (N/m) answered to the\n"
-            "                      client's stiffness requests (default: a linear-spring\n"
-            "                      specimen's stiffness, else 0)\n"
+            "  --openfresco-stiffness K[,K2,...]  each actuator channel's stiffness (N/m),\n"
+            "                      answered on the diagonal of the client's stiffness requests\n"
+            "                      (default: a linear-spring specimen's stiffness, else 0)\n"
             "  --serve             with --openfresco and --out DIR: serve analyses one after\n"
             "                      another, each in DIR/analysis-N, while each ends cleanly\n"
             "  --probe-only        the other end of drths-numerical --probe-only (the days-before\n"
@@ -178,10 +178,26 @@ static int own_option(void *ctx, int c, const char *arg)
     case OPT_SERVE:
         a->serve = 1;
         return 0;
-    case OPT_STIFFNESS:
-        a->stiffness_set = 1;
-        return drths_cli_double(PROG, "--openfresco-stiffness", arg, 0.0, 1e15, "N/m",
-                                &a->ocfg.stiffness);
+    case OPT_STIFFNESS: {
+        /* K, or K1,K2,... one per actuator channel (checked against the file in configure). */
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", arg);
+        a->stiffness_set = 0;
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (a->stiffness_set == DRTHS_OFR_MAX_DOF)
+                return drths_cli_usage_error(PROG,
+                                             "--openfresco-stiffness: at most %d values "
+                                             "(one per actuator channel)",
+                                             DRTHS_OFR_MAX_DOF);
+            if (drths_cli_double(PROG, "--openfresco-stiffness", t, 0.0, 1e15, "N/m",
+                                 &a->ocfg.stiffness[a->stiffness_set]) != 0)
+                return -1;
+            a->stiffness_set++;
+        }
+        if (!a->stiffness_set)
+            return drths_cli_usage_error(PROG, "--openfresco-stiffness: no value");
+        return 0;
+    }
     case OPT_ITER_DURATION:
         return drths_cli_positive(PROG, "--openfresco-iteration-duration", arg, "seconds",
                                   &a->ocfg.iteration_duration_s);
@@ -297,6 +313,10 @@ static int configure(app_t *a)
                             : (int64_t)a->tick_spin_us * 1000;
     cfg->wake = drths_site_wake;
     cfg->wake_ctx = &a->shell;
+    /* Several actuator channels are driven from OpenFresco only (the numerical site drives
+     * one). */
+    if (!a->openfresco && drths_experiment_check_network(&a->exp, &err) != 0)
+        return drths_cli_usage_error(PROG, "%s", err.msg);
     if (drths_experiment_fingerprint(&a->exp, cfg->fingerprint, &err) != 0 ||
         drths_site_key_load(&a->key, a->so.key, a->exp.link.key_path, &err) != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
@@ -306,9 +326,23 @@ static int configure(app_t *a)
         a->ocfg.listen = a->openfresco;
         a->ocfg.accept_timeout_s = a->wait_timeout_s;
         /* A linear spring's stiffness is known; an MR damper's force is mostly viscous and
-         * hysteretic, with no initial stiffness to speak of: 0 (docs/openfresco.md). */
-        if (!a->stiffness_set && a->exp.specimen.damper.model == DRTHS_DAMPER_LINEAR_SPRING)
-            a->ocfg.stiffness = a->exp.specimen.damper.stiffness_N_per_m;
+         * hysteretic, with no initial stiffness to speak of: 0 (docs/openfresco.md). One value
+         * per actuator channel, in the order of physical.channels. */
+        int n = drths_experiment_n_actuators(&a->exp);
+        a->ocfg.n_channels = n;
+        if (a->stiffness_set && a->stiffness_set != n)
+            return drths_cli_usage_error(PROG,
+                                         "--openfresco-stiffness: %d value%s, but %s declares %d "
+                                         "actuator channel%s (one value per channel, "
+                                         "comma-separated)",
+                                         a->stiffness_set, a->stiffness_set == 1 ? "" : "s",
+                                         a->so.experiment, n, n == 1 ? "" : "s");
+        for (int i = 0; i < n && !a->stiffness_set; i++) {
+            const drths_experiment_t *v = drths_experiment_actuator(&a->exp, i);
+            a->ocfg.stiffness[i] = v->specimen.damper.model == DRTHS_DAMPER_LINEAR_SPRING
+                                       ? v->specimen.damper.stiffness_N_per_m
+                                       : 0.0;
+        }
         int rc = drths_ofr_app_init(&a->ofr, &a->ocfg, &err);
         if (rc != 0) {
             fprintf(stderr, "drths-physical: %s\n", err.msg);
@@ -344,13 +378,14 @@ static int open_io(app_t *a)
     a->ps_open = 1;
     if (!a->openfresco && drths_udp_open(&a->udp, &a->laddr, NULL, &err) != 0)
         return drths_cli_error(PROG, "%s", err.msg);
+    int ncols = 0;
+    const char *const *columns = drths_physsite_columns(&a->ps, &ncols);
     if (drths_site_monitor_open(&a->shell, "physical", a->exp.rate_hz, &err) != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
     if (drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "physical", &a->prov,
                               &err) != 0 ||
-        drths_site_recorder_open(&a->shell, &a->rec, a->dir, "physical.csv",
-                                 drths_actuator_columns, DRTHS_ACT_NCOLS, a->exp.rate_hz, 1,
-                                 &err) != 0)
+        drths_site_recorder_open(&a->shell, &a->rec, a->dir, "physical.csv", columns, ncols,
+                                 a->exp.rate_hz, 1, &err) != 0)
         return drths_cli_error(PROG, "%s", err.msg);
     a->rec_open = 1;
     snprintf(a->prov.key_id, sizeof a->prov.key_id, "%s", a->key.id);
@@ -450,21 +485,26 @@ static int io_pace(void *ctx, long k)
     return io_interrupted;
 }
 
-/* drths-physical --io-check: the DAQ opened as for a run, the check, its report. Returns the
- * exit code: 0 when every channel is OK (or only notes), 1 otherwise. */
-static int io_check(app_t *a)
+/* drths-physical --io-check of one actuator channel (i; its view of the experiment): the DAQ
+ * opened as for a run, the check, its report. Returns the exit code: 0 when every signal is OK
+ * (or only notes), 1 otherwise. */
+static int io_check_channel(app_t *a, int i)
 {
-    const drths_experiment_t *e = &a->exp;
+    const drths_experiment_t *e = drths_experiment_actuator(&a->exp, i);
     drths_error_t err = {{0}};
     drths_specimen_params_t sp;
     drths_specimen_t spec;
     drths_daq_t daq = {0};
+    char who[DRTHS_CHANNEL_NAME_MAX + 32] = "";
+    if (a->exp.n_channels > 0)
+        snprintf(who, sizeof who, "actuator channel %d (%s): ", i + 1,
+                 drths_experiment_actuator_name(&a->exp, i));
     drths_setup_specimen(e, &sp);
     if (drths_specimen_init(&spec, &sp, 1.0 / e->rate_hz, &err) != 0)
-        return drths_cli_error(PROG, "%s: virtual specimen: %s", a->so.experiment, err.msg);
+        return drths_cli_error(PROG, "%s: %svirtual specimen: %s", a->so.experiment, who, err.msg);
     if (drths_daq_open(e, &spec, NULL, &daq, &err) != 0) {
         drths_specimen_close(&spec);
-        return drths_cli_error(PROG, "%s: daq (backend %s): %s", a->so.experiment,
+        return drths_cli_error(PROG, "%s: %sdaq (backend %s): %s", a->so.experiment, who,
                                drths_daq_backend_name(e->daq.backend), err.msg);
     }
     drths_iocheck_params_t p;
@@ -478,11 +518,9 @@ static int io_check(app_t *a)
     int64_t clock[2] = {drths_now_ns(), (int64_t)llround(1e9 / e->rate_hz)};
     p.pace = io_pace;
     p.pace_ctx = clock;
-    signal(SIGINT, io_on_signal);
-    signal(SIGTERM, io_on_signal);
-    printf("drths-physical: I/O check of '%s' (backend %s), %g Hz: %s of +/-%.3g mm, %g s a "
+    printf("drths-physical: %sI/O check of '%s' (backend %s), %g Hz: %s of +/-%.3g mm, %g s a "
            "leg, damper command 0%s\n",
-           e->name, drths_daq_backend_name(e->daq.backend), e->rate_hz,
+           who, e->name, drths_daq_backend_name(e->daq.backend), e->rate_hz,
            p.current > 0 ? "two cycles" : "one cycle", p.amplitude_m * 1e3, p.leg_s,
            p.current > 0 ? " then the --io-current" : "");
     fflush(stdout);
@@ -493,8 +531,26 @@ static int io_check(app_t *a)
     drths_daq_close(&daq);
     drths_specimen_close(&spec);
     if (rc != 0)
-        return drths_cli_usage_error(PROG, "%s", err.msg);
+        return drths_cli_usage_error(PROG, "%s%s", who, err.msg);
     return res.overall <= DRTHS_IOCHECK_NOTE ? 0 : DRTHS_EXIT_FAILED;
+}
+
+/* drths-physical --io-check: every actuator channel in turn (physical.channels), one after the
+ * other, so only one actuator moves at a time. Returns the first failure's exit code, else the
+ * worst result (0 when every channel is OK or has only notes). */
+static int io_check(app_t *a)
+{
+    signal(SIGINT, io_on_signal);
+    signal(SIGTERM, io_on_signal);
+    int worst = 0;
+    for (int i = 0; i < drths_experiment_n_actuators(&a->exp) && !io_interrupted; i++) {
+        int rc = io_check_channel(a, i);
+        if (rc != 0 && rc != DRTHS_EXIT_FAILED)
+            return rc;
+        if (rc)
+            worst = rc;
+    }
+    return worst;
 }
 
 /* One session: the shell, the experiment's configuration, the I/O, the run and its records, all
@@ -516,7 +572,8 @@ static int session(app_t *a, const drths_site_hooks_t *hooks)
     drths_udp_close(&a->udp);
     if (a->ps_open) {
         /* Neutral outputs whatever happened (nothing is written if no tick ever ran). */
-        drths_actuator_safe_state(&a->ps.act);
+        for (int i = 0; i < a->ps.n_channels; i++)
+            drths_actuator_safe_state(drths_physsite_act(&a->ps, i));
         drths_physsite_close(&a->ps);
         a->ps_open = 0;
     }

@@ -95,10 +95,11 @@ static int take_sizes(drths_ofr_rx_t *rx, drths_ofr_msg_t *m, const int32_t *ctr
         rx->ctrl[i] = ctrl[i];
         rx->meas[i] = meas[i];
     }
-    if (rx->ctrl[DRTHS_OFR_DISP] != 1)
+    if (rx->ctrl[DRTHS_OFR_DISP] < 1 || rx->ctrl[DRTHS_OFR_DISP] > DRTHS_OFR_MAX_DOF)
         return fail(rx, m,
-                    "the client controls %d displacements; this actuator site drives exactly 1",
-                    rx->ctrl[DRTHS_OFR_DISP]);
+                    "the client controls %d displacements; this actuator site drives 1 to %d "
+                    "(one per actuator channel)",
+                    rx->ctrl[DRTHS_OFR_DISP], DRTHS_OFR_MAX_DOF);
     int ds = drths_ofr_data_size(rx->ctrl, rx->meas);
     /* The smallest vector the sizes need, without the 256 floor: a declared dataSize at least
      * this large is taken as it is. */
@@ -302,7 +303,8 @@ size_t drths_ofr_reply_block(const drths_ofr_rx_t *rx, const drths_ofr_response_
     return len;
 }
 
-size_t drths_ofr_reply_matrix(const drths_ofr_rx_t *rx, double diag, uint8_t *out, size_t cap)
+size_t drths_ofr_reply_diagonal(const drths_ofr_rx_t *rx, const double *diag, uint8_t *out,
+                                size_t cap)
 {
     size_t len = start_vector(rx, out, cap);
     if (!len)
@@ -311,8 +313,16 @@ size_t drths_ofr_reply_matrix(const drths_ofr_rx_t *rx, double diag, uint8_t *ou
     if (n * n > rx->data_size)
         return 0;
     for (int i = 0; i < n; i++)
-        put_d(out, (size_t)i * (size_t)n + (size_t)i, diag);
+        put_d(out, (size_t)i * (size_t)n + (size_t)i, i < DRTHS_OFR_MAX_DOF ? diag[i] : 0.0);
     return len;
+}
+
+size_t drths_ofr_reply_matrix(const drths_ofr_rx_t *rx, double diag, uint8_t *out, size_t cap)
+{
+    double d[DRTHS_OFR_MAX_DOF];
+    for (int i = 0; i < DRTHS_OFR_MAX_DOF; i++)
+        d[i] = diag;
+    return drths_ofr_reply_diagonal(rx, d, out, cap);
 }
 
 size_t drths_ofr_reply_die(const drths_ofr_rx_t *rx, uint8_t *out, size_t cap)

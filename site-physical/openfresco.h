@@ -1,5 +1,5 @@
-/* The wire protocol of an OpenSees/OpenFresco analysis client (docs/openfresco.md, "The wire protocol"),
- * as a pure codec: no sockets, no clocks.
+/* The wire protocol of an OpenSees/OpenFresco analysis client (docs/openfresco.md, "The wire
+ * protocol"), as a pure codec: no sockets, no clocks.
  *
  * The stream has no framing: each message's length follows from the sequence so far. So the
  * receiver asks the codec how many bytes the next message has (drths_ofr_rx_need), reads exactly
@@ -16,8 +16,9 @@
  *
  * Numbers are in host byte order, as the client writes them (little-endian on x86-64); the
  * ShadowSite probe lets a client check that. Sizes are in the order disp, vel, accel, force,
- * time. Only one actuator channel is driven: a control displacement size other than 1 is a
- * protocol error (DRTHS_OFR_MSG_ERROR names it).
+ * time. One control displacement per actuator channel, 1 to DRTHS_OFR_MAX_DOF: a size outside
+ * that is a protocol error (DRTHS_OFR_MSG_ERROR names it); whether it matches the experiment's
+ * channels is the caller's check (site-physical/openfresco_app.c).
  *
  * Ownership: the caller owns drths_ofr_rx_t (fixed size, no allocation; _init cannot fail).
  * Functions here are RT-safe (no allocation, no I/O) although the I/O thread is their user.
@@ -158,6 +159,11 @@ size_t drths_ofr_reply_block(const drths_ofr_rx_t *rx, const drths_ofr_response_
 /* getInitialStiff/getTangentStiff/getDamp/getMass: an n·n matrix column-major from element 0,
  * n the control displacement size, all entries `diag` on the diagonal and 0 elsewhere. */
 size_t drths_ofr_reply_matrix(const drths_ofr_rx_t *rx, double diag, uint8_t *out, size_t cap);
+
+/* The same with diag[i] (i < DRTHS_OFR_MAX_DOF) at row and column i: one value per actuator
+ * channel, the channels uncoupled. */
+size_t drths_ofr_reply_diagonal(const drths_ofr_rx_t *rx, const double *diag, uint8_t *out,
+                                size_t cap);
 
 /* SHADOW: the answer to DIE, [4, actorTag, 0...]. */
 size_t drths_ofr_reply_die(const drths_ofr_rx_t *rx, uint8_t *out, size_t cap);

@@ -43,7 +43,8 @@
 
 typedef struct req {
     int kind;
-    double disp;
+    double disp;       /* SETUP, NOTE: a flag */
+    drths_ofr_vec_t v; /* TARGET: the trial displacement, one value per channel */
     char text[DRTHS_OFR_TEXT];
 } req_t;
 
@@ -101,6 +102,11 @@ int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, 
         return drths_error_set(err, -EINVAL, "--predict-fraction must be in [0, 1)");
     if (app->cfg.detect_wait_s <= 0.0)
         app->cfg.detect_wait_s = 0.2;
+    if (app->cfg.n_channels <= 0)
+        app->cfg.n_channels = 1;
+    if (app->cfg.n_channels > DRTHS_OFR_MAX_DOF)
+        return drths_error_set(err, -EINVAL, "%d actuator channels: at most %d over OpenFresco",
+                               app->cfg.n_channels, DRTHS_OFR_MAX_DOF);
     int rc = check_timeout(&app->cfg.setup_timeout_s, DEFAULT_SETUP_TIMEOUT_S,
                            "--openfresco-setup-timeout", err);
     if (rc == 0)
@@ -170,15 +176,25 @@ double drths_ofr_app_step_rms_pct(const drths_ofr_app_t *app)
     return 100.0 * sqrt(app->sum_err2 / app->sum_tgt2);
 }
 
+double drths_ofr_app_channel_rms_pct(const drths_ofr_app_t *app, int i)
+{
+    if (i < 0 || i >= DRTHS_OFR_MAX_DOF || !(app->ch_sum_tgt2[i] > 0.0))
+        return NAN;
+    return 100.0 * sqrt(app->ch_sum_err2[i] / app->ch_sum_tgt2[i]);
+}
+
 /* ---- I/O thread ---------------------------------------------------------------------------- */
 
-void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp,
-                        const char *text)
+static void post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp, const double *v,
+                 int n, const char *text)
 {
     req_t r;
     memset(&r, 0, sizeof r);
     r.kind = kind;
     r.disp = disp;
+    r.v.v[0] = disp;
+    for (int i = 0; v && i < n && i < DRTHS_OFR_MAX_DOF; i++)
+        r.v.v[i] = v[i];
     if (text)
         snprintf(r.text, sizeof r.text, "%s", text);
     /* The RT thread pops every tick and the client waits for each answer, so the ring holds a
@@ -187,6 +203,18 @@ void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double 
         struct timespec ts = {0, REPLY_POLL_NS};
         nanosleep(&ts, NULL);
     }
+}
+
+void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp,
+                        const char *text)
+{
+    post(app, kind, disp, NULL, 0, text);
+}
+
+void drths_ofr_app_post_vector(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, const double *v,
+                               int n, const char *text)
+{
+    post(app, kind, n > 0 ? v[0] : 0.0, v, n, text);
 }
 
 int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r)
@@ -309,7 +337,7 @@ static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int
     resp_t r;
     switch (m->action) {
     case DRTHS_OFR_SET_TRIAL:
-        drths_ofr_app_post(app, REQ_TARGET, m->disp[0], NULL);
+        drths_ofr_app_post_vector(app, REQ_TARGET, m->disp, app->cfg.n_channels, NULL);
         return 0;
     case DRTHS_OFR_GET_DAQ:
     case DRTHS_OFR_GET_DISP:
@@ -323,8 +351,8 @@ static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int
         return (ssize_t)measurement_reply(app, m->action, &r.r);
     case DRTHS_OFR_GET_INITIAL_STIFF:
     case DRTHS_OFR_GET_TANGENT_STIFF:
-        return (ssize_t)drths_ofr_reply_matrix(&app->rx, app->cfg.stiffness, app->outbuf,
-                                               IO_BUF_BYTES);
+        return (ssize_t)drths_ofr_reply_diagonal(&app->rx, app->cfg.stiffness, app->outbuf,
+                                                 IO_BUF_BYTES);
     case DRTHS_OFR_GET_DAMP:
         return (ssize_t)drths_ofr_reply_matrix(&app->rx, app->cfg.damping, app->outbuf,
                                                IO_BUF_BYTES);
@@ -373,6 +401,18 @@ static int handle_message(drths_ofr_app_t *app, int fd, const drths_ofr_msg_t *m
     else if (m->kind == DRTHS_OFR_MSG_OPEN)
         out = (ssize_t)drths_ofr_reply_open(app->outbuf, IO_BUF_BYTES);
     else if (m->kind == DRTHS_OFR_MSG_SETUP) {
+        int n = app->rx.ctrl[DRTHS_OFR_DISP];
+        if (n != app->cfg.n_channels) {
+            char text[DRTHS_OFR_TEXT];
+            snprintf(text, sizeof text,
+                     "the OpenFresco client controls %d displacement%s (genericClient -dof, "
+                     "expSetup), the experiment file declares %d actuator channel%s "
+                     "(physical.channels): they must be equal",
+                     n, n == 1 ? "" : "s", app->cfg.n_channels,
+                     app->cfg.n_channels == 1 ? "" : "s");
+            drths_ofr_app_post(app, REQ_LOST, 0.0, text);
+            return MSG_FAILED;
+        }
         *setup = 1;
         drths_ofr_app_post(app, REQ_SETUP, is_generic_client(&app->rx) ? 1.0 : 0.0, NULL);
     } else if (m->kind == DRTHS_OFR_MSG_ACTION)
@@ -560,7 +600,7 @@ static void handle_end(drths_ofr_app_t *app, drths_physsite_t *ps, const req_t *
     app->end_seen = 1;
     app->end_ns = drths_now_ns();
     if (r->kind == REQ_DIE) {
-        /* The run ends after the commands already handed to the actuator: this tick's has not
+        /* The run ends after the commands already handed to the actuators: this tick's have not
          * been generated yet, so the last one is for tick + D - 1. */
         snprintf(app->end_text, sizeof app->end_text,
                  "the analysis client ended the session (DIE) after %llu steps",
@@ -571,36 +611,50 @@ static void handle_end(drths_ofr_app_t *app, drths_physsite_t *ps, const req_t *
         m.epoch = 1;
         m.tick = tick + app->lead_ticks - 1;
         m.u.stop.reason = DRTHS_STOP_END_OF_RECORD;
-        drths_actuator_receive(&ps->act, &m, drths_now_ns());
+        int64_t now = drths_now_ns();
+        for (int i = 0; i < ps->n_channels; i++)
+            drths_actuator_receive(drths_physsite_act(ps, i), &m, now);
         app->stopping = 1;
         return;
     }
     snprintf(app->end_text, sizeof app->end_text, "%s", r->text);
-    drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0, r->text);
+    drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0, r->text);
 }
 
 /* Queues a target of the given kind; HOLD when the client runs too far ahead. */
-static void queue_target(drths_ofr_app_t *app, drths_physsite_t *ps, double x, int kind)
+static void queue_target(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr_vec_t *x,
+                         int kind)
 {
     if (app->pend_count == DRTHS_OFR_PENDING) {
-        drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0,
+        drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0,
                             "the OpenFresco client sent " PENDING_TEXT
                             " trials without waiting for a response");
         return;
     }
     int i = (app->pend_head + app->pend_count) % DRTHS_OFR_PENDING;
-    app->pend[i] = x;
+    app->pend[i] = *x;
     app->pend_kind[i] = kind;
     app->pend_count++;
     app->queued++;
-    app->cur_target = x;
+    app->cur_target = *x;
+}
+
+/* Whether every component of x is within the repeat tolerance of the current target. */
+static int is_repeat(const drths_ofr_app_t *app, const drths_ofr_vec_t *x)
+{
+    for (int i = 0; i < app->n; i++)
+        if (!(fabs(x->v[i] - app->cur_target.v[i]) <= DRTHS_OFR_REPEAT_TOL_M))
+            return 0;
+    return 1;
 }
 
 /* A trial. Without commits every trial is a step. With them (genericClient, or any client once
- * it has committed) a trial equal to the current target is a repeat (not moved, answered from
- * the last measurement), the first new target after a commit is the step's, and further new
- * targets before the next commit are iterations of that step, at most max_iterations. */
-static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, double x, int64_t now_ns)
+ * it has committed) a trial equal to the current target (every component) is a repeat (not
+ * moved, answered from the last measurement), the first new target after a commit is the
+ * step's, and further new targets before the next commit are iterations of that step, at most
+ * max_iterations. */
+static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr_vec_t *x,
+                     int64_t now_ns)
 {
     if (!app->targets)
         app->first_target_ns = now_ns;
@@ -609,7 +663,7 @@ static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, double x, int64
         queue_target(app, ps, x, TGT_STEP);
         return;
     }
-    if (fabs(x - app->cur_target) <= DRTHS_OFR_REPEAT_TOL_M) {
+    if (is_repeat(app, x)) {
         app->repeats++;
         return;
     }
@@ -625,21 +679,22 @@ static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, double x, int64
                  "the OpenFresco client sent more than %d iterations in analysis step %llu "
                  "without committing (--openfresco-max-iterations)",
                  app->cfg.max_iterations, (unsigned long long)app->commits + 1);
-        drths_actuator_hold(&ps->act, DRTHS_STOP_PEER_LOST, 0, app->end_text);
+        drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0, app->end_text);
         return;
     }
     queue_target(app, ps, x, TGT_ITER);
 }
 
 /* commitState: the step is final. A step with no new target (the structure did not move at
- * this DOF, or every trial repeated the last) is still a step of wall time: played in place.
+ * these DOF, or every trial repeated the last) is still a step of wall time: played in place.
  * The first commit of a client not known to commit switches to steps from commits. */
 static void on_commit(drths_ofr_app_t *app, drths_physsite_t *ps)
 {
     app->commits++;
     if (app->commit_mode && app->distinct_since_commit == 0) {
         app->standing_steps++;
-        queue_target(app, ps, app->cur_target, TGT_STEP);
+        drths_ofr_vec_t x = app->cur_target;
+        queue_target(app, ps, &x, TGT_STEP);
     }
     app->commit_mode = 1;
     app->distinct_since_commit = 0;
@@ -656,7 +711,7 @@ static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t t
             app->commit_mode = r.disp != 0.0;
             break;
         case REQ_TARGET:
-            on_trial(app, ps, r.disp, now_ns);
+            on_trial(app, ps, &r.v, now_ns);
             break;
         case REQ_COMMIT:
             on_commit(app, ps);
@@ -675,21 +730,21 @@ static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t t
     }
 }
 
-static void record_end(drths_ofr_app_t *app, uint64_t u, double target, int kind)
+static void record_end(drths_ofr_app_t *app, uint64_t u, const drths_ofr_vec_t *target, int kind)
 {
     if (app->ends_count < DRTHS_OFR_ENDS) {
         drths_ofr_step_end_t *e = &app->ends[(app->ends_head + app->ends_count) % DRTHS_OFR_ENDS];
         e->tick = u;
-        e->target = target;
+        e->target = *target;
         e->kind = kind;
         app->ends_count++;
     }
 }
 
 /* The oldest pending target, taken off the queue (the caller checked pend_count). */
-static double pop_target(drths_ofr_app_t *app)
+static drths_ofr_vec_t pop_target(drths_ofr_app_t *app)
 {
-    double x = app->pend[app->pend_head];
+    drths_ofr_vec_t x = app->pend[app->pend_head];
     app->pend_head = (app->pend_head + 1) % DRTHS_OFR_PENDING;
     app->pend_count--;
     return x;
@@ -703,57 +758,68 @@ static void begin_step(drths_ofr_app_t *app)
     app->step_late = 0;
 }
 
-/* Starts an iteration: the step's target moves to x1. The actuator leaves where it is (it may
- * have begun predicting the next step) on a cubic Hermite ramp of M ticks, with its present
- * velocity at the start and, at the end, the velocity the next step's predictor will start
- * with, so the command stays smooth (no velocity jump for the compensation to chase). M is
- * iteration_duration_s, longer when the distance needs it: the ramp's peak velocity (1.5 times
- * its mean) stays under half the command velocity limit. */
+/* Starts an iteration: the step's target moves to x1. The actuators leave where they are (they
+ * may have begun predicting the next step) on a cubic Hermite ramp of M ticks, each channel with
+ * its present velocity at the start and, at the end, the velocity the next step's predictor
+ * will start with, so the command stays smooth (no velocity jump for the compensation to
+ * chase). M is iteration_duration_s, longer when a channel's distance needs it: the ramp's peak
+ * velocity (1.5 times its mean) stays under half that channel's command velocity limit. */
 static void start_iteration(drths_ofr_app_t *app)
 {
-    double x1 = pop_target(app);
-    app->hist[3] = x1;
+    drths_ofr_vec_t x1 = pop_target(app);
     app->iter_active = 1;
     app->iter_j = 0;
-    app->iter_x0 = app->last_x;
-    app->iter_v0 = app->last_x - app->prev_x;
-    app->iter_x1 = x1;
-    app->iter_v1 = drths_precor_predict(app->hist, 1.0 / (double)app->step_ticks) - x1;
-    double need = 1.5 * fabs(x1 - app->iter_x0) / app->iter_vmax;
     app->iter_len = app->iter_ticks;
-    if (need > (double)app->iter_len && need < 1e9)
-        app->iter_len = (int64_t)ceil(need);
+    app->iter_x1 = x1;
+    for (int i = 0; i < app->n; i++) {
+        app->hist[i][3] = x1.v[i];
+        app->iter_x0.v[i] = app->last_x.v[i];
+        app->iter_v0.v[i] = app->last_x.v[i] - app->prev_x.v[i];
+        app->iter_v1.v[i] =
+            drths_precor_predict(app->hist[i], 1.0 / (double)app->step_ticks) - x1.v[i];
+        double need = 1.5 * fabs(x1.v[i] - app->iter_x0.v[i]) / app->iter_vmax[i];
+        if (need > (double)app->iter_len && need < 1e9)
+            app->iter_len = (int64_t)ceil(need);
+    }
 }
 
-static double iteration_command(drths_ofr_app_t *app, uint64_t u)
+static void iteration_command(drths_ofr_app_t *app, uint64_t u, drths_ofr_vec_t *x)
 {
     app->iter_j++;
     double m = (double)app->iter_len;
     if (app->iter_j >= app->iter_len) {
-        record_end(app, u, app->iter_x1, TGT_ITER);
+        record_end(app, u, &app->iter_x1, TGT_ITER);
         app->iter_active = 0;
         app->step_active = 1; /* the next step starts from here, predicting */
         begin_step(app);
-        return app->iter_x1;
+        *x = app->iter_x1;
+        return;
     }
     double s = (double)app->iter_j / m, s2 = s * s, s3 = s2 * s;
-    return (2 * s3 - 3 * s2 + 1) * app->iter_x0 + (s3 - 2 * s2 + s) * m * app->iter_v0 +
-           (3 * s2 - 2 * s3) * app->iter_x1 + (s3 - s2) * m * app->iter_v1;
+    for (int i = 0; i < app->n; i++)
+        x->v[i] = (2 * s3 - 3 * s2 + 1) * app->iter_x0.v[i] +
+                  (s3 - 2 * s2 + s) * m * app->iter_v0.v[i] +
+                  (3 * s2 - 2 * s3) * app->iter_x1.v[i] + (s3 - s2) * m * app->iter_v1.v[i];
 }
 
-/* The next command of the step sequence (one tick of command time). */
-static double next_command(drths_ofr_app_t *app, uint64_t u)
+/* The next command of the step sequence (one tick of command time), every channel. */
+static void next_command(drths_ofr_app_t *app, uint64_t u, drths_ofr_vec_t *x)
 {
-    if (app->iter_active)
-        return iteration_command(app, u);
+    if (app->iter_active) {
+        iteration_command(app, u, x);
+        return;
+    }
     if (!app->have_target && app->pend_count && app->pend_kind[app->pend_head] == TGT_ITER &&
         app->step_active) {
         start_iteration(app);
-        return iteration_command(app, u);
+        iteration_command(app, u, x);
+        return;
     }
     if (!app->step_active) {
-        if (!app->pend_count)
-            return app->last_x; /* no target yet: stay */
+        if (!app->pend_count) {
+            *x = app->last_x; /* no target yet: stay */
+            return;
+        }
         app->step_active = 1;
         begin_step(app);
     }
@@ -763,27 +829,30 @@ static double next_command(drths_ofr_app_t *app, uint64_t u)
     }
     double n = (double)app->step_ticks;
     double f = (double)(app->j + 1) / n;
-    double x;
     if (!app->have_target && f >= app->cfg.precor.predict_fraction) {
         if (!app->step_late) {
             app->step_late = 1;
             app->late_targets++;
         }
         app->held_ticks++;
-        x = drths_precor_command(&app->cfg.precor, app->hist, 0.0, 0, f);
+        for (int i = 0; i < app->n; i++)
+            x->v[i] = drths_precor_command(&app->cfg.precor, app->hist[i], 0.0, 0, f);
     } else {
         app->j++;
-        x = drths_precor_command(&app->cfg.precor, app->hist, app->target, app->have_target, f);
+        for (int i = 0; i < app->n; i++)
+            x->v[i] = drths_precor_command(&app->cfg.precor, app->hist[i], app->target.v[i],
+                                           app->have_target, f);
     }
     if (app->j >= app->step_ticks) {
-        record_end(app, u, app->target, TGT_STEP);
-        app->hist[0] = app->hist[1];
-        app->hist[1] = app->hist[2];
-        app->hist[2] = app->hist[3];
-        app->hist[3] = app->target;
+        record_end(app, u, &app->target, TGT_STEP);
+        for (int i = 0; i < app->n; i++) {
+            app->hist[i][0] = app->hist[i][1];
+            app->hist[i][1] = app->hist[i][2];
+            app->hist[i][2] = app->hist[i][3];
+            app->hist[i][3] = app->target.v[i];
+        }
         begin_step(app);
     }
-    return x;
 }
 
 /* The step watchdog. While the site owes the client something (a target not yet reached, a
@@ -810,7 +879,7 @@ static int step_watchdog(drths_ofr_app_t *app, drths_physsite_t *ps, int64_t now
                  "the OpenFresco client sent no target for %g s after its set-up "
                  "(--openfresco-step-timeout)",
                  app->cfg.step_timeout_s);
-    drths_actuator_hold(&ps->act, DRTHS_STOP_WATCHDOG, 0, app->end_text);
+    drths_physsite_hold(ps, DRTHS_STOP_WATCHDOG, 0, app->end_text);
     return 1;
 }
 
@@ -818,12 +887,12 @@ static void before_tick(void *ctx, drths_physsite_t *ps, uint64_t tick, int64_t 
 {
     drths_ofr_app_t *app = ctx;
     take_requests(app, ps, tick, now_ns);
-    if (app->stopping || ps->act.hold || step_watchdog(app, ps, now_ns))
+    if (app->stopping || drths_physsite_in_hold(ps) || step_watchdog(app, ps, now_ns))
         return;
     uint64_t u = tick + app->lead_ticks;
-    double x = next_command(app, u);
+    drths_ofr_vec_t x;
+    next_command(app, u, &x);
     double rate = ps->act.p.rate_hz;
-    double v = (x - app->last_x) * rate;
     drths_msg_t m;
     memset(&m, 0, sizeof m);
     m.type = DRTHS_MSG_COMMAND;
@@ -834,21 +903,38 @@ static void before_tick(void *ctx, drths_physsite_t *ps, uint64_t tick, int64_t 
     c->loop_delay_ticks = app->lead_ticks;
     c->n_channels = 1;
     c->r = 1;
-    c->s[0][0].disp_m = x;
-    c->s[0][0].vel_m_s = v;
-    c->s[0][0].acc_m_s2 = (v - app->last_v) * rate;
-    c->s[0][0].damper_cmd = ps->act.p.rest_damper_command;
-    app->prev_x = app->last_x;
-    app->last_x = x;
-    app->last_v = v;
-    drths_actuator_receive(&ps->act, &m, now_ns);
+    /* Each channel's actuator takes a one-channel COMMAND of its own value. */
+    for (int i = 0; i < app->n; i++) {
+        drths_actuator_t *a = drths_physsite_act(ps, i);
+        double v = (x.v[i] - app->last_x.v[i]) * rate;
+        c->s[0][0].disp_m = x.v[i];
+        c->s[0][0].vel_m_s = v;
+        c->s[0][0].acc_m_s2 = (v - app->last_v.v[i]) * rate;
+        c->s[0][0].damper_cmd = a->p.rest_damper_command;
+        app->prev_x.v[i] = app->last_x.v[i];
+        app->last_x.v[i] = x.v[i];
+        app->last_v.v[i] = v;
+        drths_actuator_receive(a, &m, now_ns);
+    }
 }
 
-static void measure(drths_ofr_response_t *r, const drths_actuator_out_t *out, double time_s)
+/* Channel i's output of this tick: out0 (the hook's) for the first, the site's for the others. */
+static const drths_actuator_out_t *out_of(drths_physsite_t *ps, const drths_actuator_out_t *out0,
+                                          int i)
+{
+    return i ? drths_physsite_out(ps, i) : out0;
+}
+
+/* Every channel's measured displacement and force at this tick. */
+static void measure(const drths_ofr_app_t *app, drths_physsite_t *ps,
+                    const drths_actuator_out_t *out0, drths_ofr_response_t *r, double time_s)
 {
     memset(r, 0, sizeof *r);
-    r->disp[0] = out->row[DRTHS_ACT_COL_MEAS_DISP];
-    r->force[0] = out->row[DRTHS_ACT_COL_MEAS_FORCE];
+    for (int i = 0; i < app->n; i++) {
+        const drths_actuator_out_t *out = out_of(ps, out0, i);
+        r->disp[i] = out->row[DRTHS_ACT_COL_MEAS_DISP];
+        r->force[i] = out->row[DRTHS_ACT_COL_MEAS_FORCE];
+    }
     r->time = time_s;
 }
 
@@ -856,20 +942,23 @@ static void measure(drths_ofr_response_t *r, const drths_actuator_out_t *out, do
  * backward differences of the displacement measured at the step ends, at the step duration T
  * (what a laboratory without velocity and acceleration sensors reports). An iteration's end
  * re-measures the end of the step it belongs to, so it differs from the previous step's end. */
-static void measure_end(drths_ofr_app_t *app, const drths_actuator_out_t *out, int kind)
+static void measure_end(drths_ofr_app_t *app, drths_physsite_t *ps,
+                        const drths_actuator_out_t *out0, int kind)
 {
     double t = app->cfg.step_duration_s;
-    measure(&app->last_resp, out, (double)app->steps_reached * t);
+    measure(app, ps, out0, &app->last_resp, (double)app->steps_reached * t);
     if (kind == TGT_STEP) {
         app->base_d = app->last_d;
         app->base_v = app->last_v_meas;
     }
-    double d = app->last_resp.disp[0];
-    double v = (d - app->base_d) / t;
-    app->last_resp.vel[0] = v;
-    app->last_resp.accel[0] = (v - app->base_v) / t;
-    app->last_d = d;
-    app->last_v_meas = v;
+    for (int i = 0; i < app->n; i++) {
+        double d = app->last_resp.disp[i];
+        double v = (d - app->base_d.v[i]) / t;
+        app->last_resp.vel[i] = v;
+        app->last_resp.accel[i] = (v - app->base_v.v[i]) / t;
+        app->last_d.v[i] = d;
+        app->last_v_meas.v[i] = v;
+    }
     app->have_resp = 1;
 }
 
@@ -887,29 +976,36 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
     drths_ofr_app_t *app = ctx;
     while (app->ends_count && app->ends[app->ends_head].tick <= tick) {
         const drths_ofr_step_end_t *e = &app->ends[app->ends_head];
-        double err = out->row[DRTHS_ACT_COL_MEAS_DISP] - e->target;
-        app->sum_err2 += err * err;
-        app->sum_tgt2 += e->target * e->target;
-        if (fabs(err) > app->max_abs_err)
-            app->max_abs_err = fabs(err);
+        for (int i = 0; i < app->n; i++) {
+            double tg = e->target.v[i];
+            double err = out_of(ps, out, i)->row[DRTHS_ACT_COL_MEAS_DISP] - tg;
+            app->sum_err2 += err * err;
+            app->sum_tgt2 += tg * tg;
+            app->ch_sum_err2[i] += err * err;
+            app->ch_sum_tgt2[i] += tg * tg;
+            if (fabs(err) > app->max_abs_err)
+                app->max_abs_err = fabs(err);
+            if (fabs(err) > app->ch_max_abs_err[i])
+                app->ch_max_abs_err[i] = fabs(err);
+        }
         if (e->kind == TGT_STEP)
             app->steps_reached++;
         app->reached++;
-        measure_end(app, out, e->kind);
+        measure_end(app, ps, out, e->kind);
         app->ends_head = (app->ends_head + 1) % DRTHS_OFR_ENDS;
         app->ends_count--;
     }
     /* Answer measurement requests once every target received has been reached (at once before
      * the first trial), and never from HOLD: the client is disconnected then. */
-    if (ps->act.hold)
+    if (drths_physsite_in_hold(ps))
         return;
     /* A request after the latest target was reached (a repeat's) gets the measurement taken
-     * when it was reached: the actuator may since have moved on, predicting the next step. */
+     * when it was reached: the actuators may since have moved on, predicting the next step. */
     while (app->daq_pending && app->reached >= app->queued) {
         app->daq_pending--;
         drths_ofr_response_t now;
         if (!app->have_resp)
-            measure(&now, out, 0.0);
+            measure(app, ps, out, &now, 0.0);
         respond(app, app->have_resp ? &app->last_resp : &now);
     }
 }
@@ -919,14 +1015,32 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
     drths_ofr_app_t *app = ctx;
     drths_physsite_event(ps, 0, "waiting for an OpenFresco client (up to %g s)",
                          app->cfg.accept_timeout_s);
-    app->lead_ticks = (uint32_t)ps->act.lookahead + 1;
+    if (app->cfg.n_channels != ps->n_channels) {
+        /* main passes the experiment's count to both; a caller that did not is refused here
+         * rather than driving some channels with nothing. */
+        snprintf(app->end_text, sizeof app->end_text,
+                 "the OpenFresco server was set up for %d actuator channels, the site has %d",
+                 app->cfg.n_channels, ps->n_channels);
+        *reason = app->end_text;
+        shut_connection(app);
+        return 1;
+    }
+    app->n = ps->n_channels;
+    /* Every channel's commands run D ticks ahead: D from the longest lookahead of them. */
+    int look = 0;
+    for (int i = 0; i < ps->n_channels; i++)
+        if (drths_physsite_act(ps, i)->lookahead > look)
+            look = drths_physsite_act(ps, i)->lookahead;
+    app->lead_ticks = (uint32_t)look + 1;
     app->step_ticks = (int64_t)llround(app->cfg.step_duration_s * ps->act.p.rate_hz);
     if (app->step_ticks < 1)
         app->step_ticks = 1;
     app->iter_ticks = (int64_t)llround(app->cfg.iteration_duration_s * ps->act.p.rate_hz);
     if (app->iter_ticks < 1)
         app->iter_ticks = 1;
-    app->iter_vmax = 0.5 * ps->act.p.limit_velocity_m_s / ps->act.p.rate_hz;
+    for (int i = 0; i < ps->n_channels; i++)
+        app->iter_vmax[i] =
+            0.5 * drths_physsite_act(ps, i)->p.limit_velocity_m_s / ps->act.p.rate_hz;
     while (!app->setup_seen) {
         if (atomic_load(&ps->stop_request)) {
             *reason = "stopped by signal before the OpenFresco client set up";
@@ -976,14 +1090,16 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
     m.u.epoch.new_epoch = 1;
     m.u.epoch.loop_delay_ticks = app->lead_ticks;
     m.u.epoch.effective_tick = 0;
-    drths_actuator_receive(&ps->act, &m, drths_now_ns());
+    int64_t now = drths_now_ns();
+    for (int i = 0; i < ps->n_channels; i++)
+        drths_actuator_receive(drths_physsite_act(ps, i), &m, now);
     return 0;
 }
 
 static const char *ended(void *ctx, drths_physsite_t *ps)
 {
     drths_ofr_app_t *app = ctx;
-    if (ps->act.hold && !app->end_seen)
+    if (drths_physsite_in_hold(ps) && !app->end_seen)
         drths_physsite_event(ps, 1, "closing the OpenFresco connection (HOLD)");
     shut_connection(app);
     if (app->late_targets)
@@ -1029,6 +1145,16 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
     drths_json_int(j, "clients_dropped", (int64_t)app->clients_dropped);
     drths_json_number(j, "step_end_rms_error_pct", drths_ofr_app_step_rms_pct(app));
     drths_json_number(j, "step_end_max_abs_error_m", app->max_abs_err);
+    drths_json_int(j, "channels", app->cfg.n_channels);
+    drths_json_numbers(j, "stiffness_N_per_m", app->cfg.stiffness, app->cfg.n_channels);
+    if (app->cfg.n_channels > 1) {
+        double rms[DRTHS_OFR_MAX_DOF];
+        for (int i = 0; i < app->cfg.n_channels; i++)
+            rms[i] = drths_ofr_app_channel_rms_pct(app, i);
+        drths_json_numbers(j, "channel_step_end_rms_error_pct", rms, app->cfg.n_channels);
+        drths_json_numbers(j, "channel_step_end_max_abs_error_m", app->ch_max_abs_err,
+                           app->cfg.n_channels);
+    }
     if (app->first_target_ns && app->end_ns > app->first_target_ns)
         drths_json_number(j, "session_wall_time_s",
                           (double)(app->end_ns - app->first_target_ns) * 1e-9);

@@ -48,9 +48,17 @@
  * keep under half the velocity limit), at most max_iterations per step, else HOLD. A commit with
  * no new target plays a step in place. Without commits (GenericTCP) every trial is a step.
  *
+ * Several actuator channels (physical.channels): the trial displacement vector has one value
+ * per channel, channel i taking the i-th; a client whose control displacement size differs from
+ * the number of channels is refused at its set-up with a sentence naming both. The steps,
+ * repeats (every component within DRTHS_OFR_REPEAT_TOL_M of the current target), iterations
+ * and commits are those of the vector; each tick every channel's actuator gets its own COMMAND,
+ * and the measured vectors are each channel's measurement at the same tick.
+ *
  * The damper command is the experiment's rest command (passive modes); the analysis client
- * computes no control law. getInitialStiff and getTangentStiff are answered with cfg.stiffness,
- * getDamp and getMass with cfg.damping and cfg.mass (diagonal). Measured velocity and
+ * computes no control law. getInitialStiff and getTangentStiff are answered with the diagonal
+ * matrix of cfg.stiffness (the channels are not coupled), getDamp and getMass with cfg.damping
+ * and cfg.mass on the diagonal. Measured velocity and
  * acceleration are backward differences of the displacement measured at the step ends.
  *
  * Ownership: the caller owns drths_ofr_app_t; _init opens the listening socket and the rings,
@@ -88,9 +96,14 @@ typedef struct drths_ofr_app_config {
     double detect_wait_s;        /* AUTO: quiet time after a lone int32 1 (0.2 s) */
     double iteration_duration_s; /* wall time of one iteration (0: step_duration_s / 4) */
     int max_iterations;          /* iterations allowed in one step (0: 20) */
-    /* The specimen's initial stiffness, damping and mass (N/m, N s/m, kg), answered to
-     * getInitialStiff / getTangentStiff, getDamp and getMass (docs/openfresco.md). */
-    double stiffness, damping, mass;
+    /* Actuator channels driven (physical.channels; 0 is taken as 1): the client's control
+     * displacement size must equal it. */
+    int n_channels;
+    /* Each channel's initial stiffness (N/m), answered on the diagonal of getInitialStiff /
+     * getTangentStiff (the channels are not coupled), and the damping and mass (N s/m, kg) on
+     * the diagonal of getDamp and getMass (docs/openfresco.md). */
+    double stiffness[DRTHS_OFR_MAX_DOF];
+    double damping, mass;
 } drths_ofr_app_config_t;
 
 /* A trial closer than this to the current target is a repeat, not a new target: 1 nm, three
@@ -107,9 +120,15 @@ typedef enum drths_ofr_target_kind {
     DRTHS_OFR_TGT_ITERATION = 1,
 } drths_ofr_target_kind_t;
 
+/* A displacement vector: one value per actuator channel (channel i = element i of the trial
+ * displacement vector). */
+typedef struct drths_ofr_vec {
+    double v[DRTHS_OFR_MAX_DOF];
+} drths_ofr_vec_t;
+
 typedef struct drths_ofr_step_end {
     uint64_t tick; /* the step's (or iteration's) last command tick */
-    double target;
+    drths_ofr_vec_t target;
     int kind; /* drths_ofr_target_kind_t */
 } drths_ofr_step_end_t;
 
@@ -132,38 +151,40 @@ typedef struct drths_ofr_app {
     uint64_t clients_dropped; /* accepted, but no set-up within setup_timeout_s */
     uint8_t *inbuf, *outbuf;  /* 8·DRTHS_OFR_MAX_DATA + 64 bytes each, owned */
 
-    /* RT thread. */
+    /* RT thread. Every displacement is a vector of n values (n = cfg.n_channels), channel i's
+     * the i-th; the step timing is common to all channels. */
+    int n;               /* channels */
     int64_t step_ticks;  /* N */
     uint32_t lead_ticks; /* D */
     int setup_seen, stopping, end_seen;
-    double hist[4];
+    double hist[DRTHS_OFR_MAX_DOF][4]; /* per channel, the last four step targets */
     int step_active, have_target, step_late;
-    double target;
+    drths_ofr_vec_t target;
     int64_t j; /* ticks of the current step played */
-    double pend[DRTHS_OFR_PENDING];
+    drths_ofr_vec_t pend[DRTHS_OFR_PENDING];
     int pend_kind[DRTHS_OFR_PENDING];
     int pend_head, pend_count;
     /* Steps from commits (docs/openfresco.md, "Repeats and iterations"): on once the client
      * has committed, or from the set-up for genericClient's sizes. */
     int commit_mode;
-    double cur_target;         /* the latest target queued (0, the rest position, before any) */
+    drths_ofr_vec_t cur_target; /* the latest target queued (0, the rest position, before any) */
     int distinct_since_commit; /* targets queued since the last commit */
     int iters_in_step;
     int64_t iter_ticks; /* M: ticks of one iteration */
     int iter_active;
     int64_t iter_j, iter_len; /* ticks played, ticks of this iteration (>= iter_ticks) */
-    double iter_vmax;         /* per tick: half the command velocity limit */
-    double iter_x0, iter_v0, iter_x1, iter_v1; /* Hermite ramp ends, velocities per tick */
-    double prev_x;                             /* the command before last_x */
+    double iter_vmax[DRTHS_OFR_MAX_DOF]; /* per tick: half each channel's velocity limit */
+    drths_ofr_vec_t iter_x0, iter_v0, iter_x1, iter_v1; /* Hermite ramp ends, velocities per tick */
+    drths_ofr_vec_t prev_x;                             /* the command before last_x */
     drths_ofr_response_t last_resp;            /* measured when the latest target was reached */
     /* Measured velocity and acceleration: backward differences of the displacement measured
      * at the step ends (base: the previous step's end; last: this step's latest end). */
-    double base_d, base_v, last_d, last_v_meas;
+    drths_ofr_vec_t base_d, base_v, last_d, last_v_meas;
     int have_resp;
     drths_ofr_step_end_t ends[DRTHS_OFR_ENDS];
     int ends_head, ends_count;
     uint64_t daq_pending;
-    double last_x, last_v;
+    drths_ofr_vec_t last_x, last_v;
     int64_t first_target_ns, end_ns;
     int64_t quiet_since_ns; /* the step watchdog: since when the site has owed nothing */
     int quiet_armed;
@@ -174,7 +195,8 @@ typedef struct drths_ofr_app {
     uint64_t queued;         /* targets queued: steps and iterations (trials less repeats) */
     uint64_t reached;        /* queued targets whose last tick has been applied */
     uint64_t steps_reached;  /* steps whose last tick has been applied */
-    uint64_t repeats;        /* trials equal to the current target: answered without moving */
+    uint64_t repeats;        /* trials equal to the current target (every component within
+                              * DRTHS_OFR_REPEAT_TOL_M): answered without moving */
     uint64_t iterations;     /* trials of a step after its first (implicit integrators) */
     uint64_t commits;        /* commitState actions */
     uint64_t standing_steps; /* commits with no new target since the last: a step in place */
@@ -182,7 +204,10 @@ typedef struct drths_ofr_app {
     uint64_t late_targets;   /* steps whose target was not there at the switch */
     uint64_t held_ticks;     /* ticks held at a switch waiting for a target */
     uint64_t daq_requests, daq_replies;
-    double sum_err2, sum_tgt2, max_abs_err; /* measured - target at each step end */
+    double sum_err2, sum_tgt2, max_abs_err; /* measured - target at each step end, all channels */
+    /* The same per channel. */
+    double ch_sum_err2[DRTHS_OFR_MAX_DOF], ch_sum_tgt2[DRTHS_OFR_MAX_DOF];
+    double ch_max_abs_err[DRTHS_OFR_MAX_DOF];
 } drths_ofr_app_t;
 
 /* What the I/O thread hands the RT thread. */
@@ -201,6 +226,10 @@ typedef enum drths_ofr_req_kind {
  * full unless the app is stopping; take returns 0 with the oldest answer, or -EAGAIN. */
 void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp,
                         const char *text);
+/* As drths_ofr_app_post for a TARGET of n values (channel i's the i-th; n <= DRTHS_OFR_MAX_DOF;
+ * the rest 0). */
+void drths_ofr_app_post_vector(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, const double *v,
+                               int n, const char *text);
 int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r);
 
 /* Validates cfg (errors name the option), parses the address, creates the rings and the
@@ -221,7 +250,11 @@ void drths_ofr_app_stop(drths_ofr_app_t *app);
 /* Closes the sockets and frees the rings and buffers. Safe twice. init-only. */
 void drths_ofr_app_close(drths_ofr_app_t *app);
 
-/* RMS of (measured - target) at the step ends over RMS of the targets, %; NaN before any. */
+/* RMS of (measured - target) at the step ends over RMS of the targets, %, over every channel;
+ * NaN before any. */
 double drths_ofr_app_step_rms_pct(const drths_ofr_app_t *app);
+
+/* The same for channel i alone. */
+double drths_ofr_app_channel_rms_pct(const drths_ofr_app_t *app, int i);
 
 #endif

@@ -70,6 +70,94 @@ void drths_physsite_request_stop_monitor(drths_physsite_t *ps)
 
 /* ---- init / close -------------------------------------------------------------------------- */
 
+/* Channel i's specimen, DAQ and actuator from the channel's view of the experiment. Errors are
+ * prefixed with the channel's name when there are several. A failure leaves nothing open. */
+static int init_channel(drths_physsite_t *ps, int i, drths_specimen_t *spec, drths_daq_t *daq,
+                        drths_actuator_t *act, int *daq_failed, drths_error_t *err)
+{
+    const drths_experiment_t *exp = drths_experiment_actuator(ps->cfg.exp, i);
+    drths_specimen_params_t sp;
+    drths_setup_specimen(exp, &sp);
+    int rc = drths_specimen_init(spec, &sp, 1.0 / exp->rate_hz, err);
+    if (rc) {
+        drths_error_prefix(err, rc, "virtual specimen");
+        goto named;
+    }
+    rc = drths_daq_open(exp, spec, ps->cfg.comedi_api, daq, err);
+    if (rc) {
+        if (daq_failed)
+            *daq_failed = 1;
+        drths_error_prefix(err, rc, "daq (backend %s)", drths_daq_backend_name(exp->daq.backend));
+        drths_specimen_close(spec);
+        goto named;
+    }
+    drths_actuator_params_t ap;
+    drths_actuator_params_from_experiment(exp, &ap);
+    rc = drths_actuator_init(act, &ap, daq, err);
+    if (rc) {
+        drths_daq_close(daq);
+        drths_specimen_close(spec);
+    }
+named:
+    if (rc && ps->n_channels > 1)
+        drths_error_prefix(err, rc, "actuator channel %d (%s)", i + 1,
+                           drths_experiment_actuator_name(ps->cfg.exp, i));
+    return rc;
+}
+
+static void close_extra(drths_physsite_t *ps, int upto)
+{
+    for (int i = 0; ps->extra && i < upto; i++) {
+        drths_actuator_close(&ps->extra[i].act);
+        drths_daq_close(&ps->extra[i].daq);
+        drths_specimen_close(&ps->extra[i].spec);
+    }
+    free(ps->extra);
+    ps->extra = NULL;
+    if (ps->column_names)
+        for (int k = 0; k < ps->n_channels * DRTHS_ACT_NCOLS; k++)
+            free(ps->column_names[k]);
+    free(ps->column_names);
+    ps->column_names = NULL;
+    free(ps->row);
+    ps->row = NULL;
+}
+
+/* The channels after the first, the row and the column names. */
+static int init_extra(drths_physsite_t *ps, int *daq_failed, drths_error_t *err)
+{
+    int n = ps->n_channels;
+    ps->extra = calloc((size_t)n - 1, sizeof *ps->extra);
+    ps->row = calloc((size_t)n * DRTHS_ACT_NCOLS, sizeof *ps->row);
+    ps->column_names = calloc((size_t)n * DRTHS_ACT_NCOLS, sizeof *ps->column_names);
+    if (!ps->extra || !ps->row || !ps->column_names) {
+        close_extra(ps, 0);
+        return drths_error_set(err, -ENOMEM, "out of memory for %d actuator channels", n);
+    }
+    for (int k = 0; k < n * DRTHS_ACT_NCOLS; k++) {
+        const char *base = drths_actuator_columns[k % DRTHS_ACT_NCOLS];
+        size_t len = strlen(base) + 8;
+        ps->column_names[k] = malloc(len);
+        if (!ps->column_names[k]) {
+            close_extra(ps, 0);
+            return drths_error_set(err, -ENOMEM, "out of memory for the column names");
+        }
+        if (k < DRTHS_ACT_NCOLS)
+            snprintf(ps->column_names[k], len, "%s", base);
+        else
+            snprintf(ps->column_names[k], len, "ch%d_%s", k / DRTHS_ACT_NCOLS + 1, base);
+    }
+    for (int i = 1; i < n; i++) {
+        drths_physsite_extra_t *x = &ps->extra[i - 1];
+        int rc = init_channel(ps, i, &x->spec, &x->daq, &x->act, daq_failed, err);
+        if (rc) {
+            close_extra(ps, i - 1);
+            return rc;
+        }
+    }
+    return 0;
+}
+
 int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg, drths_udp_t *udp,
                         drths_recorder_t *rec, int *daq_failed, drths_error_t *err)
 {
@@ -80,32 +168,22 @@ int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg
     ps->udp = udp;
     ps->rec = rec;
     ps->rt_report.dma_fd = -1;
+    ps->hold_channel = -1;
     const drths_experiment_t *exp = cfg->exp;
+    ps->n_channels = drths_experiment_n_actuators(exp);
     int rc;
 
-    drths_specimen_params_t sp;
-    drths_setup_specimen(exp, &sp);
-    rc = drths_specimen_init(&ps->spec, &sp, 1.0 / exp->rate_hz, err);
+    rc = init_channel(ps, 0, &ps->spec, &ps->daq, &ps->act, daq_failed, err);
     if (rc)
-        return drths_error_prefix(err, rc, "virtual specimen");
-    rc = drths_daq_open(exp, &ps->spec, cfg->comedi_api, &ps->daq, err);
-    if (rc) {
-        if (daq_failed)
-            *daq_failed = 1;
-        drths_error_prefix(err, rc, "daq (backend %s)", drths_daq_backend_name(exp->daq.backend));
-        goto fail_spec;
-    }
-    drths_actuator_params_t ap;
-    drths_actuator_params_from_experiment(exp, &ap);
-    rc = drths_actuator_init(&ps->act, &ap, &ps->daq, err);
-    if (rc)
-        goto fail_daq;
+        return rc;
+    if (ps->n_channels > 1 && (rc = init_extra(ps, daq_failed, err)) != 0)
+        goto fail_act;
     rc = drths_hello_init(&ps->hello, exp, DRTHS_ROLE_PHYSICAL, 0, err);
     if (rc)
-        goto fail_act;
+        goto fail_extra;
     rc = drths_wire_rx_init(&ps->rx, DRTHS_ROLE_PHYSICAL, cfg->psk, err);
     if (rc)
-        goto fail_act;
+        goto fail_extra;
     ps->batch = calloc(DRTHS_UDP_BATCH, sizeof *ps->batch);
     if (!ps->batch) {
         rc = drths_error_set(err, -ENOMEM, "out of memory for the receive batch");
@@ -129,13 +207,73 @@ fail_batch:
     ps->batch = NULL;
 fail_rx:
     drths_wire_rx_close(&ps->rx);
+fail_extra:
+    close_extra(ps, ps->n_channels - 1);
 fail_act:
     drths_actuator_close(&ps->act);
-fail_daq:
     drths_daq_close(&ps->daq);
-fail_spec:
     drths_specimen_close(&ps->spec);
     return rc;
+}
+
+const char *const *drths_physsite_columns(const drths_physsite_t *ps, int *n)
+{
+    if (ps->n_channels <= 1 || !ps->column_names) {
+        *n = DRTHS_ACT_NCOLS;
+        return drths_actuator_columns;
+    }
+    *n = ps->n_channels * DRTHS_ACT_NCOLS;
+    return (const char *const *)ps->column_names;
+}
+
+void drths_physsite_hold(drths_physsite_t *ps, uint8_t reason, int abort_peer, const char *text)
+{
+    for (int i = 0; i < ps->n_channels; i++)
+        drths_actuator_hold(drths_physsite_act(ps, i), reason, i == 0 ? abort_peer : 0, text);
+    ps->held_together = 1;
+}
+
+int drths_physsite_in_hold(const drths_physsite_t *ps)
+{
+    for (int i = 0; i < ps->n_channels; i++)
+        if (drths_physsite_act((drths_physsite_t *)ps, i)->hold)
+            return 1;
+    return 0;
+}
+
+const char *drths_physsite_hold_text(const drths_physsite_t *ps)
+{
+    return ps->hold_channel >= 0 ? ps->hold_text : ps->act.hold_text;
+}
+
+/* A channel that entered HOLD by itself (a limit, its DAQ, the stability monitor) holds every
+ * other channel: one HOLD for the site, its sentence naming the channel. The others enter HOLD
+ * between ticks, so they ramp from the next tick on (a HOLD found after a tick's drive was
+ * written does so in the channel that found it as well). RT-safe. */
+static void hold_together(drths_physsite_t *ps)
+{
+    if (ps->n_channels < 2 || ps->held_together)
+        return;
+    for (int i = 0; i < ps->n_channels; i++) {
+        const drths_actuator_t *a = drths_physsite_act(ps, i);
+        if (!a->hold)
+            continue;
+        ps->hold_channel = i;
+        /* The channel comes first, so a long reason loses its tail, never the channel. */
+        int k = snprintf(ps->hold_text, sizeof ps->hold_text, "channel %d (%s): ", i + 1,
+                         drths_experiment_actuator_name(ps->cfg.exp, i));
+        size_t used = k > 0 && (size_t)k < sizeof ps->hold_text ? (size_t)k : 0;
+        size_t room = sizeof ps->hold_text - used - 1;
+        size_t len = strlen(a->hold_text);
+        memcpy(ps->hold_text + used, a->hold_text, len < room ? len : room);
+        ps->hold_text[used + (len < room ? len : room)] = '\0';
+        for (int j = 0; j < ps->n_channels; j++)
+            if (j != i)
+                drths_actuator_hold(drths_physsite_act(ps, j), a->hold_reason,
+                                    j == 0 ? a->hold_abort_peer : 0, ps->hold_text);
+        ps->held_together = 1;
+        return;
+    }
 }
 
 void drths_physsite_close(drths_physsite_t *ps)
@@ -145,6 +283,7 @@ void drths_physsite_close(drths_physsite_t *ps)
     ps->batch = NULL;
     drths_wire_rx_close(&ps->rx);
     drths_wire_tx_close(&ps->tx);
+    close_extra(ps, ps->n_channels - 1);
     drths_actuator_close(&ps->act);
     drths_daq_close(&ps->daq);
     drths_specimen_close(&ps->spec);
@@ -535,8 +674,16 @@ static int finish(drths_physsite_t *ps, int code, const char *reason)
 {
     /* Every end leaves the outputs neutral: the drive where it was, the damper at its safe
      * value. After a normal end or a HOLD the tick has done it already; once more is harmless. */
-    if (drths_actuator_safe_state(&ps->act) != 0)
-        event(ps, 1, "the DAQ's safe state could not be written at the end");
+    for (int i = 0; i < ps->n_channels; i++)
+        if (drths_actuator_safe_state(drths_physsite_act(ps, i)) != 0) {
+            if (ps->n_channels > 1)
+                event(ps, 1,
+                      "channel %d (%s): the DAQ's safe state could not be written at the "
+                      "end",
+                      i + 1, drths_experiment_actuator_name(ps->cfg.exp, i));
+            else
+                event(ps, 1, "the DAQ's safe state could not be written at the end");
+        }
     /* A command source (OpenFresco) has no UDP socket. */
     if (ps->udp && !ps->cfg.source)
         ps->kernel_drops = drths_udp_kernel_drops(ps->udp);
@@ -704,7 +851,8 @@ static void send_tick(drths_physsite_t *ps)
         send_msg(ps, &ps->out.abort);
 }
 
-/* The event lines of the tick's transitions; *hold_reported says whether HOLD was reported. */
+/* The event lines of the tick's transitions; *hold_reported says whether HOLD was reported.
+ * With several channels the lines of a channel name it, and the HOLD line is the site's. */
 static void report_tick(drths_physsite_t *ps, uint64_t tick, int *hold_reported)
 {
     const drths_actuator_t *a = &ps->act;
@@ -715,26 +863,72 @@ static void report_tick(drths_physsite_t *ps, uint64_t tick, int *hold_reported)
     if (ev & DRTHS_ACT_EV_EPOCH)
         event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick, a->epoch,
               a->L);
-    if (a->hold && !*hold_reported) {
+    if (drths_physsite_in_hold(ps) && !*hold_reported) {
         *hold_reported = 1;
         atomic_store(&ps->state, DRTHS_PHYSSITE_HOLD);
-        event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, a->hold_text);
+        event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, drths_physsite_hold_text(ps));
     }
-    if (ev & DRTHS_ACT_EV_HOLD) {
-        event(ps, 1, "HOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value",
-              a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
-                                                : "goes to the measured position",
-              a->hold_target_m, a->p.ramp_rate_m_s);
+    for (int i = 0; i < ps->n_channels; i++) {
+        a = drths_physsite_act(ps, i);
+        const drths_actuator_out_t *o = drths_physsite_out(ps, i);
+        char who[DRTHS_CHANNEL_NAME_MAX + 24] = "";
+        if (ps->n_channels > 1)
+            snprintf(who, sizeof who, "channel %d (%s): ", i + 1,
+                     drths_experiment_actuator_name(ps->cfg.exp, i));
+        ev = o->events;
+        if (ev & DRTHS_ACT_EV_HOLD) {
+            event(ps, 1,
+                  "%sHOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value", who,
+                  a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
+                                                    : "goes to the measured position",
+                  a->hold_target_m, a->p.ramp_rate_m_s);
+        }
+        if (ev & DRTHS_ACT_EV_SETTLED)
+            event(ps, 0, "tick %" PRIu64 ": %sHOLD: drive at %.6g m (%.3f s after HOLD began)",
+                  tick, who, a->hold_target_m, (double)(tick - a->hold_tick) / a->p.rate_hz);
+        if (o->daq_rc) {
+            drths_error_t derr;
+            drths_daq_error(drths_physsite_daq(ps, i), &derr);
+            /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
+            event(ps, 1, "tick %" PRIu64 ": %s%s", tick, who, derr.msg);
+        }
     }
-    if (ev & DRTHS_ACT_EV_SETTLED)
-        event(ps, 0, "tick %" PRIu64 ": HOLD: drive at %.6g m (%.3f s after HOLD began)", tick,
-              a->hold_target_m, (double)(tick - a->hold_tick) / a->p.rate_hz);
-    if (ps->out.daq_rc) {
-        drths_error_t derr;
-        drths_daq_error(&ps->daq, &derr);
-        /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
-        event(ps, 1, "tick %" PRIu64 ": %s", tick, derr.msg);
+}
+
+/* Runs tick `tick` on every channel and fills the recorder row. A channel already finished
+ * (its HOLD ramp done before the others') records NaN for the tick. Returns 0 while a channel
+ * ran, -EALREADY when every channel has finished; *finished when every channel finished with
+ * this tick. RT-safe. */
+static int tick_channels(drths_physsite_t *ps, uint64_t tick, int64_t deadline_ns, int64_t woke,
+                         int *finished)
+{
+    if (ps->n_channels == 1) {
+        int rc = drths_actuator_tick(&ps->act, tick, deadline_ns, woke, &ps->out);
+        *finished = ps->out.finished;
+        return rc;
     }
+    int ran = 0, all = 1;
+    for (int i = 0; i < ps->n_channels; i++) {
+        drths_actuator_out_t *o = i ? &ps->extra[i - 1].out : &ps->out;
+        double *row = ps->row + (size_t)i * DRTHS_ACT_NCOLS;
+        if (drths_actuator_tick(drths_physsite_act(ps, i), tick, deadline_ns, woke, o) == 0) {
+            ran = 1;
+            all &= o->finished != 0;
+            memcpy(row, o->row, sizeof o->row);
+            continue;
+        }
+        o->events = 0;
+        o->daq_rc = 0;
+        o->send_abort = 0;
+        o->finished = 1;
+        for (int k = 0; k < DRTHS_ACT_NCOLS; k++)
+            row[k] = NAN;
+        row[DRTHS_ACT_COL_TICK] = (double)tick;
+        row[DRTHS_ACT_COL_TIME] = (double)tick / ps->act.p.rate_hz;
+    }
+    hold_together(ps);
+    *finished = all;
+    return ran ? 0 : -EALREADY;
 }
 
 /* After the last tick (`tick`): the source's end, or STOP three times to the numerical site at
@@ -746,9 +940,9 @@ static int end_run(drths_physsite_t *ps, uint64_t tick)
     ps->run_end_ns = drths_now_ns();
     if (src) {
         const char *ok = src->ended(ps->cfg.source_ctx, ps);
-        if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold)
+        if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !drths_physsite_in_hold(ps))
             return finish(ps, 0, ok);
-        return finish(ps, 1, a->hold_text);
+        return finish(ps, 1, drths_physsite_hold_text(ps));
     }
     if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold) {
         for (int i = 0; i < 3; i++) {
@@ -780,7 +974,7 @@ int drths_physsite_run(drths_physsite_t *ps)
         int req = signalled ? 0 : atomic_load_explicit(&ps->stop_request, memory_order_relaxed);
         if (req) {
             signalled = 1;
-            drths_actuator_hold(&ps->act, DRTHS_STOP_SIGNAL, 1,
+            drths_physsite_hold(ps, DRTHS_STOP_SIGNAL, 1,
                                 req == 2 ? "stopped from the monitor" : "stopped by signal");
         }
         int64_t woke = tk.deadline_ns + tk.lateness_ns;
@@ -788,19 +982,21 @@ int drths_physsite_run(drths_physsite_t *ps)
             src->before_tick(ps->cfg.source_ctx, ps, tick, woke);
         else
             drain(ps, 1, MAX_BATCHES_PER_TICK);
-        if (drths_actuator_tick(&ps->act, tick, tk.deadline_ns, woke, &ps->out) != 0)
+        hold_together(ps); /* a source's HOLD of the first channel */
+        int finished = 0;
+        if (tick_channels(ps, tick, tk.deadline_ns, woke, &finished) != 0)
             break;
         if (src)
             src->after_tick(ps->cfg.source_ctx, ps, tick, &ps->out);
         else
             send_tick(ps);
         report_tick(ps, tick, &hold_reported);
-        drths_recorder_push(ps->rec, ps->out.row);
+        drths_recorder_push(ps->rec, ps->n_channels > 1 ? ps->row : ps->out.row);
         ps->rows_pushed++;
         publish_status(ps, tick);
         if (ps->rows_pushed % WAKE_EVERY_ROWS == 0 && ps->cfg.wake)
             ps->cfg.wake(ps->cfg.wake_ctx);
-        if (ps->out.finished)
+        if (finished)
             break;
     }
     return end_run(ps, tick);

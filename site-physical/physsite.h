@@ -17,6 +17,10 @@
  * With a command source in the config (drths_physsite_source_t: the OpenFresco analysis client,
  * site-physical/openfresco_app.h) steps 2, 3 and 5 and the socket are replaced by the source's
  * hooks, which feed the actuator; the tick loop, HOLD, records and summary are the same.
+ * Several actuator channels (physical.channels, served over OpenFresco only): each tick runs
+ * every channel's actuator on its own specimen or DAQ signals, in the channels' order; a channel
+ * that enters HOLD by itself holds the others (one HOLD for the site, its sentence naming the
+ * channel), and the run ends when every channel has finished.
  * It never prints: start-up and end lines go to main through an SPSC ring of text events.
  * Whatever ends the run, the thread returns with exit_code and exit_reason set.
  *
@@ -82,7 +86,8 @@ struct drths_json;
  *                when the run can start, else sets *reason (static or in ctx) and returns
  *                nonzero; the run then ends with exit 1.
  *   before_tick: before drths_actuator_tick of `tick`, woken at now_ns.
- *   after_tick:  with what the tick produced.
+ *   after_tick:  with what the tick produced: out is the first channel's; the other channels'
+ *                are drths_physsite_out.
  *   ended:       after the last tick; returns the sentence of a successful end (the actuator
  *                finished without HOLD). */
 typedef struct drths_physsite_source {
@@ -116,6 +121,15 @@ typedef struct drths_physsite_config {
     int probe_only;
 } drths_physsite_config_t;
 
+/* An actuator channel after the first (physical.channels): its own specimen, DAQ, actuator and
+ * tick output. The first channel is drths_physsite_t's spec, daq, act and out. */
+typedef struct drths_physsite_extra {
+    drths_specimen_t spec;
+    drths_daq_t daq;
+    drths_actuator_t act;
+    drths_actuator_out_t out;
+} drths_physsite_extra_t;
+
 /* Session ids of authenticated HELLOs remembered, so that a replayed HELLO is refused before
  * decryption; a ring, the oldest forgotten first. */
 #define DRTHS_PHYSSITE_SEEN 64
@@ -134,6 +148,18 @@ typedef struct drths_physsite {
     uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM]; /* send buffer */
     drths_msg_t msg;            /* the message being opened */
     drths_actuator_out_t out;
+
+    /* Actuator channels (physical.channels; 1 for a file without them). Every tick runs each
+     * channel's actuator; a HOLD of one channel holds them all (drths_physsite_hold). The
+     * recorder row is the first channel's physical.csv row followed, for each further channel
+     * k (2..n), by the same columns named "ch<k>_<column>" (drths_physsite_columns). */
+    int n_channels;
+    drths_physsite_extra_t *extra; /* n_channels - 1 channels, owned */
+    double *row;                   /* n_channels * DRTHS_ACT_NCOLS values, owned (n > 1) */
+    char **column_names;           /* n_channels * DRTHS_ACT_NCOLS names, owned (n > 1) */
+    int held_together;             /* HOLD has been given to every channel */
+    int hold_channel;              /* the channel whose own HOLD held the others, -1 if none */
+    char hold_text[DRTHS_WIRE_MAX_TEXT + 1]; /* the site's HOLD sentence (n > 1) */
 
     /* Session (RT thread). */
     int have_session;
@@ -181,11 +207,43 @@ typedef struct drths_physsite {
     atomic_uint_fast32_t st_L;
 } drths_physsite_t;
 
+/* Channel i's actuator, output, DAQ and specimen (0 <= i < n_channels). RT-safe. */
+static inline drths_actuator_t *drths_physsite_act(drths_physsite_t *ps, int i)
+{
+    return i ? &ps->extra[i - 1].act : &ps->act;
+}
+static inline const drths_actuator_out_t *drths_physsite_out(const drths_physsite_t *ps, int i)
+{
+    return i ? &ps->extra[i - 1].out : &ps->out;
+}
+static inline drths_daq_t *drths_physsite_daq(drths_physsite_t *ps, int i)
+{
+    return i ? &ps->extra[i - 1].daq : &ps->daq;
+}
+
+/* Enters HOLD on every channel at once (drths_actuator_hold on each; abort_peer for the first
+ * only, which speaks to the numerical site): a cause of the whole site (a signal, the monitor,
+ * the OpenFresco client). RT-safe. */
+void drths_physsite_hold(drths_physsite_t *ps, uint8_t reason, int abort_peer, const char *text);
+
+/* Whether the site is in HOLD (any channel). RT-safe. */
+int drths_physsite_in_hold(const drths_physsite_t *ps);
+
+/* The HOLD sentence of the site: the first channel's, or with several channels the one naming
+ * the channel whose limit (or DAQ) held them all. RT-safe. */
+const char *drths_physsite_hold_text(const drths_physsite_t *ps);
+
+/* The recorder's column names and count for physical.csv: drths_actuator_columns for one
+ * channel, else the first channel's columns then "ch<k>_<column>" for channel k = 2..n.
+ * Valid until drths_physsite_close. init-only. */
+const char *const *drths_physsite_columns(const drths_physsite_t *ps, int *n);
+
 /* Builds the specimen, opens the DAQ (first, so that a missing board is reported before
  * anything else: the error names the device and comedilib's reason), builds the actuator from
- * the experiment, the wire receiver, the receive batch and the event ring. udp (bound to the
- * listen address) and rec (on physical.csv with drths_actuator_columns) are borrowed and may be
- * opened after init, before run. *daq_failed (may be NULL) is set to 1 when the failure was the
+ * the experiment (each of these once per channel, from the channel's view of the experiment,
+ * drths_experiment_actuator), the wire receiver, the receive batch and the event ring. udp (bound
+ * to the listen address) and rec (on physical.csv with drths_actuator_columns) are borrowed and may
+ * be opened after init, before run. *daq_failed (may be NULL) is set to 1 when the failure was the
  * DAQ's. A failed init leaves nothing to close. init-only. */
 int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg, drths_udp_t *udp,
                         drths_recorder_t *rec, int *daq_failed, drths_error_t *err);

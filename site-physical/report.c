@@ -43,6 +43,24 @@ void drths_physsite_print_setup(FILE *f, const drths_physsite_t *ps)
     if (e->physical.hold == DRTHS_HOLD_RAMP)
         fprintf(f, " to %g m", e->physical.safe_position_m);
     fprintf(f, " at most %g m/s\n", e->physical.ramp_rate_m_s);
+    /* Several channels: the lines above are the first channel's; one line each. */
+    for (int i = 0; ps->n_channels > 1 && i < ps->n_channels; i++) {
+        const drths_experiment_t *v = drths_experiment_actuator(e, i);
+        const drths_actuator_t *a = drths_physsite_act((drths_physsite_t *)ps, i);
+        fprintf(f, "  channel %d (%s, trial displacement element %d): %s", i + 1,
+                drths_experiment_actuator_name(e, i), i,
+                drths_damper_model_name(v->specimen.damper.model));
+        if (v->specimen.damper.model == DRTHS_DAMPER_LINEAR_SPRING)
+            fprintf(f, " %g N/m", v->specimen.damper.stiffness_N_per_m);
+        fprintf(f,
+                ", %s actuator, compensation %s (lookahead %d); limits command %g m, %g m/s; "
+                "drive %g m; measured %g m, %g N\n",
+                drths_actuator_plant_name(v->actuator.plant),
+                drths_compensation_name(v->actuator.compensation), a->lookahead,
+                v->physical.limit_displacement_m, v->physical.limit_velocity_m_s,
+                v->physical.limit_drive_m, v->physical.limit_measured_displacement_m,
+                v->physical.limit_force_N);
+    }
 }
 
 void drths_physsite_print_end(FILE *f, const drths_physsite_t *ps, const char *dir)
@@ -77,8 +95,18 @@ void drths_physsite_print_end(FILE *f, const drths_physsite_t *ps, const char *d
                drths_compensation_name(act->p.compensation), drths_actuator_tracking_rms_pct(act),
                drths_tracking_ti(&act->track) * 1e6, drths_tracking_max_err(&act->track) * 1e3,
                act->comp.extrapolated_ticks, act->comp.limited_ticks);
+        for (int i = 0; ps->n_channels > 1 && i < ps->n_channels; i++) {
+            const drths_actuator_t *a = drths_physsite_act((drths_physsite_t *)ps, i);
+            fprintf(f,
+                    "  channel %d (%s): tracking RMS error %.3f %%, peak error %.4f mm, "
+                    "%" PRIu64 " ticks in HOLD\n",
+                    i + 1, drths_experiment_actuator_name(ps->cfg.exp, i),
+                    drths_actuator_tracking_rms_pct(a), drths_tracking_max_err(&a->track) * 1e3,
+                    a->c.hold_ticks);
+        }
         if (act->hold)
-            fprintf(f, "  HOLD: %s (%" PRIu64 " ticks in HOLD)\n", act->hold_text, c->hold_ticks);
+            fprintf(f, "  HOLD: %s (%" PRIu64 " ticks in HOLD)\n", drths_physsite_hold_text(ps),
+                    c->hold_ticks);
     }
     char rejects[512] = "";
     size_t n = 0;
@@ -160,5 +188,10 @@ int drths_physsite_report_end(FILE *f, drths_physsite_t *ps, const drths_ofr_app
                 "peak %.4f mm\n",
                 ofr->steps_reached, ofr->targets, ofr->late_targets, ofr->held_ticks,
                 drths_ofr_app_step_rms_pct(ofr), ofr->max_abs_err * 1e3);
+    for (int i = 0; ofr && ps->n_channels > 1 && i < ps->n_channels; i++)
+        fprintf(f,
+                "  OpenFresco channel %d (%s): step-end tracking RMS error %.3f %%, peak %.4f mm\n",
+                i + 1, drths_experiment_actuator_name(ps->cfg.exp, i),
+                drths_ofr_app_channel_rms_pct(ofr, i), ofr->ch_max_abs_err[i] * 1e3);
     return rc;
 }

@@ -180,6 +180,47 @@ static void write_tracking(const drths_actuator_t *a, drths_json_t *j)
     drths_json_object_end(j);
 }
 
+/* "channels" (several actuator channels only; the members above are the first channel's): each
+ * channel's name, specimen, limits, tracking, HOLD and DAQ counts, in the order of
+ * physical.channels (channel i took element i of the trial displacement vector). */
+static void write_channels(drths_physsite_t *ps, drths_json_t *j)
+{
+    if (ps->n_channels < 2)
+        return;
+    const drths_experiment_t *exp = ps->cfg.exp;
+    drths_json_array_begin(j, "channels");
+    for (int i = 0; i < ps->n_channels; i++) {
+        const drths_experiment_t *v = drths_experiment_actuator(exp, i);
+        const drths_actuator_t *a = drths_physsite_act(ps, i);
+        const drths_daq_t *d = drths_physsite_daq(ps, i);
+        drths_json_object_begin(j, NULL);
+        drths_json_int(j, "channel", i + 1);
+        drths_json_string(j, "name", drths_experiment_actuator_name(exp, i));
+        drths_json_int(j, "trial_element", i);
+        drths_json_string(j, "damper", drths_damper_model_name(v->specimen.damper.model));
+        if (v->specimen.damper.model == DRTHS_DAMPER_LINEAR_SPRING)
+            drths_json_number(j, "stiffness_N_per_m", v->specimen.damper.stiffness_N_per_m);
+        drths_json_string(j, "plant", drths_actuator_plant_name(v->actuator.plant));
+        drths_json_object_begin(j, "limits");
+        drths_json_number(j, "displacement_m", v->physical.limit_displacement_m);
+        drths_json_number(j, "velocity_m_s", v->physical.limit_velocity_m_s);
+        drths_json_number(j, "force_N", v->physical.limit_force_N);
+        drths_json_number(j, "drive_m", v->physical.limit_drive_m);
+        drths_json_number(j, "measured_displacement_m", v->physical.limit_measured_displacement_m);
+        drths_json_object_end(j);
+        write_tracking(a, j);
+        write_hold(a, j);
+        drths_json_bool(j, "held_the_site", ps->hold_channel == i);
+        drths_json_object_begin(j, "daq");
+        drths_json_int(j, "errors", (int64_t)a->c.daq_errors);
+        drths_json_int(j, "clamped_writes", (int64_t)d->n_clamped);
+        drths_json_int(j, "saturated_reads", (int64_t)d->n_saturated);
+        drths_json_object_end(j);
+        drths_json_object_end(j);
+    }
+    drths_json_array_end(j);
+}
+
 /* "daq", the datagrams sent and "recorder". */
 static void write_io(const drths_physsite_t *ps, drths_json_t *j)
 {
@@ -243,6 +284,7 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     write_tracking(&ps->act, &j);
     write_io(ps, &j);
     write_setup(ps, &j);
+    write_channels(ps, &j);
     if (ps->cfg.source && ps->cfg.source->summary)
         ps->cfg.source->summary(ps->cfg.source_ctx, ps, &j);
     return drths_json_file_close(&j, path, err);

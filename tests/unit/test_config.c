@@ -754,6 +754,184 @@ static void test_pinned_fingerprints(void **state)
     }
 }
 
+/* The text of a file, NUL-terminated (the caller frees it). */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *t = malloc((size_t)n + 1);
+    assert_non_null(t);
+    assert_int_equal(fread(t, 1, (size_t)n, f), (size_t)n);
+    t[n] = '\0';
+    fclose(f);
+    return t;
+}
+
+/* text with the first occurrence of `from` replaced by `to` (the caller frees it). */
+static char *replaced(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (!at)
+        fail_msg("'%s' not in the text", from);
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *t = malloc(n);
+    assert_non_null(t);
+    snprintf(t, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return t;
+}
+
+/* Loads text as the two-channel example would be at path; returns the loader's result. */
+static int load_text(drths_experiment_t *x, const char *text, drths_error_t *err)
+{
+    char *p = src_path("examples/opensees/linear-springs-2dof-ideal.yaml");
+    int r = drths_experiment_load_buffer(x, text, strlen(text), p, err);
+    free(p);
+    return r;
+}
+
+/* A wrong variant of the two-channel example: its message must carry `want` (file line,
+ * field path and reason). */
+static void channel_error(const char *text, const char *want)
+{
+    drths_experiment_t x;
+    drths_error_t err = {{0}};
+    int r = load_text(&x, text, &err);
+    if (r != -EINVAL || !strstr(err.msg, want))
+        fail_msg("got %d \"%s\", expected -EINVAL and \"%s\"", r, err.msg, want);
+}
+
+/* physical.channels: the example's two channels, what each takes from the top-level sections,
+ * the fingerprint left alone, a file without channels unchanged, and wrong channels named with
+ * their line. */
+static void test_channels(void **state)
+{
+    (void)state;
+    char *p = src_path("examples/opensees/linear-springs-2dof-ideal.yaml");
+    char *text = slurp(p);
+    drths_experiment_t x;
+    drths_error_t err = {{0}};
+    load_ok(&x, p);
+    assert_int_equal(x.n_channels, 2);
+    assert_int_equal(drths_experiment_n_actuators(&x), 2);
+    assert_int_equal(x.channels_line, 57);
+    const drths_experiment_t *a = drths_experiment_actuator(&x, 0);
+    const drths_experiment_t *b = drths_experiment_actuator(&x, 1);
+    assert_string_equal(drths_experiment_actuator_name(&x, 0), "x");
+    assert_string_equal(drths_experiment_actuator_name(&x, 1), "y");
+    assert_true(a->specimen.damper.stiffness_N_per_m == 1.0e7);
+    assert_true(b->specimen.damper.stiffness_N_per_m == 2.0e7);
+    assert_int_equal(a->n_channels, 0); /* a view is a one-channel experiment */
+    assert_int_equal(b->actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL);
+    assert_true(b->physical.limit_force_N == 240000 && b->physical.limit_drive_m == 0.1);
+    /* The virtual specimen of each channel is built from its view. */
+    drths_specimen_params_t sa, sb;
+    drths_setup_specimen(a, &sa);
+    drths_setup_specimen(b, &sb);
+    assert_true(sa.damper.stiffness_N_per_m == 1.0e7 && sb.damper.stiffness_N_per_m == 2.0e7);
+    /* Several channels are for OpenFresco only: refused for a numerical site, with the line. */
+    assert_int_equal(drths_experiment_check_network(&x, &err), -ENOTSUP);
+    assert_non_null(strstr(err.msg, "linear-springs-2dof-ideal.yaml:57: physical.channels: 2 "
+                                    "channels are served over OpenFresco only"));
+    /* The channels are not fingerprinted: the same file without them has the same hash. */
+    uint8_t fp2[32], fp1[32];
+    fingerprint(&x, fp2);
+    drths_experiment_close(&x);
+    char *one = strdup(text);
+    *strstr(one, "  channels:\n") = '\0';
+    assert_int_equal(load_text(&x, one, &err), 0);
+    assert_int_equal(x.n_channels, 0);
+    assert_int_equal(drths_experiment_n_actuators(&x), 1);
+    assert_ptr_equal(drths_experiment_actuator(&x, 0), &x);
+    assert_string_equal(drths_experiment_actuator_name(&x, 0), "ch1");
+    assert_int_equal(drths_experiment_check_network(&x, &err), 0);
+    fingerprint(&x, fp1);
+    assert_memory_equal(fp1, fp2, 32);
+    drths_experiment_close(&x);
+    free(one);
+
+    /* Inherited: the physical section's limits and the top-level actuator; replaced whole: a
+     * channel's own actuator section (its absent keys take the defaults, not the top level's). */
+    char *t1 = replaced(text, "  limit_displacement_m: 0.1\n",
+                        "  limit_displacement_m: 0.05\n  limit_velocity_m_s: 0.5\n");
+    char *t2 = replaced(t1, "      limit_force_N: 240000\n",
+                        "      limit_force_N: 150000\n      actuator:\n"
+                        "        compensation: polynomial\n");
+    char *t3 = replaced(t2, "  noise_force_N: 0\n", "  noise_force_N: 5\n");
+    assert_int_equal(load_text(&x, t3, &err), 0);
+    a = drths_experiment_actuator(&x, 0);
+    b = drths_experiment_actuator(&x, 1);
+    assert_true(a->physical.limit_displacement_m == 0.05 &&
+                b->physical.limit_displacement_m == 0.05);
+    assert_true(a->physical.limit_velocity_m_s == 0.5 && b->physical.limit_velocity_m_s == 0.5);
+    assert_true(a->physical.limit_force_N == 240000 && b->physical.limit_force_N == 150000);
+    assert_true(a->actuator.noise_force_N == 5 &&
+                a->actuator.compensation == DRTHS_COMPENSATION_NONE);
+    assert_true(b->actuator.noise_force_N == 0 &&
+                b->actuator.compensation == DRTHS_COMPENSATION_POLYNOMIAL);
+    drths_experiment_close(&x);
+    free(t1);
+    free(t2);
+    free(t3);
+
+    /* Wrong channels: file, line, field path, reason. */
+    char *e;
+    e = replaced(text, "stiffness_N_per_m: 2.0e7", "stiffness_N_per_m: -2");
+    channel_error(e, ":67: physical.channels[1].specimen.damper.stiffness_N_per_m: must be > 0");
+    free(e);
+    e = replaced(text, "      limit_force_N: 240000", "      limit_force_N: abc");
+    channel_error(e, ":68: physical.channels[1].limit_force_N: must be a finite number");
+    free(e);
+    e = replaced(text, "    - name: y", "    - name: x");
+    channel_error(e, ":63: physical.channels[1].name: \"x\" is also physical.channels[0]'s name");
+    free(e);
+    e = replaced(text, "    - name: y", "    - name: \"y z\"");
+    channel_error(e, ":63: physical.channels[1].name: only letters, digits");
+    free(e);
+    e = replaced(text, "    - name: x\n      specimen:\n",
+                 "    - name: x\n      specimen:\n"
+                 "        floor: 1\n");
+    channel_error(e, ":60: physical.channels[0].specimen.floor: not allowed in a channel");
+    free(e);
+    e = replaced(text, "      limit_force_N: 240000", "      limit_drive_m: 0");
+    channel_error(e, ":68: physical.channels[1].limit_drive_m: must be > 0");
+    free(e);
+    /* One channel, or more than the wire carries: the list's own line. */
+    e = strdup(text);
+    *strstr(e, "    - name: y") = '\0';
+    channel_error(e, ":57: physical.channels: must list 2..8 channels (got 1)");
+    free(e);
+    /* With the comedi back end two channels may not share a signal (here both take the daq
+     * section's mappings). */
+    e = replaced(text, "physical:\n",
+                 "daq:\n  backend: comedi\n"
+                 "  command_out: {subdevice: 1, channel: 0, units_per_volt: 0.01}\n"
+                 "  current_out: {subdevice: 1, channel: 1, units_per_volt: 1}\n"
+                 "  displacement_in: {subdevice: 0, channel: 0, units_per_volt: 0.01}\n"
+                 "  force_in: {subdevice: 0, channel: 1, units_per_volt: 25000}\n"
+                 "physical:\n");
+    channel_error(e, "physical.channels[1].daq.command_out: same subdevice and channel (1/0) as "
+                     "physical.channels[0]'s");
+    char *e2 =
+        replaced(e, "      limit_force_N: 240000\n",
+                 "      limit_force_N: 240000\n      daq:\n"
+                 "        command_out: {subdevice: 1, channel: 2, units_per_volt: 0.01}\n"
+                 "        current_out: {subdevice: 1, channel: 3, units_per_volt: 1}\n"
+                 "        displacement_in: {subdevice: 0, channel: 2, units_per_volt: 0.01}\n"
+                 "        force_in: {subdevice: 0, channel: 3, units_per_volt: 25000}\n");
+    assert_int_equal(load_text(&x, e2, &err), 0);
+    assert_int_equal(drths_experiment_actuator(&x, 0)->daq.command_out.channel, 0);
+    assert_int_equal(drths_experiment_actuator(&x, 1)->daq.command_out.channel, 2);
+    assert_int_equal(drths_experiment_actuator(&x, 1)->daq.force_in.channel, 3);
+    drths_experiment_close(&x);
+    free(e2);
+    free(e);
+    free(text);
+    free(p);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -786,6 +964,7 @@ int main(void)
         cmocka_unit_test(test_record_dt_s),
         cmocka_unit_test(test_load_buffer),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_channels),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

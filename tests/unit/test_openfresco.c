@@ -181,13 +181,36 @@ static void test_generic_client_element(void **state)
     assert_true(d_at(buf, 0) == 0.0);
     assert_int_equal(drths_ofr_reply_matrix(&rx, 3.5e6, buf, sizeof buf), 2048);
     assert_true(d_at(buf, 0) == 3.5e6 && d_at(buf, 1) == 0.0);
-    /* Two driven displacements are refused with a reason. */
+    /* Two driven displacements (genericClient -dof 1 2): a trial carries both, in order, then
+     * both velocities and both accelerations; replies carry two values per block and a 2 x 2
+     * diagonal matrix, column-major. */
     drths_ofr_rx_init(&rx, DRTHS_OFR_GENERIC);
     const int32_t id2[11] = {2, 2, 2, 0, 1, 0, 0, 0, 2, 0, 256};
     drths_ofr_build_ids(id2, 11, buf, sizeof buf);
+    assert_int_equal(drths_ofr_rx_parse(&rx, buf, 44, &m), 0);
+    assert_int_equal(m.kind, DRTHS_OFR_MSG_SETUP);
+    const double trial2[] = {DRTHS_OFR_SET_TRIAL, 0.01, -0.02, 0.1, 0.2, 1.0, 2.0, 0.5};
+    drths_ofr_build_vector(trial2, 8, rx.data_size, buf, sizeof buf);
+    assert_int_equal(drths_ofr_rx_parse(&rx, buf, 8 * (size_t)rx.data_size, &m), 0);
+    assert_true(m.disp[0] == 0.01 && m.disp[1] == -0.02 && m.vel[0] == 0.1 && m.vel[1] == 0.2 &&
+                m.accel[0] == 1.0 && m.accel[1] == 2.0 && m.time == 0.5);
+    memset(&r, 0, sizeof r);
+    r.force[0] = 1e5;
+    r.force[1] = -4e5;
+    assert_int_equal(drths_ofr_reply_block(&rx, &r, DRTHS_OFR_FORCE, buf, sizeof buf), 2048);
+    assert_true(d_at(buf, 0) == 1e5 && d_at(buf, 1) == -4e5 && d_at(buf, 2) == 0.0);
+    const double k2[DRTHS_OFR_MAX_DOF] = {1e7, 2e7};
+    assert_int_equal(drths_ofr_reply_diagonal(&rx, k2, buf, sizeof buf), 2048);
+    assert_true(d_at(buf, 0) == 1e7 && d_at(buf, 1) == 0.0 && d_at(buf, 2) == 0.0 &&
+                d_at(buf, 3) == 2e7 && d_at(buf, 4) == 0.0);
+    /* More displacements than the wire's blocks hold (DRTHS_OFR_MAX_DOF) are refused with a
+     * reason. */
+    drths_ofr_rx_init(&rx, DRTHS_OFR_GENERIC);
+    const int32_t id9[11] = {9, 9, 9, 0, 1, 0, 0, 0, 9, 0, 256};
+    drths_ofr_build_ids(id9, 11, buf, sizeof buf);
     assert_int_equal(drths_ofr_rx_parse(&rx, buf, 44, &m), -EPROTO);
     assert_int_equal(m.kind, DRTHS_OFR_MSG_ERROR);
-    assert_non_null(strstr(m.text, "exactly 1"));
+    assert_non_null(strstr(m.text, "controls 9 displacements"));
     assert_int_equal(drths_ofr_rx_need(&rx), 0);
 }
 

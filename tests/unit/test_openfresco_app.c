@@ -234,6 +234,114 @@ static void test_steady_state_allocates_nothing(void **state)
     assert_int_equal(W->app.steps_reached, 200);
 }
 
+/* Two actuator channels (examples/opensees/linear-springs-2dof-ideal.yaml: springs of 1e7 and
+ * 2e7 N/m on ideal plants), the client a genericClient (steps from commits). */
+static int setup_two(void **state)
+{
+    (void)state;
+    W = calloc(1, sizeof *W);
+    const char *srcdir = getenv("DRTHS_SOURCE_DIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/opensees/linear-springs-2dof-ideal.yaml",
+             srcdir ? srcdir : "..");
+    drths_error_t err;
+    assert_int_equal(drths_experiment_load(&W->exp, path, &err), 0);
+    drths_ofr_app_config_t oc;
+    memset(&oc, 0, sizeof oc);
+    oc.listen = "127.0.0.1:0";
+    oc.variant = DRTHS_OFR_GENERIC;
+    oc.precor.mode = DRTHS_PRECOR_D;
+    oc.precor.predict_fraction = 0.6;
+    oc.step_duration_s = 0.01;
+    oc.accept_timeout_s = 1.0;
+    oc.n_channels = 2;
+    assert_int_equal(drths_ofr_app_init(&W->app, &oc, &err), 0);
+    drths_physsite_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.exp = &W->exp;
+    cfg.source = drths_ofr_app_source();
+    cfg.source_ctx = &W->app;
+    assert_int_equal(drths_physsite_init(&W->ps, &cfg, NULL, NULL, NULL, &err), 0);
+    assert_int_equal(W->ps.n_channels, 2);
+    W->src = cfg.source;
+    W->dt_ns = W->ps.act.dt_ns;
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_SETUP, 1.0, NULL);
+    const char *why = NULL;
+    assert_int_equal(W->src->start(&W->app, &W->ps, &why), 0);
+    assert_int_equal(W->app.n, 2);
+    return 0;
+}
+
+/* One tick of both channels, as drths_physsite_run does it. */
+static int tick_two(void)
+{
+    int64_t t = (int64_t)W->tick * W->dt_ns;
+    W->src->before_tick(&W->app, &W->ps, W->tick, t);
+    int rc = drths_actuator_tick(&W->ps.act, W->tick, t, t, &W->out);
+    int rc2 = drths_actuator_tick(&W->ps.extra[0].act, W->tick, t, t, &W->ps.extra[0].out);
+    assert_int_equal(rc, rc2);
+    if (rc == 0)
+        W->src->after_tick(&W->app, &W->ps, W->tick, &W->out);
+    W->tick++;
+    return rc;
+}
+
+static int64_t until_answer_two(drths_ofr_response_t *r, int max)
+{
+    for (int i = 0; i < max; i++) {
+        assert_int_equal(tick_two(), 0);
+        if (drths_ofr_app_take(&W->app, r) == 0)
+            return (int64_t)W->tick - 1;
+    }
+    return -1;
+}
+
+static void trial_two(double d0, double d1)
+{
+    const double v[2] = {d0, d1};
+    drths_ofr_app_post_vector(&W->app, DRTHS_OFR_REQ_TARGET, v, 2, NULL);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+}
+
+/* Trial vectors: channel i takes element i and measures k_i times it; a repeat is a vector
+ * whose every element is within 1 nm of the target, so a change of one element alone is an
+ * iteration; a site-wide HOLD (drths_physsite_hold) holds both channels. */
+static void test_two_channels(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    trial_two(0.001, -0.002);
+    assert_true(until_answer_two(&r, 200) > 0);
+    assert_true(r.disp[0] == 0.001 && r.disp[1] == -0.002);
+    assert_true(fabs(r.force[0] - 1.0e7 * 0.001) <= 1e-12 * 1e4);
+    assert_true(fabs(r.force[1] - 2.0e7 * -0.002) <= 1e-12 * 4e4);
+    assert_true(r.disp[2] == 0.0 && r.force[2] == 0.0);
+    /* The repeat: channel 2 within the tolerance. Answered at once from the step's end. */
+    trial_two(0.001, -0.002 + 0.5 * DRTHS_OFR_REPEAT_TOL_M);
+    int64_t now = (int64_t)W->tick;
+    assert_int_equal(until_answer_two(&r, 5), now);
+    assert_int_equal(W->app.repeats, 1);
+    assert_true(r.disp[1] == -0.002);
+    /* Channel 2 alone moves by 1 um: an iteration of the same step. */
+    trial_two(0.001, -0.002 + 1e-6);
+    assert_true(until_answer_two(&r, 400) > 0);
+    assert_int_equal(W->app.iterations, 1);
+    assert_true(r.disp[0] == 0.001 && fabs(r.disp[1] - (-0.002 + 1e-6)) < 1e-15);
+    /* Commit, then the next step moves both. */
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    trial_two(0.0015, -0.0015);
+    assert_true(until_answer_two(&r, 400) > 0);
+    assert_true(r.disp[0] == 0.0015 && r.disp[1] == -0.0015);
+    assert_int_equal(W->app.steps_reached, 2);
+    assert_true(drths_ofr_app_channel_rms_pct(&W->app, 0) == 0.0);
+    assert_true(drths_ofr_app_channel_rms_pct(&W->app, 1) == 0.0);
+    assert_false(drths_physsite_in_hold(&W->ps));
+    /* A cause of the whole site holds both channels with one sentence. */
+    drths_physsite_hold(&W->ps, DRTHS_STOP_PEER_LOST, 0, "the client went away");
+    assert_true(W->ps.act.hold && W->ps.extra[0].act.hold);
+    assert_string_equal(W->ps.extra[0].act.hold_text, "the client went away");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +350,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_step_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_watchdog_before_any_target, setup, teardown),
         cmocka_unit_test_setup_teardown(test_steady_state_allocates_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_channels, setup_two, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

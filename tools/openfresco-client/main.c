@@ -7,7 +7,10 @@
  * under a ground-motion record with the explicit central-difference method, one analysis step
  * of --dt per trial, as OpenSees with an explicit integrator does in a hybrid test. The specimen
  * sits in the first storey: each step's trial displacement is the first-storey drift, and the
- * measured force the site returns acts between the ground and floor 1 in the next step.
+ * measured force the site returns acts between the ground and floor 1 in the next step. With
+ * --dof N (2 or 3) a specimen sits in each of the first N storeys: the trial displacement vector
+ * is the drifts of storeys 1..N, element i for the site's actuator channel i + 1, and each
+ * measured force acts between the floors of its storey (as genericClient -dof 1 .. N).
  *
  * With --repeat-trials it speaks as OpenSees's genericClient element does with an explicit
  * integrator: its sizes, and per step the previous trial repeated with getForce, then the new
@@ -44,6 +47,7 @@
 #define DS 256
 #define MAX_STEPS 1000000000L
 #define NF 3
+#define MAXN NF /* --dof: at most one specimen per storey */
 
 static uint8_t buf[8 * DS + 64];
 
@@ -52,7 +56,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: " PROG " --connect HOST:PORT --record FILE [--variant shadow|generic]\n"
             "                               [--steps N] [--dt S] [--scale F] [--step-duration S]\n"
-            "                               [--repeat-trials [--iterations K]] [--verbose]\n"
+            "                               [--repeat-trials [--iterations K]] [--dof N]\n"
+            "                               [--verbose]\n"
             "Integrates the three-storey shear building under a ground-motion record as an\n"
             "OpenSees analysis does, with a drths-physical --openfresco site as the first storey,\n"
             "and prints the tracking error and the protocol overhead.\n"
@@ -70,7 +75,13 @@ static void usage(FILE *f)
             "  --iterations K       with --repeat-trials: K iterations per step (K + 1 new\n"
             "                       trials converging on the step's target, each answered), as\n"
             "                       an implicit integrator's Newton iterations (default 0)\n"
-            "  --verbose            one line per step: target, measured, error, force, interval\n"
+            "  --dof N              a specimen in each of the first N storeys (1 to 3, default 1):\n"
+            "                       trial vectors of N drifts, one per actuator channel of the\n"
+            "                       site (its physical.channels, in order)\n"
+            "  --verbose            one line per step: the step, then per DOF target, measured,\n"
+            "                       error and force (--repeat-trials: next target, current\n"
+            "                       drift and its force), then the interval in ms; the values\n"
+            "                       with 17 digits, so they read back exactly\n"
             "  -h, --help           print this help and exit\n"
             "  --version            print the version and exit\n"
             "\n",
@@ -128,6 +139,7 @@ typedef struct options {
     const char *connect_s, *record;
     int shadow, verbose, repeat;
     long iterations;
+    long dof;   /* specimens, in storeys 1..dof */
     long steps; /* -1 until the record is loaded: then the whole record */
     double dt, scale, step_dur;
 } options_t;
@@ -138,6 +150,7 @@ typedef struct result {
     double *gap;
     long done;
     double sum_e2, sum_t2, max_e, wall;
+    double ch_e2[MAXN], ch_t2[MAXN]; /* per DOF */
 } result_t;
 
 static int parse_options(int argc, char **argv, options_t *opt)
@@ -152,7 +165,8 @@ static int parse_options(int argc, char **argv, options_t *opt)
         OPT_STEP_DURATION,
         OPT_VERBOSE,
         OPT_REPEAT,
-        OPT_ITERATIONS
+        OPT_ITERATIONS,
+        OPT_DOF
     };
     static const struct option opts[] = {
         {"connect", required_argument, NULL, OPT_CONNECT},
@@ -165,11 +179,13 @@ static int parse_options(int argc, char **argv, options_t *opt)
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"repeat-trials", no_argument, NULL, OPT_REPEAT},
         {"iterations", required_argument, NULL, OPT_ITERATIONS},
+        {"dof", required_argument, NULL, OPT_DOF},
         DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
     static const char *const variants[] = {"shadow", "generic", NULL};
-    *opt = (options_t){.shadow = 1, .steps = -1, .dt = 0.01, .scale = 1.0, .step_dur = 0.01};
+    *opt =
+        (options_t){.shadow = 1, .steps = -1, .dt = 0.01, .scale = 1.0, .step_dur = 0.01, .dof = 1};
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -213,6 +229,10 @@ static int parse_options(int argc, char **argv, options_t *opt)
             if (drths_cli_long(PROG, "--iterations", optarg, 0, 100, &opt->iterations) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
+        case OPT_DOF:
+            if (drths_cli_long(PROG, "--dof", optarg, 1, MAXN, &opt->dof) != 0)
+                return DRTHS_EXIT_USAGE;
+            break;
         default:
             return drths_cli_other_option(PROG, c, usage);
         }
@@ -245,14 +265,14 @@ static int load_record(options_t *opt, drths_record_t *rec)
 }
 
 /* The opening exchange of the variant: ShadowSite's hello, open and setup, or GenericTCP's ID. */
-static int handshake(int fd, int shadow, int repeat)
+static int handshake(int fd, int shadow, int repeat, int ndof)
 {
     double v[DS];
     if (shadow) {
         int32_t one = 1, back = 0;
         const double open[3] = {1.0, 1.0, 2.8};
         const double setup[2] = {2.0, DS};
-        const int32_t sizes[10] = {1, 0, 0, 0, 1, 1, 0, 0, 1, 1};
+        const int32_t sizes[10] = {ndof, 0, 0, 0, 1, ndof, 0, 0, ndof, 1};
         if (drths_tcp_send_all(fd, (uint8_t *)&one, 4) || recv_all(fd, (uint8_t *)&back, 4) ||
             back != 1 || send_vec(fd, open, 3) || recv_vec(fd, v) || v[2] != 2.8)
             return drths_cli_error(PROG, "ShadowSite handshake failed");
@@ -262,12 +282,12 @@ static int handshake(int fd, int shadow, int repeat)
             return drths_cli_error(PROG, "setup failed");
     } else if (repeat) {
         /* genericClient's sizes: trial disp, vel, accel and time; force measured. */
-        const int32_t id[11] = {1, 1, 1, 0, 1, 0, 0, 0, 1, 0, DS};
+        const int32_t id[11] = {ndof, ndof, ndof, 0, 1, 0, 0, 0, ndof, 0, DS};
         size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
         if (drths_tcp_send_all(fd, buf, n))
             return drths_cli_error(PROG, "ID failed");
     } else {
-        const int32_t id[11] = {1, 0, 0, 0, 0, 1, 0, 0, 1, 0, DS};
+        const int32_t id[11] = {ndof, 0, 0, 0, 0, ndof, 0, 0, ndof, 0, DS};
         size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
         if (drths_tcp_send_all(fd, buf, n))
             return drths_cli_error(PROG, "ID failed");
@@ -280,9 +300,10 @@ static const double mass[NF] = {5.0e4, 5.0e4, 5.0e4};
 static const double storey_k[NF] = {7.3955e7, 1.00510e8, 8.5740e7};
 
 /* One central-difference step: xnext from x, xprev, the ground acceleration ag and the measured
- * specimen force fspec acting on floor 1. */
+ * specimen forces: fspec[i] (i < n) is the specimen's in storey i + 1, acting on floor i + 1
+ * (against its drift) and on the floor below it (with it). */
 static void central_difference(const double *x, const double *xprev, double *xnext, double ag,
-                               double fspec, double dt)
+                               const double *fspec, int n, double dt)
 {
     const double a0 = 2.0 * 0.02 * 2.0 * M_PI * 2.88;
     /* Central difference: (M/dt^2 + C/2dt) x+ = p - K x - r + (2M/dt^2) x - (M/dt^2 - C/2dt)
@@ -291,7 +312,7 @@ static void central_difference(const double *x, const double *xprev, double *xne
         double kx = storey_k[i] * (x[i] - (i ? x[i - 1] : 0.0));
         if (i + 1 < NF)
             kx -= storey_k[i + 1] * (x[i + 1] - x[i]);
-        double p = -mass[i] * ag - kx - (i == 0 ? fspec : 0.0);
+        double p = -mass[i] * ag - kx - (i < n ? fspec[i] : 0.0) + (i + 1 < n ? fspec[i + 1] : 0.0);
         double lhs = mass[i] / (dt * dt) + a0 * mass[i] / (2.0 * dt);
         xnext[i] = (p + 2.0 * mass[i] / (dt * dt) * x[i] -
                     (mass[i] / (dt * dt) - a0 * mass[i] / (2.0 * dt)) * xprev[i]) /
@@ -299,15 +320,23 @@ static void central_difference(const double *x, const double *xprev, double *xne
     }
 }
 
+/* The drifts of storeys 1..n: the trial displacement vector. */
+static void drifts(const double *x, int n, double *d)
+{
+    for (int i = 0; i < n; i++)
+        d[i] = x[i] - (i ? x[i - 1] : 0.0);
+}
+
 /* The analysis: one trial per step until --steps or until the site stops answering, then the
- * closing message. */
+ * closing message. The site's getDaqResponse answer holds the n measured displacements, then
+ * the n forces. */
 static int run(int fd, const options_t *opt, const drths_record_t *rec, result_t *res)
 {
     const double dt = opt->dt;
-    const int shadow = opt->shadow;
+    const int shadow = opt->shadow, n = (int)opt->dof;
     double v[DS];
     double x[NF] = {0}, xprev[NF] = {0}, xnext[NF];
-    double fspec = 0.0;
+    double fspec[MAXN] = {0};
     *res = (result_t){0};
     double *gap = res->gap = malloc((size_t)opt->steps * sizeof *gap);
     if (!gap)
@@ -315,31 +344,39 @@ static int run(int fd, const options_t *opt, const drths_record_t *rec, result_t
     int64_t t0 = drths_now_ns(), tprev = t0;
     long done = 0;
     for (long k = 0; k < opt->steps; k++) {
-        central_difference(x, xprev, xnext, rec->ag_m_s2[k], fspec, dt);
-        double target = xnext[0];
-        const double trial[2] = {3.0, target};
+        central_difference(x, xprev, xnext, rec->ag_m_s2[k], fspec, n, dt);
+        double target[MAXN], trial[1 + MAXN] = {3.0};
+        drifts(xnext, n, target);
+        memcpy(trial + 1, target, (size_t)n * sizeof *target);
         const double daq[1] = {6.0};
-        if (send_vec(fd, trial, shadow ? 2 : 2) || send_vec(fd, daq, 1) || recv_vec(fd, v)) {
+        if (send_vec(fd, trial, 1 + (size_t)n) || send_vec(fd, daq, 1) || recv_vec(fd, v)) {
             fprintf(stderr, PROG ": the site closed the connection at step %ld\n", k + 1);
             break;
         }
         int64_t now = drths_now_ns();
         gap[done] = (double)(now - tprev) * 1e-9 - opt->step_dur;
         tprev = now;
-        double meas = v[0], force = v[1];
         if (shadow) {
             const double commit[2] = {5.0, (double)(k + 1) * dt};
             send_vec(fd, commit, 2);
         }
-        double e = meas - target;
-        res->sum_e2 += e * e;
-        res->sum_t2 += target * target;
-        if (fabs(e) > res->max_e)
-            res->max_e = fabs(e);
         if (opt->verbose)
-            printf("%ld %.9g %.9g %.3e %.6g %.3f\n", k + 1, target, meas, e, force,
-                   gap[done] * 1e3);
-        fspec = force;
+            printf("%ld", k + 1);
+        for (int i = 0; i < n; i++) {
+            double meas = v[i], force = v[n + i];
+            double e = meas - target[i];
+            res->sum_e2 += e * e;
+            res->sum_t2 += target[i] * target[i];
+            res->ch_e2[i] += e * e;
+            res->ch_t2[i] += target[i] * target[i];
+            if (fabs(e) > res->max_e)
+                res->max_e = fabs(e);
+            if (opt->verbose)
+                printf(" %.17g %.17g %.3e %.17g", target[i], meas, e, force);
+            fspec[i] = force;
+        }
+        if (opt->verbose)
+            printf(" %.3f\n", gap[done] * 1e3);
         memcpy(xprev, x, sizeof x);
         memcpy(x, xnext, sizeof x);
         done++;
@@ -353,15 +390,18 @@ static int run(int fd, const options_t *opt, const drths_record_t *rec, result_t
     return GO_ON;
 }
 
-/* A genericClient trial [3, d, v, a, t] (v and a are not used by the site) and a getForce. */
-static int trial_force(int fd, double d, double t, double *force)
+/* A genericClient trial [3, d(n), v(n), a(n), t] (v and a are not used by the site) and a
+ * getForce, whose answer holds the n forces. */
+static int trial_force(int fd, const double *d, int n, double t, double *force)
 {
-    const double trial[5] = {3.0, d, 0.0, 0.0, t};
+    double trial[2 + 3 * MAXN] = {3.0};
+    memcpy(trial + 1, d, (size_t)n * sizeof *d);
+    trial[1 + 3 * n] = t;
     const double get_force[1] = {10.0};
     double v[DS];
-    if (send_vec(fd, trial, 5) || send_vec(fd, get_force, 1) || recv_vec(fd, v))
+    if (send_vec(fd, trial, 2 + 3 * (size_t)n) || send_vec(fd, get_force, 1) || recv_vec(fd, v))
         return -1;
-    *force = v[0];
+    memcpy(force, v, (size_t)n * sizeof *force);
     return 0;
 }
 
@@ -371,6 +411,7 @@ static int trial_force(int fd, double d, double t, double *force)
 static int run_repeat(int fd, const options_t *opt, const drths_record_t *rec, result_t *res)
 {
     const double dt = opt->dt;
+    const int n = (int)opt->dof;
     double x[NF] = {0}, xprev[NF] = {0}, xnext[NF];
     *res = (result_t){0};
     double *gap = res->gap = malloc((size_t)opt->steps * sizeof *gap);
@@ -379,23 +420,34 @@ static int run_repeat(int fd, const options_t *opt, const drths_record_t *rec, r
     int64_t t0 = drths_now_ns(), tprev = t0;
     long done = 0;
     for (long k = 0; k < opt->steps; k++) {
-        double t = (double)(k + 1) * dt, fspec, f;
-        if (trial_force(fd, x[0], t, &fspec) != 0)
+        double t = (double)(k + 1) * dt, fspec[MAXN], f[MAXN], d[MAXN], dn[MAXN], di[MAXN];
+        drifts(x, n, d);
+        if (trial_force(fd, d, n, t, fspec) != 0)
             break;
-        central_difference(x, xprev, xnext, rec->ag_m_s2[k], fspec, dt);
+        central_difference(x, xprev, xnext, rec->ag_m_s2[k], fspec, n, dt);
+        drifts(xnext, n, dn);
         int ok = 1;
-        /* Iterates x_i = xnext + (x - xnext) (-1/2)^i, i = K .. 1, then xnext itself. */
-        for (long i = opt->iterations; i >= 1 && ok; i--)
-            ok = trial_force(fd, xnext[0] + (x[0] - xnext[0]) * pow(-0.5, (double)i), t, &f) == 0;
-        const double trial[5] = {3.0, xnext[0], 0.0, 0.0, t};
+        /* Iterates d_i = dnext + (d - dnext) (-1/2)^i, i = K .. 1, then dnext itself. */
+        for (long i = opt->iterations; i >= 1 && ok; i--) {
+            for (int c = 0; c < n; c++)
+                di[c] = dn[c] + (d[c] - dn[c]) * pow(-0.5, (double)i);
+            ok = trial_force(fd, di, n, t, f) == 0;
+        }
+        double trial[2 + 3 * MAXN] = {3.0};
+        memcpy(trial + 1, dn, (size_t)n * sizeof *dn);
+        trial[1 + 3 * n] = t;
         const double commit[1] = {5.0};
-        if (!ok || send_vec(fd, trial, 5) || send_vec(fd, commit, 1))
+        if (!ok || send_vec(fd, trial, 2 + 3 * (size_t)n) || send_vec(fd, commit, 1))
             break;
         int64_t now = drths_now_ns();
         gap[done] = (double)(now - tprev) * 1e-9 - opt->step_dur;
         tprev = now;
-        if (opt->verbose)
-            printf("%ld %.9g %.6g %.3f\n", k + 1, xnext[0], fspec, gap[done] * 1e3);
+        if (opt->verbose) {
+            printf("%ld", k + 1);
+            for (int c = 0; c < n; c++)
+                printf(" %.17g %.17g %.17g", dn[c], d[c], fspec[c]);
+            printf(" %.3f\n", gap[done] * 1e3);
+        }
         memcpy(xprev, x, sizeof x);
         memcpy(x, xnext, sizeof x);
         done++;
@@ -432,6 +484,9 @@ static void print_summary(const options_t *opt, result_t *res)
            "RMS target %.4f mm\n",
            res->sum_t2 > 0 ? 100.0 * sqrt(res->sum_e2 / res->sum_t2) : NAN, res->max_e * 1e3,
            done ? sqrt(res->sum_t2 / done) * 1e3 : 0.0);
+    for (int i = 0; opt->dof > 1 && i < opt->dof; i++)
+        printf("  DOF %d (storey %d): RMS error %.3f %% of the RMS target\n", i + 1, i + 1,
+               res->ch_t2[i] > 0 ? 100.0 * sqrt(res->ch_e2[i] / res->ch_t2[i]) : NAN);
 }
 
 int main(int argc, char **argv)
@@ -450,7 +505,7 @@ int main(int argc, char **argv)
         drths_record_close(&rec);
         return drths_cli_error(PROG, "cannot connect to %s", opt.connect_s);
     }
-    if ((rc = handshake(fd, opt.shadow, opt.repeat)) != GO_ON ||
+    if ((rc = handshake(fd, opt.shadow, opt.repeat, (int)opt.dof)) != GO_ON ||
         (rc = (opt.repeat ? run_repeat : run)(fd, &opt, &rec, &res)) != GO_ON)
         return rc;
     close(fd);
