@@ -20,7 +20,7 @@
 # never exits on its own when the site ends the session early (it waits on the closed
 # connection).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")" && pwd -P)
 usage="usage: run-example.sh BUILD_DIR [genericclient|shadowsite|generictcp] explicit|implicit"
 usage+=" [EXPERIMENT [SITE OPTIONS...]]"
 bdir=${1:?$usage}
@@ -41,12 +41,15 @@ out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd) # OpenSees runs there (it writes nros.log into its working folder)
 if [ "$way" != genericclient ]; then
-    [ -n "${OPENFRESCO_LIB:-}" ] && export LD_LIBRARY_PATH="$OPENFRESCO_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    if [ -n "${OPENFRESCO_LIB:-}" ]; then
+        export LD_LIBRARY_PATH="$OPENFRESCO_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
     printf '%s\n' 'model BasicBuilder -ndm 1 -ndf 1' 'loadPackage OpenFresco' \
         'puts "expSite commands: [llength [info commands expSite]]"' >"$out/probe.tcl"
-    (cd "$out" && timeout 60 "$opensees" "$out/probe.tcl" 2>&1) | grep -q "expSite commands: 1" || {
-        echo "SKIPPED: OpenSees has no OpenFresco package (loadPackage OpenFresco: put OpenFresco.so" \
-            "in \$OPENFRESCO_LIB or on LD_LIBRARY_PATH)"
+    (cd "$out" && timeout 60 "$opensees" "$out/probe.tcl" >"$out/probe.log" 2>&1) || true
+    grep -q "expSite commands: 1" "$out/probe.log" || {
+        echo "SKIPPED: OpenSees has no OpenFresco package (loadPackage OpenFresco: put" \
+            "OpenFresco.so in \$OPENFRESCO_LIB or on LD_LIBRARY_PATH)"
         exit 77
     }
 fi
@@ -76,7 +79,8 @@ print(f"end: {o['end']}")
 PY
 grep -h "HOLD at" "$out/site.log" || true
 echo "records in $out"
-if [ "$exp" = "$here/linear-spring-ideal.yaml" ]; then
+# The ideal specimen however its path is written (the default, examples/opensees/..., ./...).
+if [ "$(realpath "$exp")" = "$here/linear-spring-ideal.yaml" ]; then
     python3 "$here/compare.py" "$out/site.out" "$out/reference.out" && [ "$status" -eq 0 ]
 else
     python3 "$here/compare.py" "$out/site.out" "$out/reference.out" 1e300 || true
