@@ -5,8 +5,11 @@
 #   drths-physical --experiment examples/opensees/linear-spring-ideal.yaml \
 #       --openfresco 127.0.0.1:8090 --step-duration 0.01 --out run &
 #   LD_LIBRARY_PATH=/path/to/openfresco/lib \
-#       OpenSees examples/opensees/generictcp-1dof-implicit.tcl 8090 site-implicit.out
+#       OpenSees examples/opensees/generictcp-1dof-implicit.tcl 8090 site-implicit.out </dev/null
 #
+# GenericTCP asks the operator twice at its set-up to press Enter (before and after it reads
+# the controller's initial values); end-of-file answers both. The site's step watchdog runs
+# meanwhile: answer within --openfresco-step-timeout (10 s) or raise it.
 # Arguments: the site's port (8090), the displacement record file (site-implicit.out), the
 # convergence tolerance (1e-9 m), the element's initial stiffness (default the specimen's,
 # 1.0e7 N/m) and the Newton variant: `tangent` (the default) or `initial`. Each new trial of a

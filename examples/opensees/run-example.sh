@@ -46,7 +46,8 @@ if [ "$way" != genericclient ]; then
     fi
     printf '%s\n' 'model BasicBuilder -ndm 1 -ndf 1' 'loadPackage OpenFresco' \
         'puts "expSite commands: [llength [info commands expSite]]"' >"$out/probe.tcl"
-    (cd "$out" && timeout 60 "$opensees" "$out/probe.tcl" >"$out/probe.log" 2>&1) || true
+    (cd "$out" && timeout 60 "$opensees" "$out/probe.tcl" </dev/null >"$out/probe.log" 2>&1) ||
+        true
     grep -q "expSite commands: 1" "$out/probe.log" || {
         echo "SKIPPED: OpenSees has no OpenFresco package (loadPackage OpenFresco: put" \
             "OpenFresco.so in \$OPENFRESCO_LIB or on LD_LIBRARY_PATH)"
@@ -59,14 +60,17 @@ timeout 300 "$bdir/drths-physical" --experiment "$exp" --openfresco "127.0.0.1:$
 site=$!
 for _ in $(seq 100); do grep -q "listening on TCP" "$out/site.log" 2>/dev/null && break; sleep 0.1; done
 start=$(date +%s.%N)
+# stdin from /dev/null: GenericTCP asks the operator twice to press Enter at its set-up (and
+# reads end-of-file as Enter); from a terminal it would wait there until the site's step
+# watchdog ends the run.
 (cd "$out" && timeout 240 "$opensees" "$here/$way-1dof-$kind.tcl" "$port" \
-    "$out/site.out" "${script_args[@]}" >"$out/opensees.log" 2>&1) ||
+    "$out/site.out" "${script_args[@]}" </dev/null >"$out/opensees.log" 2>&1) ||
     echo "OpenSees ended with status $? (124: killed by timeout)"
 end=$(date +%s.%N)
 status=0
 wait "$site" || status=$?
 (cd "$out" && timeout 60 "$opensees" "$here/reference-1dof-$kind.tcl" 0 "$out/reference.out" \
-    "${script_args[@]}" >"$out/reference.log" 2>&1)
+    "${script_args[@]}" </dev/null >"$out/reference.log" 2>&1)
 python3 - "$out" "$status" "$start" "$end" <<'PY'
 import json, sys
 out, status, t0, t1 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
