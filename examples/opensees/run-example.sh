@@ -75,10 +75,12 @@ python3 - "$out" "$status" "$start" "$end" <<'PY'
 import json, sys
 out, status, t0, t1 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 o = json.load(open(f"{out}/run/summary.json"))["openfresco"]
+# No step reached (a client lost at once): the site writes null for the tracking error.
+rms = "-" if o["step_end_rms_error_pct"] is None else f"{o['step_end_rms_error_pct']:.3f}"
 print(f"site exit {status}, OpenSees wall {t1 - t0:.2f} s; trials {o['targets']}, "
       f"steps {o['steps_reached']}, commits {o['commits']}, repeats {o['repeats']}, "
       f"iterations {o['iterations']} (at most {o['max_iterations_in_a_step']} a step), "
-      f"late {o['late_targets']}, step-end tracking RMS {o['step_end_rms_error_pct']:.3f} %")
+      f"late {o['late_targets']}, step-end tracking RMS {rms} %")
 print(f"end: {o['end']}")
 PY
 grep -h "HOLD at" "$out/site.log" || true
