@@ -20,7 +20,12 @@ def main():
     if len(sys.argv) < 3:
         print("usage: compare.py SITE.out REFERENCE.out [BOUND]", file=sys.stderr)
         return 2
-    site, ref = load(sys.argv[1]), load(sys.argv[2])
+    try:
+        site, ref = load(sys.argv[1]), load(sys.argv[2])
+    except OSError as e:
+        # OpenSees that crashed or was killed before its recorder opened the file.
+        print(f"no record: {e.filename}: {e.strerror}")
+        return 1
     bound = float(sys.argv[3]) if len(sys.argv) > 3 else 1e-6
     if len(site) != len(ref) or not ref:
         print(f"records differ in length: {len(site)} against {len(ref)} steps")
