@@ -346,12 +346,28 @@ static int line_of(const vctx_t *c, const char *path)
     return found_line;
 }
 
+/* The line of the full path of a field; in a channel, a field the channel does not give (it
+ * takes the top-level value) is named at the channel's own line, its entry's dash line. */
+static int line_in(const vctx_t *c, const char *full)
+{
+    int line = line_of(c, full);
+    if (line > 0 || !c->prefix || !c->prefix[0])
+        return line;
+    char entry[64];
+    size_t n = strlen(c->prefix);
+    if (n < 2 || n > sizeof entry)
+        return 0;
+    memcpy(entry, c->prefix, n - 1); /* without the trailing '.' */
+    entry[n - 1] = '\0';
+    return line_of(c, entry);
+}
+
 static int failv(vctx_t *c, int code, const char *path, const char *fmt, va_list ap)
 {
     char what[384], full[160];
     path = full_path(c, path, full, sizeof full);
     vsnprintf(what, sizeof what, fmt, ap);
-    int line = line_of(c, path);
+    int line = line_in(c, path);
     if (line > 0)
         return drths_error_set(c->err, code, "%s:%d: %s: %s", c->file, line, path, what);
     return drths_error_set(c->err, code, "%s: %s: %s", c->file, path, what);
@@ -499,7 +515,7 @@ static int ignored(vctx_t *c, const char *path, const char *why)
         return 0;
     char line[512], full[160];
     path = full_path(c, path, full, sizeof full);
-    int ln = line_of(c, path);
+    int ln = line_in(c, path);
     int k = ln > 0 ? snprintf(line, sizeof line, "%s:%d: %s: ignored %s\n", c->file, ln, path, why)
                    : snprintf(line, sizeof line, "%s: %s: ignored %s\n", c->file, path, why);
     size_t add = k < 0 ? 0 : ((size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
@@ -1914,6 +1930,57 @@ static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_ch
     return 0;
 }
 
+/* The four signals of the daq section, in this order everywhere: two outputs, then two
+ * inputs. */
+static const char *const daq_signal_paths[4] = {"daq.command_out", "daq.current_out",
+                                                "daq.displacement_in", "daq.force_in"};
+
+static drths_daq_channel_config_t *daq_signal(drths_experiment_t *x, int k)
+{
+    drths_daq_channel_config_t *const m[4] = {&x->daq.command_out, &x->daq.current_out,
+                                              &x->daq.displacement_in, &x->daq.force_in};
+    return m[k];
+}
+
+/* Whether signals k and l (indices into daq_signal_paths) are both given and on the same
+ * subdevice and channel, where they would collide: two outputs would fight, two inputs would
+ * read the force as the displacement. An output and an input never collide (a subdevice is one
+ * or the other). */
+static int daq_signals_collide(const drths_daq_channel_config_t *a, int k,
+                               const drths_daq_channel_config_t *b, int l)
+{
+    return k / 2 == l / 2 && a->given && b->given && a->subdevice == b->subdevice &&
+           a->channel == b->channel;
+}
+
+/* The daq signals of raw (in daq_signal_paths' order, NULL where not given) into x: where
+ * keep_absent, an absent one keeps x's mapping (a channel's takes the daq section's). Then
+ * every signal is required with the comedi back end, and no two collide. */
+static int fill_daq_signals(vctx_t *c, drths_experiment_t *x,
+                            const struct raw_daq_channel *const raw[4], int keep_absent)
+{
+    int r;
+    for (int k = 0; k < 4; k++) {
+        if ((raw[k] || !keep_absent) &&
+            (r = fill_daq_channel(c, daq_signal_paths[k], raw[k], daq_signal(x, k))))
+            return r;
+        if (!daq_signal(x, k)->given && x->daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
+            return fail(c, -EINVAL, daq_signal_paths[k],
+                        "missing (required with daq.backend comedi: subdevice, channel, "
+                        "units_per_volt)");
+    }
+    /* Both are typing errors worth stopping for. */
+    for (int k = 1; k < 4; k++)
+        for (int l = 0; l < k; l++)
+            if (daq_signals_collide(daq_signal(x, l), l, daq_signal(x, k), k))
+                return fail(c, -EINVAL, daq_signal_paths[k],
+                            "same subdevice and channel as %s (%d/%d); each signal needs its "
+                            "own channel",
+                            daq_signal_paths[l], daq_signal(x, k)->subdevice,
+                            daq_signal(x, k)->channel);
+    return 0;
+}
+
 static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
 {
     int r;
@@ -1924,34 +1991,10 @@ static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
         return r;
     if (!x->daq.device[0])
         return fail(c, -EINVAL, "daq.device", "must not be empty");
-    struct {
-        const char *path;
-        const struct raw_daq_channel *raw;
-        drths_daq_channel_config_t *ch;
-    } chans[4] = {
-        {"daq.command_out", d->command_out, &x->daq.command_out},
-        {"daq.current_out", d->current_out, &x->daq.current_out},
-        {"daq.displacement_in", d->displacement_in, &x->daq.displacement_in},
-        {"daq.force_in", d->force_in, &x->daq.force_in},
-    };
-    for (int i = 0; i < 4; i++) {
-        if ((r = fill_daq_channel(c, chans[i].path, chans[i].raw, chans[i].ch)))
-            return r;
-        if (!chans[i].ch->given && x->daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
-            return fail(c, -EINVAL, chans[i].path,
-                        "missing (required with daq.backend comedi: subdevice, channel, "
-                        "units_per_volt)");
-    }
-    /* Two outputs on one channel would fight; two inputs on one channel would read the force
-     * as the displacement. Both are typing errors worth stopping for. */
-    for (int i = 0; i < 4; i += 2) {
-        const drths_daq_channel_config_t *a = chans[i].ch, *b = chans[i + 1].ch;
-        if (a->given && b->given && a->subdevice == b->subdevice && a->channel == b->channel)
-            return fail(c, -EINVAL, chans[i + 1].path,
-                        "same subdevice and channel as %s (%d/%d); each signal needs its own "
-                        "channel",
-                        chans[i].path, a->subdevice, a->channel);
-    }
+    const struct raw_daq_channel *const raw[4] = {d->command_out, d->current_out,
+                                                  d->displacement_in, d->force_in};
+    if ((r = fill_daq_signals(c, x, raw, 0)))
+        return r;
     /* Not checked for readability here: the numerical site loads the same file and has no
      * calibration file; the comedi back end opens it at start-up. */
     if (d->calibration_file && d->calibration_file[0]) {
@@ -2005,27 +2048,10 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
             return r;
     if (rc->daq) {
         const struct raw_chdaq *d = rc->daq;
-        struct {
-            const char *path;
-            const struct raw_daq_channel *raw;
-            drths_daq_channel_config_t *ch;
-        } m[4] = {
-            {"daq.command_out", d->command_out, &v->daq.command_out},
-            {"daq.current_out", d->current_out, &v->daq.current_out},
-            {"daq.displacement_in", d->displacement_in, &v->daq.displacement_in},
-            {"daq.force_in", d->force_in, &v->daq.force_in},
-        };
-        for (int k = 0; k < 4; k++)
-            if (m[k].raw && (r = fill_daq_channel(c, m[k].path, m[k].raw, m[k].ch)))
-                return r;
-        for (int k = 0; k < 4; k += 2) {
-            const drths_daq_channel_config_t *a = m[k].ch, *b = m[k + 1].ch;
-            if (a->given && b->given && a->subdevice == b->subdevice && a->channel == b->channel)
-                return fail(c, -EINVAL, m[k + 1].path,
-                            "same subdevice and channel as %s (%d/%d); each signal needs its "
-                            "own channel",
-                            m[k].path, a->subdevice, a->channel);
-        }
+        const struct raw_daq_channel *const raw[4] = {d->command_out, d->current_out,
+                                                      d->displacement_in, d->force_in};
+        if ((r = fill_daq_signals(c, v, raw, 1)))
+            return r;
     }
     if (!(fabs(v->physical.safe_position_m) < v->physical.limit_drive_m) ||
         !(fabs(v->physical.safe_position_m) < v->physical.limit_measured_displacement_m))
@@ -2076,23 +2102,20 @@ static int fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_phys
                          x->channels[i].name, j);
         if (r || x->daq.backend != DRTHS_DAQ_BACKEND_COMEDI)
             continue;
-        const drths_experiment_t *b = &x->channels[i].exp;
-        for (int j = 0; j < i && !r; j++) {
-            const drths_experiment_t *a = &x->channels[j].exp;
-            const drths_daq_channel_config_t *ca[4] = {&a->daq.command_out, &a->daq.current_out,
-                                                       &a->daq.displacement_in, &a->daq.force_in};
-            const drths_daq_channel_config_t *cb[4] = {&b->daq.command_out, &b->daq.current_out,
-                                                       &b->daq.displacement_in, &b->daq.force_in};
-            static const char *const role[4] = {"daq.command_out", "daq.current_out",
-                                                "daq.displacement_in", "daq.force_in"};
+        /* Any two outputs (or inputs) of two channels, not only the same signal's: one
+         * channel's command_out on another's current_out would drive one converter twice. */
+        drths_experiment_t *b = &x->channels[i].exp;
+        for (int j = 0; j < i && !r; j++)
             for (int k = 0; k < 4 && !r; k++)
-                if (ca[k]->subdevice == cb[k]->subdevice && ca[k]->channel == cb[k]->channel)
-                    r = fail(c, -EINVAL, role[k],
-                             "same subdevice and channel (%d/%d) as physical.channels[%d]'s "
-                             "(a channel without its own takes the daq section's); each "
-                             "channel needs its own signals",
-                             cb[k]->subdevice, cb[k]->channel, j);
-        }
+                for (int l = 0; l < 4 && !r; l++)
+                    if (daq_signals_collide(daq_signal(&x->channels[j].exp, l), l, daq_signal(b, k),
+                                            k))
+                        r = fail(c, -EINVAL, daq_signal_paths[k],
+                                 "same subdevice and channel (%d/%d) as physical.channels[%d]'s "
+                                 "%s (a channel without its own takes the daq section's); "
+                                 "each channel needs its own signals",
+                                 daq_signal(b, k)->subdevice, daq_signal(b, k)->channel, j,
+                                 daq_signal_paths[l]);
     }
     c->prefix = NULL;
     return r;

@@ -912,8 +912,30 @@ static void test_channels(void **state)
                  "  displacement_in: {subdevice: 0, channel: 0, units_per_volt: 0.01}\n"
                  "  force_in: {subdevice: 0, channel: 1, units_per_volt: 25000}\n"
                  "physical:\n");
-    channel_error(e, "physical.channels[1].daq.command_out: same subdevice and channel (1/0) as "
-                     "physical.channels[0]'s");
+    /* The channel gives no daq mapping: the message stands at the channel's own line. */
+    channel_error(e, ":69: physical.channels[1].daq.command_out: same subdevice and channel (1/0) "
+                     "as physical.channels[0]'s daq.command_out");
+    /* Another role of another channel on the same converter: channel 2's current_out on
+     * channel 1's command_out would drive one output twice. */
+    char *e3 =
+        replaced(e, "      limit_force_N: 240000\n",
+                 "      limit_force_N: 240000\n      daq:\n"
+                 "        command_out: {subdevice: 1, channel: 2, units_per_volt: 0.01}\n"
+                 "        current_out: {subdevice: 1, channel: 0, units_per_volt: 1}\n"
+                 "        displacement_in: {subdevice: 0, channel: 2, units_per_volt: 0.01}\n"
+                 "        force_in: {subdevice: 0, channel: 3, units_per_volt: 25000}\n");
+    channel_error(e3, ":77: physical.channels[1].daq.current_out: same subdevice and channel "
+                      "(1/0) as physical.channels[0]'s daq.command_out");
+    free(e3);
+    e3 = replaced(e, "      limit_force_N: 240000\n",
+                  "      limit_force_N: 240000\n      daq:\n"
+                  "        command_out: {subdevice: 1, channel: 2, units_per_volt: 0.01}\n"
+                  "        current_out: {subdevice: 1, channel: 3, units_per_volt: 1}\n"
+                  "        displacement_in: {subdevice: 0, channel: 1, units_per_volt: 0.01}\n"
+                  "        force_in: {subdevice: 0, channel: 3, units_per_volt: 25000}\n");
+    channel_error(e3, ":78: physical.channels[1].daq.displacement_in: same subdevice and channel "
+                      "(0/1) as physical.channels[0]'s daq.force_in");
+    free(e3);
     char *e2 =
         replaced(e, "      limit_force_N: 240000\n",
                  "      limit_force_N: 240000\n      daq:\n"
