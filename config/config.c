@@ -848,6 +848,18 @@ DEFINE_SECTION(daq_channel, DAQ_CHANNEL_FIELDS, drths_daq_channel_config_t, "");
     X(s, MAP, force_in, _, _, _, _, daq_channel)
 DEFINE_SECTION(chdaq, CHANNEL_DAQ_FIELDS, drths_experiment_t, "daq");
 
+/* The five limits, in physical and in each of physical.channels (where an absent one is the
+ * physical section's: fill_channel parses only those given, so the defaults are physical's). */
+#define LIMIT_FIELDS(X, s)                                                                         \
+    X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
+    X(s, REAL_GT0, limit_velocity_m_s, physical.limit_velocity_m_s, 1.0, _, _, _)                  \
+    /* with the virtual back end and adc_bits: below actuator.force_range_N */                    \
+    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 240000, _, _, _)                         \
+    X(s, REAL_GT0, limit_drive_m, physical.limit_drive_m, 0.1, _, _, _)                            \
+    /* with the virtual back end and adc_bits: below actuator.displacement_range_m */             \
+    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.095,  \
+      _, _, _)
+
 /* physical.channels[i]: one actuator channel. specimen and actuator are read as the top-level
  * sections of those names (same keys, defaults and checks) and replace them for this channel
  * when given; each limit absent takes the physical section's value. Messages name the field
@@ -857,12 +869,7 @@ DEFINE_SECTION(chdaq, CHANNEL_DAQ_FIELDS, drths_experiment_t, "daq");
     X(s, TEXT,     name, name, NULL, _, _, _)                                                      \
     X(s, MAP,      specimen, _, _, _, _, specimen)                                                 \
     X(s, MAP,      actuator, _, _, _, _, actuator)                                                 \
-    X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
-    X(s, REAL_GT0, limit_velocity_m_s, physical.limit_velocity_m_s, 1.0, _, _, _)                  \
-    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 240000, _, _, _)                         \
-    X(s, REAL_GT0, limit_drive_m, physical.limit_drive_m, 0.1, _, _, _)                            \
-    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.095,  \
-      _, _, _)                                                                                     \
+    LIMIT_FIELDS(X, s)                                                                             \
     X(s, MAP,      daq, _, _, _, _, chdaq)
 DEFINE_SECTION(channel, CHANNEL_FIELDS, drths_experiment_t, "");
 static const cyaml_schema_value_t channel_entry = {
@@ -879,14 +886,7 @@ static const cyaml_schema_value_t channel_entry = {
     X(s, INT,      max_concealed_ticks, physical.max_concealed_ticks, -1, -1, 10000, _)            \
     X(s, REAL_IN,  max_concealed_ms, physical.max_concealed_ms, 50, 0, 10000, _)                   \
     X(s, REAL_IN,  watchdog_ms, physical.watchdog_ms, 100, 1, 60000, _)                            \
-    X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
-    X(s, REAL_GT0, limit_velocity_m_s, physical.limit_velocity_m_s, 1.0, _, _, _)                  \
-    /* with the virtual back end and adc_bits: below actuator.force_range_N */                    \
-    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 240000, _, _, _)                         \
-    X(s, REAL_GT0, limit_drive_m, physical.limit_drive_m, 0.1, _, _, _)                            \
-    /* with the virtual back end and adc_bits: below actuator.displacement_range_m */             \
-    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.095,  \
-      _, _, _)                                                                                     \
+    LIMIT_FIELDS(X, s)                                                                             \
     X(s, ENUM,     hold, physical.hold, DRTHS_HOLD_AT_POSITION, _, _, hold_modes)                  \
     /* |value| < limit_drive_m and < limit_measured_displacement_m */                              \
     X(s, REAL,     safe_position_m, physical.safe_position_m, 0.0, _, _, _)                        \
@@ -1873,37 +1873,52 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
     return 0;
 }
 
-/* One channel mapping of daq; path is "daq.command_out" and so on. */
 /* After fill_daq (it needs the back end). lp is the path the limits are under in messages:
- * "physical." for the physical section, "" for a channel's own. */
-static int check_limits_inside_converters(vctx_t *c, const drths_experiment_t *x, const char *lp)
+ * "physical." for the physical section, "" for a channel's own. own_force and own_disp say
+ * whether the limit is the section's own; a channel's limit taken from the physical section is
+ * not, and then the message names the channel's converter range (its own actuator section) that
+ * the limit does not fit. */
+static int check_limits_inside_converters(vctx_t *c, const drths_experiment_t *x, const char *lp,
+                                          int own_force, int own_disp)
 {
     /* A limit at or beyond its converter's full scale can never trip: a saturated converter
      * reads its end value (a 16-bit converter over +/- 250 kN reads 249 992 N at most), so the
      * limit must lie inside the range the virtual specimen's converters read (with adc_bits;
      * a board's ranges are known only when it is opened, where a reading at an end is itself a
      * HOLD). */
+    if (x->daq.backend != DRTHS_DAQ_BACKEND_VIRTUAL || x->actuator.adc_bits <= 0)
+        return 0;
+    const struct {
+        const char *limit, *range;
+        double limit_v, range_v;
+        int own;
+    } k[2] = {
+        {"limit_force_N", "force_range_N", x->physical.limit_force_N, x->actuator.force_range_N,
+         own_force},
+        {"limit_measured_displacement_m", "displacement_range_m",
+         x->physical.limit_measured_displacement_m, x->actuator.displacement_range_m, own_disp},
+    };
     char path[96];
-    if (x->daq.backend == DRTHS_DAQ_BACKEND_VIRTUAL && x->actuator.adc_bits > 0) {
-        if (!(x->physical.limit_force_N < x->actuator.force_range_N)) {
-            snprintf(path, sizeof path, "%slimit_force_N", lp);
+    for (int i = 0; i < 2; i++) {
+        if (k[i].limit_v < k[i].range_v)
+            continue;
+        if (!k[i].own) {
+            snprintf(path, sizeof path, "actuator.%s", k[i].range);
             return fail(c, -EINVAL, path,
-                        "must be below actuator.force_range_N (%g), the converter's full scale, "
-                        "or it can never trip (got %g)",
-                        x->actuator.force_range_N, x->physical.limit_force_N);
+                        "must be above physical.%s (%g), which this channel takes, or the limit "
+                        "can never trip: the converter's full scale (got %g)",
+                        k[i].limit, k[i].limit_v, k[i].range_v);
         }
-        if (!(x->physical.limit_measured_displacement_m < x->actuator.displacement_range_m)) {
-            snprintf(path, sizeof path, "%slimit_measured_displacement_m", lp);
-            return fail(c, -EINVAL, path,
-                        "must be below actuator.displacement_range_m (%g), the converter's full "
-                        "scale, or it can never trip (got %g)",
-                        x->actuator.displacement_range_m,
-                        x->physical.limit_measured_displacement_m);
-        }
+        snprintf(path, sizeof path, "%s%s", lp, k[i].limit);
+        return fail(c, -EINVAL, path,
+                    "must be below actuator.%s (%g), the converter's full scale, or it can never "
+                    "trip (got %g)",
+                    k[i].range, k[i].range_v, k[i].limit_v);
     }
     return 0;
 }
 
+/* One channel mapping of daq; path is "daq.command_out" and so on. */
 static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_channel *rc,
                             drths_daq_channel_config_t *ch)
 {
@@ -2070,7 +2085,8 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
                         "%s takes a damper command of 0..%g, below control.command (%g)",
                         drths_damper_model_name(v->specimen.damper.model), max, v->control.command);
     }
-    return check_limits_inside_converters(c, v, "");
+    return check_limits_inside_converters(c, v, "", rc->limit_force_N != NULL,
+                                          rc->limit_measured_displacement_m != NULL);
 }
 
 /* physical.channels: 2..DRTHS_EXPERIMENT_MAX_CHANNELS channels, unique names, and with the
@@ -2163,7 +2179,7 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
         (r = fill_ground(c, x, t->ground_motion)) || (r = fill_specimen(c, x, t->specimen)) ||
         (r = fill_control(c, x, t->control)) || (r = fill_actuator(c, x, t->actuator)) ||
         (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)) ||
-        (r = check_limits_inside_converters(c, x, "physical.")) ||
+        (r = check_limits_inside_converters(c, x, "physical.", 1, 1)) ||
         (r = fill_channels(c, x, t->physical)) ||
         (r = PARSE_RANGE(acceptance, displacement_rms_error_pct, hold_allowed, t->acceptance, x)))
         return r;

@@ -898,6 +898,21 @@ static void test_channels(void **state)
     e = replaced(text, "      limit_force_N: 240000", "      limit_drive_m: 0");
     channel_error(e, ":68: physical.channels[1].limit_drive_m: must be > 0");
     free(e);
+    /* A channel's converters too narrow for the physical section's limit it takes: named by
+     * the channel's converter range, at its line (the channel gives no limit of its own). */
+    e = replaced(text, "          stiffness_N_per_m: 1.0e7\n",
+                 "          stiffness_N_per_m: 1.0e7\n      actuator:\n        adc_bits: 16\n"
+                 "        force_range_N: 200000\n");
+    channel_error(e, ":65: physical.channels[0].actuator.force_range_N: must be above "
+                     "physical.limit_force_N (240000), which this channel takes");
+    free(e);
+    /* Its own limit beyond its own converter: named by the limit. */
+    e = replaced(text, "      limit_force_N: 240000\n",
+                 "      limit_force_N: 240000\n      actuator:\n        adc_bits: 16\n"
+                 "        force_range_N: 200000\n");
+    channel_error(e, ":68: physical.channels[1].limit_force_N: must be below "
+                     "actuator.force_range_N (200000)");
+    free(e);
     /* One channel, or more than the wire carries: the list's own line. */
     e = strdup(text);
     *strstr(e, "    - name: y") = '\0';
