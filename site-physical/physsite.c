@@ -246,10 +246,18 @@ const char *drths_physsite_hold_text(const drths_physsite_t *ps)
     return ps->hold_channel >= 0 ? ps->hold_text : ps->act.hold_text;
 }
 
+const drths_actuator_t *drths_physsite_hold_act(const drths_physsite_t *ps)
+{
+    if (ps->act.hold || ps->hold_channel <= 0)
+        return &ps->act;
+    return &ps->extra[ps->hold_channel - 1].act;
+}
+
 /* A channel that entered HOLD by itself (a limit, its DAQ, the stability monitor) holds every
- * other channel: one HOLD for the site, its sentence naming the channel. The others enter HOLD
- * between ticks, so they ramp from the next tick on (a HOLD found after a tick's drive was
- * written does so in the channel that found it as well). RT-safe. */
+ * other channel: one HOLD for the site, its sentence naming the channel. Called after each
+ * channel's tick, so the channels after it in the tick enter HOLD before their own tick of it
+ * and never drive it as commanded; the channels before it (and itself) have written the tick's
+ * drive already and ramp from the next one. RT-safe. */
 static void hold_together(drths_physsite_t *ps)
 {
     if (ps->n_channels < 2 || ps->held_together)
@@ -895,26 +903,24 @@ static void report_tick(drths_physsite_t *ps, uint64_t tick, int *hold_reported)
     }
 }
 
-/* Runs tick `tick` on every channel and fills the recorder row. A channel already finished
- * (its HOLD ramp done before the others') records NaN for the tick. Returns 0 while a channel
- * ran, -EALREADY when every channel has finished; *finished when every channel finished with
- * this tick. RT-safe. */
-static int tick_channels(drths_physsite_t *ps, uint64_t tick, int64_t deadline_ns, int64_t woke,
-                         int *finished)
+int drths_physsite_tick(drths_physsite_t *ps, uint64_t tick, int64_t deadline_ns, int64_t woke_ns,
+                        int *finished)
 {
     if (ps->n_channels == 1) {
-        int rc = drths_actuator_tick(&ps->act, tick, deadline_ns, woke, &ps->out);
+        int rc = drths_actuator_tick(&ps->act, tick, deadline_ns, woke_ns, &ps->out);
         *finished = ps->out.finished;
         return rc;
     }
+    hold_together(ps); /* a HOLD the source gave the first channel alone */
     int ran = 0, all = 1;
     for (int i = 0; i < ps->n_channels; i++) {
         drths_actuator_out_t *o = i ? &ps->extra[i - 1].out : &ps->out;
         double *row = ps->row + (size_t)i * DRTHS_ACT_NCOLS;
-        if (drths_actuator_tick(drths_physsite_act(ps, i), tick, deadline_ns, woke, o) == 0) {
+        if (drths_actuator_tick(drths_physsite_act(ps, i), tick, deadline_ns, woke_ns, o) == 0) {
             ran = 1;
             all &= o->finished != 0;
             memcpy(row, o->row, sizeof o->row);
+            hold_together(ps);
             continue;
         }
         o->events = 0;
@@ -926,7 +932,6 @@ static int tick_channels(drths_physsite_t *ps, uint64_t tick, int64_t deadline_n
         row[DRTHS_ACT_COL_TICK] = (double)tick;
         row[DRTHS_ACT_COL_TIME] = (double)tick / ps->act.p.rate_hz;
     }
-    hold_together(ps);
     *finished = all;
     return ran ? 0 : -EALREADY;
 }
@@ -982,9 +987,8 @@ int drths_physsite_run(drths_physsite_t *ps)
             src->before_tick(ps->cfg.source_ctx, ps, tick, woke);
         else
             drain(ps, 1, MAX_BATCHES_PER_TICK);
-        hold_together(ps); /* a source's HOLD of the first channel */
         int finished = 0;
-        if (tick_channels(ps, tick, tk.deadline_ns, woke, &finished) != 0)
+        if (drths_physsite_tick(ps, tick, tk.deadline_ns, woke, &finished) != 0)
             break;
         if (src)
             src->after_tick(ps->cfg.source_ctx, ps, tick, &ps->out);

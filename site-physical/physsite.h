@@ -233,6 +233,21 @@ int drths_physsite_in_hold(const drths_physsite_t *ps);
  * the channel whose limit (or DAQ) held them all. RT-safe. */
 const char *drths_physsite_hold_text(const drths_physsite_t *ps);
 
+/* Runs tick `tick` on every actuator channel, in the channels' order, as drths_physsite_run
+ * does after the source's (or the socket's) work for the tick: drths_actuator_tick of each, a
+ * channel's own HOLD given to every channel at once (drths_physsite_hold_text names it), and
+ * with several channels the recorder row (ps->row; a channel already finished records NaN but
+ * for its tick and time). Returns 0 while a channel ran, else the first channel's
+ * drths_actuator_tick result (one channel) or -EALREADY (several: every one had finished);
+ * *finished is set when every channel finished with this tick. RT-safe. */
+int drths_physsite_tick(drths_physsite_t *ps, uint64_t tick, int64_t deadline_ns, int64_t woke_ns,
+                        int *finished);
+
+/* The actuator whose HOLD is the site's: the first channel's, unless the first had finished
+ * (at the record's end) when another channel's own HOLD came; then that channel's. init-only
+ * (for the end lines and summary.json). */
+const drths_actuator_t *drths_physsite_hold_act(const drths_physsite_t *ps);
+
 /* The recorder's column names and count for physical.csv: drths_actuator_columns for one
  * channel, else the first channel's columns then "ch<k>_<column>" for channel k = 2..n.
  * Valid until drths_physsite_close. init-only. */

@@ -11,7 +11,9 @@
 
 void drths_physsite_print_setup(FILE *f, const drths_physsite_t *ps)
 {
-    const drths_experiment_t *e = ps->cfg.exp;
+    /* The first channel's view: with physical.channels its specimen, actuator and limits may
+     * be its own (the lines below are the first channel's, then one line per channel). */
+    const drths_experiment_t *e = drths_experiment_actuator(ps->cfg.exp, 0);
     fprintf(f, "  rate %g Hz, dt %.4g ms; watchdog %g ms, at most %d concealed ticks in a row\n",
            e->rate_hz, 1e3 / e->rate_hz, e->physical.watchdog_ms, e->physical.max_concealed_ticks);
     fprintf(f, "  specimen: %s damper, %s actuator, noise %g m / %g N, %s%d-tick I/O delay, rest "
@@ -45,10 +47,10 @@ void drths_physsite_print_setup(FILE *f, const drths_physsite_t *ps)
     fprintf(f, " at most %g m/s\n", e->physical.ramp_rate_m_s);
     /* Several channels: the lines above are the first channel's; one line each. */
     for (int i = 0; ps->n_channels > 1 && i < ps->n_channels; i++) {
-        const drths_experiment_t *v = drths_experiment_actuator(e, i);
+        const drths_experiment_t *v = drths_experiment_actuator(ps->cfg.exp, i);
         const drths_actuator_t *a = drths_physsite_act((drths_physsite_t *)ps, i);
         fprintf(f, "  channel %d (%s, trial displacement element %d): %s", i + 1,
-                drths_experiment_actuator_name(e, i), i,
+                drths_experiment_actuator_name(ps->cfg.exp, i), i,
                 drths_damper_model_name(v->specimen.damper.model));
         if (v->specimen.damper.model == DRTHS_DAMPER_LINEAR_SPRING)
             fprintf(f, " %g N/m", v->specimen.damper.stiffness_N_per_m);
@@ -104,9 +106,10 @@ void drths_physsite_print_end(FILE *f, const drths_physsite_t *ps, const char *d
                     drths_actuator_tracking_rms_pct(a), drths_tracking_max_err(&a->track) * 1e3,
                     a->c.hold_ticks);
         }
-        if (act->hold)
+        const drths_actuator_t *h = drths_physsite_hold_act(ps);
+        if (h->hold)
             fprintf(f, "  HOLD: %s (%" PRIu64 " ticks in HOLD)\n", drths_physsite_hold_text(ps),
-                    c->hold_ticks);
+                    h->c.hold_ticks);
     }
     char rejects[512] = "";
     size_t n = 0;

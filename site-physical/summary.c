@@ -249,7 +249,7 @@ static void write_io(const drths_physsite_t *ps, drths_json_t *j)
  * (what the RT options achieved). */
 static void write_setup(const drths_physsite_t *ps, drths_json_t *j)
 {
-    const drths_experiment_t *exp = ps->cfg.exp;
+    const drths_experiment_t *exp = drths_experiment_actuator(ps->cfg.exp, 0); /* its view */
     drths_json_object_begin(j, "specimen");
     drths_json_string(j, "damper", drths_damper_model_name(exp->specimen.damper.model));
     drths_json_string(j, "plant", drths_actuator_plant_name(exp->actuator.plant));
@@ -277,7 +277,7 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
         return r;
     write_run(ps, &j);
     write_commands(&ps->act.c, &j);
-    write_hold(&ps->act, &j);
+    write_hold(drths_physsite_hold_act(ps), &j);
     write_stability(&ps->act, &j);
     write_rejects(ps, &j);
     write_timing(ps, &j);
