@@ -179,24 +179,32 @@ static int own_option(void *ctx, int c, const char *arg)
         a->serve = 1;
         return 0;
     case OPT_STIFFNESS: {
-        /* K, or K1,K2,... one per actuator channel (checked against the file in configure). */
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", arg);
+        /* K, or K1,K2,... one per actuator channel (checked against the file in configure). An
+         * empty value (K1,,K2) is refused rather than skipped: it would shift the channels. */
         a->stiffness_set = 0;
-        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        for (const char *p = arg;; p++) {
+            size_t n = strcspn(p, ",");
+            char value[64];
             if (a->stiffness_set == DRTHS_OFR_MAX_DOF)
                 return drths_cli_usage_error(PROG,
                                              "--openfresco-stiffness: at most %d values "
                                              "(one per actuator channel)",
                                              DRTHS_OFR_MAX_DOF);
-            if (drths_cli_double(PROG, "--openfresco-stiffness", t, 0.0, 1e15, "N/m",
+            if (n == 0 || n >= sizeof value)
+                return drths_cli_usage_error(PROG,
+                                             "--openfresco-stiffness: value %d of '%s' is %s "
+                                             "(K1,K2,... one per actuator channel, N/m)",
+                                             a->stiffness_set + 1, arg, n ? "too long" : "empty");
+            memcpy(value, p, n);
+            value[n] = '\0';
+            if (drths_cli_double(PROG, "--openfresco-stiffness", value, 0.0, 1e15, "N/m",
                                  &a->ocfg.stiffness[a->stiffness_set]) != 0)
                 return -1;
             a->stiffness_set++;
+            p += n;
+            if (!*p)
+                return 0;
         }
-        if (!a->stiffness_set)
-            return drths_cli_usage_error(PROG, "--openfresco-stiffness: no value");
-        return 0;
     }
     case OPT_ITER_DURATION:
         return drths_cli_positive(PROG, "--openfresco-iteration-duration", arg, "seconds",

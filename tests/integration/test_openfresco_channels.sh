@@ -11,7 +11,8 @@
 #   4. a client with one control displacement against the two channels: refused, naming both;
 #   5. an MR damper on channel 2: the run completes without HOLD;
 #   6. the same file without --openfresco (network mode), and for drths-numerical: refused,
-#      saying why.
+#      saying why;
+#   7. --openfresco-stiffness with an empty value: refused.
 . "$(dirname "$0")/../lib.sh"
 exp=${DRTHS_SOURCE_DIR:-$src}/examples/opensees/linear-springs-2dof-ideal.yaml
 record=$src/examples/records/elcentro-1940-ns-peknold.AT2
@@ -179,4 +180,12 @@ timeout 20 "$bdir/drths-numerical" --experiment "$exp" --peer 127.0.0.1:9 --out 
 [ "$status" -eq 2 ] || fail "the numerical site with two channels exited $status (expected 2)"
 grep -q ":57: physical.channels: 2 channels are served over OpenFresco only" "$tmp/num.err" ||
     fail "the numerical site's refusal does not say why"
+# 7. --openfresco-stiffness with an empty value would shift the channels' stiffnesses: refused
+#    before anything is opened, naming the value.
+status=0
+timeout 20 "$bdir/drths-physical" --experiment "$exp" --openfresco 127.0.0.1:0 \
+    --openfresco-stiffness 1e7,,2e7 --out "$tmp/run-k" >"$tmp/k.out" 2>"$tmp/k.err" || status=$?
+[ "$status" -eq 2 ] || fail "--openfresco-stiffness 1e7,,2e7 exited $status (expected 2)"
+grep -q "value 2 of '1e7,,2e7' is empty" "$tmp/k.err" ||
+    fail "--openfresco-stiffness 1e7,,2e7: the refusal does not name the empty value"
 echo "two channels over one OpenFresco connection: forces, repeats, iterations, HOLD, refusals"
