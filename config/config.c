@@ -2180,8 +2180,8 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
         (r = fill_control(c, x, t->control)) || (r = fill_actuator(c, x, t->actuator)) ||
         (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)) ||
         (r = check_limits_inside_converters(c, x, "physical.", 1, 1)) ||
-        (r = fill_channels(c, x, t->physical)) ||
-        (r = PARSE_RANGE(acceptance, displacement_rms_error_pct, hold_allowed, t->acceptance, x)))
+        (r = PARSE_RANGE(acceptance, displacement_rms_error_pct, hold_allowed, t->acceptance, x)) ||
+        (r = fill_channels(c, x, t->physical))) /* last: each channel's view copies the rest */
         return r;
     return 0;
 }

@@ -824,6 +824,9 @@ static void test_channels(void **state)
     assert_true(a->specimen.damper.stiffness_N_per_m == 1.0e7);
     assert_true(b->specimen.damper.stiffness_N_per_m == 2.0e7);
     assert_int_equal(a->n_channels, 0); /* a view is a one-channel experiment */
+    /* Everything a channel does not give is the experiment's, the sections read last too. */
+    assert_memory_equal(&b->acceptance, &x.acceptance, sizeof x.acceptance);
+    assert_true(b->acceptance.tracking_rms_error_pct == 2);
     assert_int_equal(b->actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL);
     assert_true(b->physical.limit_force_N == 240000 && b->physical.limit_drive_m == 0.1);
     /* The virtual specimen of each channel is built from its view. */
