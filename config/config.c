@@ -839,14 +839,14 @@ DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
     X(s, REAL, offset, offset, 0, _, _, _)
 DEFINE_SECTION(daq_channel, DAQ_CHANNEL_FIELDS, drths_daq_channel_config_t, "");
 
-/* physical.channels[i].daq: the channel's four DAQ mappings (as in daq; absent ones are the
- * daq section's). */
-#define CHANNEL_DAQ_FIELDS(X, s)                                                                   \
+/* The four signal mappings, in daq and in each of physical.channels[i].daq (where an absent one
+ * is the daq section's). */
+#define DAQ_SIGNAL_FIELDS(X, s)                                                                    \
     X(s, MAP, command_out, _, _, _, _, daq_channel)                                                \
     X(s, MAP, current_out, _, _, _, _, daq_channel)                                                \
     X(s, MAP, displacement_in, _, _, _, _, daq_channel)                                            \
     X(s, MAP, force_in, _, _, _, _, daq_channel)
-DEFINE_SECTION(chdaq, CHANNEL_DAQ_FIELDS, drths_experiment_t, "daq");
+DEFINE_SECTION(chdaq, DAQ_SIGNAL_FIELDS, drths_experiment_t, "daq");
 
 /* The five limits, in physical and in each of physical.channels (where an absent one is the
  * physical section's: fill_channel parses only those given, so the defaults are physical's). */
@@ -932,10 +932,7 @@ DEFINE_SECTION(acceptance, ACCEPTANCE_FIELDS, drths_experiment_t, "acceptance");
     X(s, ENUM,    backend, daq.backend, DRTHS_DAQ_BACKEND_VIRTUAL, _, _, daq_backends)             \
     /* not empty */                                                                                \
     X(s, TEXT,    device, daq.device, "/dev/comedi0", _, _, _)                                     \
-    X(s, MAP,     command_out, _, _, _, _, daq_channel)                                            \
-    X(s, MAP,     current_out, _, _, _, _, daq_channel)                                            \
-    X(s, MAP,     displacement_in, _, _, _, _, daq_channel)                                        \
-    X(s, MAP,     force_in, _, _, _, _, daq_channel)                                               \
+    DAQ_SIGNAL_FIELDS(X, s)                                                                        \
     /* absent: comedilib's default path */                                                         \
     X(s, OPTPATH, calibration_file, _, _, _, _, _)
 DEFINE_SECTION(daq, DAQ_FIELDS, drths_experiment_t, "daq");
