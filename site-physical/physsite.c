@@ -235,8 +235,10 @@ void drths_physsite_hold(drths_physsite_t *ps, uint8_t reason, int abort_peer, c
 
 int drths_physsite_in_hold(const drths_physsite_t *ps)
 {
-    for (int i = 0; i < ps->n_channels; i++)
-        if (drths_physsite_act((drths_physsite_t *)ps, i)->hold)
+    if (ps->act.hold)
+        return 1;
+    for (int i = 1; i < ps->n_channels; i++)
+        if (ps->extra[i - 1].act.hold)
             return 1;
     return 0;
 }

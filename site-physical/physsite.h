@@ -257,7 +257,7 @@ const char *const *drths_physsite_columns(const drths_physsite_t *ps, int *n);
  * anything else: the error names the device and comedilib's reason), builds the actuator from
  * the experiment (each of these once per channel, from the channel's view of the experiment,
  * drths_experiment_actuator), the wire receiver, the receive batch and the event ring. udp (bound
- * to the listen address) and rec (on physical.csv with drths_actuator_columns) are borrowed and may
+ * to the listen address) and rec (on physical.csv with drths_physsite_columns) are borrowed and may
  * be opened after init, before run. *daq_failed (may be NULL) is set to 1 when the failure was the
  * DAQ's. A failed init leaves nothing to close. init-only. */
 int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg, drths_udp_t *udp,
