@@ -217,13 +217,9 @@ static const char *full_path(const vctx_t *c, const char *path, char *buf, size_
     return buf;
 }
 
-/* Finds the line of the key at the end of a dotted path (indices such as "[2]" are skipped) in
- * block-style YAML: each component must appear as "key:" at the start of a line (after
- * indentation) deeper than its parent and before the parent's block ends. Returns 0 if not found
- * (flow style, or the key is absent because it is missing), so messages only add a line they are
- * sure of. */
 /* The indentation of the line from q to eol, counting a block sequence's "- " as indentation
- * (the first key of a sequence entry stands on the dash's line); *q moves past it. */
+ * (the first key of a sequence entry stands on the dash's line, or on the next line after a
+ * dash alone); *q moves past it. *dash is 1 + the first dash's column, 0 without one. */
 static int indent_of(const char *text, size_t *q, size_t eol, int *dash)
 {
     int indent = 0;
@@ -233,7 +229,7 @@ static int indent_of(const char *text, size_t *q, size_t eol, int *dash)
             (*q)++;
             indent++;
         }
-        if (*q + 1 < eol && text[*q] == '-' && text[*q + 1] == ' ') {
+        if (*q < eol && text[*q] == '-' && (*q + 1 == eol || text[*q + 1] == ' ')) {
             if (!*dash)
                 *dash = indent + 1; /* 1 + the dash's column */
             (*q)++;
@@ -244,6 +240,11 @@ static int indent_of(const char *text, size_t *q, size_t eol, int *dash)
     }
 }
 
+/* Finds the line of the key at the end of a dotted path in block-style YAML: each component
+ * must appear as "key:" at the start of a line (after indentation) deeper than its parent and
+ * before the parent's block ends; an index ("[2]") of a block sequence moves to that entry's
+ * dash line. Returns 0 if not found (flow style, or the key is absent because it is missing),
+ * so messages only add a line they are sure of. */
 static int line_of(const vctx_t *c, const char *path)
 {
     if (!c->text || !path || !*path)
@@ -271,7 +272,7 @@ static int line_of(const vctx_t *c, const char *path)
             size_t q = pos;
             int dash;
             int indent = indent_of(c->text, &q, eol, &dash);
-            int blank = (q == eol || c->text[q] == '#');
+            int blank = (q == eol && !dash) || (q < eol && c->text[q] == '#');
             if (!blank && pos != entry_pos && (dash ? dash - 1 : indent) <= parent_indent)
                 return 0; /* left the parent's block */
             if (!blank && eol - q > k && memcmp(c->text + q, key, k) == 0) {
@@ -312,7 +313,7 @@ static int line_of(const vctx_t *c, const char *path)
                 size_t q = pos;
                 int dash;
                 int indent = indent_of(c->text, &q, eol, &dash);
-                int blank = (q == eol || c->text[q] == '#');
+                int blank = (q == eol && !dash) || (q < eol && c->text[q] == '#');
                 if (!blank && (dash ? dash - 1 : indent) <= parent_indent)
                     break;
                 if (!blank && dash && (dash_col < 0 || dash - 1 == dash_col)) {
@@ -329,7 +330,9 @@ static int line_of(const vctx_t *c, const char *path)
                 line++;
             }
             if (!found) {
-                /* A flow sequence ([a, b]) or a short one: the key's line is the line. */
+                /* A flow sequence ([a, b]) or a short one: the key's line is the line of an
+                 * element; a key inside an element is not searched for (it could be another
+                 * element's). */
                 pos = pos0;
                 line = line0;
                 while (*p == '[') {
@@ -338,6 +341,8 @@ static int line_of(const vctx_t *c, const char *path)
                     if (*p == ']')
                         p++;
                 }
+                if (*p)
+                    return 0;
             }
         }
         if (*p == '.')

@@ -916,6 +916,14 @@ static void test_channels(void **state)
     channel_error(e, ":68: physical.channels[1].limit_force_N: must be below "
                      "actuator.force_range_N (200000)");
     free(e);
+    /* A dash alone on its line opens an entry too: the second entry's key, not the first's. */
+    e = replaced(text, "    - name: y\n", "    -\n      name: y\n");
+    char *e4 = replaced(e, "    - name: x\n", "    -\n      name: x\n      limit_force_N: 1\n");
+    char *e5 = replaced(e4, "      limit_force_N: 240000", "      limit_force_N: abc");
+    channel_error(e5, ":71: physical.channels[1].limit_force_N: must be a finite number");
+    free(e5);
+    free(e4);
+    free(e);
     /* One channel, or more than the wire carries: the list's own line. */
     e = strdup(text);
     *strstr(e, "    - name: y") = '\0';
