@@ -5,8 +5,8 @@
  * loop does. Checks that one channel's HOLD holds the channels after it in the same tick and
  * the ones before it from the next, that the recorder row carries every channel, that the
  * start-up lines and summary.json describe the first channel as the first channel sees the
- * experiment, and that a HOLD coming after the first channel finished at the record's end is
- * still the site's in the end lines and summary.json. */
+ * experiment, that a HOLD coming after the first channel finished at the record's end is
+ * still the site's in the end lines and summary.json, and that the ticks allocate nothing. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +21,8 @@
 #include "config/config.h"
 #include "site-physical/physsite.h"
 #include "site-physical/report.h"
+
+#include "alloc_count.h"
 
 typedef struct world {
     drths_experiment_t exp;
@@ -269,6 +271,30 @@ static void test_hold_after_the_first_finished(void **state)
     assert_ptr_equal(drths_physsite_hold_act(&W->ps), &W->ps.extra[0].act);
 }
 
+/* The RT side of several channels allocates nothing: ticks, a channel's HOLD given to the
+ * other, the ramps, to the end. */
+static void test_ticks_allocate_nothing(void **state)
+{
+    (void)state;
+    open_world(NULL, NULL);
+    run_to(0.001, -0.002, 5);
+    if (!COUNT_ALLOCS) {
+        skip(); /* a sanitizer's allocator: nothing to count */
+        return;
+    }
+    int finished = 0;
+    long before = atomic_load(&alloc_count);
+    for (int k = 0; k < 20; k++)
+        assert_int_equal(tick(0.001 + 1e-5 * k, -0.002, &finished), 0);
+    assert_int_equal(tick(0.001, 0.2, &finished), 0);
+    int n = 0;
+    while (!finished && n++ < 100000)
+        assert_int_equal(tick(0.0, 0.0, &finished), 0);
+    long after = atomic_load(&alloc_count);
+    assert_true(finished && W->ps.hold_channel == 1);
+    assert_int_equal(after - before, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +303,7 @@ int main(void)
                                   close_world),
         cmocka_unit_test_teardown(test_setup_lines_are_the_first_channels, close_world),
         cmocka_unit_test_teardown(test_hold_after_the_first_finished, close_world),
+        cmocka_unit_test_teardown(test_ticks_allocate_nothing, close_world),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
