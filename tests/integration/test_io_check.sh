@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # drths-physical --io-check, the commissioning check, through the real program:
-#   1. on the default experiment's virtual specimen: exit 0, and each channel is judged;
+#   1. on the default experiment's virtual specimen: exit 0, and each channel is judged; with
+#      two actuator channels (physical.channels), each in turn;
 #   2. on the emulated comedi board (tools/comedi-emu, the real comedilib) wired as
 #      examples/three-story-elcentro-comedi.yaml says, with an experiment file whose force_in
 #      has the wrong sign (the load cell reversed): exit 1 and force_in named REVERSED; with
@@ -25,6 +26,17 @@ grep -q '^  command_out -> displacement_in  gain +0\.9[0-9]*, .* delay [0-9.]* m
     fail "virtual specimen: no gain and delay line"
 grep -q '^  force_in .* OK$' "$tmp/virtual.out" || fail "virtual specimen: force_in not OK"
 grep -q '^  current_out .* OK$' "$tmp/virtual.out" || fail "virtual specimen: current_out not OK"
+
+# Several actuator channels (physical.channels): each checked in turn on its own specimen.
+two="$src/examples/opensees/linear-springs-2dof-ideal.yaml"
+check channels "$bdir/drths-physical" --experiment "$two"
+[ "$rc" -eq 0 ] || fail "two channels: exit $rc, expected 0"
+n=$(grep -c '^drths-physical: actuator channel [12] ([xy]): I/O check of ' "$tmp/channels.out")
+[ "$n" -eq 2 ] || fail "two channels: $n I/O checks, expected one each"
+n=$(grep -c '^verdict: OK' "$tmp/channels.out")
+[ "$n" -eq 2 ] || fail "two channels: $n verdicts OK, expected 2"
+grep -A4 '^drths-physical: actuator channel 2 (y)' "$tmp/channels.out" |
+    grep -q '^  force_in .* OK$' || fail "two channels: channel 2's force_in not judged"
 
 emu="$bdir/libdrths_comedi_emu.so"
 [ -r "$emu" ] || skip "$emu not built (the virtual case passed)"
