@@ -76,14 +76,14 @@ static void write_commands(const drths_actuator_counters_t *c, drths_json_t *j)
     drths_json_object_end(j);
 }
 
-/* "hold": whether the run ended in HOLD, why, and how the ramp went. */
-static void write_hold(const drths_actuator_t *a, drths_json_t *j)
+/* "hold": whether the run ended in HOLD, why (`reason`: the sentence), and how the ramp went. */
+static void write_hold(const drths_actuator_t *a, const char *reason, drths_json_t *j)
 {
     drths_json_object_begin(j, "hold");
     drths_json_bool(j, "active", a->hold);
     if (a->hold) {
         drths_json_string(j, "reason_code", drths_stop_reason_name(a->hold_reason));
-        drths_json_string(j, "reason", a->hold_text);
+        drths_json_string(j, "reason", reason);
         drths_json_int(j, "ticks", (int64_t)a->c.hold_ticks);
         drths_json_int(j, "first_tick", (int64_t)a->hold_tick);
         drths_json_string(j, "mode", drths_hold_mode_name(a->p.hold_mode));
@@ -209,7 +209,7 @@ static void write_channels(drths_physsite_t *ps, drths_json_t *j)
         drths_json_number(j, "measured_displacement_m", v->physical.limit_measured_displacement_m);
         drths_json_object_end(j);
         write_tracking(a, j);
-        write_hold(a, j);
+        write_hold(a, a->hold_text, j);
         drths_json_bool(j, "held_the_site", ps->hold_channel == i);
         drths_json_object_begin(j, "daq");
         drths_json_int(j, "errors", (int64_t)a->c.daq_errors);
@@ -277,7 +277,8 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
         return r;
     write_run(ps, &j);
     write_commands(&ps->act.c, &j);
-    write_hold(drths_physsite_hold_act(ps), &j);
+    /* The site's HOLD sentence, which names the channel that held the others. */
+    write_hold(drths_physsite_hold_act(ps), drths_physsite_hold_text(ps), &j);
     write_stability(&ps->act, &j);
     write_rejects(ps, &j);
     write_timing(ps, &j);

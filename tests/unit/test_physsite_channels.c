@@ -156,6 +156,34 @@ static void run_to(double d0, double d1, int n)
     assert_true(cell(0, DRTHS_ACT_COL_DRIVE) == d0 && cell(1, DRTHS_ACT_COL_DRIVE) == d1);
 }
 
+/* Reads a whole small file. */
+static char *read_stream(FILE *f)
+{
+    fflush(f);
+    rewind(f);
+    char *buf = calloc(1, 1 << 16);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* summary.json of the site as it stands. */
+static char *summary_text(void)
+{
+    char path[] = "/tmp/drths-physsite-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_physsite_write_summary(&W->ps, path, &err), 0);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *out = read_stream(f);
+    fclose(f);
+    unlink(path);
+    return out;
+}
+
 /* The first channel's command limit: the second channel, after it in the tick, enters HOLD
  * before its own tick and does not drive that tick's command. */
 static void test_first_channel_holds_the_second_in_its_tick(void **state)
@@ -173,6 +201,13 @@ static void test_first_channel_holds_the_second_in_its_tick(void **state)
     assert_non_null(strstr(drths_physsite_hold_text(&W->ps),
                            "channel 1 (x): displacement limit: command 0.2 m exceeds 0.1 m"));
     assert_string_equal(W->ps.extra[0].act.hold_text, drths_physsite_hold_text(&W->ps));
+    /* summary.json's "hold" is the site's sentence, as the exit reason is. */
+    char *sum = summary_text();
+    const char *hold = strstr(sum, "\"hold\": {"); /* the top level's, before "channels" */
+    assert_non_null(hold);
+    const char *reason = strstr(hold, "\"reason\": \"channel 1 (x): displacement limit: command");
+    assert_true(reason && reason < strchr(hold, '}'));
+    free(sum);
 }
 
 /* The second channel's limit: the first, before it in the tick, has driven that tick and holds
@@ -199,17 +234,6 @@ static void test_second_channel_holds_the_first_from_the_next_tick(void **state)
                         "ch2_hold"); /* the second channel's copy of the column */
 }
 
-/* Reads a whole small file. */
-static char *read_stream(FILE *f)
-{
-    fflush(f);
-    rewind(f);
-    char *buf = calloc(1, 1 << 16);
-    size_t n = fread(buf, 1, (1 << 16) - 1, f);
-    buf[n] = '\0';
-    return buf;
-}
-
 /* The first channel's own limit and specimen are what the start-up lines and summary.json's
  * first-channel members say, not the top-level sections'. */
 static void test_setup_lines_are_the_first_channels(void **state)
@@ -226,16 +250,7 @@ static void test_setup_lines_are_the_first_channels(void **state)
     assert_non_null(strstr(out, "  specimen: linear-spring damper, three-pole actuator"));
     assert_non_null(strstr(out, "measured 0.095 m, 123000 N; HOLD"));
     free(out);
-    char path[] = "/tmp/drths-physsite-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    drths_error_t err = {{0}};
-    assert_int_equal(drths_physsite_write_summary(&W->ps, path, &err), 0);
-    f = fopen(path, "r");
-    out = read_stream(f);
-    fclose(f);
-    unlink(path);
+    out = summary_text();
     const char *sp = strstr(out, "\"specimen\": {");
     assert_non_null(sp);
     const char *plant = strstr(sp, "\"plant\": \"three-pole\"");
