@@ -21,6 +21,11 @@
 #include "site-physical/report.h"
 #include "site/shell.h"
 
+/* Every channel physical.channels may declare is one element of the OpenFresco vectors (and one
+ * --openfresco-stiffness value): the file's bound may not exceed the wire's. */
+_Static_assert(DRTHS_EXPERIMENT_MAX_CHANNELS <= DRTHS_OFR_MAX_DOF,
+               "physical.channels allows more channels than the OpenFresco vectors carry");
+
 #define PROG "drths-physical"
 
 static void usage(FILE *f)
