@@ -688,7 +688,8 @@ static void on_iteration(drths_ofr_app_t *app, drths_physsite_t *ps, const drths
  * further new targets before the next commit are iterations of that step. Without commits but
  * with the analysis time in the trials (GenericTCP with the time mode of -ctrlModes on) a new
  * time begins a step (even at the current target: a step of wall time, as a commit with no new
- * target), and a further trial with the same time is a repeat or an iteration as above.
+ * target; but a first trial at the rest position, which GenericTCP sends at its set-up, is a
+ * repeat), and a further trial with the same time is a repeat or an iteration as above.
  * Without either every trial is a step. */
 static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr_vec_t *x,
                      double time, int64_t now_ns)
@@ -702,6 +703,13 @@ static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr
     }
     if (!app->commit_mode) {
         app->time_mode = 1;
+        /* GenericTCP sends the rest position with time 0 at its set-up, before the analysis:
+         * a repeat of the rest position, not a step. */
+        if (first && is_repeat(app, x)) {
+            app->last_time = time;
+            app->repeats++;
+            return;
+        }
         if (first || time != app->last_time) {
             app->last_time = time;
             app->time_steps++;
