@@ -421,10 +421,7 @@ static int handle_message(drths_ofr_app_t *app, int fd, const drths_ofr_msg_t *m
             return MSG_FAILED;
         }
         *setup = 1;
-        /* ShadowSite commits every step (its commitState always reaches the actor site), as
-         * genericClient does: both count their steps from commits from the set-up on. */
-        int commits = is_generic_client(&app->rx) || app->variant == DRTHS_OFR_SHADOW;
-        drths_ofr_app_post(app, REQ_SETUP, commits ? 1.0 : 0.0, NULL);
+        drths_ofr_app_post(app, REQ_SETUP, is_generic_client(&app->rx) ? 1.0 : 0.0, NULL);
     } else if (m->kind == DRTHS_OFR_MSG_ACTION)
         out = handle_action(app, m, &last);
     if (out < 0)
@@ -483,8 +480,7 @@ static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
     memcpy(&first_id, app->inbuf, sizeof first_id);
     /* Certain only for a first int32 of 1: anything else forced to shadow is left to the
      * codec, which names a probe of the other byte order. */
-    if (app->cfg.variant != DRTHS_OFR_AUTO && app->variant != app->cfg.variant &&
-        first_id == 1) {
+    if (app->cfg.variant != DRTHS_OFR_AUTO && app->variant != app->cfg.variant && first_id == 1) {
         char text[DRTHS_OFR_TEXT];
         snprintf(text, sizeof text,
                  "OpenFresco protocol error: the client speaks the %s variant (%s), but the "
@@ -674,29 +670,28 @@ static void on_iteration(drths_ofr_app_t *app, drths_physsite_t *ps, const drths
             snprintf(app->end_text, sizeof app->end_text,
                      "the OpenFresco client sent more than %d iterations in analysis step %llu "
                      "(trials with the same time, %g s; --openfresco-max-iterations)",
-                     app->cfg.max_iterations, (unsigned long long)app->time_steps,
-                     app->last_time);
+                     app->cfg.max_iterations, (unsigned long long)app->time_steps, app->last_time);
         drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0, app->end_text);
         return;
     }
     queue_target(app, ps, x, TGT_ITER);
 }
 
-/* A trial. With commits (genericClient and ShadowSite from the set-up, any client once it has
- * committed) a trial equal to the current target (every component) is a repeat (not moved,
- * answered from the last measurement), the first new target after a commit is the step's, and
- * further new targets before the next commit are iterations of that step. Without commits but
- * with the analysis time in the trials (GenericTCP with the time mode of -ctrlModes on) a new
- * time begins a step (even at the current target: a step of wall time, as a commit with no new
- * target; but a first trial at the rest position, which GenericTCP sends at its set-up, is a
- * repeat), and a further trial with the same time is a repeat or an iteration as above.
- * Without either every trial is a step. */
+/* A trial. With commits (genericClient from the set-up, any client once it has committed) a trial
+ * equal to the current target (every component) is a repeat (not moved, answered from the last
+ * measurement), the first new target after a commit is the step's, and further new targets before
+ * the next commit are iterations of that step. Without commits but with the analysis time in the
+ * trials (GenericTCP with the time mode of -ctrlModes on) a new time begins a step (even at the
+ * current target: a step of wall time, as a commit with no new target; but trials at the rest
+ * position before the first step, as GenericTCP sends at its set-up, are repeats), and a further
+ * trial with the same time is a repeat or an iteration as above. Without either every trial is a
+ * step. */
 static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr_vec_t *x,
                      double time, int64_t now_ns)
 {
     if (!app->targets)
         app->first_target_ns = now_ns;
-    int first = app->targets++ == 0;
+    app->targets++;
     if (!app->commit_mode && !isfinite(time)) {
         queue_target(app, ps, x, TGT_STEP);
         return;
@@ -704,13 +699,14 @@ static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr
     if (!app->commit_mode) {
         app->time_mode = 1;
         /* GenericTCP sends the rest position with time 0 at its set-up, before the analysis:
-         * a repeat of the rest position, not a step. */
-        if (first && is_repeat(app, x)) {
-            app->last_time = time;
+         * a repeat of the rest position, not a step. The first trial that moves begins the
+         * first step whatever its time: an explicit integrator's first trial may carry time 0
+         * too. */
+        if (app->time_steps == 0 && is_repeat(app, x)) {
             app->repeats++;
             return;
         }
-        if (first || time != app->last_time) {
+        if (app->time_steps == 0 || time != app->last_time) {
             app->last_time = time;
             app->time_steps++;
             app->iters_in_step = 0;
@@ -736,11 +732,14 @@ static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr
 
 /* commitState: the step is final. A step with no new target (the structure did not move at
  * these DOF, or every trial repeated the last) is still a step of wall time: played in place.
- * The first commit of a client not known to commit switches to steps from commits. */
+ * The first commit of a client not known to commit switches to steps from commits; until then
+ * its steps came from the time in its trials (ShadowSite's first step, iterations included) or
+ * from its trials, and a first commit with nothing played before it is the analysis's first
+ * step at rest (ShadowSite sends no trial for it): played in place too. */
 static void on_commit(drths_ofr_app_t *app, drths_physsite_t *ps)
 {
     app->commits++;
-    if (app->commit_mode && app->distinct_since_commit == 0) {
+    if ((app->commit_mode && app->distinct_since_commit == 0) || app->queued == 0) {
         app->standing_steps++;
         drths_ofr_vec_t x = app->cur_target;
         queue_target(app, ps, &x, TGT_STEP);
@@ -1199,7 +1198,9 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
     drths_json_int(j, "commits", (int64_t)app->commits);
     drths_json_int(j, "standing_steps", (int64_t)app->standing_steps);
     drths_json_string(j, "steps_from",
-                      app->commit_mode ? "commits" : app->time_mode ? "time" : "trials");
+                      app->commit_mode ? "commits"
+                      : app->time_mode ? "time"
+                                       : "trials");
     drths_json_number(j, "iteration_duration_s", app->cfg.iteration_duration_s);
     drths_json_int(j, "late_targets", (int64_t)app->late_targets);
     drths_json_int(j, "held_ticks", (int64_t)app->held_ticks);

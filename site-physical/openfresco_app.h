@@ -41,15 +41,16 @@
  * client is not left waiting.
  *
  * Steps from commits (docs/openfresco.md, "Repeats and iterations"): for genericClient (known by
- * its sizes) and ShadowSite from the set-up, and for any client once it has committed, a trial
+ * its sizes) from the set-up and for any client once it has committed, a trial
  * within DRTHS_OFR_REPEAT_TOL_M of the current target is a repeat (not moved; answered from the
  * measurement taken when the target was reached), the first new trial after a commit is the
  * step's target, and further new trials before the commit are iterations: a cubic Hermite ramp
  * of iteration_duration_s (stretched to keep under half the velocity limit), at most
  * max_iterations per step, else HOLD. A commit with no new target plays a step in place.
- * Without commits but with the analysis time in the trials (GenericTCP, -ctrlModes with the
- * time mode on) a new time begins a step and a trial with the time of the one before is a
- * repeat or an iteration. Without either (GenericTCP's default) every trial is a step.
+ * Before any commit, with the analysis time in the trials (ShadowSite's first step; GenericTCP,
+ * which never commits, with the time mode of -ctrlModes on) a new time begins a step and a
+ * trial with the time of the one before is a repeat or an iteration. Without either
+ * (GenericTCP's default) every trial is a step.
  *
  * The first target after the set-up may take up to the larger of accept_timeout_s
  * (--wait-timeout) and step_timeout_s: GenericTCP asks its operator to press Enter twice there.
@@ -172,23 +173,24 @@ typedef struct drths_ofr_app {
     int pend_kind[DRTHS_OFR_PENDING];
     int pend_head, pend_count;
     /* Steps from commits (docs/openfresco.md, "Repeats and iterations"): on once the client
-     * has committed, or from the set-up for genericClient's sizes and ShadowSite. */
+     * has committed, or from the set-up for genericClient's sizes. */
     int commit_mode;
-    /* Steps from the trials' time (a client that does not commit but sends the analysis time:
-     * GenericTCP with the time mode of -ctrlModes on): on from its first trial with a time. */
+    /* Steps from the trials' time until the first commit (ShadowSite's first step; GenericTCP,
+     * which never commits, with the time mode of -ctrlModes on): on from the first trial with
+     * a time. */
     int time_mode;
-    double last_time;    /* the latest trial's time */
-    uint64_t time_steps; /* steps begun by a new time */
+    double last_time;           /* the latest trial's time */
+    uint64_t time_steps;        /* steps begun by a new time */
     drths_ofr_vec_t cur_target; /* the latest target queued (0, the rest position, before any) */
-    int distinct_since_commit; /* targets queued since the last commit */
+    int distinct_since_commit;  /* targets queued since the last commit */
     int iters_in_step;
     int64_t iter_ticks; /* M: ticks of one iteration */
     int iter_active;
-    int64_t iter_j, iter_len; /* ticks played, ticks of this iteration (>= iter_ticks) */
+    int64_t iter_j, iter_len;            /* ticks played, ticks of this iteration (>= iter_ticks) */
     double iter_vmax[DRTHS_OFR_MAX_DOF]; /* per tick: half each channel's velocity limit */
     drths_ofr_vec_t iter_x0, iter_v0, iter_x1, iter_v1; /* Hermite ramp ends, velocities per tick */
     drths_ofr_vec_t prev_x;                             /* the command before last_x */
-    drths_ofr_response_t last_resp;            /* measured when the latest target was reached */
+    drths_ofr_response_t last_resp; /* measured when the latest target was reached */
     /* Measured velocity and acceleration: backward differences of the displacement measured
      * at the step ends (base: the previous step's end; last: this step's latest end). */
     drths_ofr_vec_t base_d, base_v, last_d, last_v_meas;

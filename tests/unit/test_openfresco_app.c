@@ -233,10 +233,17 @@ static void test_steps_from_time(void **state)
     int64_t now = (int64_t)W->tick;
     assert_int_equal(until_answer(&r, 5), now);
     assert_int_equal(W->app.repeats, 1);
-    trial_at(0.001, 0.01);
+    /* The first step, with time 0 as well (an explicit integrator's first trial may carry
+     * it): a step, not an iteration of the set-up's trial. */
+    trial_at(0.001, 0.0);
     assert_true(until_answer(&r, 200) > 0);
     assert_true(r.disp[0] == 0.001);
-    /* Two Newton iterations of step 1, then the converged value repeated. */
+    assert_int_equal(W->app.time_steps, 1);
+    assert_int_equal(W->app.iterations, 0);
+    /* Step 2 at 0.01 s, at the same displacement: a step of wall time all the same. */
+    trial_at(0.001, 0.01);
+    assert_true(until_answer(&r, 200) > 0);
+    /* Two Newton iterations of step 2, then the converged value repeated. */
     trial_at(0.0012, 0.01);
     assert_true(until_answer(&r, 400) > 0);
     assert_true(fabs(r.disp[0] - 0.0012) < 1e-15);
@@ -248,13 +255,13 @@ static void test_steps_from_time(void **state)
     assert_int_equal(W->app.iterations, 2);
     assert_int_equal(W->app.max_iters_seen, 2);
     assert_int_equal(W->app.repeats, 2);
-    /* Step 2, and step 3 at the same displacement: still a step of wall time. */
+    /* Steps 3 and 4, the same displacement in both: still a step of wall time. */
     trial_at(0.0015, 0.02);
     assert_true(until_answer(&r, 200) > 0);
     trial_at(0.0015, 0.03);
     assert_true(until_answer(&r, 200) > 0);
-    assert_int_equal(W->app.steps_reached, 3);
-    assert_int_equal(W->app.time_steps, 3);
+    assert_int_equal(W->app.steps_reached, 4);
+    assert_int_equal(W->app.time_steps, 4);
     assert_int_equal(W->app.iterations, 2);
     assert_true(W->app.time_mode && !W->app.commit_mode);
     assert_false(drths_physsite_in_hold(&W->ps));
@@ -276,6 +283,52 @@ static void test_time_iteration_limit(void **state)
     assert_true(W->ps.act.hold);
     assert_non_null(strstr(W->ps.act.hold_text, "more than 3 iterations in analysis step 1 "
                                                 "(trials with the same time, 0.01 s;"));
+}
+
+/* ShadowSite: it commits every step but its first step is over before its first commit, so
+ * until then the steps come from the time in its trials (the first step's Newton iterations
+ * are iterations), and from its commits after. A first commit with nothing played before it
+ * (the first step at rest: ShadowSite sends no trial for it) is a step in place. */
+static void test_time_then_commits(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    trial_at(0.001, 0.02);
+    assert_true(until_answer(&r, 400) > 0);
+    assert_int_equal(W->app.standing_steps, 1);
+    assert_int_equal(W->app.steps_reached, 2);
+    assert_true(W->app.commit_mode);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    trial_at(0.002, 0.03);
+    assert_true(until_answer(&r, 200) > 0);
+    trial_at(0.0021, 0.03);
+    assert_true(until_answer(&r, 400) > 0);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    assert_int_equal(W->app.iterations, 1);
+    assert_int_equal(W->app.steps_reached, 3);
+}
+
+static void test_time_first_step_iterations(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    trial_at(0.001, 0.01);
+    assert_true(until_answer(&r, 200) > 0);
+    trial_at(0.0012, 0.01);
+    assert_true(until_answer(&r, 400) > 0);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    trial_at(0.002, 0.02);
+    assert_true(until_answer(&r, 200) > 0);
+    trial_at(0.0021, 0.02);
+    assert_true(until_answer(&r, 400) > 0);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    trial_at(0.003, 0.03);
+    assert_true(until_answer(&r, 200) > 0);
+    assert_int_equal(W->app.iterations, 2);
+    assert_int_equal(W->app.steps_reached, 3);
+    assert_int_equal(W->app.standing_steps, 0);
+    assert_true(W->app.commit_mode);
 }
 
 /* Without a time (NaN) every trial is a step, as before. */
@@ -435,6 +488,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_steps_from_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_iteration_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_steps_without_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_then_commits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_first_step_iterations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_channels, setup_two, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
