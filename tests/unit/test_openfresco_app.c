@@ -331,6 +331,16 @@ static void test_time_first_step_iterations(void **state)
     assert_true(W->app.commit_mode);
 }
 
+/* The experiment file's ground-motion record drives nothing in an OpenFresco session, so the
+ * stability monitor's free-vibration check after its end is off (an analysis longer than the
+ * file's record would otherwise be held mid-earthquake); its growth check stays on. */
+static void test_no_record_end_check(void **state)
+{
+    (void)state;
+    assert_true(isinf(W->ps.act.p.stab_quiet_after_s));
+    assert_true(W->ps.act.p.stab_growth_per_s > 0.0);
+}
+
 /* Without a time (NaN) every trial is a step, as before. */
 static void test_steps_without_time(void **state)
 {
@@ -489,6 +499,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_time_iteration_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_steps_without_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_then_commits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_record_end_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_first_step_iterations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_channels, setup_two, teardown),
     };
