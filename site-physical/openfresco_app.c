@@ -380,19 +380,6 @@ static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int
     }
 }
 
-/* OpenSees's genericClient element announces control sizes [n,n,n,0,1] and measurement sizes
- * [0,0,0,n,0]; it commits every step and repeats trials, so its steps are counted from its
- * commits from the first step on. */
-static int is_generic_client(const drths_ofr_rx_t *rx)
-{
-    int n = rx->ctrl[DRTHS_OFR_DISP];
-    return rx->variant == DRTHS_OFR_GENERIC && rx->ctrl[DRTHS_OFR_VEL] == n &&
-           rx->ctrl[DRTHS_OFR_ACCEL] == n && rx->ctrl[DRTHS_OFR_FORCE] == 0 &&
-           rx->ctrl[DRTHS_OFR_TIME] == 1 && rx->meas[DRTHS_OFR_DISP] == 0 &&
-           rx->meas[DRTHS_OFR_VEL] == 0 && rx->meas[DRTHS_OFR_ACCEL] == 0 &&
-           rx->meas[DRTHS_OFR_FORCE] == n && rx->meas[DRTHS_OFR_TIME] == 0;
-}
-
 /* What the session loop does after one message. */
 enum { MSG_GO_ON = 0, MSG_LAST = 1, MSG_FAILED = -1 };
 
@@ -421,7 +408,11 @@ static int handle_message(drths_ofr_app_t *app, int fd, const drths_ofr_msg_t *m
             return MSG_FAILED;
         }
         *setup = 1;
-        drths_ofr_app_post(app, REQ_SETUP, is_generic_client(&app->rx) ? 1.0 : 0.0, NULL);
+        /* Steps from the trials' time until the first commit, from the commits after it, for
+         * every client: genericClient cannot be told from its sizes (GenericTCP with
+         * -ctrlModes 1 1 1 0 1 -daqModes 0 0 0 1 0 announces the same ones, and never
+         * commits). */
+        drths_ofr_app_post(app, REQ_SETUP, 0.0, NULL);
     } else if (m->kind == DRTHS_OFR_MSG_ACTION)
         out = handle_action(app, m, &last);
     if (out < 0)
@@ -677,7 +668,7 @@ static void on_iteration(drths_ofr_app_t *app, drths_physsite_t *ps, const drths
     queue_target(app, ps, x, TGT_ITER);
 }
 
-/* A trial. With commits (genericClient from the set-up, any client once it has committed) a trial
+/* A trial. With commits (any client once it has committed) a trial
  * equal to the current target (every component) is a repeat (not moved, answered from the last
  * measurement), the first new target after a commit is the step's, and further new targets before
  * the next commit are iterations of that step. Without commits but with the analysis time in the

@@ -40,17 +40,18 @@
  * RT thread ends for any other reason (a limit, a signal) the connection is shut down, so the
  * client is not left waiting.
  *
- * Steps from commits (docs/openfresco.md, "Repeats and iterations"): for genericClient (known by
- * its sizes) from the set-up and for any client once it has committed, a trial
- * within DRTHS_OFR_REPEAT_TOL_M of the current target is a repeat (not moved; answered from the
+ * Steps from commits (docs/openfresco.md, "Repeats and iterations"): for any client once it
+ * has committed (genericClient and ShadowSite commit every step), a trial within
+ * DRTHS_OFR_REPEAT_TOL_M of the current target is a repeat (not moved; answered from the
  * measurement taken when the target was reached), the first new trial after a commit is the
  * step's target, and further new trials before the commit are iterations: a cubic Hermite ramp
  * of iteration_duration_s (stretched to keep under half the velocity limit), at most
  * max_iterations per step, else HOLD. A commit with no new target plays a step in place.
- * Before any commit, with the analysis time in the trials (ShadowSite's first step; GenericTCP,
- * which never commits, with the time mode of -ctrlModes on) a new time begins a step and a
- * trial with the time of the one before is a repeat or an iteration. Without either
- * (GenericTCP's default) every trial is a step.
+ * Before any commit, with the analysis time in the trials (the first step of genericClient and
+ * ShadowSite; GenericTCP, which never commits, with the time mode of -ctrlModes on) a new time
+ * begins a step and a trial with the time of the one before is a repeat or an iteration; trials
+ * at the rest position before the first step are repeats, and a first commit with nothing
+ * played is a step in place. Without either (GenericTCP's default) every trial is a step.
  *
  * The first target after the set-up may take up to the larger of accept_timeout_s
  * (--wait-timeout) and step_timeout_s: GenericTCP asks its operator to press Enter twice there.
@@ -173,7 +174,7 @@ typedef struct drths_ofr_app {
     int pend_kind[DRTHS_OFR_PENDING];
     int pend_head, pend_count;
     /* Steps from commits (docs/openfresco.md, "Repeats and iterations"): on once the client
-     * has committed, or from the set-up for genericClient's sizes. */
+     * has committed (or from the set-up when REQ_SETUP's flag says so). */
     int commit_mode;
     /* Steps from the trials' time until the first commit (ShadowSite's first step; GenericTCP,
      * which never commits, with the time mode of -ctrlModes on): on from the first trial with
@@ -226,7 +227,7 @@ typedef struct drths_ofr_app {
 
 /* What the I/O thread hands the RT thread. */
 typedef enum drths_ofr_req_kind {
-    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known (disp 1: genericClient's, steps from commits) */
+    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known (disp 1: steps from commits at once) */
     DRTHS_OFR_REQ_TARGET,    /* a trial displacement */
     DRTHS_OFR_REQ_MEASURE,   /* a measurement request: answered once the targets are reached */
     DRTHS_OFR_REQ_DIE,       /* orderly end */
