@@ -38,9 +38,9 @@ way, kind, newton = sys.argv[2:5]
 assert o["variant"] == ("shadow" if way == "shadowsite" else "generic"), o["variant"]
 assert "DIE" in o["end"], o["end"]
 assert o["channels"] == (2 if kind.endswith("-2dof") else 1), o["channels"]
-# ShadowSite commits every analysis step, and its steps are counted from its commits from the
-# set-up on; GenericTCP never commits but sends the analysis time (-ctrlModes 1 0 0 0 1), and
-# its steps are counted from the time. The analysis has 500 steps: an explicit one sends no
+# ShadowSite commits every analysis step: its steps are counted from its commits, its first
+# step (before the first commit) from the time in its trials; GenericTCP never commits but
+# sends the analysis time (-ctrlModes 1 0 0 0 1), and its steps are counted from the time. The analysis has 500 steps: an explicit one sends no
 # trial in its first (at rest: ShadowSite's commit plays it in place, GenericTCP's is not
 # played) and does not wait for its last before DIE.
 if way == "shadowsite":
