@@ -45,6 +45,7 @@ typedef struct req {
     int kind;
     double disp;       /* SETUP, NOTE: a flag */
     drths_ofr_vec_t v; /* TARGET: the trial displacement, one value per channel */
+    double time;       /* TARGET: the trial's analysis time, NaN when the client sends none */
     char text[DRTHS_OFR_TEXT];
 } req_t;
 
@@ -186,12 +187,13 @@ double drths_ofr_app_channel_rms_pct(const drths_ofr_app_t *app, int i)
 /* ---- I/O thread ---------------------------------------------------------------------------- */
 
 static void post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp, const double *v,
-                 int n, const char *text)
+                 int n, double time, const char *text)
 {
     req_t r;
     memset(&r, 0, sizeof r);
     r.kind = kind;
     r.disp = disp;
+    r.time = time;
     r.v.v[0] = disp;
     for (int i = 0; v && i < n && i < DRTHS_OFR_MAX_DOF; i++)
         r.v.v[i] = v[i];
@@ -208,13 +210,18 @@ static void post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp, c
 void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp,
                         const char *text)
 {
-    post(app, kind, disp, NULL, 0, text);
+    post(app, kind, disp, NULL, 0, NAN, text);
 }
 
 void drths_ofr_app_post_vector(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, const double *v,
                                int n, const char *text)
 {
-    post(app, kind, n > 0 ? v[0] : 0.0, v, n, text);
+    post(app, kind, n > 0 ? v[0] : 0.0, v, n, NAN, text);
+}
+
+void drths_ofr_app_post_trial(drths_ofr_app_t *app, const double *v, int n, double time)
+{
+    post(app, REQ_TARGET, n > 0 ? v[0] : 0.0, v, n, time, NULL);
 }
 
 int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r)
@@ -337,7 +344,7 @@ static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int
     resp_t r;
     switch (m->action) {
     case DRTHS_OFR_SET_TRIAL:
-        drths_ofr_app_post_vector(app, REQ_TARGET, m->disp, app->cfg.n_channels, NULL);
+        drths_ofr_app_post_trial(app, m->disp, app->cfg.n_channels, m->time);
         return 0;
     case DRTHS_OFR_GET_DAQ:
     case DRTHS_OFR_GET_DISP:
@@ -373,19 +380,6 @@ static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int
     }
 }
 
-/* OpenSees's genericClient element announces control sizes [n,n,n,0,1] and measurement sizes
- * [0,0,0,n,0]; it commits every step and repeats trials, so its steps are counted from its
- * commits from the first step on. */
-static int is_generic_client(const drths_ofr_rx_t *rx)
-{
-    int n = rx->ctrl[DRTHS_OFR_DISP];
-    return rx->variant == DRTHS_OFR_GENERIC && rx->ctrl[DRTHS_OFR_VEL] == n &&
-           rx->ctrl[DRTHS_OFR_ACCEL] == n && rx->ctrl[DRTHS_OFR_FORCE] == 0 &&
-           rx->ctrl[DRTHS_OFR_TIME] == 1 && rx->meas[DRTHS_OFR_DISP] == 0 &&
-           rx->meas[DRTHS_OFR_VEL] == 0 && rx->meas[DRTHS_OFR_ACCEL] == 0 &&
-           rx->meas[DRTHS_OFR_FORCE] == n && rx->meas[DRTHS_OFR_TIME] == 0;
-}
-
 /* What the session loop does after one message. */
 enum { MSG_GO_ON = 0, MSG_LAST = 1, MSG_FAILED = -1 };
 
@@ -414,7 +408,11 @@ static int handle_message(drths_ofr_app_t *app, int fd, const drths_ofr_msg_t *m
             return MSG_FAILED;
         }
         *setup = 1;
-        drths_ofr_app_post(app, REQ_SETUP, is_generic_client(&app->rx) ? 1.0 : 0.0, NULL);
+        /* Steps from the trials' time until the first commit, from the commits after it, for
+         * every client: genericClient cannot be told from its sizes (GenericTCP with
+         * -ctrlModes 1 1 1 0 1 -daqModes 0 0 0 1 0 announces the same ones, and never
+         * commits). */
+        drths_ofr_app_post(app, REQ_SETUP, 0.0, NULL);
     } else if (m->kind == DRTHS_OFR_MSG_ACTION)
         out = handle_action(app, m, &last);
     if (out < 0)
@@ -473,8 +471,7 @@ static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
     memcpy(&first_id, app->inbuf, sizeof first_id);
     /* Certain only for a first int32 of 1: anything else forced to shadow is left to the
      * codec, which names a probe of the other byte order. */
-    if (app->cfg.variant != DRTHS_OFR_AUTO && app->variant != app->cfg.variant &&
-        first_id == 1) {
+    if (app->cfg.variant != DRTHS_OFR_AUTO && app->variant != app->cfg.variant && first_id == 1) {
         char text[DRTHS_OFR_TEXT];
         snprintf(text, sizeof text,
                  "OpenFresco protocol error: the client speaks the %s variant (%s), but the "
@@ -648,19 +645,69 @@ static int is_repeat(const drths_ofr_app_t *app, const drths_ofr_vec_t *x)
     return 1;
 }
 
-/* A trial. Without commits every trial is a step. With them (genericClient, or any client once
- * it has committed) a trial equal to the current target (every component) is a repeat (not
- * moved, answered from the last measurement), the first new target after a commit is the
- * step's, and further new targets before the next commit are iterations of that step, at most
- * max_iterations. */
+/* A further new trial of the current step: an iteration, at most max_iterations a step. */
+static void on_iteration(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr_vec_t *x)
+{
+    app->iterations++;
+    if (++app->iters_in_step > app->max_iters_seen)
+        app->max_iters_seen = app->iters_in_step;
+    if (app->iters_in_step > app->cfg.max_iterations) {
+        if (app->commit_mode)
+            snprintf(app->end_text, sizeof app->end_text,
+                     "the OpenFresco client sent more than %d iterations in analysis step %llu "
+                     "without committing (--openfresco-max-iterations)",
+                     app->cfg.max_iterations, (unsigned long long)app->commits + 1);
+        else
+            snprintf(app->end_text, sizeof app->end_text,
+                     "the OpenFresco client sent more than %d iterations in analysis step %llu "
+                     "(trials with the same time, %g s; --openfresco-max-iterations)",
+                     app->cfg.max_iterations, (unsigned long long)app->time_steps, app->last_time);
+        drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0, app->end_text);
+        return;
+    }
+    queue_target(app, ps, x, TGT_ITER);
+}
+
+/* A trial. With commits (any client once it has committed) a trial
+ * equal to the current target (every component) is a repeat (not moved, answered from the last
+ * measurement), the first new target after a commit is the step's, and further new targets before
+ * the next commit are iterations of that step. Without commits but with the analysis time in the
+ * trials (GenericTCP with the time mode of -ctrlModes on) a new time begins a step (even at the
+ * current target: a step of wall time, as a commit with no new target; but trials at the rest
+ * position before the first step, as GenericTCP sends at its set-up, are repeats), and a further
+ * trial with the same time is a repeat or an iteration as above. Without either every trial is a
+ * step. */
 static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr_vec_t *x,
-                     int64_t now_ns)
+                     double time, int64_t now_ns)
 {
     if (!app->targets)
         app->first_target_ns = now_ns;
     app->targets++;
-    if (!app->commit_mode) {
+    if (!app->commit_mode && !isfinite(time)) {
         queue_target(app, ps, x, TGT_STEP);
+        return;
+    }
+    if (!app->commit_mode) {
+        app->time_mode = 1;
+        /* GenericTCP sends the rest position with time 0 at its set-up, before the analysis:
+         * a repeat of the rest position, not a step. The first trial that moves begins the
+         * first step whatever its time: an explicit integrator's first trial may carry time 0
+         * too. */
+        if (app->time_steps == 0 && is_repeat(app, x)) {
+            app->repeats++;
+            return;
+        }
+        if (app->time_steps == 0 || time != app->last_time) {
+            app->last_time = time;
+            app->time_steps++;
+            app->iters_in_step = 0;
+            queue_target(app, ps, x, TGT_STEP);
+            return;
+        }
+        if (is_repeat(app, x))
+            app->repeats++;
+        else
+            on_iteration(app, ps, x);
         return;
     }
     if (is_repeat(app, x)) {
@@ -671,27 +718,19 @@ static void on_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr
         queue_target(app, ps, x, TGT_STEP);
         return;
     }
-    app->iterations++;
-    if (++app->iters_in_step > app->max_iters_seen)
-        app->max_iters_seen = app->iters_in_step;
-    if (app->iters_in_step > app->cfg.max_iterations) {
-        snprintf(app->end_text, sizeof app->end_text,
-                 "the OpenFresco client sent more than %d iterations in analysis step %llu "
-                 "without committing (--openfresco-max-iterations)",
-                 app->cfg.max_iterations, (unsigned long long)app->commits + 1);
-        drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0, app->end_text);
-        return;
-    }
-    queue_target(app, ps, x, TGT_ITER);
+    on_iteration(app, ps, x);
 }
 
 /* commitState: the step is final. A step with no new target (the structure did not move at
  * these DOF, or every trial repeated the last) is still a step of wall time: played in place.
- * The first commit of a client not known to commit switches to steps from commits. */
+ * The first commit of a client not known to commit switches to steps from commits; until then
+ * its steps came from the time in its trials (ShadowSite's first step, iterations included) or
+ * from its trials, and a first commit with nothing played before it is the analysis's first
+ * step at rest (ShadowSite sends no trial for it): played in place too. */
 static void on_commit(drths_ofr_app_t *app, drths_physsite_t *ps)
 {
     app->commits++;
-    if (app->commit_mode && app->distinct_since_commit == 0) {
+    if ((app->commit_mode && app->distinct_since_commit == 0) || app->queued == 0) {
         app->standing_steps++;
         drths_ofr_vec_t x = app->cur_target;
         queue_target(app, ps, &x, TGT_STEP);
@@ -711,7 +750,7 @@ static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t t
             app->commit_mode = r.disp != 0.0;
             break;
         case REQ_TARGET:
-            on_trial(app, ps, &r.v, now_ns);
+            on_trial(app, ps, &r.v, r.time, now_ns);
             break;
         case REQ_COMMIT:
             on_commit(app, ps);
@@ -855,10 +894,18 @@ static void next_command(drths_ofr_app_t *app, uint64_t u, drths_ofr_vec_t *x)
     }
 }
 
+/* How long the client may take for its first target after the set-up: GenericTCP asks its
+ * operator to press Enter twice before it (nothing moves meanwhile), so the wait for a client
+ * (--wait-timeout) bounds it, not the step watchdog; never less than the step watchdog. */
+static double first_target_timeout_s(const drths_ofr_app_t *app)
+{
+    return fmax(app->cfg.accept_timeout_s, app->cfg.step_timeout_s);
+}
+
 /* The step watchdog. While the site owes the client something (a target not yet reached, a
  * measurement not yet answered) the client is waiting, not silent; from the tick the site owes
- * nothing, the client has step_timeout_s to send its next target. Returns 1 after entering
- * HOLD. */
+ * nothing, the client has step_timeout_s to send its next target (first_target_timeout_s for
+ * its first). Returns 1 after entering HOLD. */
 static int step_watchdog(drths_ofr_app_t *app, drths_physsite_t *ps, int64_t now_ns)
 {
     if (!app->quiet_armed || app->daq_pending || app->reached < app->queued || app->pend_count) {
@@ -866,7 +913,8 @@ static int step_watchdog(drths_ofr_app_t *app, drths_physsite_t *ps, int64_t now
         app->quiet_since_ns = now_ns;
         return 0;
     }
-    if ((double)(now_ns - app->quiet_since_ns) * 1e-9 <= app->cfg.step_timeout_s)
+    double limit_s = app->targets ? app->cfg.step_timeout_s : first_target_timeout_s(app);
+    if ((double)(now_ns - app->quiet_since_ns) * 1e-9 <= limit_s)
         return 0;
     /* The client's address was in the set-up line; the sentence must fit a HOLD text. */
     if (app->targets)
@@ -876,9 +924,9 @@ static int step_watchdog(drths_ofr_app_t *app, drths_physsite_t *ps, int64_t now
                  app->cfg.step_timeout_s, (unsigned long long)app->steps_reached);
     else
         snprintf(app->end_text, sizeof app->end_text,
-                 "the OpenFresco client sent no target for %g s after its set-up "
-                 "(--openfresco-step-timeout)",
-                 app->cfg.step_timeout_s);
+                 "the OpenFresco client sent no first target within %g s of its set-up "
+                 "(--wait-timeout; GenericTCP waits there for its operator to press Enter twice)",
+                 limit_s);
     drths_physsite_hold(ps, DRTHS_STOP_WATCHDOG, 0, app->end_text);
     return 1;
 }
@@ -1026,6 +1074,14 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
         return 1;
     }
     app->n = ps->n_channels;
+    /* The stability monitor's free-vibration check applies from the end of the experiment
+     * file's ground-motion record on, in command time. In an OpenFresco session that record
+     * drives nothing (OpenSees integrates its own ground motion, of its own length, and the
+     * client may pause before its first target): an analysis longer than the file's record
+     * would be held for an earthquake response that is not over. So the check is off here; the
+     * growth check (an instability) stays on. */
+    for (int i = 0; i < ps->n_channels; i++)
+        drths_physsite_act(ps, i)->p.stab_quiet_after_s = INFINITY;
     /* Every channel's commands run D ticks ahead: D from the longest lookahead of them. */
     int look = 0;
     for (int i = 0; i < ps->n_channels; i++)
@@ -1080,9 +1136,17 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
                          app->cfg.precor.mode == DRTHS_PRECOR_LPD ? "LPD" : "D",
                          app->cfg.precor.predict_fraction * 100.0, app->lead_ticks);
     drths_physsite_event(ps, 0,
-                         "step watchdog: HOLD if the client sends no target for %g s once the "
-                         "site has answered it (--openfresco-step-timeout)",
-                         app->cfg.step_timeout_s);
+                         "waiting up to %g s for the first target (--wait-timeout; GenericTCP "
+                         "first asks its operator to press Enter twice); then the step "
+                         "watchdog: HOLD if the client sends no target for %g s once the site "
+                         "has answered it (--openfresco-step-timeout)",
+                         first_target_timeout_s(app), app->cfg.step_timeout_s);
+    drths_physsite_event(ps, 0, "analysis steps counted from %s",
+                         app->commit_mode ? "the client's commits"
+                         : rx->ctrl[DRTHS_OFR_TIME] > 0
+                             ? "the trials' time (a trial with the time of the one before is "
+                               "an iteration)"
+                             : "the trials (no commits, no time: every new trial is a step)");
     drths_msg_t m;
     memset(&m, 0, sizeof m);
     m.type = DRTHS_MSG_EPOCH;
@@ -1132,7 +1196,10 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
     drths_json_int(j, "max_iterations_in_a_step", app->max_iters_seen);
     drths_json_int(j, "commits", (int64_t)app->commits);
     drths_json_int(j, "standing_steps", (int64_t)app->standing_steps);
-    drths_json_string(j, "steps_from", app->commit_mode ? "commits" : "trials");
+    drths_json_string(j, "steps_from",
+                      app->commit_mode ? "commits"
+                      : app->time_mode ? "time"
+                                       : "trials");
     drths_json_number(j, "iteration_duration_s", app->cfg.iteration_duration_s);
     drths_json_int(j, "late_targets", (int64_t)app->late_targets);
     drths_json_int(j, "held_ticks", (int64_t)app->held_ticks);

@@ -40,13 +40,21 @@
  * RT thread ends for any other reason (a limit, a signal) the connection is shut down, so the
  * client is not left waiting.
  *
- * Steps from commits (docs/openfresco.md, "Repeats and iterations"): for genericClient (known by
- * its sizes) and for any client once it has committed, a trial within DRTHS_OFR_REPEAT_TOL_M of
- * the current target is a repeat (not moved; answered from the measurement taken when the target
- * was reached), the first new trial after a commit is the step's target, and further new trials
- * before the commit are iterations: a cubic Hermite ramp of iteration_duration_s (stretched to
- * keep under half the velocity limit), at most max_iterations per step, else HOLD. A commit with
- * no new target plays a step in place. Without commits (GenericTCP) every trial is a step.
+ * Steps from commits (docs/openfresco.md, "Repeats and iterations"): for any client once it
+ * has committed (genericClient and ShadowSite commit every step), a trial within
+ * DRTHS_OFR_REPEAT_TOL_M of the current target is a repeat (not moved; answered from the
+ * measurement taken when the target was reached), the first new trial after a commit is the
+ * step's target, and further new trials before the commit are iterations: a cubic Hermite ramp
+ * of iteration_duration_s (stretched to keep under half the velocity limit), at most
+ * max_iterations per step, else HOLD. A commit with no new target plays a step in place.
+ * Before any commit, with the analysis time in the trials (the first step of genericClient and
+ * ShadowSite; GenericTCP, which never commits, with the time mode of -ctrlModes on) a new time
+ * begins a step and a trial with the time of the one before is a repeat or an iteration; trials
+ * at the rest position before the first step are repeats, and a first commit with nothing
+ * played is a step in place. Without either (GenericTCP's default) every trial is a step.
+ *
+ * The first target after the set-up may take up to the larger of accept_timeout_s
+ * (--wait-timeout) and step_timeout_s: GenericTCP asks its operator to press Enter twice there.
  *
  * Several actuator channels (physical.channels): the trial displacement vector has one value
  * per channel, channel i taking the i-th; a client whose control displacement size differs from
@@ -90,7 +98,8 @@ typedef struct drths_ofr_app_config {
     drths_ofr_variant_t variant; /* AUTO, SHADOW or GENERIC */
     drths_precor_params_t precor;
     double step_duration_s;      /* wall time per analysis step */
-    double accept_timeout_s;     /* how long to wait for a client that sets up */
+    double accept_timeout_s;     /* how long to wait for a client that sets up, and for its
+                                  * first target after the set-up (at least step_timeout_s) */
     double setup_timeout_s;      /* a client accepted must set up within this (0: 10 s) */
     double step_timeout_s;       /* the next target within this once all is answered (0: 10 s) */
     double detect_wait_s;        /* AUTO: quiet time after a lone int32 1 (0.2 s) */
@@ -165,18 +174,24 @@ typedef struct drths_ofr_app {
     int pend_kind[DRTHS_OFR_PENDING];
     int pend_head, pend_count;
     /* Steps from commits (docs/openfresco.md, "Repeats and iterations"): on once the client
-     * has committed, or from the set-up for genericClient's sizes. */
+     * has committed (or from the set-up when REQ_SETUP's flag says so). */
     int commit_mode;
+    /* Steps from the trials' time until the first commit (ShadowSite's first step; GenericTCP,
+     * which never commits, with the time mode of -ctrlModes on): on from the first trial with
+     * a time. */
+    int time_mode;
+    double last_time;           /* the latest trial's time */
+    uint64_t time_steps;        /* steps begun by a new time */
     drths_ofr_vec_t cur_target; /* the latest target queued (0, the rest position, before any) */
-    int distinct_since_commit; /* targets queued since the last commit */
+    int distinct_since_commit;  /* targets queued since the last commit */
     int iters_in_step;
     int64_t iter_ticks; /* M: ticks of one iteration */
     int iter_active;
-    int64_t iter_j, iter_len; /* ticks played, ticks of this iteration (>= iter_ticks) */
+    int64_t iter_j, iter_len;            /* ticks played, ticks of this iteration (>= iter_ticks) */
     double iter_vmax[DRTHS_OFR_MAX_DOF]; /* per tick: half each channel's velocity limit */
     drths_ofr_vec_t iter_x0, iter_v0, iter_x1, iter_v1; /* Hermite ramp ends, velocities per tick */
     drths_ofr_vec_t prev_x;                             /* the command before last_x */
-    drths_ofr_response_t last_resp;            /* measured when the latest target was reached */
+    drths_ofr_response_t last_resp; /* measured when the latest target was reached */
     /* Measured velocity and acceleration: backward differences of the displacement measured
      * at the step ends (base: the previous step's end; last: this step's latest end). */
     drths_ofr_vec_t base_d, base_v, last_d, last_v_meas;
@@ -212,7 +227,7 @@ typedef struct drths_ofr_app {
 
 /* What the I/O thread hands the RT thread. */
 typedef enum drths_ofr_req_kind {
-    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known (disp 1: genericClient's, steps from commits) */
+    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known (disp 1: steps from commits at once) */
     DRTHS_OFR_REQ_TARGET,    /* a trial displacement */
     DRTHS_OFR_REQ_MEASURE,   /* a measurement request: answered once the targets are reached */
     DRTHS_OFR_REQ_DIE,       /* orderly end */
@@ -230,6 +245,9 @@ void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double 
  * the rest 0). */
 void drths_ofr_app_post_vector(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, const double *v,
                                int n, const char *text);
+/* A TARGET of n values with the trial's analysis time (NaN: the client sends none), as the I/O
+ * thread posts it. */
+void drths_ofr_app_post_trial(drths_ofr_app_t *app, const double *v, int n, double time);
 int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r);
 
 /* Validates cfg (errors name the option), parses the address, creates the rings and the

@@ -36,7 +36,7 @@ if {$specimen eq "genericClient"} {
     # The setup and site stay in OpenSees; the drths site is the generic controller, which
     # gets control displacements and answers the measured displacement and force.
     loadPackage OpenFresco
-    expControl GenericTCP 1 "127.0.0.1" $port -ctrlModes 1 0 0 0 0 -daqModes 1 0 0 1 0
+    expControl GenericTCP 1 "127.0.0.1" $port -ctrlModes 1 0 0 0 1 -daqModes 1 0 0 1 0
     expSetup OneActuator 1 -control 1 1 -sizeTrialOut 1 1
     expSite LocalSite 1 1
     expElement twoNodeLink 2 1 2 -dir 1 -site 1 -initStif $kInit

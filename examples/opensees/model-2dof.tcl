@@ -6,7 +6,16 @@
 # the analysis; this file reads `specimen` from the caller:
 #   genericClient  the drths actuator site at 127.0.0.1:$port, its two actuator channels on
 #                  node 2's x (channel 1) and y (channel 2): element genericClient -dof 1 2
+#   shadowSite     OpenFresco's expSite ShadowSite to the drths site (its actor site) and an
+#                  expElement twoNodeLink -dir 1 2: the trial vector is [x, y]
+#   genericTCP     OpenFresco's expControl GenericTCP to the drths site (the controller), with
+#                  expSetup NoTransformation -dof 1 2 (two control displacements, two measured
+#                  displacements and forces), expSite LocalSite and expElement twoNodeLink
+#                  -dir 1 2
 #   reference      the ideal linear springs, uniaxialMaterial Elastic 1.0e7 in x and 2.0e7 in y
+# shadowSite and genericTCP need OpenFresco's Tcl package (OpenFresco.so on LD_LIBRARY_PATH);
+# their twoNodeLink's -initStif is diag(kInitX, kInitY), from the caller if it set them, else
+# the specimen's stiffnesses.
 # Ground motion: a 2 Hz sine of 4 m/s^2 in x and a 3 Hz sine of 3 m/s^2 in y for `duration` s.
 wipe
 model BasicBuilder -ndm 2 -ndf 2
@@ -21,11 +30,33 @@ fix 1 1 1
 uniaxialMaterial Elastic 1 $kStoreyX
 uniaxialMaterial Elastic 2 $kStoreyY
 element zeroLength 1 1 2 -mat 1 2 -dir 1 2
+if {![info exists kInitX]} {
+    set kInitX $kSpecimenX
+}
+if {![info exists kInitY]} {
+    set kInitY $kSpecimenY
+}
 if {$specimen eq "genericClient"} {
     # The drths site listens on 127.0.0.1:$port (drths-physical --openfresco 127.0.0.1:$port);
     # its experiment file declares two channels (linear-springs-2dof-ideal.yaml): the trial
     # displacement vector is node 2's [x, y], channel 1 takes x and channel 2 takes y.
     element genericClient 2 -node 2 -dof 1 2 -server $port 127.0.0.1
+} elseif {$specimen eq "shadowSite"} {
+    # The drths site is the laboratory's actor site (two channels); the element (zero length:
+    # local x and y are global x and y) sends it trial [x, y] and takes the measured forces.
+    loadPackage OpenFresco
+    expSite ShadowSite 1 "127.0.0.1" $port
+    expElement twoNodeLink 2 1 2 -dir 1 2 -site 1 -initStif $kInitX 0.0 0.0 $kInitY
+} elseif {$specimen eq "genericTCP"} {
+    # The setup and site stay in OpenSees; the drths site is the generic controller of two
+    # actuators. -ctrlModes 1 0 0 0 1: displacements and the analysis time (the site counts
+    # the steps from the time, so Newton iterations are iterations); -daqModes 1 0 0 1 0:
+    # measured displacements and forces.
+    loadPackage OpenFresco
+    expControl GenericTCP 1 "127.0.0.1" $port -ctrlModes 1 0 0 0 1 -daqModes 1 0 0 1 0
+    expSetup NoTransformation 1 -control 1 -dof 1 2 -sizeTrialOut 2 2
+    expSite LocalSite 1 1
+    expElement twoNodeLink 2 1 2 -dir 1 2 -site 1 -initStif $kInitX 0.0 0.0 $kInitY
 } else {
     uniaxialMaterial Elastic 3 $kSpecimenX
     uniaxialMaterial Elastic 4 $kSpecimenY

@@ -7,8 +7,8 @@
 #
 # The client is OpenSees's element genericClient (the default), OpenFresco's expSite ShadowSite
 # or its expControl GenericTCP (both with expElement twoNodeLink), in the explicit or the
-# implicit analysis, of the one-DOF model (model-1dof.tcl) or, with genericClient only, of the
-# two-DOF model (model-2dof.tcl, -dof 1 2; kinds explicit-2dof and implicit-2dof). EXPERIMENT
+# implicit analysis, of the one-DOF model (model-1dof.tcl) or of the two-DOF model
+# (model-2dof.tcl, two actuator channels; kinds explicit-2dof and implicit-2dof). EXPERIMENT
 # defaults to linear-spring-ideal.yaml, or linear-springs-2dof-ideal.yaml for the two-DOF kinds
 # (the ideal linear specimens: the records must agree to 1e-6 of the peak; exit 1 otherwise).
 # With another specimen (the default experiment's MR damper) the comparison is printed for
@@ -35,7 +35,6 @@ kind=${1:?$usage}
 case $kind in
 explicit | implicit) model=1dof ideal=$here/linear-spring-ideal.yaml ;;
 explicit-2dof | implicit-2dof)
-    [ "$way" = genericclient ] || { echo "the two-DOF examples are genericClient's" >&2; exit 2; }
     model=2dof ideal=$here/linear-springs-2dof-ideal.yaml kind=${kind%-2dof} ;;
 *) echo "$usage" >&2; exit 2 ;;
 esac

@@ -197,17 +197,162 @@ static void test_step_watchdog(void **state)
                                                 "timeout)"));
 }
 
-/* Before the first target the silence counts from the set-up. */
+/* Before the first target the silence counts from the set-up and is bounded by the wait for a
+ * client (accept_timeout_s, here 0.2 s = 1000 ticks), not by the step watchdog (0.05 s):
+ * GenericTCP's operator presses Enter twice there. */
 static void test_step_watchdog_before_any_target(void **state)
 {
     (void)state;
     W->app.cfg.step_timeout_s = 0.05;
-    for (int i = 0; i < 1000 && !W->ps.act.hold; i++)
+    W->app.cfg.accept_timeout_s = 0.2;
+    for (int i = 0; i < 2000 && !W->ps.act.hold; i++)
         assert_int_equal(tick(), 0);
     assert_true(W->ps.act.hold);
-    assert_true(W->tick >= 250 && W->tick <= 253);
+    assert_true(W->tick >= 1000 && W->tick <= 1003);
     assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_WATCHDOG);
-    assert_non_null(strstr(W->ps.act.hold_text, "sent no target for 0.05 s after its set-up"));
+    assert_non_null(
+        strstr(W->ps.act.hold_text, "sent no first target within 0.2 s of its set-up (--wait-"));
+}
+
+/* A client that does not commit but sends the analysis time (GenericTCP with the time mode of
+ * -ctrlModes on): a new time begins a step, a trial with the time of the one before is a repeat
+ * (at the current target) or an iteration (a short ramp, then measured there); trials without
+ * a time are each a step. */
+static void trial_at(double d, double t)
+{
+    drths_ofr_app_post_trial(&W->app, &d, 1, t);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+}
+
+static void test_steps_from_time(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    /* GenericTCP's set-up: the rest position at time 0, a repeat answered at once. */
+    trial_at(0.0, 0.0);
+    int64_t now = (int64_t)W->tick;
+    assert_int_equal(until_answer(&r, 5), now);
+    assert_int_equal(W->app.repeats, 1);
+    /* The first step, with time 0 as well (an explicit integrator's first trial may carry
+     * it): a step, not an iteration of the set-up's trial. */
+    trial_at(0.001, 0.0);
+    assert_true(until_answer(&r, 200) > 0);
+    assert_true(r.disp[0] == 0.001);
+    assert_int_equal(W->app.time_steps, 1);
+    assert_int_equal(W->app.iterations, 0);
+    /* Step 2 at 0.01 s, at the same displacement: a step of wall time all the same. */
+    trial_at(0.001, 0.01);
+    assert_true(until_answer(&r, 200) > 0);
+    /* Two Newton iterations of step 2, then the converged value repeated. */
+    trial_at(0.0012, 0.01);
+    assert_true(until_answer(&r, 400) > 0);
+    assert_true(fabs(r.disp[0] - 0.0012) < 1e-15);
+    trial_at(0.0011, 0.01);
+    assert_true(until_answer(&r, 400) > 0);
+    trial_at(0.0011, 0.01);
+    now = (int64_t)W->tick;
+    assert_int_equal(until_answer(&r, 5), now);
+    assert_int_equal(W->app.iterations, 2);
+    assert_int_equal(W->app.max_iters_seen, 2);
+    assert_int_equal(W->app.repeats, 2);
+    /* Steps 3 and 4, the same displacement in both: still a step of wall time. */
+    trial_at(0.0015, 0.02);
+    assert_true(until_answer(&r, 200) > 0);
+    trial_at(0.0015, 0.03);
+    assert_true(until_answer(&r, 200) > 0);
+    assert_int_equal(W->app.steps_reached, 4);
+    assert_int_equal(W->app.time_steps, 4);
+    assert_int_equal(W->app.iterations, 2);
+    assert_true(W->app.time_mode && !W->app.commit_mode);
+    assert_false(drths_physsite_in_hold(&W->ps));
+}
+
+/* More than max_iterations trials with one time: HOLD naming the step and the time. */
+static void test_time_iteration_limit(void **state)
+{
+    (void)state;
+    W->app.cfg.max_iterations = 3;
+    drths_ofr_response_t r;
+    trial_at(0.001, 0.01);
+    assert_true(until_answer(&r, 200) > 0);
+    for (int i = 1; i <= 4 && !W->ps.act.hold; i++) {
+        trial_at(0.001 + 1e-5 * i, 0.01);
+        for (int k = 0; k < 400 && !W->ps.act.hold && drths_ofr_app_take(&W->app, &r) != 0; k++)
+            assert_int_equal(tick(), 0);
+    }
+    assert_true(W->ps.act.hold);
+    assert_non_null(strstr(W->ps.act.hold_text, "more than 3 iterations in analysis step 1 "
+                                                "(trials with the same time, 0.01 s;"));
+}
+
+/* ShadowSite: it commits every step but its first step is over before its first commit, so
+ * until then the steps come from the time in its trials (the first step's Newton iterations
+ * are iterations), and from its commits after. A first commit with nothing played before it
+ * (the first step at rest: ShadowSite sends no trial for it) is a step in place. */
+static void test_time_then_commits(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    trial_at(0.001, 0.02);
+    assert_true(until_answer(&r, 400) > 0);
+    assert_int_equal(W->app.standing_steps, 1);
+    assert_int_equal(W->app.steps_reached, 2);
+    assert_true(W->app.commit_mode);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    trial_at(0.002, 0.03);
+    assert_true(until_answer(&r, 200) > 0);
+    trial_at(0.0021, 0.03);
+    assert_true(until_answer(&r, 400) > 0);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    assert_int_equal(W->app.iterations, 1);
+    assert_int_equal(W->app.steps_reached, 3);
+}
+
+static void test_time_first_step_iterations(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    trial_at(0.001, 0.01);
+    assert_true(until_answer(&r, 200) > 0);
+    trial_at(0.0012, 0.01);
+    assert_true(until_answer(&r, 400) > 0);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    trial_at(0.002, 0.02);
+    assert_true(until_answer(&r, 200) > 0);
+    trial_at(0.0021, 0.02);
+    assert_true(until_answer(&r, 400) > 0);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
+    trial_at(0.003, 0.03);
+    assert_true(until_answer(&r, 200) > 0);
+    assert_int_equal(W->app.iterations, 2);
+    assert_int_equal(W->app.steps_reached, 3);
+    assert_int_equal(W->app.standing_steps, 0);
+    assert_true(W->app.commit_mode);
+}
+
+/* The experiment file's ground-motion record drives nothing in an OpenFresco session, so the
+ * stability monitor's free-vibration check after its end is off (an analysis longer than the
+ * file's record would otherwise be held mid-earthquake); its growth check stays on. */
+static void test_no_record_end_check(void **state)
+{
+    (void)state;
+    assert_true(isinf(W->ps.act.p.stab_quiet_after_s));
+    assert_true(W->ps.act.p.stab_growth_per_s > 0.0);
+}
+
+/* Without a time (NaN) every trial is a step, as before. */
+static void test_steps_without_time(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    trial_at(0.001, NAN);
+    assert_true(until_answer(&r, 200) > 0);
+    trial_at(0.0012, NAN);
+    assert_true(until_answer(&r, 200) > 0);
+    assert_int_equal(W->app.steps_reached, 2);
+    assert_int_equal(W->app.iterations, 0);
+    assert_false(W->app.time_mode);
 }
 
 static void test_steady_state_allocates_nothing(void **state)
@@ -350,6 +495,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_step_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_watchdog_before_any_target, setup, teardown),
         cmocka_unit_test_setup_teardown(test_steady_state_allocates_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_steps_from_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_iteration_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_steps_without_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_then_commits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_record_end_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_first_step_iterations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_channels, setup_two, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

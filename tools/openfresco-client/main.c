@@ -16,6 +16,12 @@
  * integrator: its sizes, and per step the previous trial repeated with getForce, then the new
  * trial and commitState (two trials per step, the first a repeat); with --iterations K, as with
  * an implicit integrator: K + 1 new trials per step, each answered, before the commit.
+ * --iterations K also goes with the ShadowSite and GenericTCP variants: K answered trials
+ * converging on each step's target before it (ShadowSite then commits). With --send-time the
+ * GenericTCP variant declares and sends the analysis time in its trials, as GenericTCP does
+ * with the time mode of -ctrlModes on (the same time for every trial of a step); without it it
+ * sends none (-ctrlModes 1 0 0 0 0). --first-target-delay S waits S seconds after the set-up
+ * before the first trial, as GenericTCP does while its operator answers its prompts.
  *
  * Per step it measures the tracking error (measured minus target displacement) and the time
  * between consecutive answers; at the end it prints the tracking RMS error norm and the
@@ -56,8 +62,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: " PROG " --connect HOST:PORT --record FILE [--variant shadow|generic]\n"
             "                               [--steps N] [--dt S] [--scale F] [--step-duration S]\n"
-            "                               [--repeat-trials [--iterations K]] [--dof N]\n"
-            "                               [--verbose]\n"
+            "                               [--repeat-trials] [--iterations K] [--send-time]\n"
+            "                               [--first-target-delay S] [--dof N] [--verbose]\n"
             "Integrates the three-storey shear building under a ground-motion record as an\n"
             "OpenSees analysis does, with a drths-physical --openfresco site as the first storey,\n"
             "and prints the tracking error and the protocol overhead.\n"
@@ -72,9 +78,14 @@ static void usage(FILE *f)
             "  --repeat-trials      speak as OpenSees's genericClient element (generic variant):\n"
             "                       each trial sent twice (the repeat with getForce), a commit\n"
             "                       per step; no tracking (genericClient measures force only)\n"
-            "  --iterations K       with --repeat-trials: K iterations per step (K + 1 new\n"
-            "                       trials converging on the step's target, each answered), as\n"
-            "                       an implicit integrator's Newton iterations (default 0)\n"
+            "  --iterations K       K iterations per step (K + 1 new trials converging on the\n"
+            "                       step's target, each answered), as an implicit integrator's\n"
+            "                       Newton iterations (default 0)\n"
+            "  --send-time          generic variant: declare and send the analysis time in the\n"
+            "                       trials, the same for every trial of a step (as GenericTCP\n"
+            "                       with -ctrlModes 1 0 0 0 1)\n"
+            "  --first-target-delay S  wait S seconds after the set-up before the first trial\n"
+            "                       (as GenericTCP while its operator answers its prompts)\n"
             "  --dof N              a specimen in each of the first N storeys (1 to 3, default 1):\n"
             "                       trial vectors of N drifts, one per actuator channel of the\n"
             "                       site (its physical.channels, in order)\n"
@@ -137,8 +148,9 @@ static int connect_to(const char *hostport)
 
 typedef struct options {
     const char *connect_s, *record;
-    int shadow, verbose, repeat;
+    int shadow, verbose, repeat, send_time;
     long iterations;
+    double first_delay; /* s before the first trial */
     long dof;   /* specimens, in storeys 1..dof */
     long steps; /* -1 until the record is loaded: then the whole record */
     double dt, scale, step_dur;
@@ -166,7 +178,9 @@ static int parse_options(int argc, char **argv, options_t *opt)
         OPT_VERBOSE,
         OPT_REPEAT,
         OPT_ITERATIONS,
-        OPT_DOF
+        OPT_DOF,
+        OPT_SEND_TIME,
+        OPT_FIRST_DELAY
     };
     static const struct option opts[] = {
         {"connect", required_argument, NULL, OPT_CONNECT},
@@ -180,6 +194,8 @@ static int parse_options(int argc, char **argv, options_t *opt)
         {"repeat-trials", no_argument, NULL, OPT_REPEAT},
         {"iterations", required_argument, NULL, OPT_ITERATIONS},
         {"dof", required_argument, NULL, OPT_DOF},
+        {"send-time", no_argument, NULL, OPT_SEND_TIME},
+        {"first-target-delay", required_argument, NULL, OPT_FIRST_DELAY},
         DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
@@ -233,6 +249,14 @@ static int parse_options(int argc, char **argv, options_t *opt)
             if (drths_cli_long(PROG, "--dof", optarg, 1, MAXN, &opt->dof) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
+        case OPT_SEND_TIME:
+            opt->send_time = 1;
+            break;
+        case OPT_FIRST_DELAY:
+            if (drths_cli_positive(PROG, "--first-target-delay", optarg, "seconds",
+                                   &opt->first_delay) != 0)
+                return DRTHS_EXIT_USAGE;
+            break;
         default:
             return drths_cli_other_option(PROG, c, usage);
         }
@@ -243,8 +267,9 @@ static int parse_options(int argc, char **argv, options_t *opt)
         return drths_cli_usage_error(PROG, "--connect and --record are required (see --help)");
     if (opt->repeat && opt->shadow)
         return drths_cli_usage_error(PROG, "--repeat-trials goes with --variant generic");
-    if (opt->iterations && !opt->repeat)
-        return drths_cli_usage_error(PROG, "--iterations goes with --repeat-trials");
+    if (opt->send_time && (opt->shadow || opt->repeat))
+        return drths_cli_usage_error(PROG, "--send-time goes with --variant generic without "
+                                           "--repeat-trials (the others send the time anyway)");
     return GO_ON;
 }
 
@@ -265,7 +290,7 @@ static int load_record(options_t *opt, drths_record_t *rec)
 }
 
 /* The opening exchange of the variant: ShadowSite's hello, open and setup, or GenericTCP's ID. */
-static int handshake(int fd, int shadow, int repeat, int ndof)
+static int handshake(int fd, int shadow, int repeat, int send_time, int ndof)
 {
     double v[DS];
     if (shadow) {
@@ -287,7 +312,7 @@ static int handshake(int fd, int shadow, int repeat, int ndof)
         if (drths_tcp_send_all(fd, buf, n))
             return drths_cli_error(PROG, "ID failed");
     } else {
-        const int32_t id[11] = {ndof, 0, 0, 0, 0, ndof, 0, 0, ndof, 0, DS};
+        const int32_t id[11] = {ndof, 0, 0, 0, send_time, ndof, 0, 0, ndof, 0, DS};
         size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
         if (drths_tcp_send_all(fd, buf, n))
             return drths_cli_error(PROG, "ID failed");
@@ -327,9 +352,23 @@ static void drifts(const double *x, int n, double *d)
         d[i] = x[i] - (i ? x[i - 1] : 0.0);
 }
 
-/* The analysis: one trial per step until --steps or until the site stops answering, then the
- * closing message. The site's getDaqResponse answer holds the n measured displacements, then
+/* A trial [3, d[0..n), t] (t only when the client declared a time: ShadowSite, GenericTCP with
+ * --send-time) and a getDaqResponse, whose answer (v) holds the n measured displacements, then
  * the n forces. */
+static int trial_daq(int fd, const double *d, int n, int with_time, double t, double *v)
+{
+    double trial[2 + MAXN] = {3.0};
+    memcpy(trial + 1, d, (size_t)n * sizeof *d);
+    trial[1 + n] = t;
+    const double daq[1] = {6.0};
+    if (send_vec(fd, trial, 1 + (size_t)n + (with_time ? 1 : 0)) || send_vec(fd, daq, 1) ||
+        recv_vec(fd, v))
+        return -1;
+    return 0;
+}
+
+/* The analysis: one trial per step (after --iterations answered trials converging on it) until
+ * --steps or until the site stops answering, then the closing message. */
 static int run(int fd, const options_t *opt, const drths_record_t *rec, result_t *res)
 {
     const double dt = opt->dt;
@@ -341,15 +380,24 @@ static int run(int fd, const options_t *opt, const drths_record_t *rec, result_t
     double *gap = res->gap = malloc((size_t)opt->steps * sizeof *gap);
     if (!gap)
         return drths_cli_error(PROG, "no memory for %ld steps", opt->steps);
+    const int with_time = shadow || opt->send_time;
+    if (opt->first_delay > 0.0)
+        drths_sleep_until_ns(drths_now_ns() + (int64_t)(opt->first_delay * 1e9));
     int64_t t0 = drths_now_ns(), tprev = t0;
     long done = 0;
     for (long k = 0; k < opt->steps; k++) {
         central_difference(x, xprev, xnext, rec->ag_m_s2[k], fspec, n, dt);
-        double target[MAXN], trial[1 + MAXN] = {3.0};
+        double target[MAXN], d[MAXN], di[MAXN], t = (double)(k + 1) * dt;
         drifts(xnext, n, target);
-        memcpy(trial + 1, target, (size_t)n * sizeof *target);
-        const double daq[1] = {6.0};
-        if (send_vec(fd, trial, 1 + (size_t)n) || send_vec(fd, daq, 1) || recv_vec(fd, v)) {
+        drifts(x, n, d);
+        int ok = 1;
+        /* Iterates d_i = target + (d - target) (-1/2)^i, i = K .. 1, then the target itself. */
+        for (long i = opt->iterations; i >= 1 && ok; i--) {
+            for (int c = 0; c < n; c++)
+                di[c] = target[c] + (d[c] - target[c]) * pow(-0.5, (double)i);
+            ok = trial_daq(fd, di, n, with_time, t, v) == 0;
+        }
+        if (!ok || trial_daq(fd, target, n, with_time, t, v) != 0) {
             fprintf(stderr, PROG ": the site closed the connection at step %ld\n", k + 1);
             break;
         }
@@ -505,7 +553,7 @@ int main(int argc, char **argv)
         drths_record_close(&rec);
         return drths_cli_error(PROG, "cannot connect to %s", opt.connect_s);
     }
-    if ((rc = handshake(fd, opt.shadow, opt.repeat, (int)opt.dof)) != GO_ON ||
+    if ((rc = handshake(fd, opt.shadow, opt.repeat, opt.send_time, (int)opt.dof)) != GO_ON ||
         (rc = (opt.repeat ? run_repeat : run)(fd, &opt, &rec, &res)) != GO_ON)
         return rc;
     close(fd);
