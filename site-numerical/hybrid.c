@@ -725,7 +725,13 @@ static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_samp
     int64_t n = h->ns.step + 1;
     double measured = NAN, used;
     int filler;
-    int64_t k = tm_get(h, (uint64_t)n, &filler);
+    /* The step the specimen got at tick n: the one sent for tick n, or, when the actuator site
+     * played a late command behind its tick (delayed playback; the sample names the command's
+     * tick), the one sent for that tick. */
+    uint64_t cmd_tick = (uint64_t)n;
+    if (s && s->cmd_tick >= 0 && s->cmd_tick < n && n - s->cmd_tick < (int64_t)h->tm_cap / 2)
+        cmd_tick = (uint64_t)s->cmd_tick;
+    int64_t k = tm_get(h, cmd_tick, &filler);
     h->row_dead = (double)(n - k);
     if (s && !filler) {
         measured = s->ch[0].force_n;

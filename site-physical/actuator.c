@@ -238,6 +238,15 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     }
     for (size_t i = 0; i < a->fb_cap; i++)
         a->fb_ring_tick[i] = UINT64_MAX;
+    a->late_s = calloc(DRTHS_ACT_LATE_MEMORY, sizeof *a->late_s);
+    a->late_tick = malloc(DRTHS_ACT_LATE_MEMORY * sizeof *a->late_tick);
+    if (!a->late_s || !a->late_tick) {
+        drths_actuator_close(a);
+        return drths_error_set(err, -ENOMEM, "actuator: no memory for %d late commands",
+                               DRTHS_ACT_LATE_MEMORY);
+    }
+    for (size_t i = 0; i < DRTHS_ACT_LATE_MEMORY; i++)
+        a->late_tick[i] = -1;
     a->stab_win_ticks =
         p->stab_window_s > 0.0 ? (uint64_t)llround(p->stab_window_s * p->rate_hz) : 0;
     a->stab_max_growth = -INFINITY;
@@ -252,8 +261,12 @@ void drths_actuator_close(drths_actuator_t *a)
     drths_hist_close(&a->lead_ns);
     free(a->fb_ring);
     free(a->fb_ring_tick);
+    free(a->late_s);
+    free(a->late_tick);
     a->fb_ring = NULL;
     a->fb_ring_tick = NULL;
+    a->late_s = NULL;
+    a->late_tick = NULL;
 }
 
 /* Copies src into dst (cap bytes with the NUL) and returns the length written, never
@@ -333,11 +346,16 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
             break;
         case DRTHS_PLAYOUT_LATE: {
             /* Copies of ticks that were played from a received sample are redundancy; a copy of
-             * a tick that had to be concealed is a late command, counted once. */
+             * a tick that had to be concealed is a late command, counted once, and kept for
+             * the delayed playback (play_late). */
             int64_t *slot = &a->concealed_tick[tick % DRTHS_ACT_LATE_MEMORY];
             if (*slot == (int64_t)tick) {
                 a->c.late++;
                 *slot = -1;
+            }
+            if (tick > a->last_base && a->late_tick[tick % DRTHS_ACT_LATE_MEMORY] != (int64_t)tick) {
+                a->late_tick[tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)tick;
+                a->late_s[tick % DRTHS_ACT_LATE_MEMORY] = c->s[k][0];
             }
             break;
         }
@@ -354,6 +372,7 @@ static void on_epoch(drths_actuator_t *a, const drths_msg_t *m)
         a->started = 1;
         a->epoch = 1;
         a->L = e->loop_delay_ticks;
+        a->last_base = a->L;
         a->c.epochs = 1;
         /* The first COMMAND (tick L + 1) is sent with EPOCH 1, before tick 0 has run: with the
          * play head at L + 1 it fits even when L exceeds the buffer. Taking tick L moves the
@@ -735,13 +754,12 @@ static uint64_t rejoin_len(const drths_actuator_t *a, double t1, double t2, doub
  * settle the initial velocity and acceleration in a few ms. The acceleration term must also be
  * short for its velocity share; where the jerk forbids that, the jerk wins. Every length is at
  * most one second. */
-static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_channel_t *cmd)
+static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_channel_t *cmd,
+                         const drths_cmd_channel_t ahead[3], size_t k)
 {
     drths_cmd_channel_t next;
     conceal(a, &next);
     const double dt = 1.0 / a->p.rate_hz;
-    drths_cmd_channel_t ahead[3];
-    const size_t k = drths_playout_lookahead(&a->pb, tick, 3, ahead);
     const double r0 = cmd->disp_m;
     double rm1, rm2; /* the extension of x to tick - 1 and tick - 2 */
     if (k >= 2) {
@@ -824,6 +842,22 @@ static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_cha
     a->rejoin_w[2] = (m[0][0] * rhs[1] - rhs[0] * m[1][0]) / det;
 }
 
+/* The late commands kept for ticks base + 1 .. base + k, into out, stopping at the first one
+ * missing; returns how many (the delayed playback's preview, as drths_playout_lookahead is the
+ * received commands'). */
+static size_t late_lookahead(const drths_actuator_t *a, uint64_t base, size_t k,
+                             drths_cmd_channel_t *out)
+{
+    size_t n = 0;
+    for (; n < k; n++) {
+        const uint64_t t = base + 1 + n;
+        if (a->late_tick[t % DRTHS_ACT_LATE_MEMORY] != (int64_t)t)
+            break;
+        out[n] = a->late_s[t % DRTHS_ACT_LATE_MEMORY];
+    }
+    return n;
+}
+
 /* The desired displacements of the ticks after `tick` (at most a->lookahead), into a->future:
  * 0 for rest ticks (<= L), then what the playout buffer holds, stopping at the first missing
  * one; *n is how many. A command beyond the displacement limit must not reach the drive even
@@ -838,7 +872,11 @@ static bool gather_future(drths_actuator_t *a, uint64_t tick, int *n_out)
     if (n == a->lookahead)
         return false;
     uint64_t from = tick + (uint64_t)n; /* lookahead reads from + 1 .. */
-    size_t k = drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n), a->future_s);
+    /* In delayed playback the ticks ahead play the late commands after the one applied now. */
+    size_t k = a->delayed ? late_lookahead(a, a->last_base, (size_t)(a->lookahead - n),
+                                           a->future_s)
+                          : drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n),
+                                                    a->future_s);
     for (size_t i = 0; i < k; i++) {
         const double d = a->future_s[i].disp_m + rejoin_offset(a, from + 1 + i);
         a->future[n + (int)i] = d;
@@ -892,31 +930,81 @@ static void begin_tick(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
     }
 }
 
-/* A received command: ends a concealed stretch (rejoin) and is shifted by the rejoin offset. */
-static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns)
+/* A received command for tick `base` applied at this tick (base == tick in time, base < tick in
+ * delayed playback): ends a concealed stretch or a switch between the late and the timely
+ * commands with a rejoin, and is shifted by the rejoin offset. */
+static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base)
 {
-    s->cmd_tick = (int64_t)s->tick;
-    if (a->consecutive_concealed)
-        start_rejoin(a, s->tick, &s->cmd);
+    s->cmd_tick = (int64_t)base;
+    if (a->consecutive_concealed || base != a->last_base + 1) {
+        drths_cmd_channel_t ahead[3];
+        const size_t k = base == s->tick ? drths_playout_lookahead(&a->pb, base, 3, ahead)
+                                         : late_lookahead(a, base, 3, ahead);
+        start_rejoin(a, s->tick, &s->cmd, ahead, k);
+    }
     s->cmd.disp_m += rejoin_offset(a, s->tick);
     s->cmd.vel_m_s += rejoin_slope(a, s->tick) * a->p.rate_hz;
     a->consecutive_concealed = 0;
+    a->last_base = base;
+    a->delayed = base != s->tick;
+}
+
+/* A command received in time for this tick. */
+static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns)
+{
+    apply_command(a, s, s->tick);
     a->c.applied++;
     drths_hist_add(&a->lead_ns, lead_ns);
     s->lead_ms = (double)lead_ns * 1e-6;
 }
 
-/* A missing command: concealed, unless that would make more than max_concealed_ticks in a
- * row, which is a HOLD (returns true). */
+/* Delayed playback. This tick's command has not arrived and, with nothing buffered for this
+ * tick or a later one (the commands are late or the link is silent; not a loss within a stream
+ * arriving in time), or already playing late commands: when the command after the last one
+ * applied (base) has arrived late, it is applied now, base ticks behind, instead of guessing.
+ * The specimen then follows the numerical site's trajectory itself, later, rather than an
+ * extrapolation braking to rest, until the commands arrive in time again (a raise of L) and a
+ * rejoin takes it back to them. The FEEDBACK sample says which command it got (cmd_tick) and is
+ * flagged CONCEALED: the tick's own command was not there. Only within the budget: a command
+ * more than max_concealed_ticks behind its tick is not played (conceal_missing then holds).
+ * Returns true when it applied one. */
+static bool play_late(drths_actuator_t *a, tick_state_t *s)
+{
+    const uint64_t base = a->last_base + 1;
+    if (base >= s->tick || (!a->dry && !a->delayed) ||
+        a->late_tick[base % DRTHS_ACT_LATE_MEMORY] != (int64_t)base ||
+        s->tick - base > (uint64_t)a->p.max_concealed_ticks)
+        return false;
+    s->cmd = a->late_s[base % DRTHS_ACT_LATE_MEMORY];
+    apply_command(a, s, base);
+    s->concealed = true;
+    a->c.delayed++;
+    if (s->tick - base > a->c.max_lag_ticks)
+        a->c.max_lag_ticks = s->tick - base;
+    return true;
+}
+
+/* A missing command: concealed, unless the newest command applied (received, in time or late)
+ * is for a tick more than max_concealed_ticks before this one (the horizon of the guess), which
+ * is a HOLD (returns true). Without late commands that is more than max_concealed_ticks
+ * concealed in a row. */
 static bool conceal_missing(drths_actuator_t *a, tick_state_t *s)
 {
-    if (a->consecutive_concealed >= (uint64_t)a->p.max_concealed_ticks) {
+    const uint64_t horizon = s->tick - a->last_base;
+    if (horizon > (uint64_t)a->p.max_concealed_ticks) {
         char text[DRTHS_WIRE_MAX_TEXT + 1];
-        snprintf(text, sizeof text, "too many concealed commands (%llu in a row, limit %d)",
-                 (unsigned long long)(a->consecutive_concealed + 1), a->p.max_concealed_ticks);
+        if (horizon == a->consecutive_concealed + 1)
+            snprintf(text, sizeof text, "too many concealed commands (%llu in a row, limit %d)",
+                     (unsigned long long)horizon, a->p.max_concealed_ticks);
+        else
+            snprintf(text, sizeof text,
+                     "commands too late: the newest applied is %llu ticks behind its tick "
+                     "(limit %d)",
+                     (unsigned long long)horizon, a->p.max_concealed_ticks);
         drths_actuator_hold(a, DRTHS_STOP_HOLD, 1, text);
         return true;
     }
+    a->delayed = 0;
     conceal(a, &s->cmd);
     s->concealed = true;
     s->cmd_tick = (int64_t)s->tick;
@@ -946,7 +1034,7 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
         return true;
     if (rc == 0)
         apply_received(a, s, lead_ns);
-    else if (conceal_missing(a, s))
+    else if (!play_late(a, s) && conceal_missing(a, s))
         return true;
     return check_command(a, &s->cmd);
 }

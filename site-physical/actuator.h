@@ -219,6 +219,9 @@ typedef struct drths_actuator_counters {
     uint64_t hold_ticks;         /* ticks spent in HOLD */
     uint64_t daq_errors;         /* failed DAQ writes or reads */
     uint64_t tracked;            /* ticks in the tracking indicators */
+    uint64_t delayed;            /* ticks driven by a late command, played behind its tick
+                                  * (delayed playback; also flagged CONCEALED) */
+    uint64_t max_lag_ticks;      /* largest tick - command tick of a delayed tick */
     uint64_t rejoins;            /* concealed stretches ended by a received command */
     double max_rejoin_offset_m;  /* largest |extrapolation - command| at a rejoin */
 } drths_actuator_counters_t;
@@ -252,7 +255,15 @@ typedef struct drths_actuator {
     uint64_t pend_tick;
 
     drths_cmd_channel_t hist[4]; /* last four applied commands, oldest first */
-    uint64_t consecutive_concealed;
+    uint64_t consecutive_concealed; /* extrapolated ticks in a row */
+    /* Delayed playback (play_late in actuator.c): the commands that arrived after their tick,
+     * by tick % DRTHS_ACT_LATE_MEMORY (late_tick: which tick each slot holds, -1 for none;
+     * both owned), the tick of the newest received command applied (L before the first) and
+     * whether the last tick applied a late one. */
+    drths_cmd_channel_t *late_s;
+    int64_t *late_tick;
+    uint64_t last_base;
+    int delayed;
     /* Rejoin after concealment: the received commands of the rejoin_ticks ticks from
      * rejoin_tick on are offset by a blend of three quintic terms (weights rejoin_w, lengths
      * rejoin_n in ticks, the longest rejoin_ticks), preview included (start_rejoin in
