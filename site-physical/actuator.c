@@ -353,7 +353,7 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
                 a->c.late++;
                 *slot = -1;
             }
-            if (tick > a->last_base && a->late_tick[tick % DRTHS_ACT_LATE_MEMORY] != (int64_t)tick) {
+            if (a->late_tick[tick % DRTHS_ACT_LATE_MEMORY] != (int64_t)tick) {
                 a->late_tick[tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)tick;
                 a->late_s[tick % DRTHS_ACT_LATE_MEMORY] = c->s[k][0];
             }
@@ -755,14 +755,18 @@ static uint64_t rejoin_len(const drths_actuator_t *a, double t1, double t2, doub
  * short for its velocity share; where the jerk forbids that, the jerk wins. Every length is at
  * most one second. */
 static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_channel_t *cmd,
-                         const drths_cmd_channel_t ahead[3], size_t k)
+                         const drths_cmd_channel_t ahead[3], size_t k, const double *behind)
 {
     drths_cmd_channel_t next;
     conceal(a, &next);
     const double dt = 1.0 / a->p.rate_hz;
     const double r0 = cmd->disp_m;
     double rm1, rm2; /* the extension of x to tick - 1 and tick - 2 */
-    if (k >= 2) {
+    if (behind) {
+        /* Delayed playback: the two commands before this one arrived too; they are x there. */
+        rm1 = behind[0];
+        rm2 = behind[1];
+    } else if (k >= 2) {
         const double r1 = ahead[0].disp_m, r2 = ahead[1].disp_m;
         const double J = max_jerk(a), A = max_acc(a);
         const double r3 = k >= 3 ? ahead[2].disp_m : 0.0;
@@ -940,7 +944,23 @@ static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base)
         drths_cmd_channel_t ahead[3];
         const size_t k = base == s->tick ? drths_playout_lookahead(&a->pb, base, 3, ahead)
                                          : late_lookahead(a, base, 3, ahead);
-        start_rejoin(a, s->tick, &s->cmd, ahead, k);
+        /* The two late commands before a late one, when they are there and the trajectory has
+         * no kink through them (the fillers of a raise of L start with one, which the
+         * extension in start_rejoin handles), are the trajectory behind it exactly. */
+        double behind[2];
+        bool have_behind = false;
+        if (base != s->tick && base >= 2) {
+            const uint64_t b1 = base - 1, b2 = base - 2;
+            if (a->late_tick[b1 % DRTHS_ACT_LATE_MEMORY] == (int64_t)b1 &&
+                a->late_tick[b2 % DRTHS_ACT_LATE_MEMORY] == (int64_t)b2) {
+                behind[0] = a->late_s[b1 % DRTHS_ACT_LATE_MEMORY].disp_m;
+                behind[1] = a->late_s[b2 % DRTHS_ACT_LATE_MEMORY].disp_m;
+                const double dt = 1.0 / a->p.rate_hz;
+                have_behind = fabs(s->cmd.disp_m - 2.0 * behind[0] + behind[1]) <=
+                              max_acc(a) * dt * dt;
+            }
+        }
+        start_rejoin(a, s->tick, &s->cmd, ahead, k, have_behind ? behind : NULL);
     }
     s->cmd.disp_m += rejoin_offset(a, s->tick);
     s->cmd.vel_m_s += rejoin_slope(a, s->tick) * a->p.rate_hz;
