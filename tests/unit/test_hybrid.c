@@ -69,9 +69,14 @@ typedef struct sim {
     uint64_t cmd_burst_at, cmd_burst_n; /* COMMANDs numbered from .._at (by send) lost */
     uint64_t fb_burst_at, fb_burst_n;   /* FEEDBACKs of ticks .._at .. _at + _n - 1 lost */
     int r;           /* redundancy R (0: the experiment's) */
+    /* A missing command: 0 holds the last one; 1 plays the command after the last one applied
+     * if it has arrived (late), as the actuator site's delayed playback does, and names it in
+     * the FEEDBACK; 2 plays it too but names this tick, as if there were no playback. */
+    int delayed;
+    int64_t cmd_extra_ns; /* COMMANDs only: this much slower from step_at to d_back_at */
 } sim_t;
 
-static sim_t g_sim = {1000000, 1000000, INT64_MAX, INT64_MAX, 0, 1, 0, 0, 0, 0, 0, 0};
+static sim_t g_sim = {1000000, 1000000, INT64_MAX, INT64_MAX, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
 
 static int64_t sim_delay(int64_t now)
 {
@@ -110,6 +115,7 @@ typedef struct result {
     drths_hybrid_counters_t c;
     drths_hybrid_end_t end;
     uint64_t sim_concealed;
+    uint64_t sim_delayed; /* ticks the simulated actuator site played a late command */
     uint64_t commands; /* COMMAND datagrams the loop sent */
     uint32_t L_final;
     int n_elog;
@@ -171,10 +177,13 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     drths_damper_reset(&damper, 0.0, h->rest_command);
     size_t nt = (size_t)h->ns.steps + h->p.L_max + 64;
     drths_cmd_channel_t *cmd = calloc(nt, sizeof *cmd);
+    drths_cmd_channel_t *app = calloc(nt, sizeof *app); /* applied at each tick */
+    int64_t *app_tick = calloc(nt, sizeof *app_tick);    /* named in the FEEDBACK */
+    uint64_t base = LOOP_L;                              /* the last command applied */
     int64_t *cmd_rx = calloc(nt, sizeof *cmd_rx);
     double *force = calloc(nt, sizeof *force);
     queue_t cq = {calloc(QCAP, sizeof(item_t)), 0, 0}, fq = {calloc(QCAP, sizeof(item_t)), 0, 0};
-    assert_non_null(cmd && cmd_rx && force && cq.q && fq.q);
+    assert_non_null(cmd && app && app_tick && cmd_rx && force && cq.q && fq.q);
     for (size_t i = 0; i < nt; i++)
         cmd_rx[i] = -1;
     int started = 0;
@@ -202,7 +211,11 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
                 uint64_t nc = a.is_command ? res->commands++ : 0;
                 if (!a.is_command || nc < g_sim.cmd_burst_at ||
                     nc >= g_sim.cmd_burst_at + g_sim.cmd_burst_n)
-                    q_push(&cq, now + sim_delay(now), &m);
+                    q_push(&cq,
+                           now + sim_delay(now) +
+                               (now >= g_sim.step_at && now < g_sim.d_back_at ? g_sim.cmd_extra_ns
+                                                                              : 0),
+                           &m);
             }
             if (a.row) {
                 long n = (long)a.row[0];
@@ -254,16 +267,29 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
         if (started && tick <= last_tick && now >= t0 + (int64_t)tick * dt) {
             /* Tick: apply c(tick) = x(tick - L) (rest for tick <= L), measure, send FEEDBACK. */
             int conc = 0;
-            if (tick > LOOP_L && !(cmd_rx[tick] >= 0 && cmd_rx[tick] <= now)) {
+            app_tick[tick] = tick > LOOP_L ? (int64_t)tick : -1;
+            if (tick > LOOP_L && cmd_rx[tick] >= 0 && cmd_rx[tick] <= now) {
+                app[tick] = cmd[tick];
+                base = tick;
+            } else if (tick > LOOP_L && g_sim.delayed && base + 1 < tick &&
+                       cmd_rx[base + 1] >= 0 && cmd_rx[base + 1] <= now) {
+                base++;
+                app[tick] = cmd[base];
+                if (g_sim.delayed == 1)
+                    app_tick[tick] = (int64_t)base;
+                conc = 1;
+                res->sim_delayed++;
+            } else if (tick > LOOP_L) {
                 assert_true(g_sim.allow_conceal); /* never concealed unless allowed */
-                cmd[tick] = cmd[tick - 1];
-                cmd_rx[tick] = INT64_MAX; /* a later copy is late */
+                app[tick] = app[tick - 1];
+                if (!g_sim.delayed)
+                    cmd_rx[tick] = INT64_MAX; /* a later copy is late */
                 conc = 1;
                 res->sim_concealed++;
             }
             if (tick > LOOP_L) {
-                force[tick] = drths_damper_step(&damper, cmd[tick].disp_m, cmd[tick].vel_m_s,
-                                                cmd[tick].damper_cmd);
+                force[tick] = drths_damper_step(&damper, app[tick].disp_m, app[tick].vel_m_s,
+                                                app[tick].damper_cmd);
             } else if (tick > 0) {
                 force[tick] = drths_damper_step(&damper, 0.0, 0.0, h->rest_command);
             } else {
@@ -284,9 +310,9 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
                 f->r++;
             for (int k = 0; k < f->r; k++) {
                 uint64_t t = tick - drths_wire_offset(k);
-                f->s[k].cmd_tick = t > LOOP_L ? (int64_t)t : -1;
+                f->s[k].cmd_tick = app_tick[t];
                 f->s[k].ch[0].force_n = force[t];
-                f->s[k].ch[0].disp_m = t > LOOP_L ? cmd[t].disp_m : 0.0;
+                f->s[k].ch[0].disp_m = t > LOOP_L ? app[t].disp_m : 0.0;
                 f->s[k].flags = k == 0 && conc ? DRTHS_FB_CONCEALED : 0;
             }
             if (!drop(tick))
@@ -307,6 +333,8 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     assert_int_equal(res->rows, h->ns.steps);
     drths_damper_close(&damper);
     free(cmd);
+    free(app);
+    free(app_tick);
     free(cmd_rx);
     free(force);
     free(cq.q);
@@ -654,6 +682,42 @@ static void test_adaptive_against_stronger_specimen(void **state)
 /* 1 ms each way, then 4 ms from 0.6 s to 1.2 s after the start, with L = 25 ticks (5 ms): the
  * commands become late, the actuator conceals, and the loop raises L at once; after the delay
  * comes back it lowers L after the (0.5 s) hysteresis. */
+/* A step of the down-link's delay (1 -> 6 -> 1 ms, the feedback still in time), the simulated
+ * actuator site playing the late commands behind their ticks (delayed playback) with L fixed, so
+ * that the commands stay late: the loop pairs
+ * each force with the step of the command the FEEDBACK names, and ends closer to the reference
+ * than when the FEEDBACK names the tick instead (the Smith predictor then subtracts the model
+ * at the wrong step). */
+static void test_delayed_playback_pairs_by_command_tick(void **state)
+{
+    fixture_t *f = *state;
+    sim_t saved = g_sim;
+    const int64_t t_start = 1000000000;
+    g_sim.cmd_extra_ns = 5000000; /* the command lead is 3 ms: 2 ms late */
+    g_sim.step_at = t_start + 600000000;
+    g_sim.d_back_at = t_start + 1200000000;
+    g_sim.allow_conceal = 1;
+    g_sim.adapt_L = 0;
+    result_t named, unnamed;
+    g_sim.delayed = 1;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_none, &named);
+    g_sim.delayed = 2;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_none, &unnamed);
+    g_sim = saved;
+    const double e1 = max_rms_error(f, &named), e2 = max_rms_error(f, &unnamed);
+    print_message("down-link 1 -> 6 -> 1 ms, L fixed, delayed playback: %llu ticks played late, "
+                  "%llu concealed; RMS error %.3f %% with the command tick named, %.3f %% "
+                  "without\n",
+                  (unsigned long long)named.sim_delayed,
+                  (unsigned long long)named.sim_concealed, 100 * e1, 100 * e2);
+    assert_int_equal(named.end, DRTHS_HYBRID_END_OF_RECORD);
+    assert_int_equal(named.n_elog, 0);
+    assert_true(named.sim_delayed > 1000);
+    assert_true(e1 < e2);
+    result_free(&named);
+    result_free(&unnamed);
+}
+
 static void test_delay_step_raises_and_lowers_L(void **state)
 {
     fixture_t *f = *state;
@@ -713,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_clipped_optimal_equals_reference),
         cmocka_unit_test(test_adaptive_against_stronger_specimen),
         cmocka_unit_test(test_delay_step_raises_and_lowers_L),
+        cmocka_unit_test(test_delayed_playback_pairs_by_command_tick),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
