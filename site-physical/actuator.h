@@ -13,11 +13,17 @@
  * if it has not arrived, it is concealed: extrapolated (third-order Lagrange, models/lagrange.h,
  * jerk- and acceleration-limited) one tick ahead from the last four applied commands for the
  * first DRTHS_ACT_CONCEAL_EXTRAP_TICKS, then braking to rest, jerk-limited, the damper command
- * held; counted and flagged; more than max_concealed_ticks (the budget, physical.max_concealed_ms
- * at rate_hz) in a row puts the actuator in HOLD. The first received command after concealment
- * is rejoined without a step: the commands are offset by a blend that starts on the concealed
- * motion (displacement, velocity, acceleration) and vanishes within velocity, acceleration and
- * jerk budgets (docs/design.md, "Concealment").
+ * held; counted and flagged. A command that arrives after its tick is kept and, once the playout
+ * buffer has run dry (or while already doing so), played behind its tick instead of a guess
+ * (delayed playback: cmd_tick < tick in the FEEDBACK, flagged CONCEALED, counted `delayed`), so
+ * the specimen follows the trajectory, late, until the commands arrive in time again. When the
+ * newest command applied, in time or late, is for a tick more than max_concealed_ticks (the
+ * budget, physical.max_concealed_ms at rate_hz) before the current one, the actuator goes to
+ * HOLD: with no late command, that many concealed in a row. The first received command after
+ * concealment, and every switch between late and timely commands, is rejoined without a step:
+ * the commands are offset by a blend that starts on the concealed motion (displacement,
+ * velocity, acceleration) and vanishes within velocity, acceleration and jerk budgets
+ * (docs/design.md, "Concealment").
  *
  * Drive (docs/design.md, "Algorithms", compensation): the command chosen for tick t is the
  * DESIRED displacement r(t); the drive signal written to the DAQ is
@@ -157,8 +163,9 @@ typedef struct drths_actuator_params {
     double rate_hz;              /* tick rate; dt = 1 / rate_hz */
     int r;                       /* samples per FEEDBACK, 1 .. DRTHS_WIRE_MAX_R */
     size_t playout_ticks;        /* playout buffer capacity, ticks */
-    int max_concealed_ticks;     /* concealment budget: consecutive concealed ticks allowed;
-                                  * one more is HOLD */
+    int max_concealed_ticks;     /* concealment budget: how far behind its tick the newest
+                                  * command applied may be (with none late: consecutive
+                                  * concealed ticks allowed); one more is HOLD */
     double watchdog_s;           /* no command to play for this long after tick L + 1: HOLD */
     double limit_displacement_m; /* |command| above this: HOLD */
     double limit_velocity_m_s;   /* |command velocity| above this: HOLD */

@@ -178,8 +178,8 @@ static double force_trip(uint64_t t)
 }
 
 /* The numerical site's rhythm: the command for tick t + 1 + L is sent after tick t's FEEDBACK,
- * arriving 0.3 ms after tick t's deadline. Runs ticks from..to (inclusive) unless `drop` says a tick's
- * datagram is lost. */
+ * arriving 0.3 ms after tick t's deadline. Runs ticks from..to (inclusive) unless `drop` says a
+ * tick's datagram is lost. */
 typedef int (*drop_fn)(uint64_t T);
 static int no_drop(uint64_t T)
 {
