@@ -978,10 +978,12 @@ static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns
     s->lead_ms = (double)lead_ns * 1e-6;
 }
 
-/* Delayed playback. This tick's command has not arrived and, with nothing buffered for this
- * tick or a later one (the commands are late or the link is silent; not a loss within a stream
- * arriving in time), or already playing late commands: when the command after the last one
- * applied (base) has arrived late, it is applied now, base ticks behind, instead of guessing.
+/* Delayed playback. This tick's command has not arrived (or, already playing late commands, the
+ * timely ones are not yet DRTHS_ACT_TIMELY_AHEAD_MS ahead: timely_ahead) and, with nothing
+ * buffered for this tick or a later one (the commands are late or the link is silent; not a
+ * loss within a stream arriving in time), or already playing late commands (a tick concealed
+ * in between included): when the command after the last one applied (base) has arrived late,
+ * it is applied now, tick - base ticks behind, instead of guessing.
  * The specimen then follows the numerical site's trajectory itself, later, rather than an
  * extrapolation braking to rest, until the commands arrive in time again (a raise of L) and a
  * rejoin takes it back to them. The FEEDBACK sample says which command it got (cmd_tick) and is
@@ -990,10 +992,17 @@ static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns
  * Returns true when it applied one. */
 static bool play_late(drths_actuator_t *a, tick_state_t *s)
 {
-    const uint64_t base = a->last_base + 1;
-    if (base >= s->tick || (!a->dry && !a->delayed) ||
-        a->late_tick[base % DRTHS_ACT_LATE_MEMORY] != (int64_t)base ||
-        s->tick - base > (uint64_t)a->p.max_concealed_ticks)
+    if (!a->dry && !a->delayed)
+        return false;
+    /* The next command, or, after ticks concealed in between, one of the next that many: each
+     * concealed tick stands for one missing command, as in a stream arriving in time, so a
+     * command lost for good (all its copies) does not stop the playback. The oldest there is
+     * taken. */
+    uint64_t base = a->last_base + 1;
+    const uint64_t last = base + a->consecutive_concealed;
+    while (base <= last && a->late_tick[base % DRTHS_ACT_LATE_MEMORY] != (int64_t)base)
+        base++;
+    if (base > last || base >= s->tick || s->tick - base > (uint64_t)a->p.max_concealed_ticks)
         return false;
     s->cmd = a->late_s[base % DRTHS_ACT_LATE_MEMORY];
     apply_command(a, s, base);
@@ -1002,6 +1011,20 @@ static bool play_late(drths_actuator_t *a, tick_state_t *s)
     if (s->tick - base > a->c.max_lag_ticks)
         a->c.max_lag_ticks = s->tick - base;
     return true;
+}
+
+/* Whether the timely commands are far enough ahead to leave the delayed playback for them: the
+ * playout buffer holds the DRTHS_ACT_TIMELY_AHEAD_MS of ticks after this one (this one was
+ * taken). Right after a raise of L the first timely commands have little lead, and a stream
+ * that misses a tick every few would switch back and forth between the late commands and
+ * guesses. */
+static bool timely_ahead(const drths_actuator_t *a, uint64_t tick)
+{
+    size_t need = (size_t)ceil(DRTHS_ACT_TIMELY_AHEAD_MS * 1e-3 * a->p.rate_hz - 1e-9);
+    if (need > DRTHS_ACT_MAX_LOOKAHEAD)
+        need = DRTHS_ACT_MAX_LOOKAHEAD;
+    drths_cmd_channel_t tmp[DRTHS_ACT_MAX_LOOKAHEAD];
+    return drths_playout_lookahead(&a->pb, tick, need, tmp) >= need;
 }
 
 /* A missing command: concealed, unless the newest command applied (received, in time or late)
@@ -1024,7 +1047,7 @@ static bool conceal_missing(drths_actuator_t *a, tick_state_t *s)
         drths_actuator_hold(a, DRTHS_STOP_HOLD, 1, text);
         return true;
     }
-    a->delayed = 0;
+    /* a->delayed stays: the late commands go on after the ticks concealed in between. */
     conceal(a, &s->cmd);
     s->concealed = true;
     s->cmd_tick = (int64_t)s->tick;
@@ -1052,10 +1075,14 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     const int rc = drths_playout_take(&a->pb, s->tick, s->deadline_ns, &s->cmd, &lead_ns);
     if (hold)
         return true;
-    if (rc == 0)
+    if (rc == 0 && !(a->delayed && !timely_ahead(a, s->tick))) {
         apply_received(a, s, lead_ns);
-    else if (!play_late(a, s) && conceal_missing(a, s))
-        return true;
+    } else if (!play_late(a, s)) {
+        if (rc == 0)
+            apply_received(a, s, lead_ns); /* no late command to go on with */
+        else if (conceal_missing(a, s))
+            return true;
+    }
     return check_command(a, &s->cmd);
 }
 

@@ -140,6 +140,9 @@ extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
  * commands peak at about 8 m/s^2, the SDOF sweep's at 15). */
 #define DRTHS_ACT_DEFAULT_MAX_ACC_M_S2 50.0
 #define DRTHS_ACT_DEFAULT_MAX_JERK_M_S3 3e4
+/* Delayed playback (play_late in actuator.c) goes back to the timely commands only once the
+ * playout buffer holds this much of them ahead of the tick. */
+#define DRTHS_ACT_TIMELY_AHEAD_MS 2.0
 /* The shortest length of each term of the rejoin blend. */
 #define DRTHS_ACT_REJOIN_MIN_TICKS 4
 

@@ -758,6 +758,10 @@ static uint64_t lq_T[LQ_CAP];
 static int64_t lq_at[LQ_CAP];
 static size_t lq_n;
 static uint64_t late_from, late_until, late_by, late_by2, late_by2_from;
+/* At tick lq_future_at (UINT64_MAX: never) a COMMAND for a tick 350 ahead arrives at once (the
+ * buffer is then not empty), and the eight COMMANDs sent from tick lq_drop_from are lost (with
+ * R = 4, the commands of five ticks never arrive). */
+static uint64_t lq_future_at = UINT64_MAX, lq_drop_from = UINT64_MAX;
 
 static void lq_deliver(int64_t now)
 {
@@ -775,9 +779,13 @@ static void lq_deliver(int64_t now)
 
 /* Runs ticks 0 .. ticks - 1 with the late stream, the commands applied into cmd; returns the
  * tick of HOLD (0: none). */
+static uint64_t late_back_at; /* the first tick in time after late ones (0: none) */
+
 static uint64_t run_late_stream(uint64_t ticks, double *cmd, double *peak_vel)
 {
     lq_n = 0;
+    late_back_at = 0;
+    bool was_late = false;
     uint64_t hold_at = 0;
     for (uint64_t t = 0; t < ticks; t++) {
         lq_deliver(deadline(t));
@@ -795,7 +803,17 @@ static uint64_t run_late_stream(uint64_t ticks, double *cmd, double *peak_vel)
             assert_true(t > late_from);
             assert_true(fs->flags & DRTHS_FB_CONCEALED);
             assert_true(F.out.row[DRTHS_ACT_COL_CONCEALED] == 1.0);
+            /* Once back on the timely commands, no going back to the late ones. */
+            assert_int_equal(late_back_at, 0);
+            was_late = true;
+        } else if (was_late && !late_back_at && ct == (double)t &&
+                   F.out.row[DRTHS_ACT_COL_CONCEALED] == 0.0) {
+            late_back_at = t;
         }
+        if (t == lq_future_at)
+            send_cmd(t + 350, 4, sine10, deadline(t) + 300000);
+        if (t >= lq_drop_from && t < lq_drop_from + 8)
+            continue;
         if (t >= 1) {
             uint64_t delay = t >= late_from && t < late_until ? late_by : 0;
             if (t >= late_by2_from && t < late_until)
@@ -832,6 +850,7 @@ static void test_late_stream_played_behind(void **state)
         late_until = late_from + 400;
         late_by = 18; /* lead 6 ticks: 12 ticks late */
         late_by2_from = UINT64_MAX;
+        lq_future_at = lq_drop_from = UINT64_MAX;
         static double cmd[1600];
         double pv = 0.0;
         assert_int_equal(run_late_stream(1600, cmd, &pv), 0);
@@ -839,12 +858,46 @@ static void test_late_stream_played_behind(void **state)
         assert_true(F.a.c.delayed > 300);
         assert_true(F.a.c.max_lag_ticks >= 12 && F.a.c.max_lag_ticks <= 20);
         assert_true(F.a.c.max_consecutive_concealed <= 13);
+        /* Back on the timely commands once they are 2 ms ahead again: within a few ticks of the
+         * first one that arrives in time (sent at late_until, arriving after tick late_until). */
+        assert_true(late_back_at > late_until && late_back_at <= late_until + 20);
         if (pv > 1.5 * peak)
             fail_msg("phase %d: peak command velocity %g m/s", ph, pv);
         for (uint64_t k = 1400; k < 1600; k++)
             assert_true(fabs(cmd[k] - sine10(k)) < 1e-15);
         teardown();
     }
+}
+
+/* In the late stream, eight COMMANDs are lost, so that the commands of five ticks never arrive,
+ * while the buffer holds a timely command for a later tick (as after a raise of L): the ticks
+ * without a late command are concealed, each standing for a missing command, and the delayed
+ * playback then goes on with the next late command there is; it is given up neither because the
+ * buffer is no longer empty nor because those commands never come. */
+static void test_late_stream_survives_a_gap(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_default(&p);
+    p.max_concealed_ticks = 30;
+    p.ramp_rate_m_s = 0.05;
+    p.playout_ticks = 256;
+    setup_with(&p);
+    start(5);
+    send_cmd(6, 4, sine10, T0 - 4 * DT_NS);
+    late_from = 300;
+    late_until = 700;
+    late_by = 18;
+    late_by2_from = UINT64_MAX;
+    lq_future_at = 400;
+    lq_drop_from = 410;
+    static double cmd[1200];
+    const uint64_t hold_at = run_late_stream(1200, cmd, NULL);
+    assert_int_equal(hold_at, 0);
+    assert_true(F.a.c.delayed > 300);
+    /* The gap: a few ticks concealed inside the late stream, not the whole budget. */
+    assert_true(F.a.c.max_consecutive_concealed <= 13);
+    teardown();
 }
 
 /* The same late stream, then later still (by 40 ticks, beyond the budget of 30): the
@@ -867,6 +920,7 @@ static void test_late_stream_beyond_budget_holds(void **state)
     late_by = 18;
     late_by2_from = 500;
     late_by2 = 46; /* 40 ticks late */
+    lq_future_at = lq_drop_from = UINT64_MAX;
     static double cmd[1000];
     const uint64_t hold_at = run_late_stream(1000, cmd, NULL);
     assert_true(hold_at > 500);
@@ -1944,6 +1998,7 @@ int main(void)
         cmocka_unit_test(test_gaps_at_phases),
         cmocka_unit_test(test_rejoin_into_fillers_after_raise_of_L),
         cmocka_unit_test(test_late_stream_played_behind),
+        cmocka_unit_test(test_late_stream_survives_a_gap),
         cmocka_unit_test(test_late_stream_beyond_budget_holds),
         cmocka_unit_test(test_watchdog_waits_for_an_empty_buffer),
         cmocka_unit_test(test_displacement_limit),

@@ -71,7 +71,8 @@ typedef struct sim {
     int r;           /* redundancy R (0: the experiment's) */
     /* A missing command: 0 holds the last one; 1 plays the command after the last one applied
      * if it has arrived (late), as the actuator site's delayed playback does, and names it in
-     * the FEEDBACK; 2 plays it too but names this tick, as if there were no playback. */
+     * the FEEDBACK (flagged CONCEALED); 2 plays it too but names this tick, unflagged, as if
+     * the command had been in time. */
     int delayed;
     int64_t cmd_extra_ns; /* COMMANDs only: this much slower from step_at to d_back_at */
 } sim_t;
@@ -116,6 +117,8 @@ typedef struct result {
     drths_hybrid_end_t end;
     uint64_t sim_concealed;
     uint64_t sim_delayed; /* ticks the simulated actuator site played a late command */
+    int min_filler_carried; /* fewest filler COMMANDs that carried a filler tick of a raise
+                             * (INT32_MAX: no raise) */
     uint64_t commands; /* COMMAND datagrams the loop sent */
     uint32_t L_final;
     int n_elog;
@@ -181,9 +184,10 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     int64_t *app_tick = calloc(nt, sizeof *app_tick);    /* named in the FEEDBACK */
     uint64_t base = LOOP_L;                              /* the last command applied */
     int64_t *cmd_rx = calloc(nt, sizeof *cmd_rx);
+    int *carried = calloc(nt, sizeof *carried); /* by filler COMMANDs */
     double *force = calloc(nt, sizeof *force);
     queue_t cq = {calloc(QCAP, sizeof(item_t)), 0, 0}, fq = {calloc(QCAP, sizeof(item_t)), 0, 0};
-    assert_non_null(cmd && app && app_tick && cmd_rx && force && cq.q && fq.q);
+    assert_non_null(cmd && app && app_tick && cmd_rx && carried && force && cq.q && fq.q);
     for (size_t i = 0; i < nt; i++)
         cmd_rx[i] = -1;
     int started = 0;
@@ -202,7 +206,16 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     drths_hybrid_action_t a;
     for (;;) {
         drths_hybrid_poll_result_t pr;
+        uint64_t fillers_before = h->c.fillers_sent;
         while ((pr = drths_hybrid_poll(h, now, &a)) == DRTHS_HYBRID_ACT) {
+            if (a.send && h->c.fillers_sent != fillers_before) {
+                for (int k = 0; k < a.send->u.command.r; k++) {
+                    uint64_t t = a.send->tick - drths_wire_offset(k);
+                    assert_true(t < nt);
+                    carried[t]++;
+                }
+            }
+            fillers_before = h->c.fillers_sent;
             if (a.send) {
                 drths_msg_t m = *a.send;
                 m.counter = ++cmd_counter;
@@ -277,7 +290,7 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
                 app[tick] = cmd[base];
                 if (g_sim.delayed == 1)
                     app_tick[tick] = (int64_t)base;
-                conc = 1;
+                conc = g_sim.delayed == 1;
                 res->sim_delayed++;
             } else if (tick > LOOP_L) {
                 assert_true(g_sim.allow_conceal); /* never concealed unless allowed */
@@ -331,6 +344,17 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     res->rtt_p50_ns = drths_hist_quantile(&h->rtt.run, 0.5);
     res->phys_ticks = tick;
     assert_int_equal(res->rows, h->ns.steps);
+    /* A raise L1 -> L2 effective from tick e has the fillers e - (L2 - L1) .. e - 1. */
+    res->min_filler_carried = INT32_MAX;
+    for (int i = 0; i < h->n_elog; i++) {
+        const drths_hybrid_epoch_log_t *l = &h->elog[i];
+        if (l->L_to <= l->L_from)
+            continue;
+        for (uint64_t t = l->effective_tick - (l->L_to - l->L_from); t < l->effective_tick; t++)
+            if (carried[t] < res->min_filler_carried)
+                res->min_filler_carried = carried[t];
+    }
+    free(carried);
     drths_damper_close(&damper);
     free(cmd);
     free(app);
@@ -686,8 +710,8 @@ static void test_adaptive_against_stronger_specimen(void **state)
  * actuator site playing the late commands behind their ticks (delayed playback) with L fixed, so
  * that the commands stay late: the loop pairs
  * each force with the step of the command the FEEDBACK names, and ends closer to the reference
- * than when the FEEDBACK names the tick instead (the Smith predictor then subtracts the model
- * at the wrong step). */
+ * than when the FEEDBACK names the tick instead, as if the command had been in time (the Smith
+ * predictor then subtracts the model at the wrong step). */
 static void test_delayed_playback_pairs_by_command_tick(void **state)
 {
     fixture_t *f = *state;
@@ -727,6 +751,7 @@ static void test_delay_step_raises_and_lowers_L(void **state)
     g_sim.step_at = t_start + 600000000;
     g_sim.d_back_at = t_start + 1200000000;
     g_sim.allow_conceal = 1;
+    g_sim.r = 8; /* offsets 0, 1, 2, 3, 8, 16, 32, 64: the fillers use the first four */
     result_t r;
     run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_none, &r);
     g_sim = saved;
@@ -753,6 +778,8 @@ static void test_delay_step_raises_and_lowers_L(void **state)
         top = r.elog[i].L_to > top ? r.elog[i].L_to : top;
     assert_true(top >= 40 + 4 + 5);
     assert_true(r.c.transition > 0);
+    /* Every filler tick of the raises travelled in two filler COMMANDs at least. */
+    assert_true(r.min_filler_carried >= 2 && r.min_filler_carried < INT32_MAX);
     /* Late commands only around the step: the pause before the raise took effect. */
     assert_true(r.sim_concealed > 0 && r.sim_concealed < 100);
     /* Lowered again after the hysteresis, by gliding. */
