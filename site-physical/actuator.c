@@ -937,10 +937,11 @@ static void begin_tick(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
 /* A received command for tick `base` applied at this tick (base == tick in time, base < tick in
  * delayed playback): ends a concealed stretch or a switch between the late and the timely
  * commands with a rejoin, and is shifted by the rejoin offset. */
-static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base)
+static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base, bool flowing)
 {
     s->cmd_tick = (int64_t)base;
-    if (a->consecutive_concealed || base != a->last_base + 1) {
+    if (a->consecutive_concealed || (base != a->last_base + 1 && !flowing) || a->rejoin_next) {
+        a->rejoin_next = 0;
         drths_cmd_channel_t ahead[3];
         const size_t k = base == s->tick ? drths_playout_lookahead(&a->pb, base, 3, ahead)
                                          : late_lookahead(a, base, 3, ahead);
@@ -972,59 +973,116 @@ static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base)
 /* A command received in time for this tick. */
 static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns)
 {
-    apply_command(a, s, s->tick);
+    apply_command(a, s, s->tick, false);
+    a->play_rate = 1.0;
     a->c.applied++;
     drths_hist_add(&a->lead_ns, lead_ns);
     s->lead_ms = (double)lead_ns * 1e-6;
 }
 
-/* Delayed playback. This tick's command has not arrived (or, already playing late commands, the
- * timely ones are not yet DRTHS_ACT_TIMELY_AHEAD_MS ahead: timely_ahead) and, with nothing
- * buffered for this tick or a later one (the commands are late or the link is silent; not a
- * loss within a stream arriving in time), or already playing late commands (a tick concealed
- * in between included): when the command after the last one applied (base) has arrived late,
- * it is applied now, tick - base ticks behind, instead of guessing.
- * The specimen then follows the numerical site's trajectory itself, later, rather than an
- * extrapolation braking to rest, until the commands arrive in time again (a raise of L) and a
- * rejoin takes it back to them. The FEEDBACK sample says which command it got (cmd_tick) and is
- * flagged CONCEALED: the tick's own command was not there. Only within the budget: a command
- * more than max_concealed_ticks behind its tick is not played (conceal_missing then holds).
- * Returns true when it applied one. */
+/* Whether the commands after base are there for the next `need` ticks: kept (late, or timely
+ * while playing behind), or in the playout buffer for the ticks after `tick`. */
+static bool commands_ahead(const drths_actuator_t *a, uint64_t base, uint64_t need, uint64_t tick)
+{
+    for (uint64_t t = base + 1; t <= base + need; t++)
+        if (a->late_tick[t % DRTHS_ACT_LATE_MEMORY] != (int64_t)t &&
+            !(t > tick && drths_playout_has(&a->pb, t)))
+            return false;
+    return true;
+}
+
+static bool kept(const drths_actuator_t *a, uint64_t t)
+{
+    return a->late_tick[t % DRTHS_ACT_LATE_MEMORY] == (int64_t)t;
+}
+
+/* Delayed playback. This tick's command has not arrived, or the actuator is already playing
+ * commands behind their ticks: when, with nothing buffered for this tick or a later one (the
+ * commands are late or the link is silent; not a loss within a stream arriving in time) or
+ * already playing them (a tick concealed in between included), the command after the last one
+ * applied has arrived late, the trajectory is played from there, behind its ticks, instead of
+ * guessed. The specimen then follows the numerical site's trajectory itself, late, rather than
+ * an extrapolation braking to rest.
+ *
+ * While playing behind, the timely commands are kept with the late ones (choose_command), and
+ * the playback catches up by time-scale modification, as adaptive playout does for speech
+ * (Liang, Faerber & Girod 2003): the command time advances by a rate that moves between 1 and
+ * 1 + 1/DRTHS_ACT_CATCHUP_EVERY by at most DRTHS_ACT_CATCHUP_SLEW_PER_S * dt a tick, the
+ * command interpolated linearly between the two commands around it; faster while the commands
+ * of the next DRTHS_ACT_CATCHUP_AHEAD_MS are there and the lag left exceeds what slowing back
+ * down to 1 takes. So the specimen runs at most 5 % faster, its acceleration changes by at most
+ * v * slew per tick, and once less than a tick behind the timely commands take over through a
+ * rejoin of a fraction of a tick's motion. A rejoin between two lags (the offset v * lag, a
+ * mm or more in strong motion) would move the specimen at up to the ramp rate where the
+ * commands do not, which a velocity-dependent specimen answers with a force error of that
+ * velocity times its damping.
+ *
+ * The FEEDBACK sample names the command nearest to the command time (cmd_tick) and is flagged
+ * CONCEALED: the tick's own command was not there. Only within the budget: a command more than
+ * max_concealed_ticks behind its tick is not played (conceal_missing then holds). Returns true
+ * when it applied one. */
 static bool play_late(drths_actuator_t *a, tick_state_t *s)
 {
     if (!a->dry && !a->delayed)
         return false;
-    /* The next command, or, after ticks concealed in between, one of the next that many: each
-     * concealed tick stands for one missing command, as in a stream arriving in time, so a
-     * command lost for good (all its copies) does not stop the playback. The oldest there is
-     * taken. */
-    uint64_t base = a->last_base + 1;
-    const uint64_t last = base + a->consecutive_concealed;
-    while (base <= last && a->late_tick[base % DRTHS_ACT_LATE_MEMORY] != (int64_t)base)
-        base++;
-    if (base > last || base >= s->tick || s->tick - base > (uint64_t)a->p.max_concealed_ticks)
+    const uint64_t tick = s->tick;
+    const bool flowing = a->delayed && !a->consecutive_concealed;
+    double pos;
+    if (flowing) {
+        /* The rate, towards its target. */
+        const double fast = 1.0 + 1.0 / DRTHS_ACT_CATCHUP_EVERY;
+        const double slew = DRTHS_ACT_CATCHUP_SLEW_PER_S / a->p.rate_hz;
+        const uint64_t ahead =
+            (uint64_t)ceil(DRTHS_ACT_CATCHUP_AHEAD_MS * 1e-3 * a->p.rate_hz - 1e-9);
+        const double lag = (double)tick - (a->play_pos + a->play_rate);
+        const double down = (a->play_rate - 1.0) * (a->play_rate - 1.0) / (2.0 * slew) + 1.0;
+        const double target =
+            lag > down && commands_ahead(a, (uint64_t)a->play_pos, ahead + 2, tick) ? fast : 1.0;
+        a->play_rate += clampd(target - a->play_rate, -slew, slew);
+        pos = a->play_pos + a->play_rate;
+        if (pos > (double)tick - 1.0) {
+            /* Less than a tick behind: the timely command, through a small rejoin. */
+            a->rejoin_next = 1;
+            return false;
+        }
+    } else {
+        /* The next command, or, after ticks concealed in between, one of the next that many:
+         * each concealed tick stands for one missing command, as in a stream arriving in time,
+         * so a command lost for good (all its copies) does not stop the playback. The oldest
+         * there is taken, at the normal rate. */
+        uint64_t base = a->last_base + 1;
+        const uint64_t last = base + a->consecutive_concealed;
+        while (base <= last && !kept(a, base))
+            base++;
+        if (base > last)
+            return false;
+        pos = (double)base;
+        a->play_rate = 1.0;
+    }
+    const uint64_t i0 = (uint64_t)floor(pos);
+    const double frac = pos - (double)i0;
+    if (i0 >= tick || tick - i0 > (uint64_t)a->p.max_concealed_ticks || !kept(a, i0) ||
+        (frac > 0.0 && !kept(a, i0 + 1)))
         return false;
-    s->cmd = a->late_s[base % DRTHS_ACT_LATE_MEMORY];
-    apply_command(a, s, base);
+    const drths_cmd_channel_t *c0 = &a->late_s[i0 % DRTHS_ACT_LATE_MEMORY];
+    s->cmd = *c0;
+    if (frac > 0.0) {
+        const drths_cmd_channel_t *c1 = &a->late_s[(i0 + 1) % DRTHS_ACT_LATE_MEMORY];
+        s->cmd.disp_m += frac * (c1->disp_m - c0->disp_m);
+        s->cmd.vel_m_s += frac * (c1->vel_m_s - c0->vel_m_s);
+        s->cmd.acc_m_s2 += frac * (c1->acc_m_s2 - c0->acc_m_s2);
+    }
+    s->cmd.vel_m_s *= a->play_rate;
+    a->play_pos = pos;
+    apply_command(a, s, i0, flowing);
+    s->cmd_tick = (int64_t)floor(pos + 0.5);
     s->concealed = true;
     a->c.delayed++;
-    if (s->tick - base > a->c.max_lag_ticks)
-        a->c.max_lag_ticks = s->tick - base;
+    if (tick - i0 > a->c.max_lag_ticks)
+        a->c.max_lag_ticks = tick - i0;
+    if (a->play_rate > 1.0)
+        a->c.catchup_ticks++;
     return true;
-}
-
-/* Whether the timely commands are far enough ahead to leave the delayed playback for them: the
- * playout buffer holds the DRTHS_ACT_TIMELY_AHEAD_MS of ticks after this one (this one was
- * taken). Right after a raise of L the first timely commands have little lead, and a stream
- * that misses a tick every few would switch back and forth between the late commands and
- * guesses. */
-static bool timely_ahead(const drths_actuator_t *a, uint64_t tick)
-{
-    size_t need = (size_t)ceil(DRTHS_ACT_TIMELY_AHEAD_MS * 1e-3 * a->p.rate_hz - 1e-9);
-    if (need > DRTHS_ACT_MAX_LOOKAHEAD)
-        need = DRTHS_ACT_MAX_LOOKAHEAD;
-    drths_cmd_channel_t tmp[DRTHS_ACT_MAX_LOOKAHEAD];
-    return drths_playout_lookahead(&a->pb, tick, need, tmp) >= need;
 }
 
 /* A missing command: concealed, unless the newest command applied (received, in time or late)
@@ -1075,11 +1133,18 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     const int rc = drths_playout_take(&a->pb, s->tick, s->deadline_ns, &s->cmd, &lead_ns);
     if (hold)
         return true;
-    if (rc == 0 && !(a->delayed && !timely_ahead(a, s->tick))) {
+    if (rc == 0 && a->delayed) {
+        /* Kept for the delayed playback, which reaches it later (or now, having caught up). */
+        a->late_tick[s->tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)s->tick;
+        a->late_s[s->tick % DRTHS_ACT_LATE_MEMORY] = s->cmd;
+    }
+    if (rc == 0 && !a->delayed) {
         apply_received(a, s, lead_ns);
     } else if (!play_late(a, s)) {
+        /* Caught up (the tick's own command is the next one), or no late command to go on
+         * with: the timely command, rejoined in the second case. */
         if (rc == 0)
-            apply_received(a, s, lead_ns); /* no late command to go on with */
+            apply_received(a, s, lead_ns);
         else if (conceal_missing(a, s))
             return true;
     }

@@ -140,9 +140,12 @@ extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
  * commands peak at about 8 m/s^2, the SDOF sweep's at 15). */
 #define DRTHS_ACT_DEFAULT_MAX_ACC_M_S2 50.0
 #define DRTHS_ACT_DEFAULT_MAX_JERK_M_S3 3e4
-/* Delayed playback (play_late in actuator.c) goes back to the timely commands only once the
- * playout buffer holds this much of them ahead of the tick. */
-#define DRTHS_ACT_TIMELY_AHEAD_MS 2.0
+/* Delayed playback (play_late in actuator.c) catches up at a rate of up to
+ * 1 + 1/DRTHS_ACT_CATCHUP_EVERY, changed by at most DRTHS_ACT_CATCHUP_SLEW_PER_S per second, while
+ * the commands of the next DRTHS_ACT_CATCHUP_AHEAD_MS are there. */
+#define DRTHS_ACT_CATCHUP_EVERY 20
+#define DRTHS_ACT_CATCHUP_SLEW_PER_S 12.5
+#define DRTHS_ACT_CATCHUP_AHEAD_MS 2.0
 /* The shortest length of each term of the rejoin blend. */
 #define DRTHS_ACT_REJOIN_MIN_TICKS 4
 
@@ -232,6 +235,7 @@ typedef struct drths_actuator_counters {
     uint64_t delayed;            /* ticks driven by a late command, played behind its tick
                                   * (delayed playback; also flagged CONCEALED) */
     uint64_t max_lag_ticks;      /* largest tick - command tick of a delayed tick */
+    uint64_t catchup_ticks;      /* delayed ticks played faster than the commands, catching up */
     uint64_t rejoins;            /* concealed stretches ended by a received command */
     double max_rejoin_offset_m;  /* largest |extrapolation - command| at a rejoin */
 } drths_actuator_counters_t;
@@ -274,6 +278,9 @@ typedef struct drths_actuator {
     int64_t *late_tick;
     uint64_t last_base;
     int delayed;
+    double play_pos;             /* command time of the delayed tick last applied (ticks) */
+    double play_rate;            /* command ticks per tick of the delayed playback */
+    int rejoin_next;             /* the next command applied starts a rejoin */
     /* Rejoin after concealment: the received commands of the rejoin_ticks ticks from
      * rejoin_tick on are offset by a blend of three quintic terms (weights rejoin_w, lengths
      * rejoin_n in ticks, the longest rejoin_ticks), preview included (start_rejoin in
