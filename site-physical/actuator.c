@@ -862,6 +862,37 @@ static size_t late_lookahead(const drths_actuator_t *a, uint64_t base, size_t k,
     return n;
 }
 
+/* The kept command at command time pos (ticks), interpolated linearly between the two around it;
+ * false when one of them is not there. */
+static bool late_at(const drths_actuator_t *a, double pos, drths_cmd_channel_t *out)
+{
+    const uint64_t i0 = (uint64_t)floor(pos);
+    const double frac = pos - (double)i0;
+    if (a->late_tick[i0 % DRTHS_ACT_LATE_MEMORY] != (int64_t)i0)
+        return false;
+    const drths_cmd_channel_t *c0 = &a->late_s[i0 % DRTHS_ACT_LATE_MEMORY];
+    *out = *c0;
+    if (frac > 0.0) {
+        if (a->late_tick[(i0 + 1) % DRTHS_ACT_LATE_MEMORY] != (int64_t)(i0 + 1))
+            return false;
+        const drths_cmd_channel_t *c1 = &a->late_s[(i0 + 1) % DRTHS_ACT_LATE_MEMORY];
+        out->disp_m += frac * (c1->disp_m - c0->disp_m);
+        out->vel_m_s += frac * (c1->vel_m_s - c0->vel_m_s);
+        out->acc_m_s2 += frac * (c1->acc_m_s2 - c0->acc_m_s2);
+    }
+    return true;
+}
+
+/* The delayed playback's preview: the kept commands at the next k command times, play_rate
+ * apart from the one applied now, stopping at the first one missing. */
+static size_t late_preview(const drths_actuator_t *a, size_t k, drths_cmd_channel_t *out)
+{
+    size_t n = 0;
+    while (n < k && late_at(a, a->play_pos + a->play_rate * (double)(n + 1), &out[n]))
+        n++;
+    return n;
+}
+
 /* The desired displacements of the ticks after `tick` (at most a->lookahead), into a->future:
  * 0 for rest ticks (<= L), then what the playout buffer holds, stopping at the first missing
  * one; *n is how many. A command beyond the displacement limit must not reach the drive even
@@ -876,9 +907,11 @@ static bool gather_future(drths_actuator_t *a, uint64_t tick, int *n_out)
     if (n == a->lookahead)
         return false;
     uint64_t from = tick + (uint64_t)n; /* lookahead reads from + 1 .. */
-    /* In delayed playback the ticks ahead play the late commands after the one applied now. */
-    size_t k = a->delayed ? late_lookahead(a, a->last_base, (size_t)(a->lookahead - n),
-                                           a->future_s)
+    /* In delayed playback the ticks ahead play the kept commands at the command times the
+     * playback will reach, play_rate apart: a preview at whole command ticks while the
+     * playback runs between them would put the current command up to a tick out of step with
+     * the preview, a jerk the feedforward answers at its limit. */
+    size_t k = a->delayed ? late_preview(a, (size_t)(a->lookahead - n), a->future_s)
                           : drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n),
                                                     a->future_s);
     for (size_t i = 0; i < k; i++) {
@@ -1060,18 +1093,10 @@ static bool play_late(drths_actuator_t *a, tick_state_t *s)
         a->play_rate = 1.0;
     }
     const uint64_t i0 = (uint64_t)floor(pos);
-    const double frac = pos - (double)i0;
-    if (i0 >= tick || tick - i0 > (uint64_t)a->p.max_concealed_ticks || !kept(a, i0) ||
-        (frac > 0.0 && !kept(a, i0 + 1)))
+    drths_cmd_channel_t c;
+    if (i0 >= tick || tick - i0 > (uint64_t)a->p.max_concealed_ticks || !late_at(a, pos, &c))
         return false;
-    const drths_cmd_channel_t *c0 = &a->late_s[i0 % DRTHS_ACT_LATE_MEMORY];
-    s->cmd = *c0;
-    if (frac > 0.0) {
-        const drths_cmd_channel_t *c1 = &a->late_s[(i0 + 1) % DRTHS_ACT_LATE_MEMORY];
-        s->cmd.disp_m += frac * (c1->disp_m - c0->disp_m);
-        s->cmd.vel_m_s += frac * (c1->vel_m_s - c0->vel_m_s);
-        s->cmd.acc_m_s2 += frac * (c1->acc_m_s2 - c0->acc_m_s2);
-    }
+    s->cmd = c;
     s->cmd.vel_m_s *= a->play_rate;
     a->play_pos = pos;
     apply_command(a, s, i0, flowing);

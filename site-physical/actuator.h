@@ -16,7 +16,8 @@
  * held; counted and flagged. A command that arrives after its tick is kept and, once the playout
  * buffer has run dry (or while already doing so), played behind its tick instead of a guess
  * (delayed playback: cmd_tick < tick in the FEEDBACK, flagged CONCEALED, counted `delayed`), so
- * the specimen follows the trajectory, late, until the commands arrive in time again. When the
+ * the specimen follows the trajectory, late, catching up up to 5 % faster once the commands
+ * arrive in time again (time-scale modification, interpolated between commands). When the
  * newest command applied, in time or late, is for a tick more than max_concealed_ticks (the
  * budget, physical.max_concealed_ms at rate_hz) before the current one, the actuator goes to
  * HOLD: with no late command, that many concealed in a row. The first received command after
