@@ -911,9 +911,13 @@ static bool gather_future(drths_actuator_t *a, uint64_t tick, int *n_out)
      * playback will reach, play_rate apart: a preview at whole command ticks while the
      * playback runs between them would put the current command up to a tick out of step with
      * the preview, a jerk the feedforward answers at its limit. */
-    size_t k = a->delayed ? late_preview(a, (size_t)(a->lookahead - n), a->future_s)
-                          : drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n),
-                                                    a->future_s);
+    size_t k;
+    if (!a->delayed)
+        k = drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n), a->future_s);
+    else if (a->consecutive_concealed)
+        k = 0; /* a guess while the late commands pause: none of them continues it */
+    else
+        k = late_preview(a, (size_t)(a->lookahead - n), a->future_s);
     for (size_t i = 0; i < k; i++) {
         const double d = a->future_s[i].disp_m + rejoin_offset(a, from + 1 + i);
         a->future[n + (int)i] = d;
