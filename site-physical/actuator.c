@@ -944,7 +944,8 @@ typedef struct tick_state {
     int64_t lateness_ns;     /* now_ns - deadline_ns */
     bool holding;            /* this tick drives the HOLD ramp */
     bool rest;               /* t <= L: the rest position, not a command */
-    bool concealed;          /* the command was extrapolated */
+    bool concealed;          /* the command was not there in time (flagged in the FEEDBACK) */
+    bool late_played;        /* ... and a late command was played instead (delayed playback) */
     drths_cmd_channel_t cmd; /* the desired command (rest, received or concealed) */
     int64_t cmd_tick;        /* the tick of the command applied, -1 for none */
     double lead_ms;          /* how long before its tick the command arrived, NaN for none */
@@ -1106,6 +1107,7 @@ static bool play_late(drths_actuator_t *a, tick_state_t *s)
     apply_command(a, s, i0, flowing);
     s->cmd_tick = (int64_t)floor(pos + 0.5);
     s->concealed = true;
+    s->late_played = true;
     a->c.delayed++;
     if (tick - i0 > a->c.max_lag_ticks)
         a->c.max_lag_ticks = tick - i0;
@@ -1169,9 +1171,14 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     }
     if (rc == 0 && !a->delayed) {
         apply_received(a, s, lead_ns);
-    } else if (!play_late(a, s)) {
+    } else if (play_late(a, s)) {
+        /* Catching up: the tick's own command was there in time; played behind it, but not a
+         * late one (the FEEDBACK's flag feeds the late rate of the delay estimator). */
+        if (rc == 0)
+            s->concealed = false;
+    } else {
         /* Caught up (the tick's own command is the next one), or no late command to go on
-         * with: the timely command, rejoined in the second case. */
+         * with: the timely command, through a rejoin. */
         if (rc == 0)
             apply_received(a, s, lead_ns);
         else if (conceal_missing(a, s))
@@ -1489,7 +1496,8 @@ static void fill_row(const drths_actuator_t *a, const tick_state_t *s, drths_act
     row[DRTHS_ACT_COL_COMMAND] = s->holding ? s->drive : s->cmd.disp_m;
     row[DRTHS_ACT_COL_COMMAND_VEL] = s->vel;
     row[DRTHS_ACT_COL_DAMPER_COMMAND] = s->dcmd;
-    row[DRTHS_ACT_COL_CONCEALED] = s->concealed;
+    /* The column marks the guesses; a late command played behind its tick has cmd_tick < tick. */
+    row[DRTHS_ACT_COL_CONCEALED] = s->concealed && !s->late_played;
     row[DRTHS_ACT_COL_HOLD] = a->hold ? 1.0 : 0.0;
     row[DRTHS_ACT_COL_MEAS_DISP] = s->md;
     row[DRTHS_ACT_COL_MEAS_FORCE] = s->mf;
