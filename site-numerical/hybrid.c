@@ -519,11 +519,30 @@ static int predict_and_command(drths_hybrid_t *h, int64_t now_ns)
     return 1;
 }
 
-/* The next filler COMMAND: up to r filler ticks ending at T, advancing by r/2 so that each
- * filler tick travels in two datagrams. */
+/* The filler COMMANDs' window: the consecutive offsets 0, 1, .. at the head of the redundancy
+ * (all four of 0, 1, 2, 3 with R >= 4; PROTOCOL.md section 8: the offsets after them spread
+ * out, 8, 16, ...), and the step from one window to the next, half of it, so that each filler
+ * tick travels in two datagrams (in one with R = 1). */
+static int filler_window(const drths_hybrid_t *h, uint64_t *adv)
+{
+    int contig = 0;
+    while (contig < h->p.r && drths_wire_offset(contig) == (unsigned)contig)
+        contig++;
+    *adv = (uint64_t)(contig / 2 > 0 ? contig / 2 : 1);
+    return contig;
+}
+
+/* The next filler COMMAND: the filler ticks of the window [filler_next, filler_next + contig)
+ * within [first, filler_end], in the consecutive offsets; the windows start adv before the
+ * first filler and go on while they start at filler_end or before, so the first and the last
+ * filler are in two datagrams like the others. (A header tick of filler_next + R - 1 with
+ * R = 8 left the first three fillers out of every datagram: offsets 0 .. 3 covered
+ * filler_next + 4 .. + 7, and offset 8 reached back before the fillers.) */
 static void build_filler(drths_hybrid_t *h, int64_t now_ns, uint64_t first)
 {
-    uint64_t T = h->filler_next + (uint64_t)h->p.r - 1;
+    uint64_t adv;
+    const int contig = filler_window(h, &adv);
+    uint64_t T = h->filler_next + (uint64_t)contig - 1;
     if (T > h->filler_end)
         T = h->filler_end;
     memset(&h->out, 0, sizeof h->out);
@@ -533,14 +552,13 @@ static void build_filler(drths_hybrid_t *h, int64_t now_ns, uint64_t first)
     drths_msg_command_t *c = &h->out.u.command;
     c->loop_delay_ticks = h->L;
     c->n_channels = 1;
-    for (uint64_t t = h->filler_next; t <= T; t++)
+    for (uint64_t t = h->filler_next > first ? h->filler_next : first; t <= T; t++)
         sent_put(h, t, &h->filler);
     c->r = fill_samples(h, c, T, first); /* filler ticks only */
     c->echo_counter = h->fb_last_counter;
     int64_t hold = h->fb_last_counter ? now_ns - h->fb_last_counter_rx_ns : 0;
     c->echo_hold_ns = hold > 0 ? (uint64_t)hold : 0;
-    uint64_t adv = (uint64_t)(h->p.r / 2 > 0 ? h->p.r / 2 : 1);
-    h->filler_next = T >= h->filler_end ? h->filler_end + 1 : h->filler_next + adv;
+    h->filler_next += adv;
     h->c.fillers_sent++;
 }
 
@@ -646,7 +664,11 @@ static void raise_L(drths_hybrid_t *h, uint32_t L2, drths_epoch_reason_t why, in
         if (t + h->sent_cap >= first_new)
             sent_put(h, t, &h->filler);
     }
-    h->filler_first = h->filler_next = last + 1;
+    uint64_t adv;
+    (void)filler_window(h, &adv);
+    h->filler_first = last + 1;
+    /* The first window starts before the fillers, so that the first one is in two of them. */
+    h->filler_next = last + 1 - (adv <= last ? adv : 0);
     h->filler_end = first_new - 1;
     h->L = h->glide_target = L2;
     h->glide_count = 0;
@@ -725,21 +747,35 @@ static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_samp
     int64_t n = h->ns.step + 1;
     double measured = NAN, used;
     int filler;
-    int64_t k = tm_get(h, (uint64_t)n, &filler);
+    /* The step the specimen got at tick n: the one sent for tick n, or, when the actuator site
+     * played a late command behind its tick (delayed playback; the sample names the command's
+     * tick), the one sent for that tick. */
+    uint64_t cmd_tick = (uint64_t)n;
+    if (s && s->cmd_tick >= 0 && s->cmd_tick < n && n - s->cmd_tick < (int64_t)h->tm_cap / 2)
+        cmd_tick = (uint64_t)s->cmd_tick;
+    int64_t k = tm_get(h, cmd_tick, &filler);
     h->row_dead = (double)(n - k);
-    if (s && !filler) {
+    /* The actuator site guessed tick n's command (extrapolated or braking, flagged CONCEALED and
+     * naming tick n itself): the specimen did not get any step, so its force is no measurement
+     * of one. */
+    const int guessed = s && (s->flags & DRTHS_FB_CONCEALED) && s->cmd_tick == n;
+    if (s && !filler && !guessed) {
         measured = s->ch[0].force_n;
         used = drths_smith_force_at(&h->smith, n, k, measured);
         h->consecutive = 0;
         if ((uint64_t)n >= h->epoch_eff_tick)
             drths_late_window_add(&h->late, (s->flags & DRTHS_FB_CONCEALED) != 0);
     } else if (s) {
-        /* The specimen was paused at tick n (a raise of L): its force is not comparable with
-         * the model's, so the model conceals it, keeping the last correction. */
+        /* The specimen was paused at tick n (a raise of L), or followed the actuator site's
+         * guess: its force is not comparable with the model's, so the model conceals it,
+         * keeping the last correction. A guess still counts for the late rate. */
         measured = s->ch[0].force_n;
         used = drths_smith_conceal(&h->smith, n);
         h->consecutive = 0;
-        h->c.transition++;
+        if (filler)
+            h->c.transition++;
+        else if ((uint64_t)n >= h->epoch_eff_tick)
+            drths_late_window_add(&h->late, 1);
     } else {
         used = drths_smith_conceal(&h->smith, n);
         h->concealed_tick[(uint64_t)n % h->concealed_cap] = (uint64_t)n;

@@ -46,7 +46,10 @@
  * Each EPOCH is sent three times 10 ms apart. The step applied at each tick is remembered
  * (tick map), so the Smith predictor pairs F(n) with the model at the step the specimen really
  * got; feedback of filler ticks (the specimen paused) is concealed by the model and counted as
- * transition steps, not as lost feedback.
+ * transition steps, not as lost feedback. A feedback sample that names an earlier command tick
+ * (the actuator site played a late command behind its tick) is paired with the step sent for
+ * that tick; one flagged CONCEALED that names its own tick (the actuator site guessed the
+ * command) is concealed by the model too, and counts for the late rate.
  *
  * Ownership: the caller owns drths_hybrid_t; _init allocates everything the run needs (models,
  * buffers, histograms, the row); _close frees it (safe twice). Pointers handed out in

@@ -238,6 +238,15 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     }
     for (size_t i = 0; i < a->fb_cap; i++)
         a->fb_ring_tick[i] = UINT64_MAX;
+    a->late_s = calloc(DRTHS_ACT_LATE_MEMORY, sizeof *a->late_s);
+    a->late_tick = malloc(DRTHS_ACT_LATE_MEMORY * sizeof *a->late_tick);
+    if (!a->late_s || !a->late_tick) {
+        drths_actuator_close(a);
+        return drths_error_set(err, -ENOMEM, "actuator: no memory for %d late commands",
+                               DRTHS_ACT_LATE_MEMORY);
+    }
+    for (size_t i = 0; i < DRTHS_ACT_LATE_MEMORY; i++)
+        a->late_tick[i] = -1;
     a->stab_win_ticks =
         p->stab_window_s > 0.0 ? (uint64_t)llround(p->stab_window_s * p->rate_hz) : 0;
     a->stab_max_growth = -INFINITY;
@@ -252,8 +261,12 @@ void drths_actuator_close(drths_actuator_t *a)
     drths_hist_close(&a->lead_ns);
     free(a->fb_ring);
     free(a->fb_ring_tick);
+    free(a->late_s);
+    free(a->late_tick);
     a->fb_ring = NULL;
     a->fb_ring_tick = NULL;
+    a->late_s = NULL;
+    a->late_tick = NULL;
 }
 
 /* Copies src into dst (cap bytes with the NUL) and returns the length written, never
@@ -333,11 +346,16 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
             break;
         case DRTHS_PLAYOUT_LATE: {
             /* Copies of ticks that were played from a received sample are redundancy; a copy of
-             * a tick that had to be concealed is a late command, counted once. */
+             * a tick that had to be concealed is a late command, counted once, and kept for
+             * the delayed playback (play_late). */
             int64_t *slot = &a->concealed_tick[tick % DRTHS_ACT_LATE_MEMORY];
             if (*slot == (int64_t)tick) {
                 a->c.late++;
                 *slot = -1;
+            }
+            if (a->late_tick[tick % DRTHS_ACT_LATE_MEMORY] != (int64_t)tick) {
+                a->late_tick[tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)tick;
+                a->late_s[tick % DRTHS_ACT_LATE_MEMORY] = c->s[k][0];
             }
             break;
         }
@@ -354,6 +372,7 @@ static void on_epoch(drths_actuator_t *a, const drths_msg_t *m)
         a->started = 1;
         a->epoch = 1;
         a->L = e->loop_delay_ticks;
+        a->last_base = a->L;
         a->c.epochs = 1;
         /* The first COMMAND (tick L + 1) is sent with EPOCH 1, before tick 0 has run: with the
          * play head at L + 1 it fits even when L exceeds the buffer. Taking tick L moves the
@@ -735,16 +754,19 @@ static uint64_t rejoin_len(const drths_actuator_t *a, double t1, double t2, doub
  * settle the initial velocity and acceleration in a few ms. The acceleration term must also be
  * short for its velocity share; where the jerk forbids that, the jerk wins. Every length is at
  * most one second. */
-static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_channel_t *cmd)
+static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_channel_t *cmd,
+                         const drths_cmd_channel_t ahead[3], size_t k, const double *behind)
 {
     drths_cmd_channel_t next;
     conceal(a, &next);
     const double dt = 1.0 / a->p.rate_hz;
-    drths_cmd_channel_t ahead[3];
-    const size_t k = drths_playout_lookahead(&a->pb, tick, 3, ahead);
     const double r0 = cmd->disp_m;
     double rm1, rm2; /* the extension of x to tick - 1 and tick - 2 */
-    if (k >= 2) {
+    if (behind) {
+        /* Delayed playback: the two commands before this one arrived too; they are x there. */
+        rm1 = behind[0];
+        rm2 = behind[1];
+    } else if (k >= 2) {
         const double r1 = ahead[0].disp_m, r2 = ahead[1].disp_m;
         const double J = max_jerk(a), A = max_acc(a);
         const double r3 = k >= 3 ? ahead[2].disp_m : 0.0;
@@ -824,6 +846,53 @@ static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_cha
     a->rejoin_w[2] = (m[0][0] * rhs[1] - rhs[0] * m[1][0]) / det;
 }
 
+/* The late commands kept for ticks base + 1 .. base + k, into out, stopping at the first one
+ * missing; returns how many (the delayed playback's preview, as drths_playout_lookahead is the
+ * received commands'). */
+static size_t late_lookahead(const drths_actuator_t *a, uint64_t base, size_t k,
+                             drths_cmd_channel_t *out)
+{
+    size_t n = 0;
+    for (; n < k; n++) {
+        const uint64_t t = base + 1 + n;
+        if (a->late_tick[t % DRTHS_ACT_LATE_MEMORY] != (int64_t)t)
+            break;
+        out[n] = a->late_s[t % DRTHS_ACT_LATE_MEMORY];
+    }
+    return n;
+}
+
+/* The kept command at command time pos (ticks), interpolated linearly between the two around it;
+ * false when one of them is not there. */
+static bool late_at(const drths_actuator_t *a, double pos, drths_cmd_channel_t *out)
+{
+    const uint64_t i0 = (uint64_t)floor(pos);
+    const double frac = pos - (double)i0;
+    if (a->late_tick[i0 % DRTHS_ACT_LATE_MEMORY] != (int64_t)i0)
+        return false;
+    const drths_cmd_channel_t *c0 = &a->late_s[i0 % DRTHS_ACT_LATE_MEMORY];
+    *out = *c0;
+    if (frac > 0.0) {
+        if (a->late_tick[(i0 + 1) % DRTHS_ACT_LATE_MEMORY] != (int64_t)(i0 + 1))
+            return false;
+        const drths_cmd_channel_t *c1 = &a->late_s[(i0 + 1) % DRTHS_ACT_LATE_MEMORY];
+        out->disp_m += frac * (c1->disp_m - c0->disp_m);
+        out->vel_m_s += frac * (c1->vel_m_s - c0->vel_m_s);
+        out->acc_m_s2 += frac * (c1->acc_m_s2 - c0->acc_m_s2);
+    }
+    return true;
+}
+
+/* The delayed playback's preview: the kept commands at the next k command times, play_rate
+ * apart from the one applied now, stopping at the first one missing. */
+static size_t late_preview(const drths_actuator_t *a, size_t k, drths_cmd_channel_t *out)
+{
+    size_t n = 0;
+    while (n < k && late_at(a, a->play_pos + a->play_rate * (double)(n + 1), &out[n]))
+        n++;
+    return n;
+}
+
 /* The desired displacements of the ticks after `tick` (at most a->lookahead), into a->future:
  * 0 for rest ticks (<= L), then what the playout buffer holds, stopping at the first missing
  * one; *n is how many. A command beyond the displacement limit must not reach the drive even
@@ -838,7 +907,17 @@ static bool gather_future(drths_actuator_t *a, uint64_t tick, int *n_out)
     if (n == a->lookahead)
         return false;
     uint64_t from = tick + (uint64_t)n; /* lookahead reads from + 1 .. */
-    size_t k = drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n), a->future_s);
+    /* In delayed playback the ticks ahead play the kept commands at the command times the
+     * playback will reach, play_rate apart: a preview at whole command ticks while the
+     * playback runs between them would put the current command up to a tick out of step with
+     * the preview, a jerk the feedforward answers at its limit. */
+    size_t k;
+    if (!a->delayed)
+        k = drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n), a->future_s);
+    else if (a->consecutive_concealed)
+        k = 0; /* a guess while the late commands pause: none of them continues it */
+    else
+        k = late_preview(a, (size_t)(a->lookahead - n), a->future_s);
     for (size_t i = 0; i < k; i++) {
         const double d = a->future_s[i].disp_m + rejoin_offset(a, from + 1 + i);
         a->future[n + (int)i] = d;
@@ -865,7 +944,8 @@ typedef struct tick_state {
     int64_t lateness_ns;     /* now_ns - deadline_ns */
     bool holding;            /* this tick drives the HOLD ramp */
     bool rest;               /* t <= L: the rest position, not a command */
-    bool concealed;          /* the command was extrapolated */
+    bool concealed;          /* the command was not there in time (flagged in the FEEDBACK) */
+    bool late_played;        /* ... and a late command was played instead (delayed playback) */
     drths_cmd_channel_t cmd; /* the desired command (rest, received or concealed) */
     int64_t cmd_tick;        /* the tick of the command applied, -1 for none */
     double lead_ms;          /* how long before its tick the command arrived, NaN for none */
@@ -892,31 +972,171 @@ static void begin_tick(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
     }
 }
 
-/* A received command: ends a concealed stretch (rejoin) and is shifted by the rejoin offset. */
-static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns)
+/* A received command for tick `base` applied at this tick (base == tick in time, base < tick in
+ * delayed playback): ends a concealed stretch or a switch between the late and the timely
+ * commands with a rejoin, and is shifted by the rejoin offset. */
+static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base, bool flowing)
 {
-    s->cmd_tick = (int64_t)s->tick;
-    if (a->consecutive_concealed)
-        start_rejoin(a, s->tick, &s->cmd);
+    s->cmd_tick = (int64_t)base;
+    if (a->consecutive_concealed || (base != a->last_base + 1 && !flowing) || a->rejoin_next) {
+        a->rejoin_next = 0;
+        drths_cmd_channel_t ahead[3];
+        const size_t k = base == s->tick ? drths_playout_lookahead(&a->pb, base, 3, ahead)
+                                         : late_lookahead(a, base, 3, ahead);
+        /* The two late commands before a late one, when they are there and the trajectory has
+         * no kink through them (the fillers of a raise of L start with one, which the
+         * extension in start_rejoin handles), are the trajectory behind it exactly. */
+        double behind[2];
+        bool have_behind = false;
+        if (base != s->tick && base >= 2) {
+            const uint64_t b1 = base - 1, b2 = base - 2;
+            if (a->late_tick[b1 % DRTHS_ACT_LATE_MEMORY] == (int64_t)b1 &&
+                a->late_tick[b2 % DRTHS_ACT_LATE_MEMORY] == (int64_t)b2) {
+                behind[0] = a->late_s[b1 % DRTHS_ACT_LATE_MEMORY].disp_m;
+                behind[1] = a->late_s[b2 % DRTHS_ACT_LATE_MEMORY].disp_m;
+                const double dt = 1.0 / a->p.rate_hz;
+                have_behind = fabs(s->cmd.disp_m - 2.0 * behind[0] + behind[1]) <=
+                              max_acc(a) * dt * dt;
+            }
+        }
+        start_rejoin(a, s->tick, &s->cmd, ahead, k, have_behind ? behind : NULL);
+    }
     s->cmd.disp_m += rejoin_offset(a, s->tick);
     s->cmd.vel_m_s += rejoin_slope(a, s->tick) * a->p.rate_hz;
     a->consecutive_concealed = 0;
+    a->last_base = base;
+    a->delayed = base != s->tick;
+}
+
+/* A command received in time for this tick. */
+static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns)
+{
+    apply_command(a, s, s->tick, false);
+    a->play_rate = 1.0;
     a->c.applied++;
     drths_hist_add(&a->lead_ns, lead_ns);
     s->lead_ms = (double)lead_ns * 1e-6;
 }
 
-/* A missing command: concealed, unless that would make more than max_concealed_ticks in a
- * row, which is a HOLD (returns true). */
+/* Whether the commands after base are there for the next `need` ticks: kept (late, or timely
+ * while playing behind), or in the playout buffer for the ticks after `tick`. */
+static bool commands_ahead(const drths_actuator_t *a, uint64_t base, uint64_t need, uint64_t tick)
+{
+    for (uint64_t t = base + 1; t <= base + need; t++)
+        if (a->late_tick[t % DRTHS_ACT_LATE_MEMORY] != (int64_t)t &&
+            !(t > tick && drths_playout_has(&a->pb, t)))
+            return false;
+    return true;
+}
+
+static bool kept(const drths_actuator_t *a, uint64_t t)
+{
+    return a->late_tick[t % DRTHS_ACT_LATE_MEMORY] == (int64_t)t;
+}
+
+/* Delayed playback. This tick's command has not arrived, or the actuator is already playing
+ * commands behind their ticks: when, with nothing buffered for this tick or a later one (the
+ * commands are late or the link is silent; not a loss within a stream arriving in time) or
+ * already playing them (a tick concealed in between included), the command after the last one
+ * applied has arrived late, the trajectory is played from there, behind its ticks, instead of
+ * guessed. The specimen then follows the numerical site's trajectory itself, late, rather than
+ * an extrapolation braking to rest.
+ *
+ * While playing behind, the timely commands are kept with the late ones (choose_command), and
+ * the playback catches up by time-scale modification, as adaptive playout does for speech
+ * (Liang, Faerber & Girod 2003): the command time advances by a rate that moves between 1 and
+ * 1 + 1/DRTHS_ACT_CATCHUP_EVERY by at most DRTHS_ACT_CATCHUP_SLEW_PER_S * dt a tick, the
+ * command interpolated linearly between the two commands around it; faster while the commands
+ * of the next DRTHS_ACT_CATCHUP_AHEAD_MS are there and the lag left exceeds what slowing back
+ * down to 1 takes. So the specimen runs at most 5 % faster, its acceleration changes by at most
+ * v * slew per tick, and once less than a tick behind the timely commands take over through a
+ * rejoin of a fraction of a tick's motion. A rejoin between two lags (the offset v * lag, a
+ * mm or more in strong motion) would move the specimen at up to the ramp rate where the
+ * commands do not, which a velocity-dependent specimen answers with a force error of that
+ * velocity times its damping.
+ *
+ * The FEEDBACK sample names the command nearest to the command time (cmd_tick) and is flagged
+ * CONCEALED: the tick's own command was not there. Only within the budget: a command more than
+ * max_concealed_ticks behind its tick is not played (conceal_missing then holds). Returns true
+ * when it applied one. */
+static bool play_late(drths_actuator_t *a, tick_state_t *s)
+{
+    if (!a->dry && !a->delayed)
+        return false;
+    const uint64_t tick = s->tick;
+    const bool flowing = a->delayed && !a->consecutive_concealed;
+    double pos;
+    if (flowing) {
+        /* The rate, towards its target. */
+        const double fast = 1.0 + 1.0 / DRTHS_ACT_CATCHUP_EVERY;
+        const double slew = DRTHS_ACT_CATCHUP_SLEW_PER_S / a->p.rate_hz;
+        const uint64_t ahead =
+            (uint64_t)ceil(DRTHS_ACT_CATCHUP_AHEAD_MS * 1e-3 * a->p.rate_hz - 1e-9);
+        const double lag = (double)tick - (a->play_pos + a->play_rate);
+        const double down = (a->play_rate - 1.0) * (a->play_rate - 1.0) / (2.0 * slew) + 1.0;
+        const double target =
+            lag > down && commands_ahead(a, (uint64_t)a->play_pos, ahead + 2, tick) ? fast : 1.0;
+        a->play_rate += clampd(target - a->play_rate, -slew, slew);
+        pos = a->play_pos + a->play_rate;
+        if (pos > (double)tick - 1.0) {
+            /* Less than a tick behind: the timely command, through a small rejoin. */
+            a->rejoin_next = 1;
+            return false;
+        }
+    } else {
+        /* The next command, or, after ticks concealed in between, one of the next that many:
+         * each concealed tick stands for one missing command, as in a stream arriving in time,
+         * so a command lost for good (all its copies) does not stop the playback. The oldest
+         * there is taken, at the normal rate. */
+        uint64_t base = a->last_base + 1;
+        const uint64_t last = base + a->consecutive_concealed;
+        while (base <= last && !kept(a, base))
+            base++;
+        if (base > last)
+            return false;
+        pos = (double)base;
+        a->play_rate = 1.0;
+    }
+    const uint64_t i0 = (uint64_t)floor(pos);
+    drths_cmd_channel_t c;
+    if (i0 >= tick || tick - i0 > (uint64_t)a->p.max_concealed_ticks || !late_at(a, pos, &c))
+        return false;
+    s->cmd = c;
+    s->cmd.vel_m_s *= a->play_rate;
+    a->play_pos = pos;
+    apply_command(a, s, i0, flowing);
+    s->cmd_tick = (int64_t)floor(pos + 0.5);
+    s->concealed = true;
+    s->late_played = true;
+    a->c.delayed++;
+    if (tick - i0 > a->c.max_lag_ticks)
+        a->c.max_lag_ticks = tick - i0;
+    if (a->play_rate > 1.0)
+        a->c.catchup_ticks++;
+    return true;
+}
+
+/* A missing command: concealed, unless the newest command applied (received, in time or late)
+ * is for a tick more than max_concealed_ticks before this one (the horizon of the guess), which
+ * is a HOLD (returns true). Without late commands that is more than max_concealed_ticks
+ * concealed in a row. */
 static bool conceal_missing(drths_actuator_t *a, tick_state_t *s)
 {
-    if (a->consecutive_concealed >= (uint64_t)a->p.max_concealed_ticks) {
+    const uint64_t horizon = s->tick - a->last_base;
+    if (horizon > (uint64_t)a->p.max_concealed_ticks) {
         char text[DRTHS_WIRE_MAX_TEXT + 1];
-        snprintf(text, sizeof text, "too many concealed commands (%llu in a row, limit %d)",
-                 (unsigned long long)(a->consecutive_concealed + 1), a->p.max_concealed_ticks);
+        if (horizon == a->consecutive_concealed + 1)
+            snprintf(text, sizeof text, "too many concealed commands (%llu in a row, limit %d)",
+                     (unsigned long long)horizon, a->p.max_concealed_ticks);
+        else
+            snprintf(text, sizeof text,
+                     "commands too late: the newest applied is %llu ticks behind its tick "
+                     "(limit %d)",
+                     (unsigned long long)horizon, a->p.max_concealed_ticks);
         drths_actuator_hold(a, DRTHS_STOP_HOLD, 1, text);
         return true;
     }
+    /* a->delayed stays: the late commands go on after the ticks concealed in between. */
     conceal(a, &s->cmd);
     s->concealed = true;
     s->cmd_tick = (int64_t)s->tick;
@@ -944,10 +1164,26 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     const int rc = drths_playout_take(&a->pb, s->tick, s->deadline_ns, &s->cmd, &lead_ns);
     if (hold)
         return true;
-    if (rc == 0)
+    if (rc == 0 && a->delayed) {
+        /* Kept for the delayed playback, which reaches it later (or now, having caught up). */
+        a->late_tick[s->tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)s->tick;
+        a->late_s[s->tick % DRTHS_ACT_LATE_MEMORY] = s->cmd;
+    }
+    if (rc == 0 && !a->delayed) {
         apply_received(a, s, lead_ns);
-    else if (conceal_missing(a, s))
-        return true;
+    } else if (play_late(a, s)) {
+        /* Catching up: the tick's own command was there in time; played behind it, but not a
+         * late one (the FEEDBACK's flag feeds the late rate of the delay estimator). */
+        if (rc == 0)
+            s->concealed = false;
+    } else {
+        /* Caught up (the tick's own command is the next one), or no late command to go on
+         * with: the timely command, through a rejoin. */
+        if (rc == 0)
+            apply_received(a, s, lead_ns);
+        else if (conceal_missing(a, s))
+            return true;
+    }
     return check_command(a, &s->cmd);
 }
 
@@ -1260,7 +1496,8 @@ static void fill_row(const drths_actuator_t *a, const tick_state_t *s, drths_act
     row[DRTHS_ACT_COL_COMMAND] = s->holding ? s->drive : s->cmd.disp_m;
     row[DRTHS_ACT_COL_COMMAND_VEL] = s->vel;
     row[DRTHS_ACT_COL_DAMPER_COMMAND] = s->dcmd;
-    row[DRTHS_ACT_COL_CONCEALED] = s->concealed;
+    /* The column marks the guesses; a late command played behind its tick has cmd_tick < tick. */
+    row[DRTHS_ACT_COL_CONCEALED] = s->concealed && !s->late_played;
     row[DRTHS_ACT_COL_HOLD] = a->hold ? 1.0 : 0.0;
     row[DRTHS_ACT_COL_MEAS_DISP] = s->md;
     row[DRTHS_ACT_COL_MEAS_FORCE] = s->mf;

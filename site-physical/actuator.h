@@ -13,11 +13,18 @@
  * if it has not arrived, it is concealed: extrapolated (third-order Lagrange, models/lagrange.h,
  * jerk- and acceleration-limited) one tick ahead from the last four applied commands for the
  * first DRTHS_ACT_CONCEAL_EXTRAP_TICKS, then braking to rest, jerk-limited, the damper command
- * held; counted and flagged; more than max_concealed_ticks (the budget, physical.max_concealed_ms
- * at rate_hz) in a row puts the actuator in HOLD. The first received command after concealment
- * is rejoined without a step: the commands are offset by a blend that starts on the concealed
- * motion (displacement, velocity, acceleration) and vanishes within velocity, acceleration and
- * jerk budgets (docs/design.md, "Concealment").
+ * held; counted and flagged. A command that arrives after its tick is kept and, once the playout
+ * buffer has run dry (or while already doing so), played behind its tick instead of a guess
+ * (delayed playback: cmd_tick < tick in the FEEDBACK, flagged CONCEALED, counted `delayed`), so
+ * the specimen follows the trajectory, late, catching up up to 5 % faster once the commands
+ * arrive in time again (time-scale modification, interpolated between commands). When the
+ * newest command applied, in time or late, is for a tick more than max_concealed_ticks (the
+ * budget, physical.max_concealed_ms at rate_hz) before the current one, the actuator goes to
+ * HOLD: with no late command, that many concealed in a row. The first received command after
+ * concealment, and every switch between late and timely commands, is rejoined without a step:
+ * the commands are offset by a blend that starts on the concealed motion (displacement,
+ * velocity, acceleration) and vanishes within velocity, acceleration and jerk budgets
+ * (docs/design.md, "Concealment").
  *
  * Drive (docs/design.md, "Algorithms", compensation): the command chosen for tick t is the
  * DESIRED displacement r(t); the drive signal written to the DAQ is
@@ -134,6 +141,12 @@ extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
  * commands peak at about 8 m/s^2, the SDOF sweep's at 15). */
 #define DRTHS_ACT_DEFAULT_MAX_ACC_M_S2 50.0
 #define DRTHS_ACT_DEFAULT_MAX_JERK_M_S3 3e4
+/* Delayed playback (play_late in actuator.c) catches up at a rate of up to
+ * 1 + 1/DRTHS_ACT_CATCHUP_EVERY, changed by at most DRTHS_ACT_CATCHUP_SLEW_PER_S per second, while
+ * the commands of the next DRTHS_ACT_CATCHUP_AHEAD_MS are there. */
+#define DRTHS_ACT_CATCHUP_EVERY 20
+#define DRTHS_ACT_CATCHUP_SLEW_PER_S 12.5
+#define DRTHS_ACT_CATCHUP_AHEAD_MS 2.0
 /* The shortest length of each term of the rejoin blend. */
 #define DRTHS_ACT_REJOIN_MIN_TICKS 4
 
@@ -157,8 +170,9 @@ typedef struct drths_actuator_params {
     double rate_hz;              /* tick rate; dt = 1 / rate_hz */
     int r;                       /* samples per FEEDBACK, 1 .. DRTHS_WIRE_MAX_R */
     size_t playout_ticks;        /* playout buffer capacity, ticks */
-    int max_concealed_ticks;     /* concealment budget: consecutive concealed ticks allowed;
-                                  * one more is HOLD */
+    int max_concealed_ticks;     /* concealment budget: how far behind its tick the newest
+                                  * command applied may be (with none late: consecutive
+                                  * concealed ticks allowed); one more is HOLD */
     double watchdog_s;           /* no command to play for this long after tick L + 1: HOLD */
     double limit_displacement_m; /* |command| above this: HOLD */
     double limit_velocity_m_s;   /* |command velocity| above this: HOLD */
@@ -219,6 +233,10 @@ typedef struct drths_actuator_counters {
     uint64_t hold_ticks;         /* ticks spent in HOLD */
     uint64_t daq_errors;         /* failed DAQ writes or reads */
     uint64_t tracked;            /* ticks in the tracking indicators */
+    uint64_t delayed;            /* ticks driven by a late command, played behind its tick
+                                  * (delayed playback; also flagged CONCEALED) */
+    uint64_t max_lag_ticks;      /* largest tick - command tick of a delayed tick */
+    uint64_t catchup_ticks;      /* delayed ticks played faster than the commands, catching up */
     uint64_t rejoins;            /* concealed stretches ended by a received command */
     double max_rejoin_offset_m;  /* largest |extrapolation - command| at a rejoin */
 } drths_actuator_counters_t;
@@ -252,7 +270,18 @@ typedef struct drths_actuator {
     uint64_t pend_tick;
 
     drths_cmd_channel_t hist[4]; /* last four applied commands, oldest first */
-    uint64_t consecutive_concealed;
+    uint64_t consecutive_concealed; /* extrapolated ticks in a row */
+    /* Delayed playback (play_late in actuator.c): the commands that arrived after their tick,
+     * by tick % DRTHS_ACT_LATE_MEMORY (late_tick: which tick each slot holds, -1 for none;
+     * both owned), the tick of the newest received command applied (L before the first) and
+     * whether the last tick applied a late one. */
+    drths_cmd_channel_t *late_s;
+    int64_t *late_tick;
+    uint64_t last_base;
+    int delayed;
+    double play_pos;             /* command time of the delayed tick last applied (ticks) */
+    double play_rate;            /* command ticks per tick of the delayed playback */
+    int rejoin_next;             /* the next command applied starts a rejoin */
     /* Rejoin after concealment: the received commands of the rejoin_ticks ticks from
      * rejoin_tick on are offset by a blend of three quintic terms (weights rejoin_w, lengths
      * rejoin_n in ticks, the longest rejoin_ticks), preview included (start_rejoin in

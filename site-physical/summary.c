@@ -70,6 +70,9 @@ static void write_commands(const drths_actuator_counters_t *c, drths_json_t *j)
     drths_json_int(j, "from_redundancy", (int64_t)c->from_redundancy);
     drths_json_int(j, "concealed", (int64_t)c->concealed);
     drths_json_int(j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
+    drths_json_int(j, "delayed", (int64_t)c->delayed);
+    drths_json_int(j, "max_lag_ticks", (int64_t)c->max_lag_ticks);
+    drths_json_int(j, "catchup_ticks", (int64_t)c->catchup_ticks);
     drths_json_int(j, "rejoins", (int64_t)c->rejoins);
     drths_json_number(j, "max_rejoin_offset_m", c->max_rejoin_offset_m);
     drths_json_int(j, "wrong_channel_count", (int64_t)c->bad_commands);

@@ -1,11 +1,12 @@
 /* The actuator site's per-tick state machine in virtual time: rest for t <= L, in-order
  * commands applied at their tick, redundancy repairing a lost datagram, Lagrange concealment
  * (exact for a cubic), late and duplicate commands counted, HOLD after too many concealed
- * ticks, the watchdog, the displacement / velocity / force limits, the peer's ABORT, STOP,
- * a later epoch, FEEDBACK contents and echo, no allocation per tick, and golden hashes of
- * everything seven varied runs hand back; the stability monitor: a growing oscillation and one
- * that outlives the record are a HOLD with their sentence, a strong earthquake-like response
- * and band-limited noise (0.2-15 Hz) are not.
+ * ticks, late commands played behind their ticks (delayed playback) and the HOLD when they fall
+ * further behind than the budget, the watchdog, the displacement / velocity / force limits, the
+ * peer's ABORT, STOP, a later epoch, FEEDBACK contents and echo, no allocation per tick, and
+ * golden hashes of everything seven varied runs hand back; the stability monitor: a growing
+ * oscillation and one that outlives the record are a HOLD with their sentence, a strong
+ * earthquake-like response and band-limited noise (0.2-15 Hz) are not.
  *
  * The specimen is a linear spring (1e6 N/m) behind an ideal actuator with no noise and no I/O
  * delay, so the measured displacement equals the drive and the force is 1e6 times it. */
@@ -177,8 +178,8 @@ static double force_trip(uint64_t t)
 }
 
 /* The numerical site's rhythm: the command for tick t + 1 + L is sent after tick t's FEEDBACK,
- * arriving 0.3 ms after tick t's deadline. Runs ticks from..to (inclusive) unless `drop` says a tick's
- * datagram is lost. */
+ * arriving 0.3 ms after tick t's deadline. Runs ticks from..to (inclusive) unless `drop` says a
+ * tick's datagram is lost. */
 typedef int (*drop_fn)(uint64_t T);
 static int no_drop(uint64_t T)
 {
@@ -745,6 +746,197 @@ static void test_gaps_at_phases(void **state)
             teardown();
         }
     }
+}
+
+/* A step up of the down-link's delay (as the study's delaystep cell sees it): the commands sent
+ * from tick `late_from` on arrive `late_by` ticks after the ones before did, so after their own
+ * tick, until the commands sent from `late_until` on arrive in time again (a raise of L, or the
+ * step back down). The datagrams go through a queue and reach the actuator at their arrival
+ * time. R = 4 (offsets 0 .. 3). */
+#define LQ_CAP 4096
+static uint64_t lq_T[LQ_CAP];
+static int64_t lq_at[LQ_CAP];
+static size_t lq_n;
+static uint64_t late_from, late_until, late_by, late_by2, late_by2_from;
+/* At tick lq_future_at (UINT64_MAX: never) a COMMAND for a tick 350 ahead arrives at once (the
+ * buffer is then not empty), and the eight COMMANDs sent from tick lq_drop_from are lost (with
+ * R = 4, the commands of five ticks never arrive). */
+static uint64_t lq_future_at = UINT64_MAX, lq_drop_from = UINT64_MAX;
+
+static void lq_deliver(int64_t now)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < lq_n; i++) {
+        if (lq_at[i] <= now) {
+            send_cmd(lq_T[i], 4, sine10, lq_at[i]);
+        } else {
+            lq_T[kept] = lq_T[i];
+            lq_at[kept++] = lq_at[i];
+        }
+    }
+    lq_n = kept;
+}
+
+/* Runs ticks 0 .. ticks - 1 with the late stream, the commands applied into cmd; returns the
+ * tick of HOLD (0: none). */
+static uint64_t late_back_at; /* the first tick in time after late ones (0: none) */
+
+static uint64_t run_late_stream(uint64_t ticks, double *cmd, double *peak_vel)
+{
+    lq_n = 0;
+    late_back_at = 0;
+    bool was_late = false;
+    uint64_t hold_at = 0;
+    for (uint64_t t = 0; t < ticks; t++) {
+        lq_deliver(deadline(t));
+        assert_int_equal(tick(t, 0), 0);
+        if (F.a.hold) {
+            hold_at = t;
+            break;
+        }
+        cmd[t] = F.out.row[DRTHS_ACT_COL_COMMAND];
+        const drths_fb_sample_t *fs = &F.out.feedback.u.feedback.s[0];
+        const double ct = F.out.row[DRTHS_ACT_COL_CMD_TICK];
+        assert_true((double)fs->cmd_tick == ct);
+        if (ct >= 0.0 && ct < (double)t) {
+            /* Delayed playback: a late command, said so in the FEEDBACK. */
+            assert_true(t > late_from);
+            /* Flagged while the tick's own command is late; not once it is in time again and
+             * the playback is catching up. */
+            if (t < late_until)
+                assert_true(fs->flags & DRTHS_FB_CONCEALED);
+            if (t > late_until + 6 + late_by && t < late_by2_from)
+                assert_false(fs->flags & DRTHS_FB_CONCEALED);
+            assert_true(F.out.row[DRTHS_ACT_COL_CONCEALED] == 0.0); /* not a guess */
+            /* Once back on the timely commands, no going back to the late ones. */
+            assert_int_equal(late_back_at, 0);
+            was_late = true;
+        } else if (was_late && !late_back_at && ct == (double)t &&
+                   F.out.row[DRTHS_ACT_COL_CONCEALED] == 0.0) {
+            late_back_at = t;
+        }
+        if (t == lq_future_at)
+            send_cmd(t + 350, 4, sine10, deadline(t) + 300000);
+        if (t >= lq_drop_from && t < lq_drop_from + 8)
+            continue;
+        if (t >= 1) {
+            uint64_t delay = t >= late_from && t < late_until ? late_by : 0;
+            if (t >= late_by2_from && t < late_until)
+                delay = late_by2;
+            assert_true(lq_n < LQ_CAP);
+            lq_T[lq_n] = t + 6;
+            lq_at[lq_n++] = deadline(t + delay) + 300000;
+        }
+    }
+    assert_smooth(cmd, 6, hold_at ? hold_at : ticks, peak_vel);
+    return hold_at;
+}
+
+/* Commands late by 12 ticks for 400 ticks (the budget is 30): they are played behind their
+ * ticks instead of concealed, so there is no HOLD; the lag stays near the lateness; the
+ * command stays within the velocity, acceleration and jerk limits and below 1.5 times the
+ * sine's peak speed at every tick, through both rejoins (into the late commands, and back to
+ * the timely ones); after the last blend the commands are applied exactly. The step starts at
+ * eight phases of the sine. */
+static void test_late_stream_played_behind(void **state)
+{
+    (void)state;
+    const double peak = 2.0 * M_PI * 2.0 * 1e-2;
+    for (int ph = 0; ph < 8; ph++) {
+        drths_actuator_params_t p;
+        params_default(&p);
+        p.max_concealed_ticks = 30;
+        p.ramp_rate_m_s = 0.05;
+        p.playout_ticks = 256;
+        setup_with(&p);
+        start(5);
+        send_cmd(6, 4, sine10, T0 - 4 * DT_NS);
+        late_from = 300 + (uint64_t)ph * 500 / 8;
+        late_until = late_from + 400;
+        late_by = 18; /* lead 6 ticks: 12 ticks late */
+        late_by2_from = UINT64_MAX;
+        lq_future_at = lq_drop_from = UINT64_MAX;
+        static double cmd[2000];
+        double pv = 0.0;
+        assert_int_equal(run_late_stream(2000, cmd, &pv), 0);
+        assert_false(F.a.hold);
+        assert_true(F.a.c.delayed > 300);
+        assert_true(F.a.c.max_lag_ticks >= 12 && F.a.c.max_lag_ticks <= 20);
+        assert_true(F.a.c.max_consecutive_concealed <= 13);
+        /* Back on the timely commands once caught up, at most 5 % faster: the lag of 12 to 20
+         * ticks takes 240 to 400 ticks and the rate's ramps a few more. */
+        assert_true(late_back_at > late_until + 200 && late_back_at <= late_until + 450);
+        assert_true(F.a.c.catchup_ticks >= 200);
+        if (pv > 1.5 * peak)
+            fail_msg("phase %d: peak command velocity %g m/s", ph, pv);
+        for (uint64_t k = 1800; k < 2000; k++)
+            assert_true(fabs(cmd[k] - sine10(k)) < 1e-15);
+        teardown();
+    }
+}
+
+/* In the late stream, eight COMMANDs are lost, so that the commands of five ticks never arrive,
+ * while the buffer holds a timely command for a later tick (as after a raise of L): the ticks
+ * without a late command are concealed, each standing for a missing command, and the delayed
+ * playback then goes on with the next late command there is; it is given up neither because the
+ * buffer is no longer empty nor because those commands never come. */
+static void test_late_stream_survives_a_gap(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_default(&p);
+    p.max_concealed_ticks = 30;
+    p.ramp_rate_m_s = 0.05;
+    p.playout_ticks = 256;
+    setup_with(&p);
+    start(5);
+    send_cmd(6, 4, sine10, T0 - 4 * DT_NS);
+    late_from = 300;
+    late_until = 700;
+    late_by = 18;
+    late_by2_from = UINT64_MAX;
+    lq_future_at = 400;
+    lq_drop_from = 410;
+    static double cmd[1200];
+    const uint64_t hold_at = run_late_stream(1200, cmd, NULL);
+    assert_int_equal(hold_at, 0);
+    assert_true(F.a.c.delayed > 300);
+    /* The gap: a few ticks concealed inside the late stream, not the whole budget. */
+    assert_true(F.a.c.max_consecutive_concealed <= 13);
+    teardown();
+}
+
+/* The same late stream, then later still (by 40 ticks, beyond the budget of 30): the
+ * actuator plays the late commands as long as they are within the budget, then conceals and
+ * goes to HOLD when the newest command applied is 31 ticks behind, saying so. A silent link is
+ * still "too many concealed commands" (test_too_many_concealed_holds). */
+static void test_late_stream_beyond_budget_holds(void **state)
+{
+    (void)state;
+    drths_actuator_params_t p;
+    params_default(&p);
+    p.max_concealed_ticks = 30;
+    p.ramp_rate_m_s = 0.05;
+    p.playout_ticks = 256;
+    setup_with(&p);
+    start(5);
+    send_cmd(6, 4, sine10, T0 - 4 * DT_NS);
+    late_from = 300;
+    late_until = 1000;
+    late_by = 18;
+    late_by2_from = 500;
+    late_by2 = 46; /* 40 ticks late */
+    lq_future_at = lq_drop_from = UINT64_MAX;
+    static double cmd[1000];
+    const uint64_t hold_at = run_late_stream(1000, cmd, NULL);
+    assert_true(hold_at > 500);
+    assert_true(F.a.c.delayed > 150);
+    assert_int_equal(F.a.hold_reason, DRTHS_STOP_HOLD);
+    assert_int_equal(hold_at - F.a.last_base, 31);
+    assert_string_equal(F.a.hold_text,
+                        "commands too late: the newest applied is 31 ticks behind its tick "
+                        "(limit 30)");
+    teardown();
 }
 
 /* The relay restart with a raise of L, as the numerical site sends it (5 kHz, L = 105): the
@@ -1811,6 +2003,9 @@ int main(void)
         cmocka_unit_test(test_watchdog),
         cmocka_unit_test(test_gaps_at_phases),
         cmocka_unit_test(test_rejoin_into_fillers_after_raise_of_L),
+        cmocka_unit_test(test_late_stream_played_behind),
+        cmocka_unit_test(test_late_stream_survives_a_gap),
+        cmocka_unit_test(test_late_stream_beyond_budget_holds),
         cmocka_unit_test(test_watchdog_waits_for_an_empty_buffer),
         cmocka_unit_test(test_displacement_limit),
         cmocka_unit_test(test_velocity_limit),
