@@ -224,16 +224,24 @@ static void write_channels(drths_physsite_t *ps, drths_json_t *j)
     drths_json_array_end(j);
 }
 
-/* "daq", the datagrams sent and "recorder". */
-static void write_io(const drths_physsite_t *ps, drths_json_t *j)
+/* "daq", the datagrams sent and "recorder". The DAQ counts are the site's, summed over the
+ * channels (each channel's own are under "channels"), so that a DAQ fault on any channel shows
+ * where a single-channel run shows it. */
+static void write_io(drths_physsite_t *ps, drths_json_t *j)
 {
+    uint64_t errors = 0, clamped = 0, saturated = 0;
+    for (int i = 0; i < ps->n_channels; i++) {
+        errors += drths_physsite_act(ps, i)->c.daq_errors;
+        clamped += drths_physsite_daq(ps, i)->n_clamped;
+        saturated += drths_physsite_daq(ps, i)->n_saturated;
+    }
     drths_json_object_begin(j, "daq");
     drths_json_string(j, "backend", drths_daq_backend_name(ps->daq.backend));
     if (ps->daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
         drths_json_string(j, "device", ps->daq.u.comedi.device);
-    drths_json_int(j, "errors", (int64_t)ps->act.c.daq_errors);
-    drths_json_int(j, "clamped_writes", (int64_t)ps->daq.n_clamped);
-    drths_json_int(j, "saturated_reads", (int64_t)ps->daq.n_saturated);
+    drths_json_int(j, "errors", (int64_t)errors);
+    drths_json_int(j, "clamped_writes", (int64_t)clamped);
+    drths_json_int(j, "saturated_reads", (int64_t)saturated);
     drths_json_object_end(j);
     drths_json_int(j, "probes_answered", (int64_t)ps->probes_answered);
     drths_json_int(j, "feedback_sent", (int64_t)ps->feedback_sent);

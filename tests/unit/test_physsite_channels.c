@@ -234,6 +234,27 @@ static void test_second_channel_holds_the_first_from_the_next_tick(void **state)
                         "ch2_hold"); /* the second channel's copy of the column */
 }
 
+/* summary.json's top-level DAQ counts are the site's: a fault counted on the second channel
+ * shows there, where a single-channel run shows its own. */
+static void test_daq_counts_are_the_sites(void **state)
+{
+    (void)state;
+    open_world(NULL, NULL);
+    run_to(0.001, -0.002, 5);
+    W->ps.act.c.daq_errors = 1;
+    W->ps.extra[0].act.c.daq_errors = 2;
+    drths_physsite_daq(&W->ps, 1)->n_clamped = 4;
+    char *sum = summary_text();
+    const char *daq = strstr(sum, "\"daq\": {"); /* the top level's, before "channels" */
+    assert_non_null(daq);
+    const char *end = strchr(daq, '}');
+    const char *errors = strstr(daq, "\"errors\": 3");
+    const char *clamped = strstr(daq, "\"clamped_writes\": 4");
+    assert_true(errors && errors < end);
+    assert_true(clamped && clamped < end);
+    free(sum);
+}
+
 /* The first channel's own limit and specimen are what the start-up lines and summary.json's
  * first-channel members say, not the top-level sections'. */
 static void test_setup_lines_are_the_first_channels(void **state)
@@ -316,6 +337,7 @@ int main(void)
         cmocka_unit_test_teardown(test_first_channel_holds_the_second_in_its_tick, close_world),
         cmocka_unit_test_teardown(test_second_channel_holds_the_first_from_the_next_tick,
                                   close_world),
+        cmocka_unit_test_teardown(test_daq_counts_are_the_sites, close_world),
         cmocka_unit_test_teardown(test_setup_lines_are_the_first_channels, close_world),
         cmocka_unit_test_teardown(test_hold_after_the_first_finished, close_world),
         cmocka_unit_test_teardown(test_ticks_allocate_nothing, close_world),
