@@ -3,23 +3,16 @@
 # compared with (docs/openfresco.md).
 #
 #   OpenSees examples/opensees/reference-1dof-implicit.tcl 0 reference-implicit.out
-set port [expr {[llength $argv] > 0 ? [lindex $argv 0] : 8090}]
-set outFile [expr {[llength $argv] > 1 ? [lindex $argv 1] : "reference-implicit.out"}]
+#
+# Arguments: a port (ignored; run-example.sh passes 0), the displacement record file
+# (reference-implicit.out) and the convergence tolerance (1e-9 m); further arguments are ignored, so
+# the client example's list serves here too. analysis.tcl explains the analysis, the arguments and
+# the end of the session.
 set specimen reference
 set duration 5.0
 set dt 0.01
-source [file join [file dirname [info script]] model-1dof.tcl]
-constraints Plain
-numberer Plain
-system BandGeneral
-# The tolerance (third argument, default 1e-9 m) must lie above the displacement the sensor
-# noise makes the force jitter by (noise / effective stiffness), else the iterations never
-# converge on a real specimen.
-set tol [expr {[llength $argv] > 2 ? [lindex $argv 2] : 1.0e-9}]
-test NormDispIncr $tol 25
-algorithm Newton -initial
-integrator Newmark 0.5 0.25
-analysis Transient
-set ok [analyze [expr {int($duration / $dt)}] $dt]
-puts "analyze: $ok"
-wipe
+set here [file dirname [info script]]
+source [file join $here analysis.tcl]
+exampleArguments implicit 1 reference-implicit.out
+source [file join $here model-1dof.tcl]
+exampleAnalysis implicit

@@ -3,18 +3,15 @@
 # reference its record is compared with (docs/openfresco.md).
 #
 #   OpenSees examples/opensees/reference-2dof-explicit.tcl 0 reference-2dof-explicit.out
-set port [expr {[llength $argv] > 0 ? [lindex $argv 0] : 8090}]
-set outFile [expr {[llength $argv] > 1 ? [lindex $argv 1] : "reference-2dof-explicit.out"}]
+#
+# Arguments: a port (ignored; run-example.sh passes 0) and the displacement record file
+# (reference-2dof-explicit.out); further arguments are ignored, so the client example's list serves
+# here too. analysis.tcl explains the analysis, the arguments and the end of the session.
 set specimen reference
 set duration 5.0
 set dt 0.01
-source [file join [file dirname [info script]] model-2dof.tcl]
-constraints Plain
-numberer Plain
-system BandGeneral
-algorithm Linear
-integrator CentralDifference
-analysis Transient
-set ok [analyze [expr {int($duration / $dt)}] $dt]
-puts "analyze: $ok"
-wipe
+set here [file dirname [info script]]
+source [file join $here analysis.tcl]
+exampleArguments explicit 2 reference-2dof-explicit.out
+source [file join $here model-2dof.tcl]
+exampleAnalysis explicit
