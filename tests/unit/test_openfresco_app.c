@@ -31,7 +31,6 @@ typedef struct world {
     const drths_physsite_source_t *src;
     uint64_t tick;
     int64_t dt_ns;
-    drths_actuator_out_t out;
 } world_t;
 
 static world_t *W;
@@ -81,14 +80,16 @@ static int teardown(void **state)
     return 0;
 }
 
-/* One tick as drths_physsite_run does it, in virtual time. Returns the actuator's result. */
+/* One tick of every channel as drths_physsite_run does it, in virtual time. Returns the site's
+ * result. */
 static int tick(void)
 {
     int64_t t = (int64_t)W->tick * W->dt_ns;
+    int finished = 0;
     W->src->before_tick(&W->app, &W->ps, W->tick, t);
-    int rc = drths_actuator_tick(&W->ps.act, W->tick, t, t, &W->out);
+    int rc = drths_physsite_tick(&W->ps, W->tick, t, t, &finished);
     if (rc == 0)
-        W->src->after_tick(&W->app, &W->ps, W->tick, &W->out);
+        W->src->after_tick(&W->app, &W->ps, W->tick, &W->ps.out);
     W->tick++;
     return rc;
 }
@@ -140,7 +141,7 @@ static void test_steps(void **state)
     /* DIE: the run ends after the command already queued (tick + D - 1), without HOLD. */
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_DIE, 0.0, NULL);
     assert_int_equal(tick(), 0);
-    assert_true(W->out.finished);
+    assert_true(W->ps.out.finished);
     assert_false(W->ps.act.hold);
     assert_int_equal(tick(), -EALREADY);
     assert_non_null(strstr(W->src->ended(&W->app, &W->ps), "DIE) after 2 steps"));
@@ -159,9 +160,9 @@ static void test_lost_client_holds(void **state)
         assert_int_equal(tick(), 0);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_LOST, 0.0, "the client went away");
     int rc = 0;
-    for (int i = 0; i < 100000 && rc == 0 && !W->out.finished; i++)
+    for (int i = 0; i < 100000 && rc == 0 && !W->ps.out.finished; i++)
         rc = tick();
-    assert_true(W->out.finished);
+    assert_true(W->ps.out.finished);
     assert_true(W->ps.act.hold);
     assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_PEER_LOST);
     assert_non_null(strstr(W->ps.act.hold_text, "went away"));
@@ -417,30 +418,6 @@ static int setup_two(void **state)
     return 0;
 }
 
-/* One tick of both channels, as drths_physsite_run does it. */
-static int tick_two(void)
-{
-    int64_t t = (int64_t)W->tick * W->dt_ns;
-    W->src->before_tick(&W->app, &W->ps, W->tick, t);
-    int rc = drths_actuator_tick(&W->ps.act, W->tick, t, t, &W->out);
-    int rc2 = drths_actuator_tick(&W->ps.extra[0].act, W->tick, t, t, &W->ps.extra[0].out);
-    assert_int_equal(rc, rc2);
-    if (rc == 0)
-        W->src->after_tick(&W->app, &W->ps, W->tick, &W->out);
-    W->tick++;
-    return rc;
-}
-
-static int64_t until_answer_two(drths_ofr_response_t *r, int max)
-{
-    for (int i = 0; i < max; i++) {
-        assert_int_equal(tick_two(), 0);
-        if (drths_ofr_app_take(&W->app, r) == 0)
-            return (int64_t)W->tick - 1;
-    }
-    return -1;
-}
-
 static void trial_two(double d0, double d1)
 {
     const double v[2] = {d0, d1};
@@ -456,7 +433,7 @@ static void test_two_channels(void **state)
     (void)state;
     drths_ofr_response_t r;
     trial_two(0.001, -0.002);
-    assert_true(until_answer_two(&r, 200) > 0);
+    assert_true(until_answer(&r, 200) > 0);
     assert_true(r.disp[0] == 0.001 && r.disp[1] == -0.002);
     assert_true(fabs(r.force[0] - 1.0e7 * 0.001) <= 1e-12 * 1e4);
     assert_true(fabs(r.force[1] - 2.0e7 * -0.002) <= 1e-12 * 4e4);
@@ -464,18 +441,18 @@ static void test_two_channels(void **state)
     /* The repeat: channel 2 within the tolerance. Answered at once from the step's end. */
     trial_two(0.001, -0.002 + 0.5 * DRTHS_OFR_REPEAT_TOL_M);
     int64_t now = (int64_t)W->tick;
-    assert_int_equal(until_answer_two(&r, 5), now);
+    assert_int_equal(until_answer(&r, 5), now);
     assert_int_equal(W->app.repeats, 1);
     assert_true(r.disp[1] == -0.002);
     /* Channel 2 alone moves by 1 um: an iteration of the same step. */
     trial_two(0.001, -0.002 + 1e-6);
-    assert_true(until_answer_two(&r, 400) > 0);
+    assert_true(until_answer(&r, 400) > 0);
     assert_int_equal(W->app.iterations, 1);
     assert_true(r.disp[0] == 0.001 && fabs(r.disp[1] - (-0.002 + 1e-6)) < 1e-15);
     /* Commit, then the next step moves both. */
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
     trial_two(0.0015, -0.0015);
-    assert_true(until_answer_two(&r, 400) > 0);
+    assert_true(until_answer(&r, 400) > 0);
     assert_true(r.disp[0] == 0.0015 && r.disp[1] == -0.0015);
     assert_int_equal(W->app.steps_reached, 2);
     assert_true(drths_ofr_app_channel_rms_pct(&W->app, 0) == 0.0);
