@@ -293,6 +293,18 @@ void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, co
     scopy(a->hold_text, sizeof a->hold_text, text);
 }
 
+/* The commands kept for the delayed playback, by tick (the latest DRTHS_ACT_LATE_MEMORY). */
+static bool kept(const drths_actuator_t *a, uint64_t t)
+{
+    return a->late_tick[t % DRTHS_ACT_LATE_MEMORY] == (int64_t)t;
+}
+
+static void keep(drths_actuator_t *a, uint64_t t, const drths_cmd_channel_t *c)
+{
+    a->late_tick[t % DRTHS_ACT_LATE_MEMORY] = (int64_t)t;
+    a->late_s[t % DRTHS_ACT_LATE_MEMORY] = *c;
+}
+
 static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arrival_ns)
 {
     const drths_msg_command_t *c = &m->u.command;
@@ -353,10 +365,8 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
                 a->c.late++;
                 *slot = -1;
             }
-            if (a->late_tick[tick % DRTHS_ACT_LATE_MEMORY] != (int64_t)tick) {
-                a->late_tick[tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)tick;
-                a->late_s[tick % DRTHS_ACT_LATE_MEMORY] = c->s[k][0];
-            }
+            if (!kept(a, tick))
+                keep(a, tick, &c->s[k][0]);
             break;
         }
         }
@@ -846,34 +856,18 @@ static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_cha
     a->rejoin_w[2] = (m[0][0] * rhs[1] - rhs[0] * m[1][0]) / det;
 }
 
-/* The late commands kept for ticks base + 1 .. base + k, into out, stopping at the first one
- * missing; returns how many (the delayed playback's preview, as drths_playout_lookahead is the
- * received commands'). */
-static size_t late_lookahead(const drths_actuator_t *a, uint64_t base, size_t k,
-                             drths_cmd_channel_t *out)
-{
-    size_t n = 0;
-    for (; n < k; n++) {
-        const uint64_t t = base + 1 + n;
-        if (a->late_tick[t % DRTHS_ACT_LATE_MEMORY] != (int64_t)t)
-            break;
-        out[n] = a->late_s[t % DRTHS_ACT_LATE_MEMORY];
-    }
-    return n;
-}
-
 /* The kept command at command time pos (ticks), interpolated linearly between the two around it;
  * false when one of them is not there. */
 static bool late_at(const drths_actuator_t *a, double pos, drths_cmd_channel_t *out)
 {
     const uint64_t i0 = (uint64_t)floor(pos);
     const double frac = pos - (double)i0;
-    if (a->late_tick[i0 % DRTHS_ACT_LATE_MEMORY] != (int64_t)i0)
+    if (!kept(a, i0))
         return false;
     const drths_cmd_channel_t *c0 = &a->late_s[i0 % DRTHS_ACT_LATE_MEMORY];
     *out = *c0;
     if (frac > 0.0) {
-        if (a->late_tick[(i0 + 1) % DRTHS_ACT_LATE_MEMORY] != (int64_t)(i0 + 1))
+        if (!kept(a, i0 + 1))
             return false;
         const drths_cmd_channel_t *c1 = &a->late_s[(i0 + 1) % DRTHS_ACT_LATE_MEMORY];
         out->disp_m += frac * (c1->disp_m - c0->disp_m);
@@ -883,12 +877,15 @@ static bool late_at(const drths_actuator_t *a, double pos, drths_cmd_channel_t *
     return true;
 }
 
-/* The delayed playback's preview: the kept commands at the next k command times, play_rate
- * apart from the one applied now, stopping at the first one missing. */
-static size_t late_preview(const drths_actuator_t *a, size_t k, drths_cmd_channel_t *out)
+/* The kept commands at the k command times pos + rate, pos + 2 rate, ..., into out, stopping at
+ * the first one missing; returns how many. The delayed playback's preview (from the command time
+ * applied now at its rate), and, at rate 1 from a tick, the late commands after it (as
+ * drths_playout_lookahead gives the received ones). */
+static size_t late_preview(const drths_actuator_t *a, double pos, double rate, size_t k,
+                           drths_cmd_channel_t *out)
 {
     size_t n = 0;
-    while (n < k && late_at(a, a->play_pos + a->play_rate * (double)(n + 1), &out[n]))
+    while (n < k && late_at(a, pos + rate * (double)(n + 1), &out[n]))
         n++;
     return n;
 }
@@ -917,7 +914,7 @@ static bool gather_future(drths_actuator_t *a, uint64_t tick, int *n_out)
     else if (a->consecutive_concealed)
         k = 0; /* a guess while the late commands pause: none of them continues it */
     else
-        k = late_preview(a, (size_t)(a->lookahead - n), a->future_s);
+        k = late_preview(a, a->play_pos, a->play_rate, (size_t)(a->lookahead - n), a->future_s);
     for (size_t i = 0; i < k; i++) {
         const double d = a->future_s[i].disp_m + rejoin_offset(a, from + 1 + i);
         a->future[n + (int)i] = d;
@@ -982,7 +979,7 @@ static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base, b
         a->rejoin_next = 0;
         drths_cmd_channel_t ahead[3];
         const size_t k = base == s->tick ? drths_playout_lookahead(&a->pb, base, 3, ahead)
-                                         : late_lookahead(a, base, 3, ahead);
+                                         : late_preview(a, (double)base, 1.0, 3, ahead);
         /* The two late commands before a late one, when they are there and the trajectory has
          * no kink through them (the fillers of a raise of L start with one, which the
          * extension in start_rejoin handles), are the trajectory behind it exactly. */
@@ -990,8 +987,7 @@ static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base, b
         bool have_behind = false;
         if (base != s->tick && base >= 2) {
             const uint64_t b1 = base - 1, b2 = base - 2;
-            if (a->late_tick[b1 % DRTHS_ACT_LATE_MEMORY] == (int64_t)b1 &&
-                a->late_tick[b2 % DRTHS_ACT_LATE_MEMORY] == (int64_t)b2) {
+            if (kept(a, b1) && kept(a, b2)) {
                 behind[0] = a->late_s[b1 % DRTHS_ACT_LATE_MEMORY].disp_m;
                 behind[1] = a->late_s[b2 % DRTHS_ACT_LATE_MEMORY].disp_m;
                 const double dt = 1.0 / a->p.rate_hz;
@@ -1023,15 +1019,9 @@ static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns
 static bool commands_ahead(const drths_actuator_t *a, uint64_t base, uint64_t need, uint64_t tick)
 {
     for (uint64_t t = base + 1; t <= base + need; t++)
-        if (a->late_tick[t % DRTHS_ACT_LATE_MEMORY] != (int64_t)t &&
-            !(t > tick && drths_playout_has(&a->pb, t)))
+        if (!kept(a, t) && !(t > tick && drths_playout_has(&a->pb, t)))
             return false;
     return true;
-}
-
-static bool kept(const drths_actuator_t *a, uint64_t t)
-{
-    return a->late_tick[t % DRTHS_ACT_LATE_MEMORY] == (int64_t)t;
 }
 
 /* Delayed playback. This tick's command has not arrived, or the actuator is already playing
@@ -1166,8 +1156,7 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
         return true;
     if (rc == 0 && a->delayed) {
         /* Kept for the delayed playback, which reaches it later (or now, having caught up). */
-        a->late_tick[s->tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)s->tick;
-        a->late_s[s->tick % DRTHS_ACT_LATE_MEMORY] = s->cmd;
+        keep(a, s->tick, &s->cmd);
     }
     if (rc == 0 && !a->delayed) {
         apply_received(a, s, lead_ns);
@@ -1391,11 +1380,13 @@ static void check_stability(drths_actuator_t *a, const tick_state_t *s)
     if (growing)
         snprintf(text, sizeof text,
                  "stability: oscillation at %.1f Hz growing %.0f %%/s over %.1f s; amplitude "
-                 "%.1f -> %.1f mm", freq, pct, span_s, first * 1e3, last * 1e3);
+                 "%.1f -> %.1f mm",
+                 freq, pct, span_s, first * 1e3, last * 1e3);
     else
         snprintf(text, sizeof text,
                  "stability: oscillation at %.1f Hz not decaying after the record's end "
-                 "(%+.0f %%/s over %.1f s); amplitude %.1f mm", freq, pct, span_s, last * 1e3);
+                 "(%+.0f %%/s over %.1f s); amplitude %.1f mm",
+                 freq, pct, span_s, last * 1e3);
     drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
 }
 
