@@ -238,6 +238,14 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     h->epoch = 1;
     h->filler_next = 1;
     h->filler_end = 0;
+    /* The filler COMMANDs ride the consecutive offsets 0, 1, .. at the head of the redundancy
+     * (all four of 0, 1, 2, 3 with R >= 4; PROTOCOL.md section 8: the offsets after them spread
+     * out, 8, 16, ...) and advance by half of them, so that each filler tick travels in two
+     * datagrams (in one with R = 1). */
+    while (h->filler_contig < (uint64_t)p->r &&
+           drths_wire_offset((int)h->filler_contig) == (unsigned)h->filler_contig)
+        h->filler_contig++;
+    h->filler_adv = h->filler_contig / 2 > 0 ? h->filler_contig / 2 : 1;
     h->c.L_min_seen = h->c.L_max_seen = p->L;
     h->state = S_START;
     return 0;
@@ -519,30 +527,15 @@ static int predict_and_command(drths_hybrid_t *h, int64_t now_ns)
     return 1;
 }
 
-/* The filler COMMANDs' window: the consecutive offsets 0, 1, .. at the head of the redundancy
- * (all four of 0, 1, 2, 3 with R >= 4; PROTOCOL.md section 8: the offsets after them spread
- * out, 8, 16, ...), and the step from one window to the next, half of it, so that each filler
- * tick travels in two datagrams (in one with R = 1). */
-static int filler_window(const drths_hybrid_t *h, uint64_t *adv)
-{
-    int contig = 0;
-    while (contig < h->p.r && drths_wire_offset(contig) == (unsigned)contig)
-        contig++;
-    *adv = (uint64_t)(contig / 2 > 0 ? contig / 2 : 1);
-    return contig;
-}
-
-/* The next filler COMMAND: the filler ticks of the window [filler_next, filler_next + contig)
- * within [first, filler_end], in the consecutive offsets; the windows start adv before the
- * first filler and go on while they start at filler_end or before, so the first and the last
- * filler are in two datagrams like the others. (A header tick of filler_next + R - 1 with
- * R = 8 left the first three fillers out of every datagram: offsets 0 .. 3 covered
- * filler_next + 4 .. + 7, and offset 8 reached back before the fillers.) */
+/* The next filler COMMAND: the filler ticks of the window [filler_next, filler_next +
+ * filler_contig) within [first, filler_end], in the consecutive offsets; the windows start
+ * filler_adv before the first filler and go on while they start at filler_end or before, so
+ * the first and the last filler are in two datagrams like the others. (A header tick of
+ * filler_next + R - 1 with R = 8 left the first three fillers out of every datagram: offsets
+ * 0 .. 3 covered filler_next + 4 .. + 7, and offset 8 reached back before the fillers.) */
 static void build_filler(drths_hybrid_t *h, int64_t now_ns, uint64_t first)
 {
-    uint64_t adv;
-    const int contig = filler_window(h, &adv);
-    uint64_t T = h->filler_next + (uint64_t)contig - 1;
+    uint64_t T = h->filler_next + h->filler_contig - 1;
     if (T > h->filler_end)
         T = h->filler_end;
     memset(&h->out, 0, sizeof h->out);
@@ -558,7 +551,7 @@ static void build_filler(drths_hybrid_t *h, int64_t now_ns, uint64_t first)
     c->echo_counter = h->fb_last_counter;
     int64_t hold = h->fb_last_counter ? now_ns - h->fb_last_counter_rx_ns : 0;
     c->echo_hold_ns = hold > 0 ? (uint64_t)hold : 0;
-    h->filler_next += adv;
+    h->filler_next += h->filler_adv;
     h->c.fillers_sent++;
 }
 
@@ -664,8 +657,7 @@ static void raise_L(drths_hybrid_t *h, uint32_t L2, drths_epoch_reason_t why, in
         if (t + h->sent_cap >= first_new)
             sent_put(h, t, &h->filler);
     }
-    uint64_t adv;
-    (void)filler_window(h, &adv);
+    const uint64_t adv = h->filler_adv;
     h->filler_first = last + 1;
     /* The first window starts before the fillers, so that the first one is in two of them. */
     h->filler_next = last + 1 - (adv <= last ? adv : 0);

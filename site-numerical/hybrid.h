@@ -201,6 +201,9 @@ typedef struct drths_hybrid {
     int64_t epoch_next_ns;
     drths_msg_epoch_t epoch_msg;
     uint64_t filler_first;      /* first filler tick of the current pause */
+    /* A filler COMMAND's window: the consecutive offsets 0, 1, .. at the head of the redundancy,
+     * and the step from one filler COMMAND to the next (set at init from R). */
+    uint64_t filler_contig, filler_adv;
     drths_hybrid_epoch_log_t elog[DRTHS_HYBRID_MAX_EPOCH_LOG];
     int n_elog;
     double row_dead;            /* dead time n - k of the row's step, ticks */
