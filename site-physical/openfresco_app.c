@@ -1074,14 +1074,6 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
         return 1;
     }
     app->n = ps->n_channels;
-    /* The stability monitor's free-vibration check applies from the end of the experiment
-     * file's ground-motion record on, in command time. In an OpenFresco session that record
-     * drives nothing (OpenSees integrates its own ground motion, of its own length, and the
-     * client may pause before its first target): an analysis longer than the file's record
-     * would be held for an earthquake response that is not over. So the check is off here; the
-     * growth check (an instability) stays on. */
-    for (int i = 0; i < ps->n_channels; i++)
-        drths_physsite_act(ps, i)->p.stab_quiet_after_s = INFINITY;
     /* Every channel's commands run D ticks ahead: D from the longest lookahead of them. */
     int look = 0;
     for (int i = 0; i < ps->n_channels; i++)

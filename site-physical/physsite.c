@@ -93,6 +93,14 @@ static int init_channel(drths_physsite_t *ps, int i, drths_specimen_t *spec, drt
     }
     drths_actuator_params_t ap;
     drths_actuator_params_from_experiment(exp, &ap);
+    /* The stability monitor's free-vibration check applies from the end of the experiment
+     * file's ground-motion record on, in command time. With a source (an OpenFresco session)
+     * that record drives nothing: the client integrates its own ground motion, of its own
+     * length, and may pause before its first target, so an analysis longer than the file's
+     * record would be held for a response that is not over. The check is off there; the growth
+     * check (an instability) stays on. */
+    if (ps->cfg.source)
+        ap.stab_quiet_after_s = INFINITY;
     rc = drths_actuator_init(act, &ap, daq, err);
     if (rc) {
         drths_daq_close(daq);
