@@ -240,6 +240,25 @@ static int indent_of(const char *text, size_t *q, size_t eol, int *dash)
     }
 }
 
+/* One line of the text from pos: where it ends and where its content starts (q), its
+ * indentation and dash (as indent_of), whether it is blank or a comment, and the position of the
+ * next line. */
+typedef struct yline {
+    size_t eol, q, next;
+    int indent, dash, blank;
+} yline_t;
+
+static void read_line(const vctx_t *c, size_t pos, yline_t *l)
+{
+    l->eol = pos;
+    while (l->eol < c->len && c->text[l->eol] != '\n')
+        l->eol++;
+    l->q = pos;
+    l->indent = indent_of(c->text, &l->q, l->eol, &l->dash);
+    l->blank = (l->q == l->eol && !l->dash) || (l->q < l->eol && c->text[l->q] == '#');
+    l->next = l->eol < c->len ? l->eol + 1 : l->eol;
+}
+
 /* Finds the line of the key at the end of a dotted path in block-style YAML: each component
  * must appear as "key:" at the start of a line (after indentation) deeper than its parent and
  * before the parent's block ends; an index ("[2]") of a block sequence moves to that entry's
@@ -265,31 +284,20 @@ static int line_of(const vctx_t *c, const char *path)
             return 0;
         /* Scan lines from pos. */
         int hit = 0;
-        while (pos < c->len) {
-            size_t eol = pos;
-            while (eol < c->len && c->text[eol] != '\n')
-                eol++;
-            size_t q = pos;
-            int dash;
-            int indent = indent_of(c->text, &q, eol, &dash);
-            int blank = (q == eol && !dash) || (q < eol && c->text[q] == '#');
-            if (!blank && pos != entry_pos && (dash ? dash - 1 : indent) <= parent_indent)
+        for (yline_t l; !hit && pos < c->len; pos = l.next, line++) {
+            read_line(c, pos, &l);
+            if (!l.blank && pos != entry_pos && (l.dash ? l.dash - 1 : l.indent) <= parent_indent)
                 return 0; /* left the parent's block */
-            if (!blank && eol - q > k && memcmp(c->text + q, key, k) == 0) {
-                size_t r = q + k;
-                while (r < eol && c->text[r] == ' ')
+            if (!l.blank && l.eol - l.q > k && memcmp(c->text + l.q, key, k) == 0) {
+                size_t r = l.q + k;
+                while (r < l.eol && c->text[r] == ' ')
                     r++;
-                if (r < eol && c->text[r] == ':') {
+                if (r < l.eol && c->text[r] == ':') {
                     hit = 1;
-                    parent_indent = indent;
+                    parent_indent = l.indent;
                     found_line = line;
-                    pos = eol < c->len ? eol + 1 : eol;
-                    line++;
-                    break;
                 }
             }
-            pos = eol < c->len ? eol + 1 : eol;
-            line++;
         }
         if (!hit)
             return 0;
@@ -306,18 +314,12 @@ static int line_of(const vctx_t *c, const char *path)
             int found = 0;
             size_t pos0 = pos;
             int line0 = line;
-            while (pos < c->len) {
-                size_t eol = pos;
-                while (eol < c->len && c->text[eol] != '\n')
-                    eol++;
-                size_t q = pos;
-                int dash;
-                int indent = indent_of(c->text, &q, eol, &dash);
-                int blank = (q == eol && !dash) || (q < eol && c->text[q] == '#');
-                if (!blank && (dash ? dash - 1 : indent) <= parent_indent)
+            for (yline_t l; pos < c->len; pos = l.next, line++) {
+                read_line(c, pos, &l);
+                if (!l.blank && (l.dash ? l.dash - 1 : l.indent) <= parent_indent)
                     break;
-                if (!blank && dash && (dash_col < 0 || dash - 1 == dash_col)) {
-                    dash_col = dash - 1;
+                if (!l.blank && l.dash && (dash_col < 0 || l.dash - 1 == dash_col)) {
+                    dash_col = l.dash - 1;
                     if (++seen == want) {
                         found = 1;
                         found_line = line;
@@ -326,8 +328,6 @@ static int line_of(const vctx_t *c, const char *path)
                         break; /* pos stays on the dash line */
                     }
                 }
-                pos = eol < c->len ? eol + 1 : eol;
-                line++;
             }
             if (!found) {
                 /* A flow sequence ([a, b]) or a short one: the key's line is the line of an
