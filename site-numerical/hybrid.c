@@ -20,7 +20,7 @@ static const char *const extra_names[DRTHS_HYBRID_EXTRA_COLS + DRTHS_HYBRID_ADAP
     "fb_tick", "fb_concealed", "force_measured_N", "force_model_N",
     "force_used_N", "rtt_ms", "loop_delay_ticks",
     "smith_gain", "smith_alpha_scale", "smith_c0_scale", "smith_c1_scale", "smith_A_scale",
-    "smith_n_scale", "smith_err_rel", "smith_fallback"};
+    "smith_n_scale", "smith_err_rel", "smith_fallback", "smith_lead_n_start"};
 
 /* The short arrival-offset minimum (the up-link's current fastest way) uses buckets this long. */
 #define SHORT_BUCKET_NS (50 * NS_PER_MS)
@@ -575,6 +575,7 @@ static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double meas
             x[8 + i] = drths_smith_scale(sm, i);
         x[8 + DRTHS_SMITH_NPAR] = sm->err_rel;
         x[9 + DRTHS_SMITH_NPAR] = sm->st.fell_back;
+        x[10 + DRTHS_SMITH_NPAR] = drths_smith_leader(sm)->n_start;
     }
     int n = h->ns.n;
     const double *xs = row + 3, *as = row + 3 + 2 * n;

@@ -36,6 +36,13 @@ void drths_smith_adapt_default(drths_smith_adapt_params_t *ap)
     ap->arm_pairs = 5000;
     ap->unexplained_max = 0.5;
     ap->worse_max = 2.0;
+    ap->members = DRTHS_SMITH_MEMBERS;
+    ap->n_starts[0] = 1.0;
+    ap->n_starts[1] = 0.5;
+    ap->n_starts[2] = 2.0;
+    ap->switch_arm = 1000;
+    ap->switch_ratio = 0.3;
+    ap->glide = 0.001;
 }
 
 /* A command-dependent coefficient of the damper model at command cmd (damper.h). */
@@ -82,18 +89,18 @@ static double stiffness_rate(const drths_damper_params_t *p)
     return lam;
 }
 
-/* Sets the parameters of the estimate (theta) and of its sensitivity models (theta + delta
- * e_i), keeping their states. The substeps follow the estimate's stiffness. */
-static void apply_theta(drths_smith_t *s)
+/* Sets the parameters of member b's estimate (theta) and of its sensitivity models (theta +
+ * delta e_i), keeping their states. The substeps follow the estimate's stiffness. */
+static void apply_theta(drths_smith_t *s, drths_smith_member_t *b)
 {
     const drths_damper_params_t *nom = &s->nominal;
     double f[NP];
     for (int i = 0; i < NP; i++)
-        f[i] = exp(s->theta[i]);
+        f[i] = exp(b->theta[i]);
     double up = exp(s->ap.delta);
     int ns = s->model.substeps;
     for (int m = -1; m < NP; m++) {
-        drths_damper_t *d = m < 0 ? &s->est : &s->sens[m];
+        drths_damper_t *d = m < 0 ? &b->est : &b->sens[m];
         double g[NP];
         for (int i = 0; i < NP; i++)
             g[i] = i == m ? f[i] * up : f[i];
@@ -113,17 +120,32 @@ static void apply_theta(drths_smith_t *s)
     }
 }
 
+static void reset_cov(const drths_smith_t *s, drths_smith_member_t *b)
+{
+    memset(b->P, 0, sizeof b->P);
+    for (int i = 0; i < NP; i++)
+        b->P[i][i] = s->ap.p0;
+}
+
 static void reset_adapt(drths_smith_t *s)
 {
-    memset(s->theta, 0, sizeof s->theta);
-    memset(s->P, 0, sizeof s->P);
-    for (int i = 0; i < NP; i++)
-        s->P[i][i] = s->ap.p0;
+    for (int j = 0; j < s->nm; j++) {
+        drths_smith_member_t *b = &s->m[j];
+        memset(b->theta, 0, sizeof b->theta);
+        b->theta[DRTHS_SMITH_P_N] = log(b->n_start);
+        reset_cov(s, b);
+        memset(&b->st, 0, sizeof b->st);
+        b->e2 = b->m2 = 0.0;
+        b->w = j == 0;
+        b->dropped = 0;
+        apply_theta(s, b);
+    }
     memset(&s->st, 0, sizeof s->st);
     s->st.fallback_step = -1;
-    s->e2_adapt = s->e2_nominal = s->f2 = s->m2_adapt = s->m2_nominal = 0.0;
+    s->lead = 0;
+    s->lead_changes = 0;
+    s->e2_nominal = s->f2 = s->m2_nominal = 0.0;
     s->err_rel = NAN;
-    apply_theta(s);
 }
 
 int drths_smith_init(drths_smith_t *s, drths_smith_mode_t mode,
@@ -160,7 +182,11 @@ int drths_smith_init_ex(drths_smith_t *s, drths_smith_mode_t mode,
                  a->trace_max >= NP * a->p0 && a->delta > 0.0 && a->delta < 0.5 &&
                  a->max_step > 0.0 && a->min_signal_rel >= 0.0 && a->dead_zone_rel >= 0.0 &&
                  a->max_substeps >= 1 && a->arm_pairs >= 0.0 && a->unexplained_max > 0.0 &&
-                 a->worse_max > 0.0;
+                 a->worse_max > 0.0 && a->members >= 1 && a->members <= DRTHS_SMITH_MEMBERS &&
+                 a->switch_arm >= 0.0 && a->switch_ratio > 0.0 && a->switch_ratio <= 1.0 &&
+                 a->glide > 0.0 && a->glide <= 1.0;
+        for (int j = 0; j < a->members; j++)
+            ok &= a->n_starts[j] > 0.0 && isfinite(a->n_starts[j]);
         for (int i = 0; i < NP; i++)
             ok &= a->scale_min[i] > 0.0 && a->scale_min[i] <= 1.0 && a->scale_max[i] >= 1.0 &&
                   isfinite(a->scale_max[i]);
@@ -168,35 +194,48 @@ int drths_smith_init_ex(drths_smith_t *s, drths_smith_mode_t mode,
             return drths_error_set(err, -EINVAL,
                                    "Smith predictor adaptive tuning: forgetting in (0, 1], p0 > 0, "
                                    "trace_max >= %d p0, delta in (0, 0.5), max_step > 0, "
-                                   "max_substeps >= 1, scale boxes around 1",
-                                   NP);
+                                   "max_substeps >= 1, scale boxes around 1, 1..%d members "
+                                   "with positive n starts, switch_ratio and glide in (0, 1]",
+                                   NP, DRTHS_SMITH_MEMBERS);
     }
     int rc = drths_damper_init(&s->model, nominal, dt_s, err);
     if (rc)
         return drths_error_prefix(err, rc, "Smith predictor model");
     if (adaptive) {
         s->nominal = *nominal;
-        rc = drths_damper_init(&s->est, nominal, dt_s, err);
-        for (int i = 0; i < NP && !rc; i++)
-            rc = drths_damper_init(&s->sens[i], nominal, dt_s, err);
-        if (rc)
-            return drths_error_prefix(err, rc, "Smith predictor identification model");
         for (int i = 0; i < NP; i++) {
             s->lo[i] = log(s->ap.scale_min[i]);
             s->hi[i] = log(s->ap.scale_max[i]);
         }
         /* The model needs n >= 1. */
         s->lo[DRTHS_SMITH_P_N] = fmax(s->lo[DRTHS_SMITH_P_N], -log(nominal->n));
-        s->phi = calloc(history * NPHI, sizeof(double));
-        if (!s->phi)
-            return drths_error_set(err, -ENOMEM, "out of memory for %zu steps of Smith history",
-                                   history);
+        /* The starts, clipped into the box; a start equal to an earlier one is dropped. */
+        for (int j = 0; j < s->ap.members; j++) {
+            double t =
+                fmin(fmax(log(s->ap.n_starts[j]), s->lo[DRTHS_SMITH_P_N]), s->hi[DRTHS_SMITH_P_N]);
+            int dup = 0;
+            for (int q = 0; q < s->nm; q++)
+                dup |= fabs(log(s->m[q].n_start) - t) < 1e-9;
+            if (dup)
+                continue;
+            drths_smith_member_t *b = &s->m[s->nm++];
+            b->n_start = exp(t);
+            rc = drths_damper_init(&b->est, nominal, dt_s, err);
+            for (int i = 0; i < NP && !rc; i++)
+                rc = drths_damper_init(&b->sens[i], nominal, dt_s, err);
+            if (!rc && !(b->phi = calloc(history * NPHI, sizeof(double))))
+                rc = drths_error_set(err, -ENOMEM, "out of memory for %zu steps of Smith history",
+                                     history);
+            if (rc) {
+                drths_smith_close(s);
+                return drths_error_prefix(err, rc, "Smith predictor identification model");
+            }
+        }
         s->f_scale_N = force_scale(nominal);
     }
     s->hist = calloc(history, sizeof(double));
     if (!s->hist) {
-        free(s->phi);
-        s->phi = NULL;
+        drths_smith_close(s);
         return drths_error_set(err, -ENOMEM, "out of memory for %zu steps of Smith history",
                                history);
     }
@@ -227,16 +266,19 @@ int drths_smith_reset(drths_smith_t *s, double command, uint32_t L)
     s->L = L;
     s->last_corr_N = 0.0;
     s->corr_step = -1;
-    if (s->phi) {
+    if (s->nm) {
         reset_adapt(s);
-        drths_damper_reset(&s->est, 0.0, command);
-        for (int i = 0; i < NP; i++)
-            drths_damper_reset(&s->sens[i], 0.0, command);
-        /* At rest the force is k1 (x - x0) whatever the identified parameters. */
-        s->phi_rest[0] = drths_damper_force(&s->est);
-        for (int i = 1; i < NPHI; i++)
-            s->phi_rest[i] = 0.0;
-        memcpy(s->phi, s->phi_rest, sizeof s->phi_rest);
+        for (int j = 0; j < s->nm; j++) {
+            drths_smith_member_t *b = &s->m[j];
+            drths_damper_reset(&b->est, 0.0, command);
+            for (int i = 0; i < NP; i++)
+                drths_damper_reset(&b->sens[i], 0.0, command);
+            /* At rest the force is k1 (x - x0) whatever the identified parameters. */
+            b->phi_rest[0] = drths_damper_force(&b->est);
+            for (int i = 1; i < NPHI; i++)
+                b->phi_rest[i] = 0.0;
+            memcpy(b->phi, b->phi_rest, sizeof b->phi_rest);
+        }
     }
     return 0;
 }
@@ -251,7 +293,7 @@ int drths_smith_set_delay(drths_smith_t *s, uint32_t L)
 
 static int adapting(const drths_smith_t *s)
 {
-    return s->phi && !s->st.fell_back;
+    return s->nm && !s->st.fell_back;
 }
 
 static void fall_back(drths_smith_t *s, int64_t n, const char *why)
@@ -263,6 +305,29 @@ static void fall_back(drths_smith_t *s, int64_t n, const char *why)
     s->st.fallback_reason = why;
 }
 
+/* Takes member b out of the bank (its force stopped being finite); its weight goes to the
+ * leader (another member if it led). When none is left, the nominal model takes over for good
+ * (its forces are in hist). */
+static void drop_member(drths_smith_t *s, int64_t n, drths_smith_member_t *b)
+{
+    b->dropped = 1;
+    double w = b->w;
+    b->w = 0.0;
+    int best = -1;
+    for (int j = 0; j < s->nm; j++)
+        if (!s->m[j].dropped && (best < 0 || s->m[j].e2 < s->m[best].e2))
+            best = j;
+    if (best < 0) {
+        fall_back(s, n, "the identified model's force stopped being finite");
+        return;
+    }
+    if (&s->m[s->lead] == b) {
+        s->lead = best;
+        s->lead_changes++;
+    }
+    s->m[s->lead].w += w;
+}
+
 double drths_smith_step(drths_smith_t *s, double disp_m, double vel_m_s, double command)
 {
     double f = drths_damper_step(&s->model, disp_m, vel_m_s, command);
@@ -271,41 +336,52 @@ double drths_smith_step(drths_smith_t *s, double disp_m, double vel_m_s, double 
     s->hist[slot] = f;
     if (!adapting(s))
         return f;
-    double *ph = &s->phi[slot * NPHI];
-    double fe = drths_damper_step(&s->est, disp_m, vel_m_s, command);
-    int finite = isfinite(fe);
-    double off = fe;
-    for (int i = 0; i < NP; i++) {
-        double fi = drths_damper_step(&s->sens[i], disp_m, vel_m_s, command);
-        ph[1 + i] = (fi - fe) / s->ap.delta;
-        finite &= isfinite(fi);
-        off -= ph[1 + i] * s->theta[i];
+    for (int j = 0; j < s->nm && !s->st.fell_back; j++) {
+        drths_smith_member_t *b = &s->m[j];
+        if (b->dropped)
+            continue;
+        double *ph = &b->phi[slot * NPHI];
+        double fe = drths_damper_step(&b->est, disp_m, vel_m_s, command);
+        int finite = isfinite(fe);
+        double off = fe;
+        for (int i = 0; i < NP; i++) {
+            double fi = drths_damper_step(&b->sens[i], disp_m, vel_m_s, command);
+            ph[1 + i] = (fi - fe) / s->ap.delta;
+            finite &= isfinite(fi);
+            off -= ph[1 + i] * b->theta[i];
+        }
+        ph[0] = off;
+        if (!finite)
+            drop_member(s, s->step, b); /* the estimate left the region its integration
+                                           handles */
     }
-    ph[0] = off;
-    if (!finite) {
-        /* The estimate left the region its integration handles: the nominal model takes
-         * over for good (its forces are in hist). */
-        fall_back(s, s->step, "the identified model's force stopped being finite");
-        return f;
-    }
-    return fe;
+    return adapting(s) ? drths_smith_model(s, s->step) : f;
 }
 
-/* [off(k), psi(k)]: the rest values for k <= 0, NULL when not in the ring. */
-static const double *phi_at(const drths_smith_t *s, int64_t k)
+/* Member b's [off(k), psi(k)]: the rest values for k <= 0, NULL when not in the ring. */
+static const double *phi_at(const drths_smith_t *s, const drths_smith_member_t *b, int64_t k)
 {
     if (k <= 0)
-        return s->phi_rest;
+        return b->phi_rest;
     if (k > s->step || s->step - k >= (int64_t)s->cap)
         return NULL;
-    return &s->phi[((size_t)k % s->cap) * NPHI];
+    return &b->phi[((size_t)k % s->cap) * NPHI];
 }
 
 double drths_smith_model(const drths_smith_t *s, int64_t k)
 {
     if (adapting(s)) {
-        const double *ph = phi_at(s, k);
-        return ph ? ph[0] + dot(s->theta, ph + 1) : NAN;
+        double f = 0.0;
+        for (int j = 0; j < s->nm; j++) {
+            const drths_smith_member_t *b = &s->m[j];
+            if (b->w == 0.0)
+                continue;
+            const double *ph = phi_at(s, b, k);
+            if (!ph)
+                return NAN;
+            f += b->w * (ph[0] + dot(b->theta, ph + 1));
+        }
+        return f;
     }
     if (k <= 0)
         return s->rest_force_N;
@@ -314,88 +390,72 @@ double drths_smith_model(const drths_smith_t *s, int64_t k)
     return s->hist[(size_t)k % s->cap];
 }
 
+const drths_smith_member_t *drths_smith_leader(const drths_smith_t *s)
+{
+    return s->nm ? &s->m[s->lead] : NULL;
+}
+
 double drths_smith_gain(const drths_smith_t *s)
 {
     if (!adapting(s) || !(s->m2_nominal > 0.0))
         return 1.0;
-    return sqrt(s->m2_adapt / s->m2_nominal);
+    return sqrt(s->m[s->lead].m2 / s->m2_nominal);
 }
 
 double drths_smith_scale(const drths_smith_t *s, int i)
 {
-    if (!s->phi || i < 0 || i >= NP)
+    if (!s->nm || i < 0 || i >= NP)
         return 1.0;
-    return exp(s->theta[i]);
+    return exp(s->m[s->lead].theta[i]);
 }
 
 const char *drths_smith_fallback_reason(const drths_smith_t *s)
 {
-    return s->phi ? s->st.fallback_reason : NULL;
+    return s->nm ? s->st.fallback_reason : NULL;
 }
 
-/* Clips theta into its box; returns nonzero when something was clipped. */
-static int project(drths_smith_t *s)
+/* Clips member b's theta into the box; returns nonzero when something was clipped. */
+static int project(const drths_smith_t *s, drths_smith_member_t *b)
 {
     int clipped = 0;
     for (int i = 0; i < NP; i++) {
-        double v = fmin(fmax(s->theta[i], s->lo[i]), s->hi[i]);
-        clipped |= v != s->theta[i];
-        s->theta[i] = v;
+        double v = fmin(fmax(b->theta[i], s->lo[i]), s->hi[i]);
+        clipped |= v != b->theta[i];
+        b->theta[i] = v;
     }
     return clipped;
 }
 
-/* The fall-back tests on the running means (see smith.h). */
+/* The fall-back tests on the leader's running means (see smith.h). */
 static void check_health(drths_smith_t *s, int64_t n)
 {
     const drths_smith_adapt_params_t *a = &s->ap;
-    for (int i = 0; i < NP; i++)
-        if (!isfinite(s->theta[i])) {
-            fall_back(s, n, "the identified parameters stopped being finite");
-            return;
-        }
+    const drths_smith_member_t *b = &s->m[s->lead];
     if ((double)s->st.pairs < a->arm_pairs)
         return;
-    if (s->e2_adapt > a->unexplained_max * s->f2)
+    if (b->e2 > a->unexplained_max * s->f2)
         fall_back(s, n, "no damper model in the bounds explains the measured force");
-    else if (s->e2_adapt > a->worse_max * s->e2_nominal)
+    else if (b->e2 > a->worse_max * s->e2_nominal)
         fall_back(s, n, "the identified model predicts worse than the nominal one");
 }
 
-/* One guarded RLS step on the pair (F(n), [off(k), psi(k)]); F_nom is the nominal model's force
- * at k. */
-static void identify(drths_smith_t *s, int64_t n, double measured_N, const double *ph,
-                     double f_nom)
+/* One guarded RLS step of member b on the pair (F(n), [off(k), psi(k)]) with its error e_N.
+ * Returns 0, or -1 when theta stopped being finite. */
+static int identify(drths_smith_t *s, drths_smith_member_t *b, const double *ph, double e_N)
 {
     const drths_smith_adapt_params_t *a = &s->ap;
     const double *psi = ph + 1;
     double inv = 1.0 / s->f_scale_N;
-    double m = sqrt(dot(psi, psi)) * inv;
-    if (!(m >= a->min_signal_rel) || m <= 0.0) {
-        s->st.low_signal++;
-        return;
-    }
-    double fa = ph[0] + dot(s->theta, psi);
-    double e_N = measured_N - fa;
-    double lam = a->forgetting;
-    s->e2_adapt = lam * s->e2_adapt + e_N * e_N;
-    s->e2_nominal = lam * s->e2_nominal + (measured_N - f_nom) * (measured_N - f_nom);
-    s->f2 = lam * s->f2 + measured_N * measured_N;
-    s->m2_adapt = lam * s->m2_adapt + fa * fa;
-    s->m2_nominal = lam * s->m2_nominal + f_nom * f_nom;
-    s->err_rel = s->f2 > 0.0 ? sqrt(s->e2_adapt / s->f2) : NAN;
-    s->st.pairs++;
     if (!(fabs(e_N) >= a->dead_zone_rel * s->f_scale_N)) {
-        s->st.dead_zone++;
-        check_health(s, n);
-        return;
+        b->st.dead_zone++;
+        return 0;
     }
-    double u[NP], Pu[NP], k[NP], d[NP];
+    double u[NP], Pu[NP], k[NP], d[NP], lam = a->forgetting;
     for (int i = 0; i < NP; i++)
         u[i] = psi[i] * inv;
     double e = e_N * inv;
     for (int i = 0; i < NP; i++)
-        Pu[i] = dot(s->P[i], u);
+        Pu[i] = dot(b->P[i], u);
     double den = lam + dot(u, Pu);
     double big = 0.0;
     for (int i = 0; i < NP; i++) {
@@ -406,47 +466,117 @@ static void identify(drths_smith_t *s, int64_t n, double measured_N, const doubl
     /* A bounded step keeps the linearisation of F^(k; theta) valid over the lag L. */
     double sc = big > a->max_step ? a->max_step / big : 1.0;
     if (sc < 1.0)
-        s->st.step_limited++;
+        b->st.step_limited++;
+    double old[NP];
+    memcpy(old, b->theta, sizeof old);
     for (int i = 0; i < NP; i++)
-        s->theta[i] += sc * d[i];
+        b->theta[i] += sc * d[i];
     double tr = 0.0;
     int ok = 1;
     for (int i = 0; i < NP; i++) {
         for (int j = i; j < NP; j++) {
-            double v = (s->P[i][j] - k[i] * Pu[j]) / lam;
-            s->P[i][j] = s->P[j][i] = v; /* kept exactly symmetric */
+            double v = (b->P[i][j] - k[i] * Pu[j]) / lam;
+            b->P[i][j] = b->P[j][i] = v; /* kept exactly symmetric */
         }
-        tr += s->P[i][i];
-        ok &= s->P[i][i] > 0.0 && isfinite(s->P[i][i]);
+        tr += b->P[i][i];
+        ok &= b->P[i][i] > 0.0 && isfinite(b->P[i][i]);
     }
     if (!ok) {
-        memset(s->P, 0, sizeof s->P);
-        for (int i = 0; i < NP; i++)
-            s->P[i][i] = a->p0;
-        s->st.resets++;
+        reset_cov(s, b);
+        b->st.resets++;
     } else if (tr > a->trace_max) {
         double f = a->trace_max / tr;
         for (int i = 0; i < NP; i++)
             for (int j = 0; j < NP; j++)
-                s->P[i][j] *= f;
-        s->st.trace_limited++;
+                b->P[i][j] *= f;
+        b->st.trace_limited++;
     }
-    if (project(s))
-        s->st.projections++;
-    s->st.updates++;
+    for (int i = 0; i < NP; i++)
+        if (!isfinite(b->theta[i])) {
+            memcpy(b->theta, old, sizeof old); /* kept as it was for the record */
+            return -1;
+        }
+    if (project(s, b))
+        b->st.projections++;
+    b->st.updates++;
+    apply_theta(s, b);
+    return 0;
+}
+
+/* After a pair: the lead changes to a member whose e_a^2 is below switch_ratio times the
+ * leader's (once switch_arm pairs are in), and the weights glide towards the leader. */
+static void follow_leader(drths_smith_t *s)
+{
+    const drths_smith_adapt_params_t *a = &s->ap;
+    if ((double)s->st.pairs >= a->switch_arm) {
+        int best = s->lead;
+        for (int j = 0; j < s->nm; j++)
+            if (!s->m[j].dropped && s->m[j].e2 < a->switch_ratio * s->m[best].e2)
+                best = j;
+        if (best != s->lead) {
+            s->lead = best;
+            s->lead_changes++;
+        }
+    }
+    double sum = 0.0;
+    for (int j = 0; j < s->nm; j++) {
+        drths_smith_member_t *b = &s->m[j];
+        double target = j == s->lead ? 1.0 : 0.0;
+        b->w += fmax(-a->glide, fmin(a->glide, target - b->w));
+        sum += b->w;
+    }
+    for (int j = 0; j < s->nm; j++)
+        s->m[j].w /= sum;
+}
+
+/* The identification from the measured force F(n) of the step k applied at tick n: the shared
+ * means, then each member's, its RLS step, the fall-back tests and the lead. */
+static void adapt(drths_smith_t *s, int64_t n, int64_t k, double measured_N)
+{
+    const drths_smith_adapt_params_t *a = &s->ap;
+    double lam = a->forgetting, f_nom = k <= 0 ? s->rest_force_N : s->hist[(size_t)k % s->cap];
+    const double *ph[DRTHS_SMITH_MEMBERS] = {NULL};
+    for (int j = 0; j < s->nm; j++) {
+        drths_smith_member_t *b = &s->m[j];
+        if (b->dropped || !(ph[j] = phi_at(s, b, k)))
+            continue;
+        double m = sqrt(dot(ph[j] + 1, ph[j] + 1)) / s->f_scale_N;
+        if (!(m >= a->min_signal_rel) || m <= 0.0) {
+            b->st.low_signal++;
+            ph[j] = NULL;
+        }
+    }
+    /* The nominal means move only with the leader's pairs, which the fall-back compares. */
+    if (!ph[s->lead])
+        return;
+    s->e2_nominal = lam * s->e2_nominal + (measured_N - f_nom) * (measured_N - f_nom);
+    s->f2 = lam * s->f2 + measured_N * measured_N;
+    s->m2_nominal = lam * s->m2_nominal + f_nom * f_nom;
+    s->st.pairs++;
+    for (int j = 0; j < s->nm && !s->st.fell_back; j++) {
+        drths_smith_member_t *b = &s->m[j];
+        if (!ph[j])
+            continue;
+        double fa = ph[j][0] + dot(b->theta, ph[j] + 1);
+        double e_N = measured_N - fa;
+        b->e2 = lam * b->e2 + e_N * e_N;
+        b->m2 = lam * b->m2 + fa * fa;
+        b->st.pairs++;
+        if (identify(s, b, ph[j], e_N))
+            drop_member(s, n, b);
+    }
+    if (s->st.fell_back)
+        return;
+    follow_leader(s);
+    const drths_smith_member_t *lb = &s->m[s->lead];
+    s->err_rel = s->f2 > 0.0 ? sqrt(lb->e2 / s->f2) : NAN;
     check_health(s, n);
-    if (!s->st.fell_back)
-        apply_theta(s);
 }
 
 double drths_smith_force_at(drths_smith_t *s, int64_t n, int64_t k, double measured_N)
 {
-    if (adapting(s)) {
-        const double *ph = phi_at(s, k);
-        double f_nom = k <= 0 ? s->rest_force_N : s->hist[(size_t)k % s->cap];
-        if (ph && isfinite(measured_N))
-            identify(s, n, measured_N, ph, f_nom);
-    }
+    if (adapting(s) && isfinite(measured_N))
+        adapt(s, n, k, measured_N);
     double delayed = drths_smith_model(s, k);
     s->last_corr_N = measured_N - delayed;
     s->corr_step = n;
@@ -469,12 +599,16 @@ double drths_smith_conceal(const drths_smith_t *s, int64_t n)
 void drths_smith_close(drths_smith_t *s)
 {
     free(s->hist);
-    free(s->phi);
     s->hist = NULL;
-    s->phi = NULL;
     s->cap = 0;
     drths_damper_close(&s->model);
-    drths_damper_close(&s->est);
-    for (int i = 0; i < NP; i++)
-        drths_damper_close(&s->sens[i]);
+    for (int j = 0; j < DRTHS_SMITH_MEMBERS; j++) {
+        drths_smith_member_t *b = &s->m[j];
+        free(b->phi);
+        b->phi = NULL;
+        drths_damper_close(&b->est);
+        for (int i = 0; i < NP; i++)
+            drths_damper_close(&b->sens[i]);
+    }
+    s->nm = 0;
 }

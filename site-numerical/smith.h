@@ -63,11 +63,29 @@
  * (drths_smith_fallback_reason) for the summary and the end-of-run message.
  * F_scale is the nominal model's largest hysteretic force alpha z_max over the command range.
  *
- * Cost per step: 2 + NP damper steps (the nominal model for hist and the fall-back, the
- * estimate and its NP perturbations) and an RLS update of NP parameters. The estimate's
- * substeps follow its stiffness (the rule of damper.h at the nominal v_max_m_s), at least the
- * nominal model's and at most max_substeps, so the work per step is bounded. RT-safe; nothing
- * is allocated after init.
+ * A bank of identifiers started from different n. The force depends on n through
+ * z_max = (A / (gamma + beta))^(1/n), an exponent of an exponent: the identification above,
+ * started from the nominal n, finds the damper when n is within about x0.75..x1.5 of the truth
+ * and is trapped in a wrong valley further out (n x0.5 of the 200-kN damper gives 8 times its
+ * force; the estimate raises alpha and ends far from the damper). So up to
+ * DRTHS_SMITH_MEMBERS identifiers run side by side, identical but for the factor on n they
+ * start from (ap.n_starts, default x1, x0.5, x2; starts outside the box are clipped into it and
+ * a start equal to an earlier one is dropped). Each has its own estimate, sensitivity models,
+ * ring, theta and covariance; the nominal model, its ring and the fall-back means are shared.
+ * The predictor follows a leader: the first member at the start; after switch_arm pairs with
+ * signal, another member takes the lead when its mean squared error e_a^2 is below
+ * switch_ratio times the leader's. The model force the predictor uses is the members'
+ * mixture sum_j w_j F^_j(k; theta_j); the weights glide towards the leader (1 for it, 0 for the
+ * others) by at most glide per pair, so a change of leader is no step of R (a full change takes
+ * 1 / glide pairs). The fall-back tests judge the leader. A member whose force stops being
+ * finite is dropped (its weight goes to the others); the predictor falls back only when no
+ * member is left. The scales, the gain and the error reported are the leader's.
+ *
+ * Cost per step: 1 + M (1 + NP) damper steps for M members (the nominal model for hist and the
+ * fall-back; per member the estimate and its NP perturbations) and M RLS updates of NP
+ * parameters. The estimate's substeps follow its stiffness (the rule of damper.h at the nominal
+ * v_max_m_s), at least the nominal model's and at most max_substeps, so the work per step is
+ * bounded. RT-safe; nothing is allocated after init.
  *
  * Ownership: the caller owns drths_smith_t; _init allocates the F^ history ring, _close frees it
  * (safe twice, and on a zeroed struct). A failed _init leaves nothing to free.
@@ -92,6 +110,9 @@ enum {
     DRTHS_SMITH_NPAR
 };
 
+/* The most identifiers the adaptive mode runs side by side. */
+#define DRTHS_SMITH_MEMBERS 3
+
 /* Tuning of the adaptive mode (see the file comment). */
 typedef struct drths_smith_adapt_params {
     double scale_min[DRTHS_SMITH_NPAR], scale_max[DRTHS_SMITH_NPAR]; /* box of the factors
@@ -107,6 +128,11 @@ typedef struct drths_smith_adapt_params {
     double arm_pairs;         /* pairs with signal before the fall-back tests (default 5000) */
     double unexplained_max;   /* fall back above this mean e_a^2 / mean F^2 (default 0.5) */
     double worse_max;         /* fall back above this mean e_a^2 / mean e_n^2 (default 2) */
+    int members;              /* identifiers in the bank, 1..DRTHS_SMITH_MEMBERS (default 3) */
+    double n_starts[DRTHS_SMITH_MEMBERS]; /* their starting factors on n (default 1, 0.5, 2) */
+    double switch_arm;   /* pairs with signal before the lead may change (default 1000) */
+    double switch_ratio; /* a member leads below this e_a^2 / the leader's (default 0.3) */
+    double glide;        /* largest change of a mixing weight per pair (default 0.001) */
 } drths_smith_adapt_params_t;
 
 /* What the identification did so far. */
@@ -124,24 +150,37 @@ typedef struct drths_smith_adapt_stats {
     const char *fallback_reason; /* static text, NULL before */
 } drths_smith_adapt_stats_t;
 
+/* One identifier of the bank (see the file comment). */
+typedef struct drths_smith_member {
+    drths_damper_t est;                    /* the estimate, at theta */
+    drths_damper_t sens[DRTHS_SMITH_NPAR]; /* at theta + delta e_i */
+    double *phi; /* [off(k), psi(k)] at phi[(k % cap) * (NPAR + 1)], owned */
+    double phi_rest[DRTHS_SMITH_NPAR + 1];
+    double theta[DRTHS_SMITH_NPAR];
+    double P[DRTHS_SMITH_NPAR][DRTHS_SMITH_NPAR];
+    double e2, m2;                /* forgetting sums of e_a^2 and of its model force squared */
+    double n_start;               /* the factor on n it started from */
+    double w;                     /* its weight in the mixture */
+    int dropped;                  /* its force stopped being finite: out of the bank */
+    drths_smith_adapt_stats_t st; /* its counters (the fall-back fields unused) */
+} drths_smith_member_t;
+
 typedef struct drths_smith {
     drths_smith_mode_t mode;
     drths_damper_t model; /* nominal damper */
     double *hist;         /* F^(k) of the nominal model at hist[k % cap] for the last cap steps */
-    /* adaptive only (phi NULL otherwise) */
+    /* adaptive only (nm 0 otherwise) */
     drths_smith_adapt_params_t ap;
     drths_damper_params_t nominal;             /* the parameters theta scales */
-    drths_damper_t est;                        /* the estimate, at theta */
-    drths_damper_t sens[DRTHS_SMITH_NPAR];     /* at theta + delta e_i */
-    double *phi;          /* [off(k), psi(k)] at phi[(k % cap) * (NPAR + 1)], owned */
-    double phi_rest[DRTHS_SMITH_NPAR + 1];
-    double theta[DRTHS_SMITH_NPAR];
+    drths_smith_member_t m[DRTHS_SMITH_MEMBERS];
+    int nm;   /* members in the bank */
+    int lead; /* the leader's index */
+    uint64_t lead_changes;
     double lo[DRTHS_SMITH_NPAR], hi[DRTHS_SMITH_NPAR]; /* the box of theta */
-    double P[DRTHS_SMITH_NPAR][DRTHS_SMITH_NPAR];
     double f_scale_N;     /* F_scale */
-    double e2_adapt, e2_nominal, f2, m2_adapt, m2_nominal; /* forgetting means (sums) */
-    double err_rel;       /* sqrt(mean e_a^2 / mean F^2), NaN before any pair */
-    drths_smith_adapt_stats_t st;
+    double e2_nominal, f2, m2_nominal; /* forgetting means (sums), shared */
+    double err_rel; /* the leader's sqrt(mean e_a^2 / mean F^2), NaN before any pair */
+    drths_smith_adapt_stats_t st; /* the predictor's: pairs and the fall-back */
     size_t cap;
     int64_t step;         /* newest k with F^(k) known (0 after reset) */
     uint32_t L;
@@ -199,6 +238,9 @@ double drths_smith_gain(const drths_smith_t *s);
 /* The identified factor on nominal parameter i (DRTHS_SMITH_P_*): exp(theta_i); 1 for fixed and
  * off. RT-safe. */
 double drths_smith_scale(const drths_smith_t *s, int i);
+
+/* The leading identifier of the bank, NULL for fixed and off. RT-safe. */
+const drths_smith_member_t *drths_smith_leader(const drths_smith_t *s);
 
 /* Why the adaptive predictor fell back to the nominal model, or NULL while it identifies (and
  * for fixed and off). RT-safe. */

@@ -218,13 +218,29 @@ static void smith_json(drths_json_t *j, const drths_hybrid_t *h)
                           sm->f2 > 0.0 ? sqrt(sm->e2_nominal / sm->f2) : NAN);
         drths_json_number(j, "forgetting", sm->ap.forgetting);
         drths_json_int(j, "pairs", (int64_t)sm->st.pairs);
-        drths_json_int(j, "updates", (int64_t)sm->st.updates);
-        drths_json_int(j, "skipped_low_signal", (int64_t)sm->st.low_signal);
-        drths_json_int(j, "skipped_dead_zone", (int64_t)sm->st.dead_zone);
-        drths_json_int(j, "step_limited", (int64_t)sm->st.step_limited);
-        drths_json_int(j, "projections", (int64_t)sm->st.projections);
-        drths_json_int(j, "covariance_trace_limited", (int64_t)sm->st.trace_limited);
-        drths_json_int(j, "covariance_resets", (int64_t)sm->st.resets);
+        drths_json_int(j, "lead_changes", (int64_t)sm->lead_changes);
+        drths_json_array_begin(j, "members");
+        for (int m = 0; m < sm->nm; m++) {
+            const drths_smith_member_t *b = &sm->m[m];
+            drths_json_object_begin(j, NULL);
+            drths_json_number(j, "n_start", b->n_start);
+            drths_json_bool(j, "lead", b == drths_smith_leader(sm));
+            drths_json_bool(j, "dropped", b->dropped);
+            drths_json_object_begin(j, "scales");
+            for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
+                drths_json_number(j, names[i], exp(b->theta[i]));
+            drths_json_object_end(j);
+            drths_json_number(j, "error_rel", sm->f2 > 0.0 ? sqrt(b->e2 / sm->f2) : NAN);
+            drths_json_int(j, "updates", (int64_t)b->st.updates);
+            drths_json_int(j, "skipped_low_signal", (int64_t)b->st.low_signal);
+            drths_json_int(j, "skipped_dead_zone", (int64_t)b->st.dead_zone);
+            drths_json_int(j, "step_limited", (int64_t)b->st.step_limited);
+            drths_json_int(j, "projections", (int64_t)b->st.projections);
+            drths_json_int(j, "covariance_trace_limited", (int64_t)b->st.trace_limited);
+            drths_json_int(j, "covariance_resets", (int64_t)b->st.resets);
+            drths_json_object_end(j);
+        }
+        drths_json_array_end(j);
     }
     drths_json_object_end(j);
 }
@@ -435,14 +451,19 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
                     (unsigned long long)h->c.transition, h->L);
         if (h->adaptive) {
             const drths_smith_t *sm = &h->smith;
-            fprintf(f, "  adaptive Smith: alpha x%.3f, c0 x%.3f, c1 x%.3f, A x%.3f, n x%.3f, "
-                       "force gain %.4f, error %.2f %% of the force, %llu updates (%llu low "
-                       "signal, %llu in the dead zone)\n",
+            const drths_smith_member_t *lb = drths_smith_leader(sm);
+            fprintf(f,
+                    "  adaptive Smith: alpha x%.3f, c0 x%.3f, c1 x%.3f, A x%.3f, n x%.3f, "
+                    "force gain %.4f, error %.2f %% of the force, %llu updates (%llu low "
+                    "signal, %llu in the dead zone); led by the identifier started at n "
+                    "x%g (%d in the bank, %llu lead changes)\n",
                     drths_smith_scale(sm, DRTHS_SMITH_P_ALPHA),
-                    drths_smith_scale(sm, DRTHS_SMITH_P_C0), drths_smith_scale(sm, DRTHS_SMITH_P_C1),
-                    drths_smith_scale(sm, DRTHS_SMITH_P_A), drths_smith_scale(sm, DRTHS_SMITH_P_N),
-                    drths_smith_gain(sm), 100.0 * sm->err_rel, (unsigned long long)sm->st.updates,
-                    (unsigned long long)sm->st.low_signal, (unsigned long long)sm->st.dead_zone);
+                    drths_smith_scale(sm, DRTHS_SMITH_P_C0),
+                    drths_smith_scale(sm, DRTHS_SMITH_P_C1), drths_smith_scale(sm, DRTHS_SMITH_P_A),
+                    drths_smith_scale(sm, DRTHS_SMITH_P_N), drths_smith_gain(sm),
+                    100.0 * sm->err_rel, (unsigned long long)lb->st.updates,
+                    (unsigned long long)lb->st.low_signal, (unsigned long long)lb->st.dead_zone,
+                    lb->n_start, sm->nm, (unsigned long long)sm->lead_changes);
             if (drths_smith_fallback_reason(sm))
                 fprintf(f, "  WARNING: the adaptive Smith predictor could not identify the damper "
                            "and fell back to the nominal model at step %lld (%s)\n",

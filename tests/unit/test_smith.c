@@ -220,9 +220,23 @@ typedef struct adapt_result {
     double peak_rel;      /* max |R - truth| / max |truth| over the scored tail */
     double scale[DRTHS_SMITH_NPAR];
     double gain;
-    int in_box;           /* theta stayed in its box at every step */
-    drths_smith_adapt_stats_t st;
+    int in_box; /* every member's theta stayed in its box at every step */
+    int glides; /* the weights summed to 1 and none moved more than glide a step */
+    drths_smith_adapt_stats_t st;   /* the predictor's (pairs, fall-back) */
+    drths_smith_adapt_stats_t lead; /* the leader's counters */
+    double lead_n_start;            /* the factor on n the leader started from */
+    uint64_t lead_changes;
 } adapt_result_t;
+
+/* Every member's theta is in the box. */
+static int in_box(const drths_smith_t *s)
+{
+    int ok = 1;
+    for (int j = 0; j < s->nm; j++)
+        for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
+            ok &= s->m[j].theta[i] >= s->lo[i] && s->m[j].theta[i] <= s->hi[i];
+    return ok;
+}
 
 /* The specimen is the nominal damper with its parameters scaled (sa: alpha, c0, c1, gamma and
  * beta, A, n), driven LDA steps late; its force carries noise_N of pseudo-noise. When `junk`,
@@ -246,7 +260,8 @@ static void run_mismatch(drths_smith_mode_t mode, const double sc[6], double noi
     ft[0] = drths_damper_force(&truth);
     double se = 0, sm = 0, st = 0, pe = 0, pt = 0;
     uint32_t rng = 12345;
-    out->in_box = 1;
+    out->in_box = out->glides = 1;
+    double w_prev[DRTHS_SMITH_MEMBERS] = {1.0};
     for (long n = 1; n <= ASTEPS; n++) {
         drths_smith_step(&s, ex_x[n], ex_v[n], ex_c[n]);
         ft[n] = drths_damper_step(&truth, ex_x[n], ex_v[n], ex_c[n]);
@@ -254,9 +269,14 @@ static void run_mismatch(drths_smith_mode_t mode, const double sc[6], double noi
         if (junk)
             fp = 1e5 * sin(2 * M_PI * 0.7 * n * DT) + 4e4 * sin(2 * M_PI * 5.3 * n * DT + 1.0);
         double R = drths_smith_force(&s, n, fp);
-        if (s.phi)
-            for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
-                out->in_box &= s.theta[i] >= s.lo[i] && s.theta[i] <= s.hi[i];
+        out->in_box &= in_box(&s);
+        double sum = 0.0;
+        for (int j = 0; j < s.nm && !s.st.fell_back; j++) {
+            out->glides &= fabs(s.m[j].w - w_prev[j]) <= s.ap.glide * (1 + 1e-9);
+            w_prev[j] = s.m[j].w;
+            sum += s.m[j].w;
+        }
+        out->glides &= s.nm == 0 || s.st.fell_back || fabs(sum - 1.0) < 1e-12;
         if (n > ASTEPS - TAIL) {
             double fm = drths_smith_model(&s, n);
             se += (R - ft[n]) * (R - ft[n]);
@@ -273,30 +293,39 @@ static void run_mismatch(drths_smith_mode_t mode, const double sc[6], double noi
         out->scale[i] = drths_smith_scale(&s, i);
     out->gain = drths_smith_gain(&s);
     out->st = s.st;
+    const drths_smith_member_t *lb = drths_smith_leader(&s);
+    if (lb) {
+        out->lead = lb->st;
+        out->lead_n_start = lb->n_start;
+    }
+    out->lead_changes = s.lead_changes;
     drths_smith_close(&s);
 }
 
-/* Each parameter alone x0.5 and x2 (gamma and beta together), then alpha, c0, c1 x3 and every
- * factor but n x3: after 5 s the estimate's force is within 2 % RMS of the specimen's, and
- * theta never leaves its box. n x0.5 (n = 1, a damper that hardly yields over the stroke, with
- * 8 times the nominal force) is not identified: alpha and A then act only through their
- * product and the estimate drifts along that valley; the predictor must then fall back to the
- * nominal model and say so, never run on a wrong model. */
+/* Each parameter alone x0.5 and x2 (gamma and beta together), n also x1.5, then alpha, c0, c1
+ * x3 and every factor but n x3: after 5 s the estimate's force is within 2 % RMS of the
+ * specimen's, and theta never leaves its box. n x0.5 and x2 are found by the bank's members
+ * started there; a single identifier started at the nominal n is trapped (n x0.5, n = 1: a
+ * damper that hardly yields over the stroke, with 8 times the nominal force: alpha rises and A
+ * falls to the box's corner). n x0.6 and x0.75 lie between the starts and are not identified
+ * on this motion: there the predictor must fall back or be no worse than the fixed one. */
 static void test_adaptive_identifies_the_damper(void **state)
 {
     (void)state;
     static const struct {
         const char *what;
         double sc[6];
-        int falls_back; /* expected to fall back instead */
+        int beyond; /* not identified: falls back or no worse than the fixed predictor */
     } cases[] = {
         {"alpha x0.5", {0.5, 1, 1, 1, 1, 1}, 0},      {"alpha x2", {2, 1, 1, 1, 1, 1}, 0},
         {"c0 x0.5", {1, 0.5, 1, 1, 1, 1}, 0},         {"c0 x2", {1, 2, 1, 1, 1, 1}, 0},
         {"c1 x0.5", {1, 1, 0.5, 1, 1, 1}, 0},         {"c1 x2", {1, 1, 2, 1, 1, 1}, 0},
         {"gamma,beta x0.5", {1, 1, 1, 0.5, 1, 1}, 0}, {"gamma,beta x2", {1, 1, 1, 2, 1, 1}, 0},
         {"A x0.5", {1, 1, 1, 1, 0.5, 1}, 0},          {"A x2", {1, 1, 1, 1, 2, 1}, 0},
-        {"n x0.5", {1, 1, 1, 1, 1, 0.5}, 1},       {"n x2", {1, 1, 1, 1, 1, 2}, 0},
-        {"alpha,c0,c1 x3", {3, 3, 3, 1, 1, 1}, 0},    {"all but n x3", {3, 3, 3, 3, 3, 1}, 0},
+        {"n x0.5", {1, 1, 1, 1, 1, 0.5}, 0},          {"n x2", {1, 1, 1, 1, 1, 2}, 0},
+        {"n x0.6", {1, 1, 1, 1, 1, 0.6}, 1},          {"n x0.75", {1, 1, 1, 1, 1, 0.75}, 1},
+        {"n x1.5", {1, 1, 1, 1, 1, 1.5}, 0},          {"alpha,c0,c1 x3", {3, 3, 3, 1, 1, 1}, 0},
+        {"all but n x3", {3, 3, 3, 3, 3, 1}, 0},
     };
     int fails = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -305,16 +334,19 @@ static void test_adaptive_identifies_the_damper(void **state)
         run_mismatch(DRTHS_SMITH_ADAPTIVE, cases[c].sc, 50.0, 0, &ad);
         print_message("%-16s force error RMS: fixed %6.2f %%, adaptive model %6.3f %% "
                       "(predictor %6.3f %%, peak %6.3f %%); alpha x%.3f c0 x%.3f c1 x%.3f "
-                      "A x%.3f n x%.3f; %llu updates%s\n",
+                      "A x%.3f n x%.3f; led from n x%g (%llu changes), %llu updates%s\n",
                       cases[c].what, 100 * fx.model_rms_rel, 100 * ad.model_rms_rel,
                       100 * ad.rms_rel, 100 * ad.peak_rel, ad.scale[0], ad.scale[1], ad.scale[2],
-                      ad.scale[3], ad.scale[4], (unsigned long long)ad.st.updates,
+                      ad.scale[3], ad.scale[4], ad.lead_n_start,
+                      (unsigned long long)ad.lead_changes, (unsigned long long)ad.lead.updates,
                       ad.st.fell_back ? " FELL BACK" : "");
-        int ok = ad.in_box && !ad.st.fell_back && ad.model_rms_rel < 0.02 &&
+        int ok = ad.in_box && ad.glides && !ad.st.fell_back && ad.model_rms_rel < 0.02 &&
                  ad.rms_rel < 0.02 && ad.model_rms_rel < fx.model_rms_rel;
-        if (cases[c].falls_back)
-            ok = ad.in_box && ad.st.fell_back && ad.st.fallback_reason &&
-                 ad.rms_rel < 1.01 * fx.rms_rel; /* then no worse than the fixed predictor */
+        if (cases[c].beyond)
+            ok = ad.in_box && ad.glides && (ad.st.fell_back || ad.rms_rel < fx.rms_rel);
+        if (!ok)
+            print_message("  ^ FAILED (in box %d, fell back %d, fixed predictor %.3f %%)\n",
+                          ad.in_box, ad.st.fell_back, 100 * fx.rms_rel);
         fails += !ok;
     }
     assert_int_equal(fails, 0);
@@ -328,7 +360,7 @@ static void test_adaptive_equals_fixed_when_exact(void **state)
     run_mismatch(DRTHS_SMITH_FIXED, one, 0.0, 0, &fx);
     run_mismatch(DRTHS_SMITH_ADAPTIVE, one, 0.0, 0, &ad);
     /* With an exact model every error is inside the dead zone: theta never moves. */
-    assert_true(ad.st.updates == 0 && ad.st.pairs > 1000);
+    assert_true(ad.lead.updates == 0 && ad.lead_changes == 0 && ad.st.pairs > 1000);
     assert_true(ad.rms_rel < 1e-12 && fx.rms_rel < 1e-12);
     assert_true(ad.gain == 1.0 && ad.scale[0] == 1.0 && ad.scale[4] == 1.0);
 }
@@ -364,35 +396,42 @@ static void test_adaptive_guards(void **state)
         drths_smith_step(&s, 0.0, 0.0, CMD);
         drths_smith_force(&s, n, 5000.0);
     }
-    assert_true(s.st.updates == 0 && s.st.low_signal == 20000 && !s.st.fell_back);
-    for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
-        assert_true(s.theta[i] == 0.0);
-    assert_true(drths_smith_gain(&s) == 1.0);
+    assert_true(s.nm == DRTHS_SMITH_MEMBERS && !s.st.fell_back && s.st.pairs == 0);
+    for (int j = 0; j < s.nm; j++) {
+        assert_true(s.m[j].st.updates == 0 && s.m[j].st.low_signal == 20000);
+        for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
+            assert_true(s.m[j].theta[i] == (i == DRTHS_SMITH_P_N ? log(s.m[j].n_start) : 0.0));
+    }
+    assert_true(drths_smith_gain(&s) == 1.0 && s.m[0].n_start == 1.0 && s.m[1].n_start == 0.5 &&
+                s.m[2].n_start == 2.0);
     /* Moving, with a measured force 30 times the nominal model's: theta stops in its box. */
     assert_int_equal(drths_smith_reset(&s, CMD, LDA), 0);
-    int in_box = 1;
+    int box = 1;
     for (long n = 1; n <= 20000; n++) {
         drths_smith_step(&s, ex_x[n], ex_v[n], CMD);
         drths_smith_step(&fx, ex_x[n], ex_v[n], CMD);
         drths_smith_force(&s, n, 30.0 * drths_smith_model(&fx, n - LDA));
-        for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
-            in_box &= s.theta[i] >= s.lo[i] && s.theta[i] <= s.hi[i];
+        box &= in_box(&s);
     }
+    const drths_smith_member_t *lb = drths_smith_leader(&s);
     print_message("30x force: alpha x%.2f c0 x%.2f c1 x%.2f A x%.2f n x%.2f, %llu projections, "
                   "trace limited %llu, %s\n",
                   drths_smith_scale(&s, 0), drths_smith_scale(&s, 1), drths_smith_scale(&s, 2),
                   drths_smith_scale(&s, 3), drths_smith_scale(&s, 4),
-                  (unsigned long long)s.st.projections, (unsigned long long)s.st.trace_limited,
+                  (unsigned long long)lb->st.projections, (unsigned long long)lb->st.trace_limited,
                   s.st.fell_back ? s.st.fallback_reason : "no fall-back");
-    assert_true(in_box && s.st.updates > 100);
-    double tr = 0;
-    for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
-        tr += s.P[i][i];
-    assert_true(tr <= s.ap.trace_max * (1 + 1e-12));
-    /* Reset returns to the nominal model. */
+    assert_true(box && lb->st.updates > 100);
+    for (int j = 0; j < s.nm; j++) {
+        double tr = 0;
+        for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
+            tr += s.m[j].P[i][i];
+        assert_true(tr <= s.ap.trace_max * (1 + 1e-12));
+    }
+    /* Reset returns to the nominal model and the first member's lead. */
     assert_int_equal(drths_smith_reset(&s, CMD, LDA), 0);
-    assert_true(drths_smith_gain(&s) == 1.0 && s.theta[0] == 0.0 && s.st.updates == 0 &&
-                !s.st.fell_back && drths_smith_fallback_reason(&s) == NULL);
+    assert_true(drths_smith_gain(&s) == 1.0 && s.lead == 0 && s.lead_changes == 0 &&
+                s.m[0].theta[0] == 0.0 && s.m[0].st.updates == 0 && s.m[0].w == 1.0 &&
+                s.m[1].w == 0.0 && !s.st.fell_back && drths_smith_fallback_reason(&s) == NULL);
     drths_smith_close(&fx);
     drths_smith_close(&s);
     drths_smith_close(&s);
@@ -406,9 +445,9 @@ static double now_ns(void)
 }
 
 /* The RT budget: the work of one step and one measured force of the adaptive predictor is
- * bounded by the substep cap of the estimate's models, also at n x2 (its stiffest state in these
- * tests). The time per step is printed for information only: timing goals are benchmarks' (a
- * unit test on a loaded machine cannot assert one). */
+ * bounded by the substep cap of the estimates' models (the bank's member started at n x2 is its
+ * stiffest state in these tests). The time per step is printed for information only: timing
+ * goals are benchmarks' (a unit test on a loaded machine cannot assert one). */
 static void test_adaptive_work_is_bounded(void **state)
 {
     (void)state;
@@ -418,12 +457,11 @@ static void test_adaptive_work_is_bounded(void **state)
     for (int c = 0; c < 3; c++) {
         drths_smith_t s;
         drths_smith_mode_t mode = c == 0 ? DRTHS_SMITH_FIXED : DRTHS_SMITH_ADAPTIVE;
-        assert_int_equal(drths_smith_init(&s, mode, &p, DT, LDA + 64, NULL), 0);
+        drths_smith_adapt_params_t ap;
+        drths_smith_adapt_default(&ap);
+        ap.members = c == 1 ? 1 : DRTHS_SMITH_MEMBERS;
+        assert_int_equal(drths_smith_init_ex(&s, mode, &p, DT, LDA + 64, &ap, NULL), 0);
         assert_int_equal(drths_smith_reset(&s, CMD, LDA), 0);
-        if (c == 2) {
-            s.theta[DRTHS_SMITH_P_N] = log(2.0);
-            s.ap.max_step = 0.0 + 1e-300; /* keep it there */
-        }
         double worst = 0.0, t0 = now_ns();
         for (long n = 1; n <= 20000; n++) {
             double a = now_ns();
@@ -432,11 +470,16 @@ static void test_adaptive_work_is_bounded(void **state)
             worst = fmax(worst, now_ns() - a);
         }
         double mean = (now_ns() - t0) / 20000;
-        print_message("%s: %.0f ns per step on average, %.0f ns at worst (estimate substeps %d)\n",
-                      c == 0 ? "fixed" : c == 1 ? "adaptive, n nominal" : "adaptive, n x2",
-                      mean, worst, c ? s.est.substeps : s.model.substeps);
-        if (c)
-            assert_true(s.est.substeps <= s.ap.max_substeps);
+        int sub = s.model.substeps;
+        for (int j = 0; j < s.nm; j++) {
+            assert_true(s.m[j].est.substeps <= s.ap.max_substeps);
+            sub = s.m[j].est.substeps > sub ? s.m[j].est.substeps : sub;
+        }
+        print_message("%s: %.0f ns per step on average, %.0f ns at worst (most substeps %d)\n",
+                      c == 0   ? "fixed"
+                      : c == 1 ? "adaptive, one identifier"
+                               : "adaptive, bank of 3",
+                      mean, worst, sub);
         drths_smith_close(&s);
     }
 }
