@@ -305,10 +305,10 @@ static void fall_back(drths_smith_t *s, int64_t n, const char *why)
     s->st.fallback_reason = why;
 }
 
-/* Takes member b out of the bank (its force stopped being finite); its weight goes to the
- * leader (another member if it led). When none is left, the nominal model takes over for good
- * (its forces are in hist). */
-static void drop_member(drths_smith_t *s, int64_t n, drths_smith_member_t *b)
+/* Takes member b out of the bank (its force or theta stopped being finite: why); its weight
+ * goes to the leader (another member if it led). When none is left, the nominal model takes
+ * over for good (its forces are in hist). */
+static void drop_member(drths_smith_t *s, int64_t n, drths_smith_member_t *b, const char *why)
 {
     b->dropped = 1;
     double w = b->w;
@@ -318,7 +318,7 @@ static void drop_member(drths_smith_t *s, int64_t n, drths_smith_member_t *b)
         if (!s->m[j].dropped && (best < 0 || s->m[j].e2 < s->m[best].e2))
             best = j;
     if (best < 0) {
-        fall_back(s, n, "the identified model's force stopped being finite");
+        fall_back(s, n, why);
         return;
     }
     if (&s->m[s->lead] == b) {
@@ -351,9 +351,8 @@ double drths_smith_step(drths_smith_t *s, double disp_m, double vel_m_s, double 
             off -= ph[1 + i] * b->theta[i];
         }
         ph[0] = off;
-        if (!finite)
-            drop_member(s, s->step, b); /* the estimate left the region its integration
-                                           handles */
+        if (!finite) /* the estimate left the region its integration handles */
+            drop_member(s, s->step, b, "the identified model's force stopped being finite");
     }
     return adapting(s) ? drths_smith_model(s, s->step) : f;
 }
@@ -563,7 +562,7 @@ static void adapt(drths_smith_t *s, int64_t n, int64_t k, double measured_N)
         b->m2 = lam * b->m2 + fa * fa;
         b->st.pairs++;
         if (identify(s, b, ph[j], e_N))
-            drop_member(s, n, b);
+            drop_member(s, n, b, "the identified parameters stopped being finite");
     }
     if (s->st.fell_back)
         return;
