@@ -437,6 +437,38 @@ static void test_adaptive_guards(void **state)
     drths_smith_close(&s);
 }
 
+/* A member whose force stops being finite leaves the bank and the others go on; the predictor
+ * falls back to the nominal model, naming why, only when no member is left. */
+static void test_adaptive_drops_a_member(void **state)
+{
+    (void)state;
+    excitation();
+    drths_damper_params_t p;
+    params(&p);
+    drths_smith_t s;
+    assert_int_equal(drths_smith_init(&s, DRTHS_SMITH_ADAPTIVE, &p, DT, LDA + 64, NULL), 0);
+    assert_int_equal(drths_smith_reset(&s, CMD, LDA), 0);
+    long n = 1;
+    for (; n <= 2000; n++) {
+        drths_smith_step(&s, ex_x[n], ex_v[n], CMD);
+        drths_smith_force(&s, n, 1.3 * drths_smith_model(&s, n - LDA));
+    }
+    /* Break the leader's model: the lead goes to another member, which takes its weight. */
+    s.m[0].est.p.n = NAN;
+    drths_smith_step(&s, ex_x[n], ex_v[n], CMD);
+    double R = drths_smith_force(&s, n, 1.3 * drths_smith_model(&s, n - LDA));
+    n++;
+    assert_true(s.m[0].dropped && s.m[0].w == 0.0 && s.lead != 0 && !s.st.fell_back);
+    assert_true(isfinite(R) && fabs(s.m[1].w + s.m[2].w - 1.0) < 1e-12);
+    s.m[1].est.p.n = NAN;
+    s.m[2].est.p.n = NAN;
+    drths_smith_step(&s, ex_x[n], ex_v[n], CMD);
+    assert_true(s.st.fell_back && s.st.fallback_step == n);
+    assert_non_null(strstr(drths_smith_fallback_reason(&s), "force stopped being finite"));
+    assert_true(isfinite(drths_smith_force(&s, n, 1000.0))); /* the nominal model goes on */
+    drths_smith_close(&s);
+}
+
 static double now_ns(void)
 {
     struct timespec t;
@@ -520,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_adaptive_equals_fixed_when_exact),
         cmocka_unit_test(test_adaptive_falls_back_on_junk),
         cmocka_unit_test(test_adaptive_guards),
+        cmocka_unit_test(test_adaptive_drops_a_member),
         cmocka_unit_test(test_adaptive_work_is_bounded),
         cmocka_unit_test(test_force_at_names_the_applied_step),
         cmocka_unit_test(test_exact_model_removes_delay),
