@@ -572,8 +572,8 @@ static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double meas
         const drths_smith_t *sm = &h->smith;
         x[7] = drths_smith_gain(sm);
         for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
-            x[8 + i] = drths_smith_scale(sm, i);
-        x[8 + DRTHS_SMITH_NPAR] = sm->err_rel;
+            x[8 + i] = drths_smith_scale(sm, NULL, i);
+        x[8 + DRTHS_SMITH_NPAR] = drths_smith_error_rel(sm, NULL);
         x[9 + DRTHS_SMITH_NPAR] = sm->st.fell_back;
         x[10 + DRTHS_SMITH_NPAR] = drths_smith_leader(sm)->n_start;
     }

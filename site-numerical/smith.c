@@ -145,7 +145,6 @@ static void reset_adapt(drths_smith_t *s)
     s->lead = 0;
     s->lead_changes = 0;
     s->e2_nominal = s->f2 = s->m2_nominal = 0.0;
-    s->err_rel = NAN;
 }
 
 int drths_smith_init(drths_smith_t *s, drths_smith_mode_t mode,
@@ -401,11 +400,18 @@ double drths_smith_gain(const drths_smith_t *s)
     return sqrt(s->m[s->lead].m2 / s->m2_nominal);
 }
 
-double drths_smith_scale(const drths_smith_t *s, int i)
+double drths_smith_scale(const drths_smith_t *s, const drths_smith_member_t *b, int i)
 {
     if (!s->nm || i < 0 || i >= NP)
         return 1.0;
-    return exp(s->m[s->lead].theta[i]);
+    return exp((b ? b : &s->m[s->lead])->theta[i]);
+}
+
+double drths_smith_error_rel(const drths_smith_t *s, const drths_smith_member_t *b)
+{
+    if (!s->nm || !(s->f2 > 0.0))
+        return NAN;
+    return sqrt((b ? b : &s->m[s->lead])->e2 / s->f2);
 }
 
 const char *drths_smith_fallback_reason(const drths_smith_t *s)
@@ -567,8 +573,6 @@ static void adapt(drths_smith_t *s, int64_t n, int64_t k, double measured_N)
     if (s->st.fell_back)
         return;
     follow_leader(s);
-    const drths_smith_member_t *lb = &s->m[s->lead];
-    s->err_rel = s->f2 > 0.0 ? sqrt(lb->e2 / s->f2) : NAN;
     check_health(s, n);
 }
 

@@ -179,7 +179,6 @@ typedef struct drths_smith {
     double lo[DRTHS_SMITH_NPAR], hi[DRTHS_SMITH_NPAR]; /* the box of theta */
     double f_scale_N;     /* F_scale */
     double e2_nominal, f2, m2_nominal; /* forgetting means (sums), shared */
-    double err_rel; /* the leader's sqrt(mean e_a^2 / mean F^2), NaN before any pair */
     drths_smith_adapt_stats_t st; /* the predictor's: pairs and the fall-back */
     size_t cap;
     int64_t step;         /* newest k with F^(k) known (0 after reset) */
@@ -235,9 +234,13 @@ double drths_smith_force_at(drths_smith_t *s, int64_t n, int64_t k, double measu
  * any pair and after a fall-back). RT-safe. */
 double drths_smith_gain(const drths_smith_t *s);
 
-/* The identified factor on nominal parameter i (DRTHS_SMITH_P_*): exp(theta_i); 1 for fixed and
- * off. RT-safe. */
-double drths_smith_scale(const drths_smith_t *s, int i);
+/* The identified factor on nominal parameter i (DRTHS_SMITH_P_*) of member b (NULL: the leader):
+ * exp(theta_i); 1 for fixed and off. RT-safe. */
+double drths_smith_scale(const drths_smith_t *s, const drths_smith_member_t *b, int i);
+
+/* The error of member b (NULL: the leader) relative to the measured force, sqrt(mean e_a^2 /
+ * mean F^2) over the pairs with signal; NaN before any pair and for fixed and off. RT-safe. */
+double drths_smith_error_rel(const drths_smith_t *s, const drths_smith_member_t *b);
 
 /* The leading identifier of the bank, NULL for fixed and off. RT-safe. */
 const drths_smith_member_t *drths_smith_leader(const drths_smith_t *s);

@@ -195,6 +195,17 @@ static void stability_json(drths_json_t *j, const drths_hybrid_t *h)
     drths_json_object_end(j);
 }
 
+/* The identified factors and the relative error of member b (NULL: the leader). */
+static void smith_fit_json(drths_json_t *j, const drths_smith_t *sm, const drths_smith_member_t *b)
+{
+    static const char *const names[DRTHS_SMITH_NPAR] = {"alpha", "c0", "c1", "A", "n"};
+    drths_json_object_begin(j, "scales");
+    for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
+        drths_json_number(j, names[i], drths_smith_scale(sm, b, i));
+    drths_json_object_end(j);
+    drths_json_number(j, "error_rel", drths_smith_error_rel(sm, b));
+}
+
 static void smith_json(drths_json_t *j, const drths_hybrid_t *h)
 {
     const drths_smith_t *sm = &h->smith;
@@ -202,18 +213,13 @@ static void smith_json(drths_json_t *j, const drths_hybrid_t *h)
     drths_json_string(j, "mode", drths_smith_mode_name(sm->mode));
     drths_json_number(j, "force_gain", drths_smith_gain(sm));
     if (h->adaptive) {
-        static const char *const names[DRTHS_SMITH_NPAR] = {"alpha", "c0", "c1", "A", "n"};
         const char *why = drths_smith_fallback_reason(sm);
         drths_json_string(j, "identification", why ? "fell back to the nominal model" : "running");
         if (why) {
             drths_json_string(j, "fallback_reason", why);
             drths_json_int(j, "fallback_step", sm->st.fallback_step);
         }
-        drths_json_object_begin(j, "scales");
-        for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
-            drths_json_number(j, names[i], drths_smith_scale(sm, i));
-        drths_json_object_end(j);
-        drths_json_number(j, "error_rel", sm->err_rel);
+        smith_fit_json(j, sm, NULL);
         drths_json_number(j, "nominal_error_rel",
                           sm->f2 > 0.0 ? sqrt(sm->e2_nominal / sm->f2) : NAN);
         drths_json_number(j, "forgetting", sm->ap.forgetting);
@@ -226,11 +232,7 @@ static void smith_json(drths_json_t *j, const drths_hybrid_t *h)
             drths_json_number(j, "n_start", b->n_start);
             drths_json_bool(j, "lead", b == drths_smith_leader(sm));
             drths_json_bool(j, "dropped", b->dropped);
-            drths_json_object_begin(j, "scales");
-            for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
-                drths_json_number(j, names[i], exp(b->theta[i]));
-            drths_json_object_end(j);
-            drths_json_number(j, "error_rel", sm->f2 > 0.0 ? sqrt(b->e2 / sm->f2) : NAN);
+            smith_fit_json(j, sm, b);
             drths_json_int(j, "updates", (int64_t)b->st.updates);
             drths_json_int(j, "skipped_low_signal", (int64_t)b->st.low_signal);
             drths_json_int(j, "skipped_dead_zone", (int64_t)b->st.dead_zone);
@@ -457,11 +459,12 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
                     "force gain %.4f, error %.2f %% of the force, %llu updates (%llu low "
                     "signal, %llu in the dead zone); led by the identifier started at n "
                     "x%g (%d in the bank, %llu lead changes)\n",
-                    drths_smith_scale(sm, DRTHS_SMITH_P_ALPHA),
-                    drths_smith_scale(sm, DRTHS_SMITH_P_C0),
-                    drths_smith_scale(sm, DRTHS_SMITH_P_C1), drths_smith_scale(sm, DRTHS_SMITH_P_A),
-                    drths_smith_scale(sm, DRTHS_SMITH_P_N), drths_smith_gain(sm),
-                    100.0 * sm->err_rel, (unsigned long long)lb->st.updates,
+                    drths_smith_scale(sm, NULL, DRTHS_SMITH_P_ALPHA),
+                    drths_smith_scale(sm, NULL, DRTHS_SMITH_P_C0),
+                    drths_smith_scale(sm, NULL, DRTHS_SMITH_P_C1),
+                    drths_smith_scale(sm, NULL, DRTHS_SMITH_P_A),
+                    drths_smith_scale(sm, NULL, DRTHS_SMITH_P_N), drths_smith_gain(sm),
+                    100.0 * drths_smith_error_rel(sm, NULL), (unsigned long long)lb->st.updates,
                     (unsigned long long)lb->st.low_signal, (unsigned long long)lb->st.dead_zone,
                     lb->n_start, sm->nm, (unsigned long long)sm->lead_changes);
             if (drths_smith_fallback_reason(sm))

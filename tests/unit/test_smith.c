@@ -290,7 +290,7 @@ static void run_mismatch(drths_smith_mode_t mode, const double sc[6], double noi
     out->model_rms_rel = sqrt(sm / st);
     out->peak_rel = pe / pt;
     for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
-        out->scale[i] = drths_smith_scale(&s, i);
+        out->scale[i] = drths_smith_scale(&s, NULL, i);
     out->gain = drths_smith_gain(&s);
     out->st = s.st;
     const drths_smith_member_t *lb = drths_smith_leader(&s);
@@ -416,9 +416,10 @@ static void test_adaptive_guards(void **state)
     const drths_smith_member_t *lb = drths_smith_leader(&s);
     print_message("30x force: alpha x%.2f c0 x%.2f c1 x%.2f A x%.2f n x%.2f, %llu projections, "
                   "trace limited %llu, %s\n",
-                  drths_smith_scale(&s, 0), drths_smith_scale(&s, 1), drths_smith_scale(&s, 2),
-                  drths_smith_scale(&s, 3), drths_smith_scale(&s, 4),
-                  (unsigned long long)lb->st.projections, (unsigned long long)lb->st.trace_limited,
+                  drths_smith_scale(&s, NULL, 0), drths_smith_scale(&s, NULL, 1),
+                  drths_smith_scale(&s, NULL, 2), drths_smith_scale(&s, NULL, 3),
+                  drths_smith_scale(&s, NULL, 4), (unsigned long long)lb->st.projections,
+                  (unsigned long long)lb->st.trace_limited,
                   s.st.fell_back ? s.st.fallback_reason : "no fall-back");
     assert_true(box && lb->st.updates > 100);
     for (int j = 0; j < s.nm; j++) {
