@@ -1,7 +1,11 @@
 # The arguments and the two analyses shared by the examples in this folder (docs/openfresco.md).
-# An example sets `specimen` (genericClient, shadowSite, genericTCP or reference: the specimen
-# element of model-1dof.tcl and model-2dof.tcl), `duration` and `dt`, sources this file, and
-# then:
+# An example sources this file and calls runExample with its specimen (genericClient,
+# shadowSite, genericTCP or reference: the specimen element of model-1dof.tcl and
+# model-2dof.tcl), its integration (explicit or implicit), its model's DOF count (1 or 2) and its
+# default record file:
+#   source [file join [file dirname [info script]] analysis.tcl]
+#   runExample shadowSite explicit 2 site-2dof-explicit.out
+# runExample sets `specimen`, `duration` (5.0 s) and `dt` (0.01 s), then
 #   exampleArguments explicit|implicit NDOF DEFAULT_RECORD   reads the script's arguments
 #   source model-1dof.tcl or model-2dof.tcl                   builds the model and its recorder
 #   exampleAnalysis explicit|implicit                        runs the analysis and ends it
@@ -18,6 +22,9 @@
 #              else (the default `tangent`) for Newton
 # Arguments past those an example reads are ignored, so one argument list (run-example.sh's
 # $OPENSEES_ARGS) serves an example and its reference.
+
+# The folder of this file and of the models, taken when an example sources it.
+set exampleDir [file dirname [info script]]
 
 # Reads the arguments into the globals the model and the analysis use: port, outFile, tol
 # (implicit), kInit (1 DOF) or kInitX and kInitY (2 DOF) when given, and newton.
@@ -109,4 +116,17 @@ proc exampleAnalysis {integration} {
     } else {
         wipe
     }
+}
+
+# Runs an example: the specimen `spec`, the explicit or implicit analysis, the model of `ndof`
+# DOF (model-1dof.tcl or model-2dof.tcl, sourced at the global level: it reads and sets
+# globals) and `defaultRecord` as the record file when the arguments name none.
+proc runExample {spec integration ndof defaultRecord} {
+    global specimen duration dt exampleDir
+    set specimen $spec
+    set duration 5.0
+    set dt 0.01
+    exampleArguments $integration $ndof $defaultRecord
+    uplevel #0 [list source [file join $exampleDir model-${ndof}dof.tcl]]
+    exampleAnalysis $integration
 }

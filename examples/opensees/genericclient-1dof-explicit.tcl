@@ -8,11 +8,5 @@
 # the record with reference-1dof-explicit.tcl's: with the ideal linear specimen of
 # linear-spring-ideal.yaml they agree to rounding. analysis.tcl explains the analysis, the arguments
 # and the end of the session.
-set specimen genericClient
-set duration 5.0
-set dt 0.01
-set here [file dirname [info script]]
-source [file join $here analysis.tcl]
-exampleArguments explicit 1 site-explicit.out
-source [file join $here model-1dof.tcl]
-exampleAnalysis explicit
+source [file join [file dirname [info script]] analysis.tcl]
+runExample genericClient explicit 1 site-explicit.out

@@ -11,11 +11,5 @@
 # step is an iteration the site plays as a short ramp, and the step ends when OpenSees commits.
 # Compare the record with reference-2dof-implicit.tcl's. analysis.tcl explains the analysis, the
 # arguments and the end of the session.
-set specimen genericClient
-set duration 5.0
-set dt 0.01
-set here [file dirname [info script]]
-source [file join $here analysis.tcl]
-exampleArguments implicit 2 site-2dof-implicit.out
-source [file join $here model-2dof.tcl]
-exampleAnalysis implicit
+source [file join [file dirname [info script]] analysis.tcl]
+runExample genericClient implicit 2 site-2dof-implicit.out

@@ -15,11 +15,5 @@
 # Compare the record with reference-2dof-explicit.tcl's: with the ideal linear springs of
 # linear-springs-2dof-ideal.yaml they agree to rounding in x and in y. analysis.tcl explains the
 # analysis, the arguments and the end of the session.
-set specimen genericTCP
-set duration 5.0
-set dt 0.01
-set here [file dirname [info script]]
-source [file join $here analysis.tcl]
-exampleArguments explicit 2 site-2dof-explicit.out
-source [file join $here model-2dof.tcl]
-exampleAnalysis explicit
+source [file join [file dirname [info script]] analysis.tcl]
+runExample genericTCP explicit 2 site-2dof-explicit.out

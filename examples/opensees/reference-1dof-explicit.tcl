@@ -7,11 +7,5 @@
 # Arguments: a port (ignored; run-example.sh passes 0) and the displacement record file
 # (reference-explicit.out); further arguments are ignored, so the client example's list serves here
 # too. analysis.tcl explains the analysis, the arguments and the end of the session.
-set specimen reference
-set duration 5.0
-set dt 0.01
-set here [file dirname [info script]]
-source [file join $here analysis.tcl]
-exampleArguments explicit 1 reference-explicit.out
-source [file join $here model-1dof.tcl]
-exampleAnalysis explicit
+source [file join [file dirname [info script]] analysis.tcl]
+runExample reference explicit 1 reference-explicit.out

@@ -8,11 +8,5 @@
 # (reference-2dof-implicit.out) and the convergence tolerance (1e-9 m); further arguments are
 # ignored, so the client example's list serves here too. analysis.tcl explains the analysis, the
 # arguments and the end of the session.
-set specimen reference
-set duration 5.0
-set dt 0.01
-set here [file dirname [info script]]
-source [file join $here analysis.tcl]
-exampleArguments implicit 2 reference-2dof-implicit.out
-source [file join $here model-2dof.tcl]
-exampleAnalysis implicit
+source [file join [file dirname [info script]] analysis.tcl]
+runExample reference implicit 2 reference-2dof-implicit.out

@@ -11,11 +11,5 @@
 # it). Needs OpenFresco's Tcl package (OpenFresco.so on LD_LIBRARY_PATH). Compare the record with
 # reference-1dof-explicit.tcl's: with the ideal linear specimen of linear-spring-ideal.yaml they
 # agree to rounding. analysis.tcl explains the analysis, the arguments and the end of the session.
-set specimen shadowSite
-set duration 5.0
-set dt 0.01
-set here [file dirname [info script]]
-source [file join $here analysis.tcl]
-exampleArguments explicit 1 site-explicit.out
-source [file join $here model-1dof.tcl]
-exampleAnalysis explicit
+source [file join [file dirname [info script]] analysis.tcl]
+runExample shadowSite explicit 1 site-explicit.out

@@ -11,11 +11,5 @@
 # N/m) and the Newton variant: `tangent` (the default) or `initial`. Needs OpenFresco's Tcl package
 # (OpenFresco.so on LD_LIBRARY_PATH). Compare the record with reference-1dof-implicit.tcl's.
 # analysis.tcl explains the analysis, the arguments and the end of the session.
-set specimen shadowSite
-set duration 5.0
-set dt 0.01
-set here [file dirname [info script]]
-source [file join $here analysis.tcl]
-exampleArguments implicit 1 site-implicit.out
-source [file join $here model-1dof.tcl]
-exampleAnalysis implicit
+source [file join [file dirname [info script]] analysis.tcl]
+runExample shadowSite implicit 1 site-implicit.out

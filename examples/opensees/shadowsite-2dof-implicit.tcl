@@ -14,11 +14,5 @@
 # Needs OpenFresco's Tcl package (OpenFresco.so on LD_LIBRARY_PATH). Compare the record with
 # reference-2dof-implicit.tcl's. analysis.tcl explains the analysis, the arguments and the end of
 # the session.
-set specimen shadowSite
-set duration 5.0
-set dt 0.01
-set here [file dirname [info script]]
-source [file join $here analysis.tcl]
-exampleArguments implicit 2 site-2dof-implicit.out
-source [file join $here model-2dof.tcl]
-exampleAnalysis implicit
+source [file join [file dirname [info script]] analysis.tcl]
+runExample shadowSite implicit 2 site-2dof-implicit.out
