@@ -16,8 +16,9 @@
 #              (x, and y for the two-DOF model), 16 digits
 #   tolerance  implicit only: the NormDispIncr tolerance of the Newton iterations (1e-9 m)
 #   kInit      shadowSite and genericTCP only: the twoNodeLink's -initStif, one value (1 DOF) or
-#              two, x and y (2 DOF; both or neither), default the ideal specimen's stiffness
-#              (model-1dof.tcl, model-2dof.tcl); the explicit analysis does not use it
+#              two, x and y (2 DOF; both or neither), each a number (else an error), default
+#              the ideal specimen's stiffness (model-1dof.tcl, model-2dof.tcl); the explicit
+#              analysis does not use it
 #   newton     shadowSite and genericTCP implicit only: `initial` for Newton -initial, anything
 #              else (the default `tangent`) for Newton
 # Arguments past those an example reads are ignored, so one argument list (run-example.sh's
@@ -27,9 +28,9 @@
 set exampleDir [file dirname [info script]]
 
 # Reads the arguments into the globals the model and the analysis use: port, outFile, tol
-# (implicit), kInit (1 DOF) or kInitX and kInitY (2 DOF) when given, and newton.
+# (implicit), kInit (a list of NDOF numbers) when given, and newton.
 proc exampleArguments {integration ndof defaultRecord} {
-    global argv port outFile tol kInit kInitX kInitY newton specimen
+    global argv port outFile tol kInit newton specimen
     set port [expr {[llength $argv] > 0 ? [lindex $argv 0] : 8090}]
     set outFile [expr {[llength $argv] > 1 ? [lindex $argv 1] : $defaultRecord}]
     set next 2
@@ -43,18 +44,21 @@ proc exampleArguments {integration ndof defaultRecord} {
     if {$specimen ne "shadowSite" && $specimen ne "genericTCP"} {
         return
     }
-    if {$ndof == 1} {
-        if {[llength $argv] > $next} {
-            set kInit [lindex $argv $next]
+    # NDOF values or none: each must be a number, so a shorter list of another model's arguments
+    # (1e-9 1e7 initial to a two-DOF script) is refused rather than read as stiffnesses.
+    set k [lrange $argv $next [expr {$next + $ndof - 1}]]
+    foreach value $k {
+        if {![string is double -strict $value]} {
+            error "the initial stiffness must be a number (N/m), not \"$value\""
         }
-        incr next
-    } else {
-        if {[llength $argv] > $next + 1} {
-            set kInitX [lindex $argv $next]
-            set kInitY [lindex $argv [expr {$next + 1}]]
-        }
-        incr next 2
     }
+    if {[llength $k] > 0} {
+        if {[llength $k] != $ndof} {
+            error "the initial stiffness needs $ndof values (x and y) or none, got [llength $k]"
+        }
+        set kInit $k
+    }
+    incr next $ndof
     set newton tangent
     if {[llength $argv] > $next && [lindex $argv $next] eq "initial"} {
         set newton initial

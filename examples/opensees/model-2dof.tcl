@@ -14,8 +14,8 @@
 #                  -dir 1 2
 #   reference      the ideal linear springs, uniaxialMaterial Elastic 1.0e7 in x and 2.0e7 in y
 # shadowSite and genericTCP need OpenFresco's Tcl package (OpenFresco.so on LD_LIBRARY_PATH);
-# their twoNodeLink's -initStif is diag(kInitX, kInitY), from the caller if it set them, else
-# the specimen's stiffnesses.
+# their twoNodeLink's -initStif is diag(kInitX, kInitY), from the caller's kInit (a list of
+# the two, x and y) if it set it, else the specimen's stiffnesses.
 # Ground motion: a 2 Hz sine of 4 m/s^2 in x and a 3 Hz sine of 3 m/s^2 in y for `duration` s.
 wipe
 model BasicBuilder -ndm 2 -ndf 2
@@ -30,12 +30,10 @@ fix 1 1 1
 uniaxialMaterial Elastic 1 $kStoreyX
 uniaxialMaterial Elastic 2 $kStoreyY
 element zeroLength 1 1 2 -mat 1 2 -dir 1 2
-if {![info exists kInitX]} {
-    set kInitX $kSpecimenX
+if {![info exists kInit]} {
+    set kInit [list $kSpecimenX $kSpecimenY]
 }
-if {![info exists kInitY]} {
-    set kInitY $kSpecimenY
-}
+lassign $kInit kInitX kInitY
 if {$specimen eq "genericClient"} {
     # The drths site listens on 127.0.0.1:$port (drths-physical --openfresco 127.0.0.1:$port);
     # its experiment file declares two channels (linear-springs-2dof-ideal.yaml): the trial
