@@ -178,8 +178,12 @@ status=0
 timeout 20 "$bdir/drths-numerical" --experiment "$exp" --peer 127.0.0.1:9 --out "$tmp/run-num" \
     >"$tmp/num.out" 2>"$tmp/num.err" || status=$?
 [ "$status" -eq 2 ] || fail "the numerical site with two channels exited $status (expected 2)"
-grep -q ":57: physical.channels: 2 channels are served over OpenFresco only" "$tmp/num.err" ||
-    fail "the numerical site's refusal does not say why"
+# The refusal names the line of physical.channels (the file's only "  channels:" key).
+chline=$(grep -n '^  channels:' "$exp" | cut -d: -f1)
+[ "$(wc -l <<<"$chline")" -eq 1 ] && [ -n "$chline" ] ||
+    fail "$exp: expected exactly one '  channels:' line, found: ${chline:-none}"
+grep -q ":$chline: physical.channels: 2 channels are served over OpenFresco only" "$tmp/num.err" ||
+    fail "the numerical site's refusal does not say why (at line $chline)"
 # 7. --openfresco-stiffness with an empty value would shift the channels' stiffnesses: refused
 #    before anything is opened, naming the value.
 status=0
