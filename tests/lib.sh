@@ -72,6 +72,26 @@ start_physical() {
     pids+=("$last_pid")
 }
 
+# start_openfresco NAME EXPERIMENT [options]: drths-physical --openfresco on 127.0.0.1 in the
+# background, on a port it picks itself (127.0.0.1:0) and prints; its output in $tmp/NAME.out
+# and $tmp/NAME.err, its pid in $last_pid (also in pids), the port in $port.
+start_openfresco() {
+    local name=$1 exp=$2
+    shift 2
+    timeout 60 "$bdir/drths-physical" --experiment "$exp" --openfresco 127.0.0.1:0 "$@" \
+        >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    last_pid=$!
+    pids+=("$last_pid")
+    port=
+    for _ in $(seq 200); do
+        port=$(sed -n 's/.*listening on TCP 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/$name.out" |
+            head -n 1)
+        [ -n "$port" ] && break
+        sleep 0.05
+    done
+    [ -n "$port" ] || fail "$name: the site did not say which port it listens on"
+}
+
 # start_numerical NAME PEER_PORT [options]: the numerical site in the background.
 start_numerical() {
     local name=$1 port=$2

@@ -20,19 +20,8 @@ steps=200
 
 # start_site NAME EXPERIMENT: the site in the background; sets $port.
 start_site() {
-    timeout 60 "$bdir/drths-physical" --experiment "$2" --openfresco 127.0.0.1:0 \
-        --step-duration 0.005 --wait-timeout 20 --out "$tmp/run-$1" \
-        >"$tmp/site-$1.out" 2>"$tmp/site-$1.err" &
-    site=$!
-    pids+=("$site")
-    port=
-    for _ in $(seq 200); do
-        port=$(sed -n 's/.*listening on TCP 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/site-$1.out" |
-            head -n 1)
-        [ -n "$port" ] && break
-        sleep 0.05
-    done
-    [ -n "$port" ] || fail "the site ($1) did not say which port it listens on"
+    start_openfresco "site-$1" "$2" --step-duration 0.005 --wait-timeout 20 --out "$tmp/run-$1"
+    site=$last_pid
 }
 
 # wait_site: the site's exit status in $status.

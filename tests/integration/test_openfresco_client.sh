@@ -8,19 +8,9 @@ exp=${DRTHS_SOURCE_DIR:-$src}/examples/opensees/linear-spring-ideal.yaml
 record=$src/examples/records/elcentro-1940-ns-peknold.AT2
 steps=200
 for iters in 0 2; do
-    out=$tmp/site-$iters
-    timeout 60 "$bdir/drths-physical" --experiment "$exp" --openfresco 127.0.0.1:0 \
-        --step-duration 0.005 --wait-timeout 20 --out "$tmp/run-$iters" --quiet \
-        >"$out.out" 2>"$out.err" &
-    site=$!
-    pids+=("$site")
-    port=
-    for _ in $(seq 200); do
-        port=$(sed -n 's/.*listening on TCP 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out.out" | head -n 1)
-        [ -n "$port" ] && break
-        sleep 0.05
-    done
-    [ -n "$port" ] || fail "the site did not say which port it listens on"
+    start_openfresco "site-$iters" "$exp" --step-duration 0.005 --wait-timeout 20 \
+        --out "$tmp/run-$iters" --quiet
+    site=$last_pid
     extra=()
     [ "$iters" -gt 0 ] && extra=(--iterations "$iters")
     timeout 60 "$bdir/drths-openfresco-client" --connect "127.0.0.1:$port" --record "$record" \

@@ -20,21 +20,11 @@ steps=100
 # run_case NAME "SITE OPTIONS" "CLIENT OPTIONS": starts the site, runs the client; sets
 # client_status and site_status.
 run_case() {
-    local name=$1 site_opts=$2 client_opts=$3 out=$tmp/$1
+    local name=$1 site_opts=$2 client_opts=$3
     read -r -a so <<<"$site_opts"
     read -r -a co <<<"$client_opts"
-    timeout 60 "$bdir/drths-physical" --experiment "$exp" --openfresco 127.0.0.1:0 \
-        --step-duration 0.005 --out "$tmp/run-$name" --quiet "${so[@]}" \
-        >"$out.out" 2>"$out.err" &
-    local site=$!
-    pids+=("$site")
-    local port=
-    for _ in $(seq 200); do
-        port=$(sed -n 's/.*listening on TCP 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out.out" | head -n 1)
-        [ -n "$port" ] && break
-        sleep 0.05
-    done
-    [ -n "$port" ] || fail "$name: the site did not say which port it listens on"
+    start_openfresco "$name" "$exp" --step-duration 0.005 --out "$tmp/run-$name" --quiet "${so[@]}"
+    local site=$last_pid
     client_status=0
     timeout 60 "$bdir/drths-openfresco-client" --connect "127.0.0.1:$port" --record "$record" \
         --steps "$steps" --step-duration 0.005 "${co[@]}" \
