@@ -170,18 +170,47 @@ void drths_ofr_app_close(drths_ofr_app_t *app)
     drths_ring_close(&app->to_io);
 }
 
+/* The tracking's RMS, but NaN while no target has been away from 0: the figure is relative to
+ * the targets, and before any step there is none. */
+static double rms_pct(const drths_tracking_t *t)
+{
+    if (!(t->sum_d2 > 0.0))
+        return NAN;
+    return drths_tracking_rms_pct(t);
+}
+
 double drths_ofr_app_step_rms_pct(const drths_ofr_app_t *app)
 {
-    if (!(app->sum_tgt2 > 0.0))
-        return NAN;
-    return 100.0 * sqrt(app->sum_err2 / app->sum_tgt2);
+    drths_tracking_t all;
+    drths_tracking_init(&all);
+    for (int i = 0; i < DRTHS_OFR_MAX_DOF; i++) {
+        all.n += app->ch_track[i].n;
+        all.sum_e2 += app->ch_track[i].sum_e2;
+        all.sum_d2 += app->ch_track[i].sum_d2;
+    }
+    return rms_pct(&all);
 }
 
 double drths_ofr_app_channel_rms_pct(const drths_ofr_app_t *app, int i)
 {
-    if (i < 0 || i >= DRTHS_OFR_MAX_DOF || !(app->ch_sum_tgt2[i] > 0.0))
+    if (i < 0 || i >= DRTHS_OFR_MAX_DOF)
         return NAN;
-    return 100.0 * sqrt(app->ch_sum_err2[i] / app->ch_sum_tgt2[i]);
+    return rms_pct(&app->ch_track[i]);
+}
+
+double drths_ofr_app_step_max_err(const drths_ofr_app_t *app)
+{
+    double m = 0.0;
+    for (int i = 0; i < DRTHS_OFR_MAX_DOF; i++)
+        m = fmax(m, drths_tracking_max_err(&app->ch_track[i]));
+    return m;
+}
+
+double drths_ofr_app_channel_max_err(const drths_ofr_app_t *app, int i)
+{
+    if (i < 0 || i >= DRTHS_OFR_MAX_DOF)
+        return NAN;
+    return drths_tracking_max_err(&app->ch_track[i]);
 }
 
 /* ---- I/O thread ---------------------------------------------------------------------------- */
@@ -1025,16 +1054,8 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
     while (app->ends_count && app->ends[app->ends_head].tick <= tick) {
         const drths_ofr_step_end_t *e = &app->ends[app->ends_head];
         for (int i = 0; i < app->n; i++) {
-            double tg = e->target.v[i];
-            double err = out_of(ps, out, i)->row[DRTHS_ACT_COL_MEAS_DISP] - tg;
-            app->sum_err2 += err * err;
-            app->sum_tgt2 += tg * tg;
-            app->ch_sum_err2[i] += err * err;
-            app->ch_sum_tgt2[i] += tg * tg;
-            if (fabs(err) > app->max_abs_err)
-                app->max_abs_err = fabs(err);
-            if (fabs(err) > app->ch_max_abs_err[i])
-                app->ch_max_abs_err[i] = fabs(err);
+            drths_tracking_add(&app->ch_track[i], e->target.v[i],
+                               out_of(ps, out, i)->row[DRTHS_ACT_COL_MEAS_DISP]);
         }
         if (e->kind == TGT_STEP)
             app->steps_reached++;
@@ -1203,16 +1224,17 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
     drths_json_number(j, "step_timeout_s", app->cfg.step_timeout_s);
     drths_json_int(j, "clients_dropped", (int64_t)app->clients_dropped);
     drths_json_number(j, "step_end_rms_error_pct", drths_ofr_app_step_rms_pct(app));
-    drths_json_number(j, "step_end_max_abs_error_m", app->max_abs_err);
+    drths_json_number(j, "step_end_max_abs_error_m", drths_ofr_app_step_max_err(app));
     drths_json_int(j, "channels", app->cfg.n_channels);
     drths_json_numbers(j, "stiffness_N_per_m", app->cfg.stiffness, app->cfg.n_channels);
     if (app->cfg.n_channels > 1) {
-        double rms[DRTHS_OFR_MAX_DOF];
-        for (int i = 0; i < app->cfg.n_channels; i++)
+        double rms[DRTHS_OFR_MAX_DOF], peak[DRTHS_OFR_MAX_DOF];
+        for (int i = 0; i < DRTHS_OFR_MAX_DOF; i++) { /* n_channels of them are written */
             rms[i] = drths_ofr_app_channel_rms_pct(app, i);
+            peak[i] = drths_ofr_app_channel_max_err(app, i);
+        }
         drths_json_numbers(j, "channel_step_end_rms_error_pct", rms, app->cfg.n_channels);
-        drths_json_numbers(j, "channel_step_end_max_abs_error_m", app->ch_max_abs_err,
-                           app->cfg.n_channels);
+        drths_json_numbers(j, "channel_step_end_max_abs_error_m", peak, app->cfg.n_channels);
     }
     if (app->first_target_ns && app->end_ns > app->first_target_ns)
         drths_json_number(j, "session_wall_time_s",

@@ -219,10 +219,9 @@ typedef struct drths_ofr_app {
     uint64_t late_targets;   /* steps whose target was not there at the switch */
     uint64_t held_ticks;     /* ticks held at a switch waiting for a target */
     uint64_t daq_requests, daq_replies;
-    double sum_err2, sum_tgt2, max_abs_err; /* measured - target at each step end, all channels */
-    /* The same per channel. */
-    double ch_sum_err2[DRTHS_OFR_MAX_DOF], ch_sum_tgt2[DRTHS_OFR_MAX_DOF];
-    double ch_max_abs_err[DRTHS_OFR_MAX_DOF];
+    /* Target and measured displacement at each step end, per channel; the figures over every
+     * channel are derived from these (drths_ofr_app_step_rms_pct, _step_max_err). */
+    drths_tracking_t ch_track[DRTHS_OFR_MAX_DOF];
 } drths_ofr_app_t;
 
 /* What the I/O thread hands the RT thread. */
@@ -274,5 +273,11 @@ double drths_ofr_app_step_rms_pct(const drths_ofr_app_t *app);
 
 /* The same for channel i alone. */
 double drths_ofr_app_channel_rms_pct(const drths_ofr_app_t *app, int i);
+
+/* Largest |measured - target| at the step ends (m), over every channel; 0 before any. */
+double drths_ofr_app_step_max_err(const drths_ofr_app_t *app);
+
+/* The same for channel i alone; NaN for a channel out of range. */
+double drths_ofr_app_channel_max_err(const drths_ofr_app_t *app, int i);
 
 #endif
