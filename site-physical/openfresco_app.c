@@ -223,7 +223,6 @@ static void post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp, c
     r.kind = kind;
     r.disp = disp;
     r.time = time;
-    r.v.v[0] = disp;
     for (int i = 0; v && i < n && i < DRTHS_OFR_MAX_DOF; i++)
         r.v.v[i] = v[i];
     if (text)
@@ -242,15 +241,9 @@ void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double 
     post(app, kind, disp, NULL, 0, NAN, text);
 }
 
-void drths_ofr_app_post_vector(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, const double *v,
-                               int n, const char *text)
-{
-    post(app, kind, n > 0 ? v[0] : 0.0, v, n, NAN, text);
-}
-
 void drths_ofr_app_post_trial(drths_ofr_app_t *app, const double *v, int n, double time)
 {
-    post(app, REQ_TARGET, n > 0 ? v[0] : 0.0, v, n, time, NULL);
+    post(app, REQ_TARGET, 0.0, v, n, time, NULL);
 }
 
 int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r)

@@ -237,13 +237,10 @@ typedef enum drths_ofr_req_kind {
 
 /* The I/O thread's side of the two rings, public so that a test can drive the RT hooks in
  * virtual time without a socket (only when no I/O thread runs). post waits while the ring is
- * full unless the app is stopping; take returns 0 with the oldest answer, or -EAGAIN. */
+ * full unless the app is stopping; take returns 0 with the oldest answer, or -EAGAIN. post
+ * carries no displacement (disp is the flag of SETUP and NOTE): a TARGET goes by post_trial. */
 void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp,
                         const char *text);
-/* As drths_ofr_app_post for a TARGET of n values (channel i's the i-th; n <= DRTHS_OFR_MAX_DOF;
- * the rest 0). */
-void drths_ofr_app_post_vector(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, const double *v,
-                               int n, const char *text);
 /* A TARGET of n values with the trial's analysis time (NaN: the client sends none), as the I/O
  * thread posts it. */
 void drths_ofr_app_post_trial(drths_ofr_app_t *app, const double *v, int n, double time);

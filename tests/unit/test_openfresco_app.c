@@ -105,6 +105,12 @@ static int64_t until_answer(drths_ofr_response_t *r, int max)
     return -1;
 }
 
+/* A trial of one channel without a time, as the I/O thread posts it. */
+static void target(double d)
+{
+    drths_ofr_app_post_trial(&W->app, &d, 1, NAN);
+}
+
 static void test_steps(void **state)
 {
     (void)state;
@@ -117,7 +123,7 @@ static void test_steps(void **state)
         assert_int_equal(tick(), 0);
     /* Trial 1 and its request at tick 10: step 1 is command ticks 11 .. 60 (D = 1), so the
      * answer comes after tick 60, with the target reached exactly. */
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.001, NULL);
+    target(0.001);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     assert_int_equal(until_answer(&r, 200), 60);
     assert_true(r.disp[0] == 0.001);
@@ -128,7 +134,7 @@ static void test_steps(void **state)
      * until then and is counted late; its last tick is then 110 + the 11 held ticks. */
     while (W->tick < 100)
         assert_int_equal(tick(), 0);
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.0015, NULL);
+    target(0.0015);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     assert_int_equal(until_answer(&r, 200), 121);
     assert_true(r.disp[0] == 0.0015);
@@ -151,10 +157,10 @@ static void test_lost_client_holds(void **state)
 {
     (void)state;
     drths_ofr_response_t r;
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.002, NULL);
+    target(0.002);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     assert_true(until_answer(&r, 200) > 0);
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.003, NULL);
+    target(0.003);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     for (int i = 0; i < 20; i++)
         assert_int_equal(tick(), 0);
@@ -178,7 +184,7 @@ static void test_step_watchdog(void **state)
     (void)state;
     W->app.cfg.step_timeout_s = 0.05;
     drths_ofr_response_t r;
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.001, NULL);
+    target(0.001);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     int64_t answered = until_answer(&r, 200);
     assert_true(answered > 0);
@@ -370,7 +376,7 @@ static void test_steady_state_allocates_nothing(void **state)
         if (step == 20)
             before = atomic_load(&alloc_count);
         double d = 0.005 * sin(2.0 * M_PI * (++k) / 40.0);
-        drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, d, NULL);
+        target(d);
         drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
         assert_true(until_answer(&r, 200) > 0);
         assert_true(fabs(r.disp[0] - d) < 1e-15);
@@ -421,7 +427,7 @@ static int setup_two(void **state)
 static void trial_two(double d0, double d1)
 {
     const double v[2] = {d0, d1};
-    drths_ofr_app_post_vector(&W->app, DRTHS_OFR_REQ_TARGET, v, 2, NULL);
+    drths_ofr_app_post_trial(&W->app, v, 2, NAN);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
 }
 
