@@ -988,20 +988,13 @@ static void before_tick(void *ctx, drths_physsite_t *ps, uint64_t tick, int64_t 
     }
 }
 
-/* Channel i's output of this tick: out0 (the hook's) for the first, the site's for the others. */
-static const drths_actuator_out_t *out_of(drths_physsite_t *ps, const drths_actuator_out_t *out0,
-                                          int i)
-{
-    return i ? drths_physsite_out(ps, i) : out0;
-}
-
 /* Every channel's measured displacement and force at this tick. */
-static void measure(const drths_ofr_app_t *app, drths_physsite_t *ps,
-                    const drths_actuator_out_t *out0, drths_ofr_response_t *r, double time_s)
+static void measure(const drths_ofr_app_t *app, const drths_physsite_t *ps, drths_ofr_response_t *r,
+                    double time_s)
 {
     memset(r, 0, sizeof *r);
     for (int i = 0; i < app->n; i++) {
-        const drths_actuator_out_t *out = out_of(ps, out0, i);
+        const drths_actuator_out_t *out = drths_physsite_out(ps, i);
         r->disp[i] = out->row[DRTHS_ACT_COL_MEAS_DISP];
         r->force[i] = out->row[DRTHS_ACT_COL_MEAS_FORCE];
     }
@@ -1012,11 +1005,10 @@ static void measure(const drths_ofr_app_t *app, drths_physsite_t *ps,
  * backward differences of the displacement measured at the step ends, at the step duration T
  * (what a laboratory without velocity and acceleration sensors reports). An iteration's end
  * re-measures the end of the step it belongs to, so it differs from the previous step's end. */
-static void measure_end(drths_ofr_app_t *app, drths_physsite_t *ps,
-                        const drths_actuator_out_t *out0, int kind)
+static void measure_end(drths_ofr_app_t *app, const drths_physsite_t *ps, int kind)
 {
     double t = app->cfg.step_duration_s;
-    measure(app, ps, out0, &app->last_resp, (double)app->steps_reached * t);
+    measure(app, ps, &app->last_resp, (double)app->steps_reached * t);
     if (kind == TGT_STEP) {
         app->base_d = app->last_d;
         app->base_v = app->last_v_meas;
@@ -1044,16 +1036,17 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
                        const drths_actuator_out_t *out)
 {
     drths_ofr_app_t *app = ctx;
+    (void)out; /* the first channel's, which drths_physsite_out also gives */
     while (app->ends_count && app->ends[app->ends_head].tick <= tick) {
         const drths_ofr_step_end_t *e = &app->ends[app->ends_head];
         for (int i = 0; i < app->n; i++) {
             drths_tracking_add(&app->ch_track[i], e->target.v[i],
-                               out_of(ps, out, i)->row[DRTHS_ACT_COL_MEAS_DISP]);
+                               drths_physsite_out(ps, i)->row[DRTHS_ACT_COL_MEAS_DISP]);
         }
         if (e->kind == TGT_STEP)
             app->steps_reached++;
         app->reached++;
-        measure_end(app, ps, out, e->kind);
+        measure_end(app, ps, e->kind);
         app->ends_head = (app->ends_head + 1) % DRTHS_OFR_ENDS;
         app->ends_count--;
     }
@@ -1067,7 +1060,7 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
         app->daq_pending--;
         drths_ofr_response_t now;
         if (!app->have_resp)
-            measure(app, ps, out, &now, 0.0);
+            measure(app, ps, &now, 0.0);
         respond(app, app->have_resp ? &app->last_resp : &now);
     }
 }
