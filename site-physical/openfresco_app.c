@@ -769,7 +769,7 @@ static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t t
         switch (r.kind) {
         case REQ_SETUP:
             app->setup_seen = 1;
-            app->commit_mode = r.disp != 0.0;
+            app->commit_mode = 0; /* a new client: not known to commit */
             break;
         case REQ_TARGET:
             on_trial(app, ps, &r.v, r.time, now_ns);
@@ -1106,7 +1106,7 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
         if (drths_ring_pop(&app->to_rt, &r) == 0) {
             if (r.kind == REQ_SETUP) {
                 app->setup_seen = 1;
-                app->commit_mode = r.disp != 0.0;
+                app->commit_mode = 0;
             } else if (r.kind == REQ_NOTE) {
                 drths_physsite_event(ps, r.disp != 0.0, "%s", r.text);
             } else if (r.kind == REQ_DIE || r.kind == REQ_LOST) {

@@ -226,7 +226,7 @@ typedef struct drths_ofr_app {
 
 /* What the I/O thread hands the RT thread. */
 typedef enum drths_ofr_req_kind {
-    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known (disp 1: steps from commits at once) */
+    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known */
     DRTHS_OFR_REQ_TARGET,    /* a trial displacement */
     DRTHS_OFR_REQ_MEASURE,   /* a measurement request: answered once the targets are reached */
     DRTHS_OFR_REQ_DIE,       /* orderly end */
