@@ -170,18 +170,47 @@ void drths_ofr_app_close(drths_ofr_app_t *app)
     drths_ring_close(&app->to_io);
 }
 
+/* The tracking's RMS, but NaN while no target has been away from 0: the figure is relative to
+ * the targets, and before any step there is none. */
+static double rms_pct(const drths_tracking_t *t)
+{
+    if (!(t->sum_d2 > 0.0))
+        return NAN;
+    return drths_tracking_rms_pct(t);
+}
+
 double drths_ofr_app_step_rms_pct(const drths_ofr_app_t *app)
 {
-    if (!(app->sum_tgt2 > 0.0))
-        return NAN;
-    return 100.0 * sqrt(app->sum_err2 / app->sum_tgt2);
+    drths_tracking_t all;
+    drths_tracking_init(&all);
+    for (int i = 0; i < DRTHS_OFR_MAX_DOF; i++) {
+        all.n += app->ch_track[i].n;
+        all.sum_e2 += app->ch_track[i].sum_e2;
+        all.sum_d2 += app->ch_track[i].sum_d2;
+    }
+    return rms_pct(&all);
 }
 
 double drths_ofr_app_channel_rms_pct(const drths_ofr_app_t *app, int i)
 {
-    if (i < 0 || i >= DRTHS_OFR_MAX_DOF || !(app->ch_sum_tgt2[i] > 0.0))
+    if (i < 0 || i >= DRTHS_OFR_MAX_DOF)
         return NAN;
-    return 100.0 * sqrt(app->ch_sum_err2[i] / app->ch_sum_tgt2[i]);
+    return rms_pct(&app->ch_track[i]);
+}
+
+double drths_ofr_app_step_max_err(const drths_ofr_app_t *app)
+{
+    double m = 0.0;
+    for (int i = 0; i < DRTHS_OFR_MAX_DOF; i++)
+        m = fmax(m, drths_tracking_max_err(&app->ch_track[i]));
+    return m;
+}
+
+double drths_ofr_app_channel_max_err(const drths_ofr_app_t *app, int i)
+{
+    if (i < 0 || i >= DRTHS_OFR_MAX_DOF)
+        return NAN;
+    return drths_tracking_max_err(&app->ch_track[i]);
 }
 
 /* ---- I/O thread ---------------------------------------------------------------------------- */
@@ -194,7 +223,6 @@ static void post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp, c
     r.kind = kind;
     r.disp = disp;
     r.time = time;
-    r.v.v[0] = disp;
     for (int i = 0; v && i < n && i < DRTHS_OFR_MAX_DOF; i++)
         r.v.v[i] = v[i];
     if (text)
@@ -213,15 +241,9 @@ void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double 
     post(app, kind, disp, NULL, 0, NAN, text);
 }
 
-void drths_ofr_app_post_vector(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, const double *v,
-                               int n, const char *text)
-{
-    post(app, kind, n > 0 ? v[0] : 0.0, v, n, NAN, text);
-}
-
 void drths_ofr_app_post_trial(drths_ofr_app_t *app, const double *v, int n, double time)
 {
-    post(app, REQ_TARGET, n > 0 ? v[0] : 0.0, v, n, time, NULL);
+    post(app, REQ_TARGET, 0.0, v, n, time, NULL);
 }
 
 int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r)
@@ -747,7 +769,7 @@ static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t t
         switch (r.kind) {
         case REQ_SETUP:
             app->setup_seen = 1;
-            app->commit_mode = r.disp != 0.0;
+            app->commit_mode = 0; /* a new client: not known to commit */
             break;
         case REQ_TARGET:
             on_trial(app, ps, &r.v, r.time, now_ns);
@@ -966,20 +988,13 @@ static void before_tick(void *ctx, drths_physsite_t *ps, uint64_t tick, int64_t 
     }
 }
 
-/* Channel i's output of this tick: out0 (the hook's) for the first, the site's for the others. */
-static const drths_actuator_out_t *out_of(drths_physsite_t *ps, const drths_actuator_out_t *out0,
-                                          int i)
-{
-    return i ? drths_physsite_out(ps, i) : out0;
-}
-
 /* Every channel's measured displacement and force at this tick. */
-static void measure(const drths_ofr_app_t *app, drths_physsite_t *ps,
-                    const drths_actuator_out_t *out0, drths_ofr_response_t *r, double time_s)
+static void measure(const drths_ofr_app_t *app, const drths_physsite_t *ps, drths_ofr_response_t *r,
+                    double time_s)
 {
     memset(r, 0, sizeof *r);
     for (int i = 0; i < app->n; i++) {
-        const drths_actuator_out_t *out = out_of(ps, out0, i);
+        const drths_actuator_out_t *out = drths_physsite_out(ps, i);
         r->disp[i] = out->row[DRTHS_ACT_COL_MEAS_DISP];
         r->force[i] = out->row[DRTHS_ACT_COL_MEAS_FORCE];
     }
@@ -990,11 +1005,10 @@ static void measure(const drths_ofr_app_t *app, drths_physsite_t *ps,
  * backward differences of the displacement measured at the step ends, at the step duration T
  * (what a laboratory without velocity and acceleration sensors reports). An iteration's end
  * re-measures the end of the step it belongs to, so it differs from the previous step's end. */
-static void measure_end(drths_ofr_app_t *app, drths_physsite_t *ps,
-                        const drths_actuator_out_t *out0, int kind)
+static void measure_end(drths_ofr_app_t *app, const drths_physsite_t *ps, int kind)
 {
     double t = app->cfg.step_duration_s;
-    measure(app, ps, out0, &app->last_resp, (double)app->steps_reached * t);
+    measure(app, ps, &app->last_resp, (double)app->steps_reached * t);
     if (kind == TGT_STEP) {
         app->base_d = app->last_d;
         app->base_v = app->last_v_meas;
@@ -1022,24 +1036,17 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
                        const drths_actuator_out_t *out)
 {
     drths_ofr_app_t *app = ctx;
+    (void)out; /* the first channel's, which drths_physsite_out also gives */
     while (app->ends_count && app->ends[app->ends_head].tick <= tick) {
         const drths_ofr_step_end_t *e = &app->ends[app->ends_head];
         for (int i = 0; i < app->n; i++) {
-            double tg = e->target.v[i];
-            double err = out_of(ps, out, i)->row[DRTHS_ACT_COL_MEAS_DISP] - tg;
-            app->sum_err2 += err * err;
-            app->sum_tgt2 += tg * tg;
-            app->ch_sum_err2[i] += err * err;
-            app->ch_sum_tgt2[i] += tg * tg;
-            if (fabs(err) > app->max_abs_err)
-                app->max_abs_err = fabs(err);
-            if (fabs(err) > app->ch_max_abs_err[i])
-                app->ch_max_abs_err[i] = fabs(err);
+            drths_tracking_add(&app->ch_track[i], e->target.v[i],
+                               drths_physsite_out(ps, i)->row[DRTHS_ACT_COL_MEAS_DISP]);
         }
         if (e->kind == TGT_STEP)
             app->steps_reached++;
         app->reached++;
-        measure_end(app, ps, out, e->kind);
+        measure_end(app, ps, e->kind);
         app->ends_head = (app->ends_head + 1) % DRTHS_OFR_ENDS;
         app->ends_count--;
     }
@@ -1053,7 +1060,7 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
         app->daq_pending--;
         drths_ofr_response_t now;
         if (!app->have_resp)
-            measure(app, ps, out, &now, 0.0);
+            measure(app, ps, &now, 0.0);
         respond(app, app->have_resp ? &app->last_resp : &now);
     }
 }
@@ -1099,7 +1106,7 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
         if (drths_ring_pop(&app->to_rt, &r) == 0) {
             if (r.kind == REQ_SETUP) {
                 app->setup_seen = 1;
-                app->commit_mode = r.disp != 0.0;
+                app->commit_mode = 0;
             } else if (r.kind == REQ_NOTE) {
                 drths_physsite_event(ps, r.disp != 0.0, "%s", r.text);
             } else if (r.kind == REQ_DIE || r.kind == REQ_LOST) {
@@ -1203,16 +1210,17 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
     drths_json_number(j, "step_timeout_s", app->cfg.step_timeout_s);
     drths_json_int(j, "clients_dropped", (int64_t)app->clients_dropped);
     drths_json_number(j, "step_end_rms_error_pct", drths_ofr_app_step_rms_pct(app));
-    drths_json_number(j, "step_end_max_abs_error_m", app->max_abs_err);
+    drths_json_number(j, "step_end_max_abs_error_m", drths_ofr_app_step_max_err(app));
     drths_json_int(j, "channels", app->cfg.n_channels);
     drths_json_numbers(j, "stiffness_N_per_m", app->cfg.stiffness, app->cfg.n_channels);
     if (app->cfg.n_channels > 1) {
-        double rms[DRTHS_OFR_MAX_DOF];
-        for (int i = 0; i < app->cfg.n_channels; i++)
+        double rms[DRTHS_OFR_MAX_DOF], peak[DRTHS_OFR_MAX_DOF];
+        for (int i = 0; i < DRTHS_OFR_MAX_DOF; i++) { /* n_channels of them are written */
             rms[i] = drths_ofr_app_channel_rms_pct(app, i);
+            peak[i] = drths_ofr_app_channel_max_err(app, i);
+        }
         drths_json_numbers(j, "channel_step_end_rms_error_pct", rms, app->cfg.n_channels);
-        drths_json_numbers(j, "channel_step_end_max_abs_error_m", app->ch_max_abs_err,
-                           app->cfg.n_channels);
+        drths_json_numbers(j, "channel_step_end_max_abs_error_m", peak, app->cfg.n_channels);
     }
     if (app->first_target_ns && app->end_ns > app->first_target_ns)
         drths_json_number(j, "session_wall_time_s",

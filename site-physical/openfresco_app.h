@@ -219,15 +219,14 @@ typedef struct drths_ofr_app {
     uint64_t late_targets;   /* steps whose target was not there at the switch */
     uint64_t held_ticks;     /* ticks held at a switch waiting for a target */
     uint64_t daq_requests, daq_replies;
-    double sum_err2, sum_tgt2, max_abs_err; /* measured - target at each step end, all channels */
-    /* The same per channel. */
-    double ch_sum_err2[DRTHS_OFR_MAX_DOF], ch_sum_tgt2[DRTHS_OFR_MAX_DOF];
-    double ch_max_abs_err[DRTHS_OFR_MAX_DOF];
+    /* Target and measured displacement at each step end, per channel; the figures over every
+     * channel are derived from these (drths_ofr_app_step_rms_pct, _step_max_err). */
+    drths_tracking_t ch_track[DRTHS_OFR_MAX_DOF];
 } drths_ofr_app_t;
 
 /* What the I/O thread hands the RT thread. */
 typedef enum drths_ofr_req_kind {
-    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known (disp 1: steps from commits at once) */
+    DRTHS_OFR_REQ_SETUP = 1, /* the sizes are known */
     DRTHS_OFR_REQ_TARGET,    /* a trial displacement */
     DRTHS_OFR_REQ_MEASURE,   /* a measurement request: answered once the targets are reached */
     DRTHS_OFR_REQ_DIE,       /* orderly end */
@@ -238,13 +237,10 @@ typedef enum drths_ofr_req_kind {
 
 /* The I/O thread's side of the two rings, public so that a test can drive the RT hooks in
  * virtual time without a socket (only when no I/O thread runs). post waits while the ring is
- * full unless the app is stopping; take returns 0 with the oldest answer, or -EAGAIN. */
+ * full unless the app is stopping; take returns 0 with the oldest answer, or -EAGAIN. post
+ * carries no displacement (disp is the flag of SETUP and NOTE): a TARGET goes by post_trial. */
 void drths_ofr_app_post(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, double disp,
                         const char *text);
-/* As drths_ofr_app_post for a TARGET of n values (channel i's the i-th; n <= DRTHS_OFR_MAX_DOF;
- * the rest 0). */
-void drths_ofr_app_post_vector(drths_ofr_app_t *app, drths_ofr_req_kind_t kind, const double *v,
-                               int n, const char *text);
 /* A TARGET of n values with the trial's analysis time (NaN: the client sends none), as the I/O
  * thread posts it. */
 void drths_ofr_app_post_trial(drths_ofr_app_t *app, const double *v, int n, double time);
@@ -274,5 +270,11 @@ double drths_ofr_app_step_rms_pct(const drths_ofr_app_t *app);
 
 /* The same for channel i alone. */
 double drths_ofr_app_channel_rms_pct(const drths_ofr_app_t *app, int i);
+
+/* Largest |measured - target| at the step ends (m), over every channel; 0 before any. */
+double drths_ofr_app_step_max_err(const drths_ofr_app_t *app);
+
+/* The same for channel i alone; NaN for a channel out of range. */
+double drths_ofr_app_channel_max_err(const drths_ofr_app_t *app, int i);
 
 #endif

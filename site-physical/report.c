@@ -190,11 +190,11 @@ int drths_physsite_report_end(FILE *f, drths_physsite_t *ps, const drths_ofr_app
                 " late targets (%" PRIu64 " ticks held), step-end tracking RMS error %.3f %%, "
                 "peak %.4f mm\n",
                 ofr->steps_reached, ofr->targets, ofr->late_targets, ofr->held_ticks,
-                drths_ofr_app_step_rms_pct(ofr), ofr->max_abs_err * 1e3);
+                drths_ofr_app_step_rms_pct(ofr), drths_ofr_app_step_max_err(ofr) * 1e3);
     for (int i = 0; ofr && ps->n_channels > 1 && i < ps->n_channels; i++)
         fprintf(f,
                 "  OpenFresco channel %d (%s): step-end tracking RMS error %.3f %%, peak %.4f mm\n",
                 i + 1, drths_experiment_actuator_name(ps->cfg.exp, i),
-                drths_ofr_app_channel_rms_pct(ofr, i), ofr->ch_max_abs_err[i] * 1e3);
+                drths_ofr_app_channel_rms_pct(ofr, i), drths_ofr_app_channel_max_err(ofr, i) * 1e3);
     return rc;
 }

@@ -105,6 +105,12 @@ static int64_t until_answer(drths_ofr_response_t *r, int max)
     return -1;
 }
 
+/* A trial of one channel without a time, as the I/O thread posts it. */
+static void target(double d)
+{
+    drths_ofr_app_post_trial(&W->app, &d, 1, NAN);
+}
+
 static void test_steps(void **state)
 {
     (void)state;
@@ -117,7 +123,7 @@ static void test_steps(void **state)
         assert_int_equal(tick(), 0);
     /* Trial 1 and its request at tick 10: step 1 is command ticks 11 .. 60 (D = 1), so the
      * answer comes after tick 60, with the target reached exactly. */
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.001, NULL);
+    target(0.001);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     assert_int_equal(until_answer(&r, 200), 60);
     assert_true(r.disp[0] == 0.001);
@@ -128,7 +134,7 @@ static void test_steps(void **state)
      * until then and is counted late; its last tick is then 110 + the 11 held ticks. */
     while (W->tick < 100)
         assert_int_equal(tick(), 0);
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.0015, NULL);
+    target(0.0015);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     assert_int_equal(until_answer(&r, 200), 121);
     assert_true(r.disp[0] == 0.0015);
@@ -151,10 +157,10 @@ static void test_lost_client_holds(void **state)
 {
     (void)state;
     drths_ofr_response_t r;
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.002, NULL);
+    target(0.002);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     assert_true(until_answer(&r, 200) > 0);
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.003, NULL);
+    target(0.003);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     for (int i = 0; i < 20; i++)
         assert_int_equal(tick(), 0);
@@ -178,7 +184,7 @@ static void test_step_watchdog(void **state)
     (void)state;
     W->app.cfg.step_timeout_s = 0.05;
     drths_ofr_response_t r;
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, 0.001, NULL);
+    target(0.001);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     int64_t answered = until_answer(&r, 200);
     assert_true(answered > 0);
@@ -370,7 +376,7 @@ static void test_steady_state_allocates_nothing(void **state)
         if (step == 20)
             before = atomic_load(&alloc_count);
         double d = 0.005 * sin(2.0 * M_PI * (++k) / 40.0);
-        drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_TARGET, d, NULL);
+        target(d);
         drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
         assert_true(until_answer(&r, 200) > 0);
         assert_true(fabs(r.disp[0] - d) < 1e-15);
@@ -381,7 +387,8 @@ static void test_steady_state_allocates_nothing(void **state)
 }
 
 /* Two actuator channels (examples/opensees/linear-springs-2dof-ideal.yaml: springs of 1e7 and
- * 2e7 N/m on ideal plants), the client a genericClient (steps from commits). */
+ * 2e7 N/m on ideal plants). The trials carry the analysis time, so the iteration before the
+ * first commit is known as one, as a production client's would be. */
 static int setup_two(void **state)
 {
     (void)state;
@@ -411,17 +418,17 @@ static int setup_two(void **state)
     assert_int_equal(W->ps.n_channels, 2);
     W->src = cfg.source;
     W->dt_ns = W->ps.act.dt_ns;
-    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_SETUP, 1.0, NULL);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_SETUP, 0.0, NULL);
     const char *why = NULL;
     assert_int_equal(W->src->start(&W->app, &W->ps, &why), 0);
     assert_int_equal(W->app.n, 2);
     return 0;
 }
 
-static void trial_two(double d0, double d1)
+static void trial_two(double d0, double d1, double t)
 {
     const double v[2] = {d0, d1};
-    drths_ofr_app_post_vector(&W->app, DRTHS_OFR_REQ_TARGET, v, 2, NULL);
+    drths_ofr_app_post_trial(&W->app, v, 2, t);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
 }
 
@@ -432,26 +439,26 @@ static void test_two_channels(void **state)
 {
     (void)state;
     drths_ofr_response_t r;
-    trial_two(0.001, -0.002);
+    trial_two(0.001, -0.002, 0.01);
     assert_true(until_answer(&r, 200) > 0);
     assert_true(r.disp[0] == 0.001 && r.disp[1] == -0.002);
     assert_true(fabs(r.force[0] - 1.0e7 * 0.001) <= 1e-12 * 1e4);
     assert_true(fabs(r.force[1] - 2.0e7 * -0.002) <= 1e-12 * 4e4);
     assert_true(r.disp[2] == 0.0 && r.force[2] == 0.0);
     /* The repeat: channel 2 within the tolerance. Answered at once from the step's end. */
-    trial_two(0.001, -0.002 + 0.5 * DRTHS_OFR_REPEAT_TOL_M);
+    trial_two(0.001, -0.002 + 0.5 * DRTHS_OFR_REPEAT_TOL_M, 0.01);
     int64_t now = (int64_t)W->tick;
     assert_int_equal(until_answer(&r, 5), now);
     assert_int_equal(W->app.repeats, 1);
     assert_true(r.disp[1] == -0.002);
     /* Channel 2 alone moves by 1 um: an iteration of the same step. */
-    trial_two(0.001, -0.002 + 1e-6);
+    trial_two(0.001, -0.002 + 1e-6, 0.01);
     assert_true(until_answer(&r, 400) > 0);
     assert_int_equal(W->app.iterations, 1);
     assert_true(r.disp[0] == 0.001 && fabs(r.disp[1] - (-0.002 + 1e-6)) < 1e-15);
     /* Commit, then the next step moves both. */
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
-    trial_two(0.0015, -0.0015);
+    trial_two(0.0015, -0.0015, 0.02);
     assert_true(until_answer(&r, 400) > 0);
     assert_true(r.disp[0] == 0.0015 && r.disp[1] == -0.0015);
     assert_int_equal(W->app.steps_reached, 2);
