@@ -316,7 +316,9 @@ static int line_of(const vctx_t *c, const char *path)
             int line0 = line;
             for (yline_t l; pos < c->len; pos = l.next, line++) {
                 read_line(c, pos, &l);
-                if (!l.blank && (l.dash ? l.dash - 1 : l.indent) <= parent_indent)
+                /* The entries' dashes may stand at the key's own column (YAML allows it), so
+                 * only a dash left of it, or another line not deeper, ends the sequence. */
+                if (!l.blank && (l.dash ? l.dash - 1 < parent_indent : l.indent <= parent_indent))
                     break;
                 if (!l.blank && l.dash && (dash_col < 0 || l.dash - 1 == dash_col)) {
                     dash_col = l.dash - 1;

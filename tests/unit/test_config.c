@@ -924,6 +924,22 @@ static void test_channels(void **state)
     free(e5);
     free(e4);
     free(e);
+    /* The dashes at the column of "channels:" (YAML allows it; PyYAML writes it so): the file
+     * loads, and the second entry's field is still named at its own line. */
+    e = strdup(text);
+    for (char *q = strstr(e, "  channels:\n") + strlen("  channels:\n"); q && *q;) {
+        memmove(q, q + 2, strlen(q + 2) + 1); /* every line after it is indented by 4 or more */
+        q = strchr(q, '\n');
+        q = q ? q + 1 : NULL;
+    }
+    assert_int_equal(load_text(&x, e, &err), 0);
+    assert_int_equal(x.n_channels, 2);
+    assert_true(drths_experiment_actuator(&x, 1)->physical.limit_force_N == 240000);
+    drths_experiment_close(&x);
+    e4 = replaced(e, "\n    limit_force_N: 240000", "\n    limit_force_N: abc");
+    channel_error(e4, ":68: physical.channels[1].limit_force_N: must be a finite number");
+    free(e4);
+    free(e);
     /* One channel, or more than the wire carries: the list's own line. */
     e = strdup(text);
     *strstr(e, "    - name: y") = '\0';
