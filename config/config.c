@@ -241,11 +241,12 @@ static int indent_of(const char *text, size_t *q, size_t eol, int *dash)
 }
 
 /* One line of the text from pos: where it ends and where its content starts (q), its
- * indentation and dash (as indent_of), whether it is blank or a comment, and the position of the
- * next line. */
+ * indentation and dash (as indent_of), the column that places it in the blocks (col: its first
+ * dash's, else its indentation), whether it is blank or a comment, and the position of the next
+ * line. */
 typedef struct yline {
     size_t eol, q, next;
-    int indent, dash, blank;
+    int indent, dash, col, blank;
 } yline_t;
 
 static void read_line(const vctx_t *c, size_t pos, yline_t *l)
@@ -255,8 +256,17 @@ static void read_line(const vctx_t *c, size_t pos, yline_t *l)
         l->eol++;
     l->q = pos;
     l->indent = indent_of(c->text, &l->q, l->eol, &l->dash);
+    l->col = l->dash ? l->dash - 1 : l->indent;
     l->blank = (l->q == l->eol && !l->dash) || (l->q < l->eol && c->text[l->q] == '#');
     l->next = l->eol < c->len ? l->eol + 1 : l->eol;
+}
+
+/* The path after the index ("[2]") p starts with. */
+static const char *past_index(const char *p)
+{
+    while (*p && *p != ']')
+        p++;
+    return *p == ']' ? p + 1 : p;
 }
 
 /* Finds the line of the key at the end of a dotted path in block-style YAML: each component
@@ -286,7 +296,7 @@ static int line_of(const vctx_t *c, const char *path)
         int hit = 0;
         for (yline_t l; !hit && pos < c->len; pos = l.next, line++) {
             read_line(c, pos, &l);
-            if (!l.blank && pos != entry_pos && (l.dash ? l.dash - 1 : l.indent) <= parent_indent)
+            if (!l.blank && pos != entry_pos && l.col <= parent_indent)
                 return 0; /* left the parent's block */
             if (!l.blank && l.eol - l.q > k && memcmp(c->text + l.q, key, k) == 0) {
                 size_t r = l.q + k;
@@ -305,23 +315,18 @@ static int line_of(const vctx_t *c, const char *path)
          * next key is searched from (so it may stand on it). Flow style is not followed. */
         while (*p == '[') {
             long want = strtol(p + 1, NULL, 10);
-            while (*p && *p != ']')
-                p++;
-            if (*p == ']')
-                p++;
+            p = past_index(p);
             int dash_col = -1;
             long seen = -1;
             int found = 0;
-            size_t pos0 = pos;
-            int line0 = line;
             for (yline_t l; pos < c->len; pos = l.next, line++) {
                 read_line(c, pos, &l);
                 /* The entries' dashes may stand at the key's own column (YAML allows it), so
                  * only a dash left of it, or another line not deeper, ends the sequence. */
-                if (!l.blank && (l.dash ? l.dash - 1 < parent_indent : l.indent <= parent_indent))
+                if (!l.blank && (l.dash ? l.col < parent_indent : l.col <= parent_indent))
                     break;
-                if (!l.blank && l.dash && (dash_col < 0 || l.dash - 1 == dash_col)) {
-                    dash_col = l.dash - 1;
+                if (!l.blank && l.dash && (dash_col < 0 || l.col == dash_col)) {
+                    dash_col = l.col;
                     if (++seen == want) {
                         found = 1;
                         found_line = line;
@@ -335,16 +340,9 @@ static int line_of(const vctx_t *c, const char *path)
                 /* A flow sequence ([a, b]) or a short one: the key's line is the line of an
                  * element; a key inside an element is not searched for (it could be another
                  * element's). */
-                pos = pos0;
-                line = line0;
-                while (*p == '[') {
-                    while (*p && *p != ']')
-                        p++;
-                    if (*p == ']')
-                        p++;
-                }
-                if (*p)
-                    return 0;
+                while (*p == '[')
+                    p = past_index(p);
+                return *p ? 0 : found_line;
             }
         }
         if (*p == '.')
