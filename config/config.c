@@ -1756,6 +1756,48 @@ static int fill_specimen(vctx_t *c, drths_experiment_t *x, const struct raw_spec
     return 0;
 }
 
+/* With control.mode fixed, control.command must be one the damper takes. At the top level the
+ * command is named; in a channel (c->prefix set), which takes the command of the control section,
+ * its damper model is. */
+static int check_damper_command(vctx_t *c, const drths_experiment_t *x)
+{
+    if (x->control.mode != DRTHS_CONTROL_FIXED)
+        return 0;
+    double max = drths_experiment_command_max(x->specimen.damper.model);
+    if (!(x->control.command < 0 || x->control.command > max))
+        return 0;
+    if (c->prefix && c->prefix[0])
+        return fail(c, -EINVAL, "specimen.damper.model",
+                    "%s takes a damper command of 0..%g, below control.command (%g)",
+                    drths_damper_model_name(x->specimen.damper.model), max, x->control.command);
+    const char *unit = x->specimen.damper.model == DRTHS_DAMPER_PHILLIPS2013  ? " A"
+                       : x->specimen.damper.model == DRTHS_DAMPER_SPENCER1997 ? " V"
+                                                                              : "";
+    return fail(c, -EINVAL, "control.command", "must be in 0..%g%s for damper model %s (got %g)",
+                max, unit, drths_damper_model_name(x->specimen.damper.model), x->control.command);
+}
+
+/* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. At the top
+ * level the position is named; in a channel (c->prefix set), which takes the position of the
+ * physical section, its limit that leaves the position out is. */
+static int check_safe_position(vctx_t *c, const drths_experiment_t *x)
+{
+    double pos = x->physical.safe_position_m, drive = x->physical.limit_drive_m,
+           measured = x->physical.limit_measured_displacement_m;
+    int inside_drive = fabs(pos) < drive;
+    if (inside_drive && fabs(pos) < measured)
+        return 0;
+    if (c->prefix && c->prefix[0])
+        return fail(c, -EINVAL, inside_drive ? "limit_measured_displacement_m" : "limit_drive_m",
+                    "must lie beyond physical.safe_position_m (%g), where HOLD may ramp to "
+                    "(limit_drive_m %g, limit_measured_displacement_m %g)",
+                    pos, drive, measured);
+    return fail(c, -EINVAL, "physical.safe_position_m",
+                "must lie inside physical.limit_drive_m (%g) and "
+                "physical.limit_measured_displacement_m (%g) (got %g)",
+                drive, measured, pos);
+}
+
 static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_control *ct)
 {
     int r;
@@ -1791,15 +1833,7 @@ static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_contr
         return fail(c, -EINVAL, "control.command", "missing (required)");
     if ((r = PARSE(control, command, ct, x)))
         return r;
-    double max = drths_experiment_command_max(x->specimen.damper.model);
-    const char *unit = x->specimen.damper.model == DRTHS_DAMPER_PHILLIPS2013  ? " A"
-                       : x->specimen.damper.model == DRTHS_DAMPER_SPENCER1997 ? " V"
-                                                                              : "";
-    if (x->control.command < 0 || x->control.command > max)
-        return fail(c, -EINVAL, "control.command",
-                    "must be in 0..%g%s for damper model %s (got %g)", max, unit,
-                    drths_damper_model_name(x->specimen.damper.model), x->control.command);
-    return 0;
+    return check_damper_command(c, x);
 }
 
 static int fill_actuator(vctx_t *c, drths_experiment_t *x, const struct raw_actuator *a)
@@ -1837,14 +1871,8 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
         (r = check_endpoint(c, "physical.listen", x->physical.listen)) ||
         (r = PARSE_RANGE(physical, playout_ticks, stability_min_decay_per_s, t->physical, x)))
         return r;
-    /* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. */
-    if (!(fabs(x->physical.safe_position_m) < x->physical.limit_drive_m) ||
-        !(fabs(x->physical.safe_position_m) < x->physical.limit_measured_displacement_m))
-        return fail(c, -EINVAL, "physical.safe_position_m",
-                    "must lie inside physical.limit_drive_m (%g) and "
-                    "physical.limit_measured_displacement_m (%g) (got %g)",
-                    x->physical.limit_drive_m, x->physical.limit_measured_displacement_m,
-                    x->physical.safe_position_m);
+    if ((r = check_safe_position(c, x)))
+        return r;
     /* 0 = one second of commands, at least 300 ticks: commands wait in the buffer for up to
      * L ticks, and an epoch may raise L to a round trip of several hundred ms. */
     if (x->physical.playout_ticks == 0) {
@@ -2070,23 +2098,8 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
         if ((r = fill_daq_signals(c, v, raw, 1)))
             return r;
     }
-    if (!(fabs(v->physical.safe_position_m) < v->physical.limit_drive_m) ||
-        !(fabs(v->physical.safe_position_m) < v->physical.limit_measured_displacement_m))
-        return fail(c, -EINVAL,
-                    fabs(v->physical.safe_position_m) < v->physical.limit_drive_m
-                        ? "limit_measured_displacement_m"
-                        : "limit_drive_m",
-                    "must lie beyond physical.safe_position_m (%g), where HOLD may ramp to "
-                    "(limit_drive_m %g, limit_measured_displacement_m %g)",
-                    v->physical.safe_position_m, v->physical.limit_drive_m,
-                    v->physical.limit_measured_displacement_m);
-    if (x->control.mode == DRTHS_CONTROL_FIXED) {
-        double max = drths_experiment_command_max(v->specimen.damper.model);
-        if (v->control.command > max)
-            return fail(c, -EINVAL, "specimen.damper.model",
-                        "%s takes a damper command of 0..%g, below control.command (%g)",
-                        drths_damper_model_name(v->specimen.damper.model), max, v->control.command);
-    }
+    if ((r = check_safe_position(c, v)) || (r = check_damper_command(c, v)))
+        return r;
     return check_limits_inside_converters(c, v, "", rc->limit_force_N != NULL,
                                           rc->limit_measured_displacement_m != NULL);
 }
