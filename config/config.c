@@ -1998,6 +1998,30 @@ static int daq_signals_collide(const drths_daq_channel_config_t *a, int k,
            a->channel == b->channel;
 }
 
+/* Whether a signal of b is on the converter of a signal of a (when a is b, of an earlier one of
+ * its own): a typing error worth stopping for. a is physical.channels[j] when it is another
+ * channel than b. */
+static int check_shared_converters(vctx_t *c, drths_experiment_t *a, drths_experiment_t *b, int j)
+{
+    for (int k = 0; k < 4; k++)
+        for (int l = 0; l < (a == b ? k : 4); l++) {
+            const drths_daq_channel_config_t *s = daq_signal(b, k);
+            if (!daq_signals_collide(daq_signal(a, l), l, s, k))
+                continue;
+            if (a == b)
+                return fail(c, -EINVAL, daq_signal_paths[k],
+                            "same subdevice and channel as %s (%d/%d); each signal needs its "
+                            "own channel",
+                            daq_signal_paths[l], s->subdevice, s->channel);
+            return fail(c, -EINVAL, daq_signal_paths[k],
+                        "same subdevice and channel (%d/%d) as physical.channels[%d]'s %s (a "
+                        "channel without its own takes the daq section's); each channel needs "
+                        "its own signals",
+                        s->subdevice, s->channel, j, daq_signal_paths[l]);
+        }
+    return 0;
+}
+
 /* The daq signals of raw (in daq_signal_paths' order, NULL where not given) into x: where
  * keep_absent, an absent one keeps x's mapping (a channel's takes the daq section's). Then
  * every signal is required with the comedi back end, and no two collide. */
@@ -2014,16 +2038,7 @@ static int fill_daq_signals(vctx_t *c, drths_experiment_t *x,
                         "missing (required with daq.backend comedi: subdevice, channel, "
                         "units_per_volt)");
     }
-    /* Both are typing errors worth stopping for. */
-    for (int k = 1; k < 4; k++)
-        for (int l = 0; l < k; l++)
-            if (daq_signals_collide(daq_signal(x, l), l, daq_signal(x, k), k))
-                return fail(c, -EINVAL, daq_signal_paths[k],
-                            "same subdevice and channel as %s (%d/%d); each signal needs its "
-                            "own channel",
-                            daq_signal_paths[l], daq_signal(x, k)->subdevice,
-                            daq_signal(x, k)->channel);
-    return 0;
+    return check_shared_converters(c, x, x, -1);
 }
 
 static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
@@ -2135,18 +2150,8 @@ static int fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_phys
             continue;
         /* Any two outputs (or inputs) of two channels, not only the same signal's: one
          * channel's command_out on another's current_out would drive one converter twice. */
-        drths_experiment_t *b = &x->channels[i].exp;
         for (int j = 0; j < i && !r; j++)
-            for (int k = 0; k < 4 && !r; k++)
-                for (int l = 0; l < 4 && !r; l++)
-                    if (daq_signals_collide(daq_signal(&x->channels[j].exp, l), l, daq_signal(b, k),
-                                            k))
-                        r = fail(c, -EINVAL, daq_signal_paths[k],
-                                 "same subdevice and channel (%d/%d) as physical.channels[%d]'s "
-                                 "%s (a channel without its own takes the daq section's); "
-                                 "each channel needs its own signals",
-                                 daq_signal(b, k)->subdevice, daq_signal(b, k)->channel, j,
-                                 daq_signal_paths[l]);
+            r = check_shared_converters(c, &x->channels[j].exp, &x->channels[i].exp, j);
     }
     c->prefix = NULL;
     return r;
