@@ -241,11 +241,12 @@ static int indent_of(const char *text, size_t *q, size_t eol, int *dash)
 }
 
 /* One line of the text from pos: where it ends and where its content starts (q), its
- * indentation and dash (as indent_of), whether it is blank or a comment, and the position of the
- * next line. */
+ * indentation and dash (as indent_of), the column that places it in the blocks (col: its first
+ * dash's, else its indentation), whether it is blank or a comment, and the position of the next
+ * line. */
 typedef struct yline {
     size_t eol, q, next;
-    int indent, dash, blank;
+    int indent, dash, col, blank;
 } yline_t;
 
 static void read_line(const vctx_t *c, size_t pos, yline_t *l)
@@ -255,8 +256,17 @@ static void read_line(const vctx_t *c, size_t pos, yline_t *l)
         l->eol++;
     l->q = pos;
     l->indent = indent_of(c->text, &l->q, l->eol, &l->dash);
+    l->col = l->dash ? l->dash - 1 : l->indent;
     l->blank = (l->q == l->eol && !l->dash) || (l->q < l->eol && c->text[l->q] == '#');
     l->next = l->eol < c->len ? l->eol + 1 : l->eol;
+}
+
+/* The path after the index ("[2]") p starts with. */
+static const char *past_index(const char *p)
+{
+    while (*p && *p != ']')
+        p++;
+    return *p == ']' ? p + 1 : p;
 }
 
 /* Finds the line of the key at the end of a dotted path in block-style YAML: each component
@@ -286,7 +296,7 @@ static int line_of(const vctx_t *c, const char *path)
         int hit = 0;
         for (yline_t l; !hit && pos < c->len; pos = l.next, line++) {
             read_line(c, pos, &l);
-            if (!l.blank && pos != entry_pos && (l.dash ? l.dash - 1 : l.indent) <= parent_indent)
+            if (!l.blank && pos != entry_pos && l.col <= parent_indent)
                 return 0; /* left the parent's block */
             if (!l.blank && l.eol - l.q > k && memcmp(c->text + l.q, key, k) == 0) {
                 size_t r = l.q + k;
@@ -305,21 +315,18 @@ static int line_of(const vctx_t *c, const char *path)
          * next key is searched from (so it may stand on it). Flow style is not followed. */
         while (*p == '[') {
             long want = strtol(p + 1, NULL, 10);
-            while (*p && *p != ']')
-                p++;
-            if (*p == ']')
-                p++;
+            p = past_index(p);
             int dash_col = -1;
             long seen = -1;
             int found = 0;
-            size_t pos0 = pos;
-            int line0 = line;
             for (yline_t l; pos < c->len; pos = l.next, line++) {
                 read_line(c, pos, &l);
-                if (!l.blank && (l.dash ? l.dash - 1 : l.indent) <= parent_indent)
+                /* The entries' dashes may stand at the key's own column (YAML allows it), so
+                 * only a dash left of it, or another line not deeper, ends the sequence. */
+                if (!l.blank && (l.dash ? l.col < parent_indent : l.col <= parent_indent))
                     break;
-                if (!l.blank && l.dash && (dash_col < 0 || l.dash - 1 == dash_col)) {
-                    dash_col = l.dash - 1;
+                if (!l.blank && l.dash && (dash_col < 0 || l.col == dash_col)) {
+                    dash_col = l.col;
                     if (++seen == want) {
                         found = 1;
                         found_line = line;
@@ -333,16 +340,9 @@ static int line_of(const vctx_t *c, const char *path)
                 /* A flow sequence ([a, b]) or a short one: the key's line is the line of an
                  * element; a key inside an element is not searched for (it could be another
                  * element's). */
-                pos = pos0;
-                line = line0;
-                while (*p == '[') {
-                    while (*p && *p != ']')
-                        p++;
-                    if (*p == ']')
-                        p++;
-                }
-                if (*p)
-                    return 0;
+                while (*p == '[')
+                    p = past_index(p);
+                return *p ? 0 : found_line;
             }
         }
         if (*p == '.')
@@ -1756,6 +1756,48 @@ static int fill_specimen(vctx_t *c, drths_experiment_t *x, const struct raw_spec
     return 0;
 }
 
+/* With control.mode fixed, control.command must be one the damper takes. At the top level the
+ * command is named; in a channel (c->prefix set), which takes the command of the control section,
+ * its damper model is. */
+static int check_damper_command(vctx_t *c, const drths_experiment_t *x)
+{
+    if (x->control.mode != DRTHS_CONTROL_FIXED)
+        return 0;
+    double max = drths_experiment_command_max(x->specimen.damper.model);
+    if (!(x->control.command < 0 || x->control.command > max))
+        return 0;
+    if (c->prefix && c->prefix[0])
+        return fail(c, -EINVAL, "specimen.damper.model",
+                    "%s takes a damper command of 0..%g, below control.command (%g)",
+                    drths_damper_model_name(x->specimen.damper.model), max, x->control.command);
+    const char *unit = x->specimen.damper.model == DRTHS_DAMPER_PHILLIPS2013  ? " A"
+                       : x->specimen.damper.model == DRTHS_DAMPER_SPENCER1997 ? " V"
+                                                                              : "";
+    return fail(c, -EINVAL, "control.command", "must be in 0..%g%s for damper model %s (got %g)",
+                max, unit, drths_damper_model_name(x->specimen.damper.model), x->control.command);
+}
+
+/* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. At the top
+ * level the position is named; in a channel (c->prefix set), which takes the position of the
+ * physical section, its limit that leaves the position out is. */
+static int check_safe_position(vctx_t *c, const drths_experiment_t *x)
+{
+    double pos = x->physical.safe_position_m, drive = x->physical.limit_drive_m,
+           measured = x->physical.limit_measured_displacement_m;
+    int inside_drive = fabs(pos) < drive;
+    if (inside_drive && fabs(pos) < measured)
+        return 0;
+    if (c->prefix && c->prefix[0])
+        return fail(c, -EINVAL, inside_drive ? "limit_measured_displacement_m" : "limit_drive_m",
+                    "must lie beyond physical.safe_position_m (%g), where HOLD may ramp to "
+                    "(limit_drive_m %g, limit_measured_displacement_m %g)",
+                    pos, drive, measured);
+    return fail(c, -EINVAL, "physical.safe_position_m",
+                "must lie inside physical.limit_drive_m (%g) and "
+                "physical.limit_measured_displacement_m (%g) (got %g)",
+                drive, measured, pos);
+}
+
 static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_control *ct)
 {
     int r;
@@ -1791,15 +1833,7 @@ static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_contr
         return fail(c, -EINVAL, "control.command", "missing (required)");
     if ((r = PARSE(control, command, ct, x)))
         return r;
-    double max = drths_experiment_command_max(x->specimen.damper.model);
-    const char *unit = x->specimen.damper.model == DRTHS_DAMPER_PHILLIPS2013  ? " A"
-                       : x->specimen.damper.model == DRTHS_DAMPER_SPENCER1997 ? " V"
-                                                                              : "";
-    if (x->control.command < 0 || x->control.command > max)
-        return fail(c, -EINVAL, "control.command",
-                    "must be in 0..%g%s for damper model %s (got %g)", max, unit,
-                    drths_damper_model_name(x->specimen.damper.model), x->control.command);
-    return 0;
+    return check_damper_command(c, x);
 }
 
 static int fill_actuator(vctx_t *c, drths_experiment_t *x, const struct raw_actuator *a)
@@ -1837,14 +1871,8 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
         (r = check_endpoint(c, "physical.listen", x->physical.listen)) ||
         (r = PARSE_RANGE(physical, playout_ticks, stability_min_decay_per_s, t->physical, x)))
         return r;
-    /* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. */
-    if (!(fabs(x->physical.safe_position_m) < x->physical.limit_drive_m) ||
-        !(fabs(x->physical.safe_position_m) < x->physical.limit_measured_displacement_m))
-        return fail(c, -EINVAL, "physical.safe_position_m",
-                    "must lie inside physical.limit_drive_m (%g) and "
-                    "physical.limit_measured_displacement_m (%g) (got %g)",
-                    x->physical.limit_drive_m, x->physical.limit_measured_displacement_m,
-                    x->physical.safe_position_m);
+    if ((r = check_safe_position(c, x)))
+        return r;
     /* 0 = one second of commands, at least 300 ticks: commands wait in the buffer for up to
      * L ticks, and an epoch may raise L to a round trip of several hundred ms. */
     if (x->physical.playout_ticks == 0) {
@@ -1970,6 +1998,30 @@ static int daq_signals_collide(const drths_daq_channel_config_t *a, int k,
            a->channel == b->channel;
 }
 
+/* Whether a signal of b is on the converter of a signal of a (when a is b, of an earlier one of
+ * its own): a typing error worth stopping for. a is physical.channels[j] when it is another
+ * channel than b. */
+static int check_shared_converters(vctx_t *c, drths_experiment_t *a, drths_experiment_t *b, int j)
+{
+    for (int k = 0; k < 4; k++)
+        for (int l = 0; l < (a == b ? k : 4); l++) {
+            const drths_daq_channel_config_t *s = daq_signal(b, k);
+            if (!daq_signals_collide(daq_signal(a, l), l, s, k))
+                continue;
+            if (a == b)
+                return fail(c, -EINVAL, daq_signal_paths[k],
+                            "same subdevice and channel as %s (%d/%d); each signal needs its "
+                            "own channel",
+                            daq_signal_paths[l], s->subdevice, s->channel);
+            return fail(c, -EINVAL, daq_signal_paths[k],
+                        "same subdevice and channel (%d/%d) as physical.channels[%d]'s %s (a "
+                        "channel without its own takes the daq section's); each channel needs "
+                        "its own signals",
+                        s->subdevice, s->channel, j, daq_signal_paths[l]);
+        }
+    return 0;
+}
+
 /* The daq signals of raw (in daq_signal_paths' order, NULL where not given) into x: where
  * keep_absent, an absent one keeps x's mapping (a channel's takes the daq section's). Then
  * every signal is required with the comedi back end, and no two collide. */
@@ -1986,16 +2038,7 @@ static int fill_daq_signals(vctx_t *c, drths_experiment_t *x,
                         "missing (required with daq.backend comedi: subdevice, channel, "
                         "units_per_volt)");
     }
-    /* Both are typing errors worth stopping for. */
-    for (int k = 1; k < 4; k++)
-        for (int l = 0; l < k; l++)
-            if (daq_signals_collide(daq_signal(x, l), l, daq_signal(x, k), k))
-                return fail(c, -EINVAL, daq_signal_paths[k],
-                            "same subdevice and channel as %s (%d/%d); each signal needs its "
-                            "own channel",
-                            daq_signal_paths[l], daq_signal(x, k)->subdevice,
-                            daq_signal(x, k)->channel);
-    return 0;
+    return check_shared_converters(c, x, x, -1);
 }
 
 static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
@@ -2070,23 +2113,8 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
         if ((r = fill_daq_signals(c, v, raw, 1)))
             return r;
     }
-    if (!(fabs(v->physical.safe_position_m) < v->physical.limit_drive_m) ||
-        !(fabs(v->physical.safe_position_m) < v->physical.limit_measured_displacement_m))
-        return fail(c, -EINVAL,
-                    fabs(v->physical.safe_position_m) < v->physical.limit_drive_m
-                        ? "limit_measured_displacement_m"
-                        : "limit_drive_m",
-                    "must lie beyond physical.safe_position_m (%g), where HOLD may ramp to "
-                    "(limit_drive_m %g, limit_measured_displacement_m %g)",
-                    v->physical.safe_position_m, v->physical.limit_drive_m,
-                    v->physical.limit_measured_displacement_m);
-    if (x->control.mode == DRTHS_CONTROL_FIXED) {
-        double max = drths_experiment_command_max(v->specimen.damper.model);
-        if (v->control.command > max)
-            return fail(c, -EINVAL, "specimen.damper.model",
-                        "%s takes a damper command of 0..%g, below control.command (%g)",
-                        drths_damper_model_name(v->specimen.damper.model), max, v->control.command);
-    }
+    if ((r = check_safe_position(c, v)) || (r = check_damper_command(c, v)))
+        return r;
     return check_limits_inside_converters(c, v, "", rc->limit_force_N != NULL,
                                           rc->limit_measured_displacement_m != NULL);
 }
@@ -2122,18 +2150,8 @@ static int fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_phys
             continue;
         /* Any two outputs (or inputs) of two channels, not only the same signal's: one
          * channel's command_out on another's current_out would drive one converter twice. */
-        drths_experiment_t *b = &x->channels[i].exp;
         for (int j = 0; j < i && !r; j++)
-            for (int k = 0; k < 4 && !r; k++)
-                for (int l = 0; l < 4 && !r; l++)
-                    if (daq_signals_collide(daq_signal(&x->channels[j].exp, l), l, daq_signal(b, k),
-                                            k))
-                        r = fail(c, -EINVAL, daq_signal_paths[k],
-                                 "same subdevice and channel (%d/%d) as physical.channels[%d]'s "
-                                 "%s (a channel without its own takes the daq section's); "
-                                 "each channel needs its own signals",
-                                 daq_signal(b, k)->subdevice, daq_signal(b, k)->channel, j,
-                                 daq_signal_paths[l]);
+            r = check_shared_converters(c, &x->channels[j].exp, &x->channels[i].exp, j);
     }
     c->prefix = NULL;
     return r;

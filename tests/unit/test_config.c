@@ -803,6 +803,37 @@ static void channel_error(const char *text, const char *want)
         fail_msg("got %d \"%s\", expected -EINVAL and \"%s\"", r, err.msg, want);
 }
 
+/* Wrong variants of the two-channel example, each one replacement in it: the message must carry
+ * want (file line, field path and reason). */
+static const struct {
+    const char *from, *to, *want;
+} channel_cases[] = {
+    {"stiffness_N_per_m: 2.0e7", "stiffness_N_per_m: -2",
+     ":67: physical.channels[1].specimen.damper.stiffness_N_per_m: must be > 0"},
+    {"      limit_force_N: 240000", "      limit_force_N: abc",
+     ":68: physical.channels[1].limit_force_N: must be a finite number"},
+    {"    - name: y", "    - name: x",
+     ":63: physical.channels[1].name: \"x\" is also physical.channels[0]'s name"},
+    {"    - name: y", "    - name: \"y z\"",
+     ":63: physical.channels[1].name: only letters, digits"},
+    {"    - name: x\n      specimen:\n", "    - name: x\n      specimen:\n        floor: 1\n",
+     ":60: physical.channels[0].specimen.floor: not allowed in a channel"},
+    {"      limit_force_N: 240000", "      limit_drive_m: 0",
+     ":68: physical.channels[1].limit_drive_m: must be > 0"},
+    /* A channel's converters too narrow for the physical section's limit it takes: named by
+     * the channel's converter range, at its line (the channel gives no limit of its own). */
+    {"          stiffness_N_per_m: 1.0e7\n",
+     "          stiffness_N_per_m: 1.0e7\n      actuator:\n        adc_bits: 16\n"
+     "        force_range_N: 200000\n",
+     ":65: physical.channels[0].actuator.force_range_N: must be above physical.limit_force_N "
+     "(240000), which this channel takes"},
+    /* Its own limit beyond its own converter: named by the limit. */
+    {"      limit_force_N: 240000\n",
+     "      limit_force_N: 240000\n      actuator:\n        adc_bits: 16\n"
+     "        force_range_N: 200000\n",
+     ":68: physical.channels[1].limit_force_N: must be below actuator.force_range_N (200000)"},
+};
+
 /* physical.channels: the example's two channels, what each takes from the top-level sections,
  * the fingerprint left alone, a file without channels unchanged, and wrong channels named with
  * their line. */
@@ -881,47 +912,33 @@ static void test_channels(void **state)
 
     /* Wrong channels: file, line, field path, reason. */
     char *e;
-    e = replaced(text, "stiffness_N_per_m: 2.0e7", "stiffness_N_per_m: -2");
-    channel_error(e, ":67: physical.channels[1].specimen.damper.stiffness_N_per_m: must be > 0");
-    free(e);
-    e = replaced(text, "      limit_force_N: 240000", "      limit_force_N: abc");
-    channel_error(e, ":68: physical.channels[1].limit_force_N: must be a finite number");
-    free(e);
-    e = replaced(text, "    - name: y", "    - name: x");
-    channel_error(e, ":63: physical.channels[1].name: \"x\" is also physical.channels[0]'s name");
-    free(e);
-    e = replaced(text, "    - name: y", "    - name: \"y z\"");
-    channel_error(e, ":63: physical.channels[1].name: only letters, digits");
-    free(e);
-    e = replaced(text, "    - name: x\n      specimen:\n",
-                 "    - name: x\n      specimen:\n"
-                 "        floor: 1\n");
-    channel_error(e, ":60: physical.channels[0].specimen.floor: not allowed in a channel");
-    free(e);
-    e = replaced(text, "      limit_force_N: 240000", "      limit_drive_m: 0");
-    channel_error(e, ":68: physical.channels[1].limit_drive_m: must be > 0");
-    free(e);
-    /* A channel's converters too narrow for the physical section's limit it takes: named by
-     * the channel's converter range, at its line (the channel gives no limit of its own). */
-    e = replaced(text, "          stiffness_N_per_m: 1.0e7\n",
-                 "          stiffness_N_per_m: 1.0e7\n      actuator:\n        adc_bits: 16\n"
-                 "        force_range_N: 200000\n");
-    channel_error(e, ":65: physical.channels[0].actuator.force_range_N: must be above "
-                     "physical.limit_force_N (240000), which this channel takes");
-    free(e);
-    /* Its own limit beyond its own converter: named by the limit. */
-    e = replaced(text, "      limit_force_N: 240000\n",
-                 "      limit_force_N: 240000\n      actuator:\n        adc_bits: 16\n"
-                 "        force_range_N: 200000\n");
-    channel_error(e, ":68: physical.channels[1].limit_force_N: must be below "
-                     "actuator.force_range_N (200000)");
-    free(e);
+    for (size_t i = 0; i < sizeof channel_cases / sizeof channel_cases[0]; i++) {
+        e = replaced(text, channel_cases[i].from, channel_cases[i].to);
+        channel_error(e, channel_cases[i].want);
+        free(e);
+    }
     /* A dash alone on its line opens an entry too: the second entry's key, not the first's. */
     e = replaced(text, "    - name: y\n", "    -\n      name: y\n");
     char *e4 = replaced(e, "    - name: x\n", "    -\n      name: x\n      limit_force_N: 1\n");
     char *e5 = replaced(e4, "      limit_force_N: 240000", "      limit_force_N: abc");
     channel_error(e5, ":71: physical.channels[1].limit_force_N: must be a finite number");
     free(e5);
+    free(e4);
+    free(e);
+    /* The dashes at the column of "channels:" (YAML allows it; PyYAML writes it so): the file
+     * loads, and the second entry's field is still named at its own line. */
+    e = strdup(text);
+    for (char *q = strstr(e, "  channels:\n") + strlen("  channels:\n"); q && *q;) {
+        memmove(q, q + 2, strlen(q + 2) + 1); /* every line after it is indented by 4 or more */
+        q = strchr(q, '\n');
+        q = q ? q + 1 : NULL;
+    }
+    assert_int_equal(load_text(&x, e, &err), 0);
+    assert_int_equal(x.n_channels, 2);
+    assert_true(drths_experiment_actuator(&x, 1)->physical.limit_force_N == 240000);
+    drths_experiment_close(&x);
+    e4 = replaced(e, "\n    limit_force_N: 240000", "\n    limit_force_N: abc");
+    channel_error(e4, ":68: physical.channels[1].limit_force_N: must be a finite number");
     free(e4);
     free(e);
     /* One channel, or more than the wire carries: the list's own line. */
