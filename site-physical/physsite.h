@@ -157,6 +157,9 @@ typedef struct drths_physsite {
     drths_physsite_extra_t *extra; /* n_channels - 1 channels, owned */
     double *row;                   /* n_channels * DRTHS_ACT_NCOLS values, owned (n > 1) */
     char **column_names;           /* n_channels * DRTHS_ACT_NCOLS names, owned (n > 1) */
+    /* Channel i's sentences begin with label[i], "channel <i+1> (<name>): ", built once at
+     * init so that the RT loop formats nothing for them; "" with one channel. */
+    char label[DRTHS_EXPERIMENT_MAX_CHANNELS][DRTHS_CHANNEL_NAME_MAX + 24];
     int held_together;             /* HOLD has been given to every channel */
     int hold_channel;              /* the channel whose own HOLD held the others, -1 if none */
     char hold_text[DRTHS_WIRE_MAX_TEXT + 1]; /* the site's HOLD sentence (n > 1) */
