@@ -975,8 +975,7 @@ static void begin_tick(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
 static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base, bool flowing)
 {
     s->cmd_tick = (int64_t)base;
-    if (a->consecutive_concealed || (base != a->last_base + 1 && !flowing) || a->rejoin_next) {
-        a->rejoin_next = 0;
+    if (a->consecutive_concealed || (base != a->last_base + 1 && !flowing)) {
         drths_cmd_channel_t ahead[3];
         const size_t k = base == s->tick ? drths_playout_lookahead(&a->pb, base, 3, ahead)
                                          : late_preview(a, (double)base, 1.0, 3, ahead);
@@ -1069,8 +1068,8 @@ static bool play_late(drths_actuator_t *a, tick_state_t *s)
         a->play_rate += clampd(target - a->play_rate, -slew, slew);
         pos = a->play_pos + a->play_rate;
         if (pos > (double)tick - 1.0) {
-            /* Less than a tick behind: the timely command, through a small rejoin. */
-            a->rejoin_next = 1;
+            /* Less than a tick behind: the timely command, through a small rejoin (apply_command
+             * starts one: the tick is not the one after the last command applied). */
             return false;
         }
     } else {

@@ -281,7 +281,6 @@ typedef struct drths_actuator {
     int delayed;
     double play_pos;             /* command time of the delayed tick last applied (ticks) */
     double play_rate;            /* command ticks per tick of the delayed playback */
-    int rejoin_next;             /* the next command applied starts a rejoin */
     /* Rejoin after concealment: the received commands of the rejoin_ticks ticks from
      * rejoin_tick on are offset by a blend of three quintic terms (weights rejoin_w, lengths
      * rejoin_n in ticks, the longest rejoin_ticks), preview included (start_rejoin in
