@@ -220,6 +220,9 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     /* The small subtraction keeps 0.2 s at 5 kHz at 1000 ticks despite binary rounding. */
     a->linger_ticks = (uint64_t)ceil(p->hold_linger_s * p->rate_hz - 1e-9);
     a->abort_every_ticks = (uint64_t)ceil(p->abort_interval_s * p->rate_hz - 1e-9);
+    /* The delayed playback's catch-up (play_late), from the rate alone. */
+    a->catchup_slew = DRTHS_ACT_CATCHUP_SLEW_PER_S / p->rate_hz;
+    a->catchup_ahead_ticks = (uint64_t)ceil(DRTHS_ACT_CATCHUP_AHEAD_MS * 1e-3 * p->rate_hz - 1e-9);
     for (size_t i = 0; i < DRTHS_ACT_LATE_MEMORY; i++)
         a->concealed_tick[i] = a->primary_tick[i] = -1;
     drths_cmd_channel_t rest = {0.0, 0.0, 0.0, p->rest_damper_command};
@@ -1057,10 +1060,9 @@ static bool play_late(drths_actuator_t *a, tick_state_t *s)
     double pos;
     if (flowing) {
         /* The rate, towards its target. */
-        const double fast = 1.0 + 1.0 / DRTHS_ACT_CATCHUP_EVERY;
-        const double slew = DRTHS_ACT_CATCHUP_SLEW_PER_S / a->p.rate_hz;
-        const uint64_t ahead =
-            (uint64_t)ceil(DRTHS_ACT_CATCHUP_AHEAD_MS * 1e-3 * a->p.rate_hz - 1e-9);
+        const double fast = 1.0 + 1.0 / DRTHS_ACT_CATCHUP_EVERY; /* a constant */
+        const double slew = a->catchup_slew;
+        const uint64_t ahead = a->catchup_ahead_ticks;
         const double lag = (double)tick - (a->play_pos + a->play_rate);
         const double down = (a->play_rate - 1.0) * (a->play_rate - 1.0) / (2.0 * slew) + 1.0;
         const double target =

@@ -281,6 +281,8 @@ typedef struct drths_actuator {
     int delayed;
     double play_pos;             /* command time of the delayed tick last applied (ticks) */
     double play_rate;            /* command ticks per tick of the delayed playback */
+    double catchup_slew;         /* its largest change per tick (DRTHS_ACT_CATCHUP_SLEW_PER_S) */
+    uint64_t catchup_ahead_ticks; /* ticks of DRTHS_ACT_CATCHUP_AHEAD_MS, rounded up */
     /* Rejoin after concealment: the received commands of the rejoin_ticks ticks from
      * rejoin_tick on are offset by a blend of three quintic terms (weights rejoin_w, lengths
      * rejoin_n in ticks, the longest rejoin_ticks), preview included (start_rejoin in
