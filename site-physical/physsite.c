@@ -917,12 +917,19 @@ int drths_physsite_tick(drths_physsite_t *ps, uint64_t tick, int64_t deadline_ns
     for (int i = 0; i < ps->n_channels; i++) {
         drths_actuator_out_t *o = i ? &ps->extra[i - 1].out : &ps->out;
         double *row = ps->row + (size_t)i * DRTHS_ACT_NCOLS;
-        if (drths_actuator_tick(drths_physsite_act(ps, i), tick, deadline_ns, woke_ns, o) == 0) {
+        int rc = drths_actuator_tick(drths_physsite_act(ps, i), tick, deadline_ns, woke_ns, o);
+        if (rc == 0) {
             ran = 1;
             all &= o->finished != 0;
             memcpy(row, o->row, sizeof o->row);
             hold_together(ps);
             continue;
+        }
+        /* Only a channel that has finished records the NaN row; any other failure (a channel
+         * not started) ends the run as it does with one channel. */
+        if (rc != -EALREADY) {
+            *finished = 0;
+            return rc;
         }
         o->events = 0;
         o->daq_rc = 0;

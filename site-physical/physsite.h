@@ -240,9 +240,10 @@ const char *drths_physsite_hold_text(const drths_physsite_t *ps);
  * does after the source's (or the socket's) work for the tick: drths_actuator_tick of each, a
  * channel's own HOLD given to every channel at once (drths_physsite_hold_text names it), and
  * with several channels the recorder row (ps->row; a channel already finished records NaN but
- * for its tick and time). Returns 0 while a channel ran, else the first channel's
- * drths_actuator_tick result (one channel) or -EALREADY (several: every one had finished);
- * *finished is set when every channel finished with this tick. RT-safe. */
+ * for its tick and time). Returns 0 while a channel ran, -EALREADY when every channel had
+ * finished, else the first other failure of drths_actuator_tick (-EAGAIN: a channel not
+ * started; the channels after it are not ticked); *finished is set when every channel finished
+ * with this tick. RT-safe. */
 int drths_physsite_tick(drths_physsite_t *ps, uint64_t tick, int64_t deadline_ns, int64_t woke_ns,
                         int *finished);
 
