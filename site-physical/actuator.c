@@ -296,10 +296,12 @@ void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, co
     scopy(a->hold_text, sizeof a->hold_text, text);
 }
 
-/* The commands kept for the delayed playback, by tick (the latest DRTHS_ACT_LATE_MEMORY). */
-static bool kept(const drths_actuator_t *a, uint64_t t)
+/* The commands kept for the delayed playback, by tick (the latest DRTHS_ACT_LATE_MEMORY): tick
+ * t's, or NULL when it is not kept. */
+static const drths_cmd_channel_t *kept_at(const drths_actuator_t *a, uint64_t t)
 {
-    return a->late_tick[t % DRTHS_ACT_LATE_MEMORY] == (int64_t)t;
+    size_t slot = t % DRTHS_ACT_LATE_MEMORY;
+    return a->late_tick[slot] == (int64_t)t ? &a->late_s[slot] : NULL;
 }
 
 static void keep(drths_actuator_t *a, uint64_t t, const drths_cmd_channel_t *c)
@@ -368,7 +370,7 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
                 a->c.late++;
                 *slot = -1;
             }
-            if (!kept(a, tick))
+            if (!kept_at(a, tick))
                 keep(a, tick, &c->s[k][0]);
             break;
         }
@@ -865,14 +867,14 @@ static bool late_at(const drths_actuator_t *a, double pos, drths_cmd_channel_t *
 {
     const uint64_t i0 = (uint64_t)floor(pos);
     const double frac = pos - (double)i0;
-    if (!kept(a, i0))
+    const drths_cmd_channel_t *c0 = kept_at(a, i0);
+    if (!c0)
         return false;
-    const drths_cmd_channel_t *c0 = &a->late_s[i0 % DRTHS_ACT_LATE_MEMORY];
     *out = *c0;
     if (frac > 0.0) {
-        if (!kept(a, i0 + 1))
+        const drths_cmd_channel_t *c1 = kept_at(a, i0 + 1);
+        if (!c1)
             return false;
-        const drths_cmd_channel_t *c1 = &a->late_s[(i0 + 1) % DRTHS_ACT_LATE_MEMORY];
         out->disp_m += frac * (c1->disp_m - c0->disp_m);
         out->vel_m_s += frac * (c1->vel_m_s - c0->vel_m_s);
         out->acc_m_s2 += frac * (c1->acc_m_s2 - c0->acc_m_s2);
@@ -988,10 +990,10 @@ static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base, b
         double behind[2];
         bool have_behind = false;
         if (base != s->tick && base >= 2) {
-            const uint64_t b1 = base - 1, b2 = base - 2;
-            if (kept(a, b1) && kept(a, b2)) {
-                behind[0] = a->late_s[b1 % DRTHS_ACT_LATE_MEMORY].disp_m;
-                behind[1] = a->late_s[b2 % DRTHS_ACT_LATE_MEMORY].disp_m;
+            const drths_cmd_channel_t *c1 = kept_at(a, base - 1), *c2 = kept_at(a, base - 2);
+            if (c1 && c2) {
+                behind[0] = c1->disp_m;
+                behind[1] = c2->disp_m;
                 const double dt = 1.0 / a->p.rate_hz;
                 have_behind = fabs(s->cmd.disp_m - 2.0 * behind[0] + behind[1]) <=
                               max_acc(a) * dt * dt;
@@ -1021,7 +1023,7 @@ static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns
 static bool commands_ahead(const drths_actuator_t *a, uint64_t base, uint64_t need, uint64_t tick)
 {
     for (uint64_t t = base + 1; t <= base + need; t++)
-        if (!kept(a, t) && !(t > tick && drths_playout_has(&a->pb, t)))
+        if (!kept_at(a, t) && !(t > tick && drths_playout_has(&a->pb, t)))
             return false;
     return true;
 }
@@ -1081,7 +1083,7 @@ static bool play_late(drths_actuator_t *a, tick_state_t *s)
          * there is taken, at the normal rate. */
         uint64_t base = a->last_base + 1;
         const uint64_t last = base + a->consecutive_concealed;
-        while (base <= last && !kept(a, base))
+        while (base <= last && !kept_at(a, base))
             base++;
         if (base > last)
             return false;
