@@ -272,9 +272,7 @@ void drths_actuator_close(drths_actuator_t *a)
     a->late_tick = NULL;
 }
 
-/* Copies src into dst (cap bytes with the NUL) and returns the length written, never
- * overflowing; used to build HOLD sentences without printf where no number is involved. */
-static size_t scopy(char *dst, size_t cap, const char *src)
+size_t drths_scopy(char *dst, size_t cap, const char *src)
 {
     size_t n = 0;
     while (src && src[n] && n + 1 < cap) {
@@ -293,7 +291,7 @@ void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, co
     a->hold = 1;
     a->hold_reason = reason;
     a->hold_abort_peer = abort_peer;
-    scopy(a->hold_text, sizeof a->hold_text, text);
+    drths_scopy(a->hold_text, sizeof a->hold_text, text);
 }
 
 /* The commands kept for the delayed playback, by tick (the latest DRTHS_ACT_LATE_MEMORY): tick
@@ -421,11 +419,11 @@ void drths_actuator_receive(drths_actuator_t *a, const drths_msg_t *m, int64_t a
         break;
     case DRTHS_MSG_ABORT: {
         char text[DRTHS_WIRE_MAX_TEXT + 1];
-        size_t n = scopy(text, sizeof text, "numerical site aborted: ");
-        n += scopy(text + n, sizeof text - n, drths_stop_reason_name(m->u.stop.reason));
+        size_t n = drths_scopy(text, sizeof text, "numerical site aborted: ");
+        n += drths_scopy(text + n, sizeof text - n, drths_stop_reason_name(m->u.stop.reason));
         if (m->u.stop.text[0]) {
-            n += scopy(text + n, sizeof text - n, ": ");
-            scopy(text + n, sizeof text - n, m->u.stop.text);
+            n += drths_scopy(text + n, sizeof text - n, ": ");
+            drths_scopy(text + n, sizeof text - n, m->u.stop.text);
         }
         drths_actuator_hold(a, m->u.stop.reason, 0, text);
         break;
@@ -1448,7 +1446,7 @@ static void build_abort(drths_actuator_t *a, uint64_t tick, drths_actuator_out_t
     out->abort.epoch = a->epoch;
     out->abort.tick = tick;
     out->abort.u.stop.reason = a->hold_reason;
-    scopy(out->abort.u.stop.text, sizeof out->abort.u.stop.text, a->hold_text);
+    drths_scopy(out->abort.u.stop.text, sizeof out->abort.u.stop.text, a->hold_text);
 }
 
 /* Phase 6, the end of the run: in HOLD once the drive has settled and the linger (and the

@@ -378,6 +378,11 @@ static inline int drths_actuator_started(const drths_actuator_t *a)
     return a->started;
 }
 
+/* Copies src into dst (cap bytes with the NUL) and returns the length written, never
+ * overflowing; used to build HOLD sentences without printf where no number is involved.
+ * RT-safe. */
+size_t drths_scopy(char *dst, size_t cap, const char *src);
+
 /* Runs tick `tick` (0, 1, 2, ... in order, none skipped), due at deadline_ns and woken at
  * now_ns, in phases: the command (rest, received or concealed; the watchdog and the command
  * limits), the drive (compensated, or the HOLD ramp), the DAQ write and read (the measurement

@@ -280,12 +280,8 @@ static void hold_together(drths_physsite_t *ps)
             continue;
         ps->hold_channel = i;
         /* The channel comes first, so a long reason loses its tail, never the channel. */
-        size_t used = strlen(ps->label[i]);
-        memcpy(ps->hold_text, ps->label[i], used);
-        size_t room = sizeof ps->hold_text - used - 1;
-        size_t len = strlen(a->hold_text);
-        memcpy(ps->hold_text + used, a->hold_text, len < room ? len : room);
-        ps->hold_text[used + (len < room ? len : room)] = '\0';
+        size_t used = drths_scopy(ps->hold_text, sizeof ps->hold_text, ps->label[i]);
+        drths_scopy(ps->hold_text + used, sizeof ps->hold_text - used, a->hold_text);
         for (int j = 0; j < ps->n_channels; j++)
             if (j != i)
                 drths_actuator_hold(drths_physsite_act(ps, j), a->hold_reason,
