@@ -220,6 +220,9 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     /* The small subtraction keeps 0.2 s at 5 kHz at 1000 ticks despite binary rounding. */
     a->linger_ticks = (uint64_t)ceil(p->hold_linger_s * p->rate_hz - 1e-9);
     a->abort_every_ticks = (uint64_t)ceil(p->abort_interval_s * p->rate_hz - 1e-9);
+    /* The delayed playback's catch-up (play_late), from the rate alone. */
+    a->catchup_slew = DRTHS_ACT_CATCHUP_SLEW_PER_S / p->rate_hz;
+    a->catchup_ahead_ticks = (uint64_t)ceil(DRTHS_ACT_CATCHUP_AHEAD_MS * 1e-3 * p->rate_hz - 1e-9);
     for (size_t i = 0; i < DRTHS_ACT_LATE_MEMORY; i++)
         a->concealed_tick[i] = a->primary_tick[i] = -1;
     drths_cmd_channel_t rest = {0.0, 0.0, 0.0, p->rest_damper_command};
@@ -269,9 +272,7 @@ void drths_actuator_close(drths_actuator_t *a)
     a->late_tick = NULL;
 }
 
-/* Copies src into dst (cap bytes with the NUL) and returns the length written, never
- * overflowing; used to build HOLD sentences without printf where no number is involved. */
-static size_t scopy(char *dst, size_t cap, const char *src)
+size_t drths_scopy(char *dst, size_t cap, const char *src)
 {
     size_t n = 0;
     while (src && src[n] && n + 1 < cap) {
@@ -290,13 +291,15 @@ void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, co
     a->hold = 1;
     a->hold_reason = reason;
     a->hold_abort_peer = abort_peer;
-    scopy(a->hold_text, sizeof a->hold_text, text);
+    drths_scopy(a->hold_text, sizeof a->hold_text, text);
 }
 
-/* The commands kept for the delayed playback, by tick (the latest DRTHS_ACT_LATE_MEMORY). */
-static bool kept(const drths_actuator_t *a, uint64_t t)
+/* The commands kept for the delayed playback, by tick (the latest DRTHS_ACT_LATE_MEMORY): tick
+ * t's, or NULL when it is not kept. */
+static const drths_cmd_channel_t *kept_at(const drths_actuator_t *a, uint64_t t)
 {
-    return a->late_tick[t % DRTHS_ACT_LATE_MEMORY] == (int64_t)t;
+    size_t slot = t % DRTHS_ACT_LATE_MEMORY;
+    return a->late_tick[slot] == (int64_t)t ? &a->late_s[slot] : NULL;
 }
 
 static void keep(drths_actuator_t *a, uint64_t t, const drths_cmd_channel_t *c)
@@ -365,7 +368,7 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
                 a->c.late++;
                 *slot = -1;
             }
-            if (!kept(a, tick))
+            if (!kept_at(a, tick))
                 keep(a, tick, &c->s[k][0]);
             break;
         }
@@ -416,11 +419,11 @@ void drths_actuator_receive(drths_actuator_t *a, const drths_msg_t *m, int64_t a
         break;
     case DRTHS_MSG_ABORT: {
         char text[DRTHS_WIRE_MAX_TEXT + 1];
-        size_t n = scopy(text, sizeof text, "numerical site aborted: ");
-        n += scopy(text + n, sizeof text - n, drths_stop_reason_name(m->u.stop.reason));
+        size_t n = drths_scopy(text, sizeof text, "numerical site aborted: ");
+        n += drths_scopy(text + n, sizeof text - n, drths_stop_reason_name(m->u.stop.reason));
         if (m->u.stop.text[0]) {
-            n += scopy(text + n, sizeof text - n, ": ");
-            scopy(text + n, sizeof text - n, m->u.stop.text);
+            n += drths_scopy(text + n, sizeof text - n, ": ");
+            drths_scopy(text + n, sizeof text - n, m->u.stop.text);
         }
         drths_actuator_hold(a, m->u.stop.reason, 0, text);
         break;
@@ -862,14 +865,14 @@ static bool late_at(const drths_actuator_t *a, double pos, drths_cmd_channel_t *
 {
     const uint64_t i0 = (uint64_t)floor(pos);
     const double frac = pos - (double)i0;
-    if (!kept(a, i0))
+    const drths_cmd_channel_t *c0 = kept_at(a, i0);
+    if (!c0)
         return false;
-    const drths_cmd_channel_t *c0 = &a->late_s[i0 % DRTHS_ACT_LATE_MEMORY];
     *out = *c0;
     if (frac > 0.0) {
-        if (!kept(a, i0 + 1))
+        const drths_cmd_channel_t *c1 = kept_at(a, i0 + 1);
+        if (!c1)
             return false;
-        const drths_cmd_channel_t *c1 = &a->late_s[(i0 + 1) % DRTHS_ACT_LATE_MEMORY];
         out->disp_m += frac * (c1->disp_m - c0->disp_m);
         out->vel_m_s += frac * (c1->vel_m_s - c0->vel_m_s);
         out->acc_m_s2 += frac * (c1->acc_m_s2 - c0->acc_m_s2);
@@ -975,8 +978,7 @@ static void begin_tick(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
 static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base, bool flowing)
 {
     s->cmd_tick = (int64_t)base;
-    if (a->consecutive_concealed || (base != a->last_base + 1 && !flowing) || a->rejoin_next) {
-        a->rejoin_next = 0;
+    if (a->consecutive_concealed || (base != a->last_base + 1 && !flowing)) {
         drths_cmd_channel_t ahead[3];
         const size_t k = base == s->tick ? drths_playout_lookahead(&a->pb, base, 3, ahead)
                                          : late_preview(a, (double)base, 1.0, 3, ahead);
@@ -986,10 +988,10 @@ static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base, b
         double behind[2];
         bool have_behind = false;
         if (base != s->tick && base >= 2) {
-            const uint64_t b1 = base - 1, b2 = base - 2;
-            if (kept(a, b1) && kept(a, b2)) {
-                behind[0] = a->late_s[b1 % DRTHS_ACT_LATE_MEMORY].disp_m;
-                behind[1] = a->late_s[b2 % DRTHS_ACT_LATE_MEMORY].disp_m;
+            const drths_cmd_channel_t *c1 = kept_at(a, base - 1), *c2 = kept_at(a, base - 2);
+            if (c1 && c2) {
+                behind[0] = c1->disp_m;
+                behind[1] = c2->disp_m;
                 const double dt = 1.0 / a->p.rate_hz;
                 have_behind = fabs(s->cmd.disp_m - 2.0 * behind[0] + behind[1]) <=
                               max_acc(a) * dt * dt;
@@ -1019,7 +1021,7 @@ static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns
 static bool commands_ahead(const drths_actuator_t *a, uint64_t base, uint64_t need, uint64_t tick)
 {
     for (uint64_t t = base + 1; t <= base + need; t++)
-        if (!kept(a, t) && !(t > tick && drths_playout_has(&a->pb, t)))
+        if (!kept_at(a, t) && !(t > tick && drths_playout_has(&a->pb, t)))
             return false;
     return true;
 }
@@ -1058,10 +1060,9 @@ static bool play_late(drths_actuator_t *a, tick_state_t *s)
     double pos;
     if (flowing) {
         /* The rate, towards its target. */
-        const double fast = 1.0 + 1.0 / DRTHS_ACT_CATCHUP_EVERY;
-        const double slew = DRTHS_ACT_CATCHUP_SLEW_PER_S / a->p.rate_hz;
-        const uint64_t ahead =
-            (uint64_t)ceil(DRTHS_ACT_CATCHUP_AHEAD_MS * 1e-3 * a->p.rate_hz - 1e-9);
+        const double fast = 1.0 + 1.0 / DRTHS_ACT_CATCHUP_EVERY; /* a constant */
+        const double slew = a->catchup_slew;
+        const uint64_t ahead = a->catchup_ahead_ticks;
         const double lag = (double)tick - (a->play_pos + a->play_rate);
         const double down = (a->play_rate - 1.0) * (a->play_rate - 1.0) / (2.0 * slew) + 1.0;
         const double target =
@@ -1069,8 +1070,8 @@ static bool play_late(drths_actuator_t *a, tick_state_t *s)
         a->play_rate += clampd(target - a->play_rate, -slew, slew);
         pos = a->play_pos + a->play_rate;
         if (pos > (double)tick - 1.0) {
-            /* Less than a tick behind: the timely command, through a small rejoin. */
-            a->rejoin_next = 1;
+            /* Less than a tick behind: the timely command, through a small rejoin (apply_command
+             * starts one: the tick is not the one after the last command applied). */
             return false;
         }
     } else {
@@ -1080,7 +1081,7 @@ static bool play_late(drths_actuator_t *a, tick_state_t *s)
          * there is taken, at the normal rate. */
         uint64_t base = a->last_base + 1;
         const uint64_t last = base + a->consecutive_concealed;
-        while (base <= last && !kept(a, base))
+        while (base <= last && !kept_at(a, base))
             base++;
         if (base > last)
             return false;
@@ -1445,7 +1446,7 @@ static void build_abort(drths_actuator_t *a, uint64_t tick, drths_actuator_out_t
     out->abort.epoch = a->epoch;
     out->abort.tick = tick;
     out->abort.u.stop.reason = a->hold_reason;
-    scopy(out->abort.u.stop.text, sizeof out->abort.u.stop.text, a->hold_text);
+    drths_scopy(out->abort.u.stop.text, sizeof out->abort.u.stop.text, a->hold_text);
 }
 
 /* Phase 6, the end of the run: in HOLD once the drive has settled and the linger (and the

@@ -281,7 +281,8 @@ typedef struct drths_actuator {
     int delayed;
     double play_pos;             /* command time of the delayed tick last applied (ticks) */
     double play_rate;            /* command ticks per tick of the delayed playback */
-    int rejoin_next;             /* the next command applied starts a rejoin */
+    double catchup_slew;         /* its largest change per tick (DRTHS_ACT_CATCHUP_SLEW_PER_S) */
+    uint64_t catchup_ahead_ticks; /* ticks of DRTHS_ACT_CATCHUP_AHEAD_MS, rounded up */
     /* Rejoin after concealment: the received commands of the rejoin_ticks ticks from
      * rejoin_tick on are offset by a blend of three quintic terms (weights rejoin_w, lengths
      * rejoin_n in ticks, the longest rejoin_ticks), preview included (start_rejoin in
@@ -376,6 +377,11 @@ static inline int drths_actuator_started(const drths_actuator_t *a)
 {
     return a->started;
 }
+
+/* Copies src into dst (cap bytes with the NUL) and returns the length written, never
+ * overflowing; used to build HOLD sentences without printf where no number is involved.
+ * RT-safe. */
+size_t drths_scopy(char *dst, size_t cap, const char *src);
 
 /* Runs tick `tick` (0, 1, 2, ... in order, none skipped), due at deadline_ns and woken at
  * now_ns, in phases: the command (rest, received or concealed; the watchdog and the command

@@ -107,9 +107,8 @@ static int init_channel(drths_physsite_t *ps, int i, drths_specimen_t *spec, drt
         drths_specimen_close(spec);
     }
 named:
-    if (rc && ps->n_channels > 1)
-        drths_error_prefix(err, rc, "actuator channel %d (%s)", i + 1,
-                           drths_experiment_actuator_name(ps->cfg.exp, i));
+    if (rc && ps->n_channels > 1) /* the label without its ": " */
+        drths_error_prefix(err, rc, "actuator %.*s", (int)strlen(ps->label[i]) - 2, ps->label[i]);
     return rc;
 }
 
@@ -179,6 +178,9 @@ int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg
     ps->hold_channel = -1;
     const drths_experiment_t *exp = cfg->exp;
     ps->n_channels = drths_experiment_n_actuators(exp);
+    for (int i = 0; ps->n_channels > 1 && i < ps->n_channels; i++)
+        snprintf(ps->label[i], sizeof ps->label[i], "channel %d (%s): ", i + 1,
+                 drths_experiment_actuator_name(exp, i));
     int rc;
 
     rc = init_channel(ps, 0, &ps->spec, &ps->daq, &ps->act, daq_failed, err);
@@ -278,13 +280,8 @@ static void hold_together(drths_physsite_t *ps)
             continue;
         ps->hold_channel = i;
         /* The channel comes first, so a long reason loses its tail, never the channel. */
-        int k = snprintf(ps->hold_text, sizeof ps->hold_text, "channel %d (%s): ", i + 1,
-                         drths_experiment_actuator_name(ps->cfg.exp, i));
-        size_t used = k > 0 && (size_t)k < sizeof ps->hold_text ? (size_t)k : 0;
-        size_t room = sizeof ps->hold_text - used - 1;
-        size_t len = strlen(a->hold_text);
-        memcpy(ps->hold_text + used, a->hold_text, len < room ? len : room);
-        ps->hold_text[used + (len < room ? len : room)] = '\0';
+        size_t used = drths_scopy(ps->hold_text, sizeof ps->hold_text, ps->label[i]);
+        drths_scopy(ps->hold_text + used, sizeof ps->hold_text - used, a->hold_text);
         for (int j = 0; j < ps->n_channels; j++)
             if (j != i)
                 drths_actuator_hold(drths_physsite_act(ps, j), a->hold_reason,
@@ -693,15 +690,8 @@ static int finish(drths_physsite_t *ps, int code, const char *reason)
     /* Every end leaves the outputs neutral: the drive where it was, the damper at its safe
      * value. After a normal end or a HOLD the tick has done it already; once more is harmless. */
     for (int i = 0; i < ps->n_channels; i++)
-        if (drths_actuator_safe_state(drths_physsite_act(ps, i)) != 0) {
-            if (ps->n_channels > 1)
-                event(ps, 1,
-                      "channel %d (%s): the DAQ's safe state could not be written at the "
-                      "end",
-                      i + 1, drths_experiment_actuator_name(ps->cfg.exp, i));
-            else
-                event(ps, 1, "the DAQ's safe state could not be written at the end");
-        }
+        if (drths_actuator_safe_state(drths_physsite_act(ps, i)) != 0)
+            event(ps, 1, "%sthe DAQ's safe state could not be written at the end", ps->label[i]);
     /* A command source (OpenFresco) has no UDP socket. */
     if (ps->udp && !ps->cfg.source)
         ps->kernel_drops = drths_udp_kernel_drops(ps->udp);
@@ -889,10 +879,7 @@ static void report_tick(drths_physsite_t *ps, uint64_t tick, int *hold_reported)
     for (int i = 0; i < ps->n_channels; i++) {
         a = drths_physsite_act(ps, i);
         const drths_actuator_out_t *o = drths_physsite_out(ps, i);
-        char who[DRTHS_CHANNEL_NAME_MAX + 24] = "";
-        if (ps->n_channels > 1)
-            snprintf(who, sizeof who, "channel %d (%s): ", i + 1,
-                     drths_experiment_actuator_name(ps->cfg.exp, i));
+        const char *who = ps->label[i];
         ev = o->events;
         if (ev & DRTHS_ACT_EV_HOLD) {
             event(ps, 1,
@@ -926,12 +913,19 @@ int drths_physsite_tick(drths_physsite_t *ps, uint64_t tick, int64_t deadline_ns
     for (int i = 0; i < ps->n_channels; i++) {
         drths_actuator_out_t *o = i ? &ps->extra[i - 1].out : &ps->out;
         double *row = ps->row + (size_t)i * DRTHS_ACT_NCOLS;
-        if (drths_actuator_tick(drths_physsite_act(ps, i), tick, deadline_ns, woke_ns, o) == 0) {
+        int rc = drths_actuator_tick(drths_physsite_act(ps, i), tick, deadline_ns, woke_ns, o);
+        if (rc == 0) {
             ran = 1;
             all &= o->finished != 0;
             memcpy(row, o->row, sizeof o->row);
             hold_together(ps);
             continue;
+        }
+        /* Only a channel that has finished records the NaN row; any other failure (a channel
+         * not started) ends the run as it does with one channel. */
+        if (rc != -EALREADY) {
+            *finished = 0;
+            return rc;
         }
         o->events = 0;
         o->daq_rc = 0;

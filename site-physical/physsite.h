@@ -157,6 +157,9 @@ typedef struct drths_physsite {
     drths_physsite_extra_t *extra; /* n_channels - 1 channels, owned */
     double *row;                   /* n_channels * DRTHS_ACT_NCOLS values, owned (n > 1) */
     char **column_names;           /* n_channels * DRTHS_ACT_NCOLS names, owned (n > 1) */
+    /* Channel i's sentences begin with label[i], "channel <i+1> (<name>): ", built once at
+     * init so that the RT loop formats nothing for them; "" with one channel. */
+    char label[DRTHS_EXPERIMENT_MAX_CHANNELS][DRTHS_CHANNEL_NAME_MAX + 24];
     int held_together;             /* HOLD has been given to every channel */
     int hold_channel;              /* the channel whose own HOLD held the others, -1 if none */
     char hold_text[DRTHS_WIRE_MAX_TEXT + 1]; /* the site's HOLD sentence (n > 1) */
@@ -237,9 +240,10 @@ const char *drths_physsite_hold_text(const drths_physsite_t *ps);
  * does after the source's (or the socket's) work for the tick: drths_actuator_tick of each, a
  * channel's own HOLD given to every channel at once (drths_physsite_hold_text names it), and
  * with several channels the recorder row (ps->row; a channel already finished records NaN but
- * for its tick and time). Returns 0 while a channel ran, else the first channel's
- * drths_actuator_tick result (one channel) or -EALREADY (several: every one had finished);
- * *finished is set when every channel finished with this tick. RT-safe. */
+ * for its tick and time). Returns 0 while a channel ran, -EALREADY when every channel had
+ * finished, else the first other failure of drths_actuator_tick (-EAGAIN: a channel not
+ * started; the channels after it are not ticked); *finished is set when every channel finished
+ * with this tick. RT-safe. */
 int drths_physsite_tick(drths_physsite_t *ps, uint64_t tick, int64_t deadline_ns, int64_t woke_ns,
                         int *finished);
 

@@ -689,6 +689,45 @@ static double sine10(uint64_t t)
     return 1e-2 * sin(2.0 * M_PI * 2.0 * (double)t / RATE);
 }
 
+/* The late stream of run_late_stream: the commands sent from tick `from` on arrive `by` ticks
+ * after the ones before did, so after their own tick, until the commands sent from `until` on
+ * arrive in time again (a raise of L, or the step back down); those sent from `by2_from` on
+ * (0: never) arrive `by2` ticks after instead. At tick `future_at` (0: never) a COMMAND for a
+ * tick 350 ahead arrives at once (the buffer is then not empty), and the eight COMMANDs sent from
+ * tick `drop_from` (0: never) are lost (with R = 4, the commands of five ticks never arrive). */
+typedef struct late_stream {
+    uint64_t from, until, by;
+    uint64_t by2_from, by2;
+    uint64_t future_at, drop_from;
+} late_stream_t;
+
+/* The test's late stream, as late_setup left it: "never" is UINT64_MAX there. */
+static late_stream_t LS;
+
+/* The opening of the gap and late-stream tests: a concealment budget of 30 ticks, a ramp rate
+ * of 0.05 m/s, r samples a COMMAND and a FEEDBACK, a playout buffer of playout_ticks; started
+ * with L = 5 and the COMMAND for tick 6 sent. The late stream is *ls (NULL: none), set whole so
+ * that nothing of a test before is left. */
+static void late_setup(int r, size_t playout_ticks, const late_stream_t *ls)
+{
+    drths_actuator_params_t p;
+    params_default(&p);
+    p.r = r;
+    p.max_concealed_ticks = 30;
+    p.ramp_rate_m_s = 0.05;
+    p.playout_ticks = playout_ticks;
+    setup_with(&p);
+    start(5);
+    send_cmd(6, r, sine10, T0 - 4 * DT_NS);
+    memset(&LS, 0, sizeof LS);
+    if (ls)
+        LS = *ls;
+    uint64_t *never[] = {&LS.by2_from, &LS.future_at, &LS.drop_from};
+    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+        if (*never[i] == 0)
+            *never[i] = UINT64_MAX;
+}
+
 static uint64_t gap_from, gap_len;
 static int drop_gap(uint64_t T)
 {
@@ -702,14 +741,7 @@ static void test_gaps_at_phases(void **state)
     const double peak = 2.0 * M_PI * 2.0 * 1e-2;
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
         for (int ph = 0; ph < 8; ph++) {
-            drths_actuator_params_t p;
-            params_default(&p);
-            p.r = 1;
-            p.max_concealed_ticks = 30;
-            p.ramp_rate_m_s = 0.05;
-            setup_with(&p);
-            start(5);
-            send_cmd(6, 1, sine10, T0 - 4 * DT_NS);
+            late_setup(1, 64, NULL);
             gap_from = 300 + (uint64_t)ph * 500 / 8; /* eight phases of the 500-tick period */
             gap_len = lens[li];
             static double cmd[1200];
@@ -748,20 +780,13 @@ static void test_gaps_at_phases(void **state)
     }
 }
 
-/* A step up of the down-link's delay (as the study's delaystep cell sees it): the commands sent
- * from tick `late_from` on arrive `late_by` ticks after the ones before did, so after their own
- * tick, until the commands sent from `late_until` on arrive in time again (a raise of L, or the
- * step back down). The datagrams go through a queue and reach the actuator at their arrival
+/* A step up of the down-link's delay (as the study's delaystep cell sees it): the late stream
+ * LS (late_stream_t). The datagrams go through a queue and reach the actuator at their arrival
  * time. R = 4 (offsets 0 .. 3). */
 #define LQ_CAP 4096
 static uint64_t lq_T[LQ_CAP];
 static int64_t lq_at[LQ_CAP];
 static size_t lq_n;
-static uint64_t late_from, late_until, late_by, late_by2, late_by2_from;
-/* At tick lq_future_at (UINT64_MAX: never) a COMMAND for a tick 350 ahead arrives at once (the
- * buffer is then not empty), and the eight COMMANDs sent from tick lq_drop_from are lost (with
- * R = 4, the commands of five ticks never arrive). */
-static uint64_t lq_future_at = UINT64_MAX, lq_drop_from = UINT64_MAX;
 
 static void lq_deliver(int64_t now)
 {
@@ -800,12 +825,12 @@ static uint64_t run_late_stream(uint64_t ticks, double *cmd, double *peak_vel)
         assert_true((double)fs->cmd_tick == ct);
         if (ct >= 0.0 && ct < (double)t) {
             /* Delayed playback: a late command, said so in the FEEDBACK. */
-            assert_true(t > late_from);
+            assert_true(t > LS.from);
             /* Flagged while the tick's own command is late; not once it is in time again and
              * the playback is catching up. */
-            if (t < late_until)
+            if (t < LS.until)
                 assert_true(fs->flags & DRTHS_FB_CONCEALED);
-            if (t > late_until + 6 + late_by && t < late_by2_from)
+            if (t > LS.until + 6 + LS.by && t < LS.by2_from)
                 assert_false(fs->flags & DRTHS_FB_CONCEALED);
             assert_true(F.out.row[DRTHS_ACT_COL_CONCEALED] == 0.0); /* not a guess */
             /* Once back on the timely commands, no going back to the late ones. */
@@ -815,14 +840,14 @@ static uint64_t run_late_stream(uint64_t ticks, double *cmd, double *peak_vel)
                    F.out.row[DRTHS_ACT_COL_CONCEALED] == 0.0) {
             late_back_at = t;
         }
-        if (t == lq_future_at)
+        if (t == LS.future_at)
             send_cmd(t + 350, 4, sine10, deadline(t) + 300000);
-        if (t >= lq_drop_from && t < lq_drop_from + 8)
+        if (t >= LS.drop_from && t < LS.drop_from + 8)
             continue;
         if (t >= 1) {
-            uint64_t delay = t >= late_from && t < late_until ? late_by : 0;
-            if (t >= late_by2_from && t < late_until)
-                delay = late_by2;
+            uint64_t delay = t >= LS.from && t < LS.until ? LS.by : 0;
+            if (t >= LS.by2_from && t < LS.until)
+                delay = LS.by2;
             assert_true(lq_n < LQ_CAP);
             lq_T[lq_n] = t + 6;
             lq_at[lq_n++] = deadline(t + delay) + 300000;
@@ -843,19 +868,10 @@ static void test_late_stream_played_behind(void **state)
     (void)state;
     const double peak = 2.0 * M_PI * 2.0 * 1e-2;
     for (int ph = 0; ph < 8; ph++) {
-        drths_actuator_params_t p;
-        params_default(&p);
-        p.max_concealed_ticks = 30;
-        p.ramp_rate_m_s = 0.05;
-        p.playout_ticks = 256;
-        setup_with(&p);
-        start(5);
-        send_cmd(6, 4, sine10, T0 - 4 * DT_NS);
-        late_from = 300 + (uint64_t)ph * 500 / 8;
-        late_until = late_from + 400;
-        late_by = 18; /* lead 6 ticks: 12 ticks late */
-        late_by2_from = UINT64_MAX;
-        lq_future_at = lq_drop_from = UINT64_MAX;
+        const uint64_t from = 300 + (uint64_t)ph * 500 / 8;
+        /* Lead 6 ticks: 12 ticks late. */
+        const late_stream_t ls = {.from = from, .until = from + 400, .by = 18};
+        late_setup(4, 256, &ls);
         static double cmd[2000];
         double pv = 0.0;
         assert_int_equal(run_late_stream(2000, cmd, &pv), 0);
@@ -865,7 +881,7 @@ static void test_late_stream_played_behind(void **state)
         assert_true(F.a.c.max_consecutive_concealed <= 13);
         /* Back on the timely commands once caught up, at most 5 % faster: the lag of 12 to 20
          * ticks takes 240 to 400 ticks and the rate's ramps a few more. */
-        assert_true(late_back_at > late_until + 200 && late_back_at <= late_until + 450);
+        assert_true(late_back_at > LS.until + 200 && late_back_at <= LS.until + 450);
         assert_true(F.a.c.catchup_ticks >= 200);
         if (pv > 1.5 * peak)
             fail_msg("phase %d: peak command velocity %g m/s", ph, pv);
@@ -883,20 +899,9 @@ static void test_late_stream_played_behind(void **state)
 static void test_late_stream_survives_a_gap(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.max_concealed_ticks = 30;
-    p.ramp_rate_m_s = 0.05;
-    p.playout_ticks = 256;
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine10, T0 - 4 * DT_NS);
-    late_from = 300;
-    late_until = 700;
-    late_by = 18;
-    late_by2_from = UINT64_MAX;
-    lq_future_at = 400;
-    lq_drop_from = 410;
+    const late_stream_t ls = {
+        .from = 300, .until = 700, .by = 18, .future_at = 400, .drop_from = 410};
+    late_setup(4, 256, &ls);
     static double cmd[1200];
     const uint64_t hold_at = run_late_stream(1200, cmd, NULL);
     assert_int_equal(hold_at, 0);
@@ -913,20 +918,9 @@ static void test_late_stream_survives_a_gap(void **state)
 static void test_late_stream_beyond_budget_holds(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.max_concealed_ticks = 30;
-    p.ramp_rate_m_s = 0.05;
-    p.playout_ticks = 256;
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine10, T0 - 4 * DT_NS);
-    late_from = 300;
-    late_until = 1000;
-    late_by = 18;
-    late_by2_from = 500;
-    late_by2 = 46; /* 40 ticks late */
-    lq_future_at = lq_drop_from = UINT64_MAX;
+    /* From tick 500 on, 40 ticks late. */
+    const late_stream_t ls = {.from = 300, .until = 1000, .by = 18, .by2_from = 500, .by2 = 46};
+    late_setup(4, 256, &ls);
     static double cmd[1000];
     const uint64_t hold_at = run_late_stream(1000, cmd, NULL);
     assert_true(hold_at > 500);

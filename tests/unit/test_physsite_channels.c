@@ -6,7 +6,9 @@
  * the ones before it from the next, that the recorder row carries every channel, that the
  * start-up lines and summary.json describe the first channel as the first channel sees the
  * experiment, that a HOLD coming after the first channel finished at the record's end is
- * still the site's in the end lines and summary.json, and that the ticks allocate nothing. */
+ * still the site's in the end lines and summary.json, that a channel not started fails the
+ * tick rather than counting as finished, and that the ticks allocate nothing. */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,9 +53,22 @@ static char *slurp(const char *path)
     return buf;
 }
 
-/* The example with `from` replaced by `to` (NULL: as it is), loaded and its site initialised;
- * both actuators started (EPOCH 1, L = 1 tick). */
-static void open_world(const char *from, const char *to)
+/* Starts channel i's actuator (EPOCH 1, L = 1 tick). */
+static void start(int i)
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_EPOCH;
+    m.epoch = 1;
+    m.u.epoch.new_epoch = 1;
+    m.u.epoch.loop_delay_ticks = 1;
+    assert_int_equal(drths_physsite_act(&W->ps, i)->lookahead, 0); /* compensation none */
+    drths_actuator_receive(drths_physsite_act(&W->ps, i), &m, 0);
+}
+
+/* The example with `from` replaced by `to` (NULL: as it is), loaded and its site initialised,
+ * no actuator started. */
+static void load_world(const char *from, const char *to)
 {
     W = calloc(1, sizeof *W);
     char *p = src_path("examples/opensees/linear-springs-2dof-ideal.yaml");
@@ -79,16 +94,14 @@ static void open_world(const char *from, const char *to)
     if (drths_physsite_init(&W->ps, &cfg, NULL, NULL, NULL, &err) != 0)
         fail_msg("%s", err.msg);
     assert_int_equal(W->ps.n_channels, 2);
-    drths_msg_t m;
-    memset(&m, 0, sizeof m);
-    m.type = DRTHS_MSG_EPOCH;
-    m.epoch = 1;
-    m.u.epoch.new_epoch = 1;
-    m.u.epoch.loop_delay_ticks = 1;
-    for (int i = 0; i < 2; i++) {
-        assert_int_equal(drths_physsite_act(&W->ps, i)->lookahead, 0); /* compensation none */
-        drths_actuator_receive(drths_physsite_act(&W->ps, i), &m, 0);
-    }
+}
+
+/* load_world, both actuators started. */
+static void open_world(const char *from, const char *to)
+{
+    load_world(from, to);
+    for (int i = 0; i < 2; i++)
+        start(i);
 }
 
 static int close_world(void **state)
@@ -307,6 +320,21 @@ static void test_hold_after_the_first_finished(void **state)
     assert_ptr_equal(drths_physsite_hold_act(&W->ps), &W->ps.extra[0].act);
 }
 
+/* A channel not started is not a finished one: the tick fails as with one channel (-EAGAIN),
+ * whether another channel runs or none does. */
+static void test_channel_not_started_fails_the_tick(void **state)
+{
+    (void)state;
+    load_world(NULL, NULL);
+    int finished = 1;
+    assert_int_equal(drths_physsite_tick(&W->ps, 0, 0, 0, &finished), -EAGAIN);
+    assert_false(finished);
+    start(0);
+    finished = 1;
+    assert_int_equal(drths_physsite_tick(&W->ps, 0, 0, 0, &finished), -EAGAIN);
+    assert_false(finished);
+}
+
 /* The RT side of several channels allocates nothing: ticks, a channel's HOLD given to the
  * other, the ramps, to the end. */
 static void test_ticks_allocate_nothing(void **state)
@@ -340,6 +368,7 @@ int main(void)
         cmocka_unit_test_teardown(test_daq_counts_are_the_sites, close_world),
         cmocka_unit_test_teardown(test_setup_lines_are_the_first_channels, close_world),
         cmocka_unit_test_teardown(test_hold_after_the_first_finished, close_world),
+        cmocka_unit_test_teardown(test_channel_not_started_fails_the_tick, close_world),
         cmocka_unit_test_teardown(test_ticks_allocate_nothing, close_world),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
