@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "platform/error.h"
+#include "common/platform/error.h"
 
 #define DRTHS_KEY_BYTES 32
 #define DRTHS_EPH_BYTES 32 /* X25519 public or secret key */

@@ -24,7 +24,7 @@
  *     so the quantile is over the last (nsub - 1) to nsub sub-windows, with O(1) updates, no
  *     allocation after init and a quantile read of a few hundred counters.
  *
- * Quantiles are nearest-rank (platform/stats.h): an exact sample for the probes, the upper edge of
+ * Quantiles are nearest-rank (common/platform/stats.h): an exact sample for the probes, the upper edge of
  * the bin (so never an underestimate, and at most one bin width over) for the histograms.
  *
  * Ownership: the caller owns every struct here; those with _init own their arrays, freed by
@@ -36,8 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "platform/error.h"
-#include "platform/stats.h"
+#include "common/platform/error.h"
+#include "common/platform/stats.h"
 
 /* ceil(ns / dt_ns) for ns >= 0 and dt_ns > 0: the ticks needed to cover a delay. RT-safe. */
 static inline int64_t drths_ns_to_ticks_ceil(int64_t ns, int64_t dt_ns)
@@ -154,7 +154,7 @@ int drths_rtt_tracker_echo(drths_rtt_tracker_t *t, uint64_t counter, int64_t hol
 /* ---- (e) Sliding round-trip window -------------------------------------------------------- */
 
 /* The round trips of the last (nsub - 1)·sub_ns to nsub·sub_ns: one histogram
- * (platform/stats.h) per sub-window. When time passes a sub-window's end the oldest one is
+ * (common/platform/stats.h) per sub-window. When time passes a sub-window's end the oldest one is
  * emptied (drths_hist_reset: only its occupied groups are touched) and becomes the current one;
  * a quantile reads the union of the sub-windows (drths_hist_quantile_many). */
 typedef struct drths_rtt_window {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "platform/cli.h"
+#include "common/platform/cli.h"
 
 typedef struct {
     char *buf;

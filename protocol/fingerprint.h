@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/platform/error.h"
 #include "protocol/wire.h"
 
 #define DRTHS_FINGERPRINT_BYTES 32

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "platform/error.h"
+#include "common/platform/error.h"
 #include "protocol/crypto.h"
 
 /* Loads the pre-shared key from path. Accepted contents: exactly 32 raw bytes, or 64 hex digits

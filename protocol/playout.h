@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "platform/error.h"
+#include "common/platform/error.h"
 
 typedef enum drths_playout_result {
     DRTHS_PLAYOUT_STORED = 0, /* first copy of a tick still to be played */

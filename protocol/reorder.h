@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "platform/error.h"
+#include "common/platform/error.h"
 #include "protocol/playout.h"
 
 typedef enum drths_reorder_result {

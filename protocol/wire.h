@@ -23,7 +23,7 @@
 
 #include <msgpack.h>
 
-#include "platform/error.h"
+#include "common/platform/error.h"
 #include "protocol/crypto.h"
 #include "protocol/replay.h"
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/setup.h"
-#include "platform/rtclock.h"
+#include "common/config/setup.h"
+#include "common/platform/rtclock.h"
 
 enum { S_START = 0, S_FIRST_COMMAND, S_RUN, S_CLOSING, S_DONE };
 

@@ -61,8 +61,8 @@
 
 #include <stdint.h>
 
-#include "config/config.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/platform/error.h"
 #include "protocol/estimator.h"
 #include "protocol/reorder.h"
 #include "protocol/wire.h"

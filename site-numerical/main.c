@@ -1,5 +1,5 @@
 /* drths-numerical: the numerical site. Its own options, the reference run, and the steps of a
- * hybrid run (connect, probe, run, report) in the site shell (site/shell.h), which owns the
+ * hybrid run (connect, probe, run, report) in the site shell (common/site/shell.h), which owns the
  * loop, the signals, the monitor and the real-time thread. The logic lives in site-numerical/. */
 #include <errno.h>
 #include <math.h>
@@ -8,14 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config.h"
-#include "platform/cli.h"
-#include "platform/rtclock.h"
+#include "common/config/config.h"
+#include "common/platform/cli.h"
+#include "common/platform/rtclock.h"
 #include "site-numerical/hybrid.h"
 #include "site-numerical/numsite.h"
 #include "site-numerical/reference.h"
 #include "site-numerical/summary.h"
-#include "site/shell.h"
+#include "common/site/shell.h"
 
 #define PROG "drths-numerical"
 

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "platform/cli.h"
-#include "platform/rtclock.h"
+#include "common/platform/cli.h"
+#include "common/platform/rtclock.h"
 #include "protocol/wire_filter.h"
 
 #define MS INT64_C(1000000)

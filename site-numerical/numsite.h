@@ -17,10 +17,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "config/config.h"
-#include "platform/error.h"
-#include "platform/recorder.h"
-#include "platform/udp.h"
+#include "common/config/config.h"
+#include "common/platform/error.h"
+#include "common/platform/recorder.h"
+#include "common/platform/udp.h"
 #include "protocol/crypto.h"
 #include "protocol/estimator.h"
 #include "protocol/fingerprint.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/setup.h"
+#include "common/config/setup.h"
 
 static int make_colnames(drths_numsub_t *ns)
 {

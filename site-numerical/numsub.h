@@ -16,11 +16,11 @@
 #ifndef DRTHS_NUMSUB_H
 #define DRTHS_NUMSUB_H
 
-#include "config/config.h"
-#include "models/groundmotion.h"
-#include "models/integrator.h"
-#include "models/structure.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/models/groundmotion.h"
+#include "common/models/integrator.h"
+#include "common/models/structure.h"
+#include "common/platform/error.h"
 
 typedef struct drths_numsub {
     drths_structure_t st;

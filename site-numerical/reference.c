@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/setup.h"
-#include "models/damper.h"
-#include "platform/csvwrite.h"
-#include "platform/json.h"
-#include "platform/rtclock.h"
-#include "platform/runfolder.h"
+#include "common/config/setup.h"
+#include "common/models/damper.h"
+#include "common/platform/csvwrite.h"
+#include "common/platform/json.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/runfolder.h"
 #include "protocol/fingerprint.h"
 #include "site-numerical/numsub.h"
 #include "site-numerical/semiactive.h"

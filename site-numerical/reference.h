@@ -6,8 +6,8 @@
 #ifndef DRTHS_REFERENCE_H
 #define DRTHS_REFERENCE_H
 
-#include "config/config.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/platform/error.h"
 #include "site-numerical/semiactive.h"
 
 typedef struct drths_reference_summary {

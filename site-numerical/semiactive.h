@@ -43,9 +43,9 @@
 #ifndef DRTHS_SEMIACTIVE_H
 #define DRTHS_SEMIACTIVE_H
 
-#include "config/config.h"
-#include "models/structure.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/models/structure.h"
+#include "common/platform/error.h"
 
 /* Weights of the clipped-optimal design (dimensionless, see above). */
 typedef struct drths_semiactive_design {

@@ -96,9 +96,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
-#include "models/damper.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/models/damper.h"
+#include "common/platform/error.h"
 
 /* The identified parameters: log-scales of these nominal parameters. */
 enum {

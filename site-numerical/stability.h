@@ -35,9 +35,9 @@
 
 #include <stdint.h>
 
-#include "config/config.h"
-#include "models/structure.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/models/structure.h"
+#include "common/platform/error.h"
 
 #define DRTHS_STABILITY_RING 64
 #define DRTHS_STABILITY_TEXT 200

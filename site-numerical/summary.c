@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "platform/cli.h"
-#include "platform/json.h"
-#include "platform/runfolder.h"
+#include "common/platform/cli.h"
+#include "common/platform/json.h"
+#include "common/platform/runfolder.h"
 
 static void rtt_json(drths_json_t *j, const char *key, const drths_rtt_summary_t *r)
 {

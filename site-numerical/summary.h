@@ -10,14 +10,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "platform/error.h"
-#include "platform/recorder.h"
-#include "platform/runfolder.h"
-#include "platform/telemetry.h"
+#include "common/platform/error.h"
+#include "common/platform/recorder.h"
+#include "common/platform/runfolder.h"
+#include "common/platform/telemetry.h"
 #include "site-numerical/hybrid.h"
 #include "site-numerical/numsite.h"
 #include "site-numerical/reference.h"
-#include "site/shell.h"
+#include "common/site/shell.h"
 
 /* What summary.json says besides the loop's own numbers. */
 typedef struct drths_numsite_outcome {

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/setup.h"
-#include "models/lagrange.h"
+#include "common/config/setup.h"
+#include "common/models/lagrange.h"
 
 const char *const drths_actuator_columns[DRTHS_ACT_NCOLS] = {
     "tick",
@@ -627,7 +627,7 @@ static double brake_acceleration(double v, double acc, double d, double jdt, dou
  *
  * The first DRTHS_ACT_CONCEAL_EXTRAP_TICKS concealed ticks in a row extrapolate: a' is the
  * cubic's through the last four commands (third-order Lagrange extrapolation,
- * models/lagrange.h), which is exact for a smooth trajectory, kept within the jerk limit of a
+ * common/models/lagrange.h), which is exact for a smooth trajectory, kept within the jerk limit of a
  * and within the acceleration limit (right after a kink the cubic accelerates away: through c,
  * c, c, c - d it goes on c - 4d, ...). Later ones brake: a' moves towards the braking
  * acceleration -sign(v*) min(D, sqrt(2 J |v*|)) by at most J dt, where v* = v + a |a| / (2 J) is

@@ -10,7 +10,7 @@
  * Timing (docs/design.md, "Timing model"): tick t applies c(t) = x(t - L). For t <= L the
  * command is the rest position (displacement 0 and the experiment's rest damper command); the
  * numerical site never sends those ticks. For t > L the command is the one received for tick t;
- * if it has not arrived, it is concealed: extrapolated (third-order Lagrange, models/lagrange.h,
+ * if it has not arrived, it is concealed: extrapolated (third-order Lagrange, common/models/lagrange.h,
  * jerk- and acceleration-limited) one tick ahead from the last four applied commands for the
  * first DRTHS_ACT_CONCEAL_EXTRAP_TICKS, then braking to rest, jerk-limited, the damper command
  * held; counted and flagged. A command that arrives after its tick is kept and, once the playout
@@ -29,7 +29,7 @@
  * Drive (docs/design.md, "Algorithms", compensation): the command chosen for tick t is the
  * DESIRED displacement r(t); the drive signal written to the DAQ is
  * drths_comp_drive(r(t-3..t), r(t+1..t+k), k) with the experiment's compensation
- * (models/compensation.h), the future samples read from the playout buffer
+ * (common/models/compensation.h), the future samples read from the playout buffer
  * (drths_playout_lookahead; rest ticks t <= L preview 0 and the first commands). For
  * `feedforward` the inverse model is scheduled on the commanded damper current through the
  * nominal damper's current dynamics. Tracking (measured against desired) is accumulated on every
@@ -86,11 +86,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
-#include "models/compensation.h"
-#include "models/damper.h"
-#include "platform/error.h"
-#include "platform/stats.h"
+#include "common/config/config.h"
+#include "common/models/compensation.h"
+#include "common/models/damper.h"
+#include "common/platform/error.h"
+#include "common/platform/stats.h"
 #include "protocol/playout.h"
 #include "protocol/wire.h"
 #include "site-physical/daq.h"
@@ -114,7 +114,7 @@ enum {
     DRTHS_ACT_COL_TRACK_RMS, /* running tracking RMS error norm, % */
     DRTHS_ACT_COL_TRACK_TI,  /* running tracking indicator, m^2 */
     /* The adaptive compensation's factors on the feedforward's four coefficients (1 in the
-     * other modes; models/compensation.h). */
+     * other modes; common/models/compensation.h). */
     DRTHS_ACT_COL_THETA0,
     DRTHS_ACT_COL_THETA1,
     DRTHS_ACT_COL_THETA2,

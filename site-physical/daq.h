@@ -1,7 +1,7 @@
 /* The actuator site's I/O driver interface: one drive signal and one damper command out, one
  * displacement and one force in, and a safe state. Two back ends:
  *
- *   virtual  the rehearsal specimen (models/specimen.h): each read is one tick of the virtual
+ *   virtual  the rehearsal specimen (common/models/specimen.h): each read is one tick of the virtual
  *            plant and damper, driven by the outputs last written.
  *   comedi   a data-acquisition board through comedilib: analog outputs for the actuator's
  *            displacement set-point and the damper's current driver, analog inputs for the
@@ -40,9 +40,9 @@
 
 #include <comedilib.h>
 
-#include "config/config.h"
-#include "models/specimen.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/models/specimen.h"
+#include "common/platform/error.h"
 
 /* The four channels, in the order of the bit masks and of drths_daq_comedi_config_t. */
 enum {

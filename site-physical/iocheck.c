@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/setup.h"
+#include "common/config/setup.h"
 
 #define HOLD_S 0.2        /* the set-point written at the rest position, before any motion */
 #define SETTLE_S 0.2      /* at rest with the second cycle's damper command, before it moves */

@@ -27,8 +27,8 @@
 
 #include <stdio.h>
 
-#include "config/config.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/platform/error.h"
 #include "site-physical/daq.h"
 
 typedef struct drths_iocheck_params {

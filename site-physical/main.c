@@ -1,6 +1,6 @@
 /* drths-physical: the actuator site. Its own options, the start-up and end lines, and the wiring
  * of site-physical/physsite.c (the data plane on one RT thread) into the site shell
- * (site/shell.h), which owns the loop, the signals, the monitor and the recorder's drain. */
+ * (common/site/shell.h), which owns the loop, the signals, the monitor and the recorder's drain. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -8,18 +8,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config/config.h"
-#include "config/setup.h"
-#include "platform/cli.h"
-#include "platform/rtclock.h"
-#include "platform/runfolder.h"
-#include "platform/udp.h"
+#include "common/config/config.h"
+#include "common/config/setup.h"
+#include "common/platform/cli.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/runfolder.h"
+#include "common/platform/udp.h"
 #include "protocol/fingerprint.h"
 #include "site-physical/iocheck.h"
 #include "site-physical/openfresco_app.h"
 #include "site-physical/physsite.h"
 #include "site-physical/report.h"
-#include "site/shell.h"
+#include "common/site/shell.h"
 
 /* Every channel physical.channels may declare is one element of the OpenFresco vectors (and one
  * --openfresco-stiffness value): the file's bound may not exceed the wire's. */

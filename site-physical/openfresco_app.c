@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "platform/json.h"
-#include "platform/rtclock.h"
-#include "platform/tcp.h"
+#include "common/platform/json.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/tcp.h"
 
 #define IO_BUF_BYTES (8 * DRTHS_OFR_MAX_DATA + 64)
 #define TEXT_OF(x) #x

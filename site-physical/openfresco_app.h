@@ -7,7 +7,7 @@
  *     TCP_QUICKACK re-armed before every receive (else the client's second back-to-back vector
  *     waits for a delayed ACK: 40 ms a step). It forwards setup, targets, measurement requests
  *     and the end of the session to the RT thread, and writes the replies the RT thread hands
- *     back. Both directions are SPSC rings (platform/ring.h).
+ *     back. Both directions are SPSC rings (common/platform/ring.h).
  *
  * One client at a time, and none may hold the site: the listening socket is closed as soon as a
  * client is accepted (a second one is refused by the kernel, it does not wait in a backlog), and
@@ -25,7 +25,7 @@
  *     numerical site. So playout, compensation, limits and HOLD, physical.csv and summary.json
  *     are those of a drths session.
  *
- * Continuous execution (models/precor.h): an analysis step lasts step_duration_s of wall time
+ * Continuous execution (common/models/precor.h): an analysis step lasts step_duration_s of wall time
  * (N ticks). Step n starts as soon as step n-1 ends, predicting from the last four targets;
  * from predict_fraction of the step on it corrects towards target n, reaching it at the step's
  * last tick. If target n has not arrived by the switch, the command holds the predicted value
@@ -80,10 +80,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "models/precor.h"
-#include "platform/error.h"
-#include "platform/ring.h"
-#include "platform/udp.h"
+#include "common/models/precor.h"
+#include "common/platform/error.h"
+#include "common/platform/ring.h"
+#include "common/platform/udp.h"
 #include "site-physical/openfresco.h"
 #include "site-physical/physsite.h"
 

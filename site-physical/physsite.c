@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/setup.h"
-#include "platform/cli.h"
-#include "platform/rtclock.h"
+#include "common/config/setup.h"
+#include "common/platform/cli.h"
+#include "common/platform/rtclock.h"
 #include "protocol/wire_filter.h"
 
 #define EVENT_CAPACITY 64

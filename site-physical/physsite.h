@@ -44,14 +44,14 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "config/config.h"
-#include "models/specimen.h"
-#include "platform/error.h"
-#include "platform/recorder.h"
-#include "platform/ring.h"
-#include "platform/rt.h"
-#include "platform/runfolder.h"
-#include "platform/udp.h"
+#include "common/config/config.h"
+#include "common/models/specimen.h"
+#include "common/platform/error.h"
+#include "common/platform/recorder.h"
+#include "common/platform/ring.h"
+#include "common/platform/rt.h"
+#include "common/platform/runfolder.h"
+#include "common/platform/udp.h"
 #include "protocol/crypto.h"
 #include "protocol/fingerprint.h"
 #include "protocol/wire.h"

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "platform/telemetry.h"
+#include "common/platform/telemetry.h"
 #include "site-physical/openfresco_app.h"
 #include "site-physical/physsite.h"
 

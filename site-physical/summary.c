@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "platform/cli.h"
-#include "platform/json.h"
-#include "platform/stats.h"
+#include "common/platform/cli.h"
+#include "common/platform/json.h"
+#include "common/platform/stats.h"
 
 static double us(int64_t ns)
 {

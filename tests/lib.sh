@@ -118,7 +118,7 @@ stop_cleanly() {
 
 # record_rows CSV: the data rows of a site's record so far. During the run the record is the
 # binary stream beside the CSV (NAME.bin: a text header of header_bytes, then row_bytes per row;
-# platform/recorder.h); the CSV is written from it when the site ends.
+# common/platform/recorder.h); the CSV is written from it when the site ends.
 record_rows() {
     local csv=$1 bin=${1%.csv}.bin hb rb size
     if [ -f "$csv" ]; then echo $(($(wc -l <"$csv") - 1)); return; fi

@@ -1,5 +1,5 @@
 """A stand-in drths site for the monitor's tests: telemetry frames and control datagrams in the
-formats of platform/telemetry.h, authenticated with the monitor key derived from a link key
+formats of common/platform/telemetry.h, authenticated with the monitor key derived from a link key
 (keyed BLAKE2b, as the sites and drths-monitor do). Found on PYTHONPATH like checks.py."""
 
 import hashlib

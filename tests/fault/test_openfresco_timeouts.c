@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "platform/rtclock.h"
-#include "platform/tcp.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/tcp.h"
 #include "site-physical/openfresco.h"
 
 #define DS 256

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
+#include "common/config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

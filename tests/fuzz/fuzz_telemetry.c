@@ -1,4 +1,4 @@
-/* libFuzzer target for the monitor's two parsers of untrusted datagrams (platform/telemetry.h):
+/* libFuzzer target for the monitor's two parsers of untrusted datagrams (common/platform/telemetry.h):
  * drths_telemetry_frame_open (what drths-monitor does with any UDP datagram on its telemetry
  * port) and drths_telemetry_control_open (what a site does with a datagram from the monitor's
  * address).
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "platform/telemetry.h"
+#include "common/platform/telemetry.h"
 
 static const uint8_t KEY[DRTHS_TELEMETRY_KEY_BYTES] = {7};
 

@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "platform/impair.h"
+#include "common/platform/impair.h"
 
 #define MAGIC 0x44525448u
 #define SEED 12345u

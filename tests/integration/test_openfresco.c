@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "platform/tcp.h"
+#include "common/platform/tcp.h"
 #include "site-physical/openfresco.h"
 
 #define K_N_PER_M 2.0e6

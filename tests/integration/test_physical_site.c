@@ -16,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config.h"
-#include "platform/cli.h"
-#include "platform/csvread.h"
-#include "platform/recorder.h"
-#include "platform/rtclock.h"
-#include "platform/udp.h"
+#include "common/config/config.h"
+#include "common/platform/cli.h"
+#include "common/platform/csvread.h"
+#include "common/platform/recorder.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/udp.h"
 #include "protocol/crypto.h"
 #include "protocol/fingerprint.h"
 #include "protocol/wire.h"

@@ -1,4 +1,4 @@
-/* Unit tests of platform/cli.h: the number parsers accept exactly what they promise and print
+/* Unit tests of common/platform/cli.h: the number parsers accept exactly what they promise and print
  * one message naming the program, the option and the value; the version string has the
  * project's version first. stderr is redirected to a file to read the messages back. */
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "platform/cli.h"
+#include "common/platform/cli.h"
 
 static char msg[512];
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every tool program (tools/<verb>/main.c) speaks the command line of platform/cli.h:
+# Every tool program (tools/<verb>/main.c) speaks the command line of common/platform/cli.h:
 #   --version prints "drths-X (drths) VERSION" with the same VERSION in every program (CMake's
 #   project version first, when ctest gives it in DRTHS_EXPECT_VERSION) and exits 0;
 #   --help and -h exit 0, print the usage first and end with the "Exit status" paragraph;

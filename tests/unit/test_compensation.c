@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "models/compensation.h"
+#include "common/models/compensation.h"
 
 #include "alloc_count.h"
 
@@ -246,7 +246,7 @@ static void test_feedforward_derivative_limits(void **state)
 }
 
 /* Runs a sine r = X sin(2 pi f t) through the AVERAGE plant (lo = hi) with the feedforward and
- * the one-tick convention of models/specimen.h: the drive written at tick k is held over
+ * the one-tick convention of common/models/specimen.h: the drive written at tick k is held over
  * [k, k+1] and y(k+1) is compared with r(k+1). Returns the RMS error norm in percent over the
  * last `seconds` - 0.5 s (the start-up transient, a few 8 ms time constants, is left out). */
 static double sine_tracking_at(drths_compensation_t mode, double f_hz, double X, int lookahead,
@@ -547,7 +547,7 @@ static void test_init_errors(void **state)
 }
 
 /* The current-dynamics model that schedules `feedforward` on the COMMANDED current reproduces
- * the damper's own current dynamics (models/damper.c discretises the same filter) tick by tick
+ * the damper's own current dynamics (common/models/damper.c discretises the same filter) tick by tick
  * under a 0 / 2.5 A square wave, settles at the command, clamps out-of-range commands, and
  * schedules the inverse between the 0 A and 2.5 A models. */
 static void test_current_model(void **state)

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "config/config.h"
-#include "config/setup.h"
+#include "common/config/config.h"
+#include "common/config/setup.h"
 #include "protocol/fingerprint.h"
 
 static char *src_path(const char *rel)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "platform/csvread.h"
+#include "common/platform/csvread.h"
 
 /* Writes text to a fresh temporary file and returns its path (static buffer). */
 static const char *write_tmp(const char *text)

@@ -12,12 +12,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "models/damper.h"
+#include "common/models/damper.h"
 
 #define DT 2e-4 /* 5 kHz, the default tick */
 
 /* ---------------------------------------------------------------------------------------------
- * Reference model, independent of models/damper.c: the published tables are typed in again
+ * Reference model, independent of common/models/damper.c: the published tables are typed in again
  * here and converted to SI (m, N, s), and the equations are integrated in SI with an adaptive
  * Dormand-Prince 5(4) scheme at tight tolerance, with the exact sinusoidal input. */
 typedef struct {

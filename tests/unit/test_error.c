@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <cmocka.h>
 
-#include "platform/error.h"
+#include "common/platform/error.h"
 
 static void test_set_and_prefix(void **state)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "models/groundmotion.h"
+#include "common/models/groundmotion.h"
 
 #define G DRTHS_G_M_S2
 

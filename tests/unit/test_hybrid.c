@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/setup.h"
-#include "models/damper.h"
-#include "platform/csvread.h"
+#include "common/config/setup.h"
+#include "common/models/damper.h"
+#include "common/platform/csvread.h"
 #include "site-numerical/hybrid.h"
 #include "site-numerical/reference.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests of the netem-style impairment model (platform/impair.h): parsing and its errors, and
+/* Unit tests of the netem-style impairment model (common/platform/impair.h): parsing and its errors, and
  * statistics over 1e6 decisions against the numbers the spec implies. Every bound is about four
  * standard errors wide, so a correct model fails about once in 10^4 seeds; the seeds are fixed,
  * so the test is deterministic. */
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "platform/impair.h"
+#include "common/platform/impair.h"
 
 #define N 1000000
 #define MS 1000000.0

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "models/integrator.h"
-#include "models/structure.h"
+#include "common/models/integrator.h"
+#include "common/models/structure.h"
 
 #include "alloc_count.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/setup.h"
+#include "common/config/setup.h"
 #include "site-physical/iocheck.h"
 
 #ifndef DRTHS_SOURCE_DIR_DEFAULT

@@ -6,7 +6,7 @@
 
 #include <math.h>
 
-#include "models/lagrange.h"
+#include "common/models/lagrange.h"
 
 static double cubic(double t)
 {

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config.h" /* drths_acceptance_default */
-#include "platform/metrics.h"
+#include "common/config/config.h" /* drths_acceptance_default */
+#include "common/platform/metrics.h"
 
 #define N 1000
 

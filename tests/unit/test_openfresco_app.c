@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "common/config/config.h"
 #include "site-physical/openfresco_app.h"
 #include "site-physical/physsite.h"
 

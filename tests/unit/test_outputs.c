@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "platform/csvwrite.h"
-#include "platform/json.h"
-#include "platform/runfolder.h"
+#include "common/platform/csvwrite.h"
+#include "common/platform/json.h"
+#include "common/platform/runfolder.h"
 
 static char tmpdir[256];
 

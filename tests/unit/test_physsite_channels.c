@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "config/config.h"
+#include "common/config/config.h"
 #include "site-physical/physsite.h"
 #include "site-physical/report.h"
 

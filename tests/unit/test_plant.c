@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "models/plant.h"
+#include "common/models/plant.h"
 
 /* Unit step response y(t) and its derivative for K / ((s + p)(s^2 + a s + b)). */
 static void analytic_step(const drths_plant_model_t *m, double t, double *y, double *v)

@@ -6,7 +6,7 @@
 
 #include <math.h>
 
-#include "models/precor.h"
+#include "common/models/precor.h"
 
 /* Targets d(m) = m^3 for m = 1 .. 4 and the new target d(5) = 125: every value below is a
  * binary fraction, so the cubic cases are exact in floating point. */

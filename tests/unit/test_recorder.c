@@ -1,5 +1,5 @@
-/* Tests of the run recorder (platform/recorder.c): the binary stream converts to the same CSV as
- * rows written straight with platform/csvwrite.c, with or without the writer thread; a stalled
+/* Tests of the run recorder (common/platform/recorder.c): the binary stream converts to the same CSV as
+ * rows written straight with common/platform/csvwrite.c, with or without the writer thread; a stalled
  * writer never blocks the producer, and the rows a full ring drops are counted and reported. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "platform/csvwrite.h"
-#include "platform/json.h"
-#include "platform/recorder.h"
+#include "common/platform/csvwrite.h"
+#include "common/platform/json.h"
+#include "common/platform/recorder.h"
 
 #define NCOLS 5
 

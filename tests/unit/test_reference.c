@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "config/config.h"
+#include "common/config/config.h"
 #include "site-numerical/reference.h"
 
 static drths_experiment_t ex;

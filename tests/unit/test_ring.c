@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "platform/ring.h"
+#include "common/platform/ring.h"
 
 /* A record the consumer can check: the sequence number and a value derived from it, so a torn
  * or stale copy is detected, not only a wrong order. */

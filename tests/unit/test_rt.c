@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "platform/rt.h"
+#include "common/platform/rt.h"
 
 static drths_rt_options_t none(void)
 {

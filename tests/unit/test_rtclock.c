@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "platform/rtclock.h"
+#include "common/platform/rtclock.h"
 
 static void test_timespec(void **state)
 {

@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
-#include "config/setup.h"
-#include "models/integrator.h"
-#include "models/structure.h"
+#include "common/config/config.h"
+#include "common/config/setup.h"
+#include "common/models/integrator.h"
+#include "common/models/structure.h"
 #include "site-numerical/reference.h"
 #include "site-numerical/semiactive.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests of the site shell's parts that need no live run (site/shell.h): the common options
+/* Unit tests of the site shell's parts that need no live run (common/site/shell.h): the common options
  * with a program's own, their errors and exit codes, --help and --version; key loading and its
  * errors; the real-time options taken from the common ones. stdout and stderr are redirected to
  * a file to read the messages back. */
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "platform/cli.h"
-#include "site/shell.h"
+#include "common/platform/cli.h"
+#include "common/site/shell.h"
 
 static char msg[2048];
 

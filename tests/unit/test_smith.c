@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "models/damper.h"
+#include "common/models/damper.h"
 #include "site-numerical/smith.h"
 
 #define DT (1.0 / 5000.0)

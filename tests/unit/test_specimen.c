@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/specimen.h"
+#include "common/models/specimen.h"
 
 #define DT 2e-4
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "platform/stats.h"
+#include "common/platform/stats.h"
 
 static void test_rank(void **state)
 {

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/setup.h"
-#include "platform/recorder.h"
+#include "common/config/setup.h"
+#include "common/platform/recorder.h"
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
 #include "site-numerical/hybrid.h"

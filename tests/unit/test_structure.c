@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "models/structure.h"
+#include "common/models/structure.h"
 
 static const double default_mass[3] = {5.0e4, 5.0e4, 5.0e4};
 static const double default_k[3] = {7.3955e7, 1.00510e8, 8.5740e7};

@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "platform/rtclock.h"
-#include "platform/tcp.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/tcp.h"
 
 static void pair(int sv[2])
 {

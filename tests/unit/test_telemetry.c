@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "platform/telemetry.h"
+#include "common/platform/telemetry.h"
 
 #define KEY_DERIVE_EXPECTED "3231a30aa38a8a4177092c217694fbb17ef1e9d16e2a87abebc9784d9cb72f1d"
 

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "platform/rtclock.h"
-#include "platform/udp.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/udp.h"
 #include "protocol/wire_filter.h"
 
 #define SID 0x0123456789abcdefULL

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "platform/recorder.h"
-#include "platform/rtclock.h"
-#include "platform/udp.h"
+#include "common/platform/recorder.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/udp.h"
 
 static void test_addr_parse(void **state)
 {

@@ -60,8 +60,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "platform/cli.h"
-#include "platform/error.h"
+#include "common/platform/cli.h"
+#include "common/platform/error.h"
 #include "protocol/crypto.h"
 #include "protocol/keyfile.h"
 #include "protocol/wire.h"

@@ -33,10 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "platform/cli.h"
-#include "platform/rt.h"
-#include "platform/rtclock.h"
-#include "platform/stats.h"
+#include "common/platform/cli.h"
+#include "common/platform/rt.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/stats.h"
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
 

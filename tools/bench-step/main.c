@@ -27,13 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/damper.h"
-#include "models/integrator.h"
-#include "models/structure.h"
-#include "platform/cli.h"
-#include "platform/rt.h"
-#include "platform/rtclock.h"
-#include "platform/stats.h"
+#include "common/models/damper.h"
+#include "common/models/integrator.h"
+#include "common/models/structure.h"
+#include "common/platform/cli.h"
+#include "common/platform/rt.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/stats.h"
 
 #define PROG "drths-bench-step"
 #define MAX_SIZES 16

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
-#include "config/setup.h"
-#include "platform/cli.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/config/setup.h"
+#include "common/platform/cli.h"
+#include "common/platform/error.h"
 #include "protocol/crypto.h"
 #include "protocol/fingerprint.h"
 #include "site-numerical/reference.h"

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
-#include "platform/cli.h"
-#include "platform/rtclock.h"
-#include "platform/stats.h"
+#include "common/config/config.h"
+#include "common/platform/cli.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/stats.h"
 #include "site-physical/daq.h"
 #include "tools/comedi-emu/comedi_emu.h"
 

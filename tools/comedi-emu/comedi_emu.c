@@ -27,9 +27,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "config/config.h"
-#include "config/setup.h"
-#include "models/specimen.h"
+#include "common/config/config.h"
+#include "common/config/setup.h"
+#include "common/models/specimen.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -18,7 +18,7 @@
  *   subdevice 2  digital I/O, 8 lines.
  *
  * Behind the analog channels, when an experiment file is given, is the virtual specimen
- * (models/specimen.h) wired as the experiment's `daq` section says: the codes written to the
+ * (common/models/specimen.h) wired as the experiment's `daq` section says: the codes written to the
  * command_out and current_out channels are turned into volts by the DAC and into the drive (m)
  * and damper command (A or V) by the channel's units_per_volt and offset; each read of the
  * displacement_in channel is one tick of the specimen (the board's sample clock is the site's

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
-#include "platform/udp.h"
+#include "common/config/config.h"
+#include "common/platform/udp.h"
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
 

@@ -8,7 +8,7 @@
 
 #include <sodium.h>
 
-#include "platform/rtclock.h"
+#include "common/platform/rtclock.h"
 
 static void vline(const char *word, const char *name, const char *fmt, va_list ap)
 {

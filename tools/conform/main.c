@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "platform/cli.h"
+#include "common/platform/cli.h"
 #include "protocol/fingerprint.h"
 #include "protocol/keyfile.h"
 #include "tools/conform/conform.h"

@@ -9,7 +9,7 @@
 
 #include <sodium.h>
 
-#include "platform/rtclock.h"
+#include "common/platform/rtclock.h"
 
 #define QUIET_MS 400 /* a datagram that gets no answer within this gets none */
 #define MAX_EPHS 16

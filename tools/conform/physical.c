@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "platform/rtclock.h"
+#include "common/platform/rtclock.h"
 #include "protocol/fingerprint.h"
 
 #define RING 65536       /* ticks of commands and measurements kept */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "platform/rtclock.h"
+#include "common/platform/rtclock.h"
 
 #define MAX_COUNTER 65536
 

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "platform/cli.h"
+#include "common/platform/cli.h"
 #include "relay.h"
 
 #define PROG "drths-impair"

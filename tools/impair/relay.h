@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "platform/impair.h"
+#include "common/platform/impair.h"
 
 /* The last client address seen, written by one thread and read by the other. A mutex, not a
  * seqlock: the critical section is one 128-byte copy, uncontended but for a changing address,

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "platform/cli.h"
-#include "platform/error.h"
+#include "common/platform/cli.h"
+#include "common/platform/error.h"
 #include "protocol/crypto.h"
 #include "protocol/keyfile.h"
 

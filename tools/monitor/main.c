@@ -1,5 +1,5 @@
 /* drths-monitor: the live monitor of a run (docs/monitor.md). Receives the sites' telemetry (one
- * authenticated JSON frame per UDP datagram, platform/telemetry.h), keeps the recent frames in
+ * authenticated JSON frame per UDP datagram, common/platform/telemetry.h), keeps the recent frames in
  * memory, serves the page from the web directory (tools/web-build puts it in build/web), streams
  * the frames to the page as server-sent events (GET /events) and forwards Start / Stop / Abort
  * (POST /control/...) to the sites as authenticated control datagrams on the same UDP socket.
@@ -42,10 +42,10 @@
 #include <microhttpd.h>
 #include <sodium.h>
 
-#include "platform/cli.h"
-#include "platform/error.h"
-#include "platform/telemetry.h"
-#include "platform/udp.h"
+#include "common/platform/cli.h"
+#include "common/platform/error.h"
+#include "common/platform/telemetry.h"
+#include "common/platform/udp.h"
 #include "protocol/crypto.h"
 #include "protocol/keyfile.h"
 

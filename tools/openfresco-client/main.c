@@ -41,12 +41,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "models/groundmotion.h"
-#include "platform/cli.h"
-#include "platform/error.h"
-#include "platform/rtclock.h"
-#include "platform/tcp.h"
-#include "platform/stats.h"
+#include "common/models/groundmotion.h"
+#include "common/platform/cli.h"
+#include "common/platform/error.h"
+#include "common/platform/rtclock.h"
+#include "common/platform/tcp.h"
+#include "common/platform/stats.h"
 #include "site-physical/openfresco.h"
 
 #define PROG "drths-openfresco-client"

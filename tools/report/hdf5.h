@@ -3,8 +3,8 @@
 #ifndef DRTHS_REPORT_HDF5_H
 #define DRTHS_REPORT_HDF5_H
 
-#include "platform/csvread.h"
-#include "platform/error.h"
+#include "common/platform/csvread.h"
+#include "common/platform/error.h"
 
 typedef struct drths_report_hdf5 {
     const char *run_dir;           /* root attribute "run" */

@@ -27,11 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config/config.h"
-#include "platform/cli.h"
-#include "platform/csvread.h"
-#include "platform/metrics.h"
-#include "platform/stats.h"
+#include "common/config/config.h"
+#include "common/platform/cli.h"
+#include "common/platform/csvread.h"
+#include "common/platform/metrics.h"
+#include "common/platform/stats.h"
 #include "tools/report/hdf5.h"
 
 /* Rows per plotted series: enough for a smooth 1200-pixel plot, small enough for gnuplot to

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/damper.h"
-#include "models/specimen.h"
-#include "platform/cli.h"
-#include "platform/error.h"
+#include "common/models/damper.h"
+#include "common/models/specimen.h"
+#include "common/platform/cli.h"
+#include "common/platform/error.h"
 
 #define PROG "drths-specimen"
 #define MAX_SAMPLES 100000000L

@@ -1,14 +1,14 @@
 /* drths-tracking: the actuator tracking benchmark of Phillips & Spencer 2013 (Table 2) on the
  * virtual plant, with plants that differ from the compensator's model.
  *
- * The virtual specimen (models/specimen.h: the 3-pole servo-hydraulic plant following the
+ * The virtual specimen (common/models/specimen.h: the 3-pole servo-hydraulic plant following the
  * 200-kN damper's effective current between the 0 A and 2.5 A models, the damper attached, the
  * default sensor noise and 16-bit converters, a one-tick I/O delay, 5000 Hz) is driven to
  * follow a band-limited white-noise displacement (0-5 Hz, RMS 2.78 mm; 0-15 Hz, RMS 0.595 mm)
  * with the damper at 0.0 A, 2.5 A and 2.5 A pulsed at 0.5 Hz, and each of the compensation
- * modes of models/compensation.h (designed on the paper's models). The plant is, by default,
+ * modes of common/models/compensation.h (designed on the paper's models). The plant is, by default,
  * each of five: the models themselves ("nominal"), their bandwidth x0.7 and x1.3, their gain
- * x0.8 and x1.2 (models/plant.h, drths_plant_model_scale); --experiment or the --plant-*
+ * x0.8 and x1.2 (common/models/plant.h, drths_plant_model_scale); --experiment or the --plant-*
  * options run one plant instead. It prints the RMS error norm of the measured against the
  * desired displacement, 100 sqrt(sum (xm - xd)^2 / sum xd^2) % (the paper's eq 31), with the
  * noise floor (the same norm of the measured against the TRUE displacement: what sensor noise
@@ -25,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
-#include "models/compensation.h"
-#include "models/groundmotion.h"
-#include "models/specimen.h"
-#include "platform/cli.h"
-#include "platform/error.h"
+#include "common/config/config.h"
+#include "common/models/compensation.h"
+#include "common/models/groundmotion.h"
+#include "common/models/specimen.h"
+#include "common/platform/cli.h"
+#include "common/platform/error.h"
 
 #define PROG "drths-tracking"
 #define RATE_HZ 5000.0
@@ -76,7 +76,7 @@ static const char *const MODE_NAMES[] = {"none", "polynomial", "feedforward-aver
 #define MODE_FF 3
 #define MODE_ADAPTIVE 4
 
-/* A plant of the study: how it differs from the models (models/plant.h). */
+/* A plant of the study: how it differs from the models (common/models/plant.h). */
 typedef struct {
     char name[96];
     drths_plant_scale_t sc;
@@ -199,7 +199,7 @@ static double current_at(const case_t *cs, long k, double dt)
 
 /* One run. For FEEDFORWARD and ADAPTIVE the inverse is scheduled on the damper current as the
  * actuator site does it: the COMMANDED current (what a lab knows) passed through the model of
- * the damper's current dynamics (models/compensation.h), not the plant's own internal current.
+ * the damper's current dynamics (common/models/compensation.h), not the plant's own internal current.
  * The adaptive mode observes the drive written and the displacement read each tick, as the
  * actuator site does. */
 static int run(const case_t *cs, drths_compensation_t mode, const plant_t *pl, const double *r,

@@ -1,0 +1,2402 @@
+/* Experiment file loader: libcyaml parses the YAML into "raw" structs whose every scalar is a
+ * string, then this file converts, fills defaults and validates field by field. Each key is
+ * declared once, in its section's table ("the fields of each section" below), which gives its
+ * name, kind, destination, default and range; the raw structs, the libcyaml schema and the
+ * conversion of plain scalars are generated from the tables.
+ *
+ * Why strings: libcyaml's own number parsing is lenient (it loads "2.5" into an int as 2, "-1"
+ * into an unsigned as 2^64-1 and "1_000" as 1), and its enum errors do not list the valid
+ * values. Taking scalars as text lets every field be checked strictly with a message that names
+ * its path and what it accepts.
+ *
+ * Why two passes: libcyaml cannot load a sequence of variable-length sequences, which is what a
+ * matrix written as a list of rows is. The first pass loads everything else and only counts the
+ * rows of each matrix (entries of type CYAML_IGNORE); the second pass loads the matrices with a
+ * schema built at run time whose rows are fixed sequences as long as the matrix has rows, so a
+ * row of the wrong length is reported as "not square" by libcyaml itself.
+ */
+#include "common/config/config.h"
+
+#include <cyaml/cyaml.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A generous bound: a 1000 x 1000 matrix written out is about 15 MB. */
+#define MAX_FILE_BYTES (64u << 20)
+#define SYMMETRY_TOL 1e-9
+#define G_M_S2 9.80665
+
+/* ---- enum names ------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int value;
+} enum_name_t;
+
+static const enum_name_t structure_models[] = {{"shear-building", DRTHS_STRUCTURE_SHEAR_BUILDING},
+                                               {"matrices", DRTHS_STRUCTURE_MATRICES},
+                                               {NULL, 0}};
+static const enum_name_t damping_kinds[] = {{"modal", DRTHS_DAMPING_MODAL},
+                                            {"rayleigh", DRTHS_DAMPING_RAYLEIGH},
+                                            {"matrix", DRTHS_DAMPING_MATRIX},
+                                            {"none", DRTHS_DAMPING_NONE},
+                                            {NULL, 0}};
+static const enum_name_t integrator_kinds[] = {
+    {"chen-ricles", DRTHS_INTEGRATOR_CHEN_RICLES},
+    {"central-difference", DRTHS_INTEGRATOR_CENTRAL_DIFFERENCE},
+    {NULL, 0}};
+static const enum_name_t ground_kinds[] = {{"record", DRTHS_GROUND_MOTION_RECORD},
+                                           {"white-noise", DRTHS_GROUND_MOTION_WHITE_NOISE},
+                                           {NULL, 0}};
+static const enum_name_t record_formats[] = {{"auto", DRTHS_RECORD_FORMAT_AUTO},
+                                             {"at2", DRTHS_RECORD_FORMAT_AT2},
+                                             {"two-column", DRTHS_RECORD_FORMAT_TWO_COLUMN},
+                                             {"csv", DRTHS_RECORD_FORMAT_CSV},
+                                             {NULL, 0}};
+static const enum_name_t accel_units[] = {{"g", DRTHS_ACCEL_G},
+                                          {"m/s2", DRTHS_ACCEL_M_S2},
+                                          {"cm/s2", DRTHS_ACCEL_CM_S2},
+                                          {"mm/s2", DRTHS_ACCEL_MM_S2},
+                                          {NULL, 0}};
+static const enum_name_t damper_models[] = {{"phillips2013-200kN", DRTHS_DAMPER_PHILLIPS2013},
+                                            {"spencer1997-small", DRTHS_DAMPER_SPENCER1997},
+                                            {"linear-spring", DRTHS_DAMPER_LINEAR_SPRING},
+                                            {"none", DRTHS_DAMPER_NONE},
+                                            {NULL, 0}};
+static const enum_name_t control_modes[] = {{"passive-off", DRTHS_CONTROL_PASSIVE_OFF},
+                                            {"passive-on", DRTHS_CONTROL_PASSIVE_ON},
+                                            {"fixed", DRTHS_CONTROL_FIXED},
+                                            {"clipped-optimal", DRTHS_CONTROL_CLIPPED_OPTIMAL},
+                                            {NULL, 0}};
+static const enum_name_t actuator_plants[] = {{"ideal", DRTHS_ACTUATOR_PLANT_IDEAL},
+                                              {"three-pole", DRTHS_ACTUATOR_PLANT_THREE_POLE},
+                                              {NULL, 0}};
+static const enum_name_t compensations[] = {
+    {"none", DRTHS_COMPENSATION_NONE},
+    {"polynomial", DRTHS_COMPENSATION_POLYNOMIAL},
+    {"feedforward", DRTHS_COMPENSATION_FEEDFORWARD},
+    {"feedforward-average", DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE},
+    {"adaptive", DRTHS_COMPENSATION_ADAPTIVE},
+    {NULL, 0}};
+static const enum_name_t hold_modes[] = {
+    {"hold", DRTHS_HOLD_AT_POSITION}, {"ramp", DRTHS_HOLD_RAMP}, {NULL, 0}};
+static const enum_name_t smith_modes[] = {{"off", DRTHS_SMITH_OFF},
+                                          {"fixed", DRTHS_SMITH_FIXED},
+                                          {"adaptive", DRTHS_SMITH_ADAPTIVE},
+                                          {NULL, 0}};
+
+static const enum_name_t daq_backends[] = {
+    {"virtual", DRTHS_DAQ_BACKEND_VIRTUAL}, {"comedi", DRTHS_DAQ_BACKEND_COMEDI}, {NULL, 0}};
+static const enum_name_t booleans[] = {{"false", 0}, {"true", 1}, {NULL, 0}};
+static const enum_name_t daq_arefs[] = {{"ground", DRTHS_DAQ_AREF_GROUND},
+                                        {"common", DRTHS_DAQ_AREF_COMMON},
+                                        {"diff", DRTHS_DAQ_AREF_DIFF},
+                                        {NULL, 0}};
+
+static const char *enum_name(const enum_name_t *t, int v)
+{
+    for (; t->name; t++)
+        if (t->value == v)
+            return t->name;
+    return "?";
+}
+
+const char *drths_structure_model_name(drths_structure_model_t v)
+{
+    return enum_name(structure_models, (int)v);
+}
+const char *drths_damping_kind_name(drths_damping_kind_t v)
+{
+    return enum_name(damping_kinds, (int)v);
+}
+const char *drths_integrator_kind_name(drths_integrator_kind_t v)
+{
+    return enum_name(integrator_kinds, (int)v);
+}
+const char *drths_ground_motion_kind_name(drths_ground_motion_kind_t v)
+{
+    return enum_name(ground_kinds, (int)v);
+}
+const char *drths_record_format_name(drths_record_format_t v)
+{
+    return enum_name(record_formats, (int)v);
+}
+const char *drths_accel_units_name(drths_accel_units_t v)
+{
+    return enum_name(accel_units, (int)v);
+}
+const char *drths_damper_model_name(drths_damper_model_t v)
+{
+    return enum_name(damper_models, (int)v);
+}
+const char *drths_control_mode_name(drths_control_mode_t v)
+{
+    return enum_name(control_modes, (int)v);
+}
+const char *drths_actuator_plant_name(drths_actuator_plant_t v)
+{
+    return enum_name(actuator_plants, (int)v);
+}
+const char *drths_compensation_name(drths_compensation_t v)
+{
+    return enum_name(compensations, (int)v);
+}
+const char *drths_hold_mode_name(drths_hold_mode_t v)
+{
+    return enum_name(hold_modes, (int)v);
+}
+const char *drths_smith_mode_name(drths_smith_mode_t v)
+{
+    return enum_name(smith_modes, (int)v);
+}
+const char *drths_daq_backend_name(drths_daq_backend_t v)
+{
+    return enum_name(daq_backends, (int)v);
+}
+const char *drths_daq_aref_name(drths_daq_aref_t v)
+{
+    return enum_name(daq_arefs, (int)v);
+}
+
+double drths_experiment_command_max(drths_damper_model_t model)
+{
+    switch (model) {
+    case DRTHS_DAMPER_PHILLIPS2013:
+        return 2.5;
+    case DRTHS_DAMPER_SPENCER1997:
+        return 2.25;
+    default:
+        return 0.0;
+    }
+}
+
+double drths_accel_units_m_s2(drths_accel_units_t units)
+{
+    switch (units) {
+    case DRTHS_ACCEL_G:
+        return G_M_S2;
+    case DRTHS_ACCEL_M_S2:
+        return 1.0;
+    case DRTHS_ACCEL_CM_S2:
+        return 0.01;
+    case DRTHS_ACCEL_MM_S2:
+        return 0.001;
+    }
+    return 0.0;
+}
+
+/* ---- error context ----------------------------------------------------------------------- */
+
+typedef struct {
+    const char *file; /* for messages */
+    const char *text; /* the file's bytes, to find the line of a key */
+    size_t len;
+    drths_error_t *err;
+    char **notes; /* the experiment's notes (ignored fields); NULL: not collected */
+    /* Prepended to every path in messages: "physical.channels[1]." while a channel's sections
+     * are read with the top-level sections' code, "" (or NULL) otherwise. */
+    const char *prefix;
+} vctx_t;
+
+/* The full path of a field in messages: c->prefix then path. */
+static const char *full_path(const vctx_t *c, const char *path, char *buf, size_t size)
+{
+    if (!c->prefix || !c->prefix[0])
+        return path;
+    snprintf(buf, size, "%s%s", c->prefix, path);
+    return buf;
+}
+
+/* The indentation of the line from q to eol, counting a block sequence's "- " as indentation
+ * (the first key of a sequence entry stands on the dash's line, or on the next line after a
+ * dash alone); *q moves past it. *dash is 1 + the first dash's column, 0 without one. */
+static int indent_of(const char *text, size_t *q, size_t eol, int *dash)
+{
+    int indent = 0;
+    *dash = 0;
+    for (;;) {
+        while (*q < eol && text[*q] == ' ') {
+            (*q)++;
+            indent++;
+        }
+        if (*q < eol && text[*q] == '-' && (*q + 1 == eol || text[*q + 1] == ' ')) {
+            if (!*dash)
+                *dash = indent + 1; /* 1 + the dash's column */
+            (*q)++;
+            indent++;
+            continue;
+        }
+        return indent;
+    }
+}
+
+/* One line of the text from pos: where it ends and where its content starts (q), its
+ * indentation and dash (as indent_of), the column that places it in the blocks (col: its first
+ * dash's, else its indentation), whether it is blank or a comment, and the position of the next
+ * line. */
+typedef struct yline {
+    size_t eol, q, next;
+    int indent, dash, col, blank;
+} yline_t;
+
+static void read_line(const vctx_t *c, size_t pos, yline_t *l)
+{
+    l->eol = pos;
+    while (l->eol < c->len && c->text[l->eol] != '\n')
+        l->eol++;
+    l->q = pos;
+    l->indent = indent_of(c->text, &l->q, l->eol, &l->dash);
+    l->col = l->dash ? l->dash - 1 : l->indent;
+    l->blank = (l->q == l->eol && !l->dash) || (l->q < l->eol && c->text[l->q] == '#');
+    l->next = l->eol < c->len ? l->eol + 1 : l->eol;
+}
+
+/* The path after the index ("[2]") p starts with. */
+static const char *past_index(const char *p)
+{
+    while (*p && *p != ']')
+        p++;
+    return *p == ']' ? p + 1 : p;
+}
+
+/* Finds the line of the key at the end of a dotted path in block-style YAML: each component
+ * must appear as "key:" at the start of a line (after indentation) deeper than its parent and
+ * before the parent's block ends; an index ("[2]") of a block sequence moves to that entry's
+ * dash line. Returns 0 if not found (flow style, or the key is absent because it is missing),
+ * so messages only add a line they are sure of. */
+static int line_of(const vctx_t *c, const char *path)
+{
+    if (!c->text || !path || !*path)
+        return 0;
+    size_t pos = 0; /* search from this byte */
+    int line = 1;   /* line number at pos */
+    int parent_indent = -1;
+    const char *p = path;
+    int found_line = 0;
+    size_t entry_pos = (size_t)-1; /* the dash line of the sequence entry searched in */
+    while (*p) {
+        char key[128];
+        size_t k = 0;
+        while (*p && *p != '.' && *p != '[' && k + 1 < sizeof key)
+            key[k++] = *p++;
+        key[k] = '\0';
+        if (k == 0)
+            return 0;
+        /* Scan lines from pos. */
+        int hit = 0;
+        for (yline_t l; !hit && pos < c->len; pos = l.next, line++) {
+            read_line(c, pos, &l);
+            if (!l.blank && pos != entry_pos && l.col <= parent_indent)
+                return 0; /* left the parent's block */
+            if (!l.blank && l.eol - l.q > k && memcmp(c->text + l.q, key, k) == 0) {
+                size_t r = l.q + k;
+                while (r < l.eol && c->text[r] == ' ')
+                    r++;
+                if (r < l.eol && c->text[r] == ':') {
+                    hit = 1;
+                    parent_indent = l.indent;
+                    found_line = line;
+                }
+            }
+        }
+        if (!hit)
+            return 0;
+        /* An index of a block sequence: the entry's first line is its dash line, which the
+         * next key is searched from (so it may stand on it). Flow style is not followed. */
+        while (*p == '[') {
+            long want = strtol(p + 1, NULL, 10);
+            p = past_index(p);
+            int dash_col = -1;
+            long seen = -1;
+            int found = 0;
+            for (yline_t l; pos < c->len; pos = l.next, line++) {
+                read_line(c, pos, &l);
+                /* The entries' dashes may stand at the key's own column (YAML allows it), so
+                 * only a dash left of it, or another line not deeper, ends the sequence. */
+                if (!l.blank && (l.dash ? l.col < parent_indent : l.col <= parent_indent))
+                    break;
+                if (!l.blank && l.dash && (dash_col < 0 || l.col == dash_col)) {
+                    dash_col = l.col;
+                    if (++seen == want) {
+                        found = 1;
+                        found_line = line;
+                        parent_indent = dash_col;
+                        entry_pos = pos;
+                        break; /* pos stays on the dash line */
+                    }
+                }
+            }
+            if (!found) {
+                /* A flow sequence ([a, b]) or a short one: the key's line is the line of an
+                 * element; a key inside an element is not searched for (it could be another
+                 * element's). */
+                while (*p == '[')
+                    p = past_index(p);
+                return *p ? 0 : found_line;
+            }
+        }
+        if (*p == '.')
+            p++;
+    }
+    return found_line;
+}
+
+/* The line of the full path of a field; in a channel, a field the channel does not give (it
+ * takes the top-level value) is named at the channel's own line, its entry's dash line. */
+static int line_in(const vctx_t *c, const char *full)
+{
+    int line = line_of(c, full);
+    if (line > 0 || !c->prefix || !c->prefix[0])
+        return line;
+    char entry[64];
+    size_t n = strlen(c->prefix);
+    if (n < 2 || n > sizeof entry)
+        return 0;
+    memcpy(entry, c->prefix, n - 1); /* without the trailing '.' */
+    entry[n - 1] = '\0';
+    return line_of(c, entry);
+}
+
+static int failv(vctx_t *c, int code, const char *path, const char *fmt, va_list ap)
+{
+    char what[384], full[160];
+    path = full_path(c, path, full, sizeof full);
+    vsnprintf(what, sizeof what, fmt, ap);
+    int line = line_in(c, path);
+    if (line > 0)
+        return drths_error_set(c->err, code, "%s:%d: %s: %s", c->file, line, path, what);
+    return drths_error_set(c->err, code, "%s: %s: %s", c->file, path, what);
+}
+
+static int fail(vctx_t *c, int code, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(vctx_t *c, int code, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = failv(c, code, path, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* ---- scalar conversion ------------------------------------------------------------------ */
+
+static int parse_double(const char *s, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    /* strtod also accepts "inf", "nan" and hex floats; the first two are refused below, and a
+     * hex float is a number all the same. Leading blanks cannot occur in a plain YAML scalar but
+     * can in a quoted one; refuse them so that " 5" is not silently 5. */
+    if (s[0] == ' ' || s[0] == '\t')
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The value of a number field, or def when absent. */
+static int get_double(vctx_t *c, const char *path, const char *s, double def, double *out)
+{
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    if (parse_double(s, out) < 0)
+        return fail(c, -EINVAL, path, "must be a finite number (got \"%s\")", s);
+    return 0;
+}
+
+static int check_range(vctx_t *c, const char *path, double v, double lo, double hi)
+{
+    if (v < lo || v > hi)
+        return fail(c, -EINVAL, path, "must be in %g..%g (got %g)", lo, hi, v);
+    return 0;
+}
+
+static int check_gt0(vctx_t *c, const char *path, double v)
+{
+    if (!(v > 0))
+        return fail(c, -EINVAL, path, "must be > 0 (got %g)", v);
+    return 0;
+}
+
+static int check_ge0(vctx_t *c, const char *path, double v)
+{
+    if (!(v >= 0))
+        return fail(c, -EINVAL, path, "must be >= 0 (got %g)", v);
+    return 0;
+}
+
+/* An integer field in lo..hi, or def when absent. */
+static int get_int(vctx_t *c, const char *path, const char *s, long def, long lo, long hi, int *out)
+{
+    long v = def;
+    if (s) {
+        char *end;
+        errno = 0;
+        long long t = (s[0] == ' ' || s[0] == '\t') ? 0 : strtoll(s, &end, 10);
+        if (s[0] == ' ' || s[0] == '\t' || end == s || *end != '\0' || errno == ERANGE) {
+            double d;
+            if (parse_double(s, &d) == 0)
+                return fail(c, -EINVAL, path, "must be a whole number (got %s)", s);
+            return fail(c, -EINVAL, path, "must be a whole number (got \"%s\")", s);
+        }
+        if (t < lo || t > hi)
+            return fail(c, -EINVAL, path, "must be in %ld..%ld (got %lld)", lo, hi, t);
+        v = (long)t;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int get_u64(vctx_t *c, const char *path, const char *s, uint64_t def, uint64_t *out)
+{
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = (s[0] >= '0' && s[0] <= '9') ? strtoull(s, &end, 10) : 0;
+    if (!(s[0] >= '0' && s[0] <= '9') || *end != '\0' || errno == ERANGE)
+        return fail(c, -EINVAL, path,
+                    "must be a whole number in 0..18446744073709551615 (got \"%s\")", s);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int get_enum(vctx_t *c, const char *path, const char *s, const enum_name_t *t, int def,
+                    int *out)
+{
+    if (s) {
+        for (const enum_name_t *e = t; e->name; e++)
+            if (strcmp(s, e->name) == 0) {
+                *out = e->value;
+                return 0;
+            }
+    }
+    if (!s && def >= 0) {
+        *out = def;
+        return 0;
+    }
+    char list[256];
+    size_t at = 0;
+    list[0] = '\0';
+    for (const enum_name_t *e = t; e->name; e++)
+        at += (size_t)snprintf(list + at, at < sizeof list ? sizeof list - at : 0, "%s%s",
+                               e == t ? "" : ", ", e->name);
+    if (!s)
+        return fail(c, -EINVAL, path, "missing (required; one of %s)", list);
+    return fail(c, -EINVAL, path, "must be one of %s (got \"%s\")", list, s);
+}
+
+static int not_allowed(vctx_t *c, const char *path, const char *why)
+{
+    return fail(c, -EINVAL, path, "not allowed %s", why);
+}
+
+/* A field that does not apply to the file's choices (q_disp when control.mode is not
+ * clipped-optimal): it is left out of the experiment, so neither run nor fingerprint sees it,
+ * and a note naming it is added for the programs to print. A file edited from one mode to
+ * another then runs without deleting keys by hand, and still says what it did not use. */
+static int ignored(vctx_t *c, const char *path, const char *why)
+{
+    if (!c->notes)
+        return 0;
+    char line[512], full[160];
+    path = full_path(c, path, full, sizeof full);
+    int ln = line_in(c, path);
+    int k = ln > 0 ? snprintf(line, sizeof line, "%s:%d: %s: ignored %s\n", c->file, ln, path, why)
+                   : snprintf(line, sizeof line, "%s: %s: ignored %s\n", c->file, path, why);
+    size_t add = k < 0 ? 0 : ((size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
+    size_t have = *c->notes ? strlen(*c->notes) : 0;
+    char *n = realloc(*c->notes, have + add + 1);
+    if (!n)
+        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    memcpy(n + have, line, add);
+    n[have + add] = '\0';
+    *c->notes = n;
+    return 0;
+}
+
+/* ---- the fields of each section ---------------------------------------------------------- */
+
+/* Every key of the file is declared once, in the section tables below, one row per key:
+ *
+ *     X(section, KIND, key, destination, default, lo, hi, names)
+ *
+ * From each table DEFINE_SECTION generates the section's raw struct (what libcyaml loads: a
+ * string per scalar), its libcyaml schema, and a field_t array that parse_field reads to
+ * convert, default and range-check a scalar. `destination` is the member the value goes to, in
+ * the section's output struct (drths_experiment_t for every section but the DAQ channels).
+ * Unused columns are `_`. The kinds:
+ *
+ *   ENUM      one of the spellings in `names`; default -1 means required
+ *   INT       whole number in lo..hi
+ *   U64       whole number in 0..2^64-1
+ *   REAL      finite number, any value
+ *   REAL_GT0  finite number > 0
+ *   REAL_GE0  finite number >= 0
+ *   REAL_IN   finite number in lo..hi
+ *   TEXT      string; default is the string used when absent (NULL: required, checked by hand)
+ *   OPTPATH   path resolved against the file's folder; absent, empty or null means none
+ *   LIST      list of scalars, converted by hand (the row's comment gives default and range)
+ *   MATRIX    list of rows; pass 1 only counts the rows (load_matrices reads them)
+ *   MAP       nested section; `names` is its table's name
+ *
+ * A row's comment says what the fill functions check beyond the table (a default or a range
+ * that depends on other fields, a field allowed only with some other value). The fill functions
+ * take the fields in the order that decides which of several errors is reported first. */
+
+typedef enum {
+    K_ENUM,
+    K_INT,
+    K_U64,
+    K_REAL,
+    K_REAL_GT0,
+    K_REAL_GE0,
+    K_REAL_IN,
+    K_TEXT,
+    K_OPTPATH,
+    K_LIST,
+    K_MATRIX,
+    K_MAP,
+    K_SEQ,
+} field_kind_t;
+
+typedef struct {
+    const char *key;
+    field_kind_t kind;
+    size_t raw;               /* offset of the member in the raw struct */
+    size_t out;               /* offset of the destination in the output struct */
+    double def, lo, hi;       /* numbers and enums */
+    const char *text;         /* TEXT: default */
+    const enum_name_t *names; /* ENUM */
+} field_t;
+
+/* The raw struct: a string per scalar, a string array and its count per list, a pointer per
+ * nested section. */
+#define RAW_MEMBER(s, kind, key, dest, def, lo, hi, names) RAW_##kind(key, names)
+#define RAW_SCALAR(key) char *key;
+#define RAW_ENUM(key, names) RAW_SCALAR(key)
+#define RAW_INT(key, names) RAW_SCALAR(key)
+#define RAW_U64(key, names) RAW_SCALAR(key)
+#define RAW_REAL(key, names) RAW_SCALAR(key)
+#define RAW_REAL_GT0(key, names) RAW_SCALAR(key)
+#define RAW_REAL_GE0(key, names) RAW_SCALAR(key)
+#define RAW_REAL_IN(key, names) RAW_SCALAR(key)
+#define RAW_TEXT(key, names) RAW_SCALAR(key)
+#define RAW_OPTPATH(key, names) RAW_SCALAR(key)
+#define RAW_LIST(key, names)                                                                       \
+    char **key;                                                                                    \
+    unsigned key##_count;
+#define RAW_MATRIX(key, names)                                                                     \
+    void **key;                                                                                    \
+    unsigned key##_count;
+#define RAW_MAP(key, names) struct raw_##names *key;
+#define RAW_SEQ(key, names)                                                                        \
+    struct raw_##names *key;                                                                       \
+    unsigned key##_count;
+
+/* The libcyaml schema: every key optional (the fill functions report what is missing). */
+#define OPT (CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL)
+#define SCHEMA_FIELD(s, kind, key, dest, def, lo, hi, names)                                       \
+    SCHEMA_##kind(struct raw_##s, key, names)
+#define SCHEMA_SCALAR(T, key) CYAML_FIELD_STRING_PTR(#key, OPT, T, key, 0, CYAML_UNLIMITED),
+#define SCHEMA_ENUM(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_INT(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_U64(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_REAL(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_REAL_GT0(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_REAL_GE0(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_REAL_IN(T, key, names) SCHEMA_SCALAR(T, key)
+#define SCHEMA_TEXT(T, key, names) SCHEMA_SCALAR(T, key)
+/* "key: null" (or ~, or nothing) loads as NULL: no file. */
+#define SCHEMA_OPTPATH(T, key, names)                                                              \
+    CYAML_FIELD_STRING_PTR(#key, CYAML_FLAG_POINTER_NULL_STR | CYAML_FLAG_OPTIONAL, T, key, 0,     \
+                           CYAML_UNLIMITED),
+#define SCHEMA_LIST(T, key, names)                                                                 \
+    CYAML_FIELD_SEQUENCE(#key, OPT, T, key, &string_entry, 0, CYAML_UNLIMITED),
+#define SCHEMA_MATRIX(T, key, names)                                                               \
+    CYAML_FIELD_SEQUENCE(#key, OPT, T, key, &ignore_entry, 0, CYAML_UNLIMITED),
+#define SCHEMA_MAP(T, key, names) CYAML_FIELD_MAPPING_PTR(#key, OPT, T, key, names##_fields),
+#define SCHEMA_SEQ(T, key, names)                                                                  \
+    CYAML_FIELD_SEQUENCE(#key, OPT, T, key, &names##_entry, 0, CYAML_UNLIMITED),
+
+/* The field_t array, and F_<section>_<key>, the index of each row in it. */
+#define INDEX_FIELD(s, kind, key, ...) F_##s##_##key,
+#define SPEC_FIELD(s, kind, key, dest, def, lo, hi, names)                                         \
+    SPEC_##kind(s, key, dest, def, lo, hi, names)
+#define SPEC_VALUE(s, K, key, dest, def, lo, hi, text, names)                                      \
+    {#key, K, offsetof(struct raw_##s, key), offsetof(s##_out_t, dest), def, lo, hi, text, names},
+#define SPEC_BY_HAND(s, K, key) {#key, K, offsetof(struct raw_##s, key), 0, 0, 0, 0, NULL, NULL},
+#define SPEC_ENUM(s, key, dest, def, lo, hi, names)                                                \
+    SPEC_VALUE(s, K_ENUM, key, dest, def, 0, 0, NULL, names)
+#define SPEC_INT(s, key, dest, def, lo, hi, names)                                                 \
+    SPEC_VALUE(s, K_INT, key, dest, def, lo, hi, NULL, NULL)
+#define SPEC_U64(s, key, dest, def, lo, hi, names)                                                 \
+    SPEC_VALUE(s, K_U64, key, dest, def, 0, 0, NULL, NULL)
+#define SPEC_REAL(s, key, dest, def, lo, hi, names)                                                \
+    SPEC_VALUE(s, K_REAL, key, dest, def, 0, 0, NULL, NULL)
+#define SPEC_REAL_GT0(s, key, dest, def, lo, hi, names)                                            \
+    SPEC_VALUE(s, K_REAL_GT0, key, dest, def, 0, 0, NULL, NULL)
+#define SPEC_REAL_GE0(s, key, dest, def, lo, hi, names)                                            \
+    SPEC_VALUE(s, K_REAL_GE0, key, dest, def, 0, 0, NULL, NULL)
+#define SPEC_REAL_IN(s, key, dest, def, lo, hi, names)                                             \
+    SPEC_VALUE(s, K_REAL_IN, key, dest, def, lo, hi, NULL, NULL)
+#define SPEC_TEXT(s, key, dest, def, lo, hi, names)                                                \
+    SPEC_VALUE(s, K_TEXT, key, dest, 0, 0, 0, def, NULL)
+#define SPEC_OPTPATH(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_OPTPATH, key)
+#define SPEC_LIST(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_LIST, key)
+#define SPEC_MATRIX(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_MATRIX, key)
+#define SPEC_MAP(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_MAP, key)
+#define SPEC_SEQ(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_SEQ, key)
+
+/* Everything a section needs, from its table: struct raw_<s>, <s>_fields (schema), <s>_spec
+ * with the F_<s>_<key> indices, and <s>_prefix, the path its keys are under in messages. */
+#define DEFINE_SECTION(s, FIELDS, out_type, prefix)                                                \
+    struct raw_##s {                                                                               \
+        FIELDS(RAW_MEMBER, s)                                                                      \
+    };                                                                                             \
+    typedef out_type s##_out_t;                                                                    \
+    enum { FIELDS(INDEX_FIELD, s) F_##s##_end };                                                   \
+    static const char s##_prefix[] __attribute__((unused)) = prefix;                               \
+    static const cyaml_schema_field_t s##_fields[] = {FIELDS(SCHEMA_FIELD, s) CYAML_FIELD_END};    \
+    static const field_t s##_spec[] __attribute__((unused)) = {FIELDS(SPEC_FIELD, s)}
+
+static const cyaml_schema_value_t string_entry = {
+    CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
+};
+static const cyaml_schema_value_t ignore_entry = {
+    .type = CYAML_IGNORE,
+    .flags = CYAML_FLAG_DEFAULT,
+    .data_size = 0,
+};
+
+/* clang-format off */
+
+/* structure.damping */
+#define DAMPING_FIELDS(X, s)                                                                       \
+    /* default matrix when structure.damping_N_s_per_m is given, which needs kind matrix */        \
+    X(s, ENUM, kind, structure.damping.kind, DRTHS_DAMPING_MODAL, _, _, damping_kinds)             \
+    /* modal: 1 value (all modes) or n_dof; rayleigh: 1 or 2; each in [0, 1), default [0.02];     \
+     * refused with matrix and none */                                                             \
+    X(s, LIST, ratio, _, _, _, _, _)                                                               \
+    /* rayleigh only: two different 1-based modes in 1..n_dof, default [1, n_dof] */               \
+    X(s, LIST, modes, _, _, _, _, _)
+DEFINE_SECTION(damping, DAMPING_FIELDS, drths_experiment_t, "structure.damping");
+
+/* structure */
+#define STRUCTURE_FIELDS(X, s)                                                                     \
+    X(s, ENUM,   model, structure.model, -1, _, _, structure_models)                               \
+    /* shear-building only (and required there): 1..DRTHS_EXPERIMENT_MAX_DOF values, each > 0,  \
+     * the two lists equally long */                                                               \
+    X(s, LIST,   floor_mass_kg, _, _, _, _, _)                                                     \
+    X(s, LIST,   storey_stiffness_N_per_m, _, _, _, _, _)                                          \
+    /* matrices only: n x n (n = 1..DRTHS_EXPERIMENT_MAX_DOF), symmetric; mass and stiffness     \
+     * required and positive definite; damping optional, diagonal >= 0 */                         \
+    X(s, MATRIX, mass_kg, _, _, _, _, _)                                                           \
+    X(s, MATRIX, stiffness_N_per_m, _, _, _, _, _)                                                 \
+    X(s, MATRIX, damping_N_s_per_m, _, _, _, _, _)                                                 \
+    X(s, MAP,    damping, _, _, _, _, damping)                                                     \
+    X(s, ENUM,   integrator, structure.integrator, DRTHS_INTEGRATOR_CHEN_RICLES, _, _,             \
+      integrator_kinds)
+DEFINE_SECTION(structure, STRUCTURE_FIELDS, drths_experiment_t, "structure");
+
+/* ground_motion: file, format, units, column, scale, time_compression and dt_s apply to kind
+ * record (file required there, and a readable regular file); band_hz, rms_m_s2 and seed to
+ * white-noise, which sets format auto, units m/s2, dt_s 0 and the rest to 1. The fields of the
+ * other kind are ignored with a note. */
+#define GROUND_FIELDS(X, s)                                                                        \
+    X(s, ENUM,     kind, ground_motion.kind, DRTHS_GROUND_MOTION_RECORD, _, _, ground_kinds)       \
+    X(s, TEXT,     file, ground_motion.file, NULL, _, _, _)                                        \
+    X(s, ENUM,     format, ground_motion.format, DRTHS_RECORD_FORMAT_AUTO, _, _, record_formats)   \
+    X(s, ENUM,     units, ground_motion.units, DRTHS_ACCEL_G, _, _, accel_units)                   \
+    X(s, INT,      column, ground_motion.column, 1, 1, 1000, _)                                    \
+    X(s, REAL_GT0, scale, ground_motion.scale, 1.0, _, _, _)                                       \
+    X(s, REAL_IN,  time_compression, ground_motion.time_compression, 1.0, 1.0, 1000.0, _)          \
+    /* record only: the step of a record without a time column or DT= header; 0 = not given */   \
+    X(s, REAL_GE0, dt_s, ground_motion.dt_s, 0, _, _, _)                                           \
+    /* white-noise: > 0 */                                                                         \
+    X(s, REAL_IN,  duration_s, ground_motion.duration_s, 0, 0, 1e6, _)                             \
+    X(s, REAL_IN,  tail_s, ground_motion.tail_s, 0, 0, 1e6, _)                                     \
+    /* two values [low, high], 0 <= low < high <= rate_hz / 2, default [0, 30] */                  \
+    X(s, LIST,     band_hz, _, _, _, _, _)                                                         \
+    X(s, REAL_GT0, rms_m_s2, ground_motion.rms_m_s2, 1.0, _, _, _)                                 \
+    X(s, U64,      seed, ground_motion.seed, 1, _, _, _)
+DEFINE_SECTION(ground, GROUND_FIELDS, drths_experiment_t, "ground_motion");
+
+/* specimen.damper */
+#define DAMPER_FIELDS(X, s)                                                                        \
+    X(s, ENUM,     model, specimen.damper.model, -1, _, _, damper_models)                          \
+    /* linear-spring only, and required there */                                                  \
+    X(s, REAL_GT0, stiffness_N_per_m, specimen.damper.stiffness_N_per_m, 0, _, _, _)               \
+    X(s, INT,      substeps, specimen.damper.substeps, 0, 0, 1000, _)
+DEFINE_SECTION(damper, DAMPER_FIELDS, drths_experiment_t, "specimen.damper");
+
+/* specimen.true_scale */
+#define TRUE_SCALE_FIELDS(X, s)                                                                    \
+    X(s, REAL_IN, alpha, specimen.true_scale.alpha, 1.0, 0.01, 100, _)                             \
+    X(s, REAL_IN, c0, specimen.true_scale.c0, 1.0, 0.01, 100, _)                                   \
+    X(s, REAL_IN, c1, specimen.true_scale.c1, 1.0, 0.01, 100, _)                                   \
+    X(s, REAL_IN, gamma_beta, specimen.true_scale.gamma_beta, 1.0, 0.01, 100, _)                   \
+    X(s, REAL_IN, A, specimen.true_scale.A, 1.0, 0.01, 100, _)                                    \
+    /* both damper presets have n = 2, and the model needs n >= 1 */                              \
+    X(s, REAL_IN, n, specimen.true_scale.n, 1.0, 0.5, 4, _)
+DEFINE_SECTION(true_scale, TRUE_SCALE_FIELDS, drths_experiment_t, "specimen.true_scale");
+
+/* specimen */
+#define SPECIMEN_FIELDS(X, s)                                                                      \
+    /* at most n_dof */                                                                            \
+    X(s, INT, floor, specimen.floor, 1, 1, DRTHS_EXPERIMENT_MAX_DOF, _)                            \
+    X(s, MAP, damper, _, _, _, _, damper)                                                          \
+    X(s, MAP, true_scale, _, _, _, _, true_scale)
+DEFINE_SECTION(specimen, SPECIMEN_FIELDS, drths_experiment_t, "specimen");
+
+/* control */
+#define CONTROL_FIELDS(X, s)                                                                       \
+    X(s, ENUM,    mode, control.mode, DRTHS_CONTROL_PASSIVE_OFF, _, _, control_modes)              \
+    /* fixed only, and required there: 0..drths_experiment_command_max(damper model) */            \
+    X(s, REAL,    command, control.command, 0, _, _, _)                                            \
+    /* clipped-optimal only (0 otherwise); q_disp + q_acc > 0 */                                   \
+    X(s, REAL_IN, q_disp, control.q_disp, 1.0, 0, 1e12, _)                                         \
+    X(s, REAL_IN, q_acc, control.q_acc, 1.0, 0, 1e12, _)                                           \
+    X(s, REAL_IN, r, control.r, 100.0, 1e-12, 1e12, _)
+DEFINE_SECTION(control, CONTROL_FIELDS, drths_experiment_t, "control");
+
+/* actuator.plant_scale */
+#define PLANT_SCALE_FIELDS(X, s)                                                                   \
+    X(s, REAL_IN, gain, actuator.plant_scale.gain, 1.0, 0.1, 10, _)                                \
+    X(s, REAL_IN, bandwidth, actuator.plant_scale.bandwidth, 1.0, 0.1, 10, _)                      \
+    X(s, REAL_IN, real_pole, actuator.plant_scale.real_pole, 1.0, 0.1, 10, _)                      \
+    X(s, REAL_IN, complex_pole, actuator.plant_scale.complex_pole, 1.0, 0.1, 10, _)
+DEFINE_SECTION(plant_scale, PLANT_SCALE_FIELDS, drths_experiment_t, "actuator.plant_scale");
+
+/* actuator */
+#define ACTUATOR_FIELDS(X, s)                                                                      \
+    X(s, ENUM,     plant, actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL, _, _, actuator_plants)       \
+    X(s, ENUM,     compensation, actuator.compensation, DRTHS_COMPENSATION_NONE, _, _,             \
+      compensations)                                                                               \
+    X(s, REAL_GE0, noise_displacement_m, actuator.noise_displacement_m, 0, _, _, _)                \
+    X(s, REAL_GE0, noise_force_N, actuator.noise_force_N, 0, _, _, _)                              \
+    /* 0 (no quantisation) or 8..24 */                                                             \
+    X(s, INT,      adc_bits, actuator.adc_bits, 0, 0, 24, _)                                       \
+    X(s, REAL_GT0, displacement_range_m, actuator.displacement_range_m, 0.1, _, _, _)              \
+    X(s, REAL_GT0, force_range_N, actuator.force_range_N, 250000, _, _, _)                         \
+    X(s, INT,      io_delay_ticks, actuator.io_delay_ticks, 0, 0, 10, _)                           \
+    X(s, U64,      seed, actuator.seed, 1, _, _, _)                                                \
+    X(s, REAL_IN,  adaptive_window_s, actuator.adaptive_window_s, 2.0, 0.05, 600, _)               \
+    X(s, REAL_IN,  adaptive_bound, actuator.adaptive_bound, 4.0, 1, 100, _)                        \
+    X(s, MAP,      plant_scale, _, _, _, _, plant_scale)
+DEFINE_SECTION(actuator, ACTUATOR_FIELDS, drths_experiment_t, "actuator");
+
+/* link */
+#define LINK_FIELDS(X, s)                                                                          \
+    X(s, INT,     redundancy, link.redundancy, 8, 1, 16, _)                                        \
+    X(s, INT,     probes, link.probes, 500, 10, 100000, _)                                         \
+    X(s, REAL_IN, quantile, link.quantile, 0.999, 0.5, 1.0, _)                                     \
+    X(s, INT,     safety_margin_ticks, link.safety_margin_ticks, 10, 0, 100000, _)                 \
+    /* < physical.playout_ticks */                                                                 \
+    X(s, INT,     loop_delay_ticks, link.loop_delay_ticks, 0, 0, 1000000, _)                       \
+    X(s, OPTPATH, key_file, _, _, _, _, _)
+DEFINE_SECTION(link, LINK_FIELDS, drths_experiment_t, "link");
+
+/* numerical */
+#define NUMERICAL_FIELDS(X, s)                                                                     \
+    /* host:port or [IPv6]:port */                                                                 \
+    X(s, TEXT, peer, numerical.peer, "127.0.0.1:47000", _, _, _)                                   \
+    X(s, INT,  reorder_ticks, numerical.reorder_ticks, 10, 1, 10000, _)                            \
+    X(s, ENUM, smith, numerical.smith, DRTHS_SMITH_FIXED, _, _, smith_modes)                      \
+    /* the stability detector (site-numerical/stability.h); ratio 0 turns it off */             \
+    X(s, REAL_IN, stability_ratio, numerical.stability_ratio, 0.5, 0, 100, _)                      \
+    X(s, REAL_IN, stability_span_s, numerical.stability_span_s, 0.3, 0.01, 60, _)                  \
+    X(s, REAL_GE0, stability_min_amplitude_m, numerical.stability_min_amplitude_m, 0.0002, _, _, \
+      _)                                                                                           \
+    X(s, REAL_IN, stability_max_cycle_s, numerical.stability_max_cycle_s, 2.0, 0.01, 60, _)
+DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
+
+/* daq.command_out, .current_out, .displacement_in, .force_in: one analog channel each. The
+ * prefix is the channel's own path. */
+#define DAQ_CHANNEL_FIELDS(X, s)                                                                   \
+    /* required */                                                                                 \
+    X(s, INT,  subdevice, subdevice, 0, 0, 255, _)                                                 \
+    /* required */                                                                                 \
+    X(s, INT,  channel, channel, 0, 0, 65535, _)                                                   \
+    X(s, INT,  range, range, 0, 0, 255, _)                                                         \
+    X(s, ENUM, aref, aref, DRTHS_DAQ_AREF_GROUND, _, _, daq_arefs)                                 \
+    /* required, not 0 */                                                                          \
+    X(s, REAL, units_per_volt, units_per_volt, 0, _, _, _)                                         \
+    X(s, REAL, offset, offset, 0, _, _, _)
+DEFINE_SECTION(daq_channel, DAQ_CHANNEL_FIELDS, drths_daq_channel_config_t, "");
+
+/* The four signal mappings, in daq and in each of physical.channels[i].daq (where an absent one
+ * is the daq section's). */
+#define DAQ_SIGNAL_FIELDS(X, s)                                                                    \
+    X(s, MAP, command_out, _, _, _, _, daq_channel)                                                \
+    X(s, MAP, current_out, _, _, _, _, daq_channel)                                                \
+    X(s, MAP, displacement_in, _, _, _, _, daq_channel)                                            \
+    X(s, MAP, force_in, _, _, _, _, daq_channel)
+DEFINE_SECTION(chdaq, DAQ_SIGNAL_FIELDS, drths_experiment_t, "daq");
+
+/* The five limits, in physical and in each of physical.channels (where an absent one is the
+ * physical section's: fill_channel parses only those given, so the defaults are physical's). */
+#define LIMIT_FIELDS(X, s)                                                                         \
+    X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
+    X(s, REAL_GT0, limit_velocity_m_s, physical.limit_velocity_m_s, 1.0, _, _, _)                  \
+    /* with the virtual back end and adc_bits: below actuator.force_range_N */                    \
+    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 240000, _, _, _)                         \
+    X(s, REAL_GT0, limit_drive_m, physical.limit_drive_m, 0.1, _, _, _)                            \
+    /* with the virtual back end and adc_bits: below actuator.displacement_range_m */             \
+    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.095,  \
+      _, _, _)
+
+/* physical.channels[i]: one actuator channel. specimen and actuator are read as the top-level
+ * sections of those names (same keys, defaults and checks) and replace them for this channel
+ * when given; each limit absent takes the physical section's value. Messages name the field
+ * under "physical.channels[i]." (vctx_t.prefix). */
+#define CHANNEL_FIELDS(X, s)                                                                       \
+    /* read by hand (fill_channel): 1..31 of A-Z a-z 0-9 _ - ., unique; default ch<i+1> */      \
+    X(s, TEXT,     name, name, NULL, _, _, _)                                                      \
+    X(s, MAP,      specimen, _, _, _, _, specimen)                                                 \
+    X(s, MAP,      actuator, _, _, _, _, actuator)                                                 \
+    LIMIT_FIELDS(X, s)                                                                             \
+    X(s, MAP,      daq, _, _, _, _, chdaq)
+DEFINE_SECTION(channel, CHANNEL_FIELDS, drths_experiment_t, "");
+static const cyaml_schema_value_t channel_entry = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_channel, channel_fields),
+};
+
+/* physical */
+#define PHYSICAL_FIELDS(X, s)                                                                      \
+    /* host:port or [IPv6]:port */                                                                 \
+    X(s, TEXT,     listen, physical.listen, "0.0.0.0:47000", _, _, _)                              \
+    /* 0 = one second of ticks (at least 300); otherwise 10..1000000 */                            \
+    X(s, INT,      playout_ticks, physical.playout_ticks, 0, 0, 1000000, _)                        \
+    /* -1 = not given: the budget is max_concealed_ms (the older field wins when given) */       \
+    X(s, INT,      max_concealed_ticks, physical.max_concealed_ticks, -1, -1, 10000, _)            \
+    X(s, REAL_IN,  max_concealed_ms, physical.max_concealed_ms, 50, 0, 10000, _)                   \
+    X(s, REAL_IN,  watchdog_ms, physical.watchdog_ms, 100, 1, 60000, _)                            \
+    LIMIT_FIELDS(X, s)                                                                             \
+    X(s, ENUM,     hold, physical.hold, DRTHS_HOLD_AT_POSITION, _, _, hold_modes)                  \
+    /* |value| < limit_drive_m and < limit_measured_displacement_m */                              \
+    X(s, REAL,     safe_position_m, physical.safe_position_m, 0.0, _, _, _)                        \
+    X(s, REAL_GT0, ramp_rate_m_s, physical.ramp_rate_m_s, 0.05, _, _, _)                           \
+    X(s, REAL_IN,  feedforward_max_acceleration_m_s2, physical.feedforward_max_acceleration_m_s2, \
+      50.0, 0, 1e6, _)                                                                             \
+    X(s, REAL_IN,  feedforward_max_jerk_m_s3, physical.feedforward_max_jerk_m_s3, 3e4, 0, 1e9, _)\
+    /* the stability monitor; stability_window_s 0 = off */                                       \
+    X(s, REAL_IN,  stability_window_s, physical.stability_window_s, 0.2, 0, 10, _)                 \
+    X(s, INT,      stability_windows, physical.stability_windows, 4, 2, 64, _)                    \
+    X(s, REAL_GE0, stability_min_amplitude_m, physical.stability_min_amplitude_m, 0.002, _, _, _) \
+    X(s, REAL_GE0, stability_quiet_amplitude_m, physical.stability_quiet_amplitude_m, 0.0005, _, _,\
+      _)                                                                                           \
+    X(s, REAL_IN,  stability_growth_per_s, physical.stability_growth_per_s, 2.0, 0.01, 100, _)     \
+    X(s, REAL_IN,  stability_min_decay_per_s, physical.stability_min_decay_per_s, 0.25, -100, 100,\
+      _)                                                                                           \
+    /* absent: one channel; else 2..DRTHS_EXPERIMENT_MAX_CHANNELS (fill_channels) */              \
+    X(s, SEQ,      channels, _, _, _, _, channel)
+DEFINE_SECTION(physical, PHYSICAL_FIELDS, drths_experiment_t, "physical");
+
+/* output */
+#define OUTPUT_FIELDS(X, s)                                                                        \
+    /* not empty */                                                                                \
+    X(s, TEXT, directory, output.directory, "runs", _, _, _)
+DEFINE_SECTION(output, OUTPUT_FIELDS, drths_experiment_t, "output");
+
+/* acceptance: read by drths-report, not fingerprinted (protocol/fingerprint.c leaves it out). */
+#define ACCEPTANCE_FIELDS(X, s)                                                                    \
+    X(s, REAL_IN, displacement_rms_error_pct, acceptance.displacement_rms_error_pct, 1, 0, 1e6, _) \
+    X(s, REAL_IN, displacement_peak_error_pct, acceptance.displacement_peak_error_pct, 1, 0, 1e6,  \
+      _)                                                                                           \
+    X(s, REAL_IN, acceleration_rms_error_pct, acceptance.acceleration_rms_error_pct, 5, 0, 1e6, _) \
+    X(s, REAL_IN, tracking_rms_error_pct, acceptance.tracking_rms_error_pct, 2, 0, 1e6, _)         \
+    X(s, REAL_IN, concealed_commands_pct, acceptance.concealed_commands_pct, 0.5, 0, 100, _)       \
+    X(s, REAL_IN, concealed_feedback_pct, acceptance.concealed_feedback_pct, 0.5, 0, 100, _)       \
+    X(s, ENUM, hold_allowed, acceptance.hold_allowed, 0, _, _, booleans)
+DEFINE_SECTION(acceptance, ACCEPTANCE_FIELDS, drths_experiment_t, "acceptance");
+
+
+/* daq: with backend comedi the four channels are required; the two outputs, and the two
+ * inputs, must be on different channels. */
+#define DAQ_FIELDS(X, s)                                                                           \
+    X(s, ENUM,    backend, daq.backend, DRTHS_DAQ_BACKEND_VIRTUAL, _, _, daq_backends)             \
+    /* not empty */                                                                                \
+    X(s, TEXT,    device, daq.device, "/dev/comedi0", _, _, _)                                     \
+    DAQ_SIGNAL_FIELDS(X, s)                                                                        \
+    /* absent: comedilib's default path */                                                         \
+    X(s, OPTPATH, calibration_file, _, _, _, _, _)
+DEFINE_SECTION(daq, DAQ_FIELDS, drths_experiment_t, "daq");
+
+/* The top level. */
+#define TOP_FIELDS(X, s)                                                                           \
+    /* required, not empty */                                                                      \
+    X(s, TEXT,    name, name, NULL, _, _, _)                                                       \
+    X(s, TEXT,    description, description, "", _, _, _)                                          \
+    X(s, REAL_IN, rate_hz, rate_hz, 5000, 100, 100000, _)                                          \
+    /* required */                                                                                 \
+    X(s, MAP,     structure, _, _, _, _, structure)                                                \
+    /* required */                                                                                 \
+    X(s, MAP,     ground_motion, _, _, _, _, ground)                                               \
+    /* required */                                                                                 \
+    X(s, MAP,     specimen, _, _, _, _, specimen)                                                  \
+    X(s, MAP,     control, _, _, _, _, control)                                                    \
+    X(s, MAP,     actuator, _, _, _, _, actuator)                                                  \
+    X(s, MAP,     link, _, _, _, _, link)                                                          \
+    X(s, MAP,     numerical, _, _, _, _, numerical)                                                \
+    X(s, MAP,     physical, _, _, _, _, physical)                                                  \
+    X(s, MAP,     output, _, _, _, _, output)                                                      \
+    X(s, MAP,     daq, _, _, _, _, daq)                                                            \
+    X(s, MAP,     acceptance, _, _, _, _, acceptance)
+DEFINE_SECTION(top, TOP_FIELDS, drths_experiment_t, "");
+
+/* clang-format on */
+
+static const cyaml_schema_value_t top_schema = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_top, top_fields),
+};
+
+/* Pass 2: the matrices, as rows of n strings each. */
+struct raw2_structure {
+    char ***mass_kg;
+    unsigned mass_kg_count;
+    char ***stiffness_N_per_m;
+    unsigned stiffness_N_per_m_count;
+    char ***damping_N_s_per_m;
+    unsigned damping_N_s_per_m_count;
+};
+
+struct raw2_top {
+    struct raw2_structure *structure;
+};
+/* ---- table-driven conversion ------------------------------------------------------------- */
+
+/* "prefix.key", or "key" at the top level. */
+static const char *field_path(char *buf, size_t size, const char *prefix, const field_t *f)
+{
+    snprintf(buf, size, "%s%s%s", prefix, prefix[0] ? "." : "", f->key);
+    return buf;
+}
+
+/* The string row f loaded into raw, NULL when the key (or its whole section, raw NULL) is
+ * absent. */
+static const char *raw_string(const field_t *f, const void *raw)
+{
+    return raw ? *(char *const *)((const char *)raw + f->raw) : NULL;
+}
+
+/* Converts the scalar of row f (kinds ENUM to TEXT) from raw into its destination in out: the
+ * default when absent, else the parsed value, range-checked as the kind says. prefix is the
+ * section's path in messages. A TEXT row without a default is left to the fill function. */
+static int parse_field(vctx_t *c, const char *prefix, const field_t *f, const void *raw, void *out)
+{
+    char path[128];
+    field_path(path, sizeof path, prefix, f);
+    const char *s = raw_string(f, raw);
+    void *dst = (char *)out + f->out;
+    double *d = dst;
+    int r, v = 0;
+    switch (f->kind) {
+    case K_ENUM:
+        if ((r = get_enum(c, path, s, f->names, (int)f->def, &v)))
+            return r;
+        /* Every destination of an ENUM row is one of the experiment's enums (config.h and the
+         * models' headers): int-sized, of type int or unsigned int, which an int lvalue may
+         * access. */
+        *(int *)dst = v;
+        return 0;
+    case K_INT:
+        return get_int(c, path, s, (long)f->def, (long)f->lo, (long)f->hi, dst);
+    case K_U64:
+        return get_u64(c, path, s, (uint64_t)f->def, dst);
+    case K_REAL:
+        return get_double(c, path, s, f->def, d);
+    case K_REAL_GT0:
+        if ((r = get_double(c, path, s, f->def, d)))
+            return r;
+        return check_gt0(c, path, *d);
+    case K_REAL_GE0:
+        if ((r = get_double(c, path, s, f->def, d)))
+            return r;
+        return check_ge0(c, path, *d);
+    case K_REAL_IN:
+        if ((r = get_double(c, path, s, f->def, d)))
+            return r;
+        return check_range(c, path, *d, f->lo, f->hi);
+    case K_TEXT:
+        if (!s && !f->text)
+            return 0;
+        if (!(*(char **)dst = strdup(s ? s : f->text)))
+            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+        return 0;
+    default: /* converted by the fill function */
+        return 0;
+    }
+}
+
+/* parse_field for rows first..last of a section, in table order. */
+static int parse_fields(vctx_t *c, const char *prefix, const field_t *spec, int first, int last,
+                        const void *raw, void *out)
+{
+    int r;
+    for (int i = first; i <= last; i++)
+        if ((r = parse_field(c, prefix, &spec[i], raw, out)))
+            return r;
+    return 0;
+}
+
+/* The row of key in section s, and the calls above for one row or a run of rows of s (in the
+ * fill functions, where the error context is c). */
+#define SPEC(s, key) (&s##_spec[F_##s##_##key])
+#define PARSE(s, key, raw, out) parse_field(c, s##_prefix, SPEC(s, key), raw, out)
+#define PARSE_RANGE(s, first, last, raw, out)                                                      \
+    parse_fields(c, s##_prefix, s##_spec, F_##s##_##first, F_##s##_##last, raw, out)
+
+/* ---- libcyaml messages ------------------------------------------------------------------ */
+
+#define LOG_LINES 24
+
+typedef struct {
+    char line[LOG_LINES][256];
+    int n;
+} cy_log_t;
+
+static void cy_log(cyaml_log_t level, void *ctx, const char *fmt, va_list args)
+{
+    cy_log_t *l = ctx;
+    if (level < CYAML_LOG_ERROR || l->n >= LOG_LINES)
+        return;
+    char *dst = l->line[l->n++];
+    vsnprintf(dst, sizeof l->line[0], fmt, args);
+    size_t n = strlen(dst);
+    while (n > 0 && (dst[n - 1] == '\n' || dst[n - 1] == ' '))
+        dst[--n] = '\0';
+}
+
+/* Turns libcyaml's message and backtrace into "path: reason" with the innermost line number:
+ *     Load: Invalid FLOAT value: abc
+ *     Load: Backtrace:
+ *       in sequence entry '2' (line: 3, column: 10)
+ *       in mapping field 'v' (line: 3, column: 6)
+ * becomes v[1] (libcyaml counts entries from 1, paths here from 0). */
+static int cyaml_to_error(vctx_t *c, cyaml_err_t e, const cy_log_t *l)
+{
+    const char *msg = l->n > 0 ? l->line[0] : cyaml_strerror(e);
+    if (strncmp(msg, "Load: ", 6) == 0)
+        msg += 6;
+
+    /* Frames, innermost first. */
+    char names[LOG_LINES][128];
+    int is_entry[LOG_LINES], is_anon[LOG_LINES], lines[LOG_LINES];
+    int nf = 0;
+    for (int i = 1; i < l->n; i++) {
+        const char *s = l->line[i];
+        while (*s == ' ')
+            s++;
+        int ln = 0;
+        const char *lp = strstr(s, "(line: ");
+        if (lp)
+            ln = atoi(lp + 7);
+        if (strncmp(s, "in mapping field '", 18) == 0 ||
+            strncmp(s, "in sequence entry '", 19) == 0) {
+            int entry = s[3] == 's';
+            const char *q = strchr(s, '\'') + 1;
+            const char *r = strchr(q, '\'');
+            if (!r)
+                continue;
+            size_t k =
+                (size_t)(r - q) < sizeof names[0] - 1 ? (size_t)(r - q) : sizeof names[0] - 1;
+            memcpy(names[nf], q, k);
+            names[nf][k] = '\0';
+            is_entry[nf] = entry;
+            is_anon[nf] = 0;
+            lines[nf] = ln;
+            nf++;
+        } else if (strncmp(s, "in mapping", 10) == 0 || strncmp(s, "in sequence", 11) == 0) {
+            names[nf][0] = '\0';
+            is_entry[nf] = 0;
+            is_anon[nf] = 1;
+            lines[nf] = ln;
+            nf++;
+        }
+    }
+
+    const char *key = NULL; /* a key named by the message rather than by a frame */
+    int drop_inner = 0;     /* the innermost frame is a sibling field, not part of the path */
+    int use_line = 1;
+    char reason[320];
+    if (e == CYAML_ERR_INVALID_KEY && strncmp(msg, "Unexpected key: ", 16) == 0) {
+        key = msg + 16;
+        use_line = 0; /* libcyaml gives the line of the enclosing mapping, not of the key */
+        snprintf(reason, sizeof reason, "unknown key (see docs/experiment-file.md for the keys)");
+    } else if (strncmp(msg, "Mapping field already seen: ", 28) == 0) {
+        key = msg + 28;
+        drop_inner = 1;
+        snprintf(reason, sizeof reason, "given twice");
+    } else if (e == CYAML_ERR_ALIAS) {
+        snprintf(reason, sizeof reason, "YAML anchors and aliases are not supported");
+    } else if (strncmp(msg, "Expecting ", 10) == 0) {
+        const char *got = strstr(msg, "got event: ");
+        got = got ? got + 11 : "";
+        const char *what = strncmp(got, "SEQUENCE", 8) == 0  ? "a list"
+                           : strncmp(got, "MAPPING", 7) == 0 ? "a mapping"
+                           : strncmp(got, "SCALAR", 6) == 0  ? "a single value"
+                                                             : got;
+        if (strncmp(msg + 10, "STRING", 6) == 0)
+            snprintf(reason, sizeof reason, "must be a single value, not %s", what);
+        else if (strncmp(msg + 10, "MAPPING", 7) == 0)
+            snprintf(reason, sizeof reason, "must be a mapping of keys to values, not %s", what);
+        else if (strncmp(msg + 10, "SEQUENCE", 8) == 0)
+            snprintf(reason, sizeof reason, "must be a list, not %s", what);
+        else
+            snprintf(reason, sizeof reason, "%s", msg);
+    } else if (e == CYAML_ERR_SEQUENCE_ENTRIES_MIN || e == CYAML_ERR_SEQUENCE_ENTRIES_MAX) {
+        /* Only matrix rows have a fixed length; the innermost frame is the entry being read. */
+        drop_inner = 1;
+        snprintf(reason, sizeof reason,
+                 "row has %s entries than the matrix has rows (a matrix must be square, n x n)",
+                 e == CYAML_ERR_SEQUENCE_ENTRIES_MIN ? "fewer" : "more");
+    } else if (e == CYAML_ERR_LIBYAML_PARSER) {
+        const char *m = strncmp(msg, "libyaml: ", 9) == 0 ? msg + 9 : msg;
+        snprintf(reason, sizeof reason, "YAML syntax error: %s", m);
+    } else {
+        snprintf(reason, sizeof reason, "%s", msg);
+    }
+
+    char path[512];
+    size_t at = 0;
+    path[0] = '\0';
+    int line = 0;
+    for (int i = nf - 1; i >= (drop_inner ? 1 : 0); i--) {
+        if (is_anon[i])
+            continue;
+        if (is_entry[i])
+            at += (size_t)snprintf(path + at, at < sizeof path ? sizeof path - at : 0, "[%ld]",
+                                   strtol(names[i], NULL, 10) - 1);
+        else
+            at += (size_t)snprintf(path + at, at < sizeof path ? sizeof path - at : 0, "%s%s",
+                                   at ? "." : "", names[i]);
+        if (at >= sizeof path)
+            at = sizeof path - 1;
+    }
+    if (key)
+        snprintf(path + at, at < sizeof path ? sizeof path - at : 0, "%s%s", at ? "." : "", key);
+    if (use_line && nf > 0)
+        line = lines[drop_inner && nf > 1 ? 1 : 0];
+    if (e == CYAML_ERR_SEQUENCE_ENTRIES_MIN || e == CYAML_ERR_SEQUENCE_ENTRIES_MAX)
+        line = nf > 1 ? lines[1] : 0;
+
+    if (path[0] == '\0') {
+        if (strncmp(msg, "Expecting MAPPING", 17) == 0)
+            return drths_error_set(c->err, -EINVAL,
+                                   "%s: not an experiment file: the top level must be a YAML "
+                                   "mapping (name:, structure:, ground_motion:, specimen:, ...)",
+                                   c->file);
+        return drths_error_set(c->err, -EINVAL, "%s: %s", c->file, reason);
+    }
+    if (line > 0)
+        return drths_error_set(c->err, -EINVAL, "%s:%d: %s: %s", c->file, line, path, reason);
+    return drths_error_set(c->err, -EINVAL, "%s: %s: %s", c->file, path, reason);
+}
+
+/* ---- matrices (pass 2) ------------------------------------------------------------------- */
+
+typedef struct {
+    unsigned rows[3]; /* mass, stiffness, damping; 0 = absent */
+    double *out[3];   /* n x n each (n = rows[i]), malloc'ed */
+} matrices_t;
+
+static const char *const matrix_keys[3] = {"mass_kg", "stiffness_N_per_m", "damping_N_s_per_m"};
+
+static int load_matrices(vctx_t *c, matrices_t *m)
+{
+    cyaml_schema_value_t row[3];
+    cyaml_schema_field_t sfields[4];
+    int nf = 0;
+    static const size_t offs[3] = {offsetof(struct raw2_structure, mass_kg),
+                                   offsetof(struct raw2_structure, stiffness_N_per_m),
+                                   offsetof(struct raw2_structure, damping_N_s_per_m)};
+    static const size_t count_offs[3] = {offsetof(struct raw2_structure, mass_kg_count),
+                                         offsetof(struct raw2_structure, stiffness_N_per_m_count),
+                                         offsetof(struct raw2_structure, damping_N_s_per_m_count)};
+    for (int i = 0; i < 3; i++) {
+        if (m->rows[i] == 0)
+            continue;
+        /* Each row is allocated on its own (CYAML_FLAG_POINTER): libcyaml 1.3.1 walks inline
+         * fixed-length rows with a different stride when freeing than when loading. */
+        row[i] = (cyaml_schema_value_t){
+            .type = CYAML_SEQUENCE_FIXED,
+            .flags = CYAML_FLAG_POINTER,
+            .data_size = sizeof(char *),
+            .sequence = {.entry = &string_entry, .min = m->rows[i], .max = m->rows[i]},
+        };
+        sfields[nf++] = (cyaml_schema_field_t){
+            .key = matrix_keys[i],
+            .data_offset = (uint32_t)offs[i],
+            .count_offset = (uint32_t)count_offs[i],
+            .count_size = sizeof(unsigned),
+            .value = {.type = CYAML_SEQUENCE,
+                      .flags = OPT,
+                      .data_size = sizeof(char **),
+                      .sequence = {.entry = &row[i], .min = 0, .max = CYAML_UNLIMITED}},
+        };
+    }
+    if (nf == 0)
+        return 0;
+    sfields[nf] = (cyaml_schema_field_t)CYAML_FIELD_END;
+    const cyaml_schema_field_t tfields[] = {
+        CYAML_FIELD_MAPPING_PTR("structure", OPT, struct raw2_top, structure, sfields),
+        CYAML_FIELD_END,
+    };
+    const cyaml_schema_value_t schema = {
+        CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw2_top, tfields),
+    };
+    cy_log_t log = {.n = 0};
+    const cyaml_config_t cfg = {
+        .log_fn = cy_log,
+        .log_ctx = &log,
+        .mem_fn = cyaml_mem,
+        .log_level = CYAML_LOG_ERROR,
+        .flags = CYAML_CFG_IGNORE_UNKNOWN_KEYS | CYAML_CFG_NO_ALIAS,
+    };
+    struct raw2_top *top = NULL;
+    cyaml_err_t e = cyaml_load_data((const uint8_t *)c->text, c->len, &cfg, &schema,
+                                    (cyaml_data_t **)&top, NULL);
+    if (e != CYAML_OK)
+        return cyaml_to_error(c, e, &log);
+    int r = 0;
+    for (int i = 0; i < 3 && r == 0; i++) {
+        if (m->rows[i] == 0)
+            continue;
+        char ***cells = *(char ****)((char *)top->structure + offs[i]);
+        unsigned n = m->rows[i];
+        m->out[i] = malloc(sizeof(double) * n * n);
+        if (!m->out[i]) {
+            r = drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+            break;
+        }
+        for (unsigned k = 0; k < n * n && r == 0; k++) {
+            const char *cell = cells[k / n][k % n];
+            if (parse_double(cell, &m->out[i][k]) < 0) {
+                char path[96];
+                snprintf(path, sizeof path, "structure.%s[%u][%u]", matrix_keys[i], k / n, k % n);
+                r = fail(c, -EINVAL, path, "must be a finite number (got \"%s\")", cell);
+            }
+        }
+    }
+    cyaml_free(&cfg, &schema, top, 0);
+    return r;
+}
+
+/* Symmetric to a relative tolerance of the largest entry, as the eigensolver reads only one
+ * triangle and an asymmetric entry is almost always a typing error. */
+static int check_symmetric(vctx_t *c, const char *key, const double *a, int n)
+{
+    double amax = 0;
+    for (int k = 0; k < n * n; k++)
+        amax = fmax(amax, fabs(a[k]));
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (fabs(a[i * n + j] - a[j * n + i]) > SYMMETRY_TOL * amax) {
+                char path[96];
+                snprintf(path, sizeof path, "structure.%s[%d][%d]", key, i, j);
+                return fail(c, -EINVAL, path,
+                            "matrix must be symmetric: [%d][%d] is %.10g but [%d][%d] is %.10g", i,
+                            j, a[i * n + j], j, i, a[j * n + i]);
+            }
+    return 0;
+}
+
+/* Cholesky factorisation in a scratch copy: succeeds exactly when a is positive definite. */
+static int positive_definite(const double *a, int n)
+{
+    double *l = malloc(sizeof(double) * (size_t)n * (size_t)n);
+    if (!l)
+        return -ENOMEM;
+    memcpy(l, a, sizeof(double) * (size_t)n * (size_t)n);
+    int ok = 1;
+    for (int j = 0; j < n && ok; j++) {
+        double d = l[j * n + j];
+        for (int k = 0; k < j; k++)
+            d -= l[j * n + k] * l[j * n + k];
+        if (!(d > 0)) {
+            ok = 0;
+            break;
+        }
+        d = sqrt(d);
+        l[j * n + j] = d;
+        for (int i = j + 1; i < n; i++) {
+            double s = l[i * n + j];
+            for (int k = 0; k < j; k++)
+                s -= l[i * n + k] * l[j * n + k];
+            l[i * n + j] = s / d;
+        }
+    }
+    free(l);
+    return ok;
+}
+
+/* ---- paths ------------------------------------------------------------------------------- */
+
+static char *join_path(const char *dir, const char *rel)
+{
+    if (rel[0] == '/')
+        return strdup(rel);
+    size_t n = strlen(dir) + 1 + strlen(rel) + 1;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, rel);
+    return p;
+}
+
+/* Absolute folder of path (the file itself need not exist, for load_buffer). */
+static char *folder_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *d;
+    if (!slash)
+        d = strdup(".");
+    else if (slash == path)
+        d = strdup("/");
+    else
+        d = strndup(path, (size_t)(slash - path));
+    if (!d)
+        return NULL;
+    char *abs = realpath(d, NULL);
+    if (abs) {
+        free(d);
+        return abs;
+    }
+    if (d[0] == '/')
+        return d;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) {
+        free(d);
+        return NULL;
+    }
+    char *j = join_path(cwd, d);
+    free(d);
+    return j;
+}
+
+/* "host:port" or "[v6]:port", port 1..65535. */
+static int check_endpoint(vctx_t *c, const char *path, const char *s)
+{
+    const char *colon;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close == s + 1 || close[1] != ':')
+            return fail(c, -EINVAL, path, "must be host:port or [IPv6]:port (got \"%s\")", s);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon || colon == s || memchr(s, ':', (size_t)(colon - s)))
+            return fail(
+                c, -EINVAL, path,
+                "must be host:port or [IPv6]:port, an IPv6 address in brackets (got \"%s\")", s);
+    }
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (colon[1] < '0' || colon[1] > '9' || *end != '\0' || port < 1 || port > 65535)
+        return fail(c, -EINVAL, path, "port must be in 1..65535 (got \"%s\")", s);
+    return 0;
+}
+
+/* ---- validation --------------------------------------------------------------------------- */
+
+/* structure.floor_mass_kg and storey_stiffness_N_per_m: the shear building's diagonal mass
+ * and tridiagonal stiffness matrices; sets x->n_dof. */
+static int fill_shear_building(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs)
+{
+    int r, n;
+    char path[96];
+    static const char *why = "with structure.model shear-building (use floor_mass_kg and "
+                             "storey_stiffness_N_per_m)";
+    if (rs->mass_kg)
+        return not_allowed(c, "structure.mass_kg", why);
+    if (rs->stiffness_N_per_m)
+        return not_allowed(c, "structure.stiffness_N_per_m", why);
+    if (rs->damping_N_s_per_m)
+        return not_allowed(c, "structure.damping_N_s_per_m", why);
+    if (!rs->floor_mass_kg)
+        return fail(c, -EINVAL, "structure.floor_mass_kg", "missing (required for shear-building)");
+    if (!rs->storey_stiffness_N_per_m)
+        return fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
+                    "missing (required for shear-building)");
+    n = (int)rs->floor_mass_kg_count;
+    if (n < 1 || n > DRTHS_EXPERIMENT_MAX_DOF)
+        return fail(c, -EINVAL, "structure.floor_mass_kg", "must have 1..%d values (got %d)",
+                    DRTHS_EXPERIMENT_MAX_DOF, n);
+    if ((int)rs->storey_stiffness_N_per_m_count != n)
+        return fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
+                    "must have as many values as floor_mass_kg (%d), got %u", n,
+                    rs->storey_stiffness_N_per_m_count);
+    x->n_dof = n;
+    size_t nn = (size_t)n * (size_t)n;
+    x->structure.floor_mass_kg = calloc((size_t)n, sizeof(double));
+    x->structure.storey_stiffness_N_per_m = calloc((size_t)n, sizeof(double));
+    x->structure.mass_kg = calloc(nn, sizeof(double));
+    x->structure.stiffness_N_per_m = calloc(nn, sizeof(double));
+    if (!x->structure.floor_mass_kg || !x->structure.storey_stiffness_N_per_m ||
+        !x->structure.mass_kg || !x->structure.stiffness_N_per_m)
+        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "structure.floor_mass_kg[%d]", i);
+        if ((r = get_double(c, path, rs->floor_mass_kg[i], 0, &x->structure.floor_mass_kg[i])) ||
+            (r = check_gt0(c, path, x->structure.floor_mass_kg[i])))
+            return r;
+        snprintf(path, sizeof path, "structure.storey_stiffness_N_per_m[%d]", i);
+        if ((r = get_double(c, path, rs->storey_stiffness_N_per_m[i], 0,
+                            &x->structure.storey_stiffness_N_per_m[i])) ||
+            (r = check_gt0(c, path, x->structure.storey_stiffness_N_per_m[i])))
+            return r;
+    }
+    const double *m = x->structure.floor_mass_kg, *k = x->structure.storey_stiffness_N_per_m;
+    for (int i = 0; i < n; i++) {
+        x->structure.mass_kg[i * n + i] = m[i];
+        x->structure.stiffness_N_per_m[i * n + i] = k[i] + (i + 1 < n ? k[i + 1] : 0.0);
+        if (i + 1 < n) {
+            x->structure.stiffness_N_per_m[i * n + i + 1] = -k[i + 1];
+            x->structure.stiffness_N_per_m[(i + 1) * n + i] = -k[i + 1];
+        }
+    }
+    return 0;
+}
+
+/* structure.mass_kg, stiffness_N_per_m and damping_N_s_per_m given as matrices: square, the
+ * same size, symmetric, mass positive definite; sets x->n_dof. */
+static int fill_matrices(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs,
+                         matrices_t *mats)
+{
+    int r, n;
+    char path[96];
+    static const char *why = "with structure.model matrices (use mass_kg and stiffness_N_per_m)";
+    if (rs->floor_mass_kg)
+        return not_allowed(c, "structure.floor_mass_kg", why);
+    if (rs->storey_stiffness_N_per_m)
+        return not_allowed(c, "structure.storey_stiffness_N_per_m", why);
+    if (!rs->mass_kg)
+        return fail(c, -EINVAL, "structure.mass_kg", "missing (required for matrices)");
+    if (!rs->stiffness_N_per_m)
+        return fail(c, -EINVAL, "structure.stiffness_N_per_m", "missing (required for matrices)");
+    n = (int)rs->mass_kg_count;
+    if (n < 1 || n > DRTHS_EXPERIMENT_MAX_DOF)
+        return fail(c, -EINVAL, "structure.mass_kg", "must have 1..%d rows (got %d)",
+                    DRTHS_EXPERIMENT_MAX_DOF, n);
+    if ((int)rs->stiffness_N_per_m_count != n)
+        return fail(c, -EINVAL, "structure.stiffness_N_per_m",
+                    "must be %d x %d like mass_kg (got %u rows)", n, n,
+                    rs->stiffness_N_per_m_count);
+    if (rs->damping_N_s_per_m && (int)rs->damping_N_s_per_m_count != n)
+        return fail(c, -EINVAL, "structure.damping_N_s_per_m",
+                    "must be %d x %d like mass_kg (got %u rows)", n, n,
+                    rs->damping_N_s_per_m_count);
+    x->n_dof = n;
+    mats->rows[0] = (unsigned)n;
+    mats->rows[1] = (unsigned)n;
+    mats->rows[2] = rs->damping_N_s_per_m ? (unsigned)n : 0;
+    if ((r = load_matrices(c, mats)))
+        return r;
+    x->structure.mass_kg = mats->out[0];
+    x->structure.stiffness_N_per_m = mats->out[1];
+    x->structure.damping_N_s_per_m = mats->out[2];
+    mats->out[0] = mats->out[1] = mats->out[2] = NULL;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "structure.mass_kg[%d][%d]", i, i);
+        if ((r = check_gt0(c, path, x->structure.mass_kg[i * n + i])))
+            return r;
+        if (x->structure.damping_N_s_per_m) {
+            snprintf(path, sizeof path, "structure.damping_N_s_per_m[%d][%d]", i, i);
+            if ((r = check_ge0(c, path, x->structure.damping_N_s_per_m[i * n + i])))
+                return r;
+        }
+    }
+    if ((r = check_symmetric(c, "mass_kg", x->structure.mass_kg, n)) ||
+        (r = check_symmetric(c, "stiffness_N_per_m", x->structure.stiffness_N_per_m, n)))
+        return r;
+    if (x->structure.damping_N_s_per_m &&
+        (r = check_symmetric(c, "damping_N_s_per_m", x->structure.damping_N_s_per_m, n)))
+        return r;
+    if ((r = positive_definite(x->structure.mass_kg, n)) <= 0)
+        return r < 0 ? drths_error_set(c->err, r, "%s: out of memory", c->file)
+                     : fail(c, -EINVAL, "structure.mass_kg", "must be positive definite");
+    return 0;
+}
+
+/* structure.damping: its kind (matrix when a damping matrix is given) and the ratios or modes
+ * each kind takes, for n degrees of freedom. */
+static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs, int n)
+{
+    int r;
+    char path[96];
+    const struct raw_damping *rd = rs->damping;
+    if ((r = PARSE(damping, kind, rd, x)))
+        return r;
+    if (!(rd && rd->kind) && x->structure.damping_N_s_per_m)
+        x->structure.damping.kind = DRTHS_DAMPING_MATRIX;
+    if (x->structure.damping.kind == DRTHS_DAMPING_MATRIX && !x->structure.damping_N_s_per_m)
+        return fail(c, -EINVAL, "structure.damping_N_s_per_m",
+                    "missing (required by structure.damping.kind matrix, with model matrices)");
+    if (x->structure.damping.kind != DRTHS_DAMPING_MATRIX && x->structure.damping_N_s_per_m) {
+        /* Left out of the experiment: only kind matrix reads it. */
+        free(x->structure.damping_N_s_per_m);
+        x->structure.damping_N_s_per_m = NULL;
+        if ((r = ignored(c, "structure.damping_N_s_per_m",
+                         "(it applies to structure.damping.kind matrix only)")))
+            return r;
+    }
+    switch (x->structure.damping.kind) {
+    case DRTHS_DAMPING_MODAL:
+    case DRTHS_DAMPING_RAYLEIGH: {
+        int rayleigh = x->structure.damping.kind == DRTHS_DAMPING_RAYLEIGH;
+        unsigned nr = rd && rd->ratio ? rd->ratio_count : 1;
+        if (rayleigh ? (nr != 1 && nr != 2) : (nr != 1 && nr != (unsigned)n))
+            return rayleigh ? fail(c, -EINVAL, "structure.damping.ratio",
+                                   "rayleigh takes 1 or 2 values (got %u)", nr)
+                            : fail(c, -EINVAL, "structure.damping.ratio",
+                                   "modal takes 1 value (all modes) or %d (one per mode), got %u",
+                                   n, nr);
+        x->structure.damping.ratio = calloc(nr, sizeof(double));
+        if (!x->structure.damping.ratio)
+            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+        x->structure.damping.n_ratio = (int)nr;
+        for (unsigned i = 0; i < nr; i++) {
+            snprintf(path, sizeof path, "structure.damping.ratio[%u]", i);
+            const char *s = rd && rd->ratio ? rd->ratio[i] : NULL;
+            if ((r = get_double(c, path, s, 0.02, &x->structure.damping.ratio[i])))
+                return r;
+            double z = x->structure.damping.ratio[i];
+            if (!(z >= 0 && z < 1))
+                return fail(c, -EINVAL, path, "must be in [0, 1), 0.02 meaning 2 %% (got %g)", z);
+        }
+        if (!rayleigh) {
+            if (rd && rd->modes &&
+                (r = ignored(c, "structure.damping.modes",
+                             "(it applies to structure.damping.kind rayleigh only)")))
+                return r;
+            break;
+        }
+        if (rd && rd->modes) {
+            if (rd->modes_count != 2)
+                return fail(c, -EINVAL, "structure.damping.modes",
+                            "must be two 1-based mode numbers (got %u values)", rd->modes_count);
+            for (int i = 0; i < 2; i++) {
+                snprintf(path, sizeof path, "structure.damping.modes[%d]", i);
+                if ((r = get_int(c, path, rd->modes[i], 1, 1, n, &x->structure.damping.modes[i])))
+                    return r;
+            }
+            if (n > 1 && x->structure.damping.modes[0] == x->structure.damping.modes[1])
+                return fail(c, -EINVAL, "structure.damping.modes",
+                            "the two modes must differ (got %d twice)",
+                            x->structure.damping.modes[0]);
+        } else {
+            x->structure.damping.modes[0] = 1;
+            x->structure.damping.modes[1] = n;
+        }
+        break;
+    }
+    case DRTHS_DAMPING_MATRIX:
+    case DRTHS_DAMPING_NONE:
+        if (rd && rd->ratio &&
+            (r = ignored(c, "structure.damping.ratio",
+                         "(it applies to structure.damping.kind modal and rayleigh only)")))
+            return r;
+        if (rd && rd->modes &&
+            (r = ignored(c, "structure.damping.modes",
+                         "(it applies to structure.damping.kind rayleigh only)")))
+            return r;
+        break;
+    }
+    return 0;
+}
+
+static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs,
+                          matrices_t *mats)
+{
+    int r;
+    if (!rs)
+        return fail(c, -EINVAL, "structure", "missing (required)");
+    if ((r = PARSE(structure, model, rs, x)))
+        return r;
+    r = x->structure.model == DRTHS_STRUCTURE_SHEAR_BUILDING ? fill_shear_building(c, x, rs)
+                                                             : fill_matrices(c, x, rs, mats);
+    if (r)
+        return r;
+    int n = x->n_dof;
+    if ((r = positive_definite(x->structure.stiffness_N_per_m, n)) <= 0)
+        return r < 0 ? drths_error_set(c->err, r, "%s: out of memory", c->file)
+                     : fail(c, -EINVAL, "structure.stiffness_N_per_m",
+                            "must be positive definite (otherwise the structure is a mechanism "
+                            "or not attached to the ground)");
+    if ((r = fill_damping(c, x, rs, n)))
+        return r;
+    return PARSE(structure, integrator, rs, x);
+}
+
+static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground *g)
+{
+    int r;
+    if (!g)
+        return fail(c, -EINVAL, "ground_motion", "missing (required)");
+    if ((r = PARSE(ground, kind, g, x)) || (r = PARSE(ground, duration_s, g, x)) ||
+        (r = PARSE(ground, tail_s, g, x)))
+        return r;
+    if (x->ground_motion.kind == DRTHS_GROUND_MOTION_RECORD) {
+        static const char *why = "(it applies to ground_motion.kind white-noise; kind is record)";
+        if ((g->band_hz && (r = ignored(c, "ground_motion.band_hz", why))) ||
+            (g->rms_m_s2 && (r = ignored(c, "ground_motion.rms_m_s2", why))) ||
+            (g->seed && (r = ignored(c, "ground_motion.seed", why))))
+            return r;
+        if (!g->file || !g->file[0])
+            return fail(c, -EINVAL, "ground_motion.file", "missing (required for kind record)");
+        if ((r = PARSE_RANGE(ground, format, dt_s, g, x)))
+            return r;
+        x->ground_motion.file = strdup(g->file);
+        x->ground_motion.record_path = join_path(x->dir, g->file);
+        if (!x->ground_motion.file || !x->ground_motion.record_path)
+            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+        /* Checked now so that a typing error in the path stops the run before anything starts. */
+        int fd = open(x->ground_motion.record_path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            return fail(c, -e, "ground_motion.file", "cannot open \"%s\": %s",
+                        x->ground_motion.record_path, strerror(e));
+        }
+        struct stat st;
+        int bad = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode);
+        close(fd);
+        if (bad)
+            return fail(c, -EINVAL, "ground_motion.file", "\"%s\" is not a regular file",
+                        x->ground_motion.record_path);
+    } else {
+        static const char *why = "(it applies to ground_motion.kind record; kind is white-noise)";
+        if ((g->file && (r = ignored(c, "ground_motion.file", why))) ||
+            (g->format && (r = ignored(c, "ground_motion.format", why))) ||
+            (g->units && (r = ignored(c, "ground_motion.units", why))) ||
+            (g->column && (r = ignored(c, "ground_motion.column", why))) ||
+            (g->scale && (r = ignored(c, "ground_motion.scale",
+                                      "(it applies to ground_motion.kind record; white-noise "
+                                      "takes its amplitude from rms_m_s2)"))) ||
+            (g->time_compression && (r = ignored(c, "ground_motion.time_compression", why))) ||
+            (g->dt_s && (r = ignored(c, "ground_motion.dt_s", why))))
+            return r;
+        x->ground_motion.format = DRTHS_RECORD_FORMAT_AUTO;
+        x->ground_motion.units = DRTHS_ACCEL_M_S2;
+        x->ground_motion.column = 1;
+        x->ground_motion.scale = 1.0;
+        x->ground_motion.time_compression = 1.0;
+        if (!(x->ground_motion.duration_s > 0))
+            return fail(c, -EINVAL, "ground_motion.duration_s",
+                        "must be > 0 for white-noise (got %g)", x->ground_motion.duration_s);
+        x->ground_motion.band_hz[0] = 0;
+        x->ground_motion.band_hz[1] = 30;
+        if (g->band_hz) {
+            if (g->band_hz_count != 2)
+                return fail(c, -EINVAL, "ground_motion.band_hz",
+                            "must be two values [low, high] in Hz (got %u)", g->band_hz_count);
+            if ((r = get_double(c, "ground_motion.band_hz[0]", g->band_hz[0], 0,
+                                &x->ground_motion.band_hz[0])) ||
+                (r = get_double(c, "ground_motion.band_hz[1]", g->band_hz[1], 0,
+                                &x->ground_motion.band_hz[1])))
+                return r;
+        }
+        double lo = x->ground_motion.band_hz[0], hi = x->ground_motion.band_hz[1];
+        if ((r = check_ge0(c, "ground_motion.band_hz[0]", lo)))
+            return r;
+        if (!(hi > lo) || hi > x->rate_hz / 2)
+            return fail(c, -EINVAL, "ground_motion.band_hz[1]",
+                        "must be > band_hz[0] (%g) and <= rate_hz / 2 (%g) (got %g)", lo,
+                        x->rate_hz / 2, hi);
+        if ((r = PARSE(ground, rms_m_s2, g, x)) || (r = PARSE(ground, seed, g, x)))
+            return r;
+    }
+    return 0;
+}
+
+static int fill_specimen(vctx_t *c, drths_experiment_t *x, const struct raw_specimen *s)
+{
+    int r;
+    if (!s)
+        return fail(c, -EINVAL, "specimen", "missing (required)");
+    const field_t *floor = SPEC(specimen, floor); /* its upper bound is n_dof */
+    if ((r = get_int(c, "specimen.floor", s->floor, (long)floor->def, (long)floor->lo, x->n_dof,
+                     &x->specimen.floor)))
+        return r;
+    if (!s->damper)
+        return fail(c, -EINVAL, "specimen.damper", "missing (required)");
+    if ((r = PARSE(damper, model, s->damper, x)))
+        return r;
+    if (x->specimen.damper.model == DRTHS_DAMPER_LINEAR_SPRING) {
+        if (!s->damper->stiffness_N_per_m)
+            return fail(c, -EINVAL, "specimen.damper.stiffness_N_per_m", "missing (required)");
+        if ((r = PARSE(damper, stiffness_N_per_m, s->damper, x)))
+            return r;
+    } else if (s->damper->stiffness_N_per_m &&
+               (r = ignored(c, "specimen.damper.stiffness_N_per_m",
+                            "(it applies to specimen.damper.model linear-spring only)"))) {
+        return r;
+    }
+    if ((r = PARSE(damper, substeps, s->damper, x)) ||
+        (r = PARSE_RANGE(true_scale, alpha, n, s->true_scale, x)))
+        return r;
+    return 0;
+}
+
+/* With control.mode fixed, control.command must be one the damper takes. At the top level the
+ * command is named; in a channel (c->prefix set), which takes the command of the control section,
+ * its damper model is. */
+static int check_damper_command(vctx_t *c, const drths_experiment_t *x)
+{
+    if (x->control.mode != DRTHS_CONTROL_FIXED)
+        return 0;
+    double max = drths_experiment_command_max(x->specimen.damper.model);
+    if (!(x->control.command < 0 || x->control.command > max))
+        return 0;
+    if (c->prefix && c->prefix[0])
+        return fail(c, -EINVAL, "specimen.damper.model",
+                    "%s takes a damper command of 0..%g, below control.command (%g)",
+                    drths_damper_model_name(x->specimen.damper.model), max, x->control.command);
+    const char *unit = x->specimen.damper.model == DRTHS_DAMPER_PHILLIPS2013  ? " A"
+                       : x->specimen.damper.model == DRTHS_DAMPER_SPENCER1997 ? " V"
+                                                                              : "";
+    return fail(c, -EINVAL, "control.command", "must be in 0..%g%s for damper model %s (got %g)",
+                max, unit, drths_damper_model_name(x->specimen.damper.model), x->control.command);
+}
+
+/* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. At the top
+ * level the position is named; in a channel (c->prefix set), which takes the position of the
+ * physical section, its limit that leaves the position out is. */
+static int check_safe_position(vctx_t *c, const drths_experiment_t *x)
+{
+    double pos = x->physical.safe_position_m, drive = x->physical.limit_drive_m,
+           measured = x->physical.limit_measured_displacement_m;
+    int inside_drive = fabs(pos) < drive;
+    if (inside_drive && fabs(pos) < measured)
+        return 0;
+    if (c->prefix && c->prefix[0])
+        return fail(c, -EINVAL, inside_drive ? "limit_measured_displacement_m" : "limit_drive_m",
+                    "must lie beyond physical.safe_position_m (%g), where HOLD may ramp to "
+                    "(limit_drive_m %g, limit_measured_displacement_m %g)",
+                    pos, drive, measured);
+    return fail(c, -EINVAL, "physical.safe_position_m",
+                "must lie inside physical.limit_drive_m (%g) and "
+                "physical.limit_measured_displacement_m (%g) (got %g)",
+                drive, measured, pos);
+}
+
+static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_control *ct)
+{
+    int r;
+    if ((r = PARSE(control, mode, ct, x)))
+        return r;
+    x->control.q_disp = x->control.q_acc = x->control.r = 0;
+    char why[128];
+    snprintf(why, sizeof why, "(it applies to control.mode clipped-optimal only; mode is %s)",
+             drths_control_mode_name(x->control.mode));
+    for (int i = F_control_q_disp; i <= F_control_r; i++) {
+        if (x->control.mode != DRTHS_CONTROL_CLIPPED_OPTIMAL) {
+            char path[64];
+            if (raw_string(&control_spec[i], ct) &&
+                (r = ignored(c, field_path(path, sizeof path, control_prefix, &control_spec[i]),
+                             why)))
+                return r;
+            continue;
+        }
+        if ((r = parse_field(c, control_prefix, &control_spec[i], ct, x)))
+            return r;
+    }
+    if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL &&
+        x->control.q_disp + x->control.q_acc <= 0)
+        return fail(c, -EINVAL, "control.q_disp",
+                    "q_disp and q_acc are both 0: the design would weigh nothing");
+    if (x->control.mode != DRTHS_CONTROL_FIXED) {
+        snprintf(why, sizeof why, "(it applies to control.mode fixed only; mode is %s)",
+                 drths_control_mode_name(x->control.mode));
+        x->control.command = 0;
+        return ct && ct->command ? ignored(c, "control.command", why) : 0;
+    }
+    if (!(ct && ct->command))
+        return fail(c, -EINVAL, "control.command", "missing (required)");
+    if ((r = PARSE(control, command, ct, x)))
+        return r;
+    return check_damper_command(c, x);
+}
+
+static int fill_actuator(vctx_t *c, drths_experiment_t *x, const struct raw_actuator *a)
+{
+    int r;
+    if ((r = PARSE_RANGE(actuator, plant, adc_bits, a, x)))
+        return r;
+    if (x->actuator.adc_bits != 0 && x->actuator.adc_bits < 8)
+        return fail(c, -EINVAL, "actuator.adc_bits",
+                    "must be 0 (no quantisation) or 8..24 (got %d)", x->actuator.adc_bits);
+    if ((r = PARSE_RANGE(actuator, displacement_range_m, adaptive_bound, a, x)))
+        return r;
+    return PARSE_RANGE(plant_scale, gain, complex_pole, a ? a->plant_scale : NULL, x);
+}
+
+static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *t)
+{
+    int r;
+    const struct raw_link *l = t->link;
+    if ((r = PARSE_RANGE(link, redundancy, loop_delay_ticks, l, x)))
+        return r;
+    if (l && l->key_file && l->key_file[0]) {
+        x->link.key_file = strdup(l->key_file);
+        x->link.key_path = join_path(x->dir, l->key_file);
+        if (!x->link.key_file || !x->link.key_path)
+            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    }
+
+    if ((r = PARSE(numerical, peer, t->numerical, x)) ||
+        (r = check_endpoint(c, "numerical.peer", x->numerical.peer)) ||
+        (r = PARSE_RANGE(numerical, reorder_ticks, stability_max_cycle_s, t->numerical, x)))
+        return r;
+
+    if ((r = PARSE(physical, listen, t->physical, x)) ||
+        (r = check_endpoint(c, "physical.listen", x->physical.listen)) ||
+        (r = PARSE_RANGE(physical, playout_ticks, stability_min_decay_per_s, t->physical, x)))
+        return r;
+    if ((r = check_safe_position(c, x)))
+        return r;
+    /* 0 = one second of commands, at least 300 ticks: commands wait in the buffer for up to
+     * L ticks, and an epoch may raise L to a round trip of several hundred ms. */
+    if (x->physical.playout_ticks == 0) {
+        double one_s = ceil(x->rate_hz);
+        x->physical.playout_ticks = one_s > 300.0 ? (int)fmin(one_s, 1000000.0) : 300;
+    } else if (x->physical.playout_ticks < 10) {
+        return fail(c, -EINVAL, "physical.playout_ticks",
+                    "must be 0 (one second of ticks) or 10..1000000 (got %d)",
+                    x->physical.playout_ticks);
+    }
+    /* The concealment budget in ticks: max_concealed_ticks when the file gives it (files
+     * written before max_concealed_ms keep their meaning), else max_concealed_ms at rate_hz,
+     * rounded down so that the budget never exceeds the time written. */
+    if (x->physical.max_concealed_ticks < 0)
+        x->physical.max_concealed_ticks =
+            (int)fmin(floor(x->physical.max_concealed_ms * 1e-3 * x->rate_hz + 1e-9), 1e8);
+    /* A command is sent L ticks ahead of its tick and waits in the playout buffer meanwhile. */
+    if (x->link.loop_delay_ticks >= x->physical.playout_ticks)
+        return fail(c, -EINVAL, "link.loop_delay_ticks",
+                    "must be < physical.playout_ticks (%d), which must hold L ticks of commands "
+                    "(got %d)",
+                    x->physical.playout_ticks, x->link.loop_delay_ticks);
+
+    if ((r = PARSE(output, directory, t->output, x)))
+        return r;
+    if (!x->output.directory[0])
+        return fail(c, -EINVAL, "output.directory", "must not be empty");
+    return 0;
+}
+
+/* After fill_daq (it needs the back end). lp is the path the limits are under in messages:
+ * "physical." for the physical section, "" for a channel's own. own_force and own_disp say
+ * whether the limit is the section's own; a channel's limit taken from the physical section is
+ * not, and then the message names the channel's converter range (its own actuator section) that
+ * the limit does not fit. */
+static int check_limits_inside_converters(vctx_t *c, const drths_experiment_t *x, const char *lp,
+                                          int own_force, int own_disp)
+{
+    /* A limit at or beyond its converter's full scale can never trip: a saturated converter
+     * reads its end value (a 16-bit converter over +/- 250 kN reads 249 992 N at most), so the
+     * limit must lie inside the range the virtual specimen's converters read (with adc_bits;
+     * a board's ranges are known only when it is opened, where a reading at an end is itself a
+     * HOLD). */
+    if (x->daq.backend != DRTHS_DAQ_BACKEND_VIRTUAL || x->actuator.adc_bits <= 0)
+        return 0;
+    const struct {
+        const char *limit, *range;
+        double limit_v, range_v;
+        int own;
+    } k[2] = {
+        {"limit_force_N", "force_range_N", x->physical.limit_force_N, x->actuator.force_range_N,
+         own_force},
+        {"limit_measured_displacement_m", "displacement_range_m",
+         x->physical.limit_measured_displacement_m, x->actuator.displacement_range_m, own_disp},
+    };
+    char path[96];
+    for (int i = 0; i < 2; i++) {
+        if (k[i].limit_v < k[i].range_v)
+            continue;
+        if (!k[i].own) {
+            snprintf(path, sizeof path, "actuator.%s", k[i].range);
+            return fail(c, -EINVAL, path,
+                        "must be above physical.%s (%g), which this channel takes, or the limit "
+                        "can never trip: the converter's full scale (got %g)",
+                        k[i].limit, k[i].limit_v, k[i].range_v);
+        }
+        snprintf(path, sizeof path, "%s%s", lp, k[i].limit);
+        return fail(c, -EINVAL, path,
+                    "must be below actuator.%s (%g), the converter's full scale, or it can never "
+                    "trip (got %g)",
+                    k[i].range, k[i].range_v, k[i].limit_v);
+    }
+    return 0;
+}
+
+/* One channel mapping of daq; path is "daq.command_out" and so on. */
+static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_channel *rc,
+                            drths_daq_channel_config_t *ch)
+{
+    char f[64];
+    int r;
+    memset(ch, 0, sizeof *ch);
+    if (!rc)
+        return 0;
+    ch->given = 1;
+#define FIELD(name) (snprintf(f, sizeof f, "%s." name, path), f)
+    if (!rc->subdevice)
+        return fail(c, -EINVAL, FIELD("subdevice"), "missing (required: the comedi subdevice)");
+    if (!rc->channel)
+        return fail(c, -EINVAL, FIELD("channel"),
+                    "missing (required: the channel on the subdevice)");
+    if (!rc->units_per_volt)
+        return fail(c, -EINVAL, FIELD("units_per_volt"),
+                    "missing (required: engineering units per volt at the connector)");
+    if ((r = parse_fields(c, path, daq_channel_spec, 0, F_daq_channel_end - 1, rc, ch)))
+        return r;
+    if (ch->units_per_volt == 0)
+        return fail(c, -EINVAL, FIELD("units_per_volt"), "must not be 0");
+#undef FIELD
+    return 0;
+}
+
+/* The four signals of the daq section, in this order everywhere: two outputs, then two
+ * inputs. */
+static const char *const daq_signal_paths[4] = {"daq.command_out", "daq.current_out",
+                                                "daq.displacement_in", "daq.force_in"};
+
+static drths_daq_channel_config_t *daq_signal(drths_experiment_t *x, int k)
+{
+    drths_daq_channel_config_t *const m[4] = {&x->daq.command_out, &x->daq.current_out,
+                                              &x->daq.displacement_in, &x->daq.force_in};
+    return m[k];
+}
+
+/* Whether signals k and l (indices into daq_signal_paths) are both given and on the same
+ * subdevice and channel, where they would collide: two outputs would fight, two inputs would
+ * read the force as the displacement. An output and an input never collide (a subdevice is one
+ * or the other). */
+static int daq_signals_collide(const drths_daq_channel_config_t *a, int k,
+                               const drths_daq_channel_config_t *b, int l)
+{
+    return k / 2 == l / 2 && a->given && b->given && a->subdevice == b->subdevice &&
+           a->channel == b->channel;
+}
+
+/* Whether a signal of b is on the converter of a signal of a (when a is b, of an earlier one of
+ * its own): a typing error worth stopping for. a is physical.channels[j] when it is another
+ * channel than b. */
+static int check_shared_converters(vctx_t *c, drths_experiment_t *a, drths_experiment_t *b, int j)
+{
+    for (int k = 0; k < 4; k++)
+        for (int l = 0; l < (a == b ? k : 4); l++) {
+            const drths_daq_channel_config_t *s = daq_signal(b, k);
+            if (!daq_signals_collide(daq_signal(a, l), l, s, k))
+                continue;
+            if (a == b)
+                return fail(c, -EINVAL, daq_signal_paths[k],
+                            "same subdevice and channel as %s (%d/%d); each signal needs its "
+                            "own channel",
+                            daq_signal_paths[l], s->subdevice, s->channel);
+            return fail(c, -EINVAL, daq_signal_paths[k],
+                        "same subdevice and channel (%d/%d) as physical.channels[%d]'s %s (a "
+                        "channel without its own takes the daq section's); each channel needs "
+                        "its own signals",
+                        s->subdevice, s->channel, j, daq_signal_paths[l]);
+        }
+    return 0;
+}
+
+/* The daq signals of raw (in daq_signal_paths' order, NULL where not given) into x: where
+ * keep_absent, an absent one keeps x's mapping (a channel's takes the daq section's). Then
+ * every signal is required with the comedi back end, and no two collide. */
+static int fill_daq_signals(vctx_t *c, drths_experiment_t *x,
+                            const struct raw_daq_channel *const raw[4], int keep_absent)
+{
+    int r;
+    for (int k = 0; k < 4; k++) {
+        if ((raw[k] || !keep_absent) &&
+            (r = fill_daq_channel(c, daq_signal_paths[k], raw[k], daq_signal(x, k))))
+            return r;
+        if (!daq_signal(x, k)->given && x->daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
+            return fail(c, -EINVAL, daq_signal_paths[k],
+                        "missing (required with daq.backend comedi: subdevice, channel, "
+                        "units_per_volt)");
+    }
+    return check_shared_converters(c, x, x, -1);
+}
+
+static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
+{
+    int r;
+    const struct raw_daq none = {0};
+    if (!d)
+        d = &none;
+    if ((r = PARSE(daq, backend, d, x)) || (r = PARSE(daq, device, d, x)))
+        return r;
+    if (!x->daq.device[0])
+        return fail(c, -EINVAL, "daq.device", "must not be empty");
+    const struct raw_daq_channel *const raw[4] = {d->command_out, d->current_out,
+                                                  d->displacement_in, d->force_in};
+    if ((r = fill_daq_signals(c, x, raw, 0)))
+        return r;
+    /* Not checked for readability here: the numerical site loads the same file and has no
+     * calibration file; the comedi back end opens it at start-up. */
+    if (d->calibration_file && d->calibration_file[0]) {
+        x->daq.calibration_file = strdup(d->calibration_file);
+        x->daq.calibration_path = join_path(x->dir, d->calibration_file);
+        if (!x->daq.calibration_file || !x->daq.calibration_path)
+            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    }
+    return 0;
+}
+
+/* physical.channels[i] into ch (the channel's view of x; see drths_experiment_channel_t). */
+static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const struct raw_channel *rc,
+                        drths_experiment_channel_t *ch)
+{
+    int r;
+    drths_experiment_t *v = &ch->exp;
+    *v = *x;
+    v->n_channels = 0;
+    v->channels = NULL;
+    v->notes = NULL;
+    if (rc->name) {
+        size_t n = strlen(rc->name);
+        if (n == 0 || n >= DRTHS_CHANNEL_NAME_MAX)
+            return fail(c, -EINVAL, "name", "must be 1..%d characters (got %zu)",
+                        DRTHS_CHANNEL_NAME_MAX - 1, n);
+        for (size_t k = 0; k < n; k++) {
+            unsigned char ch_k = (unsigned char)rc->name[k];
+            if (!isalnum(ch_k) && ch_k != '_' && ch_k != '-' && ch_k != '.')
+                return fail(c, -EINVAL, "name",
+                            "only letters, digits, '_', '-' and '.' (got \"%s\")", rc->name);
+        }
+        memcpy(ch->name, rc->name, n + 1);
+    } else {
+        snprintf(ch->name, sizeof ch->name, "ch%d", i + 1);
+    }
+    if (rc->specimen) {
+        if (rc->specimen->floor)
+            return not_allowed(c, "specimen.floor",
+                               "in a channel (specimen.floor places the numerical site's "
+                               "damper, and several channels are served over OpenFresco only)");
+        if ((r = fill_specimen(c, v, rc->specimen)))
+            return r;
+        v->specimen.floor = x->specimen.floor;
+    }
+    if (rc->actuator && (r = fill_actuator(c, v, rc->actuator)))
+        return r;
+    for (int f = F_channel_limit_displacement_m; f <= F_channel_limit_measured_displacement_m; f++)
+        if (raw_string(&channel_spec[f], rc) &&
+            (r = parse_field(c, channel_prefix, &channel_spec[f], rc, v)))
+            return r;
+    if (rc->daq) {
+        const struct raw_chdaq *d = rc->daq;
+        const struct raw_daq_channel *const raw[4] = {d->command_out, d->current_out,
+                                                      d->displacement_in, d->force_in};
+        if ((r = fill_daq_signals(c, v, raw, 1)))
+            return r;
+    }
+    if ((r = check_safe_position(c, v)) || (r = check_damper_command(c, v)))
+        return r;
+    return check_limits_inside_converters(c, v, "", rc->limit_force_N != NULL,
+                                          rc->limit_measured_displacement_m != NULL);
+}
+
+/* physical.channels: 2..DRTHS_EXPERIMENT_MAX_CHANNELS channels, unique names, and with the
+ * comedi back end no signal of the board driven or read by two channels. */
+static int fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_physical *p)
+{
+    if (!p || !p->channels)
+        return 0;
+    unsigned n = p->channels_count;
+    if (n < 2 || n > DRTHS_EXPERIMENT_MAX_CHANNELS)
+        return fail(c, -EINVAL, "physical.channels",
+                    "must list 2..%d channels (got %u); leave it out for one channel (the "
+                    "specimen, actuator and physical sections)",
+                    DRTHS_EXPERIMENT_MAX_CHANNELS, n);
+    x->channels_line = line_of(c, "physical.channels");
+    x->channels = calloc(n, sizeof *x->channels);
+    if (!x->channels)
+        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    x->n_channels = (int)n;
+    int r = 0;
+    char prefix[40];
+    c->prefix = prefix;
+    for (int i = 0; i < (int)n && !r; i++) {
+        snprintf(prefix, sizeof prefix, "physical.channels[%d].", i);
+        r = fill_channel(c, x, i, &p->channels[i], &x->channels[i]);
+        for (int j = 0; j < i && !r; j++)
+            if (strcmp(x->channels[j].name, x->channels[i].name) == 0)
+                r = fail(c, -EINVAL, "name", "\"%s\" is also physical.channels[%d]'s name",
+                         x->channels[i].name, j);
+        if (r || x->daq.backend != DRTHS_DAQ_BACKEND_COMEDI)
+            continue;
+        /* Any two outputs (or inputs) of two channels, not only the same signal's: one
+         * channel's command_out on another's current_out would drive one converter twice. */
+        for (int j = 0; j < i && !r; j++)
+            r = check_shared_converters(c, &x->channels[j].exp, &x->channels[i].exp, j);
+    }
+    c->prefix = NULL;
+    return r;
+}
+
+int drths_experiment_n_actuators(const drths_experiment_t *exp)
+{
+    return exp->n_channels > 0 ? exp->n_channels : 1;
+}
+
+const drths_experiment_t *drths_experiment_actuator(const drths_experiment_t *exp, int i)
+{
+    return exp->n_channels > 0 ? &exp->channels[i].exp : exp;
+}
+
+const char *drths_experiment_actuator_name(const drths_experiment_t *exp, int i)
+{
+    return exp->n_channels > 0 ? exp->channels[i].name : "ch1";
+}
+
+int drths_experiment_check_network(const drths_experiment_t *exp, drths_error_t *err)
+{
+    if (exp->n_channels == 0)
+        return 0;
+    char line[16] = "";
+    if (exp->channels_line > 0)
+        snprintf(line, sizeof line, ":%d", exp->channels_line);
+    return drths_error_set(err, -ENOTSUP,
+                           "%s%s: physical.channels: %d channels are served over OpenFresco "
+                           "only for now (drths-physical --openfresco); a numerical site drives "
+                           "one channel (leave physical.channels out)",
+                           exp->path, line, exp->n_channels);
+}
+
+static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matrices_t *mats)
+{
+    int r;
+    if (!t->name || !t->name[0])
+        return fail(c, -EINVAL, "name", "missing (required: a short name for the experiment)");
+    if (!(x->name = strdup(t->name)))
+        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    if ((r = PARSE(top, description, t, x)) || (r = PARSE(top, rate_hz, t, x)))
+        return r;
+    if ((r = fill_structure(c, x, t->structure, mats)) ||
+        (r = fill_ground(c, x, t->ground_motion)) || (r = fill_specimen(c, x, t->specimen)) ||
+        (r = fill_control(c, x, t->control)) || (r = fill_actuator(c, x, t->actuator)) ||
+        (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)) ||
+        (r = check_limits_inside_converters(c, x, "physical.", 1, 1)) ||
+        (r = PARSE_RANGE(acceptance, displacement_rms_error_pct, hold_allowed, t->acceptance, x)) ||
+        (r = fill_channels(c, x, t->physical))) /* last: each channel's view copies the rest */
+        return r;
+    return 0;
+}
+
+/* ---- load / close ------------------------------------------------------------------------ */
+
+int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size_t len,
+                                 const char *path, drths_error_t *err)
+{
+    memset(exp, 0, sizeof *exp);
+    vctx_t c = {.file = path, .text = data, .len = len, .err = err, .notes = &exp->notes};
+    if (len == 0 || !data)
+        return drths_error_set(err, -EINVAL,
+                               "%s: empty file (an experiment file is a YAML "
+                               "mapping: name:, structure:, ground_motion:, ...)",
+                               path);
+    exp->path = strdup(path);
+    exp->dir = folder_of(path);
+    if (!exp->path || !exp->dir) {
+        drths_experiment_close(exp);
+        return drths_error_set(err, -ENOMEM, "%s: out of memory", path);
+    }
+
+    cy_log_t log = {.n = 0};
+    const cyaml_config_t cfg = {
+        .log_fn = cy_log,
+        .log_ctx = &log,
+        .mem_fn = cyaml_mem,
+        .log_level = CYAML_LOG_ERROR,
+        /* Aliases are refused: an experiment file does not need them, and they let a small
+         * file expand without bound. */
+        .flags = CYAML_CFG_NO_ALIAS,
+    };
+    struct raw_top *top = NULL;
+    cyaml_err_t e =
+        cyaml_load_data((const uint8_t *)data, len, &cfg, &top_schema, (cyaml_data_t **)&top, NULL);
+    int r;
+    if (e != CYAML_OK) {
+        r = cyaml_to_error(&c, e, &log);
+    } else if (!top) {
+        r = drths_error_set(err, -EINVAL,
+                            "%s: empty file (an experiment file is a YAML "
+                            "mapping: name:, structure:, ground_motion:, ...)",
+                            path);
+    } else {
+        matrices_t mats = {{0, 0, 0}, {NULL, NULL, NULL}};
+        r = fill(&c, exp, top, &mats);
+        for (int i = 0; i < 3; i++)
+            free(mats.out[i]);
+    }
+    if (top)
+        cyaml_free(&cfg, &top_schema, top, 0);
+    if (r)
+        drths_experiment_close(exp);
+    return r;
+}
+
+/* The acceptance section alone: the top level with every other key ignored. */
+struct raw_acceptance_top {
+    struct raw_acceptance *acceptance;
+};
+static const cyaml_schema_field_t acceptance_top_fields[] = {
+    CYAML_FIELD_MAPPING_PTR("acceptance", OPT, struct raw_acceptance_top, acceptance,
+                            acceptance_fields),
+    CYAML_FIELD_END};
+static const cyaml_schema_value_t acceptance_top_schema = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_acceptance_top, acceptance_top_fields),
+};
+
+void drths_acceptance_default(drths_acceptance_t *acc)
+{
+    drths_experiment_t x;
+    memset(&x, 0, sizeof x);
+    drths_error_t err;
+    vctx_t c = {.file = "(defaults)", .err = &err};
+    /* No section: every field takes its default, which cannot fail. */
+    (void)parse_fields(&c, acceptance_prefix, acceptance_spec, 0, F_acceptance_end - 1, NULL, &x);
+    *acc = x.acceptance;
+}
+
+int drths_experiment_load_acceptance(drths_acceptance_t *acc, const char *path,
+                                     drths_error_t *err)
+{
+    drths_experiment_t x;
+    memset(&x, 0, sizeof x);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        return drths_error_set(err, -e, "%s: cannot open the experiment file: %s", path,
+                               strerror(e));
+    }
+    char *buf = malloc(MAX_FILE_BYTES + 1);
+    size_t len = buf ? fread(buf, 1, MAX_FILE_BYTES + 1, f) : 0;
+    int bad = !buf || ferror(f) || len > MAX_FILE_BYTES;
+    fclose(f);
+    if (bad) {
+        int code = buf ? -EINVAL : -ENOMEM;
+        free(buf);
+        return drths_error_set(err, code, "%s: cannot read it (at most %u bytes)", path,
+                               MAX_FILE_BYTES);
+    }
+    vctx_t c = {.file = path, .text = buf, .len = len, .err = err};
+    cy_log_t log = {.n = 0};
+    const cyaml_config_t cfg = {
+        .log_fn = cy_log,
+        .log_ctx = &log,
+        .mem_fn = cyaml_mem,
+        .log_level = CYAML_LOG_ERROR,
+        .flags = CYAML_CFG_NO_ALIAS | CYAML_CFG_IGNORE_UNKNOWN_KEYS,
+    };
+    struct raw_acceptance_top *top = NULL;
+    cyaml_err_t e = cyaml_load_data((const uint8_t *)buf, len, &cfg, &acceptance_top_schema,
+                                    (cyaml_data_t **)&top, NULL);
+    int r = e != CYAML_OK ? cyaml_to_error(&c, e, &log)
+                          : parse_fields(&c, acceptance_prefix, acceptance_spec, 0,
+                                         F_acceptance_end - 1, top ? top->acceptance : NULL, &x);
+    if (top)
+        cyaml_free(&cfg, &acceptance_top_schema, top, 0);
+    free(buf);
+    if (!r)
+        *acc = x.acceptance;
+    return r;
+}
+
+int drths_experiment_load(drths_experiment_t *exp, const char *path, drths_error_t *err)
+{
+    memset(exp, 0, sizeof *exp);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return drths_error_set(err, -e, "%s: cannot open the experiment file: %s", path,
+                               strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return drths_error_set(err, -EINVAL, "%s: not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > MAX_FILE_BYTES) {
+        close(fd);
+        return drths_error_set(err, -EFBIG,
+                               "%s: too large for an experiment file (%lld bytes, at most %u)",
+                               path, (long long)st.st_size, MAX_FILE_BYTES);
+    }
+    size_t len = (size_t)st.st_size;
+    char *buf = malloc(len + 1);
+    if (!buf) {
+        close(fd);
+        return drths_error_set(err, -ENOMEM, "%s: out of memory", path);
+    }
+    size_t got = 0;
+    while (got < len) {
+        ssize_t k = read(fd, buf + got, len - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : EIO;
+            close(fd);
+            free(buf);
+            return drths_error_set(err, -e, "%s: cannot read: %s", path, strerror(e));
+        }
+        got += (size_t)k;
+    }
+    close(fd);
+    buf[len] = '\0';
+    int r = drths_experiment_load_buffer(exp, buf, len, path, err);
+    free(buf);
+    return r;
+}
+
+void drths_experiment_close(drths_experiment_t *x)
+{
+    if (!x)
+        return;
+    free(x->path);
+    free(x->notes);
+    free(x->dir);
+    free(x->name);
+    free(x->description);
+    free(x->structure.floor_mass_kg);
+    free(x->structure.storey_stiffness_N_per_m);
+    free(x->structure.mass_kg);
+    free(x->structure.stiffness_N_per_m);
+    free(x->structure.damping_N_s_per_m);
+    free(x->structure.damping.ratio);
+    free(x->ground_motion.file);
+    free(x->ground_motion.record_path);
+    free(x->link.key_file);
+    free(x->link.key_path);
+    free(x->numerical.peer);
+    free(x->physical.listen);
+    free(x->output.directory);
+    free(x->daq.device);
+    free(x->daq.calibration_file);
+    free(x->daq.calibration_path);
+    free(x->channels); /* the views own nothing */
+    memset(x, 0, sizeof *x);
+}

@@ -1,0 +1,327 @@
+/* Actuator compensation (how the actuator site turns the commanded displacement into the drive
+ * signal) and the online tracking indicators.
+ *
+ * At tick t the actuator site knows the desired displacement r (the command of the numerical
+ * site) at the ticks t-3 .. t (already applied or being applied) and, through the playout
+ * buffer, at some future ticks t+1 .. t+k (drths_playout_lookahead). drths_comp_drive turns
+ * them into the drive signal u(t) written to the servo-valve controller at tick t.
+ *
+ * Timing convention (the one of common/models/specimen.h): with an I/O delay of d ticks, the drive
+ * written at tick t is held by the converter over [t+d-1, t+d] and the plant's displacement at
+ * tick t+d is the first reading that sees it. A held value best represents the continuous drive
+ * at the middle of its interval, so the compensator aims its drive at the instant
+ *
+ *     t + s,   s = d - 1/2 ticks   (the "lead" of the feedforward; 0.5 for the usual d = 1),
+ *
+ * i.e. it previews the I/O delay less the half tick of the zero-order hold. (Previewing a whole
+ * d ticks would make the actuator lead by half a tick: about 0.3 % RMS error at 5 Hz, 5 kHz.)
+ *
+ * Modes (drths_compensation_t):
+ *  - NONE: u(t) = r(t). The actuator lags by its own dynamics (about 9 ms) plus the I/O delay.
+ *  - POLYNOMIAL (Horiuchi et al. 1999): u(t) = r(t + tau), where r(t + tau) is the cubic
+ *    through four known samples extrapolated to t + tau (common/models/lagrange.h). tau is
+ *    the plant's delay: by default the low-frequency group delay of the design model,
+ *    1/p + a/b (8.95 ms for the average model), plus the lead s above; see
+ *    drths_comp_set_poly_lead. The four samples end at the newest real sample at or before
+ *    t + tau: r(t+m-3 .. t+m), m = min(k, floor(tau)) with k future samples given, so only
+ *    tau - m ticks are extrapolated; with no lookahead they are r(t-3 .. t) and this is exactly
+ *    Horiuchi's method. It corrects the delay only, not the plant's amplitude.
+ *  - FEEDFORWARD_AVERAGE and FEEDFORWARD (Phillips & Spencer 2013): the inverse of the design model
+ *    G(s) = K/((s+p)(s^2+a s+b)),
+ *        u = a0 r + a1 r' + a2 r'' + a3 r''',
+ *        a0 = p b / K,  a1 = (b + a p) / K,  a2 = (a + p) / K,  a3 = 1 / K,
+ *    with r and its derivatives evaluated at t + s. They come from the 7-point stencil at the
+ *    ticks c-3 .. c+3 (c = max(0, ceil(s - 1/2)), so c = 0 and the ticks t-3 .. t+3 for d = 0
+ *    or 1): the derivatives at t + s of the degree-6 polynomial through those samples
+ *    (Fornberg's weights, computed at init). They are exact for any polynomial of degree <= 6,
+ *    in particular for cubics. The stencil needs n_need = c + 3 future samples
+ *    (drths_comp_lookahead_needed: 3 for d <= 1). The two modes compute the same thing; the
+ *    difference is what the caller does. FEEDFORWARD_AVERAGE keeps the average model (the
+ *    paper's method). For FEEDFORWARD (the experiment file's `feedforward`, beyond the paper)
+ *    the caller schedules the inverse on the damper current (drths_comp_schedule) and feeds it
+ *    the COMMANDED current through a model of the damper's current dynamics
+ *    (drths_comp_current_model, drths_comp_set_command): the 0 A and 2.5 A actuators differ
+ *    from the average model by about +/- 1 ms of lag, which alone costs about 2 % RMS at
+ *    0-5 Hz. Until it is scheduled, FEEDFORWARD uses the model given to init.
+ *
+ * Fallback: when fewer future samples are given than a mode uses (n_future < n_need for the
+ * feedforward), each missing one is extrapolated by third-order Lagrange from the four newest
+ * known samples before it (past and real future), and the tick is counted in
+ * drths_comp_t.extrapolated_ticks (feedforward only: extrapolation is the polynomial mode's
+ * method, not a fallback). With no future at all the feedforward thus differentiates the cubic
+ * through r(t-3 .. t); its drive then inherits the extrapolation error (noise and model error
+ * grow like the cube of the horizon), which is why the real preview is preferred.
+ *
+ * Adaptive compensation (ADAPTIVE). A lab's actuator is never its identified model: a plant
+ * 30 % slower than the model costs the fixed feedforward 6 % RMS at 0-5 Hz. The adaptive mode
+ * keeps the feedforward's structure, u = sum_k theta_k a_k r^(k) (k = 0..3, a_k those of the
+ * design model, scheduled on the current when the caller schedules it), and identifies the four
+ * factors theta_k online, in the manner of the adaptive time-series compensator of Chae,
+ * Kazemibidokhti & Ricles (2013), who fit u = a0 x + a1 x' + a2 x'' by least squares over a
+ * moving window from the measured displacement and the command. Here the fit is of the full
+ * third-order inverse, relative to the model (so theta = 1 is the model and each factor has the
+ * same scale), and the derivatives of the noisy measurement come from a state-variable filter
+ * (Young 1981): the same filter F(s) = w^4 / (s + w)^4 (DRTHS_COMP_ADAPT_FILTER_HZ) is applied
+ * to the measured displacement x, whose filter states are then s^k F x, and to the drive u.
+ * A plant whose inverse is sum theta_k a_k s^k then satisfies exactly
+ *     F u = sum_k theta_k a_k (s^k F x)
+ * shifted by the lead s = d - 1/2 ticks (the drive written at tick t shows at t + s: the filter
+ * states at the ticks t + d - 1 and t + d are averaged). This is linear in theta: the normal
+ * equations are accumulated with exponential forgetting (time constant
+ * DRTHS_COMP_ADAPT_WINDOW_S, the moving window) and solved each tick (4 x 4 Cholesky). The
+ * drive u depends on the desired displacement only, not on the measurement noise, so the fit
+ * has no closed-loop bias. Bounds: a tick whose regressor is no larger than the sensor noise
+ * (no excitation: the actuator at rest) leaves the sums untouched, so a quiet stretch neither
+ * forgets nor drifts; a small ridge pulls the solution towards the current estimate (theta = 1,
+ * the model, before any excitation); each factor is clamped to [1/b, b]
+ * (DRTHS_COMP_ADAPT_BOUND), counted in clamped; a solution that is not finite or a matrix that
+ * is not positive definite returns to the model (theta = 1), counted in fallbacks. The
+ * factors are drths_comp_t.theta, for the record.
+ *
+ * Tracking indicators (drths_tracking_t), accumulated online from the pairs (desired xd,
+ * measured xm) of each tick:
+ *  - RMS error norm (Phillips & Spencer 2013, eq 31), in percent:
+ *        100 sqrt( sum (xm - xd)^2 / sum xd^2 ).
+ *  - Tracking indicator TI (as in the LNEC-HS platform, after Mercan & Ricles 2009), in m^2:
+ *    the signed area enclosed by the curve of xm (vertical) against xd (horizontal) and the
+ *    diagonal,
+ *        TI = 0.5 sum_i A_i,   A_i = xd(i-1) xm(i) - xd(i) xm(i-1),
+ *    i.e. Mercan & Ricles' 0.5 (A - TA) with A_i = A_(i-1) + (xd(i) + xd(i-1))(xm(i) - xm(i-1))/2
+ *    and TA_i = TA_(i-1) + (xm(i) + xm(i-1))(xd(i) - xd(i-1))/2 (their difference per step is
+ *    the A_i above: twice the area of the triangle origin, P(i-1), P(i)). It is the shoelace
+ *    area swept about the origin; the diagonal xm = xd itself encloses none. Over a closed loop
+ *    it is the loop's area: positive when the measured displacement LAGS the desired (the loop
+ *    runs counter-clockwise), negative when it leads; pi X^2 sin(phi) per cycle of a sine of
+ *    amplitude X lagging by phi. Its growth rate tells the lab the actuator is lagging before
+ *    the RMS error says how much.
+ *
+ * Ownership: the caller owns drths_comp_t and drths_tracking_t (no heap memory inside; the
+ * model passed to init is copied). Each belongs to one thread.
+ */
+#ifndef DRTHS_COMPENSATION_H
+#define DRTHS_COMPENSATION_H
+
+#include <stdint.h>
+
+#include "common/models/damper.h"
+#include "common/models/plant.h"
+#include "common/platform/error.h"
+
+typedef enum drths_compensation {
+    DRTHS_COMPENSATION_NONE = 0,   /* "none" */
+    DRTHS_COMPENSATION_POLYNOMIAL, /* "polynomial": third-order extrapolation (Horiuchi) */
+    /* "feedforward": the inverted three-pole model scheduled on the damper current. The model
+     * follows the damper's COMMANDED current passed through a model of the damper's current
+     * dynamics (the nominal damper's, common/models/damper.h), interpolated between the 0 A and 2.5 A
+     * models of Phillips & Spencer 2013 (common/models/plant.h); nothing of the plant's internal state
+     * is used. */
+    DRTHS_COMPENSATION_FEEDFORWARD,
+    /* "feedforward-average": the inverted AVERAGE three-pole model (Phillips & Spencer 2013
+     * as published). */
+    DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE,
+    /* "adaptive": the feedforward (scheduled when the caller schedules it) with each of its
+     * four coefficients multiplied by a factor identified online from the drive written and
+     * the displacement measured (see "Adaptive compensation" above). */
+    DRTHS_COMPENSATION_ADAPTIVE
+} drths_compensation_t;
+
+/* Largest I/O delay the compensator previews (the experiment file allows 0..10). */
+#define DRTHS_COMP_MAX_IO_DELAY 32
+/* Stencil size of the feedforward derivatives. */
+#define DRTHS_COMP_STENCIL 7
+/* Past samples drths_comp_drive takes: r(t-3) .. r(t). */
+#define DRTHS_COMP_PAST 4
+
+/* Default time constant of the adaptive identification's exponential window (s), the cut-off
+ * of its state-variable filter (Hz) and the bound on each factor (theta in [1/b, b]). */
+#define DRTHS_COMP_ADAPT_WINDOW_S 2.0
+#define DRTHS_COMP_ADAPT_FILTER_HZ 40.0
+#define DRTHS_COMP_ADAPT_BOUND 4.0
+
+/* The online identification of the adaptive mode (drths_comp_observe). */
+typedef struct drths_comp_adapt {
+    double ad[16], bd[4]; /* the state-variable filter, discretised at dt */
+    double zx[4], zu[4];  /* its states on the measured displacement and on the drive */
+    double px[4];         /* zx of the previous observation */
+    /* The drive's filtered value and the scheduled coefficients of the last
+     * DRTHS_COMP_MAX_IO_DELAY + 1 ticks, to pair each drive with the measurement that shows it. */
+    double fu[DRTHS_COMP_MAX_IO_DELAY + 1];
+    double as[DRTHS_COMP_MAX_IO_DELAY + 1][4];
+    int pos;
+    double lambda;      /* forgetting factor per informative tick */
+    double bound;       /* theta_k in [1/bound, bound] */
+    double ridge;       /* weight of the pull towards the current estimate, m^2 */
+    double excite_m;    /* least dynamic part of a regressor that is used, m */
+    double N[16], q[4]; /* exponentially weighted normal equations */
+    uint64_t observed;  /* drths_comp_observe calls */
+    uint64_t updates;   /* ticks whose regressor was informative */
+    uint64_t clamped;   /* solutions cut to the bounds */
+    uint64_t fallbacks; /* solutions refused (not finite, singular): back to theta = 1 */
+} drths_comp_adapt_t;
+
+/* A model of the damper's current dynamics (drths_comp_current_model): the commanded current
+ * in, the effective current the plant follows out. */
+typedef struct drths_comp_current {
+    int enabled;
+    int n, out;            /* state size (0, 1 or 3) and the output state */
+    double ad[9], bd[3];   /* zero-order-hold discretisation at dt */
+    double s[3];           /* state */
+    double pole;           /* lag pole (rad/s), for the steady state */
+    double command_max;    /* commands are clamped to [0, command_max] like the damper's */
+    double scale;          /* plant amperes per unit of effective command */
+    double effective;      /* the model's output after the last command, A or V */
+} drths_comp_current_t;
+
+typedef struct drths_comp {
+    drths_compensation_t mode;
+    drths_plant_model_t model; /* design model (the average one in the paper) */
+    double dt_s;
+    int io_delay_ticks;
+    double lead_ticks;      /* s = io_delay_ticks - 1/2: where the feedforward aims */
+    double a[4];            /* feedforward coefficients a0 .. a3 (SI: s^0 .. s^3) */
+    int stencil_first;      /* tick offset of the first stencil sample: c - 3 */
+    int n_need;             /* future samples the feedforward stencil uses: c + 3 */
+    double w[DRTHS_COMP_STENCIL]; /* drive = sum w[j] r(t + stencil_first + j) */
+    double dw[4][DRTHS_COMP_STENCIL]; /* k-th derivative (SI) at t + s = sum dw[k][j] r(...) */
+    /* Current scheduling (drths_comp_schedule): denominator coefficients [p b, b + a p, a + p, 1]
+     * and K of the models at 0 A and at sched_i_hi_A. */
+    int scheduled;
+    double sched_lo[5], sched_hi[5], sched_i_hi_A, sched_current_A;
+    drths_comp_current_t cur; /* current dynamics model (drths_comp_current_model) */
+    double poly_lead_ticks; /* tau of the polynomial mode, in ticks */
+    uint64_t ticks;              /* drths_comp_drive calls */
+    uint64_t extrapolated_ticks; /* feedforward ticks that lacked future samples */
+    uint64_t extrapolated_samples; /* future samples extrapolated for them */
+    /* Derivative limits of the feedforward (drths_comp_set_limits; 0 = none) and the ticks
+     * where one of them cut the desired trajectory's acceleration or jerk. */
+    double max_acc_m_s2, max_jerk_m_s3;
+    uint64_t limited_ticks;
+    /* Factors on a[0..3] (all 1 except in the adaptive mode) and the identification. */
+    double theta[4];
+    drths_comp_adapt_t ad;
+} drths_comp_t;
+
+/* Prepares mode for a plant whose design model is `model` (required for FEEDFORWARD and for
+ * the default lead of POLYNOMIAL; may be NULL for NONE) behind an I/O delay of io_delay_ticks
+ * (0 .. DRTHS_COMP_MAX_IO_DELAY) at the tick dt_s. Computes the feedforward coefficients and
+ * folds them with the stencil weights. Errors name the field ("compensation.mode",
+ * "compensation.model.K", "compensation.io_delay_ticks", "compensation.dt_s"). init-only. */
+int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plant_model_t *model,
+                    int io_delay_ticks, double dt_s, drths_error_t *err);
+
+/* Sets tau of the polynomial mode, in seconds (>= 0, at most 1 s). The default after init is
+ * 1/p + a/b of the model plus the lead (io_delay_ticks - 1/2) ticks. init-only. */
+int drths_comp_set_poly_lead(drths_comp_t *c, double lead_s, drths_error_t *err);
+
+/* Beyond Phillips & Spencer 2013 (who design on the average model only): lets the feedforward
+ * follow the damper current the way the plant does. The inverse's coefficients become those of
+ * the model whose polynomial coefficients (p b, b + a p, a + p and K) are interpolated linearly
+ * between lo (0 A) and hi (at i_hi_A > 0) at the current given to drths_comp_set_current, clamped to
+ * [0, i_hi_A] (the virtual plant interpolates its discrete matrices the same way, which agrees
+ * to first order in dt). Until the first drths_comp_set_current the current is 0. FEEDFORWARD
+ * or FEEDFORWARD_AVERAGE only (-EINVAL otherwise). init-only. */
+int drths_comp_schedule(drths_comp_t *c, const drths_plant_model_t *lo, const drths_plant_model_t *hi,
+                        double i_hi_A, drths_error_t *err);
+
+/* The damper's effective current now (A), for a scheduled feedforward; ignored otherwise. The
+ * actuator site knows the commanded current; its effective value comes from the damper's known
+ * current dynamics (common/models/damper.h). Recomputes the 7 folded weights. RT-safe. */
+void drths_comp_set_current(drths_comp_t *c, double current_A);
+
+/* What a lab knows: the damper current it COMMANDS, not the current inside the coil. This
+ * installs a model of the damper's current dynamics (common/models/damper.h; from dp, the nominal damper:
+ * for PHILLIPS2013 (s + 9 pi) / (9 (s + pi)) then the 75 Hz second-order low-pass, for
+ * SPENCER1997 u' = -eta (u - v), scaled to the plant's 0..2.5 A like common/models/specimen.h; other
+ * dampers: always 0 A), discretised exactly at dt. Afterwards drths_comp_set_command feeds it
+ * the commanded current each tick and schedules the feedforward on its output. Requires
+ * drths_comp_schedule first (-EINVAL otherwise). Starts at rest at command 0. init-only. */
+int drths_comp_current_model(drths_comp_t *c, const drths_damper_params_t *dp,
+                             drths_error_t *err);
+
+/* Puts the current model at its steady state for a constant command (clamped to
+ * [0, command_max]) and schedules the feedforward there. No effect without a current model.
+ * RT-safe. */
+void drths_comp_reset_command(drths_comp_t *c, double command);
+
+/* One tick of the current model with the damper command written at this tick (clamped to
+ * [0, command_max]); the feedforward is then scheduled on the model's output
+ * (drths_comp_set_current). No effect without a current model. RT-safe. */
+void drths_comp_set_command(drths_comp_t *c, double command);
+
+/* Future samples the mode uses at most: n_need for FEEDFORWARD, floor(tau) for POLYNOMIAL (it
+ * uses fewer when they are not there, without counting), 0 for NONE. This is
+ * how far ahead the playout buffer should be read. RT-safe. */
+int drths_comp_lookahead_needed(const drths_comp_t *c);
+
+/* The drive u(t) (m) for tick t. past[0..3] = r(t-3) .. r(t), oldest first; future[0..n-1] =
+ * r(t+1) .. r(t+n) (n_future >= 0; future may be NULL when n_future is 0; samples beyond what
+ * the mode uses are ignored). Missing future samples are extrapolated (see the header comment)
+ * and counted. RT-safe. */
+double drths_comp_drive(drths_comp_t *c, const double *past, const double *future, int n_future);
+
+/* Limits on the acceleration and jerk of the desired trajectory that the feedforward
+ * (FEEDFORWARD, FEEDFORWARD_AVERAGE) feeds through its inverse model, m/s^2 and m/s^3 (0 = no
+ * limit; both >= 0, else -EINVAL naming the field). The inverse multiplies the third derivative
+ * by 1/K (about 6e-8 s^3): a trajectory that is smooth in normal running but has a kink (an
+ * epoch's pause, a concealed stretch rejoining the received commands) has a third derivative
+ * of v/dt^2, millions of m/s^3, and would put a drive spike of tenths of a metre on the servo
+ * valve for one tick. Above the limit the derivative is clamped to it (the drive is then the
+ * inverse of a trajectory with that jerk) and the tick is counted in limited_ticks. init-only. */
+int drths_comp_set_limits(drths_comp_t *c, double max_acc_m_s2, double max_jerk_m_s3,
+                          drths_error_t *err);
+
+/* The adaptive mode's identification: exponential window time constant window_s (0.05 to
+ * 600 s) and the bound b on each factor (theta in [1/b, b], b in 1 .. 100; 1 fixes the model).
+ * init sets DRTHS_COMP_ADAPT_WINDOW_S and DRTHS_COMP_ADAPT_BOUND. -EINVAL naming the field
+ * ("compensation.adaptive_window_s", "compensation.adaptive_bound") or for another mode.
+ * init-only. */
+int drths_comp_set_adaptive(drths_comp_t *c, double window_s, double bound, drths_error_t *err);
+
+/* One tick of the adaptive identification: drive_m is the drive written at this tick (what
+ * drths_comp_drive returned, or what was written instead) and measured_m the displacement read
+ * after it. Call it once per tick in which the compensator drove the actuator, after the read;
+ * skip it in HOLD. Updates theta and the folded weights. No effect in other modes. RT-safe. */
+void drths_comp_observe(drths_comp_t *c, double drive_m, double measured_m);
+
+/* Puts the identification's filters at rest at displacement x_m (drive x_m) and empties its
+ * window; theta returns to 1. No effect in other modes. RT-safe. */
+void drths_comp_adapt_reset(drths_comp_t *c, double x_m);
+
+/* Nothing to free; safe twice. init-only. */
+void drths_comp_close(drths_comp_t *c);
+
+/* Weights of Fornberg's algorithm: wt[m * n + j] is the weight of sample f(x[j]) in the m-th
+ * derivative at z of the polynomial through the n points (x[j], f(x[j])), for m = 0 .. 3.
+ * Exact for polynomials of degree < n. n is 1 .. 16 and the x[j] distinct. Exposed for the
+ * tests and for the tools. RT-safe (no allocation), but meant for init. */
+int drths_comp_stencil_weights(const double *x, int n, double z, double *wt);
+
+typedef struct drths_tracking {
+    uint64_t n;          /* pairs added */
+    double sum_e2;       /* sum (xm - xd)^2, m^2 */
+    double sum_d2;       /* sum xd^2, m^2 */
+    double sum_area2;    /* sum A_i, m^2 (twice TI) */
+    double max_abs_err;  /* max |xm - xd|, m */
+    double prev_d, prev_m;
+} drths_tracking_t;
+
+/* Starts empty indicators (nothing is allocated; there is no _close). RT-safe. */
+void drths_tracking_init(drths_tracking_t *t);
+
+/* Empties the indicators, as init. RT-safe. */
+void drths_tracking_reset(drths_tracking_t *t);
+
+/* Adds the pair of one tick: desired xd_m and measured xm_m (m). RT-safe. */
+void drths_tracking_add(drths_tracking_t *t, double xd_m, double xm_m);
+
+/* RMS error norm in percent (Phillips & Spencer 2013, eq 31); 0 with no pair, +inf when every
+ * xd was 0 but some error was not. RT-safe. */
+double drths_tracking_rms_pct(const drths_tracking_t *t);
+
+/* Tracking indicator TI (m^2), as documented above. RT-safe. */
+double drths_tracking_ti(const drths_tracking_t *t);
+
+/* Largest |xm - xd| so far (m). RT-safe. */
+double drths_tracking_max_err(const drths_tracking_t *t);
+
+#endif
