@@ -1,0 +1,190 @@
+/* The drive envelope (site-physical/envelope.h). */
+#include "site-physical/envelope.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+
+static const char *const fields[DRTHS_ENV_NBOUNDS] = {
+    [DRTHS_ENV_OK] = "",
+    [DRTHS_ENV_NOT_FINITE] = "limit_drive_m",
+    [DRTHS_ENV_POSITION] = "limit_drive_m",
+    [DRTHS_ENV_VELOCITY] = "limit_drive_velocity_m_s",
+    [DRTHS_ENV_ACCELERATION] = "limit_drive_acceleration_m_s2",
+    [DRTHS_ENV_OFFSET] = "limit_drive_offset_m",
+};
+
+const char *drths_envelope_field(drths_envelope_bound_t b)
+{
+    return (unsigned)b < DRTHS_ENV_NBOUNDS ? fields[b] : "?";
+}
+
+int drths_envelope_init(drths_envelope_t *e, const drths_envelope_limits_t *lim, double rate_hz,
+                        drths_error_t *err)
+{
+    const double v[4] = {lim->position_m, lim->velocity_m_s, lim->acceleration_m_s2,
+                         lim->offset_m};
+    const drths_envelope_bound_t b[4] = {DRTHS_ENV_POSITION, DRTHS_ENV_VELOCITY,
+                                         DRTHS_ENV_ACCELERATION, DRTHS_ENV_OFFSET};
+    for (int i = 0; i < 4; i++)
+        if (!(v[i] > 0.0) || !isfinite(v[i]))
+            return drths_error_set(err, -EINVAL, "physical.%s: must be finite and > 0 (got %g)",
+                                   fields[b[i]], v[i]);
+    if (!(rate_hz > 0.0) || !isfinite(rate_hz))
+        return drths_error_set(err, -EINVAL, "rate_hz: must be > 0 (got %g)", rate_hz);
+    *e = (drths_envelope_t){
+        .lim = *lim,
+        .dt_s = 1.0 / rate_hz,
+        .rest_ns = (int64_t)llround(DRTHS_ENV_REST_TICKS * 1e9 / rate_hz),
+        .first_refusal = {.bound = DRTHS_ENV_OK, .command_m = NAN},
+    };
+    return 0;
+}
+
+/* The velocity the output had before a write at now_ns: the last one's, unless the converter
+ * has held its value for DRTHS_ENV_REST_TICKS ticks (a stall, a pause between phases). */
+static double prior_velocity(const drths_envelope_t *e, int64_t now_ns)
+{
+    if (e->n < 2 || now_ns - e->last_ns >= e->rest_ns)
+        return 0.0;
+    return e->v1;
+}
+
+static int refuse(drths_envelope_t *e, drths_envelope_violation_t *out,
+                  drths_envelope_violation_t v)
+{
+    e->refused++;
+    if (e->first_refusal.bound == DRTHS_ENV_OK)
+        e->first_refusal = v;
+    if (out)
+        *out = v;
+    return -EDOM;
+}
+
+int drths_envelope_admit(drths_envelope_t *e, double u, double r, int64_t now_ns,
+                         drths_envelope_violation_t *out)
+{
+    drths_envelope_violation_t v = {.drive_m = u, .command_m = r};
+    if (!isfinite(u)) {
+        v.bound = DRTHS_ENV_NOT_FINITE;
+        v.value = u;
+        v.limit = e->lim.position_m;
+        return refuse(e, out, v);
+    }
+    /* Each bound's use, as a fraction of it; the first one above 1 refuses the drive. */
+    double val[DRTHS_ENV_NBOUNDS] = {0};
+    const double lim[DRTHS_ENV_NBOUNDS] = {
+        [DRTHS_ENV_POSITION] = e->lim.position_m,
+        [DRTHS_ENV_VELOCITY] = e->lim.velocity_m_s,
+        [DRTHS_ENV_ACCELERATION] = e->lim.acceleration_m_s2,
+        [DRTHS_ENV_OFFSET] = e->lim.offset_m,
+    };
+    val[DRTHS_ENV_POSITION] = fabs(u);
+    double vel = 0.0;
+    if (e->n > 0) {
+        vel = (u - e->u1) / e->dt_s;
+        val[DRTHS_ENV_VELOCITY] = fabs(vel);
+        val[DRTHS_ENV_ACCELERATION] = fabs(vel - prior_velocity(e, now_ns)) / e->dt_s;
+    }
+    if (!isnan(r))
+        val[DRTHS_ENV_OFFSET] = fabs(u - r);
+    double use = 0.0;
+    drths_envelope_bound_t use_b = DRTHS_ENV_POSITION;
+    for (int b = DRTHS_ENV_POSITION; b < DRTHS_ENV_NBOUNDS; b++) {
+        if (!(val[b] <= lim[b])) {
+            v.bound = (drths_envelope_bound_t)b;
+            v.value = val[b];
+            v.limit = lim[b];
+            return refuse(e, out, v);
+        }
+        if (val[b] / lim[b] > use) {
+            use = val[b] / lim[b];
+            use_b = (drths_envelope_bound_t)b;
+        }
+    }
+    if (use > e->max_use) {
+        e->max_use = use;
+        e->max_use_bound = use_b;
+    }
+    if (val[DRTHS_ENV_VELOCITY] > e->max_velocity_m_s)
+        e->max_velocity_m_s = val[DRTHS_ENV_VELOCITY];
+    if (val[DRTHS_ENV_ACCELERATION] > e->max_acceleration_m_s2)
+        e->max_acceleration_m_s2 = val[DRTHS_ENV_ACCELERATION];
+    if (val[DRTHS_ENV_OFFSET] > e->max_offset_m)
+        e->max_offset_m = val[DRTHS_ENV_OFFSET];
+    e->v1 = vel;
+    e->u1 = u;
+    e->last_ns = now_ns;
+    if (e->n < 2)
+        e->n++;
+    e->admitted++;
+    return 0;
+}
+
+double drths_envelope_ramp(const drths_envelope_t *e, double target, double max_speed_m_s,
+                           int64_t now_ns, int *done)
+{
+    if (done)
+        *done = 0;
+    if (e->n == 0) {
+        if (done)
+            *done = 1;
+        return target;
+    }
+    const double dt = e->dt_s;
+    /* Half the bound: the snap to the target below may take up to 1.5 times this. */
+    const double a = 0.5 * e->lim.acceleration_m_s2;
+    double vmax = 0.9 * e->lim.velocity_m_s;
+    if (max_speed_m_s > 0.0 && max_speed_m_s < vmax)
+        vmax = max_speed_m_s;
+    const double v = prior_velocity(e, now_ns);
+    const double d = target - e->u1;
+    if (fabs(d) <= 0.5 * a * dt * dt && fabs(v) <= a * dt) {
+        if (done)
+            *done = 1;
+        return target;
+    }
+    /* The fastest speed from which the drive still stops at the target braking at a, in whole
+     * ticks: v^2 / (2 a) + v dt / 2 <= |d|. */
+    const double h = 0.5 * a * dt;
+    const double vstop = -h + sqrt(h * h + 2.0 * a * fabs(d));
+    const double vdes = copysign(vstop < vmax ? vstop : vmax, d);
+    double vn = vdes;
+    if (vn < v - a * dt)
+        vn = v - a * dt;
+    if (vn > v + a * dt)
+        vn = v + a * dt;
+    return e->u1 + vn * dt;
+}
+
+int drths_envelope_describe(const drths_envelope_violation_t *v, char *buf, size_t cap)
+{
+    const char *f = drths_envelope_field(v->bound);
+    switch (v->bound) {
+    case DRTHS_ENV_NOT_FINITE:
+        return snprintf(buf, cap, "drive envelope: drive %g is not a number (not written)",
+                        v->drive_m);
+    case DRTHS_ENV_POSITION:
+        return snprintf(buf, cap,
+                        "drive envelope: drive %.6g m exceeds %s %.6g m by %.3g mm (not written)",
+                        v->drive_m, f, v->limit, (v->value - v->limit) * 1e3);
+    case DRTHS_ENV_VELOCITY:
+        return snprintf(buf, cap,
+                        "drive envelope: drive velocity %.4g m/s exceeds %s %.6g m/s by %.3g m/s "
+                        "(drive %.6g m not written)",
+                        v->value, f, v->limit, v->value - v->limit, v->drive_m);
+    case DRTHS_ENV_ACCELERATION:
+        return snprintf(buf, cap,
+                        "drive envelope: drive acceleration %.4g m/s^2 exceeds %s %.6g m/s^2 by "
+                        "%.3g m/s^2 (drive %.6g m not written)",
+                        v->value, f, v->limit, v->value - v->limit, v->drive_m);
+    case DRTHS_ENV_OFFSET:
+        return snprintf(buf, cap,
+                        "drive envelope: drive %.6g m is %.4g mm from the command %.6g m, beyond "
+                        "%s %.6g mm by %.3g mm (not written)",
+                        v->drive_m, v->value * 1e3, v->command_m, f, v->limit * 1e3,
+                        (v->value - v->limit) * 1e3);
+    default:
+        return snprintf(buf, cap, "drive envelope: no violation");
+    }
+}
