@@ -13,9 +13,11 @@
 #include "common/site/shell.h"
 
 /* Runs the reference of exp with the common options o (--out, --quiet) into the run folder
- * (<output.directory>/<date>-<name>-reference unless --out). Returns the exit code: 0, or
- * DRTHS_EXIT_CONFIG for an experiment the reference cannot run, DRTHS_EXIT_FAILED when the run
- * folder or the run failed. */
+ * (<output.directory>/<date>-<name>-reference unless --out). A file with physical.channels is
+ * refused before anything is written: the reference has one damper, at specimen.floor, and the
+ * channels are DOFs of an OpenFresco analysis, not of this structure. Returns the exit code: 0,
+ * or DRTHS_EXIT_CONFIG for an experiment the reference cannot run, DRTHS_EXIT_FAILED when the
+ * run folder or the run failed. */
 int drths_reference_mode_run(const drths_site_options_t *o, const drths_experiment_t *exp);
 
 #endif
