@@ -53,7 +53,7 @@ typedef struct drths_physapp {
     int rt_printed;
     char dir[4096];
     drths_provenance_t prov;
-    int io_check;                /* --io-check */
+    int io_check;               /* --io-check */
     drths_iocheck_options_t io; /* --io-amplitude, --io-leg, --io-current */
 } drths_physapp_t;
 
