@@ -311,6 +311,103 @@ int drths_hello_section_diff(const drths_msg_hello_t *a, const drths_msg_hello_t
     return n + diff_one_way(b, a, false, out, cap, &used);
 }
 
+/* The first 16 hex digits of a fingerprint: enough to tell two apart in a sentence. */
+static void short_hex(const uint8_t fp[DRTHS_FINGERPRINT_BYTES], char out[17])
+{
+    char hex[65];
+    drths_experiment_fingerprint_hex(fp, hex);
+    memcpy(out, hex, 16);
+    out[16] = '\0';
+}
+
+/* The versions, as each side's check words them: a HELLO offers a range, a HELLO_ACK names
+ * the version chosen from ours. */
+static int version_mismatch(const drths_msg_hello_t *o, const drths_msg_hello_t *t, bool actuator,
+                            char *text, size_t cap)
+{
+    if (actuator) {
+        if (drths_wire_pick_version(t->proto_min, t->proto_max, o->proto_min, o->proto_max) != 0)
+            return 0;
+        snprintf(text, cap, "no common protocol version: numerical site speaks %u..%u, actuator "
+                 "site %u..%u", t->proto_min, t->proto_max, o->proto_min, o->proto_max);
+        return 1;
+    }
+    if (t->version >= o->proto_min && t->version <= o->proto_max)
+        return 0;
+    snprintf(text, cap, "protocol version differs: numerical site speaks %u..%u, actuator site "
+             "chose %u", o->proto_min, o->proto_max, t->version);
+    return 1;
+}
+
+/* The set-up the actuator site checks in a HELLO: the first field that differs, alone. */
+static int hello_config_mismatch(const drths_msg_hello_t *o, const drths_msg_hello_t *t,
+                                 char *text, size_t cap)
+{
+    if (t->rate_hz != o->rate_hz) {
+        snprintf(text, cap, "tick rate differs: actuator site %g Hz, numerical site %g Hz",
+                 o->rate_hz, t->rate_hz);
+        return 1;
+    }
+    if (t->n_channels != o->n_channels) {
+        snprintf(text, cap, "channel count differs: actuator site %u, numerical site %u",
+                 o->n_channels, t->n_channels);
+        return 1;
+    }
+    if (t->r != o->r || memcmp(t->offsets, o->offsets, o->r * sizeof o->offsets[0]) != 0) {
+        snprintf(text, cap, "redundancy differs: actuator site R %u, numerical site R %u (or "
+                 "other offsets)", o->r, t->r);
+        return 1;
+    }
+    if (strcmp(t->units, o->units) != 0) {
+        snprintf(text, cap, "units differ: actuator site %s, numerical site %s", o->units,
+                 t->units);
+        return 1;
+    }
+    return 0;
+}
+
+/* The set-up the numerical site checks in a HELLO_ACK (the link index echoed too): all of it
+ * in one sentence, both sides' values side by side. */
+static int ack_config_mismatch(const drths_msg_hello_t *o, const drths_msg_hello_t *t, char *text,
+                               size_t cap)
+{
+    bool same_offsets =
+        t->r == o->r && memcmp(t->offsets, o->offsets, o->r * sizeof o->offsets[0]) == 0;
+    if (t->rate_hz == o->rate_hz && t->n_channels == o->n_channels && same_offsets &&
+        strcmp(t->units, o->units) == 0 && t->link == o->link)
+        return 0;
+    snprintf(text, cap,
+             "configuration differs: numerical site %g Hz, %u channel(s), R %u, %s, link %u; "
+             "actuator site %g Hz, %u channel(s), R %u, %s, link %u",
+             o->rate_hz, o->n_channels, o->r, o->units, o->link, t->rate_hz, t->n_channels, t->r,
+             t->units, t->link);
+    return 1;
+}
+
+int drths_hello_mismatch(const drths_msg_hello_t *ours, const drths_msg_hello_t *theirs, char *text,
+                         size_t cap)
+{
+    bool actuator = ours->role == DRTHS_ROLE_PHYSICAL;
+    if (cap)
+        text[0] = '\0';
+    if (version_mismatch(ours, theirs, actuator, text, cap))
+        return DRTHS_STOP_VERSION_MISMATCH;
+    if (memcmp(ours->fingerprint, theirs->fingerprint, DRTHS_FINGERPRINT_BYTES) != 0) {
+        char a[17], b[17], diff[96];
+        short_hex(ours->fingerprint, a);
+        short_hex(theirs->fingerprint, b);
+        drths_hello_section_diff(ours, theirs, diff, sizeof diff);
+        snprintf(text, cap, "experiment differs in %s: %s %s.. %s %s..",
+                 diff[0] ? diff : "(sections unknown)", actuator ? "actuator" : "numerical", a,
+                 actuator ? "numerical" : "actuator", b);
+        return DRTHS_STOP_FINGERPRINT_MISMATCH;
+    }
+    if (actuator ? hello_config_mismatch(ours, theirs, text, cap)
+                 : ack_config_mismatch(ours, theirs, text, cap))
+        return DRTHS_STOP_CONFIG_MISMATCH;
+    return 0;
+}
+
 int drths_hello_init(drths_msg_hello_t *h, const drths_experiment_t *exp, drths_role_t role,
                      uint8_t link, drths_error_t *err)
 {

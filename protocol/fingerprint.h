@@ -43,6 +43,23 @@ int drths_experiment_sections(const drths_experiment_t *exp, drths_hello_section
 int drths_hello_section_diff(const drths_msg_hello_t *a, const drths_msg_hello_t *b, char *out,
                              size_t cap);
 
+/* The first difference between this site's HELLO (ours) and the peer's (theirs) that refuses
+ * the session, as the sentence of the ABORT (into text, cap bytes); returns its reason,
+ * DRTHS_STOP_VERSION_MISMATCH, DRTHS_STOP_FINGERPRINT_MISMATCH or DRTHS_STOP_CONFIG_MISMATCH,
+ * or 0 when the two agree (text is then ""). The checks come in that order: versions,
+ * fingerprint (naming the sections that differ, drths_hello_section_diff), then the set-up.
+ * ours->role says which of the two handshake checks it is, because the two messages differ:
+ *  - DRTHS_ROLE_PHYSICAL: the actuator site checks a HELLO, which offers a range of versions
+ *    (refused when it has none in common with ours); rate, channel count, redundancy and units
+ *    are compared in that order, each in a sentence of its own;
+ *  - DRTHS_ROLE_NUMERICAL: the numerical site checks a HELLO_ACK, which names the version the
+ *    actuator site chose (refused outside our range); rate, channel count, redundancy, units
+ *    and the echoed link index are compared at once and named together in one sentence.
+ * Each sentence names the sites by their role, this site first where both are named (the
+ * short fingerprints: the first 16 hex digits). RT-safe. */
+int drths_hello_mismatch(const drths_msg_hello_t *ours, const drths_msg_hello_t *theirs, char *text,
+                         size_t cap);
+
 /* The HELLO / HELLO_ACK fields both sites fill alike from the experiment: versions, role,
  * rate, one channel, the redundancy offsets (drths_wire_offset), SI units, fingerprint, sections, software
  * and the site name (the host name). link is the numerical site's link index. init-only. */

@@ -162,12 +162,6 @@ static int drain(drths_numsite_t *s, drths_msg_t *m, msg_fn fn, void *ctx)
     }
 }
 
-static void short_hex(const char *hex, char out[17])
-{
-    memcpy(out, hex, 16);
-    out[16] = '\0';
-}
-
 /* No HELLO_ACK in time: say what the datagrams that did come tell (a v1 peer), else the
  * likely causes, a different key first among them (its HELLOs fail authentication there and
  * are dropped without an answer). */
@@ -224,41 +218,6 @@ static void install_keys(drths_numsite_t *s, const drths_msg_t *m)
     drths_crypto_wipe(th, sizeof th);
 }
 
-/* The first difference between our HELLO and the actuator site's HELLO_ACK, as the text of
- * an ABORT; returns its reason, or 0 when they agree. */
-static int ack_mismatch(const drths_numsite_t *s, const drths_msg_hello_t *a, char *text,
-                        size_t cap)
-{
-    const drths_msg_hello_t *h = &s->hello;
-    if (a->version < h->proto_min || a->version > h->proto_max) {
-        snprintf(text, cap, "protocol version differs: numerical site speaks %u..%u, actuator "
-                 "site chose %u", h->proto_min, h->proto_max, a->version);
-        return DRTHS_STOP_VERSION_MISMATCH;
-    }
-    if (memcmp(a->fingerprint, h->fingerprint, DRTHS_FINGERPRINT_BYTES) != 0) {
-        char ours[17], theirs[17], diff[96], hex[65];
-        short_hex(s->fingerprint_hex, ours);
-        drths_experiment_fingerprint_hex(a->fingerprint, hex);
-        short_hex(hex, theirs);
-        drths_hello_section_diff(h, a, diff, sizeof diff);
-        snprintf(text, cap, "experiment differs in %s: numerical %s.. actuator %s..",
-                 diff[0] ? diff : "(sections unknown)", ours, theirs);
-        return DRTHS_STOP_FINGERPRINT_MISMATCH;
-    }
-    bool same_offsets =
-        a->r == h->r && memcmp(a->offsets, h->offsets, h->r * sizeof h->offsets[0]) == 0;
-    if (a->rate_hz != h->rate_hz || a->n_channels != h->n_channels || !same_offsets ||
-        strcmp(a->units, h->units) != 0 || a->link != h->link) {
-        snprintf(text, cap,
-                 "configuration differs: numerical site %g Hz, %u channel(s), R %u, %s, link %u; "
-                 "actuator site %g Hz, %u channel(s), R %u, %s, link %u",
-                 h->rate_hz, h->n_channels, h->r, h->units, h->link, a->rate_hz, a->n_channels,
-                 a->r, a->units, a->link);
-        return DRTHS_STOP_CONFIG_MISMATCH;
-    }
-    return 0;
-}
-
 static int on_handshake(drths_numsite_t *s, const drths_msg_t *m, int64_t rx_ns, void *vctx)
 {
     (void)rx_ns;
@@ -275,7 +234,7 @@ static int on_handshake(drths_numsite_t *s, const drths_msg_t *m, int64_t rx_ns,
     install_keys(s, m);
     drths_experiment_fingerprint_hex(a->fingerprint, s->peer_fingerprint_hex);
     char text[DRTHS_WIRE_MAX_TEXT + 1];
-    int reason = ack_mismatch(s, a, text, sizeof text);
+    int reason = drths_hello_mismatch(&s->hello, a, text, sizeof text);
     if (reason) {
         send_abort(s, reason, text);
         drths_error_set(c->err, -EPROTO, "the actuator site does not match: %s%s", text,

@@ -343,62 +343,6 @@ static void send_stop_like(drths_physsite_t *ps, drths_msg_type_t type, uint8_t 
 
 /* ---- handshake ----------------------------------------------------------------------------- */
 
-static void hex16(const uint8_t *fp, char out[17])
-{
-    static const char d[] = "0123456789abcdef";
-    for (int i = 0; i < 8; i++) {
-        out[2 * i] = d[fp[i] >> 4];
-        out[2 * i + 1] = d[fp[i] & 15];
-    }
-    out[16] = '\0';
-}
-
-/* The sentence naming the first difference between the two sites' HELLOs, or 0 if none:
- * versions (no common one), fingerprint (with the sections that differ), then the set-up. */
-static int hello_mismatch(const drths_physsite_t *ps, const drths_msg_hello_t *h, uint8_t *reason,
-                          char *text, size_t cap)
-{
-    const drths_msg_hello_t *o = &ps->hello;
-    if (drths_wire_pick_version(h->proto_min, h->proto_max, o->proto_min, o->proto_max) == 0) {
-        *reason = DRTHS_STOP_VERSION_MISMATCH;
-        snprintf(text, cap, "no common protocol version: numerical site speaks %u..%u, actuator "
-                 "site %u..%u", h->proto_min, h->proto_max, o->proto_min, o->proto_max);
-        return 1;
-    }
-    if (memcmp(h->fingerprint, o->fingerprint, DRTHS_FINGERPRINT_BYTES) != 0) {
-        char a[17], b[17], diff[96];
-        hex16(o->fingerprint, a);
-        hex16(h->fingerprint, b);
-        drths_hello_section_diff(o, h, diff, sizeof diff);
-        *reason = DRTHS_STOP_FINGERPRINT_MISMATCH;
-        snprintf(text, cap, "experiment differs in %s: actuator %s.. numerical %s..",
-                 diff[0] ? diff : "(sections unknown)", a, b);
-        return 1;
-    }
-    *reason = DRTHS_STOP_CONFIG_MISMATCH;
-    if (h->rate_hz != o->rate_hz) {
-        snprintf(text, cap, "tick rate differs: actuator site %g Hz, numerical site %g Hz",
-                 o->rate_hz, h->rate_hz);
-        return 1;
-    }
-    if (h->n_channels != o->n_channels) {
-        snprintf(text, cap, "channel count differs: actuator site %u, numerical site %u",
-                 o->n_channels, h->n_channels);
-        return 1;
-    }
-    if (h->r != o->r || memcmp(h->offsets, o->offsets, o->r * sizeof o->offsets[0]) != 0) {
-        snprintf(text, cap, "redundancy differs: actuator site R %u, numerical site R %u (or "
-                 "other offsets)", o->r, h->r);
-        return 1;
-    }
-    if (strcmp(h->units, o->units) != 0) {
-        snprintf(text, cap, "units differ: actuator site %s, numerical site %s", o->units,
-                 h->units);
-        return 1;
-    }
-    return 0;
-}
-
 static void remember_session(drths_physsite_t *ps, uint64_t sid)
 {
     ps->seen_sids[ps->n_seen++ % DRTHS_PHYSSITE_SEEN] = sid;
@@ -494,10 +438,10 @@ static void accept_session(drths_physsite_t *ps, const drths_udp_msg_t *d, const
 {
     remember_session(ps, hm->session_id);
     const drths_msg_hello_t *h = &hm->u.hello;
-    uint8_t reason;
     char text[DRTHS_WIRE_MAX_TEXT + 1];
-    if (hello_mismatch(ps, h, &reason, text, sizeof text)) {
-        refuse_hello(ps, d, hm, reason, text);
+    int reason = drths_hello_mismatch(&ps->hello, h, text, sizeof text);
+    if (reason) {
+        refuse_hello(ps, d, hm, (uint8_t)reason, text);
         return;
     }
     if (adopt_session(ps, d, hm) != 0)

@@ -83,10 +83,12 @@ static void check_hello(phys_t *p)
                   d[4], p->m.has_eph ? "present" : "absent", (unsigned long long)p->m.counter,
                   (unsigned long long)p->m.tick, p->m.epoch);
     bool offs = h->r == o->r && memcmp(h->offsets, o->offsets, o->r * sizeof o->offsets[0]) == 0;
+    /* The fields the actuator site itself checks (drths_hello_mismatch: a common version, the
+     * fingerprint, rate, channels, redundancy, units), and what a first HELLO of version 2 must
+     * say besides. */
+    char why[DRTHS_WIRE_MAX_TEXT + 1];
     bool ok = h->proto_min <= 2 && h->proto_max >= 2 && h->role == DRTHS_ROLE_NUMERICAL &&
-              h->version == 0 && h->rate_hz == o->rate_hz && h->n_channels == o->n_channels &&
-              offs && strcmp(h->units, o->units) == 0 &&
-              memcmp(h->fingerprint, o->fingerprint, DRTHS_WIRE_FINGERPRINT_BYTES) == 0;
+              h->version == 0 && drths_hello_mismatch(o, h, why, sizeof why) == 0;
     char list[128] = "";
     for (int k = 0; k < h->r; k++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%u", k ? "," : "",

@@ -1,0 +1,257 @@
+/* One session of drths-numerical (site-numerical/app.h): the shell's hooks, the connection to
+ * the actuator site, the probes, the hybrid run and its report. */
+#include "site-numerical/app.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/platform/cli.h"
+#include "common/platform/rtclock.h"
+
+#define PROG DRTHS_NUMAPP_PROG
+
+static int on_status(void *ctx, char *buf, size_t cap)
+{
+    drths_numapp_t *a = ctx;
+    return drths_numsite_status_text(&a->site, &a->hyb, buf, cap) > 0;
+}
+
+/* The run polls the shell's stop flag itself (drths_numsite_run): only the sentence is ours. */
+static void on_stop(void *ctx, const drths_site_stop_request_t *r)
+{
+    drths_numapp_t *a = ctx;
+    if (!r->first)
+        return;
+    if (r->by == DRTHS_SITE_STOP_SIGNAL) {
+        fprintf(stderr, "drths-numerical: %s received, stopping (the actuator site is told to "
+                        "hold)\n", r->signum == SIGINT ? "SIGINT" : "SIGTERM");
+        return;
+    }
+    fprintf(stderr, "drths-numerical: %s from the monitor, stopping (the actuator site is told "
+                    "to hold)\n", r->command);
+    char text[80];
+    snprintf(text, sizeof text, "%s from the monitor: the actuator site is told to hold",
+             r->command);
+    drths_site_event(&a->shell, text);
+}
+
+static void on_counters(void *ctx, drths_telemetry_frame_t *f)
+{
+    drths_numapp_t *a = ctx;
+    f->state = a->tlm_state;
+    drths_numsite_frame_counters(&a->site, f);
+}
+
+static void on_tap(void *ctx, const double *row, drths_telemetry_frame_t *f)
+{
+    drths_numsite_frame_row(&((drths_numapp_t *)ctx)->frame_map, row, f);
+}
+
+static void rt_body(void *ctx)
+{
+    drths_numapp_t *a = ctx;
+    drths_numsite_run(&a->site, &a->hyb, &a->rec, &a->shell.stop, drths_site_wake, &a->shell);
+}
+
+/* Key, socket, run folder and the start-up lines; then the shell and the monitor. Returns 0 or
+ * the exit code (nothing to report yet: no summary.json). */
+static int open_site(drths_numapp_t *a)
+{
+    drths_error_t err = {{0}};
+    drths_site_key_t key;
+    int rc = drths_site_key_load(&key, a->so.key, a->exp.link.key_path, &err);
+    if (rc != 0)
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    /* The rehearsal key only towards loopback; a peer that does not parse is left to
+     * drths_numsite_init's own message. */
+    drths_addr_t peer;
+    const drths_site_link_t link = {&peer, a->peer ? "--peer" : "numerical.peer", 0, 0, NULL};
+    if (drths_addr_parse(&peer, a->peer ? a->peer : a->exp.numerical.peer, link.what, NULL) == 0 &&
+        drths_site_key_allowed(&key, &link, &err) != 0) {
+        drths_site_key_wipe(&key);
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    }
+    drths_site_monitor_key(&a->shell, &key);
+    rc = drths_numsite_init(&a->site, &a->exp, a->peer ? a->peer : a->exp.numerical.peer, key.psk,
+                            &err);
+    drths_site_key_wipe(&key);
+    if (rc == 0 && a->so.kernel_filter)
+        rc = drths_numsite_filter(&a->site, &err);
+    if (rc != 0) {
+        fprintf(stderr, "drths-numerical: %s\n", err.msg);
+        return rc == -EINVAL ? DRTHS_EXIT_CONFIG : DRTHS_EXIT_FAILED;
+    }
+    if (drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "numerical", &a->prov,
+                              &err) != 0)
+        return drths_cli_error(PROG, "%s", err.msg);
+    snprintf(a->prov.key_id, sizeof a->prov.key_id, "%s", key.id);
+    a->site.wait_spin_ns = a->wait_spin_ns;
+    drths_numsite_print_start(stdout, &a->site, key.path, key.id, a->dir, a->so.kernel_filter);
+    if (!key.path)
+        drths_site_key_warning(PROG, &key);
+    if (drths_site_monitor_open(&a->shell, "numerical", a->exp.rate_hz, &err) != 0)
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    drths_site_print_monitor(&a->shell, "");
+    return 0;
+}
+
+/* Sets the reason the run did not happen; returns -1. */
+static int not_run(drths_numapp_t *a, const char *reason)
+{
+    snprintf(a->reason, sizeof a->reason, "%s", reason);
+    fprintf(stderr, "drths-numerical: %s\n", a->reason);
+    return -1;
+}
+
+/* The RT thread (gated: it applies its real-time options and waits), Start, the handshake and
+ * the probes. Returns 0, or -1 with the reason set. */
+static int connect_peer(drths_numapp_t *a)
+{
+    drths_error_t err = {{0}};
+    drths_rt_options_t rt;
+    drths_site_rt_options(&a->so, &rt);
+    int rc = drths_site_rt_start(&a->shell, rt_body, a, &rt);
+    if (rc != 0) {
+        fprintf(stderr, "drths-numerical: cannot start the real-time thread: %s\n", strerror(-rc));
+        snprintf(a->reason, sizeof a->reason, "cannot start the real-time thread");
+        return -1;
+    }
+    rc = drths_site_rt_ready(&a->shell);
+    drths_site_rt_print(&a->shell.rt_report, "");
+    if (rc != 0)
+        return not_run(a, "real time required (--require-rt) but not granted");
+    if (!a->shell.started) {
+        drths_site_event(&a->shell, "waiting for Start");
+        drths_site_wait_start(&a->shell);
+    }
+    printf("connecting: HELLO to %s (session %016llx, up to %g s)\n", a->site.peer_text,
+           (unsigned long long)a->site.session_id, a->connect_timeout_s);
+    fflush(stdout);
+    drths_site_event(&a->shell, a->so.kernel_filter
+                                    ? "connecting to the actuator site (kernel filter on)"
+                                    : "connecting to the actuator site");
+    rc = drths_numsite_handshake(&a->site, a->connect_timeout_s, drths_site_poll, &a->shell, &err);
+    if (rc == 0) {
+        printf("connected: the actuator site runs the same experiment (fingerprint %.16s..)\n",
+               a->site.fingerprint_hex);
+        fflush(stdout);
+        drths_site_event(&a->shell, "connected: measuring the round trip");
+        rc = drths_numsite_probe(&a->site, drths_site_poll, &a->shell, &err);
+    }
+    if (rc != 0)
+        return not_run(a, rc != -ECANCELED ? err.msg
+                          : atomic_load(&a->shell.stop) == DRTHS_SITE_STOP_MONITOR
+                              ? "stopped from the monitor before the run"
+                              : "stopped by signal before the run");
+    return 0;
+}
+
+/* The hybrid loop with the measured L, numerical.csv, the start lines and the timers. Returns
+ * 0, or -1 with the reason and exit code set. */
+static int start_run(drths_numapp_t *a)
+{
+    drths_error_t err = {{0}};
+    drths_hybrid_params_t params, *hp = &params;
+    drths_hybrid_params_default(hp, &a->exp);
+    hp->L = a->site.lchoice.L;
+    hp->wait_ns = drths_hybrid_feedback_wait_ns(hp->L, hp->dt_ns, a->site.probe_summary.min_ns,
+                                                a->site.rtt_q_ns, hp->reorder_ticks);
+    hp->peer_timeout_ns = (int64_t)(a->peer_timeout_s * 1e9);
+    hp->rtt_q_ns = a->site.rtt_q_ns;
+    int rc = drths_hybrid_init(&a->hyb, &a->exp, hp, &err);
+    if (rc == 0)
+        rc = drths_site_recorder_open(&a->shell, &a->rec, a->dir, "numerical.csv",
+                                      (const char *const *)a->hyb.colnames, a->hyb.ncols,
+                                      a->exp.rate_hz, 1, &err);
+    if (rc != 0) {
+        a->exit_code = rc == -ENOTSUP || rc == -EINVAL ? DRTHS_EXIT_CONFIG : DRTHS_EXIT_FAILED;
+        return not_run(a, err.msg);
+    }
+    drths_site_print_recorders(&a->shell, "");
+    printf("smith predictor: %s (nominal %s model, dead time L = %u ticks)\n",
+           drths_smith_mode_name(a->exp.numerical.smith),
+           drths_damper_model_name(a->exp.specimen.damper.model), hp->L);
+    printf("running: %ld steps (%.2f s), control %s, R = %d, feedback wait %.3f ms, L %s\n",
+           a->hyb.ns.steps, (double)(a->hyb.ns.steps - 1) * a->hyb.ns.dt_s,
+           drths_control_mode_name(a->exp.control.mode), hp->r, (double)a->hyb.p.wait_ns * 1e-6,
+           hp->adapt_L ? "on the fly (epochs)" : "fixed");
+    fflush(stdout);
+    drths_numsite_frame_map(&a->frame_map, &a->hyb);
+    char text[120];
+    snprintf(text, sizeof text, "running: %ld steps, L = %u ticks", a->hyb.ns.steps, hp->L);
+    drths_site_event(&a->shell, text);
+    a->tlm_state = DRTHS_TELEM_RUN;
+    drths_site_timers_start(&a->shell);
+    a->running = 1;
+    return 0;
+}
+
+/* The run and its report: summary.json, the end lines, the monitor's last frame. */
+static int run_hybrid(drths_numapp_t *a)
+{
+    int code = open_site(a);
+    if (code != 0)
+        return code;
+    if (a->probe_only) {
+        drths_error_t err = {{0}};
+        uint64_t n = (uint64_t)(a->probe_seconds * 1e9 /
+                                (double)drths_numsite_probe_interval_ns(&a->site));
+        if (drths_numsite_set_probes(&a->site, n, &err) != 0)
+            return drths_cli_error(PROG, "%s", err.msg);
+        printf("probe-only: %llu probes over %g s, one every %.2f ms\n", (unsigned long long)n,
+               a->probe_seconds, (double)drths_numsite_probe_interval_ns(&a->site) * 1e-6);
+    }
+    int64_t t_start = drths_now_ns();
+    a->exit_code = DRTHS_EXIT_FAILED;
+    int ok = connect_peer(a) == 0;
+    if (ok)
+        drths_numsite_print_probes(stdout, &a->site);
+    if (ok && a->probe_only) {
+        drths_numsite_print_probe_only(stdout, &a->site);
+        drths_numsite_farewell(&a->site, "probe-only connectivity test finished");
+        snprintf(a->reason, sizeof a->reason, "probe-only connectivity test finished");
+        a->exit_code = 0;
+        ok = 0; /* no run */
+    }
+    ok = ok && start_run(a) == 0;
+    if (a->shell.gated)
+        drths_site_rt_go(&a->shell, ok);
+    drths_site_run(&a->shell);
+    drths_error_t err = {{0}};
+    uint64_t dropped = 0;
+    if (a->running) {
+        dropped = drths_recorder_dropped(&a->rec);
+        if (drths_recorder_close(&a->rec, &err) != 0)
+            fprintf(stderr, "drths-numerical: %s\n", err.msg);
+        int by_monitor = atomic_load(&a->shell.stop) == DRTHS_SITE_STOP_MONITOR;
+        a->exit_code = drths_numsite_end_reason(&a->hyb, by_monitor, a->peer_timeout_s, a->reason,
+                                                sizeof a->reason);
+        if (a->exit_code != 0)
+            fprintf(stderr, "drths-numerical: %s\n", a->reason);
+        drths_site_mark_incomplete(PROG, dropped, a->reason, sizeof a->reason, &a->exit_code);
+    }
+    char rt_text[400];
+    drths_site_rt_summary(&a->shell.rt_report, rt_text, sizeof rt_text);
+    drths_site_provenance_rt(&a->shell, &a->shell.rt_report, &a->prov);
+    drths_numsite_outcome_t out = {a->reason, a->exit_code,
+                                   (double)(drths_now_ns() - t_start) * 1e-9, dropped, rt_text,
+                                   a->running ? &a->rec : NULL, &a->prov};
+    drths_numsite_report_end(stdout, &a->shell, &a->site, a->running ? &a->hyb : NULL, a->dir,
+                             &out);
+    return a->exit_code;
+}
+
+int drths_numapp_run_session(drths_numapp_t *a)
+{
+    const drths_site_hooks_t hooks = {a, NULL, on_status, on_stop, on_counters, on_tap};
+    drths_error_t err = {{0}};
+    int code = drths_site_init(&a->shell, PROG, &a->so, &hooks, &err) != 0
+                   ? drths_cli_error(PROG, "%s", err.msg)
+                   : run_hybrid(a);
+    drths_site_close(&a->shell);
+    drths_hybrid_close(&a->hyb);
+    drths_numsite_close(&a->site);
+    return code;
+}
