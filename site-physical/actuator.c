@@ -339,10 +339,11 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
             a->newest_primary = m->tick;
         a->have_primary = 1;
     }
-    for (int k = 0; k < c->r && drths_wire_offset(k) <= m->tick; k++) {
+    const int n = drths_wire_samples_of(m->tick, c->r);
+    for (int k = 0; k < n; k++) {
         /* Sample k is for tick T - offset(k) (PROTOCOL.md section 8; both sites agreed on the
          * offsets in the handshake). */
-        uint64_t tick = m->tick - drths_wire_offset(k);
+        uint64_t tick = drths_wire_sample_tick(m->tick, k);
         /* Ticks up to L are the rest position; redundant samples for them (the first COMMANDs
          * carry some) are not commands and are not stored. */
         if (a->started && tick <= a->L)
@@ -1418,15 +1419,16 @@ static void build_feedback(drths_actuator_t *a, const tick_state_t *s, drths_act
     f->echo_hold_ns = a->have_cmd && s->now_ns > a->echo_arrival_ns
                           ? (uint64_t)(s->now_ns - a->echo_arrival_ns)
                           : 0;
-    /* Near the start only the ticks that exist (>= 0) are carried; the offsets increase, so
-     * they are a prefix. A tick the ring does not hold (no FEEDBACK was built for it) ends the
-     * samples too: the receiver reads sample k as tick t - offset(k), so none may be skipped. */
+    /* Near the start only the ticks that exist (>= 0) are carried. A tick the ring does not hold
+     * (no FEEDBACK was built for it) ends the samples too: the receiver reads sample k as tick
+     * t - offset(k), so none may be skipped. */
+    const int n = drths_wire_samples_of(tick, a->p.r);
     int k = 0;
-    for (; k < a->p.r; k++) {
-        const uint64_t off = drths_wire_offset(k);
-        if (off > tick || a->fb_ring_tick[(tick - off) % a->fb_cap] != tick - off)
+    for (; k < n; k++) {
+        const uint64_t t = drths_wire_sample_tick(tick, k);
+        if (a->fb_ring_tick[t % a->fb_cap] != t)
             break;
-        f->s[k] = a->fb_ring[(tick - off) % a->fb_cap];
+        f->s[k] = a->fb_ring[t % a->fb_cap];
     }
     f->r = (uint8_t)k;
 }
