@@ -484,7 +484,7 @@ static void test_rejoin_blends_into_commands(void **state)
     assert_true(fabs(F.a.c.max_rejoin_offset_m - 2e-3) < 1e-5);
     /* The velocity budget binds: the quintic's steepest slope is 15/8 of the offset over its
      * length, and the offset term has 4/5 of the ramp rate: 1.875 * 2 mm / 40 um = 94 ticks. */
-    const uint64_t n = F.a.rejoin_ticks;
+    const uint64_t n = F.a.cs.rejoin_ticks;
     assert_true(n >= 75 && n <= 100);
     assert_smooth(cmd, 6, 200, NULL);
     for (uint64_t t = 7; t < 200; t++) {
@@ -551,10 +551,10 @@ static void test_long_gap_brakes_to_rest(void **state)
     assert_int_equal(F.a.c.rejoins, 1);
     /* The ramp is 4.9 mm ahead: the blend catches up at no more than the ramp rate above the
      * ramp's speed, and then applies the commands exactly. */
-    assert_true(120 + F.a.rejoin_ticks < 600);
+    assert_true(120 + F.a.cs.rejoin_ticks < 600);
     for (uint64_t t = 121; t < 600; t++)
         assert_true(cmd[t] - cmd[t - 1] <= 0.1 / RATE + 1e-6);
-    for (uint64_t t = 120 + F.a.rejoin_ticks; t < 600; t++)
+    for (uint64_t t = 120 + F.a.cs.rejoin_ticks; t < 600; t++)
         assert_true(fabs(cmd[t] - ramp_5cm_s(t)) < 1e-15);
     teardown();
 }
@@ -763,7 +763,7 @@ static void test_gaps_at_phases(void **state)
                 assert_int_equal(hold_at, 0);
                 assert_int_equal(F.a.c.concealed, gap_len);
                 assert_int_equal(F.a.c.rejoins, 1);
-                const uint64_t end = gap_from + gap_len + F.a.rejoin_ticks;
+                const uint64_t end = gap_from + gap_len + F.a.cs.rejoin_ticks;
                 assert_true(end < 1200);
                 for (uint64_t k = end; k < 1200; k++)
                     assert_true(fabs(cmd[k] - sine10(k)) < 1e-15);
@@ -926,7 +926,7 @@ static void test_late_stream_beyond_budget_holds(void **state)
     assert_true(hold_at > 500);
     assert_true(F.a.c.delayed > 150);
     assert_int_equal(F.a.hold_reason, DRTHS_STOP_HOLD);
-    assert_int_equal(hold_at - F.a.last_base, 31);
+    assert_int_equal(hold_at - F.a.cs.last_base, 31);
     assert_string_equal(F.a.hold_text,
                         "commands too late: the newest applied is 31 ticks behind its tick "
                         "(limit 30)");
@@ -1082,7 +1082,7 @@ static void test_rejoin_into_fillers_after_raise_of_L(void **state)
                          "jerk %g m/s^3",
                          off, (unsigned long long)t, ev, ea, ej);
         }
-        const uint64_t end = F.a.rejoin_tick + F.a.rejoin_ticks;
+        const uint64_t end = F.a.cs.rejoin_tick + F.a.cs.rejoin_ticks;
         assert_true(end < rj_first_new);
         for (uint64_t t = end; t < RJ_TICKS; t++)
             if (!(fabs(cmd[t] - rj_received(t)) < 1e-15))
