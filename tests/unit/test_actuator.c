@@ -9,7 +9,9 @@
  * The command stream inside the tick (concealment, rejoin, delayed playback, preview) has its
  * own tests in test_command_stream.c.
  *
- * The specimen is a linear spring (1e6 N/m) behind an ideal actuator with no noise and no I/O
+ * Every test starts from the default parameters (params_default) in F.p, changes what it needs
+ * and opens the actuator with begin() (or open_actuator()); the tear-down closes it. The
+ * specimen is a linear spring (1e6 N/m) behind an ideal actuator with no noise and no I/O
  * delay, so the measured displacement equals the drive and the force is 1e6 times it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,10 +37,16 @@
 typedef double (*traj_fn)(uint64_t tick);
 
 typedef struct fixture {
+    /* What the next actuator is opened with (the test changes these before begin). */
+    drths_actuator_params_t p;
+    int adc_bits;         /* > 0: converters over +/- 0.1 m and +/- force_range_N */
+    double force_range_N;
+    bool plant;           /* the 200-kN damper behind the virtual plant instead of the spring */
+    /* The actuator opened. */
+    bool open;
     drths_specimen_t spec;
     drths_daq_t daq;
     drths_actuator_t a;
-    drths_actuator_params_t p;
     drths_actuator_out_t out;
     uint64_t counter; /* last COMMAND counter used */
 } fixture_t;
@@ -73,40 +81,61 @@ static void params_default(drths_actuator_params_t *p)
     p->compensation = DRTHS_COMPENSATION_NONE;
 }
 
-/* The spring behind the ideal actuator; with adc_bits > 0, converters over +/- 0.1 m and
- * +/- force_range_N. */
-static void setup_with_converters(const drths_actuator_params_t *p, int adc_bits,
-                                  double force_range_N)
+/* Closes the actuator (if open) and puts the defaults back: each test's set-up, and the
+ * start of each run of a test that opens several. */
+static void fresh(void)
 {
+    if (F.open) {
+        drths_actuator_close(&F.a);
+        drths_actuator_close(&F.a); /* safe twice */
+        drths_daq_close(&F.daq);
+        drths_specimen_close(&F.spec);
+    }
     memset(&F, 0, sizeof F);
+    params_default(&F.p);
+    damper_of = NULL;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    fresh();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    fresh();
+    return 0;
+}
+
+/* Opens the actuator with F.p on the specimen F says: the spring behind the ideal actuator, or
+ * the 200-kN damper behind the virtual plant with sensor noise, quantisation and an I/O delay
+ * (so that the drive, the measurement and the HOLD ramp all carry non-trivial numbers). */
+static void open_actuator(void)
+{
     drths_specimen_params_t sp;
-    drths_specimen_params_default(&sp, DRTHS_DAMPER_LINEAR_SPRING);
-    sp.damper.stiffness_N_per_m = K_SPRING;
-    sp.plant_enabled = 0;
-    sp.noise_disp_m = sp.noise_force_N = 0.0;
-    sp.adc_bits = adc_bits;
-    sp.disp_range_m = 0.1;
-    sp.force_range_N = force_range_N;
-    sp.io_delay_ticks = 0;
+    if (F.plant) {
+        drths_specimen_params_default(&sp, DRTHS_DAMPER_PHILLIPS2013);
+        sp.plant_enabled = 1;
+        sp.io_delay_ticks = 1;
+        sp.seed = 42;
+    } else {
+        drths_specimen_params_default(&sp, DRTHS_DAMPER_LINEAR_SPRING);
+        sp.damper.stiffness_N_per_m = K_SPRING;
+        sp.plant_enabled = 0;
+        sp.noise_disp_m = sp.noise_force_N = 0.0;
+        sp.adc_bits = F.adc_bits;
+        sp.disp_range_m = 0.1;
+        sp.force_range_N = F.force_range_N;
+        sp.io_delay_ticks = 0;
+    }
     drths_error_t err;
     assert_int_equal(drths_specimen_init(&F.spec, &sp, 1.0 / RATE, &err), 0);
     assert_int_equal(drths_daq_open_virtual(&F.spec, &F.daq, &err), 0);
-    F.p = *p;
     assert_int_equal(drths_actuator_init(&F.a, &F.p, &F.daq, &err), 0);
-}
-
-static void setup_with(const drths_actuator_params_t *p)
-{
-    setup_with_converters(p, 0, 0.0);
-}
-
-static void teardown(void)
-{
-    damper_of = NULL;
-    drths_actuator_close(&F.a);
-    drths_actuator_close(&F.a); /* safe twice */
-    drths_daq_close(&F.daq);
-    drths_specimen_close(&F.spec);
+    F.open = true;
 }
 
 static int64_t deadline(uint64_t t)
@@ -148,6 +177,15 @@ static void send_cmd(uint64_t T, int r, traj_fn x, int64_t arrival)
         m.u.command.s[k][0].damper_cmd = damper_of ? damper_of(T - (uint64_t)k) : 1.5;
     }
     drths_actuator_receive(&F.a, &m, arrival);
+}
+
+/* The usual opening: the actuator opened with F.p, started with L, and the first COMMAND (for
+ * tick L + 1, r samples of x) sent right after EPOCH 1. */
+static void begin(uint32_t L, int r, traj_fn x)
+{
+    open_actuator();
+    start(L);
+    send_cmd(L + 1, r, x, T0 - 4 * DT_NS);
 }
 
 static int tick(uint64_t t, int64_t late_ns)
@@ -194,8 +232,6 @@ static void run(uint64_t from, uint64_t to, traj_fn x, int r, drop_fn drop)
 static void test_init_errors(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
     drths_specimen_t spec;
     drths_specimen_params_t sp;
     drths_specimen_params_default(&sp, DRTHS_DAMPER_LINEAR_SPRING);
@@ -204,27 +240,28 @@ static void test_init_errors(void **state)
     drths_daq_t daq;
     assert_int_equal(drths_daq_open_virtual(&spec, &daq, &err), 0);
     drths_actuator_t a;
+    drths_actuator_params_t p = F.p;
     p.r = 17;
     assert_int_equal(drths_actuator_init(&a, &p, &daq, &err), -EINVAL);
     assert_string_equal(err.msg, "link.redundancy: must be 1..16 (got 17)");
-    params_default(&p);
+    p = F.p;
     p.watchdog_s = 0.0;
     assert_int_equal(drths_actuator_init(&a, &p, &daq, &err), -EINVAL);
     assert_string_equal(err.msg, "physical.watchdog_ms: must be > 0 (got 0)");
-    params_default(&p);
+    p = F.p;
     p.limit_force_N = -1.0;
     assert_int_equal(drths_actuator_init(&a, &p, &daq, &err), -EINVAL);
     assert_string_equal(err.msg, "physical.limit_force_N: must be > 0 (got -1)");
-    params_default(&p);
+    p = F.p;
     p.ramp_rate_m_s = 0.0;
     assert_int_equal(drths_actuator_init(&a, &p, &daq, &err), -EINVAL);
     assert_string_equal(err.msg, "physical.ramp_rate_m_s: must be > 0 (got 0)");
-    params_default(&p);
+    p = F.p;
     p.safe_position_m = 0.2;
     assert_int_equal(drths_actuator_init(&a, &p, &daq, &err), -EINVAL);
     assert_string_equal(err.msg,
                         "physical.safe_position_m: must lie inside +/- limit_drive_m (got 0.2)");
-    params_default(&p);
+    p = F.p;
     assert_int_equal(drths_actuator_init(&a, &p, NULL, &err), -EINVAL);
     drths_actuator_close(&a); /* a failed init leaves a closable struct */
     drths_daq_close(&daq);
@@ -234,9 +271,7 @@ static void test_init_errors(void **state)
 static void test_rest_then_in_order(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    setup_with(&p);
+    open_actuator();
     /* Not started: no tick. */
     assert_int_equal(tick(0, 0), -EAGAIN);
     start(5);
@@ -285,17 +320,12 @@ static void test_rest_then_in_order(void **state)
     assert_false(F.out.finished);
     assert_false(F.out.send_abort);
     assert_true(drths_actuator_tracking_rms_pct(&F.a) < 1e-12);
-    teardown();
 }
 
 static void test_rest_rows_and_short_feedback(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    begin(5, 4, sine);
     for (uint64_t t = 0; t <= 6; t++) {
         assert_int_equal(tick(t, 0), 0);
         if (t >= 1)
@@ -317,7 +347,6 @@ static void test_rest_rows_and_short_feedback(void **state)
             assert_int_equal(f->s[1].cmd_tick, -1);
         }
     }
-    teardown();
 }
 
 static int drop_one(uint64_t T)
@@ -328,27 +357,18 @@ static int drop_one(uint64_t T)
 static void test_redundancy_repairs_a_loss(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    begin(5, 4, sine);
     run(0, 80, sine, 4, drop_one);
     assert_int_equal(F.a.c.concealed, 0);
     assert_int_equal(F.a.c.from_redundancy, 1); /* tick 40 came in the COMMAND for tick 41 */
     assert_int_equal(F.a.c.applied, 75);
-    teardown();
 }
 
 static void test_late_and_duplicate_counted(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.r = 1;
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 1, sine, T0 - 4 * DT_NS);
+    F.p.r = 1;
+    begin(5, 1, sine);
     for (uint64_t t = 0; t <= 40; t++) {
         assert_int_equal(tick(t, 0), 0);
         uint64_t T = t + 6;
@@ -366,8 +386,6 @@ static void test_late_and_duplicate_counted(void **state)
     /* The second copies of 30 and 35 are duplicates; the first copy of 30 came after 35's. */
     assert_int_equal(F.a.c.duplicates, 2);
     assert_int_equal(F.a.c.reordered, 1);
-    /* Concealment of a smooth sine one tick ahead: error far below a micrometre. */
-    teardown();
 }
 
 static uint64_t last_sent_tick;
@@ -379,12 +397,8 @@ static int drop_after_40(uint64_t T)
 static void test_too_many_concealed_holds(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.r = 1;
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 1, sine, T0 - 4 * DT_NS);
+    F.p.r = 1;
+    begin(5, 1, sine);
     last_sent_tick = 40;
     /* Ticks 41..45 are concealed (max 5), tick 46 goes to HOLD. */
     run(0, 45, sine, 1, drop_after_40);
@@ -422,7 +436,6 @@ static void test_too_many_concealed_holds(void **state)
     assert_int_equal(t, 46 + 200);
     assert_int_equal(F.a.end_reason, DRTHS_STOP_HOLD);
     assert_int_equal(tick(t + 1, 0), -EALREADY);
-    teardown();
 }
 
 /* The commands for ticks 46 .. 65 arrive 12 ticks after their tick (r = 1, budget 30), the ones
@@ -434,14 +447,10 @@ static void test_too_many_concealed_holds(void **state)
 static void test_delayed_playback_in_feedback_and_row(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.r = 1;
-    p.max_concealed_ticks = 30;
-    p.ramp_rate_m_s = 0.05;
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 1, sine, T0 - 4 * DT_NS);
+    F.p.r = 1;
+    F.p.max_concealed_ticks = 30;
+    F.p.ramp_rate_m_s = 0.05;
+    begin(5, 1, sine);
     uint64_t late = 0, catching_up = 0;
     for (uint64_t t = 0; t < 600; t++) {
         assert_int_equal(tick(t, 0), 0);
@@ -474,20 +483,15 @@ static void test_delayed_playback_in_feedback_and_row(void **state)
     assert_int_equal(F.a.c.concealed, 13);
     /* Caught up: the last ticks play their own commands again. */
     assert_int_equal((int64_t)F.out.row[DRTHS_ACT_COL_CMD_TICK], 599);
-    teardown();
 }
 
 static void test_watchdog(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.r = 1;
-    p.watchdog_s = 0.020;
-    p.max_concealed_ticks = 1000; /* so that only the watchdog can act */
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 1, sine, T0 - 4 * DT_NS);
+    F.p.r = 1;
+    F.p.watchdog_s = 0.020;
+    F.p.max_concealed_ticks = 1000; /* so that only the watchdog can act */
+    begin(5, 1, sine);
     last_sent_tick = 40; /* the COMMAND for 40 is sent at tick 34 */
     uint64_t t = 0;
     for (; t < 200; t++) {
@@ -509,7 +513,6 @@ static void test_watchdog(void **state)
     assert_string_equal(F.a.hold_text, "watchdog: no command to play for 21.0 ms (limit 20 ms)");
     assert_true(F.out.send_abort);
     assert_int_equal(F.out.abort.u.stop.reason, DRTHS_STOP_WATCHDOG);
-    teardown();
 }
 
 /* The watchdog acts on the absence of commands to play, not on a gap in the arrivals: with L =
@@ -522,15 +525,12 @@ static void test_watchdog_waits_for_an_empty_buffer(void **state)
 {
     (void)state;
     for (int budget_case = 0; budget_case < 2; budget_case++) {
-        drths_actuator_params_t p;
-        params_default(&p);
-        p.r = 1;
-        p.playout_ticks = 256;
-        p.watchdog_s = 0.020;
-        p.max_concealed_ticks = budget_case ? 1000 : 10;
-        setup_with(&p);
-        start(60);
-        send_cmd(61, 1, sine, T0 - 4 * DT_NS);
+        fresh();
+        F.p.r = 1;
+        F.p.playout_ticks = 256;
+        F.p.watchdog_s = 0.020;
+        F.p.max_concealed_ticks = budget_case ? 1000 : 10;
+        begin(60, 1, sine);
         int64_t last_arrival = 0;
         uint64_t t = 0;
         for (; t < 400; t++) {
@@ -566,18 +566,13 @@ static void test_watchdog_waits_for_an_empty_buffer(void **state)
             assert_string_equal(F.a.hold_text,
                                 "watchdog: no command to play for 21.0 ms (limit 20 ms)");
         }
-        teardown();
     }
 }
 
 static void test_displacement_limit(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, big_at_30, T0 - 4 * DT_NS);
+    begin(5, 4, big_at_30);
     run(0, 29, big_at_30, 4, no_drop);
     assert_false(F.a.hold);
     assert_int_equal(tick(30, 0), 0);
@@ -587,7 +582,6 @@ static void test_displacement_limit(void **state)
     assert_true(F.out.row[DRTHS_ACT_COL_COMMAND] == 1e-3);
     assert_true(F.out.row[DRTHS_ACT_COL_HOLD] == 1.0);
     assert_string_equal(F.a.hold_text, "displacement limit: command 0.2 m exceeds 0.1 m");
-    teardown();
 }
 
 /* With a compensation that previews the commands ahead (polynomial, a lead of several ticks),
@@ -597,12 +591,8 @@ static void test_displacement_limit(void **state)
 static void test_preview_limit(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.compensation = DRTHS_COMPENSATION_POLYNOMIAL;
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, big_at_30, T0 - 4 * DT_NS);
+    F.p.compensation = DRTHS_COMPENSATION_POLYNOMIAL;
+    begin(5, 4, big_at_30);
     assert_true(F.a.lookahead >= 5);
     run(0, 24, big_at_30, 4, no_drop);
     assert_false(F.a.hold);
@@ -612,7 +602,6 @@ static void test_preview_limit(void **state)
     assert_true(F.out.row[DRTHS_ACT_COL_HOLD] == 1.0);
     assert_string_equal(F.a.hold_text,
                         "displacement limit: command 0.2 m for tick 30 exceeds 0.1 m");
-    teardown();
 }
 
 static double fast_at_30(uint64_t t)
@@ -623,28 +612,19 @@ static double fast_at_30(uint64_t t)
 static void test_velocity_limit(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.limit_displacement_m = 10.0;
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, fast_at_30, T0 - 4 * DT_NS);
+    F.p.limit_displacement_m = 10.0;
+    begin(5, 4, fast_at_30);
     run(0, 29, fast_at_30, 4, no_drop);
     assert_int_equal(tick(30, 0), 0);
     assert_true(F.a.hold);
     assert_string_equal(F.a.hold_text, "velocity limit: command velocity 2 m/s exceeds 1 m/s");
-    teardown();
 }
 
 static void test_force_limit(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.limit_force_N = 50e3; /* the spring gives 60 kN at 0.06 m */
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, force_trip, T0 - 4 * DT_NS);
+    F.p.limit_force_N = 50e3; /* the spring gives 60 kN at 0.06 m */
+    begin(5, 4, force_trip);
     run(0, 29, force_trip, 4, no_drop);
     assert_false(F.a.hold);
     assert_int_equal(tick(30, 0), 0);
@@ -658,7 +638,6 @@ static void test_force_limit(void **state)
     assert_true(F.out.row[DRTHS_ACT_COL_DAMPER_COMMAND] == 0.0);
     assert_true(F.out.send_abort);
     assert_int_equal(F.out.abort.u.stop.reason, DRTHS_STOP_LIMIT);
-    teardown();
 }
 
 /* A force converter at its end (full scale 55 kN; the spring gives 60 kN at 0.06 m) is a HOLD
@@ -666,12 +645,10 @@ static void test_force_limit(void **state)
 static void test_converter_saturated(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.limit_force_N = 1e9; /* could never trip */
-    setup_with_converters(&p, 16, 55e3);
-    start(5);
-    send_cmd(6, 4, force_trip, T0 - 4 * DT_NS);
+    F.p.limit_force_N = 1e9; /* could never trip */
+    F.adc_bits = 16;
+    F.force_range_N = 55e3;
+    begin(5, 4, force_trip);
     run(0, 29, force_trip, 4, no_drop);
     assert_false(F.a.hold);
     assert_int_equal(tick(30, 0), 0);
@@ -688,18 +665,13 @@ static void test_converter_saturated(void **state)
     assert_int_equal(drths_daq_error(&F.daq, &err), -ERANGE);
     assert_non_null(
         strstr(err.msg, "virtual DAQ: force_in: the input is at an end of its converter"));
-    teardown();
 }
 
 static void test_stop_ends_after_last_tick(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.watchdog_s = 0.002; /* shorter than L: the watchdog must not fire after STOP */
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    F.p.watchdog_s = 0.002; /* shorter than L: the watchdog must not fire after STOP */
+    begin(5, 4, sine);
     /* The numerical site's last command is for tick 50 (sent at tick 44), then STOP. */
     uint64_t t = 0;
     for (; t < 100; t++) {
@@ -725,17 +697,12 @@ static void test_stop_ends_after_last_tick(void **state)
     assert_int_equal(F.a.c.applied, 45);
     assert_false(F.out.send_abort);
     assert_int_equal(tick(51, 0), -EALREADY);
-    teardown();
 }
 
 static void test_peer_abort(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    begin(5, 4, sine);
     run(0, 20, sine, 4, no_drop);
     drths_msg_t m;
     memset(&m, 0, sizeof m);
@@ -754,17 +721,12 @@ static void test_peer_abort(void **state)
     }
     assert_int_equal(t, 21 + 200);
     assert_int_equal(F.a.end_reason, DRTHS_STOP_SIGNAL);
-    teardown();
 }
 
 static void test_signal_hold(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    begin(5, 4, sine);
     run(0, 20, sine, 4, no_drop);
     drths_actuator_hold(&F.a, DRTHS_STOP_SIGNAL, 1, "stopped by signal");
     drths_actuator_hold(&F.a, DRTHS_STOP_LIMIT, 1, "second cause ignored");
@@ -773,17 +735,12 @@ static void test_signal_hold(void **state)
     assert_int_equal(F.out.abort.u.stop.reason, DRTHS_STOP_SIGNAL);
     assert_string_equal(F.out.abort.u.stop.text, "stopped by signal");
     assert_true(F.out.row[DRTHS_ACT_COL_COMMAND] == sine(20));
-    teardown();
 }
 
 static void test_later_epoch(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    begin(5, 4, sine);
     run(0, 20, sine, 4, no_drop);
     drths_msg_t m;
     memset(&m, 0, sizeof m);
@@ -801,7 +758,6 @@ static void test_later_epoch(void **state)
     assert_int_equal(F.a.L, 7);
     assert_int_equal(F.out.feedback.epoch, 2);
     assert_int_equal(F.a.c.epochs, 2);
-    teardown();
 }
 
 /* L above the playout capacity (64): the first COMMAND, sent with EPOCH 1 before tick 0, still
@@ -809,11 +765,7 @@ static void test_later_epoch(void **state)
 static void test_L_beyond_playout_capacity(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    setup_with(&p);
-    start(100);
-    send_cmd(101, 4, sine, T0 - 4 * DT_NS);
+    begin(100, 4, sine);
     assert_int_equal(F.a.c.too_far, 0);
     /* A 90-tick round trip: F(n) reaches the numerical site at tick n + 90, which then sends
      * the command for n + 1 + L. */
@@ -830,7 +782,6 @@ static void test_L_beyond_playout_capacity(void **state)
     /* A command L ticks ahead of the loop once it runs is beyond the buffer. */
     send_cmd(150 + 100, 1, sine, deadline(150) + 1000);
     assert_int_equal(F.a.c.too_far, 1);
-    teardown();
 }
 
 static int drop_some(uint64_t T)
@@ -841,12 +792,8 @@ static int drop_some(uint64_t T)
 static void test_no_allocation_per_tick(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.max_concealed_ticks = 2;
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    F.p.max_concealed_ticks = 2;
+    begin(5, 4, sine);
     long before = alloc_count;
     /* 3000 ticks with losses repaired and concealed, then the too-many-concealed HOLD path
      * (which formats its sentence) and the linger to the end. */
@@ -866,7 +813,6 @@ static void test_no_allocation_per_tick(void **state)
     assert_true(F.a.c.from_redundancy > 0);
     assert_true(F.a.c.concealed > 0);
     assert_int_equal(F.a.hold_reason, DRTHS_STOP_HOLD);
-    teardown();
 }
 
 /* ---- golden record ------------------------------------------------------------------------ */
@@ -962,23 +908,6 @@ static void hash_end(const drths_actuator_t *a)
     hash_bytes(a->hold_text, strlen(a->hold_text));
 }
 
-/* The 200-kN damper behind the virtual plant, with sensor noise, quantisation and an I/O
- * delay, so that the drive, the measurement and the HOLD ramp all carry non-trivial numbers. */
-static void setup_golden_plant(const drths_actuator_params_t *p)
-{
-    memset(&F, 0, sizeof F);
-    drths_specimen_params_t sp;
-    drths_specimen_params_default(&sp, DRTHS_DAMPER_PHILLIPS2013);
-    sp.plant_enabled = 1;
-    sp.io_delay_ticks = 1;
-    sp.seed = 42;
-    drths_error_t err;
-    assert_int_equal(drths_specimen_init(&F.spec, &sp, 1.0 / RATE, &err), 0);
-    assert_int_equal(drths_daq_open_virtual(&F.spec, &F.daq, &err), 0);
-    F.p = *p;
-    assert_int_equal(drths_actuator_init(&F.a, &F.p, &F.daq, &err), 0);
-}
-
 /* A 2 mm, 1.5 Hz sine whose damper command switches between 0 and 2.5 A every 37 ticks, with
  * a spike of golden_spike_m at tick golden_spike (0: none). */
 static uint64_t golden_spike;
@@ -1024,32 +953,28 @@ typedef struct golden_case {
 
 static uint64_t golden_run(const golden_case_t *gc)
 {
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.compensation = gc->comp;
-    p.comp_io_delay_ticks = 1;
-    p.ff_max_acc_m_s2 = 50.0;
-    p.ff_max_jerk_m_s3 = 2e4;
-    drths_damper_params_preset(&p.damper_nominal, DRTHS_DAMPER_PHILLIPS2013);
-    p.r = gc->r;
-    p.hold_mode = gc->hold_mode;
-    p.safe_position_m = 5e-4;
-    p.ramp_rate_m_s = gc->ramp_rate_m_s > 0.0 ? gc->ramp_rate_m_s : 0.05;
-    p.limit_drive_m = gc->limit_drive_m > 0.0 ? gc->limit_drive_m : 0.1;
-    p.watchdog_s = gc->watchdog_s > 0.0 ? gc->watchdog_s : 1.0;
-    p.max_concealed_ticks = gc->max_concealed ? gc->max_concealed : 10;
-    p.limit_force_N = gc->limit_force_N > 0.0 ? gc->limit_force_N : 250e3;
+    fresh();
+    drths_actuator_params_t *p = &F.p;
+    p->compensation = gc->comp;
+    p->comp_io_delay_ticks = 1;
+    p->ff_max_acc_m_s2 = 50.0;
+    p->ff_max_jerk_m_s3 = 2e4;
+    drths_damper_params_preset(&p->damper_nominal, DRTHS_DAMPER_PHILLIPS2013);
+    p->r = gc->r;
+    p->hold_mode = gc->hold_mode;
+    p->safe_position_m = 5e-4;
+    p->ramp_rate_m_s = gc->ramp_rate_m_s > 0.0 ? gc->ramp_rate_m_s : 0.05;
+    p->limit_drive_m = gc->limit_drive_m > 0.0 ? gc->limit_drive_m : 0.1;
+    p->watchdog_s = gc->watchdog_s > 0.0 ? gc->watchdog_s : 1.0;
+    p->max_concealed_ticks = gc->max_concealed ? gc->max_concealed : 10;
+    p->limit_force_N = gc->limit_force_N > 0.0 ? gc->limit_force_N : 250e3;
+    F.plant = gc->plant;
     const uint64_t last_sent = gc->last_sent ? gc->last_sent : UINT64_MAX;
-    if (gc->plant)
-        setup_golden_plant(&p);
-    else
-        setup_with(&p);
     damper_of = golden_damper;
     golden_spike = gc->spike;
     golden_spike_m = gc->spike_m;
     golden_hash = UINT64_C(14695981039346656037);
-    start(5);
-    send_cmd(6, gc->r, golden_traj, T0 - 4 * DT_NS);
+    begin(5, gc->r, golden_traj);
     uint64_t t = 0, held = 0;
     for (; t < 2000; t++) {
         /* Wake-up lateness from 0 to 0.9 ms, some of it above half a tick. */
@@ -1104,10 +1029,8 @@ static uint64_t golden_run(const golden_case_t *gc)
     assert_true(F.out.finished);
     hash_u64(t);
     hash_end(&F.a);
-    const uint64_t h = golden_hash;
     golden_spike = 0;
-    teardown();
-    return h;
+    return golden_hash;
 }
 
 static void test_golden_runs(void **state)
@@ -1198,10 +1121,12 @@ static double cmd_time(uint64_t t)
     return t > STAB_L ? (double)(t - STAB_L - 1) / RATE : 0.0;
 }
 
-/* The monitor's defaults (physical.stability_*) with the record ending at quiet_after_s. */
-static void params_stability(drths_actuator_params_t *p, double quiet_after_s)
+/* The monitor's defaults (physical.stability_*) with the record ending at quiet_after_s, in
+ * F.p (fresh). */
+static void stability(double quiet_after_s)
 {
-    params_default(p);
+    fresh();
+    drths_actuator_params_t *p = &F.p;
     p->playout_ticks = 256;
     p->stab_window_s = 0.2;
     p->stab_windows = 4;
@@ -1248,9 +1173,8 @@ static double slow_growth(uint64_t t)
 static void test_stability_growth_holds(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_stability(&p, INFINITY);
-    setup_with(&p);
+    stability(INFINITY);
+    open_actuator();
     start(STAB_L);
     const uint64_t at = run_until_hold(3000, fast_growth);
     assert_true(F.a.hold);
@@ -1266,15 +1190,13 @@ static void test_stability_growth_holds(void **state)
     assert_true(F.out.send_abort);
     assert_int_equal(F.out.abort.u.stop.reason, DRTHS_STOP_LIMIT);
     assert_string_equal(F.out.abort.u.stop.text, F.a.hold_text);
-    teardown();
 }
 
 static void test_stability_after_record_holds(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_stability(&p, 2.0);
-    setup_with(&p);
+    stability(2.0);
+    open_actuator();
     start(STAB_L);
     const uint64_t at = run_until_hold(6000, slow_growth);
     assert_true(F.a.hold);
@@ -1283,7 +1205,6 @@ static void test_stability_after_record_holds(void **state)
     assert_true(t_hold > 2.0 && t_hold <= 3.0);
     assert_non_null(strstr(F.a.hold_text, "stability: oscillation at 3.1 Hz not decaying after "
                                           "the record's end (+"));
-    teardown();
 }
 
 /* Band-limited noise, 0.2 to 15 Hz: 60 sines with pseudo-random phases, their amplitudes flat
@@ -1348,47 +1269,41 @@ static double quake_onset(uint64_t t)
 static void test_stability_onset_is_no_hold(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_stability(&p, INFINITY);
-    setup_with(&p);
+    stability(INFINITY);
+    open_actuator();
     start(STAB_L);
     assert_int_equal(run_until_hold(15000, quake_onset), UINT64_MAX);
     /* A single fit reached the rate: without the persistence this run was a HOLD. */
-    assert_true(F.a.stab_max_growth >= p.stab_growth_per_s);
-    teardown();
+    assert_true(F.a.stab_max_growth >= F.p.stab_growth_per_s);
 }
 
 static void test_stability_no_false_hold(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
     for (noise_pink = 0; noise_pink <= 1; noise_pink++) {
-        params_stability(&p, 10.0);
-        setup_with(&p);
+        stability(10.0);
+        open_actuator();
         start(STAB_L);
         assert_int_equal(run_until_hold(14000, quake), UINT64_MAX);
         /* The steepest growth the monitor fitted stays below the HOLD's (1.57/s with the flat
          * spectrum, 0.79/s with 1/f: the envelope's 1/s and the scatter of the windows' peaks). */
-        assert_true(F.a.stab_max_growth < p.stab_growth_per_s);
-        teardown();
+        assert_true(F.a.stab_max_growth < F.p.stab_growth_per_s);
 
-        params_stability(&p, INFINITY);
-        setup_with(&p);
+        stability(INFINITY);
+        open_actuator();
         start(STAB_L);
         assert_int_equal(run_until_hold(20000, steady_noise), UINT64_MAX);
-        assert_true(F.a.stab_max_growth < p.stab_growth_per_s);
-        teardown();
+        assert_true(F.a.stab_max_growth < F.p.stab_growth_per_s);
     }
     noise_pink = 0;
 
     /* Off: the growing oscillation runs into the displacement limit instead. */
-    params_stability(&p, INFINITY);
-    p.stab_window_s = 0.0;
-    setup_with(&p);
+    stability(INFINITY);
+    F.p.stab_window_s = 0.0;
+    open_actuator();
     start(STAB_L);
     assert_true(run_until_hold(3000, fast_growth) != UINT64_MAX);
     assert_null(strstr(F.a.hold_text, "stability"));
-    teardown();
 }
 
 /* R = 8: the FEEDBACK's samples are the measurements of ticks t - offset(k), offsets 0, 1, 2, 3,
@@ -1396,12 +1311,8 @@ static void test_stability_no_false_hold(void **state)
 static void test_feedback_spread_offsets(void **state)
 {
     (void)state;
-    drths_actuator_params_t p;
-    params_default(&p);
-    p.r = 8;
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    F.p.r = 8;
+    begin(5, 4, sine);
     run(0, 99, sine, 4, no_drop);
     assert_int_equal(F.a.c.concealed, 0);
     const drths_msg_feedback_t *f = &F.out.feedback.u.feedback;
@@ -1413,48 +1324,49 @@ static void test_feedback_spread_offsets(void **state)
         assert_true(fabs(f->s[k].ch[0].disp_m - sine(ticks[k])) < 1e-15);
         assert_true(fabs(f->s[k].ch[0].force_n - K_SPRING * sine(ticks[k])) < 1e-9);
     }
-    teardown();
 
     /* Near the start only the ticks that exist: at tick 40 offset 64 is not there yet. */
-    setup_with(&p);
-    start(5);
-    send_cmd(6, 4, sine, T0 - 4 * DT_NS);
+    fresh();
+    F.p.r = 8;
+    begin(5, 4, sine);
     run(0, 40, sine, 4, no_drop);
     assert_int_equal(F.out.feedback.tick, 40);
     assert_int_equal(f->r, 7);
     assert_int_equal(f->s[6].cmd_tick, 8);
-    teardown();
 }
+
+/* Each test opens its actuator from the defaults and closes it in the tear-down. */
+#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_init_errors),
-        cmocka_unit_test(test_rest_then_in_order),
-        cmocka_unit_test(test_rest_rows_and_short_feedback),
-        cmocka_unit_test(test_redundancy_repairs_a_loss),
-        cmocka_unit_test(test_late_and_duplicate_counted),
-        cmocka_unit_test(test_too_many_concealed_holds),
-        cmocka_unit_test(test_delayed_playback_in_feedback_and_row),
-        cmocka_unit_test(test_watchdog),
-        cmocka_unit_test(test_watchdog_waits_for_an_empty_buffer),
-        cmocka_unit_test(test_displacement_limit),
-        cmocka_unit_test(test_preview_limit),
-        cmocka_unit_test(test_velocity_limit),
-        cmocka_unit_test(test_force_limit),
-        cmocka_unit_test(test_converter_saturated),
-        cmocka_unit_test(test_stop_ends_after_last_tick),
-        cmocka_unit_test(test_peer_abort),
-        cmocka_unit_test(test_signal_hold),
-        cmocka_unit_test(test_later_epoch),
-        cmocka_unit_test(test_L_beyond_playout_capacity),
-        cmocka_unit_test(test_no_allocation_per_tick),
-        cmocka_unit_test(test_golden_runs),
-        cmocka_unit_test(test_feedback_spread_offsets),
-        cmocka_unit_test(test_stability_growth_holds),
-        cmocka_unit_test(test_stability_onset_is_no_hold),
-        cmocka_unit_test(test_stability_after_record_holds),
-        cmocka_unit_test(test_stability_no_false_hold),
+        TEST(test_init_errors),
+        TEST(test_rest_then_in_order),
+        TEST(test_rest_rows_and_short_feedback),
+        TEST(test_redundancy_repairs_a_loss),
+        TEST(test_late_and_duplicate_counted),
+        TEST(test_too_many_concealed_holds),
+        TEST(test_delayed_playback_in_feedback_and_row),
+        TEST(test_watchdog),
+        TEST(test_watchdog_waits_for_an_empty_buffer),
+        TEST(test_displacement_limit),
+        TEST(test_preview_limit),
+        TEST(test_velocity_limit),
+        TEST(test_force_limit),
+        TEST(test_converter_saturated),
+        TEST(test_stop_ends_after_last_tick),
+        TEST(test_peer_abort),
+        TEST(test_signal_hold),
+        TEST(test_later_epoch),
+        TEST(test_L_beyond_playout_capacity),
+        TEST(test_no_allocation_per_tick),
+        TEST(test_golden_runs),
+        TEST(test_feedback_spread_offsets),
+        TEST(test_stability_growth_holds),
+        TEST(test_stability_onset_is_no_hold),
+        TEST(test_stability_after_record_holds),
+        TEST(test_stability_no_false_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
