@@ -195,6 +195,21 @@ unsigned drths_wire_offset(int k)
     return 8u << (k - 4);
 }
 
+int drths_wire_samples_of(uint64_t tick, int r)
+{
+    if (r > DRTHS_WIRE_MAX_R)
+        r = DRTHS_WIRE_MAX_R;
+    int k = 0;
+    while (k < r && drths_wire_offset(k) <= tick)
+        k++;
+    return k;
+}
+
+uint64_t drths_wire_sample_tick(uint64_t tick, int k)
+{
+    return tick - drths_wire_offset(k);
+}
+
 int drths_wire_pick_version(int min_a, int max_a, int min_b, int max_b)
 {
     int lo = min_a > min_b ? min_a : min_b, hi = max_a < max_b ? max_a : max_b;

@@ -358,6 +358,16 @@ drths_reject_t drths_wire_peek_header(const uint8_t *buf, size_t len, drths_wire
  * losses. RT-safe. */
 unsigned drths_wire_offset(int k);
 
+/* How many of the r samples (r at most DRTHS_WIRE_MAX_R) a COMMAND or FEEDBACK for tick `tick`
+ * carries: those whose tick, tick - offset(k), exists (is >= 0). The offsets increase, so these
+ * are the first ones; near the start of a run a message carries fewer than r. Packing and
+ * unpacking both walk k = 0 .. drths_wire_samples_of(tick, r) - 1. RT-safe. */
+int drths_wire_samples_of(uint64_t tick, int r);
+
+/* The tick of sample k of a message for tick `tick`: tick - offset(k), for k below
+ * drths_wire_samples_of(tick, r). RT-safe. */
+uint64_t drths_wire_sample_tick(uint64_t tick, int k);
+
 /* Version negotiation (PROTOCOL.md section 7.2): the highest version in both ranges, or 0 if
  * they do not overlap. RT-safe. */
 int drths_wire_pick_version(int min_a, int max_a, int min_b, int max_b);

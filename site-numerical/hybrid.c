@@ -353,10 +353,11 @@ static void on_feedback(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx_ns)
         h->c.phys_concealed++;
     if (f->s[0].flags & DRTHS_FB_HOLD)
         h->c.phys_hold++;
-    for (int k = 0; k < f->r && drths_wire_offset(k) <= m->tick; k++) {
+    const int n = drths_wire_samples_of(m->tick, f->r);
+    for (int k = 0; k < n; k++) {
         /* Sample k is the measurement of tick t - offset(k): the HELLO's one offsets list serves
          * both directions (PROTOCOL.md section 8). */
-        uint64_t tick = m->tick - drths_wire_offset(k);
+        uint64_t tick = drths_wire_sample_tick(m->tick, k);
         if (tick < 1)
             break; /* tick 0 is the rest state, recorded at start */
         switch (drths_reorder_put(&h->rb, tick, &f->s[k])) {
@@ -443,10 +444,11 @@ static int sent_get(const drths_hybrid_t *h, uint64_t t, drths_cmd_channel_t *v)
  * exist with a tick >= first. */
 static uint8_t fill_samples(drths_hybrid_t *h, drths_msg_command_t *c, uint64_t T, uint64_t first)
 {
+    const int n = drths_wire_samples_of(T, h->p.r);
     int k = 0;
-    for (; k < h->p.r; k++) {
-        uint64_t off = drths_wire_offset(k);
-        if (off > T || T - off < first || sent_get(h, T - off, &c->s[k][0]) != 0)
+    for (; k < n; k++) {
+        const uint64_t t = drths_wire_sample_tick(T, k);
+        if (t < first || sent_get(h, t, &c->s[k][0]) != 0)
             break;
     }
     return (uint8_t)k;

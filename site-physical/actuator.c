@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "common/config/setup.h"
-#include "common/models/lagrange.h"
 
 const char *const drths_actuator_columns[DRTHS_ACT_NCOLS] = {
     "tick",
@@ -220,14 +219,8 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     /* The small subtraction keeps 0.2 s at 5 kHz at 1000 ticks despite binary rounding. */
     a->linger_ticks = (uint64_t)ceil(p->hold_linger_s * p->rate_hz - 1e-9);
     a->abort_every_ticks = (uint64_t)ceil(p->abort_interval_s * p->rate_hz - 1e-9);
-    /* The delayed playback's catch-up (play_late), from the rate alone. */
-    a->catchup_slew = DRTHS_ACT_CATCHUP_SLEW_PER_S / p->rate_hz;
-    a->catchup_ahead_ticks = (uint64_t)ceil(DRTHS_ACT_CATCHUP_AHEAD_MS * 1e-3 * p->rate_hz - 1e-9);
     for (size_t i = 0; i < DRTHS_ACT_LATE_MEMORY; i++)
-        a->concealed_tick[i] = a->primary_tick[i] = -1;
-    drths_cmd_channel_t rest = {0.0, 0.0, 0.0, p->rest_damper_command};
-    for (int i = 0; i < 4; i++)
-        a->hist[i] = rest;
+        a->primary_tick[i] = -1;
     if (daq->backend == DRTHS_DAQ_BACKEND_VIRTUAL && daq->u.virt.spec)
         drths_specimen_reset(daq->u.virt.spec, 0.0, p->rest_damper_command);
     /* FEEDBACK sample k is for tick t - offset(k), as in a COMMAND (PROTOCOL.md section 8). */
@@ -241,15 +234,23 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     }
     for (size_t i = 0; i < a->fb_cap; i++)
         a->fb_ring_tick[i] = UINT64_MAX;
-    a->late_s = calloc(DRTHS_ACT_LATE_MEMORY, sizeof *a->late_s);
-    a->late_tick = malloc(DRTHS_ACT_LATE_MEMORY * sizeof *a->late_tick);
-    if (!a->late_s || !a->late_tick) {
+    /* The command stream conceals, rejoins and previews within the feedforward's derivative
+     * limits (the defaults where they are 0), its rejoin no faster than the HOLD ramp. */
+    const drths_cmdstream_params_t sp = {
+        .rate_hz = p->rate_hz,
+        .playout_ticks = p->playout_ticks,
+        .max_concealed_ticks = p->max_concealed_ticks,
+        .lookahead = a->lookahead,
+        .ramp_rate_m_s = p->ramp_rate_m_s,
+        .max_acc_m_s2 = p->ff_max_acc_m_s2,
+        .max_jerk_m_s3 = p->ff_max_jerk_m_s3,
+        .rest_damper_command = p->rest_damper_command,
+    };
+    rc = drths_cmdstream_init(&a->cs, &sp, err);
+    if (rc) {
         drths_actuator_close(a);
-        return drths_error_set(err, -ENOMEM, "actuator: no memory for %d late commands",
-                               DRTHS_ACT_LATE_MEMORY);
+        return rc;
     }
-    for (size_t i = 0; i < DRTHS_ACT_LATE_MEMORY; i++)
-        a->late_tick[i] = -1;
     a->stab_win_ticks =
         p->stab_window_s > 0.0 ? (uint64_t)llround(p->stab_window_s * p->rate_hz) : 0;
     a->stab_max_growth = -INFINITY;
@@ -264,12 +265,9 @@ void drths_actuator_close(drths_actuator_t *a)
     drths_hist_close(&a->lead_ns);
     free(a->fb_ring);
     free(a->fb_ring_tick);
-    free(a->late_s);
-    free(a->late_tick);
+    drths_cmdstream_close(&a->cs);
     a->fb_ring = NULL;
     a->fb_ring_tick = NULL;
-    a->late_s = NULL;
-    a->late_tick = NULL;
 }
 
 size_t drths_scopy(char *dst, size_t cap, const char *src)
@@ -294,18 +292,19 @@ void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, co
     drths_scopy(a->hold_text, sizeof a->hold_text, text);
 }
 
-/* The commands kept for the delayed playback, by tick (the latest DRTHS_ACT_LATE_MEMORY): tick
- * t's, or NULL when it is not kept. */
-static const drths_cmd_channel_t *kept_at(const drths_actuator_t *a, uint64_t t)
+/* The command stream's counters, reported among the actuator's. */
+static void stream_counters(drths_actuator_t *a)
 {
-    size_t slot = t % DRTHS_ACT_LATE_MEMORY;
-    return a->late_tick[slot] == (int64_t)t ? &a->late_s[slot] : NULL;
-}
-
-static void keep(drths_actuator_t *a, uint64_t t, const drths_cmd_channel_t *c)
-{
-    a->late_tick[t % DRTHS_ACT_LATE_MEMORY] = (int64_t)t;
-    a->late_s[t % DRTHS_ACT_LATE_MEMORY] = *c;
+    const drths_cmdstream_counters_t *sc = &a->cs.c;
+    a->c.applied = sc->applied;
+    a->c.concealed = sc->concealed;
+    a->c.max_consecutive_concealed = sc->max_consecutive_concealed;
+    a->c.late = sc->late;
+    a->c.delayed = sc->delayed;
+    a->c.max_lag_ticks = sc->max_lag_ticks;
+    a->c.catchup_ticks = sc->catchup_ticks;
+    a->c.rejoins = sc->rejoins;
+    a->c.max_rejoin_offset_m = sc->max_rejoin_offset_m;
 }
 
 static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arrival_ns)
@@ -339,41 +338,31 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
             a->newest_primary = m->tick;
         a->have_primary = 1;
     }
-    for (int k = 0; k < c->r && drths_wire_offset(k) <= m->tick; k++) {
+    const int n = drths_wire_samples_of(m->tick, c->r);
+    for (int k = 0; k < n; k++) {
         /* Sample k is for tick T - offset(k) (PROTOCOL.md section 8; both sites agreed on the
          * offsets in the handshake). */
-        uint64_t tick = m->tick - drths_wire_offset(k);
+        uint64_t tick = drths_wire_sample_tick(m->tick, k);
         /* Ticks up to L are the rest position; redundant samples for them (the first COMMANDs
          * carry some) are not commands and are not stored. */
         if (a->started && tick <= a->L)
             continue;
-        drths_playout_result_t r = drths_playout_put(&a->pb, tick, &c->s[k][0], arrival_ns);
-        switch (r) {
+        /* The command stream counts and keeps a late copy. */
+        switch (drths_cmdstream_put(&a->cs, &a->pb, tick, k > 0, &c->s[k][0], arrival_ns)) {
         case DRTHS_PLAYOUT_STORED:
             if (k > 0)
                 a->c.from_redundancy++;
-            break;
-        case DRTHS_PLAYOUT_DUPLICATE:
             break;
         case DRTHS_PLAYOUT_TOO_FAR:
             if (k == 0)
                 a->c.too_far++;
             break;
-        case DRTHS_PLAYOUT_LATE: {
-            /* Copies of ticks that were played from a received sample are redundancy; a copy of
-             * a tick that had to be concealed is a late command, counted once, and kept for
-             * the delayed playback (play_late). */
-            int64_t *slot = &a->concealed_tick[tick % DRTHS_ACT_LATE_MEMORY];
-            if (*slot == (int64_t)tick) {
-                a->c.late++;
-                *slot = -1;
-            }
-            if (!kept_at(a, tick))
-                keep(a, tick, &c->s[k][0]);
+        case DRTHS_PLAYOUT_DUPLICATE:
+        case DRTHS_PLAYOUT_LATE:
             break;
         }
-        }
     }
+    stream_counters(a);
 }
 
 static void on_epoch(drths_actuator_t *a, const drths_msg_t *m)
@@ -385,13 +374,8 @@ static void on_epoch(drths_actuator_t *a, const drths_msg_t *m)
         a->started = 1;
         a->epoch = 1;
         a->L = e->loop_delay_ticks;
-        a->last_base = a->L;
         a->c.epochs = 1;
-        /* The first COMMAND (tick L + 1) is sent with EPOCH 1, before tick 0 has run: with the
-         * play head at L + 1 it fits even when L exceeds the buffer. Taking tick L moves the
-         * head there and keeps anything already stored for later ticks. */
-        if (drths_playout_head(&a->pb) <= a->L)
-            (void)drths_playout_take(&a->pb, a->L, 0, &(drths_cmd_channel_t){0}, NULL);
+        drths_cmdstream_start(&a->cs, &a->pb, a->L);
         return;
     }
     if (e->new_epoch <= a->epoch || (a->epoch_pending && e->new_epoch <= a->pend_epoch))
@@ -485,6 +469,25 @@ static bool check_drive(drths_actuator_t *a, double drive_m)
     return true;
 }
 
+/* The preview, checked before the drive is computed: a command beyond the displacement limit
+ * must not reach the drive even through it (the feedforward's derivatives would amplify it). It
+ * is a HOLD as soon as it is seen. */
+static bool check_preview(drths_actuator_t *a, uint64_t tick, const drths_cmdstream_out_t *o)
+{
+    for (int j = 0; j < o->n_future; j++) {
+        const double d = o->future[j];
+        if (!(fabs(d) <= a->p.limit_displacement_m)) {
+            char text[DRTHS_WIRE_MAX_TEXT + 1];
+            snprintf(text, sizeof text,
+                     "displacement limit: command %.6g m for tick %llu exceeds %.6g m", d,
+                     (unsigned long long)(tick + 1 + (uint64_t)j), a->p.limit_displacement_m);
+            drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The first commanded tick arms the watchdog; from then on, until STOP has announced the last
  * commanded tick, it is a HOLD when there has been no command to play for longer than
  * watchdog_s: the playout buffer has held nothing for this tick or a later one since a tick
@@ -555,386 +558,6 @@ static void converter_saturated(drths_actuator_t *a, double disp_m, double force
     drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
 }
 
-/* ---- concealment and rejoin ----------------------------------------------------------------- */
-
-static void push_history(drths_actuator_t *a, const drths_cmd_channel_t *s)
-{
-    a->hist[0] = a->hist[1];
-    a->hist[1] = a->hist[2];
-    a->hist[2] = a->hist[3];
-    a->hist[3] = *s;
-}
-
-/* The acceleration and jerk the concealment and the rejoin respect: the feedforward's limits
- * (physical.feedforward_max_acceleration_m_s2 and _jerk_m_s3), which bound what the desired
- * trajectory may do anyway, or DRTHS_ACT_DEFAULT_MAX_ACC_M_S2 / _JERK_M_S3 where they are 0 (no
- * limit). */
-static double max_acc(const drths_actuator_t *a)
-{
-    return a->p.ff_max_acc_m_s2 > 0.0 ? a->p.ff_max_acc_m_s2 : DRTHS_ACT_DEFAULT_MAX_ACC_M_S2;
-}
-
-static double max_jerk(const drths_actuator_t *a)
-{
-    return a->p.ff_max_jerk_m_s3 > 0.0 ? a->p.ff_max_jerk_m_s3 : DRTHS_ACT_DEFAULT_MAX_JERK_M_S3;
-}
-
-static double clampd(double v, double lo, double hi)
-{
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* The velocity left, braking from velocity v with this tick's acceleration na, once the
- * acceleration has been taken back to 0 by at most jdt per tick (the tick in which it is below
- * jdt takes it to 0 and moves no more). In closed form: the k = ceil(|na| / jdt) - 1 ticks
- * that follow have accelerations |na| - jdt, |na| - 2 jdt, ..., an arithmetic series, so the
- * cost does not grow with |na| / jdt (a bisection calls this some 40 times a concealed tick). */
-static double stop_velocity(double v, double na, double jdt, double dt)
-{
-    const double m = fabs(na);
-    const double k = m > jdt ? ceil(m / jdt) - 1.0 : 0.0;
-    const double dv = (k * m - jdt * k * (k + 1.0) / 2.0) * dt;
-    return v + na * dt + (na > 0.0 ? dv : -dv);
-}
-
-/* The braking acceleration of a concealed tick: within jdt of the last one and within +/- d
- * (or moving towards that band at jdt per tick), the one that brings the velocity left
- * (stop_velocity) to 0, else the band's end nearest to it. So the command slows at d, takes its
- * acceleration back to 0 in time and rests exactly, never reversing; at rest it stays there. */
-static double brake_acceleration(double v, double acc, double d, double jdt, double dt)
-{
-    double lo = acc - jdt, hi = acc + jdt;
-    lo = lo < -d ? fmin(-d, hi) : lo;
-    hi = hi > d ? fmax(d, lo) : hi;
-    if (stop_velocity(v, lo, jdt, dt) >= 0.0)
-        return lo;
-    if (stop_velocity(v, hi, jdt, dt) <= 0.0)
-        return hi;
-    /* stop_velocity grows with na: bisection, to the resolution of a double. */
-    for (int i = 0; i < 100 && hi - lo > 1e-12 * (fabs(lo) + fabs(hi) + 1e-12); i++) {
-        const double mid = 0.5 * (lo + hi);
-        if (stop_velocity(v, mid, jdt, dt) < 0.0)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return 0.5 * (lo + hi);
-}
-
-/* One tick ahead of the last applied commands, in terms of the discrete motion: the last step
- * s = x(n) - x(n-1) (velocity s / dt) and acceleration a = (x(n) - 2 x(n-1) + x(n-2)) / dt^2;
- * the tick's new acceleration a' gives the step s + a' dt^2, so (a' - a) / dt is the jerk.
- *
- * The first DRTHS_ACT_CONCEAL_EXTRAP_TICKS concealed ticks in a row extrapolate: a' is the
- * cubic's through the last four commands (third-order Lagrange extrapolation,
- * common/models/lagrange.h), which is exact for a smooth trajectory, kept within the jerk limit of a
- * and within the acceleration limit (right after a kink the cubic accelerates away: through c,
- * c, c, c - d it goes on c - 4d, ...). Later ones brake: a' moves towards the braking
- * acceleration -sign(v*) min(D, sqrt(2 J |v*|)) by at most J dt, where v* = v + a |a| / (2 J) is
- * the velocity left once a has been taken to 0 at the jerk J, D the braking deceleration
- * (DRTHS_ACT_CONCEAL_DECEL_M_S2, at most half the acceleration limit) and J half the jerk
- * limit. That is the time-optimal jerk-limited stop: the velocity falls to 0 together with the
- * acceleration without changing sign, and the command then rests (a 0.25 m/s motion stops in
- * about 26 ms and 3.2 mm; one at the 1 m/s velocity limit in 0.1 s and 5 cm). Close to rest, a
- * residual below one tick's jerk is taken out in one tick, so the command comes to rest
- * exactly. A concealed command therefore never runs away: after the few extrapolated ticks it
- * only decelerates. The damper command is held: a semi-active command switches between its
- * bounds, and a cubic through a switch leaves them. */
-static void conceal(const drths_actuator_t *a, drths_cmd_channel_t *out)
-{
-    out->damper_cmd = a->hist[3].damper_cmd;
-    const double dt = 1.0 / a->p.rate_hz, dt2 = dt * dt;
-    const double A = max_acc(a), J = max_jerk(a);
-    const double x3 = a->hist[3].disp_m, x2 = a->hist[2].disp_m, x1 = a->hist[1].disp_m;
-    const double step = x3 - x2; /* m per tick */
-    const double v = step / dt;
-    const double acc = (x3 - 2.0 * x2 + x1) / dt2;
-    double na;
-    if (a->consecutive_concealed < DRTHS_ACT_CONCEAL_EXTRAP_TICKS) {
-        const double x[4] = {a->hist[0].disp_m, x1, x2, x3};
-        na = (drths_lagrange3_next(x) - x3 - step) / dt2;
-        na = clampd(na, acc - J * dt, acc + J * dt);
-        na = clampd(na, -A, A);
-    } else {
-        const double d = fmin(DRTHS_ACT_CONCEAL_DECEL_M_S2, 0.5 * A);
-        na = brake_acceleration(v, acc, d, 0.5 * J * dt, dt);
-        /* At rest (to rounding) the command stays exactly where it is. */
-        if (fabs(v) < 1e-12 && fabs(acc) < 1e-9)
-            na = -v / dt;
-    }
-    const double nstep = step + na * dt2;
-    /* Velocity and acceleration follow the displacement actually concealed (the received
-     * samples' own fields are the numerical site's and may not agree with a kinked path). */
-    out->disp_m = x3 + nstep;
-    out->vel_m_s = nstep / dt;
-    out->acc_m_s2 = na;
-}
-
-/* The shapes of the rejoin blend's terms, as value (d = 0) or first derivative (d = 1) in x:
- * h0 = (1 - x)^3 (1 + 3x + 6x^2), from 1 at x = 0 to 0 at x = 1, its slope and curvature 0 at
- * both ends; g = the integral of h0 from 0, x - 5x^4/2 + 3x^5 - x^6, from 0 to 1/2 with slope
- * from 1 to 0 (monotonically) and curvature 0 at both ends; h2 = x^2 (1 - x)^3 / 2, 0 at both
- * ends with curvature 1 at x = 0. They extend to x < 0 as the same polynomials. */
-static double rejoin_h(int j, int d, double x)
-{
-    const double y = 1.0 - x, y2 = y * y, y3 = y2 * y;
-    switch (j * 2 + d) {
-    case 0:
-    case 3: /* h0, and g' = h0 */
-        return y3 * (1.0 + x * (3.0 + 6.0 * x));
-    case 1: /* h0' = -30 x^2 (1 - x)^2 */
-        return -30.0 * x * x * y2;
-    case 2: /* g */
-        return x * (1.0 + x * x * x * (-2.5 + x * (3.0 - x)));
-    case 4: /* h2 */
-        return 0.5 * x * x * y3;
-    default: /* h2' = x (1 - x)^2 (2 - 5x) / 2 */
-        return 0.5 * x * y2 * (2.0 - 5.0 * x);
-    }
-}
-
-/* The blend u ticks after the rejoin (d = 0), or its slope in m per tick (d = 1):
- *   e(u) = (e0 + w1 N1 / 2) h0(u / N0) + w1 N1 (g(u / N1) - 1/2) + w2 N2^2 h2(u / N2),
- * each shape taken at its end value (0, 1/2, 0) from its own length on. */
-static double rejoin_eval(const drths_actuator_t *a, double u, int d)
-{
-    const double n0 = (double)a->rejoin_n[0], n1 = (double)a->rejoin_n[1];
-    const double n2 = (double)a->rejoin_n[2];
-    const double w0 = a->rejoin_w[0] + 0.5 * a->rejoin_w[1] * n1;
-    double e = 0.0;
-    if (u < n0)
-        e += w0 * rejoin_h(0, d, u / n0) / (d ? n0 : 1.0);
-    if (u < n1)
-        e += a->rejoin_w[1] * (d ? rejoin_h(1, 1, u / n1) : n1 * (rejoin_h(1, 0, u / n1) - 0.5));
-    if (u < n2)
-        e += a->rejoin_w[2] * (d ? n2 * rejoin_h(2, 1, u / n2) : n2 * n2 * rejoin_h(2, 0, u / n2));
-    return e;
-}
-
-/* The rejoin blend at tick t (0 outside it). */
-static double rejoin_offset(const drths_actuator_t *a, uint64_t t)
-{
-    if (t < a->rejoin_tick || t >= a->rejoin_tick + a->rejoin_ticks)
-        return 0.0;
-    return rejoin_eval(a, (double)(t - a->rejoin_tick), 0);
-}
-
-/* Its slope, in m per tick. */
-static double rejoin_slope(const drths_actuator_t *a, uint64_t t)
-{
-    if (t < a->rejoin_tick || t >= a->rejoin_tick + a->rejoin_ticks)
-        return 0.0;
-    return rejoin_eval(a, (double)(t - a->rejoin_tick), 1);
-}
-
-/* The shortest whole number of ticks (at least DRTHS_ACT_REJOIN_MIN_TICKS, at most one second)
- * no shorter than each of the durations given in seconds. */
-static uint64_t rejoin_len(const drths_actuator_t *a, double t1, double t2, double t3)
-{
-    const double s = fmax(t1, fmax(t2, t3)) * a->p.rate_hz;
-    const double n = fmin(fmax(ceil(s - 1e-9), DRTHS_ACT_REJOIN_MIN_TICKS), ceil(a->p.rate_hz));
-    return (uint64_t)fmax(n, DRTHS_ACT_REJOIN_MIN_TICKS);
-}
-
-/* A received command at `tick` after concealed ticks: the concealment has taken the actuator
- * where the commands are not, moving differently. Instead of stepping there, the commands are
- * offset by a blend e that starts where the concealment was going and vanishes, with its first
- * two derivatives, a bounded number of ticks later: command(t) = x(t) + e(t - tick), x the
- * received trajectory.
- *
- * Start: x is carried two ticks back by the cubic through x(tick .. tick + 3) from the playout
- * buffer when their third difference is within the jerk limit (with fewer samples ahead, a lower
- * order; with none, the sample's own velocity); across a kink (the fillers of a raise of L) by
- * the line through x(tick), x(tick + 1) and the smaller second difference, within the
- * acceleration limit; the
- * differences e(-2), e(-1) between the last two applied commands and that extension, and e(0)
- * between the concealment's next value and x(tick), give the blend's offset p, velocity v and
- * acceleration c at its start. The blend is the sum of three quintic terms, one per initial
- * value: p h0(u / N0) + v T1 h1(u / N1) + c T2^2 h2(u / N2), each vanishing with its slope and
- * curvature after its own length (u in ticks, T = N dt), their weights fitted so that the
- * blend passes exactly through e(-2), e(-1) and e(0). So the commands applied, this tick's and
- * the blended ones after it form one smooth sequence: no step in displacement, velocity or
- * acceleration.
- *
- * Lengths: each term is given the shortest length at which its share of the budgets holds,
- * from the largest of its derivatives (|h0'| 1.875, |h0''| 5.774, |h0'''| 60; |h1''| 3.940,
- * |h1'''| 36; |h2'| 0.0678, |h2'''| 9): the blend's velocity beyond |v| within the HOLD ramp
- * rate (the speed trusted for a move nobody commanded; 4/5 to the offset term, 1/5 to the
- * acceleration term), its acceleration beyond |c| within half the acceleration limit (half to
- * each of the offset and velocity terms), and its jerk within half the jerk limit (a third to
- * each term). The command's derivatives are the received trajectory's plus these. The offset
- * term is the long one (the velocity budget: 2 mm take 75 ms at 0.05 m/s), the two others
- * settle the initial velocity and acceleration in a few ms. The acceleration term must also be
- * short for its velocity share; where the jerk forbids that, the jerk wins. Every length is at
- * most one second. */
-static void start_rejoin(drths_actuator_t *a, uint64_t tick, const drths_cmd_channel_t *cmd,
-                         const drths_cmd_channel_t ahead[3], size_t k, const double *behind)
-{
-    drths_cmd_channel_t next;
-    conceal(a, &next);
-    const double dt = 1.0 / a->p.rate_hz;
-    const double r0 = cmd->disp_m;
-    double rm1, rm2; /* the extension of x to tick - 1 and tick - 2 */
-    if (behind) {
-        /* Delayed playback: the two commands before this one arrived too; they are x there. */
-        rm1 = behind[0];
-        rm2 = behind[1];
-    } else if (k >= 2) {
-        const double r1 = ahead[0].disp_m, r2 = ahead[1].disp_m;
-        const double J = max_jerk(a), A = max_acc(a);
-        const double r3 = k >= 3 ? ahead[2].disp_m : 0.0;
-        if (k >= 3 && fabs(r3 - 3.0 * r2 + 3.0 * r1 - r0) <= J * dt * dt * dt) {
-            /* Within the jerk limit: the cubic, exact for a smooth trajectory. */
-            rm1 = 4.0 * r0 - 6.0 * r1 + 4.0 * r2 - r3;
-            rm2 = 10.0 * r0 - 20.0 * r1 + 15.0 * r2 - 4.0 * r3;
-        } else {
-            /* A kink among the samples ahead (a jump in velocity beyond the jerk limit: the
-             * fillers of a raise of L hold the last position with velocity 0, and the
-             * commands after them go on from it). Carried across it, the cubic (and even the
-             * parabola) turns the kink into an acceleration of the received trajectory of
-             * about v / dt that it does not have, which the blend would then match. So the
-             * extension is the line through r0 and r1 with the smaller of the two second
-             * differences (0 when they differ in sign), within the acceleration limit. */
-            double s2 = r2 - 2.0 * r1 + r0;
-            if (k >= 3) {
-                const double s3 = r3 - 2.0 * r2 + r1;
-                s2 = s2 * s3 <= 0.0 ? 0.0 : fabs(s2) < fabs(s3) ? s2 : s3;
-            }
-            s2 = clampd(s2, -A * dt * dt, A * dt * dt);
-            rm1 = 2.0 * r0 - r1 + s2;
-            rm2 = 3.0 * r0 - 2.0 * r1 + 3.0 * s2;
-        }
-    } else if (k == 1) {
-        rm1 = 2.0 * r0 - ahead[0].disp_m;
-        rm2 = 3.0 * r0 - 2.0 * ahead[0].disp_m;
-    } else {
-        const double v = isfinite(cmd->vel_m_s) ? cmd->vel_m_s : 0.0;
-        rm1 = r0 - v * dt;
-        rm2 = r0 - 2.0 * v * dt;
-    }
-    const double e0 = next.disp_m - r0;
-    const double em1 = a->hist[3].disp_m - rm1, em2 = a->hist[2].disp_m - rm2;
-    a->c.rejoins++;
-    if (fabs(e0) > a->c.max_rejoin_offset_m)
-        a->c.max_rejoin_offset_m = fabs(e0);
-    /* The start in SI units, from the quadratic through the three values. */
-    const double v = (1.5 * e0 - 2.0 * em1 + 0.5 * em2) / dt;
-    const double c = fabs(e0 - 2.0 * em1 + em2) / (dt * dt);
-    const double vb = a->p.ramp_rate_m_s, ab = 0.5 * max_acc(a), jb = 0.5 * max_jerk(a);
-    a->rejoin_n[1] = rejoin_len(a, 1.875 * fabs(v) / (0.5 * ab),
-                                sqrt(5.7735 * fabs(v) / (jb / 3.0)), 0.0);
-    a->rejoin_n[2] = rejoin_len(a, 9.0 * c / (jb / 3.0), 0.0, 0.0);
-    /* Its velocity grows with its length (|h2'| 0.0678 c T2), so the length the jerk share asks
-     * for a large c (9 c / (jb / 3), growing with c too) moves the command by about c^2 / jb at
-     * 1.2 m/s for c = 100 m/s^2 (the concealment's acceleration limit against the commands').
-     * Beyond its velocity share (1/5 of the ramp rate) the term is made shorter, down to the
-     * length at which it takes the blend's whole jerk budget. */
-    if (c > 0.0 && 0.0678 * c * (double)a->rejoin_n[2] * dt > 0.2 * vb) {
-        const uint64_t n_vel = (uint64_t)fmax(floor(0.2 * vb / (0.0678 * c) * a->p.rate_hz), 0.0);
-        const uint64_t n_jerk = rejoin_len(a, 9.0 * c / jb, 0.0, 0.0);
-        a->rejoin_n[2] = n_vel > n_jerk ? n_vel : n_jerk;
-    }
-    /* The velocity term moves v T1 / 2 by its end: the offset term takes that back too. */
-    const double p = fabs(e0 + 0.5 * v * (double)a->rejoin_n[1] * dt);
-    a->rejoin_n[0] = rejoin_len(a, 1.875 * p / (0.8 * vb), sqrt(5.7735 * p / (0.5 * ab)),
-                                cbrt(60.0 * p / (jb / 3.0)));
-    a->rejoin_ticks = a->rejoin_n[0];
-    for (int j = 1; j < 3; j++)
-        if (a->rejoin_n[j] > a->rejoin_ticks)
-            a->rejoin_ticks = a->rejoin_n[j];
-    a->rejoin_tick = tick;
-    /* The weights: e(0) = e0 whatever w1 and w2; these from e(-1) and e(-2). */
-    const double n0 = (double)a->rejoin_n[0], n1 = (double)a->rejoin_n[1];
-    const double n2 = (double)a->rejoin_n[2];
-    double m[2][2], rhs[2];
-    for (int i = 0; i < 2; i++) {
-        const double u = -(double)(i + 1), h0 = rejoin_h(0, 0, u / n0);
-        m[i][0] = n1 * (0.5 * h0 + rejoin_h(1, 0, u / n1) - 0.5);
-        m[i][1] = n2 * n2 * rejoin_h(2, 0, u / n2);
-        rhs[i] = (i ? em2 : em1) - e0 * h0;
-    }
-    const double det = m[0][0] * m[1][1] - m[0][1] * m[1][0];
-    a->rejoin_w[0] = e0;
-    a->rejoin_w[1] = (rhs[0] * m[1][1] - m[0][1] * rhs[1]) / det;
-    a->rejoin_w[2] = (m[0][0] * rhs[1] - rhs[0] * m[1][0]) / det;
-}
-
-/* The kept command at command time pos (ticks), interpolated linearly between the two around it;
- * false when one of them is not there. */
-static bool late_at(const drths_actuator_t *a, double pos, drths_cmd_channel_t *out)
-{
-    const uint64_t i0 = (uint64_t)floor(pos);
-    const double frac = pos - (double)i0;
-    const drths_cmd_channel_t *c0 = kept_at(a, i0);
-    if (!c0)
-        return false;
-    *out = *c0;
-    if (frac > 0.0) {
-        const drths_cmd_channel_t *c1 = kept_at(a, i0 + 1);
-        if (!c1)
-            return false;
-        out->disp_m += frac * (c1->disp_m - c0->disp_m);
-        out->vel_m_s += frac * (c1->vel_m_s - c0->vel_m_s);
-        out->acc_m_s2 += frac * (c1->acc_m_s2 - c0->acc_m_s2);
-    }
-    return true;
-}
-
-/* The kept commands at the k command times pos + rate, pos + 2 rate, ..., into out, stopping at
- * the first one missing; returns how many. The delayed playback's preview (from the command time
- * applied now at its rate), and, at rate 1 from a tick, the late commands after it (as
- * drths_playout_lookahead gives the received ones). */
-static size_t late_preview(const drths_actuator_t *a, double pos, double rate, size_t k,
-                           drths_cmd_channel_t *out)
-{
-    size_t n = 0;
-    while (n < k && late_at(a, pos + rate * (double)(n + 1), &out[n]))
-        n++;
-    return n;
-}
-
-/* The desired displacements of the ticks after `tick` (at most a->lookahead), into a->future:
- * 0 for rest ticks (<= L), then what the playout buffer holds, stopping at the first missing
- * one; *n is how many. A command beyond the displacement limit must not reach the drive even
- * through the preview (the feedforward's derivatives would amplify it): it is a HOLD as soon as
- * it is seen, and true is returned. */
-static bool gather_future(drths_actuator_t *a, uint64_t tick, int *n_out)
-{
-    int n = 0;
-    while (n < a->lookahead && tick + (uint64_t)n + 1 <= a->L)
-        a->future[n++] = 0.0;
-    *n_out = n;
-    if (n == a->lookahead)
-        return false;
-    uint64_t from = tick + (uint64_t)n; /* lookahead reads from + 1 .. */
-    /* In delayed playback the ticks ahead play the kept commands at the command times the
-     * playback will reach, play_rate apart: a preview at whole command ticks while the
-     * playback runs between them would put the current command up to a tick out of step with
-     * the preview, a jerk the feedforward answers at its limit. */
-    size_t k;
-    if (!a->delayed)
-        k = drths_playout_lookahead(&a->pb, from, (size_t)(a->lookahead - n), a->future_s);
-    else if (a->consecutive_concealed)
-        k = 0; /* a guess while the late commands pause: none of them continues it */
-    else
-        k = late_preview(a, a->play_pos, a->play_rate, (size_t)(a->lookahead - n), a->future_s);
-    for (size_t i = 0; i < k; i++) {
-        const double d = a->future_s[i].disp_m + rejoin_offset(a, from + 1 + i);
-        a->future[n + (int)i] = d;
-        if (!(fabs(d) <= a->p.limit_displacement_m)) {
-            char text[DRTHS_WIRE_MAX_TEXT + 1];
-            snprintf(text, sizeof text,
-                     "displacement limit: command %.6g m for tick %llu exceeds %.6g m", d,
-                     (unsigned long long)(from + 1 + i), a->p.limit_displacement_m);
-            drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
-            *n_out = n + (int)i;
-            return true;
-        }
-    }
-    *n_out = n + (int)k;
-    return false;
-}
-
 /* ---- the tick's phases ---------------------------------------------------------------------- */
 
 /* What one tick carries from phase to phase. */
@@ -952,6 +575,7 @@ typedef struct tick_state {
     double drive, vel, dcmd; /* what goes to the DAQ */
     double md, mf;           /* measured displacement and force, NaN after a failed read */
     double terr;             /* measured - desired displacement, NaN when not tracked */
+    drths_cmdstream_out_t stream; /* the command stream's answer: cmd, past and preview */
 } tick_state_t;
 
 /* Lateness of the wake-up, the tick count and a new epoch taking effect at this tick. */
@@ -972,208 +596,48 @@ static void begin_tick(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
     }
 }
 
-/* A received command for tick `base` applied at this tick (base == tick in time, base < tick in
- * delayed playback): ends a concealed stretch or a switch between the late and the timely
- * commands with a rejoin, and is shifted by the rejoin offset. */
-static void apply_command(drths_actuator_t *a, tick_state_t *s, uint64_t base, bool flowing)
-{
-    s->cmd_tick = (int64_t)base;
-    if (a->consecutive_concealed || (base != a->last_base + 1 && !flowing)) {
-        drths_cmd_channel_t ahead[3];
-        const size_t k = base == s->tick ? drths_playout_lookahead(&a->pb, base, 3, ahead)
-                                         : late_preview(a, (double)base, 1.0, 3, ahead);
-        /* The two late commands before a late one, when they are there and the trajectory has
-         * no kink through them (the fillers of a raise of L start with one, which the
-         * extension in start_rejoin handles), are the trajectory behind it exactly. */
-        double behind[2];
-        bool have_behind = false;
-        if (base != s->tick && base >= 2) {
-            const drths_cmd_channel_t *c1 = kept_at(a, base - 1), *c2 = kept_at(a, base - 2);
-            if (c1 && c2) {
-                behind[0] = c1->disp_m;
-                behind[1] = c2->disp_m;
-                const double dt = 1.0 / a->p.rate_hz;
-                have_behind = fabs(s->cmd.disp_m - 2.0 * behind[0] + behind[1]) <=
-                              max_acc(a) * dt * dt;
-            }
-        }
-        start_rejoin(a, s->tick, &s->cmd, ahead, k, have_behind ? behind : NULL);
-    }
-    s->cmd.disp_m += rejoin_offset(a, s->tick);
-    s->cmd.vel_m_s += rejoin_slope(a, s->tick) * a->p.rate_hz;
-    a->consecutive_concealed = 0;
-    a->last_base = base;
-    a->delayed = base != s->tick;
-}
-
-/* A command received in time for this tick. */
-static void apply_received(drths_actuator_t *a, tick_state_t *s, int64_t lead_ns)
-{
-    apply_command(a, s, s->tick, false);
-    a->play_rate = 1.0;
-    a->c.applied++;
-    drths_hist_add(&a->lead_ns, lead_ns);
-    s->lead_ms = (double)lead_ns * 1e-6;
-}
-
-/* Whether the commands after base are there for the next `need` ticks: kept (late, or timely
- * while playing behind), or in the playout buffer for the ticks after `tick`. */
-static bool commands_ahead(const drths_actuator_t *a, uint64_t base, uint64_t need, uint64_t tick)
-{
-    for (uint64_t t = base + 1; t <= base + need; t++)
-        if (!kept_at(a, t) && !(t > tick && drths_playout_has(&a->pb, t)))
-            return false;
-    return true;
-}
-
-/* Delayed playback. This tick's command has not arrived, or the actuator is already playing
- * commands behind their ticks: when, with nothing buffered for this tick or a later one (the
- * commands are late or the link is silent; not a loss within a stream arriving in time) or
- * already playing them (a tick concealed in between included), the command after the last one
- * applied has arrived late, the trajectory is played from there, behind its ticks, instead of
- * guessed. The specimen then follows the numerical site's trajectory itself, late, rather than
- * an extrapolation braking to rest.
- *
- * While playing behind, the timely commands are kept with the late ones (choose_command), and
- * the playback catches up by time-scale modification, as adaptive playout does for speech
- * (Liang, Faerber & Girod 2003): the command time advances by a rate that moves between 1 and
- * 1 + 1/DRTHS_ACT_CATCHUP_EVERY by at most DRTHS_ACT_CATCHUP_SLEW_PER_S * dt a tick, the
- * command interpolated linearly between the two commands around it; faster while the commands
- * of the next DRTHS_ACT_CATCHUP_AHEAD_MS are there and the lag left exceeds what slowing back
- * down to 1 takes. So the specimen runs at most 5 % faster, its acceleration changes by at most
- * v * slew per tick, and once less than a tick behind the timely commands take over through a
- * rejoin of a fraction of a tick's motion. A rejoin between two lags (the offset v * lag, a
- * mm or more in strong motion) would move the specimen at up to the ramp rate where the
- * commands do not, which a velocity-dependent specimen answers with a force error of that
- * velocity times its damping.
- *
- * The FEEDBACK sample names the command nearest to the command time (cmd_tick) and is flagged
- * CONCEALED: the tick's own command was not there. Only within the budget: a command more than
- * max_concealed_ticks behind its tick is not played (conceal_missing then holds). Returns true
- * when it applied one. */
-static bool play_late(drths_actuator_t *a, tick_state_t *s)
-{
-    if (!a->dry && !a->delayed)
-        return false;
-    const uint64_t tick = s->tick;
-    const bool flowing = a->delayed && !a->consecutive_concealed;
-    double pos;
-    if (flowing) {
-        /* The rate, towards its target. */
-        const double fast = 1.0 + 1.0 / DRTHS_ACT_CATCHUP_EVERY; /* a constant */
-        const double slew = a->catchup_slew;
-        const uint64_t ahead = a->catchup_ahead_ticks;
-        const double lag = (double)tick - (a->play_pos + a->play_rate);
-        const double down = (a->play_rate - 1.0) * (a->play_rate - 1.0) / (2.0 * slew) + 1.0;
-        const double target =
-            lag > down && commands_ahead(a, (uint64_t)a->play_pos, ahead + 2, tick) ? fast : 1.0;
-        a->play_rate += clampd(target - a->play_rate, -slew, slew);
-        pos = a->play_pos + a->play_rate;
-        if (pos > (double)tick - 1.0) {
-            /* Less than a tick behind: the timely command, through a small rejoin (apply_command
-             * starts one: the tick is not the one after the last command applied). */
-            return false;
-        }
-    } else {
-        /* The next command, or, after ticks concealed in between, one of the next that many:
-         * each concealed tick stands for one missing command, as in a stream arriving in time,
-         * so a command lost for good (all its copies) does not stop the playback. The oldest
-         * there is taken, at the normal rate. */
-        uint64_t base = a->last_base + 1;
-        const uint64_t last = base + a->consecutive_concealed;
-        while (base <= last && !kept_at(a, base))
-            base++;
-        if (base > last)
-            return false;
-        pos = (double)base;
-        a->play_rate = 1.0;
-    }
-    const uint64_t i0 = (uint64_t)floor(pos);
-    drths_cmd_channel_t c;
-    if (i0 >= tick || tick - i0 > (uint64_t)a->p.max_concealed_ticks || !late_at(a, pos, &c))
-        return false;
-    s->cmd = c;
-    s->cmd.vel_m_s *= a->play_rate;
-    a->play_pos = pos;
-    apply_command(a, s, i0, flowing);
-    s->cmd_tick = (int64_t)floor(pos + 0.5);
-    s->concealed = true;
-    s->late_played = true;
-    a->c.delayed++;
-    if (tick - i0 > a->c.max_lag_ticks)
-        a->c.max_lag_ticks = tick - i0;
-    if (a->play_rate > 1.0)
-        a->c.catchup_ticks++;
-    return true;
-}
-
-/* A missing command: concealed, unless the newest command applied (received, in time or late)
- * is for a tick more than max_concealed_ticks before this one (the horizon of the guess), which
- * is a HOLD (returns true). Without late commands that is more than max_concealed_ticks
- * concealed in a row. */
-static bool conceal_missing(drths_actuator_t *a, tick_state_t *s)
-{
-    const uint64_t horizon = s->tick - a->last_base;
-    if (horizon > (uint64_t)a->p.max_concealed_ticks) {
-        char text[DRTHS_WIRE_MAX_TEXT + 1];
-        if (horizon == a->consecutive_concealed + 1)
-            snprintf(text, sizeof text, "too many concealed commands (%llu in a row, limit %d)",
-                     (unsigned long long)horizon, a->p.max_concealed_ticks);
-        else
-            snprintf(text, sizeof text,
-                     "commands too late: the newest applied is %llu ticks behind its tick "
-                     "(limit %d)",
-                     (unsigned long long)horizon, a->p.max_concealed_ticks);
-        drths_actuator_hold(a, DRTHS_STOP_HOLD, 1, text);
-        return true;
-    }
-    /* a->delayed stays: the late commands go on after the ticks concealed in between. */
-    conceal(a, &s->cmd);
-    s->concealed = true;
-    s->cmd_tick = (int64_t)s->tick;
-    a->consecutive_concealed++;
-    a->c.concealed++;
-    if (a->consecutive_concealed > a->c.max_consecutive_concealed)
-        a->c.max_consecutive_concealed = a->consecutive_concealed;
-    a->concealed_tick[s->tick % DRTHS_ACT_LATE_MEMORY] = (int64_t)s->tick;
-    return false;
-}
-
-/* Phase 1, the command: the rest position for t <= L; otherwise the watchdog, then the one
- * take of this tick from the playout buffer (in HOLD too, so that the play head keeps up and
- * a copy arriving later is counted late), then the received command, or a concealed one, and
- * the command limits. Returns true when the tick runs in HOLD. */
+/* Phase 1, the command: the rest position for t <= L; otherwise the watchdog, then the command
+ * stream's answer (the take of this tick from the playout buffer, in HOLD too; then the
+ * received command, a late or a concealed one, or the concealment budget's HOLD) and the
+ * command limits. Returns true when the tick runs in HOLD. */
 static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_t *out)
 {
-    if (!a->hold && s->tick <= a->L) {
+    const bool rest = !a->hold && s->tick <= a->L;
+    const bool hold = !rest && (a->hold || check_watchdog(a, s->tick, s->now_ns, out));
+    drths_cmdstream_out_t *o = &s->stream;
+    drths_cmdstream_tick(&a->cs, &a->pb, s->tick, s->deadline_ns, a->L, hold, o);
+    stream_counters(a);
+    switch (o->source) {
+    case DRTHS_CMD_SRC_NONE:
+        return true;
+    case DRTHS_CMD_SRC_OVERDUE:
+        drths_actuator_hold(a, DRTHS_STOP_HOLD, 1, o->hold_text);
+        return true;
+    case DRTHS_CMD_SRC_REST:
         s->rest = true;
         a->c.rest_ticks++;
         return false;
+    case DRTHS_CMD_SRC_TIMELY:
+    case DRTHS_CMD_SRC_REDUNDANT:
+    case DRTHS_CMD_SRC_REJOIN:
+        drths_hist_add(&a->lead_ns, o->lead_ns);
+        s->lead_ms = (double)o->lead_ns * 1e-6;
+        break;
+    case DRTHS_CMD_SRC_LATE:
+        s->concealed = true;
+        s->late_played = true;
+        break;
+    case DRTHS_CMD_SRC_CATCHUP:
+        /* The tick's own command was there in time; played behind it, but not a late one (the
+         * FEEDBACK's flag feeds the late rate of the delay estimator). */
+        s->late_played = true;
+        break;
+    case DRTHS_CMD_SRC_CONCEALED:
+        s->concealed = true;
+        break;
     }
-    const bool hold = a->hold || check_watchdog(a, s->tick, s->now_ns, out);
-    int64_t lead_ns = 0;
-    const int rc = drths_playout_take(&a->pb, s->tick, s->deadline_ns, &s->cmd, &lead_ns);
-    if (hold)
-        return true;
-    if (rc == 0 && a->delayed) {
-        /* Kept for the delayed playback, which reaches it later (or now, having caught up). */
-        keep(a, s->tick, &s->cmd);
-    }
-    if (rc == 0 && !a->delayed) {
-        apply_received(a, s, lead_ns);
-    } else if (play_late(a, s)) {
-        /* Catching up: the tick's own command was there in time; played behind it, but not a
-         * late one (the FEEDBACK's flag feeds the late rate of the delay estimator). */
-        if (rc == 0)
-            s->concealed = false;
-    } else {
-        /* Caught up (the tick's own command is the next one), or no late command to go on
-         * with: the timely command, through a rejoin. */
-        if (rc == 0)
-            apply_received(a, s, lead_ns);
-        else if (conceal_missing(a, s))
-            return true;
-    }
+    s->cmd = o->cmd;
+    s->cmd_tick = o->cmd_tick;
     return check_command(a, &s->cmd);
 }
 
@@ -1182,15 +646,10 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
  * true when the preview or the drive is a HOLD (the drive is then not written). */
 static bool compute_drive(drths_actuator_t *a, tick_state_t *s)
 {
-    push_history(a, &s->cmd);
     drths_comp_set_command(&a->comp, s->cmd.damper_cmd);
-    double past[4];
-    for (int i = 0; i < 4; i++)
-        past[i] = a->hist[i].disp_m;
-    int nf;
-    if (gather_future(a, s->tick, &nf))
+    if (check_preview(a, s->tick, &s->stream))
         return true;
-    s->drive = drths_comp_drive(&a->comp, past, a->future, nf);
+    s->drive = drths_comp_drive(&a->comp, s->stream.past, s->stream.future, s->stream.n_future);
     s->vel = s->cmd.vel_m_s;
     s->dcmd = s->cmd.damper_cmd;
     return check_drive(a, s->drive);
@@ -1418,15 +877,16 @@ static void build_feedback(drths_actuator_t *a, const tick_state_t *s, drths_act
     f->echo_hold_ns = a->have_cmd && s->now_ns > a->echo_arrival_ns
                           ? (uint64_t)(s->now_ns - a->echo_arrival_ns)
                           : 0;
-    /* Near the start only the ticks that exist (>= 0) are carried; the offsets increase, so
-     * they are a prefix. A tick the ring does not hold (no FEEDBACK was built for it) ends the
-     * samples too: the receiver reads sample k as tick t - offset(k), so none may be skipped. */
+    /* Near the start only the ticks that exist (>= 0) are carried. A tick the ring does not hold
+     * (no FEEDBACK was built for it) ends the samples too: the receiver reads sample k as tick
+     * t - offset(k), so none may be skipped. */
+    const int n = drths_wire_samples_of(tick, a->p.r);
     int k = 0;
-    for (; k < a->p.r; k++) {
-        const uint64_t off = drths_wire_offset(k);
-        if (off > tick || a->fb_ring_tick[(tick - off) % a->fb_cap] != tick - off)
+    for (; k < n; k++) {
+        const uint64_t t = drths_wire_sample_tick(tick, k);
+        if (a->fb_ring_tick[t % a->fb_cap] != t)
             break;
-        f->s[k] = a->fb_ring[(tick - off) % a->fb_cap];
+        f->s[k] = a->fb_ring[t % a->fb_cap];
     }
     f->r = (uint8_t)k;
 }

@@ -7,6 +7,10 @@
  * once per tick with the tick's deadline and the time it actually woke. So a test drives it in
  * virtual time, and site-physical/physsite.c drives it from the real ticker and socket.
  *
+ * The command each tick plays, and the preview after it, come from the command stream
+ * (site-physical/command_stream.h), called once per tick; the actuator gives it the received
+ * samples, the tick's L and whether the tick runs in HOLD, and checks what it answers.
+ *
  * Timing (docs/design.md, "Timing model"): tick t applies c(t) = x(t - L). For t <= L the
  * command is the rest position (displacement 0 and the experiment's rest damper command); the
  * numerical site never sends those ticks. For t > L the command is the one received for tick t;
@@ -76,8 +80,8 @@
  * One channel (the damper) for now: COMMANDs with another channel count are counted and dropped.
  *
  * Ownership: the caller owns drths_actuator_t and the DAQ it drives (open, borrowed; it must
- * outlive the actuator). _init allocates the playout buffer and two histograms; _close frees
- * them (safe twice) and does not close the DAQ.
+ * outlive the actuator). _init allocates the playout buffer, the command stream's memories and
+ * two histograms; _close frees them (safe twice) and does not close the DAQ.
  * Messages and outputs are the caller's; nothing keeps pointers into them.
  */
 #ifndef DRTHS_ACTUATOR_H
@@ -93,6 +97,7 @@
 #include "common/platform/stats.h"
 #include "protocol/playout.h"
 #include "protocol/wire.h"
+#include "site-physical/command_stream.h"
 #include "site-physical/daq.h"
 
 /* Columns of physical.csv, in this order (drths_actuator_columns gives their header names). */
@@ -125,34 +130,8 @@ enum {
 /* The header names of physical.csv, DRTHS_ACT_NCOLS of them. */
 extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
 
-/* Ticks whose concealment (and COMMAND header ticks) are remembered, so that a command arriving
- * after its tick was concealed is counted late once, and a second COMMAND for the same tick is
- * counted as a duplicate (older ones are not counted). */
-#define DRTHS_ACT_LATE_MEMORY 4096
-
-/* Concealment (drths_actuator_tick; conceal in actuator.c): the first this many missing
- * commands in a row are extrapolated by the cubic through the last four (jerk- and
- * acceleration-limited); later ones brake to rest at DRTHS_ACT_CONCEAL_DECEL_M_S2 (at most half
- * the acceleration limit) with half the jerk limit. */
-#define DRTHS_ACT_CONCEAL_EXTRAP_TICKS 4
-#define DRTHS_ACT_CONCEAL_DECEL_M_S2 10.0
-/* The acceleration and jerk limits of the concealment and the rejoin where the feedforward's
- * (physical.feedforward_max_acceleration_m_s2, _jerk_m_s3) are 0 (the default experiment's
- * commands peak at about 8 m/s^2, the SDOF sweep's at 15). */
-#define DRTHS_ACT_DEFAULT_MAX_ACC_M_S2 50.0
-#define DRTHS_ACT_DEFAULT_MAX_JERK_M_S3 3e4
-/* Delayed playback (play_late in actuator.c) catches up at a rate of up to
- * 1 + 1/DRTHS_ACT_CATCHUP_EVERY, changed by at most DRTHS_ACT_CATCHUP_SLEW_PER_S per second, while
- * the commands of the next DRTHS_ACT_CATCHUP_AHEAD_MS are there. */
-#define DRTHS_ACT_CATCHUP_EVERY 20
-#define DRTHS_ACT_CATCHUP_SLEW_PER_S 12.5
-#define DRTHS_ACT_CATCHUP_AHEAD_MS 2.0
-/* The shortest length of each term of the rejoin blend. */
-#define DRTHS_ACT_REJOIN_MIN_TICKS 4
-
-/* Future commands read from the playout buffer for the compensation at most (the polynomial
- * mode's lead is about 45 ticks at 5 kHz). */
-#define DRTHS_ACT_MAX_LOOKAHEAD 128
+/* The command stream's settings (concealment, delayed playback, rejoin, DRTHS_ACT_LATE_MEMORY
+ * and DRTHS_ACT_MAX_LOOKAHEAD) are in site-physical/command_stream.h. */
 
 /* The stability monitor keeps the amplitude and zero crossings of at most this many windows. */
 #define DRTHS_ACT_STAB_MAX_WINDOWS 64
@@ -213,6 +192,9 @@ typedef struct drths_actuator_params {
 void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
                                            drths_actuator_params_t *p);
 
+/* applied, concealed, max_consecutive_concealed, late, delayed, max_lag_ticks, catchup_ticks,
+ * rejoins and max_rejoin_offset_m are the command stream's (drths_cmdstream_counters_t), copied
+ * here whenever they may have changed. */
 typedef struct drths_actuator_counters {
     uint64_t ticks;              /* ticks processed */
     uint64_t rest_ticks;         /* ticks t <= L (rest position) */
@@ -258,9 +240,7 @@ typedef struct drths_actuator {
     drths_daq_t *daq; /* not owned */
     drths_playout_t pb;
     drths_comp_t comp;
-    int lookahead;               /* future commands read per tick */
-    drths_cmd_channel_t future_s[DRTHS_ACT_MAX_LOOKAHEAD];
-    double future[DRTHS_ACT_MAX_LOOKAHEAD];
+    int lookahead;               /* future commands previewed per tick */
     double last_drive_m;         /* the last drive written (0 before the first) */
 
     int started;       /* EPOCH 1 received */
@@ -269,28 +249,10 @@ typedef struct drths_actuator {
     uint32_t pend_epoch, pend_L;
     uint64_t pend_tick;
 
-    drths_cmd_channel_t hist[4]; /* last four applied commands, oldest first */
-    uint64_t consecutive_concealed; /* extrapolated ticks in a row */
-    /* Delayed playback (play_late in actuator.c): the commands that arrived after their tick,
-     * by tick % DRTHS_ACT_LATE_MEMORY (late_tick: which tick each slot holds, -1 for none;
-     * both owned), the tick of the newest received command applied (L before the first) and
-     * whether the last tick applied a late one. */
-    drths_cmd_channel_t *late_s;
-    int64_t *late_tick;
-    uint64_t last_base;
-    int delayed;
-    double play_pos;             /* command time of the delayed tick last applied (ticks) */
-    double play_rate;            /* command ticks per tick of the delayed playback */
-    double catchup_slew;         /* its largest change per tick (DRTHS_ACT_CATCHUP_SLEW_PER_S) */
-    uint64_t catchup_ahead_ticks; /* ticks of DRTHS_ACT_CATCHUP_AHEAD_MS, rounded up */
-    /* Rejoin after concealment: the received commands of the rejoin_ticks ticks from
-     * rejoin_tick on are offset by a blend of three quintic terms (weights rejoin_w, lengths
-     * rejoin_n in ticks, the longest rejoin_ticks), preview included (start_rejoin in
-     * actuator.c). */
-    double rejoin_w[3];
-    uint64_t rejoin_n[3];
-    uint64_t rejoin_tick, rejoin_ticks;
-    int64_t concealed_tick[DRTHS_ACT_LATE_MEMORY]; /* tick whose concealment each slot holds */
+    /* The command stream: what each tick plays from the playout buffer pb (received, late or
+     * concealed, rejoined), the last four commands played and the preview. Its counters are
+     * copied into c after each call. */
+    drths_cmdstream_t cs;
     int64_t primary_tick[DRTHS_ACT_LATE_MEMORY];   /* header tick of each recent COMMAND */
     int have_primary;
     uint64_t newest_primary;     /* highest COMMAND header tick received */

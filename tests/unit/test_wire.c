@@ -775,6 +775,37 @@ static void test_abort_before_keys(void **state)
     drths_wire_tx_close(&ptx);
 }
 
+/* The samples a message for tick T carries are the first k of the offsets 0, 1, 2, 3, 8, 16,
+ * ... whose tick T - offset(k) is >= 0, and sample k is for tick T - offset(k): the same count
+ * and ticks as the loop both sites wrote by hand before (k < r && offset(k) <= T). */
+static void test_sample_ticks(void **state)
+{
+    (void)state;
+    assert_int_equal(drths_wire_samples_of(0, 4), 1);
+    assert_int_equal(drths_wire_samples_of(2, 4), 3);
+    assert_int_equal(drths_wire_samples_of(3, 4), 4);
+    assert_int_equal(drths_wire_samples_of(1000, 4), 4);
+    assert_int_equal(drths_wire_samples_of(7, 8), 4);
+    assert_int_equal(drths_wire_samples_of(8, 8), 5);
+    assert_int_equal(drths_wire_samples_of(63, 8), 7);
+    assert_int_equal(drths_wire_samples_of(64, 8), 8);
+    assert_int_equal(drths_wire_samples_of(5, 0), 0);
+    assert_int_equal(drths_wire_samples_of(UINT64_MAX, DRTHS_WIRE_MAX_R), DRTHS_WIRE_MAX_R);
+    /* Never more than a message holds. */
+    assert_int_equal(drths_wire_samples_of(UINT64_MAX, DRTHS_WIRE_MAX_R + 5), DRTHS_WIRE_MAX_R);
+    static const uint64_t ticks[8] = {99, 98, 97, 96, 91, 83, 67, 35};
+    for (int k = 0; k < 8; k++)
+        assert_int_equal(drths_wire_sample_tick(99, k), ticks[k]);
+    for (int r = 1; r <= DRTHS_WIRE_MAX_R; r++) {
+        for (uint64_t T = 0; T < 40000; T += T < 100 ? 1 : 97) {
+            int k = 0;
+            for (; k < r && drths_wire_offset(k) <= T; k++)
+                assert_int_equal(drths_wire_sample_tick(T, k), T - drths_wire_offset(k));
+            assert_int_equal(drths_wire_samples_of(T, r), k);
+        }
+    }
+}
+
 static void test_peek_header(void **state)
 {
     (void)state;
@@ -850,6 +881,7 @@ int main(void)
         cmocka_unit_test(test_abort_before_keys),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_peek_header),
+        cmocka_unit_test(test_sample_ticks),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
