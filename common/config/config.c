@@ -15,7 +15,7 @@
  * schema built at run time whose rows are fixed sequences as long as the matrix has rows, so a
  * row of the wrong length is reported as "not square" by libcyaml itself.
  */
-#include "common/config/config.h"
+#include "common/config/config_internal.h"
 
 #include <cyaml/cyaml.h>
 
@@ -197,17 +197,6 @@ double drths_accel_units_m_s2(drths_accel_units_t units)
 
 /* ---- error context ----------------------------------------------------------------------- */
 
-typedef struct {
-    const char *file; /* for messages */
-    const char *text; /* the file's bytes, to find the line of a key */
-    size_t len;
-    drths_error_t *err;
-    char **notes; /* the experiment's notes (ignored fields); NULL: not collected */
-    /* Prepended to every path in messages: "physical.channels[1]." while a channel's sections
-     * are read with the top-level sections' code, "" (or NULL) otherwise. */
-    const char *prefix;
-} vctx_t;
-
 /* The full path of a field in messages: c->prefix then path. */
 static const char *full_path(const vctx_t *c, const char *path, char *buf, size_t size)
 {
@@ -217,145 +206,11 @@ static const char *full_path(const vctx_t *c, const char *path, char *buf, size_
     return buf;
 }
 
-/* The indentation of the line from q to eol, counting a block sequence's "- " as indentation
- * (the first key of a sequence entry stands on the dash's line, or on the next line after a
- * dash alone); *q moves past it. *dash is 1 + the first dash's column, 0 without one. */
-static int indent_of(const char *text, size_t *q, size_t eol, int *dash)
-{
-    int indent = 0;
-    *dash = 0;
-    for (;;) {
-        while (*q < eol && text[*q] == ' ') {
-            (*q)++;
-            indent++;
-        }
-        if (*q < eol && text[*q] == '-' && (*q + 1 == eol || text[*q + 1] == ' ')) {
-            if (!*dash)
-                *dash = indent + 1; /* 1 + the dash's column */
-            (*q)++;
-            indent++;
-            continue;
-        }
-        return indent;
-    }
-}
-
-/* One line of the text from pos: where it ends and where its content starts (q), its
- * indentation and dash (as indent_of), the column that places it in the blocks (col: its first
- * dash's, else its indentation), whether it is blank or a comment, and the position of the next
- * line. */
-typedef struct yline {
-    size_t eol, q, next;
-    int indent, dash, col, blank;
-} yline_t;
-
-static void read_line(const vctx_t *c, size_t pos, yline_t *l)
-{
-    l->eol = pos;
-    while (l->eol < c->len && c->text[l->eol] != '\n')
-        l->eol++;
-    l->q = pos;
-    l->indent = indent_of(c->text, &l->q, l->eol, &l->dash);
-    l->col = l->dash ? l->dash - 1 : l->indent;
-    l->blank = (l->q == l->eol && !l->dash) || (l->q < l->eol && c->text[l->q] == '#');
-    l->next = l->eol < c->len ? l->eol + 1 : l->eol;
-}
-
-/* The path after the index ("[2]") p starts with. */
-static const char *past_index(const char *p)
-{
-    while (*p && *p != ']')
-        p++;
-    return *p == ']' ? p + 1 : p;
-}
-
-/* Finds the line of the key at the end of a dotted path in block-style YAML: each component
- * must appear as "key:" at the start of a line (after indentation) deeper than its parent and
- * before the parent's block ends; an index ("[2]") of a block sequence moves to that entry's
- * dash line. Returns 0 if not found (flow style, or the key is absent because it is missing),
- * so messages only add a line they are sure of. */
-static int line_of(const vctx_t *c, const char *path)
-{
-    if (!c->text || !path || !*path)
-        return 0;
-    size_t pos = 0; /* search from this byte */
-    int line = 1;   /* line number at pos */
-    int parent_indent = -1;
-    const char *p = path;
-    int found_line = 0;
-    size_t entry_pos = (size_t)-1; /* the dash line of the sequence entry searched in */
-    while (*p) {
-        char key[128];
-        size_t k = 0;
-        while (*p && *p != '.' && *p != '[' && k + 1 < sizeof key)
-            key[k++] = *p++;
-        key[k] = '\0';
-        if (k == 0)
-            return 0;
-        /* Scan lines from pos. */
-        int hit = 0;
-        for (yline_t l; !hit && pos < c->len; pos = l.next, line++) {
-            read_line(c, pos, &l);
-            if (!l.blank && pos != entry_pos && l.col <= parent_indent)
-                return 0; /* left the parent's block */
-            if (!l.blank && l.eol - l.q > k && memcmp(c->text + l.q, key, k) == 0) {
-                size_t r = l.q + k;
-                while (r < l.eol && c->text[r] == ' ')
-                    r++;
-                if (r < l.eol && c->text[r] == ':') {
-                    hit = 1;
-                    parent_indent = l.indent;
-                    found_line = line;
-                }
-            }
-        }
-        if (!hit)
-            return 0;
-        /* An index of a block sequence: the entry's first line is its dash line, which the
-         * next key is searched from (so it may stand on it). Flow style is not followed. */
-        while (*p == '[') {
-            long want = strtol(p + 1, NULL, 10);
-            p = past_index(p);
-            int dash_col = -1;
-            long seen = -1;
-            int found = 0;
-            for (yline_t l; pos < c->len; pos = l.next, line++) {
-                read_line(c, pos, &l);
-                /* The entries' dashes may stand at the key's own column (YAML allows it), so
-                 * only a dash left of it, or another line not deeper, ends the sequence. */
-                if (!l.blank && (l.dash ? l.col < parent_indent : l.col <= parent_indent))
-                    break;
-                if (!l.blank && l.dash && (dash_col < 0 || l.col == dash_col)) {
-                    dash_col = l.col;
-                    if (++seen == want) {
-                        found = 1;
-                        found_line = line;
-                        parent_indent = dash_col;
-                        entry_pos = pos;
-                        break; /* pos stays on the dash line */
-                    }
-                }
-            }
-            if (!found) {
-                /* A flow sequence ([a, b]) or a short one: the key's line is the line of an
-                 * element; a key inside an element is not searched for (it could be another
-                 * element's). */
-                while (*p == '[')
-                    p = past_index(p);
-                return *p ? 0 : found_line;
-            }
-        }
-        if (*p == '.')
-            p++;
-    }
-    return found_line;
-}
-
 /* The line of the full path of a field; in a channel, a field the channel does not give (it
  * takes the top-level value) is named at the channel's own line, its entry's dash line. */
 static int line_in(const vctx_t *c, const char *full)
 {
-    int line = line_of(c, full);
+    int line = drths_yamlline_find(c->text, c->len, full);
     if (line > 0 || !c->prefix || !c->prefix[0])
         return line;
     char entry[64];
@@ -364,7 +219,7 @@ static int line_in(const vctx_t *c, const char *full)
         return 0;
     memcpy(entry, c->prefix, n - 1); /* without the trailing '.' */
     entry[n - 1] = '\0';
-    return line_of(c, entry);
+    return drths_yamlline_find(c->text, c->len, entry);
 }
 
 static int failv(vctx_t *c, int code, const char *path, const char *fmt, va_list ap)
@@ -2131,7 +1986,7 @@ static int fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_phys
                     "must list 2..%d channels (got %u); leave it out for one channel (the "
                     "specimen, actuator and physical sections)",
                     DRTHS_EXPERIMENT_MAX_CHANNELS, n);
-    x->channels_line = line_of(c, "physical.channels");
+    x->channels_line = drths_yamlline_find(c->text, c->len, "physical.channels");
     x->channels = calloc(n, sizeof *x->channels);
     if (!x->channels)
         return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
