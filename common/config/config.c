@@ -195,55 +195,6 @@ double drths_accel_units_m_s2(drths_accel_units_t units)
     return 0.0;
 }
 
-/* ---- error context ----------------------------------------------------------------------- */
-
-/* The full path of a field in messages: c->prefix then path. */
-static const char *full_path(const vctx_t *c, const char *path, char *buf, size_t size)
-{
-    if (!c->prefix || !c->prefix[0])
-        return path;
-    snprintf(buf, size, "%s%s", c->prefix, path);
-    return buf;
-}
-
-/* The line of the full path of a field; in a channel, a field the channel does not give (it
- * takes the top-level value) is named at the channel's own line, its entry's dash line. */
-static int line_in(const vctx_t *c, const char *full)
-{
-    int line = drths_yamlline_find(c->text, c->len, full);
-    if (line > 0 || !c->prefix || !c->prefix[0])
-        return line;
-    char entry[64];
-    size_t n = strlen(c->prefix);
-    if (n < 2 || n > sizeof entry)
-        return 0;
-    memcpy(entry, c->prefix, n - 1); /* without the trailing '.' */
-    entry[n - 1] = '\0';
-    return drths_yamlline_find(c->text, c->len, entry);
-}
-
-static int failv(vctx_t *c, int code, const char *path, const char *fmt, va_list ap)
-{
-    char what[384], full[160];
-    path = full_path(c, path, full, sizeof full);
-    vsnprintf(what, sizeof what, fmt, ap);
-    int line = line_in(c, path);
-    if (line > 0)
-        return drths_error_set(c->err, code, "%s:%d: %s: %s", c->file, line, path, what);
-    return drths_error_set(c->err, code, "%s: %s: %s", c->file, path, what);
-}
-
-static int fail(vctx_t *c, int code, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(vctx_t *c, int code, const char *path, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = failv(c, code, path, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
 /* ---- scalar conversion ------------------------------------------------------------------ */
 
 static int parse_double(const char *s, double *out)
@@ -272,28 +223,28 @@ static int get_double(vctx_t *c, const char *path, const char *s, double def, do
         return 0;
     }
     if (parse_double(s, out) < 0)
-        return fail(c, -EINVAL, path, "must be a finite number (got \"%s\")", s);
+        return drths_cfg_fail(c, -EINVAL, path, "must be a finite number (got \"%s\")", s);
     return 0;
 }
 
 static int check_range(vctx_t *c, const char *path, double v, double lo, double hi)
 {
     if (v < lo || v > hi)
-        return fail(c, -EINVAL, path, "must be in %g..%g (got %g)", lo, hi, v);
+        return drths_cfg_fail(c, -EINVAL, path, "must be in %g..%g (got %g)", lo, hi, v);
     return 0;
 }
 
 static int check_gt0(vctx_t *c, const char *path, double v)
 {
     if (!(v > 0))
-        return fail(c, -EINVAL, path, "must be > 0 (got %g)", v);
+        return drths_cfg_fail(c, -EINVAL, path, "must be > 0 (got %g)", v);
     return 0;
 }
 
 static int check_ge0(vctx_t *c, const char *path, double v)
 {
     if (!(v >= 0))
-        return fail(c, -EINVAL, path, "must be >= 0 (got %g)", v);
+        return drths_cfg_fail(c, -EINVAL, path, "must be >= 0 (got %g)", v);
     return 0;
 }
 
@@ -308,11 +259,11 @@ static int get_int(vctx_t *c, const char *path, const char *s, long def, long lo
         if (s[0] == ' ' || s[0] == '\t' || end == s || *end != '\0' || errno == ERANGE) {
             double d;
             if (parse_double(s, &d) == 0)
-                return fail(c, -EINVAL, path, "must be a whole number (got %s)", s);
-            return fail(c, -EINVAL, path, "must be a whole number (got \"%s\")", s);
+                return drths_cfg_fail(c, -EINVAL, path, "must be a whole number (got %s)", s);
+            return drths_cfg_fail(c, -EINVAL, path, "must be a whole number (got \"%s\")", s);
         }
         if (t < lo || t > hi)
-            return fail(c, -EINVAL, path, "must be in %ld..%ld (got %lld)", lo, hi, t);
+            return drths_cfg_fail(c, -EINVAL, path, "must be in %ld..%ld (got %lld)", lo, hi, t);
         v = (long)t;
     }
     *out = (int)v;
@@ -329,8 +280,8 @@ static int get_u64(vctx_t *c, const char *path, const char *s, uint64_t def, uin
     errno = 0;
     unsigned long long v = (s[0] >= '0' && s[0] <= '9') ? strtoull(s, &end, 10) : 0;
     if (!(s[0] >= '0' && s[0] <= '9') || *end != '\0' || errno == ERANGE)
-        return fail(c, -EINVAL, path,
-                    "must be a whole number in 0..18446744073709551615 (got \"%s\")", s);
+        return drths_cfg_fail(c, -EINVAL, path,
+                              "must be a whole number in 0..18446744073709551615 (got \"%s\")", s);
     *out = (uint64_t)v;
     return 0;
 }
@@ -356,37 +307,8 @@ static int get_enum(vctx_t *c, const char *path, const char *s, const enum_name_
         at += (size_t)snprintf(list + at, at < sizeof list ? sizeof list - at : 0, "%s%s",
                                e == t ? "" : ", ", e->name);
     if (!s)
-        return fail(c, -EINVAL, path, "missing (required; one of %s)", list);
-    return fail(c, -EINVAL, path, "must be one of %s (got \"%s\")", list, s);
-}
-
-static int not_allowed(vctx_t *c, const char *path, const char *why)
-{
-    return fail(c, -EINVAL, path, "not allowed %s", why);
-}
-
-/* A field that does not apply to the file's choices (q_disp when control.mode is not
- * clipped-optimal): it is left out of the experiment, so neither run nor fingerprint sees it,
- * and a note naming it is added for the programs to print. A file edited from one mode to
- * another then runs without deleting keys by hand, and still says what it did not use. */
-static int ignored(vctx_t *c, const char *path, const char *why)
-{
-    if (!c->notes)
-        return 0;
-    char line[512], full[160];
-    path = full_path(c, path, full, sizeof full);
-    int ln = line_in(c, path);
-    int k = ln > 0 ? snprintf(line, sizeof line, "%s:%d: %s: ignored %s\n", c->file, ln, path, why)
-                   : snprintf(line, sizeof line, "%s: %s: ignored %s\n", c->file, path, why);
-    size_t add = k < 0 ? 0 : ((size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
-    size_t have = *c->notes ? strlen(*c->notes) : 0;
-    char *n = realloc(*c->notes, have + add + 1);
-    if (!n)
-        return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
-    memcpy(n + have, line, add);
-    n[have + add] = '\0';
-    *c->notes = n;
-    return 0;
+        return drths_cfg_fail(c, -EINVAL, path, "missing (required; one of %s)", list);
+    return drths_cfg_fail(c, -EINVAL, path, "must be one of %s (got \"%s\")", list, s);
 }
 
 /* ---- the fields of each section ---------------------------------------------------------- */
@@ -921,153 +843,6 @@ static int parse_fields(vctx_t *c, const char *prefix, const field_t *spec, int 
 #define PARSE_RANGE(s, first, last, raw, out)                                                      \
     parse_fields(c, s##_prefix, s##_spec, F_##s##_##first, F_##s##_##last, raw, out)
 
-/* ---- libcyaml messages ------------------------------------------------------------------ */
-
-#define LOG_LINES 24
-
-typedef struct {
-    char line[LOG_LINES][256];
-    int n;
-} cy_log_t;
-
-static void cy_log(cyaml_log_t level, void *ctx, const char *fmt, va_list args)
-{
-    cy_log_t *l = ctx;
-    if (level < CYAML_LOG_ERROR || l->n >= LOG_LINES)
-        return;
-    char *dst = l->line[l->n++];
-    vsnprintf(dst, sizeof l->line[0], fmt, args);
-    size_t n = strlen(dst);
-    while (n > 0 && (dst[n - 1] == '\n' || dst[n - 1] == ' '))
-        dst[--n] = '\0';
-}
-
-/* Turns libcyaml's message and backtrace into "path: reason" with the innermost line number:
- *     Load: Invalid FLOAT value: abc
- *     Load: Backtrace:
- *       in sequence entry '2' (line: 3, column: 10)
- *       in mapping field 'v' (line: 3, column: 6)
- * becomes v[1] (libcyaml counts entries from 1, paths here from 0). */
-static int cyaml_to_error(vctx_t *c, cyaml_err_t e, const cy_log_t *l)
-{
-    const char *msg = l->n > 0 ? l->line[0] : cyaml_strerror(e);
-    if (strncmp(msg, "Load: ", 6) == 0)
-        msg += 6;
-
-    /* Frames, innermost first. */
-    char names[LOG_LINES][128];
-    int is_entry[LOG_LINES], is_anon[LOG_LINES], lines[LOG_LINES];
-    int nf = 0;
-    for (int i = 1; i < l->n; i++) {
-        const char *s = l->line[i];
-        while (*s == ' ')
-            s++;
-        int ln = 0;
-        const char *lp = strstr(s, "(line: ");
-        if (lp)
-            ln = atoi(lp + 7);
-        if (strncmp(s, "in mapping field '", 18) == 0 ||
-            strncmp(s, "in sequence entry '", 19) == 0) {
-            int entry = s[3] == 's';
-            const char *q = strchr(s, '\'') + 1;
-            const char *r = strchr(q, '\'');
-            if (!r)
-                continue;
-            size_t k =
-                (size_t)(r - q) < sizeof names[0] - 1 ? (size_t)(r - q) : sizeof names[0] - 1;
-            memcpy(names[nf], q, k);
-            names[nf][k] = '\0';
-            is_entry[nf] = entry;
-            is_anon[nf] = 0;
-            lines[nf] = ln;
-            nf++;
-        } else if (strncmp(s, "in mapping", 10) == 0 || strncmp(s, "in sequence", 11) == 0) {
-            names[nf][0] = '\0';
-            is_entry[nf] = 0;
-            is_anon[nf] = 1;
-            lines[nf] = ln;
-            nf++;
-        }
-    }
-
-    const char *key = NULL; /* a key named by the message rather than by a frame */
-    int drop_inner = 0;     /* the innermost frame is a sibling field, not part of the path */
-    int use_line = 1;
-    char reason[320];
-    if (e == CYAML_ERR_INVALID_KEY && strncmp(msg, "Unexpected key: ", 16) == 0) {
-        key = msg + 16;
-        use_line = 0; /* libcyaml gives the line of the enclosing mapping, not of the key */
-        snprintf(reason, sizeof reason, "unknown key (see docs/experiment-file.md for the keys)");
-    } else if (strncmp(msg, "Mapping field already seen: ", 28) == 0) {
-        key = msg + 28;
-        drop_inner = 1;
-        snprintf(reason, sizeof reason, "given twice");
-    } else if (e == CYAML_ERR_ALIAS) {
-        snprintf(reason, sizeof reason, "YAML anchors and aliases are not supported");
-    } else if (strncmp(msg, "Expecting ", 10) == 0) {
-        const char *got = strstr(msg, "got event: ");
-        got = got ? got + 11 : "";
-        const char *what = strncmp(got, "SEQUENCE", 8) == 0  ? "a list"
-                           : strncmp(got, "MAPPING", 7) == 0 ? "a mapping"
-                           : strncmp(got, "SCALAR", 6) == 0  ? "a single value"
-                                                             : got;
-        if (strncmp(msg + 10, "STRING", 6) == 0)
-            snprintf(reason, sizeof reason, "must be a single value, not %s", what);
-        else if (strncmp(msg + 10, "MAPPING", 7) == 0)
-            snprintf(reason, sizeof reason, "must be a mapping of keys to values, not %s", what);
-        else if (strncmp(msg + 10, "SEQUENCE", 8) == 0)
-            snprintf(reason, sizeof reason, "must be a list, not %s", what);
-        else
-            snprintf(reason, sizeof reason, "%s", msg);
-    } else if (e == CYAML_ERR_SEQUENCE_ENTRIES_MIN || e == CYAML_ERR_SEQUENCE_ENTRIES_MAX) {
-        /* Only matrix rows have a fixed length; the innermost frame is the entry being read. */
-        drop_inner = 1;
-        snprintf(reason, sizeof reason,
-                 "row has %s entries than the matrix has rows (a matrix must be square, n x n)",
-                 e == CYAML_ERR_SEQUENCE_ENTRIES_MIN ? "fewer" : "more");
-    } else if (e == CYAML_ERR_LIBYAML_PARSER) {
-        const char *m = strncmp(msg, "libyaml: ", 9) == 0 ? msg + 9 : msg;
-        snprintf(reason, sizeof reason, "YAML syntax error: %s", m);
-    } else {
-        snprintf(reason, sizeof reason, "%s", msg);
-    }
-
-    char path[512];
-    size_t at = 0;
-    path[0] = '\0';
-    int line = 0;
-    for (int i = nf - 1; i >= (drop_inner ? 1 : 0); i--) {
-        if (is_anon[i])
-            continue;
-        if (is_entry[i])
-            at += (size_t)snprintf(path + at, at < sizeof path ? sizeof path - at : 0, "[%ld]",
-                                   strtol(names[i], NULL, 10) - 1);
-        else
-            at += (size_t)snprintf(path + at, at < sizeof path ? sizeof path - at : 0, "%s%s",
-                                   at ? "." : "", names[i]);
-        if (at >= sizeof path)
-            at = sizeof path - 1;
-    }
-    if (key)
-        snprintf(path + at, at < sizeof path ? sizeof path - at : 0, "%s%s", at ? "." : "", key);
-    if (use_line && nf > 0)
-        line = lines[drop_inner && nf > 1 ? 1 : 0];
-    if (e == CYAML_ERR_SEQUENCE_ENTRIES_MIN || e == CYAML_ERR_SEQUENCE_ENTRIES_MAX)
-        line = nf > 1 ? lines[1] : 0;
-
-    if (path[0] == '\0') {
-        if (strncmp(msg, "Expecting MAPPING", 17) == 0)
-            return drths_error_set(c->err, -EINVAL,
-                                   "%s: not an experiment file: the top level must be a YAML "
-                                   "mapping (name:, structure:, ground_motion:, specimen:, ...)",
-                                   c->file);
-        return drths_error_set(c->err, -EINVAL, "%s: %s", c->file, reason);
-    }
-    if (line > 0)
-        return drths_error_set(c->err, -EINVAL, "%s:%d: %s: %s", c->file, line, path, reason);
-    return drths_error_set(c->err, -EINVAL, "%s: %s: %s", c->file, path, reason);
-}
-
 /* ---- matrices (pass 2) ------------------------------------------------------------------- */
 
 typedef struct {
@@ -1122,7 +897,7 @@ static int load_matrices(vctx_t *c, matrices_t *m)
     };
     cy_log_t log = {.n = 0};
     const cyaml_config_t cfg = {
-        .log_fn = cy_log,
+        .log_fn = drths_cfg_cy_log,
         .log_ctx = &log,
         .mem_fn = cyaml_mem,
         .log_level = CYAML_LOG_ERROR,
@@ -1132,7 +907,7 @@ static int load_matrices(vctx_t *c, matrices_t *m)
     cyaml_err_t e = cyaml_load_data((const uint8_t *)c->text, c->len, &cfg, &schema,
                                     (cyaml_data_t **)&top, NULL);
     if (e != CYAML_OK)
-        return cyaml_to_error(c, e, &log);
+        return drths_cfg_cyaml_error(c, e, &log);
     int r = 0;
     for (int i = 0; i < 3 && r == 0; i++) {
         if (m->rows[i] == 0)
@@ -1149,7 +924,7 @@ static int load_matrices(vctx_t *c, matrices_t *m)
             if (parse_double(cell, &m->out[i][k]) < 0) {
                 char path[96];
                 snprintf(path, sizeof path, "structure.%s[%u][%u]", matrix_keys[i], k / n, k % n);
-                r = fail(c, -EINVAL, path, "must be a finite number (got \"%s\")", cell);
+                r = drths_cfg_fail(c, -EINVAL, path, "must be a finite number (got \"%s\")", cell);
             }
         }
     }
@@ -1169,9 +944,10 @@ static int check_symmetric(vctx_t *c, const char *key, const double *a, int n)
             if (fabs(a[i * n + j] - a[j * n + i]) > SYMMETRY_TOL * amax) {
                 char path[96];
                 snprintf(path, sizeof path, "structure.%s[%d][%d]", key, i, j);
-                return fail(c, -EINVAL, path,
-                            "matrix must be symmetric: [%d][%d] is %.10g but [%d][%d] is %.10g", i,
-                            j, a[i * n + j], j, i, a[j * n + i]);
+                return drths_cfg_fail(
+                    c, -EINVAL, path,
+                    "matrix must be symmetric: [%d][%d] is %.10g but [%d][%d] is %.10g", i, j,
+                    a[i * n + j], j, i, a[j * n + i]);
             }
     return 0;
 }
@@ -1255,19 +1031,20 @@ static int check_endpoint(vctx_t *c, const char *path, const char *s)
     if (s[0] == '[') {
         const char *close = strchr(s, ']');
         if (!close || close == s + 1 || close[1] != ':')
-            return fail(c, -EINVAL, path, "must be host:port or [IPv6]:port (got \"%s\")", s);
+            return drths_cfg_fail(c, -EINVAL, path, "must be host:port or [IPv6]:port (got \"%s\")",
+                                  s);
         colon = close + 1;
     } else {
         colon = strrchr(s, ':');
         if (!colon || colon == s || memchr(s, ':', (size_t)(colon - s)))
-            return fail(
+            return drths_cfg_fail(
                 c, -EINVAL, path,
                 "must be host:port or [IPv6]:port, an IPv6 address in brackets (got \"%s\")", s);
     }
     char *end;
     long port = strtol(colon + 1, &end, 10);
     if (colon[1] < '0' || colon[1] > '9' || *end != '\0' || port < 1 || port > 65535)
-        return fail(c, -EINVAL, path, "port must be in 1..65535 (got \"%s\")", s);
+        return drths_cfg_fail(c, -EINVAL, path, "port must be in 1..65535 (got \"%s\")", s);
     return 0;
 }
 
@@ -1282,24 +1059,25 @@ static int fill_shear_building(vctx_t *c, drths_experiment_t *x, const struct ra
     static const char *why = "with structure.model shear-building (use floor_mass_kg and "
                              "storey_stiffness_N_per_m)";
     if (rs->mass_kg)
-        return not_allowed(c, "structure.mass_kg", why);
+        return drths_cfg_not_allowed(c, "structure.mass_kg", why);
     if (rs->stiffness_N_per_m)
-        return not_allowed(c, "structure.stiffness_N_per_m", why);
+        return drths_cfg_not_allowed(c, "structure.stiffness_N_per_m", why);
     if (rs->damping_N_s_per_m)
-        return not_allowed(c, "structure.damping_N_s_per_m", why);
+        return drths_cfg_not_allowed(c, "structure.damping_N_s_per_m", why);
     if (!rs->floor_mass_kg)
-        return fail(c, -EINVAL, "structure.floor_mass_kg", "missing (required for shear-building)");
+        return drths_cfg_fail(c, -EINVAL, "structure.floor_mass_kg",
+                              "missing (required for shear-building)");
     if (!rs->storey_stiffness_N_per_m)
-        return fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
-                    "missing (required for shear-building)");
+        return drths_cfg_fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
+                              "missing (required for shear-building)");
     n = (int)rs->floor_mass_kg_count;
     if (n < 1 || n > DRTHS_EXPERIMENT_MAX_DOF)
-        return fail(c, -EINVAL, "structure.floor_mass_kg", "must have 1..%d values (got %d)",
-                    DRTHS_EXPERIMENT_MAX_DOF, n);
+        return drths_cfg_fail(c, -EINVAL, "structure.floor_mass_kg",
+                              "must have 1..%d values (got %d)", DRTHS_EXPERIMENT_MAX_DOF, n);
     if ((int)rs->storey_stiffness_N_per_m_count != n)
-        return fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
-                    "must have as many values as floor_mass_kg (%d), got %u", n,
-                    rs->storey_stiffness_N_per_m_count);
+        return drths_cfg_fail(c, -EINVAL, "structure.storey_stiffness_N_per_m",
+                              "must have as many values as floor_mass_kg (%d), got %u", n,
+                              rs->storey_stiffness_N_per_m_count);
     x->n_dof = n;
     size_t nn = (size_t)n * (size_t)n;
     x->structure.floor_mass_kg = calloc((size_t)n, sizeof(double));
@@ -1341,25 +1119,26 @@ static int fill_matrices(vctx_t *c, drths_experiment_t *x, const struct raw_stru
     char path[96];
     static const char *why = "with structure.model matrices (use mass_kg and stiffness_N_per_m)";
     if (rs->floor_mass_kg)
-        return not_allowed(c, "structure.floor_mass_kg", why);
+        return drths_cfg_not_allowed(c, "structure.floor_mass_kg", why);
     if (rs->storey_stiffness_N_per_m)
-        return not_allowed(c, "structure.storey_stiffness_N_per_m", why);
+        return drths_cfg_not_allowed(c, "structure.storey_stiffness_N_per_m", why);
     if (!rs->mass_kg)
-        return fail(c, -EINVAL, "structure.mass_kg", "missing (required for matrices)");
+        return drths_cfg_fail(c, -EINVAL, "structure.mass_kg", "missing (required for matrices)");
     if (!rs->stiffness_N_per_m)
-        return fail(c, -EINVAL, "structure.stiffness_N_per_m", "missing (required for matrices)");
+        return drths_cfg_fail(c, -EINVAL, "structure.stiffness_N_per_m",
+                              "missing (required for matrices)");
     n = (int)rs->mass_kg_count;
     if (n < 1 || n > DRTHS_EXPERIMENT_MAX_DOF)
-        return fail(c, -EINVAL, "structure.mass_kg", "must have 1..%d rows (got %d)",
-                    DRTHS_EXPERIMENT_MAX_DOF, n);
+        return drths_cfg_fail(c, -EINVAL, "structure.mass_kg", "must have 1..%d rows (got %d)",
+                              DRTHS_EXPERIMENT_MAX_DOF, n);
     if ((int)rs->stiffness_N_per_m_count != n)
-        return fail(c, -EINVAL, "structure.stiffness_N_per_m",
-                    "must be %d x %d like mass_kg (got %u rows)", n, n,
-                    rs->stiffness_N_per_m_count);
+        return drths_cfg_fail(c, -EINVAL, "structure.stiffness_N_per_m",
+                              "must be %d x %d like mass_kg (got %u rows)", n, n,
+                              rs->stiffness_N_per_m_count);
     if (rs->damping_N_s_per_m && (int)rs->damping_N_s_per_m_count != n)
-        return fail(c, -EINVAL, "structure.damping_N_s_per_m",
-                    "must be %d x %d like mass_kg (got %u rows)", n, n,
-                    rs->damping_N_s_per_m_count);
+        return drths_cfg_fail(c, -EINVAL, "structure.damping_N_s_per_m",
+                              "must be %d x %d like mass_kg (got %u rows)", n, n,
+                              rs->damping_N_s_per_m_count);
     x->n_dof = n;
     mats->rows[0] = (unsigned)n;
     mats->rows[1] = (unsigned)n;
@@ -1388,7 +1167,7 @@ static int fill_matrices(vctx_t *c, drths_experiment_t *x, const struct raw_stru
         return r;
     if ((r = positive_definite(x->structure.mass_kg, n)) <= 0)
         return r < 0 ? drths_error_set(c->err, r, "%s: out of memory", c->file)
-                     : fail(c, -EINVAL, "structure.mass_kg", "must be positive definite");
+                     : drths_cfg_fail(c, -EINVAL, "structure.mass_kg", "must be positive definite");
     return 0;
 }
 
@@ -1404,14 +1183,15 @@ static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_struc
     if (!(rd && rd->kind) && x->structure.damping_N_s_per_m)
         x->structure.damping.kind = DRTHS_DAMPING_MATRIX;
     if (x->structure.damping.kind == DRTHS_DAMPING_MATRIX && !x->structure.damping_N_s_per_m)
-        return fail(c, -EINVAL, "structure.damping_N_s_per_m",
-                    "missing (required by structure.damping.kind matrix, with model matrices)");
+        return drths_cfg_fail(
+            c, -EINVAL, "structure.damping_N_s_per_m",
+            "missing (required by structure.damping.kind matrix, with model matrices)");
     if (x->structure.damping.kind != DRTHS_DAMPING_MATRIX && x->structure.damping_N_s_per_m) {
         /* Left out of the experiment: only kind matrix reads it. */
         free(x->structure.damping_N_s_per_m);
         x->structure.damping_N_s_per_m = NULL;
-        if ((r = ignored(c, "structure.damping_N_s_per_m",
-                         "(it applies to structure.damping.kind matrix only)")))
+        if ((r = drths_cfg_ignored(c, "structure.damping_N_s_per_m",
+                                   "(it applies to structure.damping.kind matrix only)")))
             return r;
     }
     switch (x->structure.damping.kind) {
@@ -1420,11 +1200,12 @@ static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_struc
         int rayleigh = x->structure.damping.kind == DRTHS_DAMPING_RAYLEIGH;
         unsigned nr = rd && rd->ratio ? rd->ratio_count : 1;
         if (rayleigh ? (nr != 1 && nr != 2) : (nr != 1 && nr != (unsigned)n))
-            return rayleigh ? fail(c, -EINVAL, "structure.damping.ratio",
-                                   "rayleigh takes 1 or 2 values (got %u)", nr)
-                            : fail(c, -EINVAL, "structure.damping.ratio",
-                                   "modal takes 1 value (all modes) or %d (one per mode), got %u",
-                                   n, nr);
+            return rayleigh
+                       ? drths_cfg_fail(c, -EINVAL, "structure.damping.ratio",
+                                        "rayleigh takes 1 or 2 values (got %u)", nr)
+                       : drths_cfg_fail(
+                             c, -EINVAL, "structure.damping.ratio",
+                             "modal takes 1 value (all modes) or %d (one per mode), got %u", n, nr);
         x->structure.damping.ratio = calloc(nr, sizeof(double));
         if (!x->structure.damping.ratio)
             return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
@@ -1436,28 +1217,30 @@ static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_struc
                 return r;
             double z = x->structure.damping.ratio[i];
             if (!(z >= 0 && z < 1))
-                return fail(c, -EINVAL, path, "must be in [0, 1), 0.02 meaning 2 %% (got %g)", z);
+                return drths_cfg_fail(c, -EINVAL, path,
+                                      "must be in [0, 1), 0.02 meaning 2 %% (got %g)", z);
         }
         if (!rayleigh) {
             if (rd && rd->modes &&
-                (r = ignored(c, "structure.damping.modes",
-                             "(it applies to structure.damping.kind rayleigh only)")))
+                (r = drths_cfg_ignored(c, "structure.damping.modes",
+                                       "(it applies to structure.damping.kind rayleigh only)")))
                 return r;
             break;
         }
         if (rd && rd->modes) {
             if (rd->modes_count != 2)
-                return fail(c, -EINVAL, "structure.damping.modes",
-                            "must be two 1-based mode numbers (got %u values)", rd->modes_count);
+                return drths_cfg_fail(c, -EINVAL, "structure.damping.modes",
+                                      "must be two 1-based mode numbers (got %u values)",
+                                      rd->modes_count);
             for (int i = 0; i < 2; i++) {
                 snprintf(path, sizeof path, "structure.damping.modes[%d]", i);
                 if ((r = get_int(c, path, rd->modes[i], 1, 1, n, &x->structure.damping.modes[i])))
                     return r;
             }
             if (n > 1 && x->structure.damping.modes[0] == x->structure.damping.modes[1])
-                return fail(c, -EINVAL, "structure.damping.modes",
-                            "the two modes must differ (got %d twice)",
-                            x->structure.damping.modes[0]);
+                return drths_cfg_fail(c, -EINVAL, "structure.damping.modes",
+                                      "the two modes must differ (got %d twice)",
+                                      x->structure.damping.modes[0]);
         } else {
             x->structure.damping.modes[0] = 1;
             x->structure.damping.modes[1] = n;
@@ -1467,12 +1250,13 @@ static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_struc
     case DRTHS_DAMPING_MATRIX:
     case DRTHS_DAMPING_NONE:
         if (rd && rd->ratio &&
-            (r = ignored(c, "structure.damping.ratio",
-                         "(it applies to structure.damping.kind modal and rayleigh only)")))
+            (r = drths_cfg_ignored(
+                 c, "structure.damping.ratio",
+                 "(it applies to structure.damping.kind modal and rayleigh only)")))
             return r;
         if (rd && rd->modes &&
-            (r = ignored(c, "structure.damping.modes",
-                         "(it applies to structure.damping.kind rayleigh only)")))
+            (r = drths_cfg_ignored(c, "structure.damping.modes",
+                                   "(it applies to structure.damping.kind rayleigh only)")))
             return r;
         break;
     }
@@ -1484,7 +1268,7 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
 {
     int r;
     if (!rs)
-        return fail(c, -EINVAL, "structure", "missing (required)");
+        return drths_cfg_fail(c, -EINVAL, "structure", "missing (required)");
     if ((r = PARSE(structure, model, rs, x)))
         return r;
     r = x->structure.model == DRTHS_STRUCTURE_SHEAR_BUILDING ? fill_shear_building(c, x, rs)
@@ -1494,9 +1278,10 @@ static int fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_str
     int n = x->n_dof;
     if ((r = positive_definite(x->structure.stiffness_N_per_m, n)) <= 0)
         return r < 0 ? drths_error_set(c->err, r, "%s: out of memory", c->file)
-                     : fail(c, -EINVAL, "structure.stiffness_N_per_m",
-                            "must be positive definite (otherwise the structure is a mechanism "
-                            "or not attached to the ground)");
+                     : drths_cfg_fail(
+                           c, -EINVAL, "structure.stiffness_N_per_m",
+                           "must be positive definite (otherwise the structure is a mechanism "
+                           "or not attached to the ground)");
     if ((r = fill_damping(c, x, rs, n)))
         return r;
     return PARSE(structure, integrator, rs, x);
@@ -1506,18 +1291,19 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
 {
     int r;
     if (!g)
-        return fail(c, -EINVAL, "ground_motion", "missing (required)");
+        return drths_cfg_fail(c, -EINVAL, "ground_motion", "missing (required)");
     if ((r = PARSE(ground, kind, g, x)) || (r = PARSE(ground, duration_s, g, x)) ||
         (r = PARSE(ground, tail_s, g, x)))
         return r;
     if (x->ground_motion.kind == DRTHS_GROUND_MOTION_RECORD) {
         static const char *why = "(it applies to ground_motion.kind white-noise; kind is record)";
-        if ((g->band_hz && (r = ignored(c, "ground_motion.band_hz", why))) ||
-            (g->rms_m_s2 && (r = ignored(c, "ground_motion.rms_m_s2", why))) ||
-            (g->seed && (r = ignored(c, "ground_motion.seed", why))))
+        if ((g->band_hz && (r = drths_cfg_ignored(c, "ground_motion.band_hz", why))) ||
+            (g->rms_m_s2 && (r = drths_cfg_ignored(c, "ground_motion.rms_m_s2", why))) ||
+            (g->seed && (r = drths_cfg_ignored(c, "ground_motion.seed", why))))
             return r;
         if (!g->file || !g->file[0])
-            return fail(c, -EINVAL, "ground_motion.file", "missing (required for kind record)");
+            return drths_cfg_fail(c, -EINVAL, "ground_motion.file",
+                                  "missing (required for kind record)");
         if ((r = PARSE_RANGE(ground, format, dt_s, g, x)))
             return r;
         x->ground_motion.file = strdup(g->file);
@@ -1528,26 +1314,28 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
         int fd = open(x->ground_motion.record_path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             int e = errno;
-            return fail(c, -e, "ground_motion.file", "cannot open \"%s\": %s",
-                        x->ground_motion.record_path, strerror(e));
+            return drths_cfg_fail(c, -e, "ground_motion.file", "cannot open \"%s\": %s",
+                                  x->ground_motion.record_path, strerror(e));
         }
         struct stat st;
         int bad = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode);
         close(fd);
         if (bad)
-            return fail(c, -EINVAL, "ground_motion.file", "\"%s\" is not a regular file",
-                        x->ground_motion.record_path);
+            return drths_cfg_fail(c, -EINVAL, "ground_motion.file", "\"%s\" is not a regular file",
+                                  x->ground_motion.record_path);
     } else {
         static const char *why = "(it applies to ground_motion.kind record; kind is white-noise)";
-        if ((g->file && (r = ignored(c, "ground_motion.file", why))) ||
-            (g->format && (r = ignored(c, "ground_motion.format", why))) ||
-            (g->units && (r = ignored(c, "ground_motion.units", why))) ||
-            (g->column && (r = ignored(c, "ground_motion.column", why))) ||
-            (g->scale && (r = ignored(c, "ground_motion.scale",
-                                      "(it applies to ground_motion.kind record; white-noise "
-                                      "takes its amplitude from rms_m_s2)"))) ||
-            (g->time_compression && (r = ignored(c, "ground_motion.time_compression", why))) ||
-            (g->dt_s && (r = ignored(c, "ground_motion.dt_s", why))))
+        if ((g->file && (r = drths_cfg_ignored(c, "ground_motion.file", why))) ||
+            (g->format && (r = drths_cfg_ignored(c, "ground_motion.format", why))) ||
+            (g->units && (r = drths_cfg_ignored(c, "ground_motion.units", why))) ||
+            (g->column && (r = drths_cfg_ignored(c, "ground_motion.column", why))) ||
+            (g->scale &&
+             (r = drths_cfg_ignored(c, "ground_motion.scale",
+                                    "(it applies to ground_motion.kind record; white-noise "
+                                    "takes its amplitude from rms_m_s2)"))) ||
+            (g->time_compression &&
+             (r = drths_cfg_ignored(c, "ground_motion.time_compression", why))) ||
+            (g->dt_s && (r = drths_cfg_ignored(c, "ground_motion.dt_s", why))))
             return r;
         x->ground_motion.format = DRTHS_RECORD_FORMAT_AUTO;
         x->ground_motion.units = DRTHS_ACCEL_M_S2;
@@ -1555,14 +1343,16 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
         x->ground_motion.scale = 1.0;
         x->ground_motion.time_compression = 1.0;
         if (!(x->ground_motion.duration_s > 0))
-            return fail(c, -EINVAL, "ground_motion.duration_s",
-                        "must be > 0 for white-noise (got %g)", x->ground_motion.duration_s);
+            return drths_cfg_fail(c, -EINVAL, "ground_motion.duration_s",
+                                  "must be > 0 for white-noise (got %g)",
+                                  x->ground_motion.duration_s);
         x->ground_motion.band_hz[0] = 0;
         x->ground_motion.band_hz[1] = 30;
         if (g->band_hz) {
             if (g->band_hz_count != 2)
-                return fail(c, -EINVAL, "ground_motion.band_hz",
-                            "must be two values [low, high] in Hz (got %u)", g->band_hz_count);
+                return drths_cfg_fail(c, -EINVAL, "ground_motion.band_hz",
+                                      "must be two values [low, high] in Hz (got %u)",
+                                      g->band_hz_count);
             if ((r = get_double(c, "ground_motion.band_hz[0]", g->band_hz[0], 0,
                                 &x->ground_motion.band_hz[0])) ||
                 (r = get_double(c, "ground_motion.band_hz[1]", g->band_hz[1], 0,
@@ -1573,9 +1363,9 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
         if ((r = check_ge0(c, "ground_motion.band_hz[0]", lo)))
             return r;
         if (!(hi > lo) || hi > x->rate_hz / 2)
-            return fail(c, -EINVAL, "ground_motion.band_hz[1]",
-                        "must be > band_hz[0] (%g) and <= rate_hz / 2 (%g) (got %g)", lo,
-                        x->rate_hz / 2, hi);
+            return drths_cfg_fail(c, -EINVAL, "ground_motion.band_hz[1]",
+                                  "must be > band_hz[0] (%g) and <= rate_hz / 2 (%g) (got %g)", lo,
+                                  x->rate_hz / 2, hi);
         if ((r = PARSE(ground, rms_m_s2, g, x)) || (r = PARSE(ground, seed, g, x)))
             return r;
     }
@@ -1586,23 +1376,25 @@ static int fill_specimen(vctx_t *c, drths_experiment_t *x, const struct raw_spec
 {
     int r;
     if (!s)
-        return fail(c, -EINVAL, "specimen", "missing (required)");
+        return drths_cfg_fail(c, -EINVAL, "specimen", "missing (required)");
     const field_t *floor = SPEC(specimen, floor); /* its upper bound is n_dof */
     if ((r = get_int(c, "specimen.floor", s->floor, (long)floor->def, (long)floor->lo, x->n_dof,
                      &x->specimen.floor)))
         return r;
     if (!s->damper)
-        return fail(c, -EINVAL, "specimen.damper", "missing (required)");
+        return drths_cfg_fail(c, -EINVAL, "specimen.damper", "missing (required)");
     if ((r = PARSE(damper, model, s->damper, x)))
         return r;
     if (x->specimen.damper.model == DRTHS_DAMPER_LINEAR_SPRING) {
         if (!s->damper->stiffness_N_per_m)
-            return fail(c, -EINVAL, "specimen.damper.stiffness_N_per_m", "missing (required)");
+            return drths_cfg_fail(c, -EINVAL, "specimen.damper.stiffness_N_per_m",
+                                  "missing (required)");
         if ((r = PARSE(damper, stiffness_N_per_m, s->damper, x)))
             return r;
     } else if (s->damper->stiffness_N_per_m &&
-               (r = ignored(c, "specimen.damper.stiffness_N_per_m",
-                            "(it applies to specimen.damper.model linear-spring only)"))) {
+               (r = drths_cfg_ignored(
+                    c, "specimen.damper.stiffness_N_per_m",
+                    "(it applies to specimen.damper.model linear-spring only)"))) {
         return r;
     }
     if ((r = PARSE(damper, substeps, s->damper, x)) ||
@@ -1622,14 +1414,16 @@ static int check_damper_command(vctx_t *c, const drths_experiment_t *x)
     if (!(x->control.command < 0 || x->control.command > max))
         return 0;
     if (c->prefix && c->prefix[0])
-        return fail(c, -EINVAL, "specimen.damper.model",
-                    "%s takes a damper command of 0..%g, below control.command (%g)",
-                    drths_damper_model_name(x->specimen.damper.model), max, x->control.command);
+        return drths_cfg_fail(c, -EINVAL, "specimen.damper.model",
+                              "%s takes a damper command of 0..%g, below control.command (%g)",
+                              drths_damper_model_name(x->specimen.damper.model), max,
+                              x->control.command);
     const char *unit = x->specimen.damper.model == DRTHS_DAMPER_PHILLIPS2013  ? " A"
                        : x->specimen.damper.model == DRTHS_DAMPER_SPENCER1997 ? " V"
                                                                               : "";
-    return fail(c, -EINVAL, "control.command", "must be in 0..%g%s for damper model %s (got %g)",
-                max, unit, drths_damper_model_name(x->specimen.damper.model), x->control.command);
+    return drths_cfg_fail(c, -EINVAL, "control.command",
+                          "must be in 0..%g%s for damper model %s (got %g)", max, unit,
+                          drths_damper_model_name(x->specimen.damper.model), x->control.command);
 }
 
 /* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. At the top
@@ -1643,14 +1437,15 @@ static int check_safe_position(vctx_t *c, const drths_experiment_t *x)
     if (inside_drive && fabs(pos) < measured)
         return 0;
     if (c->prefix && c->prefix[0])
-        return fail(c, -EINVAL, inside_drive ? "limit_measured_displacement_m" : "limit_drive_m",
-                    "must lie beyond physical.safe_position_m (%g), where HOLD may ramp to "
-                    "(limit_drive_m %g, limit_measured_displacement_m %g)",
-                    pos, drive, measured);
-    return fail(c, -EINVAL, "physical.safe_position_m",
-                "must lie inside physical.limit_drive_m (%g) and "
-                "physical.limit_measured_displacement_m (%g) (got %g)",
-                drive, measured, pos);
+        return drths_cfg_fail(
+            c, -EINVAL, inside_drive ? "limit_measured_displacement_m" : "limit_drive_m",
+            "must lie beyond physical.safe_position_m (%g), where HOLD may ramp to "
+            "(limit_drive_m %g, limit_measured_displacement_m %g)",
+            pos, drive, measured);
+    return drths_cfg_fail(c, -EINVAL, "physical.safe_position_m",
+                          "must lie inside physical.limit_drive_m (%g) and "
+                          "physical.limit_measured_displacement_m (%g) (got %g)",
+                          drive, measured, pos);
 }
 
 static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_control *ct)
@@ -1666,8 +1461,8 @@ static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_contr
         if (x->control.mode != DRTHS_CONTROL_CLIPPED_OPTIMAL) {
             char path[64];
             if (raw_string(&control_spec[i], ct) &&
-                (r = ignored(c, field_path(path, sizeof path, control_prefix, &control_spec[i]),
-                             why)))
+                (r = drths_cfg_ignored(
+                     c, field_path(path, sizeof path, control_prefix, &control_spec[i]), why)))
                 return r;
             continue;
         }
@@ -1676,16 +1471,16 @@ static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_contr
     }
     if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL &&
         x->control.q_disp + x->control.q_acc <= 0)
-        return fail(c, -EINVAL, "control.q_disp",
-                    "q_disp and q_acc are both 0: the design would weigh nothing");
+        return drths_cfg_fail(c, -EINVAL, "control.q_disp",
+                              "q_disp and q_acc are both 0: the design would weigh nothing");
     if (x->control.mode != DRTHS_CONTROL_FIXED) {
         snprintf(why, sizeof why, "(it applies to control.mode fixed only; mode is %s)",
                  drths_control_mode_name(x->control.mode));
         x->control.command = 0;
-        return ct && ct->command ? ignored(c, "control.command", why) : 0;
+        return ct && ct->command ? drths_cfg_ignored(c, "control.command", why) : 0;
     }
     if (!(ct && ct->command))
-        return fail(c, -EINVAL, "control.command", "missing (required)");
+        return drths_cfg_fail(c, -EINVAL, "control.command", "missing (required)");
     if ((r = PARSE(control, command, ct, x)))
         return r;
     return check_damper_command(c, x);
@@ -1697,8 +1492,9 @@ static int fill_actuator(vctx_t *c, drths_experiment_t *x, const struct raw_actu
     if ((r = PARSE_RANGE(actuator, plant, adc_bits, a, x)))
         return r;
     if (x->actuator.adc_bits != 0 && x->actuator.adc_bits < 8)
-        return fail(c, -EINVAL, "actuator.adc_bits",
-                    "must be 0 (no quantisation) or 8..24 (got %d)", x->actuator.adc_bits);
+        return drths_cfg_fail(c, -EINVAL, "actuator.adc_bits",
+                              "must be 0 (no quantisation) or 8..24 (got %d)",
+                              x->actuator.adc_bits);
     if ((r = PARSE_RANGE(actuator, displacement_range_m, adaptive_bound, a, x)))
         return r;
     return PARSE_RANGE(plant_scale, gain, complex_pole, a ? a->plant_scale : NULL, x);
@@ -1734,9 +1530,9 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
         double one_s = ceil(x->rate_hz);
         x->physical.playout_ticks = one_s > 300.0 ? (int)fmin(one_s, 1000000.0) : 300;
     } else if (x->physical.playout_ticks < 10) {
-        return fail(c, -EINVAL, "physical.playout_ticks",
-                    "must be 0 (one second of ticks) or 10..1000000 (got %d)",
-                    x->physical.playout_ticks);
+        return drths_cfg_fail(c, -EINVAL, "physical.playout_ticks",
+                              "must be 0 (one second of ticks) or 10..1000000 (got %d)",
+                              x->physical.playout_ticks);
     }
     /* The concealment budget in ticks: max_concealed_ticks when the file gives it (files
      * written before max_concealed_ms keep their meaning), else max_concealed_ms at rate_hz,
@@ -1746,15 +1542,16 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
             (int)fmin(floor(x->physical.max_concealed_ms * 1e-3 * x->rate_hz + 1e-9), 1e8);
     /* A command is sent L ticks ahead of its tick and waits in the playout buffer meanwhile. */
     if (x->link.loop_delay_ticks >= x->physical.playout_ticks)
-        return fail(c, -EINVAL, "link.loop_delay_ticks",
-                    "must be < physical.playout_ticks (%d), which must hold L ticks of commands "
-                    "(got %d)",
-                    x->physical.playout_ticks, x->link.loop_delay_ticks);
+        return drths_cfg_fail(
+            c, -EINVAL, "link.loop_delay_ticks",
+            "must be < physical.playout_ticks (%d), which must hold L ticks of commands "
+            "(got %d)",
+            x->physical.playout_ticks, x->link.loop_delay_ticks);
 
     if ((r = PARSE(output, directory, t->output, x)))
         return r;
     if (!x->output.directory[0])
-        return fail(c, -EINVAL, "output.directory", "must not be empty");
+        return drths_cfg_fail(c, -EINVAL, "output.directory", "must not be empty");
     return 0;
 }
 
@@ -1789,16 +1586,18 @@ static int check_limits_inside_converters(vctx_t *c, const drths_experiment_t *x
             continue;
         if (!k[i].own) {
             snprintf(path, sizeof path, "actuator.%s", k[i].range);
-            return fail(c, -EINVAL, path,
-                        "must be above physical.%s (%g), which this channel takes, or the limit "
-                        "can never trip: the converter's full scale (got %g)",
-                        k[i].limit, k[i].limit_v, k[i].range_v);
+            return drths_cfg_fail(
+                c, -EINVAL, path,
+                "must be above physical.%s (%g), which this channel takes, or the limit "
+                "can never trip: the converter's full scale (got %g)",
+                k[i].limit, k[i].limit_v, k[i].range_v);
         }
         snprintf(path, sizeof path, "%s%s", lp, k[i].limit);
-        return fail(c, -EINVAL, path,
-                    "must be below actuator.%s (%g), the converter's full scale, or it can never "
-                    "trip (got %g)",
-                    k[i].range, k[i].range_v, k[i].limit_v);
+        return drths_cfg_fail(
+            c, -EINVAL, path,
+            "must be below actuator.%s (%g), the converter's full scale, or it can never "
+            "trip (got %g)",
+            k[i].range, k[i].range_v, k[i].limit_v);
     }
     return 0;
 }
@@ -1815,17 +1614,18 @@ static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_ch
     ch->given = 1;
 #define FIELD(name) (snprintf(f, sizeof f, "%s." name, path), f)
     if (!rc->subdevice)
-        return fail(c, -EINVAL, FIELD("subdevice"), "missing (required: the comedi subdevice)");
+        return drths_cfg_fail(c, -EINVAL, FIELD("subdevice"),
+                              "missing (required: the comedi subdevice)");
     if (!rc->channel)
-        return fail(c, -EINVAL, FIELD("channel"),
-                    "missing (required: the channel on the subdevice)");
+        return drths_cfg_fail(c, -EINVAL, FIELD("channel"),
+                              "missing (required: the channel on the subdevice)");
     if (!rc->units_per_volt)
-        return fail(c, -EINVAL, FIELD("units_per_volt"),
-                    "missing (required: engineering units per volt at the connector)");
+        return drths_cfg_fail(c, -EINVAL, FIELD("units_per_volt"),
+                              "missing (required: engineering units per volt at the connector)");
     if ((r = parse_fields(c, path, daq_channel_spec, 0, F_daq_channel_end - 1, rc, ch)))
         return r;
     if (ch->units_per_volt == 0)
-        return fail(c, -EINVAL, FIELD("units_per_volt"), "must not be 0");
+        return drths_cfg_fail(c, -EINVAL, FIELD("units_per_volt"), "must not be 0");
 #undef FIELD
     return 0;
 }
@@ -1864,15 +1664,17 @@ static int check_shared_converters(vctx_t *c, drths_experiment_t *a, drths_exper
             if (!daq_signals_collide(daq_signal(a, l), l, s, k))
                 continue;
             if (a == b)
-                return fail(c, -EINVAL, daq_signal_paths[k],
-                            "same subdevice and channel as %s (%d/%d); each signal needs its "
-                            "own channel",
-                            daq_signal_paths[l], s->subdevice, s->channel);
-            return fail(c, -EINVAL, daq_signal_paths[k],
-                        "same subdevice and channel (%d/%d) as physical.channels[%d]'s %s (a "
-                        "channel without its own takes the daq section's); each channel needs "
-                        "its own signals",
-                        s->subdevice, s->channel, j, daq_signal_paths[l]);
+                return drths_cfg_fail(
+                    c, -EINVAL, daq_signal_paths[k],
+                    "same subdevice and channel as %s (%d/%d); each signal needs its "
+                    "own channel",
+                    daq_signal_paths[l], s->subdevice, s->channel);
+            return drths_cfg_fail(
+                c, -EINVAL, daq_signal_paths[k],
+                "same subdevice and channel (%d/%d) as physical.channels[%d]'s %s (a "
+                "channel without its own takes the daq section's); each channel needs "
+                "its own signals",
+                s->subdevice, s->channel, j, daq_signal_paths[l]);
         }
     return 0;
 }
@@ -1889,9 +1691,9 @@ static int fill_daq_signals(vctx_t *c, drths_experiment_t *x,
             (r = fill_daq_channel(c, daq_signal_paths[k], raw[k], daq_signal(x, k))))
             return r;
         if (!daq_signal(x, k)->given && x->daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
-            return fail(c, -EINVAL, daq_signal_paths[k],
-                        "missing (required with daq.backend comedi: subdevice, channel, "
-                        "units_per_volt)");
+            return drths_cfg_fail(c, -EINVAL, daq_signal_paths[k],
+                                  "missing (required with daq.backend comedi: subdevice, channel, "
+                                  "units_per_volt)");
     }
     return check_shared_converters(c, x, x, -1);
 }
@@ -1905,7 +1707,7 @@ static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
     if ((r = PARSE(daq, backend, d, x)) || (r = PARSE(daq, device, d, x)))
         return r;
     if (!x->daq.device[0])
-        return fail(c, -EINVAL, "daq.device", "must not be empty");
+        return drths_cfg_fail(c, -EINVAL, "daq.device", "must not be empty");
     const struct raw_daq_channel *const raw[4] = {d->command_out, d->current_out,
                                                   d->displacement_in, d->force_in};
     if ((r = fill_daq_signals(c, x, raw, 0)))
@@ -1934,13 +1736,14 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
     if (rc->name) {
         size_t n = strlen(rc->name);
         if (n == 0 || n >= DRTHS_CHANNEL_NAME_MAX)
-            return fail(c, -EINVAL, "name", "must be 1..%d characters (got %zu)",
-                        DRTHS_CHANNEL_NAME_MAX - 1, n);
+            return drths_cfg_fail(c, -EINVAL, "name", "must be 1..%d characters (got %zu)",
+                                  DRTHS_CHANNEL_NAME_MAX - 1, n);
         for (size_t k = 0; k < n; k++) {
             unsigned char ch_k = (unsigned char)rc->name[k];
             if (!isalnum(ch_k) && ch_k != '_' && ch_k != '-' && ch_k != '.')
-                return fail(c, -EINVAL, "name",
-                            "only letters, digits, '_', '-' and '.' (got \"%s\")", rc->name);
+                return drths_cfg_fail(c, -EINVAL, "name",
+                                      "only letters, digits, '_', '-' and '.' (got \"%s\")",
+                                      rc->name);
         }
         memcpy(ch->name, rc->name, n + 1);
     } else {
@@ -1948,9 +1751,10 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
     }
     if (rc->specimen) {
         if (rc->specimen->floor)
-            return not_allowed(c, "specimen.floor",
-                               "in a channel (specimen.floor places the numerical site's "
-                               "damper, and several channels are served over OpenFresco only)");
+            return drths_cfg_not_allowed(
+                c, "specimen.floor",
+                "in a channel (specimen.floor places the numerical site's "
+                "damper, and several channels are served over OpenFresco only)");
         if ((r = fill_specimen(c, v, rc->specimen)))
             return r;
         v->specimen.floor = x->specimen.floor;
@@ -1982,10 +1786,11 @@ static int fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_phys
         return 0;
     unsigned n = p->channels_count;
     if (n < 2 || n > DRTHS_EXPERIMENT_MAX_CHANNELS)
-        return fail(c, -EINVAL, "physical.channels",
-                    "must list 2..%d channels (got %u); leave it out for one channel (the "
-                    "specimen, actuator and physical sections)",
-                    DRTHS_EXPERIMENT_MAX_CHANNELS, n);
+        return drths_cfg_fail(
+            c, -EINVAL, "physical.channels",
+            "must list 2..%d channels (got %u); leave it out for one channel (the "
+            "specimen, actuator and physical sections)",
+            DRTHS_EXPERIMENT_MAX_CHANNELS, n);
     x->channels_line = drths_yamlline_find(c->text, c->len, "physical.channels");
     x->channels = calloc(n, sizeof *x->channels);
     if (!x->channels)
@@ -1999,8 +1804,9 @@ static int fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_phys
         r = fill_channel(c, x, i, &p->channels[i], &x->channels[i]);
         for (int j = 0; j < i && !r; j++)
             if (strcmp(x->channels[j].name, x->channels[i].name) == 0)
-                r = fail(c, -EINVAL, "name", "\"%s\" is also physical.channels[%d]'s name",
-                         x->channels[i].name, j);
+                r = drths_cfg_fail(c, -EINVAL, "name",
+                                   "\"%s\" is also physical.channels[%d]'s name",
+                                   x->channels[i].name, j);
         if (r || x->daq.backend != DRTHS_DAQ_BACKEND_COMEDI)
             continue;
         /* Any two outputs (or inputs) of two channels, not only the same signal's: one
@@ -2045,7 +1851,8 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
 {
     int r;
     if (!t->name || !t->name[0])
-        return fail(c, -EINVAL, "name", "missing (required: a short name for the experiment)");
+        return drths_cfg_fail(c, -EINVAL, "name",
+                              "missing (required: a short name for the experiment)");
     if (!(x->name = strdup(t->name)))
         return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
     if ((r = PARSE(top, description, t, x)) || (r = PARSE(top, rate_hz, t, x)))
@@ -2082,7 +1889,7 @@ int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size
 
     cy_log_t log = {.n = 0};
     const cyaml_config_t cfg = {
-        .log_fn = cy_log,
+        .log_fn = drths_cfg_cy_log,
         .log_ctx = &log,
         .mem_fn = cyaml_mem,
         .log_level = CYAML_LOG_ERROR,
@@ -2095,7 +1902,7 @@ int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size
         cyaml_load_data((const uint8_t *)data, len, &cfg, &top_schema, (cyaml_data_t **)&top, NULL);
     int r;
     if (e != CYAML_OK) {
-        r = cyaml_to_error(&c, e, &log);
+        r = drths_cfg_cyaml_error(&c, e, &log);
     } else if (!top) {
         r = drths_error_set(err, -EINVAL,
                             "%s: empty file (an experiment file is a YAML "
@@ -2137,8 +1944,7 @@ void drths_acceptance_default(drths_acceptance_t *acc)
     *acc = x.acceptance;
 }
 
-int drths_experiment_load_acceptance(drths_acceptance_t *acc, const char *path,
-                                     drths_error_t *err)
+int drths_experiment_load_acceptance(drths_acceptance_t *acc, const char *path, drths_error_t *err)
 {
     drths_experiment_t x;
     memset(&x, 0, sizeof x);
@@ -2161,7 +1967,7 @@ int drths_experiment_load_acceptance(drths_acceptance_t *acc, const char *path,
     vctx_t c = {.file = path, .text = buf, .len = len, .err = err};
     cy_log_t log = {.n = 0};
     const cyaml_config_t cfg = {
-        .log_fn = cy_log,
+        .log_fn = drths_cfg_cy_log,
         .log_ctx = &log,
         .mem_fn = cyaml_mem,
         .log_level = CYAML_LOG_ERROR,
@@ -2170,7 +1976,7 @@ int drths_experiment_load_acceptance(drths_acceptance_t *acc, const char *path,
     struct raw_acceptance_top *top = NULL;
     cyaml_err_t e = cyaml_load_data((const uint8_t *)buf, len, &cfg, &acceptance_top_schema,
                                     (cyaml_data_t **)&top, NULL);
-    int r = e != CYAML_OK ? cyaml_to_error(&c, e, &log)
+    int r = e != CYAML_OK ? drths_cfg_cyaml_error(&c, e, &log)
                           : parse_fields(&c, acceptance_prefix, acceptance_spec, 0,
                                          F_acceptance_end - 1, top ? top->acceptance : NULL, &x);
     if (top)
