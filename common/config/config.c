@@ -38,11 +38,6 @@
 
 /* ---- enum names ------------------------------------------------------------------------- */
 
-typedef struct {
-    const char *name;
-    int value;
-} enum_name_t;
-
 static const enum_name_t structure_models[] = {{"shear-building", DRTHS_STRUCTURE_SHEAR_BUILDING},
                                                {"matrices", DRTHS_STRUCTURE_MATRICES},
                                                {NULL, 0}};
@@ -195,122 +190,6 @@ double drths_accel_units_m_s2(drths_accel_units_t units)
     return 0.0;
 }
 
-/* ---- scalar conversion ------------------------------------------------------------------ */
-
-static int parse_double(const char *s, double *out)
-{
-    if (!s || !*s)
-        return -1;
-    /* strtod also accepts "inf", "nan" and hex floats; the first two are refused below, and a
-     * hex float is a number all the same. Leading blanks cannot occur in a plain YAML scalar but
-     * can in a quoted one; refuse them so that " 5" is not silently 5. */
-    if (s[0] == ' ' || s[0] == '\t')
-        return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* The value of a number field, or def when absent. */
-static int get_double(vctx_t *c, const char *path, const char *s, double def, double *out)
-{
-    if (!s) {
-        *out = def;
-        return 0;
-    }
-    if (parse_double(s, out) < 0)
-        return drths_cfg_fail(c, -EINVAL, path, "must be a finite number (got \"%s\")", s);
-    return 0;
-}
-
-static int check_range(vctx_t *c, const char *path, double v, double lo, double hi)
-{
-    if (v < lo || v > hi)
-        return drths_cfg_fail(c, -EINVAL, path, "must be in %g..%g (got %g)", lo, hi, v);
-    return 0;
-}
-
-static int check_gt0(vctx_t *c, const char *path, double v)
-{
-    if (!(v > 0))
-        return drths_cfg_fail(c, -EINVAL, path, "must be > 0 (got %g)", v);
-    return 0;
-}
-
-static int check_ge0(vctx_t *c, const char *path, double v)
-{
-    if (!(v >= 0))
-        return drths_cfg_fail(c, -EINVAL, path, "must be >= 0 (got %g)", v);
-    return 0;
-}
-
-/* An integer field in lo..hi, or def when absent. */
-static int get_int(vctx_t *c, const char *path, const char *s, long def, long lo, long hi, int *out)
-{
-    long v = def;
-    if (s) {
-        char *end;
-        errno = 0;
-        long long t = (s[0] == ' ' || s[0] == '\t') ? 0 : strtoll(s, &end, 10);
-        if (s[0] == ' ' || s[0] == '\t' || end == s || *end != '\0' || errno == ERANGE) {
-            double d;
-            if (parse_double(s, &d) == 0)
-                return drths_cfg_fail(c, -EINVAL, path, "must be a whole number (got %s)", s);
-            return drths_cfg_fail(c, -EINVAL, path, "must be a whole number (got \"%s\")", s);
-        }
-        if (t < lo || t > hi)
-            return drths_cfg_fail(c, -EINVAL, path, "must be in %ld..%ld (got %lld)", lo, hi, t);
-        v = (long)t;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-static int get_u64(vctx_t *c, const char *path, const char *s, uint64_t def, uint64_t *out)
-{
-    if (!s) {
-        *out = def;
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = (s[0] >= '0' && s[0] <= '9') ? strtoull(s, &end, 10) : 0;
-    if (!(s[0] >= '0' && s[0] <= '9') || *end != '\0' || errno == ERANGE)
-        return drths_cfg_fail(c, -EINVAL, path,
-                              "must be a whole number in 0..18446744073709551615 (got \"%s\")", s);
-    *out = (uint64_t)v;
-    return 0;
-}
-
-static int get_enum(vctx_t *c, const char *path, const char *s, const enum_name_t *t, int def,
-                    int *out)
-{
-    if (s) {
-        for (const enum_name_t *e = t; e->name; e++)
-            if (strcmp(s, e->name) == 0) {
-                *out = e->value;
-                return 0;
-            }
-    }
-    if (!s && def >= 0) {
-        *out = def;
-        return 0;
-    }
-    char list[256];
-    size_t at = 0;
-    list[0] = '\0';
-    for (const enum_name_t *e = t; e->name; e++)
-        at += (size_t)snprintf(list + at, at < sizeof list ? sizeof list - at : 0, "%s%s",
-                               e == t ? "" : ", ", e->name);
-    if (!s)
-        return drths_cfg_fail(c, -EINVAL, path, "missing (required; one of %s)", list);
-    return drths_cfg_fail(c, -EINVAL, path, "must be one of %s (got \"%s\")", list, s);
-}
-
 /* ---- the fields of each section ---------------------------------------------------------- */
 
 /* Every key of the file is declared once, in the section tables below, one row per key:
@@ -339,32 +218,6 @@ static int get_enum(vctx_t *c, const char *path, const char *s, const enum_name_
  * A row's comment says what the fill functions check beyond the table (a default or a range
  * that depends on other fields, a field allowed only with some other value). The fill functions
  * take the fields in the order that decides which of several errors is reported first. */
-
-typedef enum {
-    K_ENUM,
-    K_INT,
-    K_U64,
-    K_REAL,
-    K_REAL_GT0,
-    K_REAL_GE0,
-    K_REAL_IN,
-    K_TEXT,
-    K_OPTPATH,
-    K_LIST,
-    K_MATRIX,
-    K_MAP,
-    K_SEQ,
-} field_kind_t;
-
-typedef struct {
-    const char *key;
-    field_kind_t kind;
-    size_t raw;               /* offset of the member in the raw struct */
-    size_t out;               /* offset of the destination in the output struct */
-    double def, lo, hi;       /* numbers and enums */
-    const char *text;         /* TEXT: default */
-    const enum_name_t *names; /* ENUM */
-} field_t;
 
 /* The raw struct: a string per scalar, a string array and its count per list, a pointer per
  * nested section. */
@@ -760,88 +613,12 @@ struct raw2_structure {
 struct raw2_top {
     struct raw2_structure *structure;
 };
-/* ---- table-driven conversion ------------------------------------------------------------- */
-
-/* "prefix.key", or "key" at the top level. */
-static const char *field_path(char *buf, size_t size, const char *prefix, const field_t *f)
-{
-    snprintf(buf, size, "%s%s%s", prefix, prefix[0] ? "." : "", f->key);
-    return buf;
-}
-
-/* The string row f loaded into raw, NULL when the key (or its whole section, raw NULL) is
- * absent. */
-static const char *raw_string(const field_t *f, const void *raw)
-{
-    return raw ? *(char *const *)((const char *)raw + f->raw) : NULL;
-}
-
-/* Converts the scalar of row f (kinds ENUM to TEXT) from raw into its destination in out: the
- * default when absent, else the parsed value, range-checked as the kind says. prefix is the
- * section's path in messages. A TEXT row without a default is left to the fill function. */
-static int parse_field(vctx_t *c, const char *prefix, const field_t *f, const void *raw, void *out)
-{
-    char path[128];
-    field_path(path, sizeof path, prefix, f);
-    const char *s = raw_string(f, raw);
-    void *dst = (char *)out + f->out;
-    double *d = dst;
-    int r, v = 0;
-    switch (f->kind) {
-    case K_ENUM:
-        if ((r = get_enum(c, path, s, f->names, (int)f->def, &v)))
-            return r;
-        /* Every destination of an ENUM row is one of the experiment's enums (config.h and the
-         * models' headers): int-sized, of type int or unsigned int, which an int lvalue may
-         * access. */
-        *(int *)dst = v;
-        return 0;
-    case K_INT:
-        return get_int(c, path, s, (long)f->def, (long)f->lo, (long)f->hi, dst);
-    case K_U64:
-        return get_u64(c, path, s, (uint64_t)f->def, dst);
-    case K_REAL:
-        return get_double(c, path, s, f->def, d);
-    case K_REAL_GT0:
-        if ((r = get_double(c, path, s, f->def, d)))
-            return r;
-        return check_gt0(c, path, *d);
-    case K_REAL_GE0:
-        if ((r = get_double(c, path, s, f->def, d)))
-            return r;
-        return check_ge0(c, path, *d);
-    case K_REAL_IN:
-        if ((r = get_double(c, path, s, f->def, d)))
-            return r;
-        return check_range(c, path, *d, f->lo, f->hi);
-    case K_TEXT:
-        if (!s && !f->text)
-            return 0;
-        if (!(*(char **)dst = strdup(s ? s : f->text)))
-            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
-        return 0;
-    default: /* converted by the fill function */
-        return 0;
-    }
-}
-
-/* parse_field for rows first..last of a section, in table order. */
-static int parse_fields(vctx_t *c, const char *prefix, const field_t *spec, int first, int last,
-                        const void *raw, void *out)
-{
-    int r;
-    for (int i = first; i <= last; i++)
-        if ((r = parse_field(c, prefix, &spec[i], raw, out)))
-            return r;
-    return 0;
-}
-
 /* The row of key in section s, and the calls above for one row or a run of rows of s (in the
  * fill functions, where the error context is c). */
 #define SPEC(s, key) (&s##_spec[F_##s##_##key])
-#define PARSE(s, key, raw, out) parse_field(c, s##_prefix, SPEC(s, key), raw, out)
+#define PARSE(s, key, raw, out) drths_cfg_parse_field(c, s##_prefix, SPEC(s, key), raw, out)
 #define PARSE_RANGE(s, first, last, raw, out)                                                      \
-    parse_fields(c, s##_prefix, s##_spec, F_##s##_##first, F_##s##_##last, raw, out)
+    drths_cfg_parse_fields(c, s##_prefix, s##_spec, F_##s##_##first, F_##s##_##last, raw, out)
 
 /* ---- matrices (pass 2) ------------------------------------------------------------------- */
 
@@ -921,7 +698,7 @@ static int load_matrices(vctx_t *c, matrices_t *m)
         }
         for (unsigned k = 0; k < n * n && r == 0; k++) {
             const char *cell = cells[k / n][k % n];
-            if (parse_double(cell, &m->out[i][k]) < 0) {
+            if (drths_cfg_parse_double(cell, &m->out[i][k]) < 0) {
                 char path[96];
                 snprintf(path, sizeof path, "structure.%s[%u][%u]", matrix_keys[i], k / n, k % n);
                 r = drths_cfg_fail(c, -EINVAL, path, "must be a finite number (got \"%s\")", cell);
@@ -1089,13 +866,14 @@ static int fill_shear_building(vctx_t *c, drths_experiment_t *x, const struct ra
         return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "structure.floor_mass_kg[%d]", i);
-        if ((r = get_double(c, path, rs->floor_mass_kg[i], 0, &x->structure.floor_mass_kg[i])) ||
-            (r = check_gt0(c, path, x->structure.floor_mass_kg[i])))
+        if ((r = drths_cfg_get_double(c, path, rs->floor_mass_kg[i], 0,
+                                      &x->structure.floor_mass_kg[i])) ||
+            (r = drths_cfg_check_gt0(c, path, x->structure.floor_mass_kg[i])))
             return r;
         snprintf(path, sizeof path, "structure.storey_stiffness_N_per_m[%d]", i);
-        if ((r = get_double(c, path, rs->storey_stiffness_N_per_m[i], 0,
-                            &x->structure.storey_stiffness_N_per_m[i])) ||
-            (r = check_gt0(c, path, x->structure.storey_stiffness_N_per_m[i])))
+        if ((r = drths_cfg_get_double(c, path, rs->storey_stiffness_N_per_m[i], 0,
+                                      &x->structure.storey_stiffness_N_per_m[i])) ||
+            (r = drths_cfg_check_gt0(c, path, x->structure.storey_stiffness_N_per_m[i])))
             return r;
     }
     const double *m = x->structure.floor_mass_kg, *k = x->structure.storey_stiffness_N_per_m;
@@ -1151,11 +929,11 @@ static int fill_matrices(vctx_t *c, drths_experiment_t *x, const struct raw_stru
     mats->out[0] = mats->out[1] = mats->out[2] = NULL;
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "structure.mass_kg[%d][%d]", i, i);
-        if ((r = check_gt0(c, path, x->structure.mass_kg[i * n + i])))
+        if ((r = drths_cfg_check_gt0(c, path, x->structure.mass_kg[i * n + i])))
             return r;
         if (x->structure.damping_N_s_per_m) {
             snprintf(path, sizeof path, "structure.damping_N_s_per_m[%d][%d]", i, i);
-            if ((r = check_ge0(c, path, x->structure.damping_N_s_per_m[i * n + i])))
+            if ((r = drths_cfg_check_ge0(c, path, x->structure.damping_N_s_per_m[i * n + i])))
                 return r;
         }
     }
@@ -1213,7 +991,7 @@ static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_struc
         for (unsigned i = 0; i < nr; i++) {
             snprintf(path, sizeof path, "structure.damping.ratio[%u]", i);
             const char *s = rd && rd->ratio ? rd->ratio[i] : NULL;
-            if ((r = get_double(c, path, s, 0.02, &x->structure.damping.ratio[i])))
+            if ((r = drths_cfg_get_double(c, path, s, 0.02, &x->structure.damping.ratio[i])))
                 return r;
             double z = x->structure.damping.ratio[i];
             if (!(z >= 0 && z < 1))
@@ -1234,7 +1012,8 @@ static int fill_damping(vctx_t *c, drths_experiment_t *x, const struct raw_struc
                                       rd->modes_count);
             for (int i = 0; i < 2; i++) {
                 snprintf(path, sizeof path, "structure.damping.modes[%d]", i);
-                if ((r = get_int(c, path, rd->modes[i], 1, 1, n, &x->structure.damping.modes[i])))
+                if ((r = drths_cfg_get_int(c, path, rd->modes[i], 1, 1, n,
+                                           &x->structure.damping.modes[i])))
                     return r;
             }
             if (n > 1 && x->structure.damping.modes[0] == x->structure.damping.modes[1])
@@ -1353,14 +1132,14 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
                 return drths_cfg_fail(c, -EINVAL, "ground_motion.band_hz",
                                       "must be two values [low, high] in Hz (got %u)",
                                       g->band_hz_count);
-            if ((r = get_double(c, "ground_motion.band_hz[0]", g->band_hz[0], 0,
-                                &x->ground_motion.band_hz[0])) ||
-                (r = get_double(c, "ground_motion.band_hz[1]", g->band_hz[1], 0,
-                                &x->ground_motion.band_hz[1])))
+            if ((r = drths_cfg_get_double(c, "ground_motion.band_hz[0]", g->band_hz[0], 0,
+                                          &x->ground_motion.band_hz[0])) ||
+                (r = drths_cfg_get_double(c, "ground_motion.band_hz[1]", g->band_hz[1], 0,
+                                          &x->ground_motion.band_hz[1])))
                 return r;
         }
         double lo = x->ground_motion.band_hz[0], hi = x->ground_motion.band_hz[1];
-        if ((r = check_ge0(c, "ground_motion.band_hz[0]", lo)))
+        if ((r = drths_cfg_check_ge0(c, "ground_motion.band_hz[0]", lo)))
             return r;
         if (!(hi > lo) || hi > x->rate_hz / 2)
             return drths_cfg_fail(c, -EINVAL, "ground_motion.band_hz[1]",
@@ -1378,8 +1157,8 @@ static int fill_specimen(vctx_t *c, drths_experiment_t *x, const struct raw_spec
     if (!s)
         return drths_cfg_fail(c, -EINVAL, "specimen", "missing (required)");
     const field_t *floor = SPEC(specimen, floor); /* its upper bound is n_dof */
-    if ((r = get_int(c, "specimen.floor", s->floor, (long)floor->def, (long)floor->lo, x->n_dof,
-                     &x->specimen.floor)))
+    if ((r = drths_cfg_get_int(c, "specimen.floor", s->floor, (long)floor->def, (long)floor->lo,
+                               x->n_dof, &x->specimen.floor)))
         return r;
     if (!s->damper)
         return drths_cfg_fail(c, -EINVAL, "specimen.damper", "missing (required)");
@@ -1460,13 +1239,14 @@ static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_contr
     for (int i = F_control_q_disp; i <= F_control_r; i++) {
         if (x->control.mode != DRTHS_CONTROL_CLIPPED_OPTIMAL) {
             char path[64];
-            if (raw_string(&control_spec[i], ct) &&
+            if (drths_cfg_raw_string(&control_spec[i], ct) &&
                 (r = drths_cfg_ignored(
-                     c, field_path(path, sizeof path, control_prefix, &control_spec[i]), why)))
+                     c, drths_cfg_field_path(path, sizeof path, control_prefix, &control_spec[i]),
+                     why)))
                 return r;
             continue;
         }
-        if ((r = parse_field(c, control_prefix, &control_spec[i], ct, x)))
+        if ((r = drths_cfg_parse_field(c, control_prefix, &control_spec[i], ct, x)))
             return r;
     }
     if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL &&
@@ -1622,7 +1402,7 @@ static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_ch
     if (!rc->units_per_volt)
         return drths_cfg_fail(c, -EINVAL, FIELD("units_per_volt"),
                               "missing (required: engineering units per volt at the connector)");
-    if ((r = parse_fields(c, path, daq_channel_spec, 0, F_daq_channel_end - 1, rc, ch)))
+    if ((r = drths_cfg_parse_fields(c, path, daq_channel_spec, 0, F_daq_channel_end - 1, rc, ch)))
         return r;
     if (ch->units_per_volt == 0)
         return drths_cfg_fail(c, -EINVAL, FIELD("units_per_volt"), "must not be 0");
@@ -1762,8 +1542,8 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
     if (rc->actuator && (r = fill_actuator(c, v, rc->actuator)))
         return r;
     for (int f = F_channel_limit_displacement_m; f <= F_channel_limit_measured_displacement_m; f++)
-        if (raw_string(&channel_spec[f], rc) &&
-            (r = parse_field(c, channel_prefix, &channel_spec[f], rc, v)))
+        if (drths_cfg_raw_string(&channel_spec[f], rc) &&
+            (r = drths_cfg_parse_field(c, channel_prefix, &channel_spec[f], rc, v)))
             return r;
     if (rc->daq) {
         const struct raw_chdaq *d = rc->daq;
@@ -1940,7 +1720,8 @@ void drths_acceptance_default(drths_acceptance_t *acc)
     drths_error_t err;
     vctx_t c = {.file = "(defaults)", .err = &err};
     /* No section: every field takes its default, which cannot fail. */
-    (void)parse_fields(&c, acceptance_prefix, acceptance_spec, 0, F_acceptance_end - 1, NULL, &x);
+    (void)drths_cfg_parse_fields(&c, acceptance_prefix, acceptance_spec, 0, F_acceptance_end - 1,
+                                 NULL, &x);
     *acc = x.acceptance;
 }
 
@@ -1976,8 +1757,9 @@ int drths_experiment_load_acceptance(drths_acceptance_t *acc, const char *path, 
     struct raw_acceptance_top *top = NULL;
     cyaml_err_t e = cyaml_load_data((const uint8_t *)buf, len, &cfg, &acceptance_top_schema,
                                     (cyaml_data_t **)&top, NULL);
-    int r = e != CYAML_OK ? drths_cfg_cyaml_error(&c, e, &log)
-                          : parse_fields(&c, acceptance_prefix, acceptance_spec, 0,
+    int r = e != CYAML_OK
+                ? drths_cfg_cyaml_error(&c, e, &log)
+                : drths_cfg_parse_fields(&c, acceptance_prefix, acceptance_spec, 0,
                                          F_acceptance_end - 1, top ? top->acceptance : NULL, &x);
     if (top)
         cyaml_free(&cfg, &acceptance_top_schema, top, 0);

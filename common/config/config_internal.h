@@ -3,6 +3,7 @@
  * for:
  *
  *   config.c             load and close, the top-level flow, defaults, paths
+ *   config_fields.c      a scalar's conversion, default and range; a table row's
  *   config_messages.c    errors and notes: file, line, field path; libcyaml's messages
  *   config_yamlline.c    the line of a key in the file's text, for messages
  *
@@ -15,6 +16,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cyaml/cyaml.h>
 
@@ -33,6 +35,77 @@ typedef struct {
      * are read with the top-level sections' code, "" (or NULL) otherwise. */
     const char *prefix;
 } vctx_t;
+
+/* ---- a row of a section's table ---------------------------------------------------------- */
+
+/* One spelling of an enum in the file and its value; a table of them ends with {NULL, 0}. */
+typedef struct {
+    const char *name;
+    int value;
+} enum_name_t;
+
+/* The kinds of a row (the section tables' comment says what each takes), and a row as the
+ * conversion reads it. */
+typedef enum {
+    K_ENUM,
+    K_INT,
+    K_U64,
+    K_REAL,
+    K_REAL_GT0,
+    K_REAL_GE0,
+    K_REAL_IN,
+    K_TEXT,
+    K_OPTPATH,
+    K_LIST,
+    K_MATRIX,
+    K_MAP,
+    K_SEQ,
+} field_kind_t;
+
+typedef struct {
+    const char *key;
+    field_kind_t kind;
+    size_t raw;               /* offset of the member in the raw struct */
+    size_t out;               /* offset of the destination in the output struct */
+    double def, lo, hi;       /* numbers and enums */
+    const char *text;         /* TEXT: default */
+    const enum_name_t *names; /* ENUM */
+} field_t;
+
+/* ---- config_fields.c --------------------------------------------------------------------- */
+
+/* The finite number s (strtod's syntax without leading blanks, infinities or NaN) into *out.
+ * Returns 0, or -1 when s is NULL, empty or not such a number. */
+int drths_cfg_parse_double(const char *s, double *out);
+
+/* The value of a number field at path, or def when s is NULL (absent). */
+int drths_cfg_get_double(vctx_t *c, const char *path, const char *s, double def, double *out);
+
+/* -EINVAL unless v > 0 (respectively v >= 0), naming the field at path. */
+int drths_cfg_check_gt0(vctx_t *c, const char *path, double v);
+int drths_cfg_check_ge0(vctx_t *c, const char *path, double v);
+
+/* An integer field in lo..hi, or def when s is NULL (absent). */
+int drths_cfg_get_int(vctx_t *c, const char *path, const char *s, long def, long lo, long hi,
+                      int *out);
+
+/* "prefix.key" of row f into buf, or "key" at the top level (prefix ""); returns buf. */
+const char *drths_cfg_field_path(char *buf, size_t size, const char *prefix, const field_t *f);
+
+/* The string row f loaded into raw, NULL when the key (or its whole section, raw NULL) is
+ * absent. */
+const char *drths_cfg_raw_string(const field_t *f, const void *raw);
+
+/* Converts the scalar of row f (kinds ENUM to TEXT) from raw into its destination in out: the
+ * default when absent, else the parsed value, range-checked as the kind says. prefix is the
+ * section's path in messages. A TEXT row without a default is left to the fill function, and so
+ * are the other kinds. */
+int drths_cfg_parse_field(vctx_t *c, const char *prefix, const field_t *f, const void *raw,
+                          void *out);
+
+/* drths_cfg_parse_field for rows first..last of a section's spec, in table order. */
+int drths_cfg_parse_fields(vctx_t *c, const char *prefix, const field_t *spec, int first, int last,
+                           const void *raw, void *out);
 
 /* ---- config_messages.c ------------------------------------------------------------------- */
 
