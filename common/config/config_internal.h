@@ -5,6 +5,7 @@
  *   config.c             load and close, the top-level flow, defaults, paths
  *   config_fields.c      a scalar's conversion, default and range; a table row's
  *   config_messages.c    errors and notes: file, line, field path; libcyaml's messages
+ *   config_names.c       the spellings of the enums' values
  *   config_yamlline.c    the line of a key in the file's text, for messages
  *
  * Functions here are not static because another file of the loader calls them; their names
@@ -139,6 +140,26 @@ void drths_cfg_cy_log(cyaml_log_t level, void *ctx, const char *fmt, va_list arg
 /* Fills c->err from libcyaml's error e and its log l: the path of the field it refused, with
  * the innermost line number it gave, and the reason in the loader's words. Returns -EINVAL. */
 int drths_cfg_cyaml_error(vctx_t *c, cyaml_err_t e, const cy_log_t *l);
+
+/* ---- config_names.c ---------------------------------------------------------------------- */
+
+/* The spellings of each enum's values, for the ENUM rows of the section tables (booleans: false
+ * and true as 0 and 1). */
+extern const enum_name_t drths_cfg_structure_models[];
+extern const enum_name_t drths_cfg_damping_kinds[];
+extern const enum_name_t drths_cfg_integrator_kinds[];
+extern const enum_name_t drths_cfg_ground_kinds[];
+extern const enum_name_t drths_cfg_record_formats[];
+extern const enum_name_t drths_cfg_accel_units[];
+extern const enum_name_t drths_cfg_damper_models[];
+extern const enum_name_t drths_cfg_control_modes[];
+extern const enum_name_t drths_cfg_actuator_plants[];
+extern const enum_name_t drths_cfg_compensations[];
+extern const enum_name_t drths_cfg_hold_modes[];
+extern const enum_name_t drths_cfg_smith_modes[];
+extern const enum_name_t drths_cfg_daq_backends[];
+extern const enum_name_t drths_cfg_booleans[];
+extern const enum_name_t drths_cfg_daq_arefs[];
 
 /* ---- config_yamlline.c ------------------------------------------------------------------- */
 
