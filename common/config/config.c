@@ -1,8 +1,8 @@
 /* Experiment file loader: libcyaml parses the YAML into "raw" structs whose every scalar is a
  * string, then this file converts, fills defaults and validates field by field. Each key is
- * declared once, in its section's table ("the fields of each section" below), which gives its
- * name, kind, destination, default and range; the raw structs, the libcyaml schema and the
- * conversion of plain scalars are generated from the tables.
+ * declared once, in its section's table (config_sections.h), which gives its name, kind,
+ * destination, default and range; the raw structs, the libcyaml schema and the conversion of
+ * plain scalars are generated from the tables.
  *
  * Why strings: libcyaml's own number parsing is lenient (it loads "2.5" into an int as 2, "-1"
  * into an unsigned as 2^64-1 and "1_000" as 1), and its enum errors do not list the valid
@@ -15,7 +15,7 @@
  * schema built at run time whose rows are fixed sequences as long as the matrix has rows, so a
  * row of the wrong length is reported as "not square" by libcyaml itself.
  */
-#include "common/config/config_internal.h"
+#include "common/config/config_sections.h"
 
 #include <cyaml/cyaml.h>
 
@@ -35,416 +35,7 @@
 #define MAX_FILE_BYTES (64u << 20)
 #define SYMMETRY_TOL 1e-9
 
-/* ---- the fields of each section ---------------------------------------------------------- */
-
-/* Every key of the file is declared once, in the section tables below, one row per key:
- *
- *     X(section, KIND, key, destination, default, lo, hi, names)
- *
- * From each table DEFINE_SECTION generates the section's raw struct (what libcyaml loads: a
- * string per scalar), its libcyaml schema, and a field_t array that parse_field reads to
- * convert, default and range-check a scalar. `destination` is the member the value goes to, in
- * the section's output struct (drths_experiment_t for every section but the DAQ channels).
- * Unused columns are `_`. The kinds:
- *
- *   ENUM      one of the spellings in `names`; default -1 means required
- *   INT       whole number in lo..hi
- *   U64       whole number in 0..2^64-1
- *   REAL      finite number, any value
- *   REAL_GT0  finite number > 0
- *   REAL_GE0  finite number >= 0
- *   REAL_IN   finite number in lo..hi
- *   TEXT      string; default is the string used when absent (NULL: required, checked by hand)
- *   OPTPATH   path resolved against the file's folder; absent, empty or null means none
- *   LIST      list of scalars, converted by hand (the row's comment gives default and range)
- *   MATRIX    list of rows; pass 1 only counts the rows (load_matrices reads them)
- *   MAP       nested section; `names` is its table's name
- *
- * A row's comment says what the fill functions check beyond the table (a default or a range
- * that depends on other fields, a field allowed only with some other value). The fill functions
- * take the fields in the order that decides which of several errors is reported first. */
-
-/* The raw struct: a string per scalar, a string array and its count per list, a pointer per
- * nested section. */
-#define RAW_MEMBER(s, kind, key, dest, def, lo, hi, names) RAW_##kind(key, names)
-#define RAW_SCALAR(key) char *key;
-#define RAW_ENUM(key, names) RAW_SCALAR(key)
-#define RAW_INT(key, names) RAW_SCALAR(key)
-#define RAW_U64(key, names) RAW_SCALAR(key)
-#define RAW_REAL(key, names) RAW_SCALAR(key)
-#define RAW_REAL_GT0(key, names) RAW_SCALAR(key)
-#define RAW_REAL_GE0(key, names) RAW_SCALAR(key)
-#define RAW_REAL_IN(key, names) RAW_SCALAR(key)
-#define RAW_TEXT(key, names) RAW_SCALAR(key)
-#define RAW_OPTPATH(key, names) RAW_SCALAR(key)
-#define RAW_LIST(key, names)                                                                       \
-    char **key;                                                                                    \
-    unsigned key##_count;
-#define RAW_MATRIX(key, names)                                                                     \
-    void **key;                                                                                    \
-    unsigned key##_count;
-#define RAW_MAP(key, names) struct raw_##names *key;
-#define RAW_SEQ(key, names)                                                                        \
-    struct raw_##names *key;                                                                       \
-    unsigned key##_count;
-
-/* The libcyaml schema: every key optional (the fill functions report what is missing). */
-#define OPT (CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL)
-#define SCHEMA_FIELD(s, kind, key, dest, def, lo, hi, names)                                       \
-    SCHEMA_##kind(struct raw_##s, key, names)
-#define SCHEMA_SCALAR(T, key) CYAML_FIELD_STRING_PTR(#key, OPT, T, key, 0, CYAML_UNLIMITED),
-#define SCHEMA_ENUM(T, key, names) SCHEMA_SCALAR(T, key)
-#define SCHEMA_INT(T, key, names) SCHEMA_SCALAR(T, key)
-#define SCHEMA_U64(T, key, names) SCHEMA_SCALAR(T, key)
-#define SCHEMA_REAL(T, key, names) SCHEMA_SCALAR(T, key)
-#define SCHEMA_REAL_GT0(T, key, names) SCHEMA_SCALAR(T, key)
-#define SCHEMA_REAL_GE0(T, key, names) SCHEMA_SCALAR(T, key)
-#define SCHEMA_REAL_IN(T, key, names) SCHEMA_SCALAR(T, key)
-#define SCHEMA_TEXT(T, key, names) SCHEMA_SCALAR(T, key)
-/* "key: null" (or ~, or nothing) loads as NULL: no file. */
-#define SCHEMA_OPTPATH(T, key, names)                                                              \
-    CYAML_FIELD_STRING_PTR(#key, CYAML_FLAG_POINTER_NULL_STR | CYAML_FLAG_OPTIONAL, T, key, 0,     \
-                           CYAML_UNLIMITED),
-#define SCHEMA_LIST(T, key, names)                                                                 \
-    CYAML_FIELD_SEQUENCE(#key, OPT, T, key, &string_entry, 0, CYAML_UNLIMITED),
-#define SCHEMA_MATRIX(T, key, names)                                                               \
-    CYAML_FIELD_SEQUENCE(#key, OPT, T, key, &ignore_entry, 0, CYAML_UNLIMITED),
-#define SCHEMA_MAP(T, key, names) CYAML_FIELD_MAPPING_PTR(#key, OPT, T, key, names##_fields),
-#define SCHEMA_SEQ(T, key, names)                                                                  \
-    CYAML_FIELD_SEQUENCE(#key, OPT, T, key, &names##_entry, 0, CYAML_UNLIMITED),
-
-/* The field_t array, and F_<section>_<key>, the index of each row in it. */
-#define INDEX_FIELD(s, kind, key, ...) F_##s##_##key,
-#define SPEC_FIELD(s, kind, key, dest, def, lo, hi, names)                                         \
-    SPEC_##kind(s, key, dest, def, lo, hi, names)
-#define SPEC_VALUE(s, K, key, dest, def, lo, hi, text, names)                                      \
-    {#key, K, offsetof(struct raw_##s, key), offsetof(s##_out_t, dest), def, lo, hi, text, names},
-#define SPEC_BY_HAND(s, K, key) {#key, K, offsetof(struct raw_##s, key), 0, 0, 0, 0, NULL, NULL},
-/* An ENUM row's `names` is the table drths_cfg_<names> of config_names.c. */
-#define SPEC_ENUM(s, key, dest, def, lo, hi, names)                                                \
-    SPEC_VALUE(s, K_ENUM, key, dest, def, 0, 0, NULL, drths_cfg_##names)
-#define SPEC_INT(s, key, dest, def, lo, hi, names)                                                 \
-    SPEC_VALUE(s, K_INT, key, dest, def, lo, hi, NULL, NULL)
-#define SPEC_U64(s, key, dest, def, lo, hi, names)                                                 \
-    SPEC_VALUE(s, K_U64, key, dest, def, 0, 0, NULL, NULL)
-#define SPEC_REAL(s, key, dest, def, lo, hi, names)                                                \
-    SPEC_VALUE(s, K_REAL, key, dest, def, 0, 0, NULL, NULL)
-#define SPEC_REAL_GT0(s, key, dest, def, lo, hi, names)                                            \
-    SPEC_VALUE(s, K_REAL_GT0, key, dest, def, 0, 0, NULL, NULL)
-#define SPEC_REAL_GE0(s, key, dest, def, lo, hi, names)                                            \
-    SPEC_VALUE(s, K_REAL_GE0, key, dest, def, 0, 0, NULL, NULL)
-#define SPEC_REAL_IN(s, key, dest, def, lo, hi, names)                                             \
-    SPEC_VALUE(s, K_REAL_IN, key, dest, def, lo, hi, NULL, NULL)
-#define SPEC_TEXT(s, key, dest, def, lo, hi, names)                                                \
-    SPEC_VALUE(s, K_TEXT, key, dest, 0, 0, 0, def, NULL)
-#define SPEC_OPTPATH(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_OPTPATH, key)
-#define SPEC_LIST(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_LIST, key)
-#define SPEC_MATRIX(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_MATRIX, key)
-#define SPEC_MAP(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_MAP, key)
-#define SPEC_SEQ(s, key, dest, def, lo, hi, names) SPEC_BY_HAND(s, K_SEQ, key)
-
-/* Everything a section needs, from its table: struct raw_<s>, <s>_fields (schema), <s>_spec
- * with the F_<s>_<key> indices, and <s>_prefix, the path its keys are under in messages. */
-#define DEFINE_SECTION(s, FIELDS, out_type, prefix)                                                \
-    struct raw_##s {                                                                               \
-        FIELDS(RAW_MEMBER, s)                                                                      \
-    };                                                                                             \
-    typedef out_type s##_out_t;                                                                    \
-    enum { FIELDS(INDEX_FIELD, s) F_##s##_end };                                                   \
-    static const char s##_prefix[] __attribute__((unused)) = prefix;                               \
-    static const cyaml_schema_field_t s##_fields[] = {FIELDS(SCHEMA_FIELD, s) CYAML_FIELD_END};    \
-    static const field_t s##_spec[] __attribute__((unused)) = {FIELDS(SPEC_FIELD, s)}
-
-static const cyaml_schema_value_t string_entry = {
-    CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
-};
-static const cyaml_schema_value_t ignore_entry = {
-    .type = CYAML_IGNORE,
-    .flags = CYAML_FLAG_DEFAULT,
-    .data_size = 0,
-};
-
-/* clang-format off */
-
-/* structure.damping */
-#define DAMPING_FIELDS(X, s)                                                                       \
-    /* default matrix when structure.damping_N_s_per_m is given, which needs kind matrix */        \
-    X(s, ENUM, kind, structure.damping.kind, DRTHS_DAMPING_MODAL, _, _, damping_kinds)             \
-    /* modal: 1 value (all modes) or n_dof; rayleigh: 1 or 2; each in [0, 1), default [0.02];     \
-     * refused with matrix and none */                                                             \
-    X(s, LIST, ratio, _, _, _, _, _)                                                               \
-    /* rayleigh only: two different 1-based modes in 1..n_dof, default [1, n_dof] */               \
-    X(s, LIST, modes, _, _, _, _, _)
-DEFINE_SECTION(damping, DAMPING_FIELDS, drths_experiment_t, "structure.damping");
-
-/* structure */
-#define STRUCTURE_FIELDS(X, s)                                                                     \
-    X(s, ENUM,   model, structure.model, -1, _, _, structure_models)                               \
-    /* shear-building only (and required there): 1..DRTHS_EXPERIMENT_MAX_DOF values, each > 0,  \
-     * the two lists equally long */                                                               \
-    X(s, LIST,   floor_mass_kg, _, _, _, _, _)                                                     \
-    X(s, LIST,   storey_stiffness_N_per_m, _, _, _, _, _)                                          \
-    /* matrices only: n x n (n = 1..DRTHS_EXPERIMENT_MAX_DOF), symmetric; mass and stiffness     \
-     * required and positive definite; damping optional, diagonal >= 0 */                         \
-    X(s, MATRIX, mass_kg, _, _, _, _, _)                                                           \
-    X(s, MATRIX, stiffness_N_per_m, _, _, _, _, _)                                                 \
-    X(s, MATRIX, damping_N_s_per_m, _, _, _, _, _)                                                 \
-    X(s, MAP,    damping, _, _, _, _, damping)                                                     \
-    X(s, ENUM,   integrator, structure.integrator, DRTHS_INTEGRATOR_CHEN_RICLES, _, _,             \
-      integrator_kinds)
-DEFINE_SECTION(structure, STRUCTURE_FIELDS, drths_experiment_t, "structure");
-
-/* ground_motion: file, format, units, column, scale, time_compression and dt_s apply to kind
- * record (file required there, and a readable regular file); band_hz, rms_m_s2 and seed to
- * white-noise, which sets format auto, units m/s2, dt_s 0 and the rest to 1. The fields of the
- * other kind are ignored with a note. */
-#define GROUND_FIELDS(X, s)                                                                        \
-    X(s, ENUM,     kind, ground_motion.kind, DRTHS_GROUND_MOTION_RECORD, _, _, ground_kinds)       \
-    X(s, TEXT,     file, ground_motion.file, NULL, _, _, _)                                        \
-    X(s, ENUM,     format, ground_motion.format, DRTHS_RECORD_FORMAT_AUTO, _, _, record_formats)   \
-    X(s, ENUM,     units, ground_motion.units, DRTHS_ACCEL_G, _, _, accel_units)                   \
-    X(s, INT,      column, ground_motion.column, 1, 1, 1000, _)                                    \
-    X(s, REAL_GT0, scale, ground_motion.scale, 1.0, _, _, _)                                       \
-    X(s, REAL_IN,  time_compression, ground_motion.time_compression, 1.0, 1.0, 1000.0, _)          \
-    /* record only: the step of a record without a time column or DT= header; 0 = not given */   \
-    X(s, REAL_GE0, dt_s, ground_motion.dt_s, 0, _, _, _)                                           \
-    /* white-noise: > 0 */                                                                         \
-    X(s, REAL_IN,  duration_s, ground_motion.duration_s, 0, 0, 1e6, _)                             \
-    X(s, REAL_IN,  tail_s, ground_motion.tail_s, 0, 0, 1e6, _)                                     \
-    /* two values [low, high], 0 <= low < high <= rate_hz / 2, default [0, 30] */                  \
-    X(s, LIST,     band_hz, _, _, _, _, _)                                                         \
-    X(s, REAL_GT0, rms_m_s2, ground_motion.rms_m_s2, 1.0, _, _, _)                                 \
-    X(s, U64,      seed, ground_motion.seed, 1, _, _, _)
-DEFINE_SECTION(ground, GROUND_FIELDS, drths_experiment_t, "ground_motion");
-
-/* specimen.damper */
-#define DAMPER_FIELDS(X, s)                                                                        \
-    X(s, ENUM,     model, specimen.damper.model, -1, _, _, damper_models)                          \
-    /* linear-spring only, and required there */                                                  \
-    X(s, REAL_GT0, stiffness_N_per_m, specimen.damper.stiffness_N_per_m, 0, _, _, _)               \
-    X(s, INT,      substeps, specimen.damper.substeps, 0, 0, 1000, _)
-DEFINE_SECTION(damper, DAMPER_FIELDS, drths_experiment_t, "specimen.damper");
-
-/* specimen.true_scale */
-#define TRUE_SCALE_FIELDS(X, s)                                                                    \
-    X(s, REAL_IN, alpha, specimen.true_scale.alpha, 1.0, 0.01, 100, _)                             \
-    X(s, REAL_IN, c0, specimen.true_scale.c0, 1.0, 0.01, 100, _)                                   \
-    X(s, REAL_IN, c1, specimen.true_scale.c1, 1.0, 0.01, 100, _)                                   \
-    X(s, REAL_IN, gamma_beta, specimen.true_scale.gamma_beta, 1.0, 0.01, 100, _)                   \
-    X(s, REAL_IN, A, specimen.true_scale.A, 1.0, 0.01, 100, _)                                    \
-    /* both damper presets have n = 2, and the model needs n >= 1 */                              \
-    X(s, REAL_IN, n, specimen.true_scale.n, 1.0, 0.5, 4, _)
-DEFINE_SECTION(true_scale, TRUE_SCALE_FIELDS, drths_experiment_t, "specimen.true_scale");
-
-/* specimen */
-#define SPECIMEN_FIELDS(X, s)                                                                      \
-    /* at most n_dof */                                                                            \
-    X(s, INT, floor, specimen.floor, 1, 1, DRTHS_EXPERIMENT_MAX_DOF, _)                            \
-    X(s, MAP, damper, _, _, _, _, damper)                                                          \
-    X(s, MAP, true_scale, _, _, _, _, true_scale)
-DEFINE_SECTION(specimen, SPECIMEN_FIELDS, drths_experiment_t, "specimen");
-
-/* control */
-#define CONTROL_FIELDS(X, s)                                                                       \
-    X(s, ENUM,    mode, control.mode, DRTHS_CONTROL_PASSIVE_OFF, _, _, control_modes)              \
-    /* fixed only, and required there: 0..drths_experiment_command_max(damper model) */            \
-    X(s, REAL,    command, control.command, 0, _, _, _)                                            \
-    /* clipped-optimal only (0 otherwise); q_disp + q_acc > 0 */                                   \
-    X(s, REAL_IN, q_disp, control.q_disp, 1.0, 0, 1e12, _)                                         \
-    X(s, REAL_IN, q_acc, control.q_acc, 1.0, 0, 1e12, _)                                           \
-    X(s, REAL_IN, r, control.r, 100.0, 1e-12, 1e12, _)
-DEFINE_SECTION(control, CONTROL_FIELDS, drths_experiment_t, "control");
-
-/* actuator.plant_scale */
-#define PLANT_SCALE_FIELDS(X, s)                                                                   \
-    X(s, REAL_IN, gain, actuator.plant_scale.gain, 1.0, 0.1, 10, _)                                \
-    X(s, REAL_IN, bandwidth, actuator.plant_scale.bandwidth, 1.0, 0.1, 10, _)                      \
-    X(s, REAL_IN, real_pole, actuator.plant_scale.real_pole, 1.0, 0.1, 10, _)                      \
-    X(s, REAL_IN, complex_pole, actuator.plant_scale.complex_pole, 1.0, 0.1, 10, _)
-DEFINE_SECTION(plant_scale, PLANT_SCALE_FIELDS, drths_experiment_t, "actuator.plant_scale");
-
-/* actuator */
-#define ACTUATOR_FIELDS(X, s)                                                                      \
-    X(s, ENUM,     plant, actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL, _, _, actuator_plants)       \
-    X(s, ENUM,     compensation, actuator.compensation, DRTHS_COMPENSATION_NONE, _, _,             \
-      compensations)                                                                               \
-    X(s, REAL_GE0, noise_displacement_m, actuator.noise_displacement_m, 0, _, _, _)                \
-    X(s, REAL_GE0, noise_force_N, actuator.noise_force_N, 0, _, _, _)                              \
-    /* 0 (no quantisation) or 8..24 */                                                             \
-    X(s, INT,      adc_bits, actuator.adc_bits, 0, 0, 24, _)                                       \
-    X(s, REAL_GT0, displacement_range_m, actuator.displacement_range_m, 0.1, _, _, _)              \
-    X(s, REAL_GT0, force_range_N, actuator.force_range_N, 250000, _, _, _)                         \
-    X(s, INT,      io_delay_ticks, actuator.io_delay_ticks, 0, 0, 10, _)                           \
-    X(s, U64,      seed, actuator.seed, 1, _, _, _)                                                \
-    X(s, REAL_IN,  adaptive_window_s, actuator.adaptive_window_s, 2.0, 0.05, 600, _)               \
-    X(s, REAL_IN,  adaptive_bound, actuator.adaptive_bound, 4.0, 1, 100, _)                        \
-    X(s, MAP,      plant_scale, _, _, _, _, plant_scale)
-DEFINE_SECTION(actuator, ACTUATOR_FIELDS, drths_experiment_t, "actuator");
-
-/* link */
-#define LINK_FIELDS(X, s)                                                                          \
-    X(s, INT,     redundancy, link.redundancy, 8, 1, 16, _)                                        \
-    X(s, INT,     probes, link.probes, 500, 10, 100000, _)                                         \
-    X(s, REAL_IN, quantile, link.quantile, 0.999, 0.5, 1.0, _)                                     \
-    X(s, INT,     safety_margin_ticks, link.safety_margin_ticks, 10, 0, 100000, _)                 \
-    /* < physical.playout_ticks */                                                                 \
-    X(s, INT,     loop_delay_ticks, link.loop_delay_ticks, 0, 0, 1000000, _)                       \
-    X(s, OPTPATH, key_file, _, _, _, _, _)
-DEFINE_SECTION(link, LINK_FIELDS, drths_experiment_t, "link");
-
-/* numerical */
-#define NUMERICAL_FIELDS(X, s)                                                                     \
-    /* host:port or [IPv6]:port */                                                                 \
-    X(s, TEXT, peer, numerical.peer, "127.0.0.1:47000", _, _, _)                                   \
-    X(s, INT,  reorder_ticks, numerical.reorder_ticks, 10, 1, 10000, _)                            \
-    X(s, ENUM, smith, numerical.smith, DRTHS_SMITH_FIXED, _, _, smith_modes)                      \
-    /* the stability detector (site-numerical/stability.h); ratio 0 turns it off */             \
-    X(s, REAL_IN, stability_ratio, numerical.stability_ratio, 0.5, 0, 100, _)                      \
-    X(s, REAL_IN, stability_span_s, numerical.stability_span_s, 0.3, 0.01, 60, _)                  \
-    X(s, REAL_GE0, stability_min_amplitude_m, numerical.stability_min_amplitude_m, 0.0002, _, _, \
-      _)                                                                                           \
-    X(s, REAL_IN, stability_max_cycle_s, numerical.stability_max_cycle_s, 2.0, 0.01, 60, _)
-DEFINE_SECTION(numerical, NUMERICAL_FIELDS, drths_experiment_t, "numerical");
-
-/* daq.command_out, .current_out, .displacement_in, .force_in: one analog channel each. The
- * prefix is the channel's own path. */
-#define DAQ_CHANNEL_FIELDS(X, s)                                                                   \
-    /* required */                                                                                 \
-    X(s, INT,  subdevice, subdevice, 0, 0, 255, _)                                                 \
-    /* required */                                                                                 \
-    X(s, INT,  channel, channel, 0, 0, 65535, _)                                                   \
-    X(s, INT,  range, range, 0, 0, 255, _)                                                         \
-    X(s, ENUM, aref, aref, DRTHS_DAQ_AREF_GROUND, _, _, daq_arefs)                                 \
-    /* required, not 0 */                                                                          \
-    X(s, REAL, units_per_volt, units_per_volt, 0, _, _, _)                                         \
-    X(s, REAL, offset, offset, 0, _, _, _)
-DEFINE_SECTION(daq_channel, DAQ_CHANNEL_FIELDS, drths_daq_channel_config_t, "");
-
-/* The four signal mappings, in daq and in each of physical.channels[i].daq (where an absent one
- * is the daq section's). */
-#define DAQ_SIGNAL_FIELDS(X, s)                                                                    \
-    X(s, MAP, command_out, _, _, _, _, daq_channel)                                                \
-    X(s, MAP, current_out, _, _, _, _, daq_channel)                                                \
-    X(s, MAP, displacement_in, _, _, _, _, daq_channel)                                            \
-    X(s, MAP, force_in, _, _, _, _, daq_channel)
-DEFINE_SECTION(chdaq, DAQ_SIGNAL_FIELDS, drths_experiment_t, "daq");
-
-/* The five limits, in physical and in each of physical.channels (where an absent one is the
- * physical section's: fill_channel parses only those given, so the defaults are physical's). */
-#define LIMIT_FIELDS(X, s)                                                                         \
-    X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
-    X(s, REAL_GT0, limit_velocity_m_s, physical.limit_velocity_m_s, 1.0, _, _, _)                  \
-    /* with the virtual back end and adc_bits: below actuator.force_range_N */                    \
-    X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 240000, _, _, _)                         \
-    X(s, REAL_GT0, limit_drive_m, physical.limit_drive_m, 0.1, _, _, _)                            \
-    /* with the virtual back end and adc_bits: below actuator.displacement_range_m */             \
-    X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.095,  \
-      _, _, _)
-
-/* physical.channels[i]: one actuator channel. specimen and actuator are read as the top-level
- * sections of those names (same keys, defaults and checks) and replace them for this channel
- * when given; each limit absent takes the physical section's value. Messages name the field
- * under "physical.channels[i]." (vctx_t.prefix). */
-#define CHANNEL_FIELDS(X, s)                                                                       \
-    /* read by hand (fill_channel): 1..31 of A-Z a-z 0-9 _ - ., unique; default ch<i+1> */      \
-    X(s, TEXT,     name, name, NULL, _, _, _)                                                      \
-    X(s, MAP,      specimen, _, _, _, _, specimen)                                                 \
-    X(s, MAP,      actuator, _, _, _, _, actuator)                                                 \
-    LIMIT_FIELDS(X, s)                                                                             \
-    X(s, MAP,      daq, _, _, _, _, chdaq)
-DEFINE_SECTION(channel, CHANNEL_FIELDS, drths_experiment_t, "");
-static const cyaml_schema_value_t channel_entry = {
-    CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_channel, channel_fields),
-};
-
-/* physical */
-#define PHYSICAL_FIELDS(X, s)                                                                      \
-    /* host:port or [IPv6]:port */                                                                 \
-    X(s, TEXT,     listen, physical.listen, "0.0.0.0:47000", _, _, _)                              \
-    /* 0 = one second of ticks (at least 300); otherwise 10..1000000 */                            \
-    X(s, INT,      playout_ticks, physical.playout_ticks, 0, 0, 1000000, _)                        \
-    /* -1 = not given: the budget is max_concealed_ms (the older field wins when given) */       \
-    X(s, INT,      max_concealed_ticks, physical.max_concealed_ticks, -1, -1, 10000, _)            \
-    X(s, REAL_IN,  max_concealed_ms, physical.max_concealed_ms, 50, 0, 10000, _)                   \
-    X(s, REAL_IN,  watchdog_ms, physical.watchdog_ms, 100, 1, 60000, _)                            \
-    LIMIT_FIELDS(X, s)                                                                             \
-    X(s, ENUM,     hold, physical.hold, DRTHS_HOLD_AT_POSITION, _, _, hold_modes)                  \
-    /* |value| < limit_drive_m and < limit_measured_displacement_m */                              \
-    X(s, REAL,     safe_position_m, physical.safe_position_m, 0.0, _, _, _)                        \
-    X(s, REAL_GT0, ramp_rate_m_s, physical.ramp_rate_m_s, 0.05, _, _, _)                           \
-    X(s, REAL_IN,  feedforward_max_acceleration_m_s2, physical.feedforward_max_acceleration_m_s2, \
-      50.0, 0, 1e6, _)                                                                             \
-    X(s, REAL_IN,  feedforward_max_jerk_m_s3, physical.feedforward_max_jerk_m_s3, 3e4, 0, 1e9, _)\
-    /* the stability monitor; stability_window_s 0 = off */                                       \
-    X(s, REAL_IN,  stability_window_s, physical.stability_window_s, 0.2, 0, 10, _)                 \
-    X(s, INT,      stability_windows, physical.stability_windows, 4, 2, 64, _)                    \
-    X(s, REAL_GE0, stability_min_amplitude_m, physical.stability_min_amplitude_m, 0.002, _, _, _) \
-    X(s, REAL_GE0, stability_quiet_amplitude_m, physical.stability_quiet_amplitude_m, 0.0005, _, _,\
-      _)                                                                                           \
-    X(s, REAL_IN,  stability_growth_per_s, physical.stability_growth_per_s, 2.0, 0.01, 100, _)     \
-    X(s, REAL_IN,  stability_min_decay_per_s, physical.stability_min_decay_per_s, 0.25, -100, 100,\
-      _)                                                                                           \
-    /* absent: one channel; else 2..DRTHS_EXPERIMENT_MAX_CHANNELS (fill_channels) */              \
-    X(s, SEQ,      channels, _, _, _, _, channel)
-DEFINE_SECTION(physical, PHYSICAL_FIELDS, drths_experiment_t, "physical");
-
-/* output */
-#define OUTPUT_FIELDS(X, s)                                                                        \
-    /* not empty */                                                                                \
-    X(s, TEXT, directory, output.directory, "runs", _, _, _)
-DEFINE_SECTION(output, OUTPUT_FIELDS, drths_experiment_t, "output");
-
-/* acceptance: read by drths-report, not fingerprinted (protocol/fingerprint.c leaves it out). */
-#define ACCEPTANCE_FIELDS(X, s)                                                                    \
-    X(s, REAL_IN, displacement_rms_error_pct, acceptance.displacement_rms_error_pct, 1, 0, 1e6, _) \
-    X(s, REAL_IN, displacement_peak_error_pct, acceptance.displacement_peak_error_pct, 1, 0, 1e6,  \
-      _)                                                                                           \
-    X(s, REAL_IN, acceleration_rms_error_pct, acceptance.acceleration_rms_error_pct, 5, 0, 1e6, _) \
-    X(s, REAL_IN, tracking_rms_error_pct, acceptance.tracking_rms_error_pct, 2, 0, 1e6, _)         \
-    X(s, REAL_IN, concealed_commands_pct, acceptance.concealed_commands_pct, 0.5, 0, 100, _)       \
-    X(s, REAL_IN, concealed_feedback_pct, acceptance.concealed_feedback_pct, 0.5, 0, 100, _)       \
-    X(s, ENUM, hold_allowed, acceptance.hold_allowed, 0, _, _, booleans)
-DEFINE_SECTION(acceptance, ACCEPTANCE_FIELDS, drths_experiment_t, "acceptance");
-
-
-/* daq: with backend comedi the four channels are required; the two outputs, and the two
- * inputs, must be on different channels. */
-#define DAQ_FIELDS(X, s)                                                                           \
-    X(s, ENUM,    backend, daq.backend, DRTHS_DAQ_BACKEND_VIRTUAL, _, _, daq_backends)             \
-    /* not empty */                                                                                \
-    X(s, TEXT,    device, daq.device, "/dev/comedi0", _, _, _)                                     \
-    DAQ_SIGNAL_FIELDS(X, s)                                                                        \
-    /* absent: comedilib's default path */                                                         \
-    X(s, OPTPATH, calibration_file, _, _, _, _, _)
-DEFINE_SECTION(daq, DAQ_FIELDS, drths_experiment_t, "daq");
-
-/* The top level. */
-#define TOP_FIELDS(X, s)                                                                           \
-    /* required, not empty */                                                                      \
-    X(s, TEXT,    name, name, NULL, _, _, _)                                                       \
-    X(s, TEXT,    description, description, "", _, _, _)                                          \
-    X(s, REAL_IN, rate_hz, rate_hz, 5000, 100, 100000, _)                                          \
-    /* required */                                                                                 \
-    X(s, MAP,     structure, _, _, _, _, structure)                                                \
-    /* required */                                                                                 \
-    X(s, MAP,     ground_motion, _, _, _, _, ground)                                               \
-    /* required */                                                                                 \
-    X(s, MAP,     specimen, _, _, _, _, specimen)                                                  \
-    X(s, MAP,     control, _, _, _, _, control)                                                    \
-    X(s, MAP,     actuator, _, _, _, _, actuator)                                                  \
-    X(s, MAP,     link, _, _, _, _, link)                                                          \
-    X(s, MAP,     numerical, _, _, _, _, numerical)                                                \
-    X(s, MAP,     physical, _, _, _, _, physical)                                                  \
-    X(s, MAP,     output, _, _, _, _, output)                                                      \
-    X(s, MAP,     daq, _, _, _, _, daq)                                                            \
-    X(s, MAP,     acceptance, _, _, _, _, acceptance)
-DEFINE_SECTION(top, TOP_FIELDS, drths_experiment_t, "");
-
-/* clang-format on */
-
-static const cyaml_schema_value_t top_schema = {
-    CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_top, top_fields),
-};
+/* ---- matrices (pass 2) ------------------------------------------------------------------- */
 
 /* Pass 2: the matrices, as rows of n strings each. */
 struct raw2_structure {
@@ -459,14 +50,6 @@ struct raw2_structure {
 struct raw2_top {
     struct raw2_structure *structure;
 };
-/* The row of key in section s, and the calls above for one row or a run of rows of s (in the
- * fill functions, where the error context is c). */
-#define SPEC(s, key) (&s##_spec[F_##s##_##key])
-#define PARSE(s, key, raw, out) drths_cfg_parse_field(c, s##_prefix, SPEC(s, key), raw, out)
-#define PARSE_RANGE(s, first, last, raw, out)                                                      \
-    drths_cfg_parse_fields(c, s##_prefix, s##_spec, F_##s##_##first, F_##s##_##last, raw, out)
-
-/* ---- matrices (pass 2) ------------------------------------------------------------------- */
 
 typedef struct {
     unsigned rows[3]; /* mass, stiffness, damping; 0 = absent */
@@ -495,7 +78,7 @@ static int load_matrices(vctx_t *c, matrices_t *m)
             .type = CYAML_SEQUENCE_FIXED,
             .flags = CYAML_FLAG_POINTER,
             .data_size = sizeof(char *),
-            .sequence = {.entry = &string_entry, .min = m->rows[i], .max = m->rows[i]},
+            .sequence = {.entry = &drths_cfg_string_entry, .min = m->rows[i], .max = m->rows[i]},
         };
         sfields[nf++] = (cyaml_schema_field_t){
             .key = matrix_keys[i],
@@ -1085,14 +668,17 @@ static int fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_contr
     for (int i = F_control_q_disp; i <= F_control_r; i++) {
         if (x->control.mode != DRTHS_CONTROL_CLIPPED_OPTIMAL) {
             char path[64];
-            if (drths_cfg_raw_string(&control_spec[i], ct) &&
-                (r = drths_cfg_ignored(
-                     c, drths_cfg_field_path(path, sizeof path, control_prefix, &control_spec[i]),
-                     why)))
+            if (drths_cfg_raw_string(&drths_cfg_control_spec[i], ct) &&
+                (r = drths_cfg_ignored(c,
+                                       drths_cfg_field_path(path, sizeof path,
+                                                            drths_cfg_control_prefix,
+                                                            &drths_cfg_control_spec[i]),
+                                       why)))
                 return r;
             continue;
         }
-        if ((r = drths_cfg_parse_field(c, control_prefix, &control_spec[i], ct, x)))
+        if ((r = drths_cfg_parse_field(c, drths_cfg_control_prefix, &drths_cfg_control_spec[i], ct,
+                                       x)))
             return r;
     }
     if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL &&
@@ -1248,7 +834,8 @@ static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_ch
     if (!rc->units_per_volt)
         return drths_cfg_fail(c, -EINVAL, FIELD("units_per_volt"),
                               "missing (required: engineering units per volt at the connector)");
-    if ((r = drths_cfg_parse_fields(c, path, daq_channel_spec, 0, F_daq_channel_end - 1, rc, ch)))
+    if ((r = drths_cfg_parse_fields(c, path, drths_cfg_daq_channel_spec, 0, F_daq_channel_end - 1,
+                                    rc, ch)))
         return r;
     if (ch->units_per_volt == 0)
         return drths_cfg_fail(c, -EINVAL, FIELD("units_per_volt"), "must not be 0");
@@ -1388,8 +975,9 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
     if (rc->actuator && (r = fill_actuator(c, v, rc->actuator)))
         return r;
     for (int f = F_channel_limit_displacement_m; f <= F_channel_limit_measured_displacement_m; f++)
-        if (drths_cfg_raw_string(&channel_spec[f], rc) &&
-            (r = drths_cfg_parse_field(c, channel_prefix, &channel_spec[f], rc, v)))
+        if (drths_cfg_raw_string(&drths_cfg_channel_spec[f], rc) &&
+            (r = drths_cfg_parse_field(c, drths_cfg_channel_prefix, &drths_cfg_channel_spec[f], rc,
+                                       v)))
             return r;
     if (rc->daq) {
         const struct raw_chdaq *d = rc->daq;
@@ -1524,8 +1112,8 @@ int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size
         .flags = CYAML_CFG_NO_ALIAS,
     };
     struct raw_top *top = NULL;
-    cyaml_err_t e =
-        cyaml_load_data((const uint8_t *)data, len, &cfg, &top_schema, (cyaml_data_t **)&top, NULL);
+    cyaml_err_t e = cyaml_load_data((const uint8_t *)data, len, &cfg, &drths_cfg_top_schema,
+                                    (cyaml_data_t **)&top, NULL);
     int r;
     if (e != CYAML_OK) {
         r = drths_cfg_cyaml_error(&c, e, &log);
@@ -1541,23 +1129,11 @@ int drths_experiment_load_buffer(drths_experiment_t *exp, const char *data, size
             free(mats.out[i]);
     }
     if (top)
-        cyaml_free(&cfg, &top_schema, top, 0);
+        cyaml_free(&cfg, &drths_cfg_top_schema, top, 0);
     if (r)
         drths_experiment_close(exp);
     return r;
 }
-
-/* The acceptance section alone: the top level with every other key ignored. */
-struct raw_acceptance_top {
-    struct raw_acceptance *acceptance;
-};
-static const cyaml_schema_field_t acceptance_top_fields[] = {
-    CYAML_FIELD_MAPPING_PTR("acceptance", OPT, struct raw_acceptance_top, acceptance,
-                            acceptance_fields),
-    CYAML_FIELD_END};
-static const cyaml_schema_value_t acceptance_top_schema = {
-    CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_acceptance_top, acceptance_top_fields),
-};
 
 void drths_acceptance_default(drths_acceptance_t *acc)
 {
@@ -1566,8 +1142,8 @@ void drths_acceptance_default(drths_acceptance_t *acc)
     drths_error_t err;
     vctx_t c = {.file = "(defaults)", .err = &err};
     /* No section: every field takes its default, which cannot fail. */
-    (void)drths_cfg_parse_fields(&c, acceptance_prefix, acceptance_spec, 0, F_acceptance_end - 1,
-                                 NULL, &x);
+    (void)drths_cfg_parse_fields(&c, drths_cfg_acceptance_prefix, drths_cfg_acceptance_spec, 0,
+                                 F_acceptance_end - 1, NULL, &x);
     *acc = x.acceptance;
 }
 
@@ -1601,14 +1177,14 @@ int drths_experiment_load_acceptance(drths_acceptance_t *acc, const char *path, 
         .flags = CYAML_CFG_NO_ALIAS | CYAML_CFG_IGNORE_UNKNOWN_KEYS,
     };
     struct raw_acceptance_top *top = NULL;
-    cyaml_err_t e = cyaml_load_data((const uint8_t *)buf, len, &cfg, &acceptance_top_schema,
-                                    (cyaml_data_t **)&top, NULL);
+    cyaml_err_t e = cyaml_load_data((const uint8_t *)buf, len, &cfg,
+                                    &drths_cfg_acceptance_top_schema, (cyaml_data_t **)&top, NULL);
     int r = e != CYAML_OK
                 ? drths_cfg_cyaml_error(&c, e, &log)
-                : drths_cfg_parse_fields(&c, acceptance_prefix, acceptance_spec, 0,
-                                         F_acceptance_end - 1, top ? top->acceptance : NULL, &x);
+                : drths_cfg_parse_fields(&c, drths_cfg_acceptance_prefix, drths_cfg_acceptance_spec,
+                                         0, F_acceptance_end - 1, top ? top->acceptance : NULL, &x);
     if (top)
-        cyaml_free(&cfg, &acceptance_top_schema, top, 0);
+        cyaml_free(&cfg, &drths_cfg_acceptance_top_schema, top, 0);
     free(buf);
     if (!r)
         *acc = x.acceptance;

@@ -6,6 +6,8 @@
  *   config_fields.c      a scalar's conversion, default and range; a table row's
  *   config_messages.c    errors and notes: file, line, field path; libcyaml's messages
  *   config_names.c       the spellings of the enums' values
+ *   config_sections.h    the keys: one table per section, and what is generated from them
+ *   config_sections.c    the sections' libcyaml schemas and rows
  *   config_yamlline.c    the line of a key in the file's text, for messages
  *
  * Functions here are not static because another file of the loader calls them; their names
@@ -45,8 +47,8 @@ typedef struct {
     int value;
 } enum_name_t;
 
-/* The kinds of a row (the section tables' comment says what each takes), and a row as the
- * conversion reads it. */
+/* The kinds of a row (config_sections.h says what each takes), and a row as the conversion
+ * reads it. */
 typedef enum {
     K_ENUM,
     K_INT,
