@@ -8,6 +8,7 @@
  *   config_names.c       the spellings of the enums' values
  *   config_sections.h    the keys: one table per section, and what is generated from them
  *   config_sections.c    the sections' libcyaml schemas and rows
+ *   config_structure.c   structure: the matrices (their second pass) and damping
  *   config_yamlline.c    the line of a key in the file's text, for messages
  *
  * Functions here are not static because another file of the loader calls them; their names
@@ -162,6 +163,23 @@ extern const enum_name_t drths_cfg_smith_modes[];
 extern const enum_name_t drths_cfg_daq_backends[];
 extern const enum_name_t drths_cfg_booleans[];
 extern const enum_name_t drths_cfg_daq_arefs[];
+
+/* ---- config_structure.c ------------------------------------------------------------------ */
+
+/* The matrices of the second pass. */
+typedef struct {
+    unsigned rows[3]; /* mass, stiffness, damping; 0 = absent */
+    double *out[3];   /* n x n each (n = rows[i]), malloc'ed */
+} matrices_t;
+
+/* The raw structs of the sections (config_sections.h) the fill functions take. */
+struct raw_structure;
+
+/* The structure section rs (NULL: absent) into x: the model and its matrices, n_dof, the
+ * damping and the integrator. Matrices are loaded into mats (the second pass), which the caller
+ * frees whatever the result. */
+int drths_cfg_fill_structure(vctx_t *c, drths_experiment_t *x, const struct raw_structure *rs,
+                             matrices_t *mats);
 
 /* ---- config_yamlline.c ------------------------------------------------------------------- */
 
