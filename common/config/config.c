@@ -33,7 +33,7 @@
 
 /* ---- paths ------------------------------------------------------------------------------- */
 
-static char *join_path(const char *dir, const char *rel)
+char *drths_cfg_join_path(const char *dir, const char *rel)
 {
     if (rel[0] == '/')
         return strdup(rel);
@@ -69,7 +69,7 @@ static char *folder_of(const char *path)
         free(d);
         return NULL;
     }
-    char *j = join_path(cwd, d);
+    char *j = drths_cfg_join_path(cwd, d);
     free(d);
     return j;
 }
@@ -120,7 +120,7 @@ static int fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground
         if ((r = PARSE_RANGE(ground, format, dt_s, g, x)))
             return r;
         x->ground_motion.file = strdup(g->file);
-        x->ground_motion.record_path = join_path(x->dir, g->file);
+        x->ground_motion.record_path = drths_cfg_join_path(x->dir, g->file);
         if (!x->ground_motion.file || !x->ground_motion.record_path)
             return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
         /* Checked now so that a typing error in the path stops the run before anything starts. */
@@ -325,7 +325,7 @@ static int fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *
         return r;
     if (l && l->key_file && l->key_file[0]) {
         x->link.key_file = strdup(l->key_file);
-        x->link.key_path = join_path(x->dir, l->key_file);
+        x->link.key_path = drths_cfg_join_path(x->dir, l->key_file);
         if (!x->link.key_file || !x->link.key_path)
             return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
     }
@@ -419,128 +419,6 @@ static int check_limits_inside_converters(vctx_t *c, const drths_experiment_t *x
     return 0;
 }
 
-/* One channel mapping of daq; path is "daq.command_out" and so on. */
-static int fill_daq_channel(vctx_t *c, const char *path, const struct raw_daq_channel *rc,
-                            drths_daq_channel_config_t *ch)
-{
-    char f[64];
-    int r;
-    memset(ch, 0, sizeof *ch);
-    if (!rc)
-        return 0;
-    ch->given = 1;
-#define FIELD(name) (snprintf(f, sizeof f, "%s." name, path), f)
-    if (!rc->subdevice)
-        return drths_cfg_fail(c, -EINVAL, FIELD("subdevice"),
-                              "missing (required: the comedi subdevice)");
-    if (!rc->channel)
-        return drths_cfg_fail(c, -EINVAL, FIELD("channel"),
-                              "missing (required: the channel on the subdevice)");
-    if (!rc->units_per_volt)
-        return drths_cfg_fail(c, -EINVAL, FIELD("units_per_volt"),
-                              "missing (required: engineering units per volt at the connector)");
-    if ((r = drths_cfg_parse_fields(c, path, drths_cfg_daq_channel_spec, 0, F_daq_channel_end - 1,
-                                    rc, ch)))
-        return r;
-    if (ch->units_per_volt == 0)
-        return drths_cfg_fail(c, -EINVAL, FIELD("units_per_volt"), "must not be 0");
-#undef FIELD
-    return 0;
-}
-
-/* The four signals of the daq section, in this order everywhere: two outputs, then two
- * inputs. */
-static const char *const daq_signal_paths[4] = {"daq.command_out", "daq.current_out",
-                                                "daq.displacement_in", "daq.force_in"};
-
-static drths_daq_channel_config_t *daq_signal(drths_experiment_t *x, int k)
-{
-    drths_daq_channel_config_t *const m[4] = {&x->daq.command_out, &x->daq.current_out,
-                                              &x->daq.displacement_in, &x->daq.force_in};
-    return m[k];
-}
-
-/* Whether signals k and l (indices into daq_signal_paths) are both given and on the same
- * subdevice and channel, where they would collide: two outputs would fight, two inputs would
- * read the force as the displacement. An output and an input never collide (a subdevice is one
- * or the other). */
-static int daq_signals_collide(const drths_daq_channel_config_t *a, int k,
-                               const drths_daq_channel_config_t *b, int l)
-{
-    return k / 2 == l / 2 && a->given && b->given && a->subdevice == b->subdevice &&
-           a->channel == b->channel;
-}
-
-/* Whether a signal of b is on the converter of a signal of a (when a is b, of an earlier one of
- * its own): a typing error worth stopping for. a is physical.channels[j] when it is another
- * channel than b. */
-static int check_shared_converters(vctx_t *c, drths_experiment_t *a, drths_experiment_t *b, int j)
-{
-    for (int k = 0; k < 4; k++)
-        for (int l = 0; l < (a == b ? k : 4); l++) {
-            const drths_daq_channel_config_t *s = daq_signal(b, k);
-            if (!daq_signals_collide(daq_signal(a, l), l, s, k))
-                continue;
-            if (a == b)
-                return drths_cfg_fail(
-                    c, -EINVAL, daq_signal_paths[k],
-                    "same subdevice and channel as %s (%d/%d); each signal needs its "
-                    "own channel",
-                    daq_signal_paths[l], s->subdevice, s->channel);
-            return drths_cfg_fail(
-                c, -EINVAL, daq_signal_paths[k],
-                "same subdevice and channel (%d/%d) as physical.channels[%d]'s %s (a "
-                "channel without its own takes the daq section's); each channel needs "
-                "its own signals",
-                s->subdevice, s->channel, j, daq_signal_paths[l]);
-        }
-    return 0;
-}
-
-/* The daq signals of raw (in daq_signal_paths' order, NULL where not given) into x: where
- * keep_absent, an absent one keeps x's mapping (a channel's takes the daq section's). Then
- * every signal is required with the comedi back end, and no two collide. */
-static int fill_daq_signals(vctx_t *c, drths_experiment_t *x,
-                            const struct raw_daq_channel *const raw[4], int keep_absent)
-{
-    int r;
-    for (int k = 0; k < 4; k++) {
-        if ((raw[k] || !keep_absent) &&
-            (r = fill_daq_channel(c, daq_signal_paths[k], raw[k], daq_signal(x, k))))
-            return r;
-        if (!daq_signal(x, k)->given && x->daq.backend == DRTHS_DAQ_BACKEND_COMEDI)
-            return drths_cfg_fail(c, -EINVAL, daq_signal_paths[k],
-                                  "missing (required with daq.backend comedi: subdevice, channel, "
-                                  "units_per_volt)");
-    }
-    return check_shared_converters(c, x, x, -1);
-}
-
-static int fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d)
-{
-    int r;
-    const struct raw_daq none = {0};
-    if (!d)
-        d = &none;
-    if ((r = PARSE(daq, backend, d, x)) || (r = PARSE(daq, device, d, x)))
-        return r;
-    if (!x->daq.device[0])
-        return drths_cfg_fail(c, -EINVAL, "daq.device", "must not be empty");
-    const struct raw_daq_channel *const raw[4] = {d->command_out, d->current_out,
-                                                  d->displacement_in, d->force_in};
-    if ((r = fill_daq_signals(c, x, raw, 0)))
-        return r;
-    /* Not checked for readability here: the numerical site loads the same file and has no
-     * calibration file; the comedi back end opens it at start-up. */
-    if (d->calibration_file && d->calibration_file[0]) {
-        x->daq.calibration_file = strdup(d->calibration_file);
-        x->daq.calibration_path = join_path(x->dir, d->calibration_file);
-        if (!x->daq.calibration_file || !x->daq.calibration_path)
-            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
-    }
-    return 0;
-}
-
 /* physical.channels[i] into ch (the channel's view of x; see drths_experiment_channel_t). */
 static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const struct raw_channel *rc,
                         drths_experiment_channel_t *ch)
@@ -588,7 +466,7 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
         const struct raw_chdaq *d = rc->daq;
         const struct raw_daq_channel *const raw[4] = {d->command_out, d->current_out,
                                                       d->displacement_in, d->force_in};
-        if ((r = fill_daq_signals(c, v, raw, 1)))
+        if ((r = drths_cfg_fill_daq_signals(c, v, raw, 1)))
             return r;
     }
     if ((r = check_safe_position(c, v)) || (r = check_damper_command(c, v)))
@@ -631,7 +509,7 @@ static int fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_phys
         /* Any two outputs (or inputs) of two channels, not only the same signal's: one
          * channel's command_out on another's current_out would drive one converter twice. */
         for (int j = 0; j < i && !r; j++)
-            r = check_shared_converters(c, &x->channels[j].exp, &x->channels[i].exp, j);
+            r = drths_cfg_check_shared_converters(c, &x->channels[j].exp, &x->channels[i].exp, j);
     }
     c->prefix = NULL;
     return r;
@@ -679,7 +557,7 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
     if ((r = drths_cfg_fill_structure(c, x, t->structure, mats)) ||
         (r = fill_ground(c, x, t->ground_motion)) || (r = fill_specimen(c, x, t->specimen)) ||
         (r = fill_control(c, x, t->control)) || (r = fill_actuator(c, x, t->actuator)) ||
-        (r = fill_network(c, x, t)) || (r = fill_daq(c, x, t->daq)) ||
+        (r = fill_network(c, x, t)) || (r = drths_cfg_fill_daq(c, x, t->daq)) ||
         (r = check_limits_inside_converters(c, x, "physical.", 1, 1)) ||
         (r = PARSE_RANGE(acceptance, displacement_rms_error_pct, hold_allowed, t->acceptance, x)) ||
         (r = fill_channels(c, x, t->physical))) /* last: each channel's view copies the rest */

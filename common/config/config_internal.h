@@ -7,6 +7,7 @@
  *   config_messages.c    errors and notes: file, line, field path; libcyaml's messages
  *   config_names.c       the spellings of the enums' values
  *   config_sections.h    the keys: one table per section, and what is generated from them
+ *   config_daq.c         daq: the back end and the signal mappings, no converter shared
  *   config_sections.c    the sections' libcyaml schemas and rows
  *   config_structure.c   structure: the matrices (their second pass) and damping
  *   config_yamlline.c    the line of a key in the file's text, for messages
@@ -75,6 +76,33 @@ typedef struct {
     const char *text;         /* TEXT: default */
     const enum_name_t *names; /* ENUM */
 } field_t;
+
+/* ---- config.c ---------------------------------------------------------------------------- */
+
+/* rel resolved against the folder dir (rel itself when absolute), malloc'ed; NULL when out of
+ * memory. */
+char *drths_cfg_join_path(const char *dir, const char *rel);
+
+/* ---- config_daq.c ------------------------------------------------------------------------ */
+
+struct raw_daq;
+struct raw_daq_channel;
+
+/* The daq section d (NULL: absent) into x: back end, device, the four signals and the
+ * calibration file. */
+int drths_cfg_fill_daq(vctx_t *c, drths_experiment_t *x, const struct raw_daq *d);
+
+/* The daq signals of raw (command_out, current_out, displacement_in, force_in; NULL where not
+ * given) into x: where keep_absent, an absent one keeps x's mapping (a channel's takes the daq
+ * section's). Then every signal is required with the comedi back end, and no two collide. */
+int drths_cfg_fill_daq_signals(vctx_t *c, drths_experiment_t *x,
+                               const struct raw_daq_channel *const raw[4], int keep_absent);
+
+/* Whether a signal of b is on the converter of a signal of a (when a is b, of an earlier one of
+ * its own): a typing error worth stopping for. a is physical.channels[j] when it is another
+ * channel than b. Returns 0, or -EINVAL naming both signals. */
+int drths_cfg_check_shared_converters(vctx_t *c, drths_experiment_t *a, drths_experiment_t *b,
+                                      int j);
 
 /* ---- config_fields.c --------------------------------------------------------------------- */
 
