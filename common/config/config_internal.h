@@ -7,6 +7,7 @@
  *   config_messages.c    errors and notes: file, line, field path; libcyaml's messages
  *   config_names.c       the spellings of the enums' values
  *   config_sections.h    the keys: one table per section, and what is generated from them
+ *   config_checks.c      the other sections' checks, and the checks across sections
  *   config_daq.c         daq: the back end and the signal mappings, no converter shared
  *   config_sections.c    the sections' libcyaml schemas and rows
  *   config_structure.c   structure: the matrices (their second pass) and damping
@@ -82,6 +83,43 @@ typedef struct {
 /* rel resolved against the folder dir (rel itself when absolute), malloc'ed; NULL when out of
  * memory. */
 char *drths_cfg_join_path(const char *dir, const char *rel);
+
+/* ---- config_checks.c --------------------------------------------------------------------- */
+
+struct raw_ground;
+struct raw_specimen;
+struct raw_control;
+struct raw_actuator;
+struct raw_top;
+
+/* Each section (NULL: absent) into x, after the structure (n_dof, for specimen.floor) and
+ * rate_hz. ground_motion and specimen are required; fill_specimen and fill_actuator also read
+ * a channel's own sections into its view. fill_network reads link, numerical, physical (all but
+ * its channels) and output from the top level t. */
+int drths_cfg_fill_ground(vctx_t *c, drths_experiment_t *x, const struct raw_ground *g);
+int drths_cfg_fill_specimen(vctx_t *c, drths_experiment_t *x, const struct raw_specimen *s);
+int drths_cfg_fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_control *ct);
+int drths_cfg_fill_actuator(vctx_t *c, drths_experiment_t *x, const struct raw_actuator *a);
+int drths_cfg_fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *t);
+
+/* With control.mode fixed, control.command must be one the damper takes. At the top level the
+ * command is named; in a channel (c->prefix set), which takes the command of the control section,
+ * its damper model is. */
+int drths_cfg_check_damper_command(vctx_t *c, const drths_experiment_t *x);
+
+/* The ramp's end must be a drive the limits accept, or HOLD would drive out of them. At the top
+ * level the position is named; in a channel (c->prefix set), which takes the position of the
+ * physical section, its limit that leaves the position out is. */
+int drths_cfg_check_safe_position(vctx_t *c, const drths_experiment_t *x);
+
+/* After drths_cfg_fill_daq (it needs the back end): with the virtual back end and adc_bits, the
+ * force and measured-displacement limits must lie below their converters' full scale. lp is the
+ * path the limits are under in messages: "physical." for the physical section, "" for a
+ * channel's own. own_force and own_disp say whether the limit is the section's own; a channel's
+ * limit taken from the physical section is not, and then the message names the channel's
+ * converter range (its own actuator section) that the limit does not fit. */
+int drths_cfg_check_limits_inside_converters(vctx_t *c, const drths_experiment_t *x, const char *lp,
+                                             int own_force, int own_disp);
 
 /* ---- config_daq.c ------------------------------------------------------------------------ */
 
