@@ -7,6 +7,7 @@
  *   config_messages.c    errors and notes: file, line, field path; libcyaml's messages
  *   config_names.c       the spellings of the enums' values
  *   config_sections.h    the keys: one table per section, and what is generated from them
+ *   config_channels.c    physical.channels: each channel's view of the experiment
  *   config_checks.c      the other sections' checks, and the checks across sections
  *   config_daq.c         daq: the back end and the signal mappings, no converter shared
  *   config_sections.c    the sections' libcyaml schemas and rows
@@ -83,6 +84,16 @@ typedef struct {
 /* rel resolved against the folder dir (rel itself when absolute), malloc'ed; NULL when out of
  * memory. */
 char *drths_cfg_join_path(const char *dir, const char *rel);
+
+/* ---- config_channels.c ------------------------------------------------------------------- */
+
+struct raw_physical;
+
+/* physical.channels of p (NULL, or without channels: none) into x->channels, last of all the
+ * sections: each channel's view copies the rest of x. 2..DRTHS_EXPERIMENT_MAX_CHANNELS
+ * channels, unique names, and with the comedi back end no signal of the board driven or read
+ * by two channels. */
+int drths_cfg_fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_physical *p);
 
 /* ---- config_checks.c --------------------------------------------------------------------- */
 
