@@ -1,8 +1,10 @@
-/* Experiment file loader: libcyaml parses the YAML into "raw" structs whose every scalar is a
- * string, then this file converts, fills defaults and validates field by field. Each key is
- * declared once, in its section's table (config_sections.h), which gives its name, kind,
- * destination, default and range; the raw structs, the libcyaml schema and the conversion of
- * plain scalars are generated from the tables.
+/* Experiment file loader, its entry points and top-level flow: libcyaml parses the YAML into
+ * "raw" structs whose every scalar is a string, then the fill functions convert, fill defaults
+ * and validate field by field, section by section (fill, below). Each key is declared once, in
+ * its section's table (config_sections.h), which gives its name, kind, destination, default and
+ * range; the raw structs, the libcyaml schema and the conversion of plain scalars are generated
+ * from the tables. The loader's other files, one concern each, are listed in
+ * config_internal.h.
  *
  * Why strings: libcyaml's own number parsing is lenient (it loads "2.5" into an int as 2, "-1"
  * into an unsigned as 2^64-1 and "1_000" as 1), and its enum errors do not list the valid
@@ -16,12 +18,9 @@
 
 #include <cyaml/cyaml.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +73,8 @@ static char *folder_of(const char *path)
     return j;
 }
 
+/* The whole file t into x, section by section, in the order that decides which of several
+ * errors is reported first. */
 static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matrices_t *mats)
 {
     int r;
@@ -92,8 +93,8 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
         (r = drths_cfg_fill_daq(c, x, t->daq)) ||
         (r = drths_cfg_check_limits_inside_converters(c, x, "physical.", 1, 1)) ||
         (r = PARSE_RANGE(acceptance, displacement_rms_error_pct, hold_allowed, t->acceptance, x)) ||
-        (r = drths_cfg_fill_channels(c, x,
-                                     t->physical))) /* last: each channel's view copies the rest */
+        /* last: each channel's view copies the rest */
+        (r = drths_cfg_fill_channels(c, x, t->physical)))
         return r;
     return 0;
 }
