@@ -85,10 +85,6 @@ const cyaml_schema_value_t drths_cfg_top_schema = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_top, top_fields),
 };
 
-static const cyaml_schema_field_t acceptance_top_fields[] = {
-    CYAML_FIELD_MAPPING_PTR("acceptance", OPT, struct raw_acceptance_top, acceptance,
-                            acceptance_fields),
-    CYAML_FIELD_END};
 const cyaml_schema_value_t drths_cfg_acceptance_top_schema = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_acceptance_top, acceptance_top_fields),
 };

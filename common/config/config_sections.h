@@ -307,6 +307,11 @@
     /* absent: comedilib's default path */                                                         \
     X(s, OPTPATH, calibration_file, _, _, _, _, _)
 
+/* The top level's acceptance row; drths_experiment_load_acceptance reads the file with it alone
+ * (acceptance_top below). */
+#define TOP_ACCEPTANCE_FIELDS(X, s)                                                                \
+    X(s, MAP,     acceptance, _, _, _, _, acceptance)
+
 /* The top level. */
 #define TOP_FIELDS(X, s)                                                                           \
     /* required, not empty */                                                                      \
@@ -326,38 +331,34 @@
     X(s, MAP,     physical, _, _, _, _, physical)                                                  \
     X(s, MAP,     output, _, _, _, _, output)                                                      \
     X(s, MAP,     daq, _, _, _, _, daq)                                                            \
-    X(s, MAP,     acceptance, _, _, _, _, acceptance)
+    TOP_ACCEPTANCE_FIELDS(X, s)
 
 /* Every section: its name, table, output struct and path in messages. A nested section comes
  * before the sections that hold it, as config_sections.c defines their schemas in this order. */
 #define SECTIONS(X)                                                                                \
-    X(damping,     DAMPING_FIELDS,     drths_experiment_t,         "structure.damping")            \
-    X(structure,   STRUCTURE_FIELDS,   drths_experiment_t,         "structure")                    \
-    X(ground,      GROUND_FIELDS,      drths_experiment_t,         "ground_motion")                \
-    X(damper,      DAMPER_FIELDS,      drths_experiment_t,         "specimen.damper")              \
-    X(true_scale,  TRUE_SCALE_FIELDS,  drths_experiment_t,         "specimen.true_scale")          \
-    X(specimen,    SPECIMEN_FIELDS,    drths_experiment_t,         "specimen")                     \
-    X(control,     CONTROL_FIELDS,     drths_experiment_t,         "control")                      \
-    X(plant_scale, PLANT_SCALE_FIELDS, drths_experiment_t,         "actuator.plant_scale")         \
-    X(actuator,    ACTUATOR_FIELDS,    drths_experiment_t,         "actuator")                     \
-    X(link,        LINK_FIELDS,        drths_experiment_t,         "link")                         \
-    X(numerical,   NUMERICAL_FIELDS,   drths_experiment_t,         "numerical")                    \
-    X(daq_channel, DAQ_CHANNEL_FIELDS, drths_daq_channel_config_t, "")                             \
-    X(chdaq,       DAQ_SIGNAL_FIELDS,  drths_experiment_t,         "daq")                          \
-    X(channel,     CHANNEL_FIELDS,     drths_experiment_t,         "")                             \
-    X(physical,    PHYSICAL_FIELDS,    drths_experiment_t,         "physical")                     \
-    X(output,      OUTPUT_FIELDS,      drths_experiment_t,         "output")                       \
-    X(acceptance,  ACCEPTANCE_FIELDS,  drths_experiment_t,         "acceptance")                   \
-    X(daq,         DAQ_FIELDS,         drths_experiment_t,         "daq")                          \
-    X(top,         TOP_FIELDS,         drths_experiment_t,         "")
+    X(damping,        DAMPING_FIELDS,        drths_experiment_t,         "structure.damping")      \
+    X(structure,      STRUCTURE_FIELDS,      drths_experiment_t,         "structure")              \
+    X(ground,         GROUND_FIELDS,         drths_experiment_t,         "ground_motion")          \
+    X(damper,         DAMPER_FIELDS,         drths_experiment_t,         "specimen.damper")        \
+    X(true_scale,     TRUE_SCALE_FIELDS,     drths_experiment_t,         "specimen.true_scale")    \
+    X(specimen,       SPECIMEN_FIELDS,       drths_experiment_t,         "specimen")               \
+    X(control,        CONTROL_FIELDS,        drths_experiment_t,         "control")                \
+    X(plant_scale,    PLANT_SCALE_FIELDS,    drths_experiment_t,         "actuator.plant_scale")   \
+    X(actuator,       ACTUATOR_FIELDS,       drths_experiment_t,         "actuator")               \
+    X(link,           LINK_FIELDS,           drths_experiment_t,         "link")                   \
+    X(numerical,      NUMERICAL_FIELDS,      drths_experiment_t,         "numerical")              \
+    X(daq_channel,    DAQ_CHANNEL_FIELDS,    drths_daq_channel_config_t, "")                       \
+    X(chdaq,          DAQ_SIGNAL_FIELDS,     drths_experiment_t,         "daq")                    \
+    X(channel,        CHANNEL_FIELDS,        drths_experiment_t,         "")                       \
+    X(physical,       PHYSICAL_FIELDS,       drths_experiment_t,         "physical")               \
+    X(output,         OUTPUT_FIELDS,         drths_experiment_t,         "output")                 \
+    X(acceptance,     ACCEPTANCE_FIELDS,     drths_experiment_t,         "acceptance")             \
+    X(daq,            DAQ_FIELDS,            drths_experiment_t,         "daq")                    \
+    X(top,            TOP_FIELDS,            drths_experiment_t,         "")                       \
+    X(acceptance_top, TOP_ACCEPTANCE_FIELDS, drths_experiment_t,         "")
 SECTIONS(DECLARE_SECTION)
 
 /* clang-format on */
-
-/* The top level as drths_experiment_load_acceptance reads it: the acceptance section alone. */
-struct raw_acceptance_top {
-    struct raw_acceptance *acceptance;
-};
 
 /* Every key optional in the schemas (the fill functions report what is missing). */
 #define OPT (CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL)
@@ -365,7 +366,7 @@ struct raw_acceptance_top {
 /* A list entry that is a string. */
 extern const cyaml_schema_value_t drths_cfg_string_entry;
 /* The whole file (struct raw_top), and the acceptance section alone (struct
- * raw_acceptance_top, every other key to be ignored). */
+ * raw_acceptance_top, to be loaded with every other key ignored). */
 extern const cyaml_schema_value_t drths_cfg_top_schema;
 extern const cyaml_schema_value_t drths_cfg_acceptance_top_schema;
 

@@ -34,7 +34,16 @@ struct raw2_top {
     struct raw2_structure *structure;
 };
 
-static const char *const matrix_keys[3] = {"mass_kg", "stiffness_N_per_m", "damping_N_s_per_m"};
+/* The rows of the three matrices in the structure table, in the order of matrices_t: the
+ * second pass takes their keys from there, and the structure section's from the top table, so
+ * that no key is declared twice. */
+static const int matrix_rows[3] = {F_structure_mass_kg, F_structure_stiffness_N_per_m,
+                                   F_structure_damping_N_s_per_m};
+
+static const char *matrix_key(int i)
+{
+    return drths_cfg_structure_spec[matrix_rows[i]].key;
+}
 
 static int load_matrices(vctx_t *c, matrices_t *m)
 {
@@ -59,7 +68,7 @@ static int load_matrices(vctx_t *c, matrices_t *m)
             .sequence = {.entry = &drths_cfg_string_entry, .min = m->rows[i], .max = m->rows[i]},
         };
         sfields[nf++] = (cyaml_schema_field_t){
-            .key = matrix_keys[i],
+            .key = matrix_key(i),
             .data_offset = (uint32_t)offs[i],
             .count_offset = (uint32_t)count_offs[i],
             .count_size = sizeof(unsigned),
@@ -73,7 +82,8 @@ static int load_matrices(vctx_t *c, matrices_t *m)
         return 0;
     sfields[nf] = (cyaml_schema_field_t)CYAML_FIELD_END;
     const cyaml_schema_field_t tfields[] = {
-        CYAML_FIELD_MAPPING_PTR("structure", OPT, struct raw2_top, structure, sfields),
+        CYAML_FIELD_MAPPING_PTR(drths_cfg_top_spec[F_top_structure].key, OPT, struct raw2_top,
+                                structure, sfields),
         CYAML_FIELD_END,
     };
     const cyaml_schema_value_t schema = {
@@ -107,7 +117,7 @@ static int load_matrices(vctx_t *c, matrices_t *m)
             const char *cell = cells[k / n][k % n];
             if (drths_cfg_parse_double(cell, &m->out[i][k]) < 0) {
                 char path[96];
-                snprintf(path, sizeof path, "structure.%s[%u][%u]", matrix_keys[i], k / n, k % n);
+                snprintf(path, sizeof path, "structure.%s[%u][%u]", matrix_key(i), k / n, k % n);
                 r = drths_cfg_fail(c, -EINVAL, path, "must be a finite number (got \"%s\")", cell);
             }
         }
