@@ -2,16 +2,17 @@
  * nothing else (the public interface is config.h). The loader is split by what a reader looks
  * for:
  *
- *   config.c             load and close, the top-level flow, defaults, paths
- *   config_fields.c      a scalar's conversion, default and range; a table row's
- *   config_messages.c    errors and notes: file, line, field path; libcyaml's messages
- *   config_names.c       the spellings of the enums' values
- *   config_sections.h    the keys: one table per section, and what is generated from them
+ *   config.c             the entry points (load, load_acceptance, close), the top-level flow
+ *                        and the file's folder
+ *   config_sections.h    the keys: one table per section, and the raw structs they generate
+ *   config_sections.c    the sections' libcyaml schemas and rows, from the same tables
+ *   config_names.c       the spellings of the enums' values (and what some stand for)
+ *   config_fields.c      a scalar's strict conversion, default and range (a table's row)
+ *   config_structure.c   structure: the matrices (their second pass) and the damping
+ *   config_checks.c      the other sections' own checks, and the checks across sections
+ *   config_daq.c         daq: the back end and the signal mappings, no converter used twice
  *   config_channels.c    physical.channels: each channel's view of the experiment
- *   config_checks.c      the other sections' checks, and the checks across sections
- *   config_daq.c         daq: the back end and the signal mappings, no converter shared
- *   config_sections.c    the sections' libcyaml schemas and rows
- *   config_structure.c   structure: the matrices (their second pass) and damping
+ *   config_messages.c    errors and notes: file, line and field path; libcyaml's messages
  *   config_yamlline.c    the line of a key in the file's text, for messages
  *
  * Functions here are not static because another file of the loader calls them; their names
@@ -79,6 +80,17 @@ typedef struct {
     const enum_name_t *names; /* ENUM */
 } field_t;
 
+/* The raw structs of the sections (config_sections.h), which the fill functions take. */
+struct raw_actuator;
+struct raw_control;
+struct raw_daq;
+struct raw_daq_channel;
+struct raw_ground;
+struct raw_physical;
+struct raw_specimen;
+struct raw_structure;
+struct raw_top;
+
 /* ---- config.c ---------------------------------------------------------------------------- */
 
 /* rel resolved against the folder dir (rel itself when absolute), malloc'ed; NULL when out of
@@ -87,21 +99,13 @@ char *drths_cfg_join_path(const char *dir, const char *rel);
 
 /* ---- config_channels.c ------------------------------------------------------------------- */
 
-struct raw_physical;
-
-/* physical.channels of p (NULL, or without channels: none) into x->channels, last of all the
- * sections: each channel's view copies the rest of x. 2..DRTHS_EXPERIMENT_MAX_CHANNELS
- * channels, unique names, and with the comedi back end no signal of the board driven or read
- * by two channels. */
+/* physical.channels of p into x->channels (none when p is NULL or has no channels), after
+ * every other section: each channel's view copies the rest of x. 2..
+ * DRTHS_EXPERIMENT_MAX_CHANNELS channels, unique names, and with the comedi back end no signal
+ * of the board driven or read by two channels. */
 int drths_cfg_fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_physical *p);
 
 /* ---- config_checks.c --------------------------------------------------------------------- */
-
-struct raw_ground;
-struct raw_specimen;
-struct raw_control;
-struct raw_actuator;
-struct raw_top;
 
 /* Each section (NULL: absent) into x, after the structure (n_dof, for specimen.floor) and
  * rate_hz. ground_motion and specimen are required; fill_specimen and fill_actuator also read
@@ -133,9 +137,6 @@ int drths_cfg_check_limits_inside_converters(vctx_t *c, const drths_experiment_t
                                              int own_force, int own_disp);
 
 /* ---- config_daq.c ------------------------------------------------------------------------ */
-
-struct raw_daq;
-struct raw_daq_channel;
 
 /* The daq section d (NULL: absent) into x: back end, device, the four signals and the
  * calibration file. */
@@ -248,9 +249,6 @@ typedef struct {
     unsigned rows[3]; /* mass, stiffness, damping; 0 = absent */
     double *out[3];   /* n x n each (n = rows[i]), malloc'ed */
 } matrices_t;
-
-/* The raw structs of the sections (config_sections.h) the fill functions take. */
-struct raw_structure;
 
 /* The structure section rs (NULL: absent) into x: the model and its matrices, n_dof, the
  * damping and the integrator. Matrices are loaded into mats (the second pass), which the caller
