@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/config/config.h"
 #include "common/platform/cli.h"
 
 typedef struct {

@@ -10,9 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/config/config.h"
 #include "common/platform/error.h"
 #include "protocol/wire.h"
+
+/* Only pointers to the experiment are taken here; common/config/config.h defines it. */
+typedef struct drths_experiment drths_experiment_t;
 
 #define DRTHS_FINGERPRINT_BYTES 32
 

@@ -61,7 +61,7 @@
 
 #include <stdint.h>
 
-#include "common/config/config.h"
+#include "common/config/enums.h" /* drths_smith_mode_t */
 #include "common/platform/error.h"
 #include "protocol/estimator.h"
 #include "protocol/reorder.h"
@@ -70,6 +70,9 @@
 #include "site-numerical/semiactive.h"
 #include "site-numerical/smith.h"
 #include "site-numerical/stability.h"
+
+/* Only pointers to the experiment are taken here; common/config/config.h defines it. */
+typedef struct drths_experiment drths_experiment_t;
 
 /* Columns after the numsub base columns (run-folder contract); adaptive Smith adds
  * DRTHS_HYBRID_ADAPT_COLS more (smith_gain, the identified factors smith_alpha_scale,

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/config/config.h"
 #include "common/platform/cli.h"
 #include "common/platform/rtclock.h"
 #include "protocol/wire_filter.h"

@@ -17,7 +17,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "common/config/config.h"
 #include "common/platform/error.h"
 #include "common/platform/recorder.h"
 #include "common/platform/udp.h"
@@ -26,6 +25,9 @@
 #include "protocol/fingerprint.h"
 #include "protocol/wire.h"
 #include "site-numerical/hybrid.h"
+
+/* Only pointers to the experiment are taken here; common/config/config.h defines it. */
+typedef struct drths_experiment drths_experiment_t;
 
 
 typedef struct drths_numsite {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config/config.h"
 #include "common/config/setup.h"
 
 static int make_colnames(drths_numsub_t *ns)

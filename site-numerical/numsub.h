@@ -16,11 +16,13 @@
 #ifndef DRTHS_NUMSUB_H
 #define DRTHS_NUMSUB_H
 
-#include "common/config/config.h"
 #include "common/models/groundmotion.h"
 #include "common/models/integrator.h"
 #include "common/models/structure.h"
 #include "common/platform/error.h"
+
+/* Only pointers to the experiment are taken here; common/config/config.h defines it. */
+typedef struct drths_experiment drths_experiment_t;
 
 typedef struct drths_numsub {
     drths_structure_t st;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config/config.h"
 #include "common/config/setup.h"
 #include "common/models/damper.h"
 #include "common/platform/csvwrite.h"

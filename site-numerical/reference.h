@@ -6,9 +6,11 @@
 #ifndef DRTHS_REFERENCE_H
 #define DRTHS_REFERENCE_H
 
-#include "common/config/config.h"
 #include "common/platform/error.h"
 #include "site-numerical/semiactive.h"
+
+/* Only pointers to the experiment are taken here; common/config/config.h defines it. */
+typedef struct drths_experiment drths_experiment_t;
 
 typedef struct drths_reference_summary {
     int n;                  /* floors */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config/config.h"
+
 /* Default weights. q_disp = q_acc = 1: displacements and absolute accelerations weigh the same
  * in the first mode (a_ref = w1^2 x_ref), so the design neither ignores the accelerations, which
  * a displacement-only design lets grow when the damper stiffens the first storey, nor the

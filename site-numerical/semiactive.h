@@ -43,9 +43,12 @@
 #ifndef DRTHS_SEMIACTIVE_H
 #define DRTHS_SEMIACTIVE_H
 
-#include "common/config/config.h"
+#include "common/config/enums.h" /* drths_control_mode_t */
 #include "common/models/structure.h"
 #include "common/platform/error.h"
+
+/* Only pointers to the experiment are taken here; common/config/config.h defines it. */
+typedef struct drths_experiment drths_experiment_t;
 
 /* Weights of the clipped-optimal design (dimensionless, see above). */
 typedef struct drths_semiactive_design {

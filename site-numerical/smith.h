@@ -96,7 +96,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/config/config.h"
+#include "common/config/enums.h" /* drths_smith_mode_t */
 #include "common/models/damper.h"
 #include "common/platform/error.h"
 

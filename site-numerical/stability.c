@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/config/config.h"
+
 void drths_stability_params_from(drths_stability_params_t *p, const drths_experiment_t *exp)
 {
     memset(p, 0, sizeof *p);

@@ -35,9 +35,11 @@
 
 #include <stdint.h>
 
-#include "common/config/config.h"
 #include "common/models/structure.h"
 #include "common/platform/error.h"
+
+/* Only pointers to the experiment are taken here; common/config/config.h defines it. */
+typedef struct drths_experiment drths_experiment_t;
 
 #define DRTHS_STABILITY_RING 64
 #define DRTHS_STABILITY_TEXT 200

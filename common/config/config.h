@@ -34,6 +34,8 @@
 #include "common/platform/cli.h"
 #include "common/platform/metrics.h" /* drths_acceptance_t */        /* DRTHS_EXIT_USAGE */
 #include "common/platform/error.h"
+/* The enums of the file's own choices (control mode, hold, Smith predictor, DAQ). */
+#include "common/config/enums.h"
 
 /* Exit code of a site or tool whose experiment file (or command line) is wrong. */
 #define DRTHS_EXIT_CONFIG DRTHS_EXIT_USAGE
@@ -49,43 +51,6 @@
 #define DRTHS_CHANNEL_NAME_MAX 32
 
 struct drths_experiment_channel;
-
-typedef enum drths_control_mode {
-    DRTHS_CONTROL_PASSIVE_OFF = 0,  /* "passive-off": command 0 */
-    DRTHS_CONTROL_PASSIVE_ON,       /* "passive-on": the damper model's maximum command */
-    DRTHS_CONTROL_FIXED,            /* "fixed": control.command */
-    /* "clipped-optimal": the maximum command while (f_c - F) F > 0, else 0, with f_c the force
-     * of a linear-quadratic design and F the measured force (site-numerical/semiactive.h) */
-    DRTHS_CONTROL_CLIPPED_OPTIMAL
-} drths_control_mode_t;
-
-/* What the actuator does in HOLD, the safe state the actuator site enters on a limit, a
- * watchdog, too many concealed ticks, a lost session, an ABORT or a signal. Either way the drive
- * moves at most physical.ramp_rate_m_s * dt per tick and the damper command goes to its safe
- * value (0). */
-typedef enum drths_hold_mode {
-    DRTHS_HOLD_AT_POSITION = 0, /* "hold": to the displacement measured when HOLD began */
-    DRTHS_HOLD_RAMP             /* "ramp": to physical.safe_position_m */
-} drths_hold_mode_t;
-
-typedef enum drths_smith_mode {
-    DRTHS_SMITH_OFF = 0,  /* "off" */
-    DRTHS_SMITH_FIXED,    /* "fixed" */
-    DRTHS_SMITH_ADAPTIVE  /* "adaptive" */
-} drths_smith_mode_t;
-
-typedef enum drths_daq_backend {
-    DRTHS_DAQ_BACKEND_VIRTUAL = 0, /* "virtual": the rehearsal specimen (common/models/specimen.h) */
-    DRTHS_DAQ_BACKEND_COMEDI       /* "comedi": a board driven through comedilib */
-} drths_daq_backend_t;
-
-/* Analog reference of a channel; the values are comedilib's AREF_GROUND, AREF_COMMON and
- * AREF_DIFF. */
-typedef enum drths_daq_aref {
-    DRTHS_DAQ_AREF_GROUND = 0, /* "ground" */
-    DRTHS_DAQ_AREF_COMMON = 1, /* "common" */
-    DRTHS_DAQ_AREF_DIFF = 2    /* "diff" */
-} drths_daq_aref_t;
 
 /* One analog channel of the comedi back end. The engineering value is
  * units_per_volt * volts + offset (m, A or N), volts being the calibrated voltage at the board's
@@ -300,7 +265,7 @@ typedef struct drths_experiment {
 
     /* The acceptance section (common/platform/metrics.h drths_acceptance_t): what drths-report judges
      * the run by; not fingerprinted, so a lab may tighten it after a run. Defaults: 1, 1, 5, 2,
-     * 0.5, 0.5 %, hold_allowed 0 (the table in config.c). */
+     * 0.5, 0.5 %, hold_allowed 0 (the acceptance table in config_sections.h). */
     drths_acceptance_t acceptance;
 
     /* physical.channels: 0 when the file has none (one actuator channel, described by the
