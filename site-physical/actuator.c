@@ -53,6 +53,10 @@ void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
     p->limit_velocity_m_s = exp->physical.limit_velocity_m_s;
     p->limit_force_N = exp->physical.limit_force_N;
     p->limit_drive_m = exp->physical.limit_drive_m;
+    p->limit_drive_velocity_m_s = exp->physical.limit_drive_velocity_m_s;
+    p->limit_drive_acceleration_m_s2 = exp->physical.limit_drive_acceleration_m_s2;
+    p->limit_drive_offset_m = exp->physical.limit_drive_offset_m;
+    p->max_tick_late_s = exp->physical.max_tick_late_ms * 1e-3;
     p->limit_meas_disp_m = exp->physical.limit_measured_displacement_m;
     p->hold_mode = exp->physical.hold;
     p->safe_position_m = exp->physical.safe_position_m;
@@ -125,6 +129,9 @@ static int check_params(const drths_actuator_params_t *p, drths_error_t *err)
     if (!(p->limit_drive_m > 0.0))
         return drths_error_set(err, -EINVAL, "physical.limit_drive_m: must be > 0 (got %g)",
                                p->limit_drive_m);
+    if (!(p->max_tick_late_s > 0.0))
+        return drths_error_set(err, -EINVAL, "physical.max_tick_late_ms: must be > 0 (got %g)",
+                               p->max_tick_late_s * 1e3);
     if (!(p->limit_meas_disp_m > 0.0))
         return drths_error_set(err, -EINVAL,
                                "physical.limit_measured_displacement_m: must be > 0 (got %g)",
@@ -181,6 +188,17 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     a->dt_ns = (int64_t)llround(1e9 / p->rate_hz);
     if (a->dt_ns <= 0)
         return drths_error_set(err, -EINVAL, "rate_hz: %g gives a tick below 1 ns", p->rate_hz);
+    a->stall_ns = (int64_t)llround(p->max_tick_late_s * 1e9);
+    /* Every drive this actuator writes passes the DAQ's envelope, from the first one. */
+    const drths_envelope_limits_t lim = {
+        .position_m = p->limit_drive_m,
+        .velocity_m_s = p->limit_drive_velocity_m_s,
+        .acceleration_m_s2 = p->limit_drive_acceleration_m_s2,
+        .offset_m = p->limit_drive_offset_m,
+    };
+    rc = drths_daq_set_envelope(daq, &lim, p->rate_hz, err);
+    if (rc)
+        return rc;
     const double dt = 1.0 / p->rate_hz;
     /* Every compensator is designed on the average plant model, as Phillips & Spencer (2013)
      * do; `feedforward` then schedules the inverse between the 0 A and 2.5 A models on the
@@ -457,18 +475,6 @@ static bool check_measurement(drths_actuator_t *a, double disp_m, double force_N
     return true;
 }
 
-/* The drive limit, checked before the drive is written. */
-static bool check_drive(drths_actuator_t *a, double drive_m)
-{
-    if (fabs(drive_m) <= a->p.limit_drive_m)
-        return false;
-    char text[DRTHS_WIRE_MAX_TEXT + 1];
-    snprintf(text, sizeof text, "drive limit: drive signal %.6g m exceeds %.6g m (not written)",
-             drive_m, a->p.limit_drive_m);
-    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
-    return true;
-}
-
 /* The preview, checked before the drive is computed: a command beyond the displacement limit
  * must not reach the drive even through it (the feedforward's derivatives would amplify it). It
  * is a HOLD as soon as it is seen. */
@@ -529,6 +535,15 @@ static bool check_watchdog(drths_actuator_t *a, uint64_t tick, int64_t now_ns,
     return true;
 }
 
+/* A drive the envelope refused (site-physical/envelope.h): a limit HOLD naming the bound and
+ * by how much; the drive was not written. */
+static void drive_refused(drths_actuator_t *a)
+{
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    drths_envelope_describe(&a->daq->refusal, text, sizeof text);
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+}
+
 /* A failed DAQ call is counted and is a HOLD (a no-op when already in HOLD). */
 static void daq_failed(drths_actuator_t *a, int rc, const char *what)
 {
@@ -569,6 +584,7 @@ typedef struct tick_state {
     bool rest;               /* t <= L: the rest position, not a command */
     bool concealed;          /* the command was not there in time (flagged in the FEEDBACK) */
     bool late_played;        /* ... and a late command was played instead (delayed playback) */
+    bool skip_write;         /* in HOLD, behind its time: nothing is written (hold_drive) */
     drths_cmd_channel_t cmd; /* the desired command (rest, received or concealed) */
     int64_t cmd_tick;        /* the tick of the command applied, -1 for none */
     double lead_ms;          /* how long before its tick the command arrived, NaN for none */
@@ -596,6 +612,25 @@ static void begin_tick(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
     }
 }
 
+/* A commanded tick woken more than max_tick_late_s after its deadline follows a stall of the
+ * site or the machine. Playing it and the ticks missed meanwhile would sweep the specimen
+ * through that stretch of the trajectory back to back, faster than real time: HOLD instead,
+ * and in HOLD the ticks behind their time write nothing (hold_drive). Rest ticks (t <= L) move
+ * nothing and are not checked. */
+static bool check_stall(drths_actuator_t *a, const tick_state_t *s)
+{
+    if (s->lateness_ns <= a->stall_ns)
+        return false;
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    snprintf(text, sizeof text,
+             "stall: tick %llu woke %.1f ms after its deadline (physical.max_tick_late_ms %g); "
+             "the missed ticks are not played",
+             (unsigned long long)s->tick, (double)s->lateness_ns * 1e-6,
+             a->p.max_tick_late_s * 1e3);
+    drths_actuator_hold(a, DRTHS_STOP_WATCHDOG, 1, text);
+    return true;
+}
+
 /* Phase 1, the command: the rest position for t <= L; otherwise the watchdog, then the command
  * stream's answer (the take of this tick from the playout buffer, in HOLD too; then the
  * received command, a late or a concealed one, or the concealment budget's HOLD) and the
@@ -603,7 +638,8 @@ static void begin_tick(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
 static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_t *out)
 {
     const bool rest = !a->hold && s->tick <= a->L;
-    const bool hold = !rest && (a->hold || check_watchdog(a, s->tick, s->now_ns, out));
+    const bool hold = !rest && (a->hold || check_stall(a, s) ||
+                                check_watchdog(a, s->tick, s->now_ns, out));
     drths_cmdstream_out_t *o = &s->stream;
     drths_cmdstream_tick(&a->cs, &a->pb, s->tick, s->deadline_ns, a->L, hold, o);
     stream_counters(a);
@@ -642,8 +678,8 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
 }
 
 /* Phase 2, the drive outside HOLD: the compensation of the desired displacement with its past
- * and previewed future, checked against the drive limit before anything is written. Returns
- * true when the preview or the drive is a HOLD (the drive is then not written). */
+ * and previewed future. Returns true when the preview is a HOLD. The drive itself is judged by
+ * the envelope when it is written (write_and_read). */
 static bool compute_drive(drths_actuator_t *a, tick_state_t *s)
 {
     drths_comp_set_command(&a->comp, s->cmd.damper_cmd);
@@ -652,13 +688,18 @@ static bool compute_drive(drths_actuator_t *a, tick_state_t *s)
     s->drive = drths_comp_drive(&a->comp, s->stream.past, s->stream.future, s->stream.n_future);
     s->vel = s->cmd.vel_m_s;
     s->dcmd = s->cmd.damper_cmd;
-    return check_drive(a, s->drive);
+    return false;
 }
 
 /* Phase 2 in HOLD: on its first tick the target is fixed; the drive then moves from the last
- * drive written towards it, never faster than the ramp rate, and the tick carries no command. */
+ * drive the envelope admitted (never from a refused one), braking from its velocity within the
+ * envelope and then no faster than the ramp rate (drths_envelope_ramp), and the tick carries
+ * no command. A tick behind its time (woken a period or more after its deadline: the ticks
+ * missed in a stall, played back to back) moves nothing: s->skip_write, the converter keeps
+ * its value, so the ramp never runs faster than real time. */
 static void hold_drive(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_t *out)
 {
+    const drths_envelope_t *env = &a->daq->env;
     if (!a->hold_started) {
         a->hold_started = 1;
         a->hold_tick = s->tick;
@@ -667,17 +708,17 @@ static void hold_drive(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
             a->p.hold_mode == DRTHS_HOLD_RAMP ? a->p.safe_position_m : a->last_meas_disp_m;
         /* A measurement that failed or left the limits is no place to hold at. */
         if (!(fabs(a->hold_target_m) < a->p.limit_drive_m))
-            a->hold_target_m = a->last_drive_m;
+            a->hold_target_m = env->n > 0 ? env->u1 : 0.0;
     }
-    const double max_step = a->p.ramp_rate_m_s / a->p.rate_hz;
-    const double gap = a->hold_target_m - a->last_drive_m;
-    s->drive = fabs(gap) <= max_step ? a->hold_target_m
-                                     : a->last_drive_m + (gap > 0 ? max_step : -max_step);
-    const double step = fabs(s->drive - a->last_drive_m);
-    assert(step <= max_step * (1.0 + 1e-12));
+    s->skip_write = s->lateness_ns >= a->dt_ns && env->n > 0;
+    int done = 0;
+    s->drive = s->skip_write ? env->u1
+                             : drths_envelope_ramp(env, a->hold_target_m, a->p.ramp_rate_m_s,
+                                                   s->now_ns, &done);
+    const double step = env->n > 0 ? fabs(s->drive - env->u1) : 0.0;
     if (step > a->hold_max_step_m)
         a->hold_max_step_m = step;
-    if (!a->hold_settled && s->drive == a->hold_target_m) {
+    if (!a->hold_settled && done) {
         a->hold_settled = 1;
         a->settled_tick = s->tick;
         out->events |= DRTHS_ACT_EV_SETTLED;
@@ -696,8 +737,23 @@ static void hold_drive(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
 static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_t *out)
 {
     out->daq_rc = 0;
-    int rc = s->holding ? drths_daq_safe_state(a->daq, s->drive)
-                        : drths_daq_write(a->daq, s->drive, s->vel, s->dcmd);
+    int rc = 0;
+    if (!s->holding) {
+        rc = drths_daq_write(a->daq, s->drive, s->vel, s->dcmd, s->cmd.disp_m, s->now_ns);
+        if (rc == -EDOM) {
+            /* The envelope refused the drive: nothing was written. HOLD now, and this tick
+             * already writes the ramp's first value instead. */
+            drive_refused(a);
+            s->holding = true;
+            hold_drive(a, s, out);
+        }
+    }
+    if (s->holding && !s->skip_write) {
+        rc = drths_daq_safe_state(a->daq, s->drive, s->now_ns);
+        if (rc == -EDOM) /* the last admitted drive was written again */
+            rc = 0;
+    }
+    s->drive = a->daq->env.n > 0 ? a->daq->env.u1 : s->drive;
     a->last_drive_m = s->drive;
     if (rc) {
         out->daq_rc = rc;
@@ -926,7 +982,7 @@ static void end_of_run(drths_actuator_t *a, uint64_t tick, drths_actuator_out_t 
     } else if (!a->hold && a->stop_received && tick >= a->stop_tick) {
         out->finished = 1;
         a->end_reason = DRTHS_STOP_END_OF_RECORD;
-        const int rc = drths_daq_safe_state(a->daq, a->last_drive_m);
+        const int rc = drths_daq_safe_state(a->daq, a->last_drive_m, a->daq->env.last_ns);
         if (rc) {
             a->c.daq_errors++;
             if (!out->daq_rc)
@@ -1012,5 +1068,5 @@ int drths_actuator_safe_state(drths_actuator_t *a)
      * position could step a real actuator, so the outputs are left as they are. */
     if (!a->c.ticks)
         return 0;
-    return drths_daq_safe_state(a->daq, a->last_drive_m);
+    return drths_daq_safe_state(a->daq, a->last_drive_m, a->daq->env.last_ns);
 }

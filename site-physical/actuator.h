@@ -157,6 +157,13 @@ typedef struct drths_actuator_params {
     double limit_velocity_m_s;   /* |command velocity| above this: HOLD */
     double limit_force_N;        /* |measured force| above this: HOLD */
     double limit_drive_m;        /* |drive signal| above this: HOLD (not written) */
+    /* The rest of the drive envelope (site-physical/envelope.h, physical.limit_drive_*): a
+     * drive beyond any bound is not written and the tick enters HOLD. */
+    double limit_drive_velocity_m_s;
+    double limit_drive_acceleration_m_s2;
+    double limit_drive_offset_m;
+    double max_tick_late_s;      /* a commanded tick woken later than this after its deadline
+                                  * is a stall: HOLD, the missed ticks not played */
     double limit_meas_disp_m;    /* |measured displacement| above this: HOLD */
     drths_hold_mode_t hold_mode; /* HOLD target: measured position, or safe_position_m */
     double safe_position_m;      /* target of the ramp */
@@ -237,6 +244,7 @@ typedef struct drths_actuator_out {
 typedef struct drths_actuator {
     drths_actuator_params_t p;
     int64_t dt_ns;
+    int64_t stall_ns;  /* max_tick_late_s */
     drths_daq_t *daq; /* not owned */
     drths_playout_t pb;
     drths_comp_t comp;

@@ -11,10 +11,43 @@ const char *const drths_daq_channel_names[DRTHS_DAQ_NCHANNELS] = {
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-int drths_daq_write(drths_daq_t *d, double drive_m, double vel_m_s, double damper_command)
+void drths_daq_envelope_limits(const drths_experiment_t *exp, drths_envelope_limits_t *lim)
+{
+    lim->position_m = exp->physical.limit_drive_m;
+    lim->velocity_m_s = exp->physical.limit_drive_velocity_m_s;
+    lim->acceleration_m_s2 = exp->physical.limit_drive_acceleration_m_s2;
+    lim->offset_m = exp->physical.limit_drive_offset_m;
+}
+
+/* A refused drive is the DAQ's last failure too, so drths_daq_error can say why. */
+static int refused(drths_daq_t *d)
+{
+    d->last_error.code = -EDOM;
+    d->last_error.channel = DRTHS_DAQ_COMMAND_OUT;
+    d->last_error.comedi_errno = 0;
+    d->last_error.op = "envelope";
+    return -EDOM;
+}
+
+int drths_daq_set_envelope(drths_daq_t *d, const drths_envelope_limits_t *lim, double rate_hz,
+                           drths_error_t *err)
+{
+    const int rc = drths_envelope_init(&d->env, lim, rate_hz, err);
+    d->env_set = rc == 0;
+    return rc;
+}
+
+int drths_daq_write(drths_daq_t *d, double drive_m, double vel_m_s, double damper_command,
+                    double command_m, int64_t now_ns)
 {
     if (!d->ops)
         return -EBADF;
+    if (!d->env_set)
+        return -EPERM;
+    if (isnan(damper_command))
+        return d->ops->write(d, drive_m, vel_m_s, damper_command); /* -EINVAL, recorded */
+    if (drths_envelope_admit(&d->env, drive_m, command_m, now_ns, &d->refusal) != 0)
+        return refused(d);
     return d->ops->write(d, drive_m, vel_m_s, damper_command);
 }
 
@@ -27,11 +60,30 @@ int drths_daq_read(drths_daq_t *d, double *disp_m, double *force_N)
     return d->ops->read(d, disp_m, force_N);
 }
 
-int drths_daq_safe_state(drths_daq_t *d, double hold_m)
+int drths_daq_safe_state(drths_daq_t *d, double hold_m, int64_t now_ns)
 {
     if (!d->ops)
         return -EBADF;
-    return d->ops->safe_state(d, hold_m);
+    if (!d->env_set)
+        return -EPERM;
+    /* Writing again the drive the converter already holds moves nothing, whatever the
+     * velocity before: it is how a run ends at its last drive. */
+    if (d->env.n > 0 && hold_m == d->env.u1) {
+        drths_envelope_stand(&d->env, now_ns);
+        return d->ops->safe_state(d, hold_m);
+    }
+    if (drths_envelope_admit(&d->env, hold_m, NAN, now_ns, &d->refusal) == 0)
+        return d->ops->safe_state(d, hold_m);
+    /* The set-point stays where the converter holds it (the last admitted drive, written
+     * again, which moves nothing); the damper still goes to its safe command. Before any
+     * admitted drive there is no such value, and only the refusal is returned. */
+    if (d->env.n > 0) {
+        drths_envelope_stand(&d->env, now_ns);
+        const int rc = d->ops->safe_state(d, d->env.u1);
+        if (rc)
+            return rc;
+    }
+    return refused(d);
 }
 
 void drths_daq_close(drths_daq_t *d)
@@ -56,6 +108,11 @@ int drths_daq_error(const drths_daq_t *d, drths_error_t *err)
     if (code == 0) {
         drths_error_clear(err);
         return 0;
+    }
+    if (code == -EDOM && d->last_error.op && strcmp(d->last_error.op, "envelope") == 0) {
+        char text[sizeof err->msg];
+        drths_envelope_describe(&d->refusal, text, sizeof text);
+        return drths_error_set(err, code, "%s", text);
     }
     int ch = d->last_error.channel;
     const char *name = ch >= 0 && ch < DRTHS_DAQ_NCHANNELS ? drths_daq_channel_names[ch] : "?";

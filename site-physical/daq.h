@@ -9,7 +9,15 @@
  *
  * Per tick the site calls drths_daq_write, then drths_daq_read; in HOLD it calls
  * drths_daq_safe_state instead of the write, with the drive of the HOLD ramp (what the site
- * passes, and when, is described once, in site-physical/actuator.h, HOLD). Every per-tick call
+ * passes, and when, is described once, in site-physical/actuator.h, HOLD).
+ *
+ * The drive envelope (site-physical/envelope.h) is the one gate before the converter: every
+ * drive written by drths_daq_write or drths_daq_safe_state is first admitted by the DAQ's
+ * envelope, set with drths_daq_set_envelope after the open. A drive it refuses is not written:
+ * the call returns -EDOM and d->refusal says which bound and by how much (a refused safe state
+ * still puts the damper at its safe command and writes the last admitted drive again, which is
+ * where the converter already stands). A DAQ whose envelope was never set writes nothing
+ * (-EPERM). Only this file calls a back end's write. Every per-tick call
  * is RT-safe: no allocation, no logging; the comedi back end makes one synchronous comedilib
  * call (an ioctl) per channel. A failing call returns a negative errno-style code and records what failed;
  * drths_daq_error formats it later, outside the RT thread.
@@ -43,6 +51,7 @@
 #include "common/config/config.h"
 #include "common/models/specimen.h"
 #include "common/platform/error.h"
+#include "site-physical/envelope.h"
 
 /* The four channels, in the order of the bit masks and of drths_daq_comedi_config_t. */
 enum {
@@ -132,6 +141,12 @@ typedef struct drths_daq {
     /* Counts over the run, for the summary. */
     unsigned long long n_clamped, n_saturated, n_errors;
 
+    /* The drive envelope every written drive passes (drths_daq_set_envelope; env_set 0: none,
+     * every write refused) and the last refusal. */
+    drths_envelope_t env;
+    int env_set;
+    drths_envelope_violation_t refusal;
+
     /* The last failure, for drths_daq_error: code (negative errno), the channel, the comedilib
      * function and comedi_errno() at that moment. code 0 = none. On the comedi back end, the
      * first failure of the last failing call: when a board stops answering, the second channel
@@ -187,10 +202,24 @@ void drths_daq_comedi_config_from_experiment(const drths_experiment_t *exp,
 int drths_daq_open(const drths_experiment_t *exp, drths_specimen_t *spec,
                    const drths_comedi_api_t *api, drths_daq_t *out, drths_error_t *err);
 
-/* Writes the actuator's displacement set-point (m) and the damper command (A or V). vel_m_s is
- * the commanded velocity, which only the virtual ideal actuator uses (a servo controller
- * derives its own). A NaN drive or command writes nothing and returns -EINVAL. RT-safe. */
-int drths_daq_write(drths_daq_t *d, double drive_m, double vel_m_s, double damper_command);
+/* Sets the drive envelope (site-physical/envelope.h) every later write passes, with no drive
+ * written yet. Returns 0, or -EINVAL with err naming the physical.limit_drive_* field.
+ * init-only. */
+int drths_daq_set_envelope(drths_daq_t *d, const drths_envelope_limits_t *lim, double rate_hz,
+                           drths_error_t *err);
+
+/* The envelope of an experiment's physical section (or channel view): limit_drive_m and
+ * physical.limit_drive_*. init-only. */
+void drths_daq_envelope_limits(const drths_experiment_t *exp, drths_envelope_limits_t *lim);
+
+/* Writes the actuator's displacement set-point (m) and the damper command (A or V), at now_ns,
+ * for the command command_m (NaN: none; the envelope's offset bound then does not apply).
+ * vel_m_s is the commanded velocity, which only the virtual ideal actuator uses (a servo
+ * controller derives its own). A drive the envelope refuses writes nothing and returns -EDOM
+ * (d->refusal says why); a NaN damper command writes nothing and returns -EINVAL; -EPERM when
+ * no envelope was set. RT-safe. */
+int drths_daq_write(drths_daq_t *d, double drive_m, double vel_m_s, double damper_command,
+                    double command_m, int64_t now_ns);
 
 /* Reads the measured displacement (m) and force (N). On the virtual back end this steps the
  * specimen one tick. When comedilib fails the value of that channel is NaN; an input at an end
@@ -198,12 +227,13 @@ int drths_daq_write(drths_daq_t *d, double drive_m, double vel_m_s, double dampe
  * -ERANGE. Both channels are read even if the first fails; returns the first error. RT-safe. */
 int drths_daq_read(drths_daq_t *d, double *disp_m, double *force_N);
 
-/* Writes the neutral outputs: the set-point hold_m and the damper's safe command (0 on the
- * virtual back end). The caller chooses hold_m (the actuator site: each tick of the HOLD ramp,
- * or the last drive at the end of the run; see site-physical/actuator.h, HOLD). A NaN hold_m
- * is not written (the set-point stays as it was) and gives -EINVAL. Both outputs are attempted
- * even if the first fails; returns the first error. RT-safe. */
-int drths_daq_safe_state(drths_daq_t *d, double hold_m);
+/* Writes the neutral outputs at now_ns: the set-point hold_m and the damper's safe command (0
+ * on the virtual back end). The caller chooses hold_m (the actuator site: each tick of the HOLD
+ * ramp, or the last drive at the end of the run; see site-physical/actuator.h, HOLD). A hold_m
+ * the envelope refuses (NaN included) is not written: the last admitted drive is written again
+ * with the damper's safe command, and the call returns -EDOM (d->refusal says why). Both
+ * outputs are attempted even if the first fails; returns the first error. RT-safe. */
+int drths_daq_safe_state(drths_daq_t *d, double hold_m, int64_t now_ns);
 
 /* The virtual back end's full measurement of the last read (true values as well as the
  * measured ones); NULL for the other back ends. RT-safe. */

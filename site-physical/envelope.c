@@ -121,6 +121,12 @@ int drths_envelope_admit(drths_envelope_t *e, double u, double r, int64_t now_ns
     return 0;
 }
 
+void drths_envelope_stand(drths_envelope_t *e, int64_t now_ns)
+{
+    e->v1 = 0.0;
+    e->last_ns = now_ns;
+}
+
 double drths_envelope_ramp(const drths_envelope_t *e, double target, double max_speed_m_s,
                            int64_t now_ns, int *done)
 {
@@ -139,7 +145,8 @@ double drths_envelope_ramp(const drths_envelope_t *e, double target, double max_
         vmax = max_speed_m_s;
     const double v = prior_velocity(e, now_ns);
     const double d = target - e->u1;
-    if (fabs(d) <= 0.5 * a * dt * dt && fabs(v) <= a * dt) {
+    const double snap = 0.5 * a * dt * dt < vmax * dt ? 0.5 * a * dt * dt : vmax * dt;
+    if (fabs(d) <= snap && fabs(v) <= a * dt) {
         if (done)
             *done = 1;
         return target;

@@ -93,6 +93,10 @@ int drths_envelope_init(drths_envelope_t *e, const drths_envelope_limits_t *lim,
 int drths_envelope_admit(drths_envelope_t *e, double u, double r, int64_t now_ns,
                          drths_envelope_violation_t *v);
 
+/* The output stands still at the last admitted drive from now_ns on (it was written again, or
+ * nothing was written and the converter holds it): velocity 0. RT-safe. */
+void drths_envelope_stand(drths_envelope_t *e, int64_t now_ns);
+
 /* The next HOLD drive towards target at now_ns, moving no faster than max_speed_m_s: from the
  * last admitted drive and its velocity, braking at half the acceleration bound; admitted by
  * drths_envelope_admit with r NaN whenever target lies within the position bound. Before any

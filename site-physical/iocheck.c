@@ -64,7 +64,9 @@ static int tick(iorun_t *r, double set_m, double vel_m_s, double command, double
     if (p->pace && p->pace(p->pace_ctx, r->res->ticks) != 0)
         return stop(r, "interrupted after %ld ticks", r->res->ticks);
     r->res->ticks++;
-    if (!isnan(set_m) && drths_daq_write(r->daq, set_m, vel_m_s, command) != 0) {
+    /* The envelope judges the set-points in tick time, as the ticks are paced. */
+    const int64_t now_ns = (int64_t)llround((double)r->res->ticks * 1e9 / p->rate_hz);
+    if (!isnan(set_m) && drths_daq_write(r->daq, set_m, vel_m_s, command, NAN, now_ns) != 0) {
         drths_error_t e = {{0}};
         drths_daq_error(r->daq, &e);
         return stop(r, "writing failed: %s", e.msg);
@@ -352,7 +354,8 @@ int drths_iocheck_run(drths_daq_t *daq, const drths_iocheck_params_t *p,
             res->cycles_done++;
         }
     }
-    (void)drths_daq_safe_state(daq, r.n > 0 ? r.set[r.n - 1] : res->disp_rest_m);
+    (void)drths_daq_safe_state(daq, r.n > 0 ? r.set[r.n - 1] : res->disp_rest_m,
+                               (int64_t)llround((double)res->ticks * 1e9 / p->rate_hz));
     r.n = res->cycles_done * per_cycle; /* a cycle cut short is not analysed */
     if (res->cycles_done > 0) {
         fit_displacement(&r, res);

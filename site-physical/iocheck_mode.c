@@ -53,6 +53,14 @@ static int io_check_channel(const drths_experiment_t *exp, const char *file,
         return drths_cli_error(PROG, "%s: %sdaq (backend %s): %s", file, who,
                                drths_daq_backend_name(e->daq.backend), err.msg);
     }
+    /* The check's set-points pass the same drive envelope as a test's drives. */
+    drths_envelope_limits_t lim;
+    drths_daq_envelope_limits(e, &lim);
+    if (drths_daq_set_envelope(&daq, &lim, e->rate_hz, &err) != 0) {
+        drths_daq_close(&daq);
+        drths_specimen_close(&spec);
+        return drths_cli_error(PROG, "%s: %s%s", file, who, err.msg);
+    }
     drths_iocheck_params_t p;
     drths_iocheck_params_default(e, &p);
     if (!isnan(opt->amplitude_m))

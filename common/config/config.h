@@ -218,6 +218,16 @@ typedef struct drths_experiment {
                                      * > 0 (default 0.1) */
         double limit_measured_displacement_m; /* |measured displacement| above this: HOLD;
                                                * > 0 (default 0.1) */
+        /* The rest of the drive envelope (site-physical/envelope.h), with limit_drive_m: a
+         * drive whose velocity, acceleration (differences of successive writes) or distance
+         * from the command it serves exceeds these is not written: HOLD. > 0 (defaults 1.25
+         * m/s, 200 m/s^2, 0.01 m). */
+        double limit_drive_velocity_m_s;
+        double limit_drive_acceleration_m_s2;
+        double limit_drive_offset_m;
+        /* A commanded tick woken later than this after its deadline is a stall: HOLD, and the
+         * ticks missed are not played back to back. 0.01..60000 (default 20). */
+        double max_tick_late_ms;
         drths_hold_mode_t hold;     /* default hold */
         double safe_position_m;     /* ramp target, inside both displacement limits
                                      * (default 0) */

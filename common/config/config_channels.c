@@ -63,7 +63,8 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
         if ((r = drths_cfg_fill_daq_signals(c, v, raw, 1)))
             return r;
     }
-    if ((r = drths_cfg_check_safe_position(c, v)) || (r = drths_cfg_check_damper_command(c, v)))
+    if ((r = drths_cfg_check_safe_position(c, v)) || (r = drths_cfg_check_envelope(c, v)) ||
+        (r = drths_cfg_check_damper_command(c, v)))
         return r;
     return drths_cfg_check_limits_inside_converters(c, v, "", rc->limit_force_N != NULL,
                                                     rc->limit_measured_displacement_m != NULL);

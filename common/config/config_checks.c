@@ -195,6 +195,37 @@ int drths_cfg_check_safe_position(vctx_t *c, const drths_experiment_t *x)
                           drive, measured, pos);
 }
 
+int drths_cfg_check_envelope(vctx_t *c, const drths_experiment_t *x)
+{
+    const int ch = c->prefix && c->prefix[0];
+    const double v = x->physical.limit_drive_velocity_m_s, a = x->physical.limit_drive_acceleration_m_s2;
+    if (v < x->physical.limit_velocity_m_s)
+        return drths_cfg_fail(c, -EINVAL,
+                              ch ? "limit_drive_velocity_m_s" : "physical.limit_drive_velocity_m_s",
+                              "must be at least limit_velocity_m_s (%g m/s): a command moving that "
+                              "fast needs a drive as fast (got %g)",
+                              x->physical.limit_velocity_m_s, v);
+    if (!(x->physical.ramp_rate_m_s < v))
+        return drths_cfg_fail(c, -EINVAL,
+                              ch ? "limit_drive_velocity_m_s" : "physical.limit_drive_velocity_m_s",
+                              "must exceed physical.ramp_rate_m_s (%g m/s), the HOLD ramp's "
+                              "speed (got %g)",
+                              x->physical.ramp_rate_m_s, v);
+    if (a < x->physical.feedforward_max_acceleration_m_s2)
+        return drths_cfg_fail(
+            c, -EINVAL,
+            ch ? "limit_drive_acceleration_m_s2" : "physical.limit_drive_acceleration_m_s2",
+            "must be at least physical.feedforward_max_acceleration_m_s2 (%g m/s^2), the "
+            "acceleration the commands may have (got %g)",
+            x->physical.feedforward_max_acceleration_m_s2, a);
+    if (!(x->physical.limit_drive_offset_m < x->physical.limit_drive_m))
+        return drths_cfg_fail(c, -EINVAL,
+                              ch ? "limit_drive_offset_m" : "physical.limit_drive_offset_m",
+                              "must be below limit_drive_m (%g m) (got %g)",
+                              x->physical.limit_drive_m, x->physical.limit_drive_offset_m);
+    return 0;
+}
+
 int drths_cfg_fill_control(vctx_t *c, drths_experiment_t *x, const struct raw_control *ct)
 {
     int r;
@@ -273,7 +304,7 @@ int drths_cfg_fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_to
         (r = check_endpoint(c, "physical.listen", x->physical.listen)) ||
         (r = PARSE_RANGE(physical, playout_ticks, stability_min_decay_per_s, t->physical, x)))
         return r;
-    if ((r = drths_cfg_check_safe_position(c, x)))
+    if ((r = drths_cfg_check_safe_position(c, x)) || (r = drths_cfg_check_envelope(c, x)))
         return r;
     /* 0 = one second of commands, at least 300 ticks: commands wait in the buffer for up to
      * L ticks, and an epoch may raise L to a round trip of several hundred ms. */

@@ -127,6 +127,11 @@ int drths_cfg_check_damper_command(vctx_t *c, const drths_experiment_t *x);
  * physical section, its limit that leaves the position out is. */
 int drths_cfg_check_safe_position(vctx_t *c, const drths_experiment_t *x);
 
+/* The drive envelope must admit what the other limits allow: commands at the command velocity
+ * limit, the HOLD ramp, the feedforward's acceleration, and an offset inside the drive range.
+ * Messages name the envelope's field (under the channel's prefix in a channel). */
+int drths_cfg_check_envelope(vctx_t *c, const drths_experiment_t *x);
+
 /* After drths_cfg_fill_daq (it needs the back end): with the virtual back end and adc_bits, the
  * force and measured-displacement limits must lie below their converters' full scale. lp is the
  * path the limits are under in messages: "physical." for the physical section, "" for a

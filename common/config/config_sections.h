@@ -227,7 +227,7 @@
     X(s, MAP, displacement_in, _, _, _, _, daq_channel)                                            \
     X(s, MAP, force_in, _, _, _, _, daq_channel)
 
-/* The five limits, in physical and in each of physical.channels (where an absent one is the
+/* The limits, in physical and in each of physical.channels (where an absent one is the
  * physical section's: fill_channel parses only those given, so the defaults are physical's). */
 #define LIMIT_FIELDS(X, s)                                                                         \
     X(s, REAL_GT0, limit_displacement_m, physical.limit_displacement_m, 0.1, _, _, _)              \
@@ -235,6 +235,11 @@
     /* with the virtual back end and adc_bits: below actuator.force_range_N */                    \
     X(s, REAL_GT0, limit_force_N, physical.limit_force_N, 240000, _, _, _)                         \
     X(s, REAL_GT0, limit_drive_m, physical.limit_drive_m, 0.1, _, _, _)                            \
+    /* the rest of the drive envelope (site-physical/envelope.h) */                               \
+    X(s, REAL_GT0, limit_drive_velocity_m_s, physical.limit_drive_velocity_m_s, 1.25, _, _, _)     \
+    X(s, REAL_GT0, limit_drive_acceleration_m_s2, physical.limit_drive_acceleration_m_s2, 200, _, \
+      _, _)                                                                                        \
+    X(s, REAL_GT0, limit_drive_offset_m, physical.limit_drive_offset_m, 0.01, _, _, _)             \
     /* with the virtual back end and adc_bits: below actuator.displacement_range_m */             \
     X(s, REAL_GT0, limit_measured_displacement_m, physical.limit_measured_displacement_m, 0.095,  \
       _, _, _)
@@ -261,6 +266,7 @@
     X(s, INT,      max_concealed_ticks, physical.max_concealed_ticks, -1, -1, 10000, _)            \
     X(s, REAL_IN,  max_concealed_ms, physical.max_concealed_ms, 50, 0, 10000, _)                   \
     X(s, REAL_IN,  watchdog_ms, physical.watchdog_ms, 100, 1, 60000, _)                            \
+    X(s, REAL_IN,  max_tick_late_ms, physical.max_tick_late_ms, 20, 0.01, 60000, _)                \
     LIMIT_FIELDS(X, s)                                                                             \
     X(s, ENUM,     hold, physical.hold, DRTHS_HOLD_AT_POSITION, _, _, hold_modes)                  \
     /* |value| < limit_drive_m and < limit_measured_displacement_m */                              \

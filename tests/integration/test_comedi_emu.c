@@ -73,12 +73,22 @@ static int open_fails(const drths_daq_comedi_config_t *cfg, const char *text)
     return rc;
 }
 
+/* The back end under test, behind an envelope wide enough to admit every finite value the test
+ * writes (the envelope itself is tested in test_envelope.c). */
+static void wide_envelope(drths_daq_t *d)
+{
+    const drths_envelope_limits_t lim = {1e9, 1e12, 1e18, 1e9};
+    drths_error_t err;
+    assert_int_equal(drths_daq_set_envelope(d, &lim, 5000.0, &err), 0);
+}
+
 static void open_ok(const drths_daq_comedi_config_t *cfg, drths_daq_t *d)
 {
     drths_error_t err = {{0}};
     int rc = drths_daq_open_comedi(cfg, NULL, d, &err);
     if (rc)
         fail_msg("open: %s", err.msg);
+    wide_envelope(d);
 }
 
 /* The board as configured: the inputs are soft-calibrated from the file, the outputs not, and a
@@ -110,7 +120,7 @@ static void test_calibrated_read(void **state)
     }
     assert_int_equal(d.saturated, 0);
     /* An output arrives as the code of its voltage. */
-    assert_int_equal(drths_daq_write(&d, 0.05, 0.0, 1.25), 0);
+    assert_int_equal(drths_daq_write(&d, 0.05, 0.0, 1.25, NAN, 0), 0);
     assert_int_equal(drths_comedi_emu_output_code(0), 49151); /* 5 V: 32767.5 + 16383.75 */
     assert_int_equal(drths_comedi_emu_output_code(1), 49151);
     drths_daq_close(&d);
@@ -199,13 +209,13 @@ static void test_output_clamped(void **state)
         {-INFINITY, INFINITY, 0, 65535}, {0.1, -2.5, 65535, 0}, {-0.1, 2.5, 0, 65535},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        assert_int_equal(drths_daq_write(&d, cases[k].drive, 0.0, cases[k].command), 0);
+        assert_int_equal(drths_daq_write(&d, cases[k].drive, 0.0, cases[k].command, NAN, 0), 0);
         assert_int_equal(drths_comedi_emu_output_code(0), cases[k].code0);
         assert_int_equal(drths_comedi_emu_output_code(1), cases[k].code1);
     }
-    assert_int_equal(drths_daq_write(&d, 0.10001, 0.0, 0.0), 0);
+    assert_int_equal(drths_daq_write(&d, 0.10001, 0.0, 0.0, NAN, 0), 0);
     assert_int_equal(d.clamped, 1u << DRTHS_DAQ_COMMAND_OUT);
-    assert_int_equal(drths_daq_write(&d, 0.0999, 0.0, 0.0), 0);
+    assert_int_equal(drths_daq_write(&d, 0.0999, 0.0, 0.0, NAN, 0), 0);
     assert_int_equal(d.clamped, 0);
     drths_daq_close(&d);
 }
@@ -257,13 +267,13 @@ static void test_ioctl_fails_mid_run(void **state)
     open_ok(&cfg, &d);
     double x, f;
     for (int t = 0; t < 1000; t++) {
-        assert_int_equal(drths_daq_write(&d, 1e-5 * t, 0.0, 0.0), 0);
+        assert_int_equal(drths_daq_write(&d, 1e-5 * t, 0.0, 0.0, NAN, 0), 0);
         assert_int_equal(drths_daq_read(&d, &x, &f), 0);
     }
     /* Tick 1000: the write of both outputs succeeds, both reads fail; the message names the
      * first. */
     drths_comedi_emu_fail_after(2, EIO);
-    assert_int_equal(drths_daq_write(&d, 0.0, 0.0, 0.0), 0);
+    assert_int_equal(drths_daq_write(&d, 0.0, 0.0, 0.0, NAN, 0), 0);
     assert_int_equal(drths_daq_read(&d, &x, &f), -EIO);
     assert_true(isnan(x));
     drths_error_t err = {{0}};
@@ -275,13 +285,13 @@ static void test_ioctl_fails_mid_run(void **state)
     /* An unplugged board: both writes of the safe state fail, each attempted; the message names
      * the first. */
     drths_comedi_emu_fail_after(0, ENODEV);
-    assert_int_equal(drths_daq_safe_state(&d, 0.0), -ENODEV);
+    assert_int_equal(drths_daq_safe_state(&d, 0.0, 0), -ENODEV);
     assert_int_equal(drths_daq_error(&d, &err), -ENODEV);
     assert_non_null(strstr(err.msg, "command_out (subdevice 1, channel 0, range 0): "
                                     "comedi_data_write failed: No such device"));
     assert_int_equal((int)d.n_errors, 4);
     drths_comedi_emu_fail_after(0, 0);
-    assert_int_equal(drths_daq_safe_state(&d, 0.0), 0);
+    assert_int_equal(drths_daq_safe_state(&d, 0.0, 0), 0);
     drths_daq_close(&d);
 }
 

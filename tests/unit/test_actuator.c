@@ -72,6 +72,12 @@ static void params_default(drths_actuator_params_t *p)
     p->abort_interval_s = 0.005;
     p->late_wake_fraction = 0.5;
     p->limit_drive_m = 0.1;
+    /* An envelope that admits every drive these tests make (its own tests are in
+     * test_envelope.c and test_drive_envelope.c), so they see the actuator as before it. */
+    p->limit_drive_velocity_m_s = 1e4;
+    p->limit_drive_acceleration_m_s2 = 1e9;
+    p->limit_drive_offset_m = 1.0;
+    p->max_tick_late_s = 1.0;
     p->limit_meas_disp_m = 0.1;
     p->hold_mode = DRTHS_HOLD_AT_POSITION;
     p->safe_position_m = 0.0;
@@ -1072,7 +1078,7 @@ static void test_golden_runs(void **state)
          .limit_drive_m = 0.03,
          .spike = 500,
          .spike_m = 0.05,
-         .expect = UINT64_C(0xc7aec5ad1f394db8)},
+         .expect = UINT64_C(0x5609dc501dcad912)}, /* the envelope's sentence since issue 28 */
         /* The watchdog, with concealment allowed for longer. */
         {.name = "watchdog",
          .comp = DRTHS_COMPENSATION_NONE,

@@ -240,12 +240,22 @@ static void lab_config(drths_daq_comedi_config_t *cfg)
     cfg->ch[DRTHS_DAQ_FORCE_IN] = (drths_daq_channel_config_t){1, 0, 1, 0, DRTHS_DAQ_AREF_DIFF, 25000, 0};
 }
 
+/* The back end under test, behind an envelope wide enough to admit every finite value the test
+ * writes (the envelope itself is tested in test_envelope.c). */
+static void wide_envelope(drths_daq_t *d)
+{
+    const drths_envelope_limits_t lim = {1e9, 1e12, 1e18, 1e9};
+    drths_error_t err;
+    assert_int_equal(drths_daq_set_envelope(d, &lim, 5000.0, &err), 0);
+}
+
 static void open_ok(drths_daq_comedi_config_t *cfg, drths_daq_t *d)
 {
     drths_error_t err = {{0}};
     int r = drths_daq_open_comedi(cfg, &fake_api, d, &err);
     if (r != 0)
         fail_msg("open: %d %s", r, err.msg);
+    wide_envelope(d);
 }
 
 static const write_rec_t *last_write(unsigned chan)
@@ -271,7 +281,7 @@ static void test_linear_both_ways(void **state)
 
     /* 0.05 m = 5 V on -10..10 V: (5 + 10) * 65535 / 20 = 49151.25 -> 49151.
      * 1.25 A = 5 V on 0..10 V: 5 * 65535 / 10 = 32767.5 -> 32768 (to even). */
-    assert_int_equal(drths_daq_write(&d, 0.05, 0.3, 1.25), 0);
+    assert_int_equal(drths_daq_write(&d, 0.05, 0.3, 1.25, NAN, 0), 0);
     assert_int_equal(F.n_w, 2);
     assert_int_equal(F.w[0].chan, 0);
     assert_int_equal(F.w[0].data, 49151);
@@ -282,7 +292,7 @@ static void test_linear_both_ways(void **state)
     assert_int_equal(F.w[1].data, 32768);
     assert_int_equal(d.clamped, 0);
     /* -0.0731 m = -7.31 V: 2.69 * 3276.75 = 8814.4575 -> 8814. */
-    assert_int_equal(drths_daq_write(&d, -0.0731, 0, 0), 0);
+    assert_int_equal(drths_daq_write(&d, -0.0731, 0, 0, NAN, 0), 0);
     assert_int_equal(last_write(0)->data, 8814);
     assert_int_equal(last_write(1)->data, 0);
 
@@ -323,31 +333,42 @@ static void test_clamp_before_conversion(void **state)
     drths_daq_t d;
     open_ok(&cfg, &d);
     /* 0.2 m is 20 V and 3 A is 12 V: both beyond the ranges, clamped to their top code. */
-    assert_int_equal(drths_daq_write(&d, 0.2, 0, 3.0), 0);
+    assert_int_equal(drths_daq_write(&d, 0.2, 0, 3.0, NAN, 0), 0);
     assert_int_equal(last_write(0)->data, MAXDATA);
     assert_int_equal(last_write(1)->data, MAXDATA);
     assert_int_equal(d.clamped, (1u << DRTHS_DAQ_COMMAND_OUT) | (1u << DRTHS_DAQ_CURRENT_OUT));
     /* -0.5 m and -1 A: below, clamped to code 0 (never a wrapped 2^32 - n). */
-    assert_int_equal(drths_daq_write(&d, -0.5, 0, -1.0), 0);
+    assert_int_equal(drths_daq_write(&d, -0.5, 0, -1.0, NAN, 0), 0);
     assert_int_equal(last_write(0)->data, 0);
     assert_int_equal(last_write(1)->data, 0);
     assert_int_equal(d.clamped, 3);
-    assert_int_equal(drths_daq_write(&d, -INFINITY, 0, INFINITY), 0);
+    /* An infinite drive never reaches the back end: the envelope refuses it, nothing is
+     * written. The largest finite one is clamped like any other. */
+    const int before = F.n_w;
+    assert_int_equal(drths_daq_write(&d, -INFINITY, 0, INFINITY, NAN, 0), -EDOM);
+    assert_int_equal(d.refusal.bound, DRTHS_ENV_NOT_FINITE);
+    assert_int_equal(F.n_w, before);
+    assert_int_equal(drths_daq_write(&d, -1e8, 0, INFINITY, NAN, 0), 0);
     assert_int_equal(last_write(0)->data, 0);
     assert_int_equal(last_write(1)->data, MAXDATA);
     /* Inside again: no flag. */
-    assert_int_equal(drths_daq_write(&d, 0.1, 0, 2.5), 0);
+    assert_int_equal(drths_daq_write(&d, 0.1, 0, 2.5, NAN, 0), 0);
     assert_int_equal(last_write(0)->data, MAXDATA);
     assert_int_equal(last_write(1)->data, MAXDATA);
     assert_int_equal(d.clamped, 0);
     assert_int_equal((int)d.n_clamped, 6);
-    /* NaN writes nothing. */
+    /* NaN writes nothing: a NaN drive is refused by the envelope, a NaN damper command by the
+     * back end. */
     int n = F.n_w;
-    assert_int_equal(drths_daq_write(&d, NAN, 0, 0), -EINVAL);
+    assert_int_equal(drths_daq_write(&d, NAN, 0, 0, NAN, 0), -EDOM);
     assert_int_equal(F.n_w, n);
     drths_error_t err = {{0}};
+    assert_int_equal(drths_daq_error(&d, &err), -EDOM);
+    assert_non_null(strstr(err.msg, "drive envelope: drive nan is not a number"));
+    assert_int_equal(drths_daq_write(&d, 0.1, 0, NAN, NAN, 0), -EINVAL);
+    assert_int_equal(F.n_w, n);
     assert_int_equal(drths_daq_error(&d, &err), -EINVAL);
-    assert_non_null(strstr(err.msg, "command_out (subdevice 1, channel 0): the value to write is "
+    assert_non_null(strstr(err.msg, "current_out (subdevice 1, channel 1): the value to write is "
                                     "not a number"));
     assert_int_equal(F.would_wrap, 0);
 
@@ -392,15 +413,15 @@ static void test_polynomial_both_ways(void **state)
     assert_int_equal(d.u.comedi.ch[0].soft_calibrated, 1);
 
     /* 0.02 m = 2 V: 32700 + 6560 + 2 = 39262. */
-    assert_int_equal(drths_daq_write(&d, 0.02, 0, 1.0), 0);
+    assert_int_equal(drths_daq_write(&d, 0.02, 0, 1.0, NAN, 0), 0);
     assert_int_equal(last_write(0)->data, 39262);
     /* 1 A = 4 V: 32700 + 13120 + 8 = 45828 (the same polynomial serves both outputs here). */
     assert_int_equal(last_write(1)->data, 45828);
 
     /* Both ends clamped inside 0..maxdata, never asking comedi for a wrapping code. */
-    assert_int_equal(drths_daq_write(&d, 1.0, 0, 0.0), 0);
+    assert_int_equal(drths_daq_write(&d, 1.0, 0, 0.0, NAN, 0), 0);
     assert_int_equal(last_write(0)->data, MAXDATA);
-    assert_int_equal(drths_daq_write(&d, -1.0, 0, 0.0), 0);
+    assert_int_equal(drths_daq_write(&d, -1.0, 0, 0.0, NAN, 0), 0);
     assert_int_equal(last_write(0)->data, 0);
     assert_int_equal(d.clamped & 1u, 1u);
     assert_int_equal(F.would_wrap, 0);
@@ -537,7 +558,7 @@ static void test_io_errors(void **state)
 
     /* The damper's channel fails; the set-point is still written. */
     F.write_fail_chan = 1;
-    assert_int_equal(drths_daq_write(&d, 0.01, 0, 1.0), -EIO);
+    assert_int_equal(drths_daq_write(&d, 0.01, 0, 1.0, NAN, 0), -EIO);
     assert_int_equal(F.n_w, 1);
     assert_int_equal(F.w[0].chan, 0);
     assert_int_equal(drths_daq_error(&d, &err), -EIO);
@@ -569,10 +590,10 @@ static void test_safe_state(void **state)
     drths_daq_t d;
     open_ok(&cfg, &d);
     assert_int_equal(F.n_w, 0); /* open writes nothing */
-    assert_int_equal(drths_daq_write(&d, 0.08, 0, 2.5), 0);
+    assert_int_equal(drths_daq_write(&d, 0.08, 0, 2.5, NAN, 0), 0);
     /* Hold at the last measured 12.3 mm = 1.23 V: 11.23 * 3276.75 = 36797.9 -> 36798; the
      * damper at 0 A = 0 V -> code 0. */
-    assert_int_equal(drths_daq_safe_state(&d, 0.0123), 0);
+    assert_int_equal(drths_daq_safe_state(&d, 0.0123, 0), 0);
     assert_int_equal(F.n_w, 4);
     assert_int_equal(F.w[2].chan, 0);
     assert_int_equal(F.w[2].data, 36798);
@@ -584,19 +605,22 @@ static void test_safe_state(void **state)
     cfg.ch[DRTHS_DAQ_CURRENT_OUT].range = 0;
     open_ok(&cfg, &d);
     F.n_w = 0;
-    assert_int_equal(drths_daq_safe_state(&d, -0.02), 0);
+    assert_int_equal(drths_daq_safe_state(&d, -0.02, 0), 0);
     assert_int_equal(F.w[0].data, 26214); /* -2 V: 8 * 3276.75 = 26214 */
     assert_int_equal(F.w[1].data, 32768);
-    /* No position to hold (the read failed): the damper still goes to 0 A. */
+    /* No position to hold (the read failed): the envelope refuses it, the set-point stays at
+     * the last drive admitted (written again) and the damper still goes to 0 A. */
     F.n_w = 0;
-    assert_int_equal(drths_daq_safe_state(&d, NAN), -EINVAL);
-    assert_int_equal(F.n_w, 1);
-    assert_int_equal(F.w[0].chan, 1);
-    assert_int_equal(F.w[0].data, 32768);
+    assert_int_equal(drths_daq_safe_state(&d, NAN, 0), -EDOM);
+    assert_int_equal(F.n_w, 2);
+    assert_int_equal(F.w[0].chan, 0);
+    assert_int_equal(F.w[0].data, 26214);
+    assert_int_equal(F.w[1].chan, 1);
+    assert_int_equal(F.w[1].data, 32768);
     /* The damper's write fails too: still attempted, the first error returned. */
     F.n_w = 0;
     F.write_fail_chan = 0;
-    assert_int_equal(drths_daq_safe_state(&d, 0.0), -EIO);
+    assert_int_equal(drths_daq_safe_state(&d, 0.0, 0), -EIO);
     assert_int_equal(F.n_w, 1);
     assert_int_equal(F.w[0].chan, 1);
     drths_daq_close(&d);
@@ -643,12 +667,13 @@ static void test_virtual_is_the_specimen(void **state)
     drths_daq_t d;
     assert_int_equal(drths_daq_open_virtual(&a, &d, &err), 0);
     assert_int_equal(d.backend, DRTHS_DAQ_BACKEND_VIRTUAL);
+    wide_envelope(&d);
     double peak = 0;
     for (int t = 0; t < 2000; t++) {
         double s = sin(2 * M_PI * 2.0 * t / 5000);
         double drive = 0.02 * s, vel = 0.02 * 2 * M_PI * 2.0 * cos(2 * M_PI * 2.0 * t / 5000);
         double cmd = t < 1000 ? 0.0 : 2.5;
-        assert_int_equal(drths_daq_write(&d, drive, vel, cmd), 0);
+        assert_int_equal(drths_daq_write(&d, drive, vel, cmd, NAN, 0), 0);
         double x, f;
         assert_int_equal(drths_daq_read(&d, &x, &f), 0);
         drths_specimen_meas_t m;
@@ -663,15 +688,18 @@ static void test_virtual_is_the_specimen(void **state)
     assert_true(peak > 1e4); /* the damper did push back */
 
     /* HOLD: drive held at the given position, damper at 0, velocity 0. */
-    assert_int_equal(drths_daq_safe_state(&d, 0.004), 0);
+    assert_int_equal(drths_daq_safe_state(&d, 0.004, 0), 0);
     double x, f;
     assert_int_equal(drths_daq_read(&d, &x, &f), 0);
     drths_specimen_meas_t m;
     drths_specimen_step(&b, 0.004, 0.0, 0.0, &m);
     assert_true(x == m.disp_m && f == m.force_N);
-    assert_int_equal(drths_daq_write(&d, NAN, 0, 0), -EINVAL);
+    assert_int_equal(drths_daq_write(&d, NAN, 0, 0, NAN, 0), -EDOM);
+    assert_int_equal(drths_daq_error(&d, &err), -EDOM);
+    assert_non_null(strstr(err.msg, "drive envelope: drive nan is not a number (not written)"));
+    assert_int_equal(drths_daq_write(&d, 0.004, 0, NAN, NAN, 0), -EINVAL);
     assert_int_equal(drths_daq_error(&d, &err), -EINVAL);
-    assert_non_null(strstr(err.msg, "virtual DAQ: command_out: the value to write is not a "
+    assert_non_null(strstr(err.msg, "virtual DAQ: current_out: the value to write is not a "
                                     "number"));
     drths_daq_close(&d);
     drths_daq_close(&d);

@@ -75,8 +75,11 @@ static int setup(void **state)
     drths_setup_specimen(&exp_, &sp);
     sp.noise_disp_m = 1e-6;
     sp.noise_force_N = 50.0;
+    drths_envelope_limits_t lim;
+    drths_daq_envelope_limits(&exp_, &lim);
     if (drths_specimen_init(&spec, &sp, 1.0 / exp_.rate_hz, &err) != 0 ||
-        drths_daq_open_virtual(&spec, &daq, &err) != 0)
+        drths_daq_open_virtual(&spec, &daq, &err) != 0 ||
+        drths_daq_set_envelope(&daq, &lim, exp_.rate_hz, &err) != 0)
         return -1;
     F.real = daq.ops;
     ops = *daq.ops;

@@ -73,6 +73,20 @@ static void load_world(const char *from, const char *to)
     W = calloc(1, sizeof *W);
     char *p = src_path("examples/opensees/linear-springs-2dof-ideal.yaml");
     char *text = slurp(p);
+    /* These tests step the commands by millimetres in one tick to put the drives at known
+     * places: limits that admit such steps (the envelope has its own tests). */
+    {
+        const char *wide = "physical:\n  limit_velocity_m_s: 10\n  limit_drive_velocity_m_s: 20\n"
+                           "  limit_drive_acceleration_m_s2: 1.0e7\n";
+        char *at = strstr(text, "physical:\n");
+        assert_non_null(at);
+        char *t = calloc(1, strlen(text) + strlen(wide) + 1);
+        memcpy(t, text, (size_t)(at - text));
+        strcat(t, wide);
+        strcat(t, at + strlen("physical:\n"));
+        free(text);
+        text = t;
+    }
     if (from) {
         char *at = strstr(text, from);
         assert_non_null(at);

@@ -80,7 +80,11 @@ int main(int argc, char **argv)
     setenv("DRTHS_COMEDI_EMU_DEVICE", exp.daq.device ? exp.daq.device : "/dev/comedi0", 1);
     setenv("DRTHS_COMEDI_EMU_EXPERIMENT", path, 1);
     drths_daq_t d;
-    if (drths_daq_open(&exp, NULL, NULL, &d, &err)) {
+    drths_envelope_limits_t lim;
+    drths_daq_envelope_limits(&exp, &lim);
+    if (drths_daq_open(&exp, NULL, NULL, &d, &err) ||
+        drths_daq_set_envelope(&d, &lim, exp.rate_hz, &err)) {
+        drths_daq_close(&d);
         drths_experiment_close(&exp);
         return drths_cli_error(prog, "%s", err.msg);
     }
@@ -98,7 +102,7 @@ int main(int argc, char **argv)
         double drive = 0.005 * sin(2.0 * M_PI * (double)t / 5000.0);
         double cmd = (t / 500) % 2 ? 2.5 : 0.0;
         int64_t t0 = drths_now_ns();
-        rc = drths_daq_write(&d, drive, 0.0, cmd);
+        rc = drths_daq_write(&d, drive, 0.0, cmd, NAN, t0);
         if (!rc)
             rc = drths_daq_read(&d, &x, &f);
         int64_t t1 = drths_now_ns();
