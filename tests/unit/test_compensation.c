@@ -5,7 +5,9 @@
  * drive through the AVERAGE plant tracks 5 Hz and 15 Hz sines within 0.05 % RMS, and so does
  * the current-scheduled one through the current-dependent plant; the adaptive mode identifies
  * a plant 30 % slower (or faster) than its model, within its bounds, and learns nothing at
- * rest; tracking indicators on hand cases; init errors name the field; no allocation per tick. */
+ * rest; tracking indicators on hand cases; init errors name the field; no allocation per tick;
+ * the drive's largest change in one tick under the command irregularities of issue 28 (a double
+ * step, a flat run, a spike), printed against the command's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/models/compensation.h"
@@ -599,6 +602,140 @@ static void test_current_model(void **state)
     drths_damper_close(&d);
 }
 
+/* ---- Irregularities of the command (issue 28) ------------------------------------------------
+ *
+ * The actuator site's compensator, set up as site-physical/actuator.c does for the example
+ * experiment (examples/three-story-elcentro.yaml): designed on the average model, scheduled
+ * between the 0 A and 2.5 A models on the commanded damper current through the nominal damper's
+ * current dynamics, derivative limits 50 m/s^2 and 3e4 m/s^3, one tick of I/O delay, the
+ * preview it asks for. The plant is the example's rehearsal actuator (gain x0.95, bandwidth
+ * x0.8, real pole x1.1), so the adaptive mode identifies factors theta away from 1. The command
+ * is El-Centro-like: the structure's three modes (2.88, 8.10 and 12.34 Hz) with 10, 2 and
+ * 0.5 mm (at most 64 um a tick, 0.32 m/s), with one irregularity at tick k0: IRR_FAST, where
+ * the command moves fastest, or IRR_SLOW, where it moves 6 um a tick as in the issue's record:
+ *   DOUBLE: from k0 on the trajectory is one tick ahead (one tick advances two samples, as a
+ *           late command played behind its tick catching up);
+ *   FLAT:   IRR_FLAT_TICKS ticks hold the previous value and the trajectory goes on behind by as
+ *           many ticks (the fillers of an epoch's raise of L);
+ *   SPIKE:  one sample IRR_SPIKE_M off the trajectory.
+ * Measured: the largest change of the drive in one tick against the largest change of the
+ * command in one tick, over the whole run and over the ticks around k0. */
+enum irregularity { IRR_NONE, IRR_DOUBLE, IRR_FLAT, IRR_SPIKE };
+#define IRR_TICKS 30000L /* 6 s */
+#define IRR_FAST 20917L  /* 4.18 s: 62 um a tick */
+#define IRR_SLOW 27060L  /* 5.41 s: 6 um a tick, 1.3 m/s^2 */
+#define IRR_FLAT_TICKS 4
+#define IRR_SPIKE_M 6e-6
+#define IRR_PAD 256 /* samples before 0 and after the end, for the windows */
+
+static double irr_smooth(double t)
+{
+    static const double F[3] = {2.88, 8.10, 12.34}, X[3] = {10e-3, 2e-3, 0.5e-3},
+                        P[3] = {0.0, 0.7, 2.1};
+    double r = 0.0;
+    for (int i = 0; i < 3; i++)
+        r += X[i] * sin(2.0 * M_PI * F[i] * t + P[i]);
+    return r;
+}
+
+/* The command of tick k with the irregularity. */
+static double irr_command(enum irregularity kind, long k0, long k)
+{
+    long j = k;
+    if (kind == IRR_DOUBLE && k >= k0)
+        j = k + 1;
+    else if (kind == IRR_FLAT && k >= k0)
+        j = k < k0 + IRR_FLAT_TICKS ? k0 - 1 : k - IRR_FLAT_TICKS;
+    double r = irr_smooth((double)j * DT);
+    if (kind == IRR_SPIKE && k == k0)
+        r += IRR_SPIKE_M;
+    return r;
+}
+
+typedef struct irr_result {
+    double du_max, dr_max;   /* whole run */
+    double du_near, dr_near; /* k0 - 50 .. k0 + 50 */
+    double theta[4];
+    long limited;
+} irr_result_t;
+
+static void irr_run(drths_compensation_t mode, enum irregularity kind, long k0, int n_future,
+                    irr_result_t *res)
+{
+    drths_error_t err;
+    drths_damper_params_t dp;
+    drths_damper_params_preset(&dp, DRTHS_DAMPER_PHILLIPS2013);
+    const drths_plant_scale_t sc = {0.95, 0.8, 1.1, 1.0};
+    drths_plant_model_t lo, hi;
+    assert_int_equal(drths_plant_model_scale(&DRTHS_PLANT_0A, &sc, &lo, &err), 0);
+    assert_int_equal(drths_plant_model_scale(&DRTHS_PLANT_2P5A, &sc, &hi, &err), 0);
+    drths_plant_t pl;
+    assert_int_equal(drths_plant_init(&pl, &lo, &hi, 2.5, DT, &err), 0);
+    drths_comp_t c;
+    assert_int_equal(drths_comp_init(&c, mode, &DRTHS_PLANT_AVERAGE, 1, DT, &err), 0);
+    assert_int_equal(drths_comp_schedule(&c, &DRTHS_PLANT_0A, &DRTHS_PLANT_2P5A, 2.5, &err), 0);
+    assert_int_equal(drths_comp_current_model(&c, &dp, &err), 0);
+    assert_int_equal(drths_comp_set_limits(&c, 50.0, 3e4, &err), 0);
+    drths_comp_reset_command(&c, 0.0);
+    drths_comp_adapt_reset(&c, 0.0);
+    if (n_future < 0)
+        n_future = drths_comp_lookahead_needed(&c);
+    assert_true(n_future <= IRR_PAD - 8);
+    const long n = IRR_TICKS;
+    static double r[IRR_TICKS + 2 * IRR_PAD];
+    double *rc = r + IRR_PAD;
+    for (long k = -IRR_PAD; k < n + IRR_PAD; k++)
+        rc[k] = k < 0 ? 0.0
+                      : irr_command(kind, k0, k) *
+                            (k < 5000 ? 0.5 - 0.5 * cos(M_PI * k / 5000.0) : 1.0);
+    memset(res, 0, sizeof *res);
+    double u_prev = 0.0, y = 0.0;
+    for (long k = 0; k < n; k++) {
+        drths_comp_set_command(&c, 0.0);
+        const double u = drths_comp_drive(&c, &rc[k - 3], &rc[k + 1], n_future);
+        drths_comp_observe(&c, u, y);
+        y = drths_plant_step(&pl, u, 0.0, NULL);
+        if (k > 0) {
+            const double du = fabs(u - u_prev), dr = fabs(rc[k] - rc[k - 1]);
+            res->du_max = fmax(res->du_max, du);
+            res->dr_max = fmax(res->dr_max, dr);
+            if (labs(k - k0) <= 50) {
+                res->du_near = fmax(res->du_near, du);
+                res->dr_near = fmax(res->dr_near, dr);
+            }
+        }
+        u_prev = u;
+    }
+    for (int k = 0; k < 4; k++)
+        res->theta[k] = c.theta[k];
+    res->limited = (long)c.limited_ticks;
+}
+
+static void test_irregularities(void **state)
+{
+    (void)state;
+    static const char *const KIND[4] = {"smooth", "double step", "flat 4 ticks", "6 um spike"};
+    const drths_compensation_t modes[2] = {DRTHS_COMPENSATION_FEEDFORWARD,
+                                           DRTHS_COMPENSATION_ADAPTIVE};
+    const long ticks[2] = {IRR_FAST, IRR_SLOW};
+    for (int m = 0; m < 2; m++) {
+        for (int kind = IRR_NONE; kind <= IRR_SPIKE; kind++) {
+            for (int at = 0; at < 2; at++) {
+                irr_result_t res;
+                irr_run(modes[m], (enum irregularity)kind, ticks[at], -1, &res);
+                print_message(
+                    "%-11s %-12s %s: max|du| %8.2f um, max|dr| %6.2f um, ratio %7.2f; near "
+                    "the tick %8.2f um / %6.2f um; %ld ticks limited; theta %.2f %.2f %.2f "
+                    "%.2f\n",
+                    m ? "adaptive" : "feedforward", KIND[kind], at ? "slow" : "fast",
+                    res.du_max * 1e6, res.dr_max * 1e6, res.du_max / res.dr_max, res.du_near * 1e6,
+                    res.dr_near * 1e6, res.limited, res.theta[0], res.theta[1], res.theta[2],
+                    res.theta[3]);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -615,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_adaptive_rest_learns_nothing),
         cmocka_unit_test(test_tracking_hand_cases),
         cmocka_unit_test(test_init_errors),
+        cmocka_unit_test(test_irregularities),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
