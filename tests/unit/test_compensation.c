@@ -1,13 +1,15 @@
 /* Actuator compensation: Fornberg stencils against the classical 7-point central differences and
  * exact for cubics at a fractional point; NONE returns r(t); POLYNOMIAL exact for cubics with
- * and without real future samples; FEEDFORWARD equals the inverted model applied to the exact
- * derivatives of a cubic, with and without lookahead (the fallback counted); the feedforward
- * drive through the AVERAGE plant tracks 5 Hz and 15 Hz sines within 0.05 % RMS, and so does
- * the current-scheduled one through the current-dependent plant; the adaptive mode identifies
- * a plant 30 % slower (or faster) than its model, within its bounds, and learns nothing at
- * rest; tracking indicators on hand cases; init errors name the field; no allocation per tick;
- * the drive's largest change in one tick under the command irregularities of issue 28 (a double
- * step, a flat run, a spike), printed against the command's. */
+ * and without real future samples; FEEDFORWARD (the least-squares fit over 96 commands) equals
+ * the inverted model applied to the exact derivatives of a cubic with the preview it asks for,
+ * at degree 5, and with less (counted, the degree lower, no command weighing more than the
+ * bound); the derivative limits clamp and count; the feedforward drive through the AVERAGE
+ * plant tracks 5 Hz and 15 Hz sines within 0.05 % RMS, and so does the current-scheduled one
+ * through the current-dependent plant; the adaptive mode identifies a plant 30 % slower (or
+ * faster) than its model, within its bounds, and learns nothing at rest; tracking indicators
+ * on hand cases; init errors name the field; no allocation per tick; issue 28: the 7-point
+ * stencil's amplification in numbers, and the drive's largest change in one tick under a
+ * double step, a flat run and a spike of the command within twice the command's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
