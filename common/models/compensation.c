@@ -6,8 +6,6 @@
 
 #include "common/models/lagrange.h"
 
-/* Window of drths_comp_drive: r(t-3) .. r(t + max future). Position of tick offset o is 3 + o. */
-#define WIN_MAX (DRTHS_COMP_PAST + DRTHS_COMP_MAX_IO_DELAY + DRTHS_COMP_STENCIL)
 /* The polynomial lead is at most 1 s; its future samples are read only up to the window. */
 #define POLY_LEAD_MAX_S 1.0
 
@@ -67,16 +65,74 @@ static int is_ff(drths_compensation_t m)
            m == DRTHS_COMPENSATION_ADAPTIVE;
 }
 
-/* Folds the model coefficients (times the adaptive factors) into the stencil so the drive is
- * one dot product per tick. */
-static void fold(drths_comp_t *c)
+/* The weights of the feedforward's derivatives for the window of n samples at the tick offsets
+ * x0 .. x0 + n - 1: c->dw[k][j] is the weight of sample j in the k-th derivative (SI) at the
+ * offset z of the least-squares polynomial through them, of the highest degree (at most
+ * DRTHS_COMP_FIT_DEGREE and n - 1) at which no sample weighs more than DRTHS_COMP_FIT_BOUND in
+ * the drive of the design model (sum_k a_k dw[k][j] with init's a_k). Returns that degree. The
+ * polynomials orthonormal on the window come from Forsythe's three-term recurrence in
+ * xi = (x - z) / h (h the window's reach from z, so |xi| <= 1), their derivatives at xi = 0 from
+ * the same recurrence differentiated, one degree at a time: well conditioned for any window,
+ * and exact for polynomials of the degree returned. */
+static int fit_weights(drths_comp_t *c, int x0, int n, double z)
 {
-    for (int j = 0; j < DRTHS_COMP_STENCIL; j++) {
-        double s = 0.0;
-        for (int k = 0; k < 4; k++)
-            s += c->theta[k] * c->a[k] * c->dw[k][j];
-        c->w[j] = s;
+    const int max_deg = DRTHS_COMP_FIT_DEGREE < n - 1 ? DRTHS_COMP_FIT_DEGREE : n - 1;
+    const double h = fmax(fabs(x0 - z), fabs(x0 + n - 1 - z));
+    double q[DRTHS_COMP_FIT_SAMPLES], qp[DRTHS_COMP_FIT_SAMPLES], xi[DRTHS_COMP_FIT_SAMPLES];
+    double d[4] = {0.0, 0.0, 0.0, 0.0}, dp[4] = {0.0, 0.0, 0.0, 0.0}, beta = 0.0;
+    /* The k-th derivative in xi becomes SI with (h dt)^-k; sc[k] also folds the design model's
+     * coefficient in, for the bound. */
+    double si[4], sc[4];
+    for (int k = 0; k < 4; k++) {
+        si[k] = 1.0 / pow(h * c->dt_s, k);
+        sc[k] = si[k] * c->a_design[k];
     }
+    for (int j = 0; j < n; j++) {
+        xi[j] = (x0 + j - z) / h;
+        q[j] = 1.0 / sqrt((double)n);
+        qp[j] = 0.0;
+    }
+    d[0] = 1.0 / sqrt((double)n);
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < n; j++)
+            c->dw[k][j] = q[j] * d[k] * si[k];
+    int deg = 0;
+    for (int m = 0; m < max_deg; m++) {
+        double alpha = 0.0, gamma = 0.0;
+        for (int j = 0; j < n; j++)
+            alpha += xi[j] * q[j] * q[j];
+        for (int j = 0; j < n; j++) {
+            const double v = (xi[j] - alpha) * q[j] - beta * qp[j];
+            qp[j] = q[j];
+            q[j] = v;
+            gamma += v * v;
+        }
+        gamma = sqrt(gamma);
+        double dn[4];
+        for (int k = 0; k < 4; k++)
+            dn[k] = (-alpha * d[k] + (k > 0 ? k * d[k - 1] : 0.0) - beta * dp[k]) / gamma;
+        for (int j = 0; j < n; j++)
+            q[j] /= gamma;
+        /* Degree m + 1 only when its drive weighs no sample more than the bound. */
+        int within = 1;
+        for (int j = 0; j < n && within; j++) {
+            double w = 0.0;
+            for (int k = 0; k < 4; k++)
+                w += (c->dw[k][j] * c->a_design[k]) + q[j] * dn[k] * sc[k];
+            within = fabs(w) <= DRTHS_COMP_FIT_BOUND;
+        }
+        if (!within)
+            break;
+        for (int k = 0; k < 4; k++) {
+            dp[k] = d[k];
+            d[k] = dn[k];
+            for (int j = 0; j < n; j++)
+                c->dw[k][j] += q[j] * d[k] * si[k];
+        }
+        beta = gamma;
+        deg = m + 1;
+    }
+    return deg;
 }
 
 /* The state-variable filter F(s) = w^4 / (s + w)^4 in companion form, states [z, z', z'', z''']
@@ -144,6 +200,7 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
         t.a[1] = (m->b + m->a * m->p) / m->K;
         t.a[2] = (m->a + m->p) / m->K;
         t.a[3] = 1.0 / m->K;
+        memcpy(t.a_design, t.a, sizeof t.a);
         /* Low-frequency group delay of G: the phase is -w (1/p + a/b) + O(w^3). */
         t.poly_lead_ticks = (1.0 / m->p + m->a / m->b) / dt_s + t.lead_ticks;
         if (t.poly_lead_ticks < 0.0)
@@ -153,23 +210,12 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
                                    "compensation.model: its delay 1/p + a/b = %g s exceeds %g s",
                                    t.poly_lead_ticks * dt_s, POLY_LEAD_MAX_S);
     }
-    /* The stencil sits on the 7 ticks nearest t + s that are not older than t - 3. */
+    /* The fit's window reaches DRTHS_COMP_FIT_PREVIEW ticks beyond the tick nearest t + s. */
     int centre = (int)ceil(t.lead_ticks - 0.5);
     if (centre < 0)
         centre = 0;
-    t.stencil_first = centre - 3;
-    t.n_need = centre + 3;
-    double x[DRTHS_COMP_STENCIL], wt[4 * DRTHS_COMP_STENCIL];
-    for (int j = 0; j < DRTHS_COMP_STENCIL; j++)
-        x[j] = t.stencil_first + j;
-    int rc = drths_comp_stencil_weights(x, DRTHS_COMP_STENCIL, t.lead_ticks, wt);
-    if (rc < 0)
-        return drths_error_set(err, rc, "compensation: stencil weights failed");
-    /* The k-th derivative in ticks becomes SI with dt^-k. */
-    for (int k = 0; k < 4; k++)
-        for (int j = 0; j < DRTHS_COMP_STENCIL; j++)
-            t.dw[k][j] = wt[k * DRTHS_COMP_STENCIL + j] / pow(dt_s, k);
-    fold(&t);
+    t.n_need = centre + DRTHS_COMP_FIT_PREVIEW;
+    t.fit_past = t.fit_future = -1;
     *c = t;
     drths_comp_adapt_reset(c, 0.0);
     return 0;
@@ -221,7 +267,6 @@ void drths_comp_set_current(drths_comp_t *c, double current_A)
         d[k] = c->sched_lo[k] + f * (c->sched_hi[k] - c->sched_lo[k]);
     for (int k = 0; k < 4; k++)
         c->a[k] = d[k] / d[4];
-    fold(c);
 }
 
 int drths_comp_current_model(drths_comp_t *c, const drths_damper_params_t *dp, drths_error_t *err)
@@ -359,6 +404,25 @@ int drths_comp_lookahead_needed(const drths_comp_t *c)
     }
 }
 
+/* Appends r(t) = past[3] to the fit's history when past[0..2] are its newest three samples (the
+ * caller's ticks follow each other); otherwise the history starts again from past[0..3]. */
+static void remember(drths_comp_t *c, const double *past)
+{
+    int h = c->n_hist;
+    if (h >= DRTHS_COMP_PAST && c->hist[h - 3] == past[0] && c->hist[h - 2] == past[1] &&
+        c->hist[h - 1] == past[2]) {
+        if (h == DRTHS_COMP_FIT_SAMPLES) {
+            memmove(c->hist, c->hist + 1, (size_t)(h - 1) * sizeof c->hist[0]);
+            h--;
+        }
+        c->hist[h++] = past[3];
+    } else {
+        for (h = 0; h < DRTHS_COMP_PAST; h++)
+            c->hist[h] = past[h];
+    }
+    c->n_hist = h;
+}
+
 /* r(t + tau) from the cubic through r(t+m-3 .. t+m), m the newest given sample at or before
  * t + tau. */
 static double poly_drive(const drths_comp_t *c, const double *past, const double *future,
@@ -387,32 +451,29 @@ double drths_comp_drive(drths_comp_t *c, const double *past, const double *futur
     case DRTHS_COMPENSATION_FEEDFORWARD:
     case DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE:
     case DRTHS_COMPENSATION_ADAPTIVE: {
-        double win[WIN_MAX];
+        remember(c, past);
         const int need = c->n_need;
-        for (int i = 0; i < DRTHS_COMP_PAST; i++)
-            win[i] = past[i];
-        const int have = n_future < need ? n_future : need;
-        for (int i = 0; i < have; i++)
-            win[DRTHS_COMP_PAST + i] = future[i];
-        if (have < need) {
-            /* Each missing sample continues the cubic through the four before it; as they
-             * all lie on one cubic, this is the cubic through the newest four real samples. */
-            for (int p = DRTHS_COMP_PAST + have; p < DRTHS_COMP_PAST + need; p++)
-                win[p] = drths_lagrange3_next(&win[p - 4]);
+        const int nf = n_future < need ? n_future : need;
+        if (nf < need) {
             c->extrapolated_ticks++;
-            c->extrapolated_samples += (uint64_t)(need - have);
+            c->extrapolated_samples += (uint64_t)(need - nf);
         }
-        const double *r = &win[3 + c->stencil_first];
-        double u = 0.0;
-        if (!(c->max_acc_m_s2 > 0.0) && !(c->max_jerk_m_s3 > 0.0)) {
-            for (int j = 0; j < DRTHS_COMP_STENCIL; j++)
-                u += c->w[j] * r[j];
-            return u;
+        const int np =
+            c->n_hist < DRTHS_COMP_FIT_SAMPLES - nf ? c->n_hist : DRTHS_COMP_FIT_SAMPLES - nf;
+        if (np != c->fit_past || nf != c->fit_future) {
+            c->fit_degree = fit_weights(c, 1 - np, np + nf, c->lead_ticks);
+            c->fit_past = np;
+            c->fit_future = nf;
         }
+        const double *h = &c->hist[c->n_hist - np];
         double d[4] = {0.0, 0.0, 0.0, 0.0};
-        for (int k = 0; k < 4; k++)
-            for (int j = 0; j < DRTHS_COMP_STENCIL; j++)
-                d[k] += c->dw[k][j] * r[j];
+        for (int k = 0; k < 4; k++) {
+            for (int j = 0; j < np; j++)
+                d[k] += c->dw[k][j] * h[j];
+            for (int j = 0; j < nf; j++)
+                d[k] += c->dw[k][np + j] * future[j];
+        }
+        double u = 0.0;
         const int cut = clamp_abs(&d[2], c->max_acc_m_s2) | clamp_abs(&d[3], c->max_jerk_m_s3);
         if (cut)
             c->limited_ticks++;
@@ -476,7 +537,6 @@ void drths_comp_adapt_reset(drths_comp_t *c, double x_m)
     memset(ad->q, 0, sizeof ad->q);
     for (int k = 0; k < 4; k++)
         c->theta[k] = 1.0;
-    fold(c);
 }
 
 /* One step of the state-variable filter on input v. */
@@ -587,7 +647,6 @@ void drths_comp_observe(drths_comp_t *c, double drive_m, double measured_m)
         c->theta[k] = th[k];
     }
     ad->clamped += (uint64_t)cut;
-    fold(c);
 }
 
 void drths_comp_close(drths_comp_t *c)

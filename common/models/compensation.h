@@ -30,12 +30,28 @@
  *    G(s) = K/((s+p)(s^2+a s+b)),
  *        u = a0 r + a1 r' + a2 r'' + a3 r''',
  *        a0 = p b / K,  a1 = (b + a p) / K,  a2 = (a + p) / K,  a3 = 1 / K,
- *    with r and its derivatives evaluated at t + s. They come from the 7-point stencil at the
- *    ticks c-3 .. c+3 (c = max(0, ceil(s - 1/2)), so c = 0 and the ticks t-3 .. t+3 for d = 0
- *    or 1): the derivatives at t + s of the degree-6 polynomial through those samples
- *    (Fornberg's weights, computed at init). They are exact for any polynomial of degree <= 6,
- *    in particular for cubics. The stencil needs n_need = c + 3 future samples
- *    (drths_comp_lookahead_needed: 3 for d <= 1). The two modes compute the same thing; the
+ *    with r and its derivatives evaluated at t + s. They are those of a smooth estimate: the
+ *    least-squares polynomial through the window of DRTHS_COMP_FIT_SAMPLES (96) commands that
+ *    ends at the newest previewed one, r(t - 95 + n .. t + n) with n <= n_need future samples
+ *    (n_need = c + DRTHS_COMP_FIT_PREVIEW, c = max(0, ceil(s - 1/2)): 32 for d <= 1, so with
+ *    the whole preview the window is centred on t + s), of the highest degree, at most
+ *    DRTHS_COMP_FIT_DEGREE (5), at which no command weighs more than DRTHS_COMP_FIT_BOUND (2)
+ *    in the drive of the design model (sum_k a_k times the k-th derivative's weight). So a
+ *    one-sample irregularity of the command (a spike, or a tick that advances two samples'
+ *    worth) moves the drive by at most twice its size times the adaptive factors, while a real
+ *    command, which over the 19 ms window is a polynomial of that degree to about 1e-4 of its
+ *    amplitude at 15 Hz, is followed without delay (the fit is exact for polynomials of its
+ *    degree). Why not fewer samples: the inverse multiplies the third derivative by 1/K =
+ *    6.25e-8 s^3 and the second by (a + p)/K = 2.5e-5 s^2, and the seven-point interpolating
+ *    stencil used before weighed a single command up to 4.25/dt^3 in the third derivative and
+ *    33171 in the drive: a 6 um irregularity read as a jerk of 3e6 m/s^3, and only the
+ *    derivative limits (below) held the drive to millimetres, swinging from one sign of the
+ *    limits to the other as the irregularity crossed the stencil (issue 28). With degree 5 over
+ *    96 samples and the whole preview no command weighs more than 0.31 in the design model's
+ *    drive. The fit's history is the commands of the previous calls (drths_comp_drive), kept
+ *    while the caller's ticks follow each other; the weights are recomputed (Forsythe's
+ *    orthogonal polynomials, a few thousand operations, no allocation) when the window's shape
+ *    changes, i.e. when the preview's length does. The two modes compute the same thing; the
  *    difference is what the caller does. FEEDFORWARD_AVERAGE keeps the average model (the
  *    paper's method). For FEEDFORWARD (the experiment file's `feedforward`, beyond the paper)
  *    the caller schedules the inverse on the damper current (drths_comp_schedule) and feeds it
@@ -44,13 +60,16 @@
  *    from the average model by about +/- 1 ms of lag, which alone costs about 2 % RMS at
  *    0-5 Hz. Until it is scheduled, FEEDFORWARD uses the model given to init.
  *
- * Fallback: when fewer future samples are given than a mode uses (n_future < n_need for the
- * feedforward), each missing one is extrapolated by third-order Lagrange from the four newest
- * known samples before it (past and real future), and the tick is counted in
- * drths_comp_t.extrapolated_ticks (feedforward only: extrapolation is the polynomial mode's
- * method, not a fallback). With no future at all the feedforward thus differentiates the cubic
- * through r(t-3 .. t); its drive then inherits the extrapolation error (noise and model error
- * grow like the cube of the horizon), which is why the real preview is preferred.
+ * Shorter preview: when fewer future samples are given than the feedforward asks for
+ * (n_future < n_need), the window takes more past commands instead (it still ends at the newest
+ * real sample), and the tick is counted in drths_comp_t.extrapolated_ticks, the missing samples
+ * in extrapolated_samples: the fit then extrapolates its polynomial from the newest real sample
+ * to t + s. The bound on the weights then lowers the degree as the preview shortens (with the
+ * design model: degree 5 down to 18 future samples, 4 down to 11, 3 below), so the
+ * amplification stays bounded and the tracking of fast commands degrades instead: measured with
+ * drths-tracking, 0-15 Hz, the adaptive mode's RMS error is the noise floor (0.37 %) from 20
+ * future samples on, 0.5 % with 14 and 3.7 % with 8; at 0-5 Hz it stays at the floor (0.08 %)
+ * down to 14 and 0.1 % with 8.
  *
  * Adaptive compensation (ADAPTIVE). A lab's actuator is never its identified model: a plant
  * 30 % slower than the model costs the fixed feedforward 6 % RMS at 0-5 Hz. The adaptive mode
@@ -127,8 +146,14 @@ typedef enum drths_compensation {
 
 /* Largest I/O delay the compensator previews (the experiment file allows 0..10). */
 #define DRTHS_COMP_MAX_IO_DELAY 32
-/* Stencil size of the feedforward derivatives. */
-#define DRTHS_COMP_STENCIL 7
+/* The feedforward's derivatives: the least-squares polynomial of degree at most
+ * DRTHS_COMP_FIT_DEGREE over DRTHS_COMP_FIT_SAMPLES commands, reaching DRTHS_COMP_FIT_PREVIEW
+ * ticks beyond the tick nearest t + s, whose drive weighs no command more than
+ * DRTHS_COMP_FIT_BOUND (see the header comment). */
+#define DRTHS_COMP_FIT_SAMPLES 96
+#define DRTHS_COMP_FIT_PREVIEW 32
+#define DRTHS_COMP_FIT_DEGREE 5
+#define DRTHS_COMP_FIT_BOUND 2.0
 /* Past samples drths_comp_drive takes: r(t-3) .. r(t). */
 #define DRTHS_COMP_PAST 4
 
@@ -179,10 +204,15 @@ typedef struct drths_comp {
     int io_delay_ticks;
     double lead_ticks;      /* s = io_delay_ticks - 1/2: where the feedforward aims */
     double a[4];            /* feedforward coefficients a0 .. a3 (SI: s^0 .. s^3) */
-    int stencil_first;      /* tick offset of the first stencil sample: c - 3 */
-    int n_need;             /* future samples the feedforward stencil uses: c + 3 */
-    double w[DRTHS_COMP_STENCIL]; /* drive = sum w[j] r(t + stencil_first + j) */
-    double dw[4][DRTHS_COMP_STENCIL]; /* k-th derivative (SI) at t + s = sum dw[k][j] r(...) */
+    int n_need;             /* future samples the feedforward's fit asks for */
+    /* The fit's history: the newest n_hist commands r(.. t), oldest first. */
+    double hist[DRTHS_COMP_FIT_SAMPLES];
+    int n_hist;
+    /* The fit's window, r(t - fit_past + 1 .. t + fit_future) (-1 before the first drive), and
+     * its weights: k-th derivative (SI) at t + s = sum dw[k][j] r(t - fit_past + 1 + j). */
+    int fit_past, fit_future, fit_degree;
+    double dw[4][DRTHS_COMP_FIT_SAMPLES];
+    double a_design[4]; /* a0 .. a3 of the model given to init, for the fit's bound */
     /* Current scheduling (drths_comp_schedule): denominator coefficients [p b, b + a p, a + p, 1]
      * and K of the models at 0 A and at sched_i_hi_A. */
     int scheduled;
@@ -203,8 +233,8 @@ typedef struct drths_comp {
 
 /* Prepares mode for a plant whose design model is `model` (required for FEEDFORWARD and for
  * the default lead of POLYNOMIAL; may be NULL for NONE) behind an I/O delay of io_delay_ticks
- * (0 .. DRTHS_COMP_MAX_IO_DELAY) at the tick dt_s. Computes the feedforward coefficients and
- * folds them with the stencil weights. Errors name the field ("compensation.mode",
+ * (0 .. DRTHS_COMP_MAX_IO_DELAY) at the tick dt_s. Computes the feedforward coefficients; the
+ * fit's history starts empty. Errors name the field ("compensation.mode",
  * "compensation.model.K", "compensation.io_delay_ticks", "compensation.dt_s"). init-only. */
 int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plant_model_t *model,
                     int io_delay_ticks, double dt_s, drths_error_t *err);
@@ -225,7 +255,7 @@ int drths_comp_schedule(drths_comp_t *c, const drths_plant_model_t *lo, const dr
 
 /* The damper's effective current now (A), for a scheduled feedforward; ignored otherwise. The
  * actuator site knows the commanded current; its effective value comes from the damper's known
- * current dynamics (common/models/damper.h). Recomputes the 7 folded weights. RT-safe. */
+ * current dynamics (common/models/damper.h). RT-safe. */
 void drths_comp_set_current(drths_comp_t *c, double current_A);
 
 /* What a lab knows: the damper current it COMMANDS, not the current inside the coil. This
@@ -248,25 +278,28 @@ void drths_comp_reset_command(drths_comp_t *c, double command);
  * (drths_comp_set_current). No effect without a current model. RT-safe. */
 void drths_comp_set_command(drths_comp_t *c, double command);
 
-/* Future samples the mode uses at most: n_need for FEEDFORWARD, floor(tau) for POLYNOMIAL (it
+/* Future samples the mode uses at most: n_need for the feedforward modes, floor(tau) for
+ * POLYNOMIAL (it
  * uses fewer when they are not there, without counting), 0 for NONE. This is
  * how far ahead the playout buffer should be read. RT-safe. */
 int drths_comp_lookahead_needed(const drths_comp_t *c);
 
 /* The drive u(t) (m) for tick t. past[0..3] = r(t-3) .. r(t), oldest first; future[0..n-1] =
  * r(t+1) .. r(t+n) (n_future >= 0; future may be NULL when n_future is 0; samples beyond what
- * the mode uses are ignored). Missing future samples are extrapolated (see the header comment)
- * and counted. RT-safe. */
+ * the mode uses are ignored). The feedforward modes keep r(t) for their fit's history: when
+ * past[0..2] are not the last three commands it kept (a first call, or ticks that do not follow
+ * each other), the history starts again from past[0..3]. A shorter preview than the mode asks
+ * for is counted (see the header comment). RT-safe. */
 double drths_comp_drive(drths_comp_t *c, const double *past, const double *future, int n_future);
 
 /* Limits on the acceleration and jerk of the desired trajectory that the feedforward
- * (FEEDFORWARD, FEEDFORWARD_AVERAGE) feeds through its inverse model, m/s^2 and m/s^3 (0 = no
- * limit; both >= 0, else -EINVAL naming the field). The inverse multiplies the third derivative
- * by 1/K (about 6e-8 s^3): a trajectory that is smooth in normal running but has a kink (an
- * epoch's pause, a concealed stretch rejoining the received commands) has a third derivative
- * of v/dt^2, millions of m/s^3, and would put a drive spike of tenths of a metre on the servo
- * valve for one tick. Above the limit the derivative is clamped to it (the drive is then the
- * inverse of a trajectory with that jerk) and the tick is counted in limited_ticks. init-only. */
+ * (FEEDFORWARD, FEEDFORWARD_AVERAGE, ADAPTIVE) feeds through its inverse model, m/s^2 and
+ * m/s^3 (0 = no limit; both >= 0, else -EINVAL naming the field). Above a limit the fit's
+ * derivative is clamped to it (the drive is then the inverse of a trajectory with that
+ * acceleration or jerk) and the tick is counted in limited_ticks. A last line only: the fit
+ * already spreads a kink (an epoch's pause, a rejoin) over its window, so the commands' own
+ * derivatives (jerk about 300 m/s^3 in the example) stay far below the default limits.
+ * init-only. */
 int drths_comp_set_limits(drths_comp_t *c, double max_acc_m_s2, double max_jerk_m_s3,
                           drths_error_t *err);
 
@@ -292,8 +325,9 @@ void drths_comp_close(drths_comp_t *c);
 
 /* Weights of Fornberg's algorithm: wt[m * n + j] is the weight of sample f(x[j]) in the m-th
  * derivative at z of the polynomial through the n points (x[j], f(x[j])), for m = 0 .. 3.
- * Exact for polynomials of degree < n. n is 1 .. 16 and the x[j] distinct. Exposed for the
- * tests and for the tools. RT-safe (no allocation), but meant for init. */
+ * Exact for polynomials of degree < n. n is 1 .. 16 and the x[j] distinct. The feedforward's
+ * derivatives came from the 7-point one until issue 28; kept for the tests and tools that show
+ * why it amplified irregularities. RT-safe (no allocation), but meant for init. */
 int drths_comp_stencil_weights(const double *x, int n, double z, double *wt);
 
 typedef struct drths_tracking {

@@ -3,7 +3,8 @@
 # plants (the models, bandwidth x0.7 and x1.3, gain x0.8 and x1.2) prints the 30-row table and
 # exits 0; on the nominal plant the feedforward beats no compensation and meets the goal; the
 # adaptive compensation meets the goal on every plant; --plant-* and --experiment run one plant; the CSV has one
-# row per run; with no lookahead the feedforward falls back to extrapolation and says so; bad
+# row per run; by default the lookahead is what the feedforward asks for (32), and with none the
+# feedforward falls back to extrapolation and says so; bad
 # options exit 2 with one line naming the program (an unknown option or a missing value:
 # getopt's line and "Try 'drths-tracking --help'.").
 set -euo pipefail
@@ -22,7 +23,7 @@ rc=$?
 set -e
 cat "$tmp/out"
 check "exit 0 (got $rc: $(head -c 200 "$tmp/err"))" "$([ $rc -eq 0 ]; echo $?)"
-check "header names the lookahead" "$(grep -q 'lookahead 3 ticks' "$tmp/out"; echo $?)"
+check "header names the lookahead" "$(grep -q 'lookahead 32 ticks (feedforward needs 32)' "$tmp/out"; echo $?)"
 check "table header" \
     "$(grep -q 'none  *polynomial  *ff average  *feedforward  *adaptive  *floor  *paper  *goal' "$tmp/out"; echo $?)"
 # Data rows: "<case> 0-5 Hz|0-15 Hz <plant> none poly ff-average feedforward adaptive floor paper
@@ -50,7 +51,7 @@ check "the fixed feedforward suffers on a slower plant${bad:+ (not: $bad)}" "$([
 check "paper figures present" "$(grep -q ' 0.942 ' "$tmp/out" && grep -q ' 4.720 ' "$tmp/out"; echo $?)"
 check "summary line" "$(grep -q 'other plants:  feedforward 0 of 24 rows, adaptive 24 of 24' "$tmp/out"; echo $?)"
 check "csv: header + 150 runs (got $(wc -l < "$tmp/t.csv") lines)" "$([ "$(wc -l < "$tmp/t.csv")" -eq 151 ]; echo $?)"
-check "csv: no extrapolation with lookahead 3" \
+check "csv: no extrapolation with the default lookahead" \
     "$(awk -F, 'NR > 1 && $4 ~ /^feedforward/ && $10 != 0 { bad = 1 } END { exit bad }' "$tmp/t.csv"; echo $?)"
 check "csv: the adaptive factors of a slower plant exceed 1 (theta3 > 1.5)" \
     "$(awk -F, 'NR > 1 && $4 == "adaptive" && $14 == "bandwidth x0.7" && !($23 > 1.5) { bad = 1 } END { exit bad }' "$tmp/t.csv"; echo $?)"
@@ -67,7 +68,7 @@ check "--experiment: the example's plant differs from the model" \
 
 # No lookahead: every feedforward tick is extrapolated, and counted.
 "$tool" --duration 3 --lookahead-ticks 0 --csv "$tmp/z.csv" > "$tmp/out0"
-check "lookahead 0 reported" "$(grep -q 'lookahead 0 ticks (feedforward needs 3, the rest extrapolated)' "$tmp/out0"; echo $?)"
+check "lookahead 0 reported" "$(grep -q 'lookahead 0 ticks (feedforward needs 32, the rest extrapolated)' "$tmp/out0"; echo $?)"
 check "lookahead 0: every feedforward tick extrapolated" \
     "$(awk -F, 'NR > 1 && $4 ~ /^feedforward/ && $10 != $11 { bad = 1 } END { exit bad }' "$tmp/z.csv"; echo $?)"
 

@@ -98,7 +98,7 @@ typedef struct {
 /* The command line. */
 typedef struct options {
     double duration, poly_lead_s; /* poly_lead_s < 0: the compensator's default lead */
-    long seed, lookahead;
+    long seed, lookahead; /* lookahead < 0: what the feedforward asks for */
     const char *csv_path;
     double window_s, bound; /* the adaptive mode's window and bound */
     int one_plant;          /* --experiment or --plant-*: the one plant below, not the study */
@@ -126,7 +126,8 @@ static void usage(FILE *f)
         "\n"
         "  --duration S         length of each desired displacement, 3 to 3600 s (default 60)\n"
         "  --seed N             white-noise seed (default 4; the 15 Hz band uses N + 1)\n"
-        "  --lookahead-ticks K  future commands the compensator gets, 0 to %d (default 3)\n"
+        "  --lookahead-ticks K  future commands the compensator gets, 0 to %d (default:\n"
+        "                       what the feedforward asks for, 32)\n"
         "  --poly-lead-ms MS    lead of the polynomial mode, 0 to 1000 ms (default 9.05)\n"
         "  --experiment FILE    one plant: the experiment file's actuator.plant_scale, and\n"
         "                       its actuator.adaptive_window_s and adaptive_bound\n"
@@ -138,13 +139,13 @@ static void usage(FILE *f)
         "  -h, --help           print this help and exit\n"
         "  --version            print the version and exit\n"
         "\n"
-        "The lookahead is the playout preview; with fewer ticks than it needs the\n"
-        "compensator extrapolates. The default polynomial lead is 1/p + a/b of the average\n"
-        "model plus half a tick. Plant: the paper's 3-pole models at 0 A and 2.5 A,\n"
-        "interpolated by the damper's effective current; one-tick I/O delay; sensor noise\n"
-        "2 um and a 16-bit converter over +/- 0.1 m; 5000 Hz. The compensators are\n"
-        "designed on the average model. The desired displacement fades in and out over\n"
-        "%g s.\n"
+        "The lookahead is the playout preview; with fewer ticks than the feedforward asks\n"
+        "for, its fit takes more past commands and extrapolates, at a lower degree (the\n"
+        "ticks are counted). The default polynomial lead is 1/p + a/b of the average model\n"
+        "plus half a tick. Plant: the paper's 3-pole models at 0 A and 2.5 A, interpolated\n"
+        "by the damper's effective current; one-tick I/O delay; sensor noise 2 um and a\n"
+        "16-bit converter over +/- 0.1 m; 5000 Hz. The compensators are designed on the\n"
+        "average model. The desired displacement fades in and out over %g s.\n"
         "\n",
         MAX_LOOKAHEAD, TAPER_S);
     drths_cli_print_exit_codes(f, "a run failed or the --csv file could not be written");
@@ -342,7 +343,7 @@ static int parse_options(int argc, char **argv, options_t *opt)
     *opt = (options_t){.duration = 60.0,
                        .poly_lead_s = -1.0,
                        .seed = 4,
-                       .lookahead = 3,
+                       .lookahead = -1,
                        .window_s = DRTHS_COMP_ADAPT_WINDOW_S,
                        .bound = DRTHS_COMP_ADAPT_BOUND,
                        .plant = {"", {1.0, 1.0, 1.0, 1.0}}};
@@ -566,6 +567,8 @@ int main(int argc, char **argv)
     int rc = parse_options(argc, argv, &opt);
     if (rc == GO_ON)
         rc = probe_compensation(&opt, dt, &ff_need, &lead_ms);
+    if (rc == GO_ON && opt.lookahead < 0)
+        opt.lookahead = ff_need;
     if (rc == GO_ON)
         rc = open_csv(&opt, &csv);
     if (rc != GO_ON)
