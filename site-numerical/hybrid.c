@@ -36,6 +36,17 @@ static const char *const extra_names[DRTHS_HYBRID_EXTRA_COLS + DRTHS_HYBRID_ADAP
 #define EPOCH_COPIES 3
 #define EPOCH_REPEAT_NS (10 * NS_PER_MS)
 
+/* The computed step k: the damper's displacement and velocity commanded for it and the damper
+ * command sent with it. */
+static void step_put(drths_hybrid_t *h, int64_t k, double x, double v, double cmd)
+{
+    const size_t i = (size_t)k % DRTHS_HYBRID_STEP_RING;
+    h->st_x[i] = x;
+    h->st_v[i] = v;
+    h->st_cmd[i] = cmd;
+    h->newest_step = k;
+}
+
 void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experiment_t *exp)
 {
     memset(p, 0, sizeof *p);
@@ -73,6 +84,12 @@ void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experimen
     p->ep.late_hold_ns = 30000 * NS_PER_MS;
     p->decide_ticks = 50;
     p->glide_every = 20;
+    /* A raise is urgent (commands are, or are about to be, late), so it may bend the time
+     * rate by up to 40/s: at the default experiment's peak velocity (0.25 m/s) at most
+     * 10 m/s² beyond the trajectory's own acceleration, and 25 ticks at 5 kHz are made up
+     * in 31 ms. A glide is not urgent: 5/s, 1.25 m/s² at 0.25 m/s. */
+    p->warp_raise_per_s = 40.0;
+    p->warp_glide_per_s = 5.0;
     /* 8 s of round trips: at 5 kHz some 35 000 to 40 000 echoes, so a p99.9 rests on 35 to 40
      * samples above it (its standard error for Gaussian jitter is about 0.04 sigma, under a
      * tick for the rehearsal link); a step up shows in it within a decision of the first
@@ -143,10 +160,13 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     if (h->p.L_max < p->L)
         return drths_error_set(err, -EINVAL, "largest L %u below the starting L %u",
                                h->p.L_max, p->L);
-    if (h->p.adapt_L && (h->p.decide_ticks < 1 || h->p.glide_every < 2 ||
-                         h->p.rtt_window_ns < RTT_SUBWINDOWS))
-        return drths_error_set(err, -EINVAL, "epoch decisions: decide_ticks >= 1, "
-                                             "glide_every >= 2 and a round-trip window > 0");
+    if (h->p.adapt_L &&
+        (h->p.decide_ticks < 1 || h->p.glide_every < 2 || h->p.rtt_window_ns < RTT_SUBWINDOWS ||
+         !(h->p.warp_raise_per_s > 0.0) || !(h->p.warp_glide_per_s > 0.0)))
+        return drths_error_set(err, -EINVAL,
+                               "epoch decisions: decide_ticks >= 1, "
+                               "glide_every >= 2, a round-trip window > 0 and "
+                               "warp bounds > 0");
     size_t lmax = h->p.L_max;
     int rc = drths_numsub_init(&h->ns, exp, err);
     if (rc)
@@ -234,19 +254,13 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
         drths_hybrid_close(h);
         return rc;
     }
-    h->L = h->glide_target = p->L;
+    h->L = h->glide_target = h->L_base = p->L;
     h->row_dead = p->L;
     h->epoch = 1;
-    h->filler_next = 1;
-    h->filler_end = 0;
-    /* The filler COMMANDs ride the consecutive offsets 0, 1, .. at the head of the redundancy
-     * (all four of 0, 1, 2, 3 with R >= 4; PROTOCOL.md section 8: the offsets after them spread
-     * out, 8, 16, ...) and advance by half of them, so that each filler tick travels in two
-     * datagrams (in one with R = 1). */
-    while (h->filler_contig < (uint64_t)p->r &&
-           drths_wire_offset((int)h->filler_contig) == (unsigned)h->filler_contig)
-        h->filler_contig++;
-    h->filler_adv = h->filler_contig / 2 > 0 ? h->filler_contig / 2 : 1;
+    h->last_cmd_tick = p->L; /* ticks 1 .. L of epoch 1 are the rest position */
+    /* A tick is paired with the nearest step while its rate is within the glide's. */
+    h->warp_tol = h->p.glide_every >= 2 ? 1.0 / h->p.glide_every : 0.05;
+    step_put(h, 0, 0.0, 0.0, h->rest_command);
     h->c.L_min_seen = h->c.L_max_seen = p->L;
     h->state = S_START;
     return 0;
@@ -455,9 +469,10 @@ static uint8_t fill_samples(drths_hybrid_t *h, drths_msg_command_t *c, uint64_t 
     return (uint8_t)k;
 }
 
-/* COMMAND for tick T carrying the sample (disp, vel) of T and the samples of earlier ticks
- * (ticks <= L are the rest position: the actuator site applies rest there). */
-static void build_command(drths_hybrid_t *h, uint64_t T, double disp, double vel, int64_t now_ns)
+/* COMMAND for tick T carrying the sample (disp, vel, damper command) of T and the samples of
+ * earlier ticks (ticks <= L are the rest position: the actuator site applies rest there). */
+static void build_command(drths_hybrid_t *h, uint64_t T, double disp, double vel, double damper,
+                          int64_t now_ns)
 {
     double dt = (double)h->p.dt_ns * 1e-9;
     drths_cmd_channel_t curv, *cur = &curv;
@@ -466,7 +481,7 @@ static void build_command(drths_hybrid_t *h, uint64_t T, double disp, double vel
     /* The ns-rounded period is what the ticker uses; the integrator's dt is 1/rate. At rates
      * whose period is not a whole ns the difference is below 1e-9 relative. */
     cur->acc_m_s2 = (vel - h->prev_vel) / dt;
-    cur->damper_cmd = h->command;
+    cur->damper_cmd = damper;
     sent_put(h, T, cur);
     h->prev_vel = vel;
     memset(&h->out, 0, sizeof h->out);
@@ -490,8 +505,9 @@ static void tm_set(drths_hybrid_t *h, uint64_t tick, int64_t step)
     h->tm_step[tick % h->tm_cap] = step;
 }
 
-/* The step whose command tick n got (*filler: a filler holding that step). Ticks never sent
- * (the rest ticks of epoch 1) map to n - L, which is <= 0 there: the rest force. */
+/* The step nearest to the position tick n was commanded (*filler: the tick was slowed down by a
+ * raise beyond warp_tol). Ticks never sent (the rest ticks of epoch 1) map to n - L, which is
+ * <= 0 there: the rest force. */
 static int64_t tm_get(const drths_hybrid_t *h, uint64_t tick, int *filler)
 {
     *filler = 0;
@@ -505,57 +521,81 @@ static int64_t tm_get(const drths_hybrid_t *h, uint64_t tick, int *filler)
     return k;
 }
 
-/* Predicts x(n+1), steps the Smith model with it and builds the COMMAND for n + 1 + L; while
- * gliding to a lower L, every glide_every-th step sends nothing and L drops by one. Returns
- * nonzero when a COMMAND was built. */
+/* The step position of tick T, s(T) = T - L_base - sum of the warps' D(T), and its rate s'(T)
+ * (steps per tick). Warps that have ended by T are folded into L_base: ticks are commanded in
+ * order, so no later tick needs them. */
+static double tick_position(drths_hybrid_t *h, uint64_t T, double *rate)
+{
+    const double t = (double)T;
+    int j = 0;
+    for (int i = 0; i < h->n_warps; i++) {
+        if (t >= drths_warp_end(&h->warp[i]))
+            h->L_base = (uint32_t)((int64_t)h->L_base + (int64_t)llround(h->warp[i].n));
+        else
+            h->warp[j++] = h->warp[i];
+    }
+    h->n_warps = j;
+    double delay = (double)h->L_base, r = 1.0;
+    for (int i = 0; i < h->n_warps; i++) {
+        double dr;
+        delay += drths_warp_delay(&h->warp[i], t, &dr);
+        r -= dr;
+    }
+    *rate = r;
+    return t - delay;
+}
+
+/* Builds the COMMAND of the next tick if its step position has been computed (s(T) <= the
+ * newest step): the trajectory at s(T), interpolated between the steps around it, with the
+ * velocity scaled by the rate s'(T). The tick map gets the nearest step, flagged when the rate
+ * is off by more than warp_tol. Returns nonzero when a COMMAND was built. */
+static int command_next_tick(drths_hybrid_t *h, int64_t now_ns)
+{
+    const uint64_t T = h->last_cmd_tick + 1;
+    double rate;
+    const double s = tick_position(h, T, &rate);
+    if (s > (double)h->newest_step + 1e-9)
+        return 0;
+    int64_t j = (int64_t)floor(s + 1e-9);
+    double f = s - (double)j, disp, vel;
+    const size_t i0 = (size_t)j % DRTHS_HYBRID_STEP_RING;
+    if (f <= 1e-9 || j >= h->newest_step) {
+        disp = h->st_x[i0];
+        vel = h->st_v[i0];
+        f = 0.0;
+    } else {
+        const size_t i1 = (size_t)(j + 1) % DRTHS_HYBRID_STEP_RING;
+        disp = drths_warp_hermite(h->st_x[i0], h->st_v[i0], h->st_x[i1], h->st_v[i1], h->ns.dt_s, f,
+                                  &vel);
+    }
+    const int64_t k = j + (f >= 0.5 ? 1 : 0);
+    const int slowed = fabs(rate - 1.0) > h->warp_tol + 1e-9;
+    tm_set(h, T, slowed ? -1 - k : k);
+    if (slowed)
+        h->c.fillers_sent++;
+    build_command(h, T, disp, vel * rate, h->st_cmd[(size_t)k % DRTHS_HYBRID_STEP_RING], now_ns);
+    h->L = (uint32_t)llround((double)T - s);
+    if (h->L < h->c.L_min_seen)
+        h->c.L_min_seen = h->L;
+    if (h->L > h->c.L_max_seen)
+        h->c.L_max_seen = h->L;
+    return 1;
+}
+
+/* Predicts x(n+1), steps the Smith model with it and builds the COMMAND of the next tick if
+ * it is due: at a constant L tick n + 1 + L; during a warp none (a glide ran past this step) or
+ * the first of several (a raise: the others are sent by the next polls). Returns nonzero when
+ * a COMMAND was built. */
 static int predict_and_command(drths_hybrid_t *h, int64_t now_ns)
 {
     double d, v;
     drths_numsub_predict(&h->ns, &d, &v);
     drths_smith_step(&h->smith, d, v, h->command);
-    int64_t k = h->ns.step + 1;
-    if (h->glide_target < h->L && ++h->glide_count >= h->p.glide_every) {
-        /* Tick k + L - 1 already has x(k - 1): x(k) is skipped by the specimen. */
-        h->glide_count = 0;
-        h->L--;
-        if (h->L < h->c.L_min_seen)
-            h->c.L_min_seen = h->L;
-        h->c.glide_skips++;
-        h->prev_vel = v;
-        return 0;
-    }
-    uint64_t T = (uint64_t)k + h->L;
-    tm_set(h, T, k);
-    build_command(h, T, d, v, now_ns);
-    return 1;
-}
-
-/* The next filler COMMAND: the filler ticks of the window [filler_next, filler_next +
- * filler_contig) within [first, filler_end], in the consecutive offsets; the windows start
- * filler_adv before the first filler and go on while they start at filler_end or before, so
- * the first and the last filler are in two datagrams like the others. (A header tick of
- * filler_next + R - 1 with R = 8 left the first three fillers out of every datagram: offsets
- * 0 .. 3 covered filler_next + 4 .. + 7, and offset 8 reached back before the fillers.) */
-static void build_filler(drths_hybrid_t *h, int64_t now_ns, uint64_t first)
-{
-    uint64_t T = h->filler_next + h->filler_contig - 1;
-    if (T > h->filler_end)
-        T = h->filler_end;
-    memset(&h->out, 0, sizeof h->out);
-    h->out.type = DRTHS_MSG_COMMAND;
-    h->out.epoch = h->epoch;
-    h->out.tick = T;
-    drths_msg_command_t *c = &h->out.u.command;
-    c->loop_delay_ticks = h->L;
-    c->n_channels = 1;
-    for (uint64_t t = h->filler_next > first ? h->filler_next : first; t <= T; t++)
-        sent_put(h, t, &h->filler);
-    c->r = fill_samples(h, c, T, first); /* filler ticks only */
-    c->echo_counter = h->fb_last_counter;
-    int64_t hold = h->fb_last_counter ? now_ns - h->fb_last_counter_rx_ns : 0;
-    c->echo_hold_ns = hold > 0 ? (uint64_t)hold : 0;
-    h->filler_next += h->filler_adv;
-    h->c.fillers_sent++;
+    step_put(h, h->ns.step + 1, d, v, h->command);
+    if (command_next_tick(h, now_ns))
+        return 1;
+    h->c.glide_skips++;
+    return 0;
 }
 
 static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double measured,
@@ -644,51 +684,38 @@ static void announce(drths_hybrid_t *h, uint32_t L_from, uint32_t L_to, uint64_t
     drths_late_window_reset(&h->late);
 }
 
-/* L up to L2 before x(k) (k = step + 1) is commanded: the ticks between the last one sent and
- * k + L2 get fillers holding the last commanded position. */
-static void raise_L(drths_hybrid_t *h, uint32_t L2, drths_epoch_reason_t why, int64_t now_ns)
-{
-    uint32_t L1 = h->L;
-    uint64_t k = (uint64_t)h->ns.step + 1;
-    uint64_t last = h->last_cmd_tick, first_new = k + L2;
-    int64_t held = h->ns.step; /* last holds x(step) */
-    (void)sent_get(h, last, &h->filler); /* last was just sent: it is in the ring */
-    h->filler.vel_m_s = 0.0;
-    h->filler.acc_m_s2 = 0.0;
-    for (uint64_t t = last + 1; t < first_new; t++) {
-        tm_set(h, t, -1 - held);
-        /* The fillers' own COMMANDs and the redundancy of x(k)'s COMMAND read them here. */
-        if (t + h->sent_cap >= first_new)
-            sent_put(h, t, &h->filler);
-    }
-    const uint64_t adv = h->filler_adv;
-    h->filler_first = last + 1;
-    /* The first window starts before the fillers, so that the first one is in two of them. */
-    h->filler_next = last + 1 - (adv <= last ? adv : 0);
-    h->filler_end = first_new - 1;
-    h->L = h->glide_target = L2;
-    h->glide_count = 0;
-    h->prev_vel = 0.0;
-    if (L2 > h->c.L_max_seen)
-        h->c.L_max_seen = L2;
-    announce(h, L1, L2, first_new, first_new, why, now_ns);
-}
-
-/* Starts the epoch that takes L to `next`: a raise at once (fillers), a lowering by a glide. */
+/* Starts the epoch that takes L to `next` by a warp from the last tick commanded (docs/design.md,
+ * "Epochs: raise and glide"). A raise is urgent and starts at once, unless a raise is in
+ * progress: two raises at once could stop the specimen and more, so it starts where that one
+ * ends; a raise during a glide adds to it (the rates add up to more than 0). A lowering is not
+ * urgent and starts where every warp in progress ends. With no room for another warp nothing
+ * changes: the next decision asks again. */
 static void change_L(drths_hybrid_t *h, uint32_t next, drths_epoch_reason_t why, int64_t now_ns)
 {
-    if (next > h->L) {
-        raise_L(h, next, why, now_ns);
+    if (h->n_warps >= DRTHS_HYBRID_MAX_WARPS)
         return;
-    }
-    /* Lower (or a raise that stays below the L still gliding down): glide to next. The glide
-     * drops one tick every glide_every steps, so it ends (L - next) glide_every steps on. */
-    uint32_t from = h->glide_target;
+    const double n = (double)next - (double)h->glide_target;
+    double t0 = (double)h->last_cmd_tick;
+    for (int i = 0; i < h->n_warps; i++)
+        if (n < 0.0 || h->warp[i].n > 0.0)
+            t0 = fmax(t0, drths_warp_end(&h->warp[i]));
+    const double dt = (double)h->p.dt_ns * 1e-9;
+    drths_warp_t *w = &h->warp[h->n_warps++];
+    if (n > 0.0)
+        drths_warp_plan(w, t0, n, 1.0, h->p.warp_raise_per_s * dt);
+    else
+        drths_warp_plan(w, t0, n, 1.0 / h->p.glide_every, h->p.warp_glide_per_s * dt);
+    const uint32_t from = h->glide_target;
     h->glide_target = next;
-    uint64_t end_step = (uint64_t)h->ns.step + 1 +
-                        (uint64_t)(h->L - next) * (uint64_t)h->p.glide_every;
-    /* Lateness counts again from the first tick commanded during the glide, not from its end. */
-    announce(h, from, next, end_step + next, h->last_cmd_tick + 1, why, now_ns);
+    if (next > h->c.L_max_seen)
+        h->c.L_max_seen = next;
+    double end = t0;
+    for (int i = 0; i < h->n_warps; i++)
+        end = fmax(end, drths_warp_end(&h->warp[i]));
+    const uint64_t eff = (uint64_t)ceil(end);
+    /* A raise's lateness counts from the first tick at the new L (the ticks slowed down before
+     * it had less lead, which the raise is there to mend); a glide's from its first tick. */
+    announce(h, from, next, eff, n > 0.0 ? eff : h->last_cmd_tick + 1, why, now_ns);
 }
 
 /* One epoch decision (docs/design.md, "Delay estimator") after step n. Its inputs are
@@ -762,9 +789,9 @@ static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, const drths_fb_samp
         if ((uint64_t)n >= h->epoch_eff_tick)
             drths_late_window_add(&h->late, (s->flags & DRTHS_FB_CONCEALED) != 0);
     } else if (s) {
-        /* The specimen was paused at tick n (a raise of L), or followed the actuator site's
-         * guess: its force is not comparable with the model's, so the model conceals it,
-         * keeping the last correction. A guess still counts for the late rate. */
+        /* The specimen was slowed down at tick n (a raise of L), or followed the actuator
+         * site's guess: its force is not comparable with the model's, so the model conceals
+         * it, keeping the last correction. A guess still counts for the late rate. */
         measured = s->ch[0].force_n;
         used = drths_smith_conceal(&h->smith, n);
         h->consecutive = 0;
@@ -918,8 +945,8 @@ drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
         a->send = &h->out;
         return DRTHS_HYBRID_ACT;
     }
-    if (h->filler_next <= h->filler_end) {
-        build_filler(h, now_ns, h->filler_first);
+    /* Ticks whose positions the newest step reached (the rest of a raise's slowed ticks). */
+    if (command_next_tick(h, now_ns)) {
         a->send = &h->out;
         a->is_command = 1;
         return DRTHS_HYBRID_ACT;

@@ -35,18 +35,30 @@
  * per 2 s unless commands are, or are about to be, late. No decision resets or seeds the
  * window, so L follows the round trip both ways and cannot ratchet. The feedback wait moves
  * with each new L and is kept in step with the round trips of the last 1 to 2 s (minimum and
- * quantile, drths_hybrid_feedback_wait_ns) at every decision. The actuator site plays whatever each tick was
- * commanded, so the change of L is a change of which step each tick gets:
- *   raise L1 -> L2 (at once): x(n+1) goes to tick n+1+L2; the ticks between the last one sent
- *     and it are FILLER commands that hold the last commanded position (velocity 0): the
- *     specimen pauses for L2 - L1 ticks. EPOCH {e+1, L2, n+1+L2}.
- *   lower L1 -> L2 (after the hysteresis): a glide; every glide_every steps one step's command
- *     is not sent and L drops by one, so the specimen skips one sample (runs 1/glide_every
- *     faster) until L2. EPOCH {e+1, L2, the tick where the glide ends}.
- * Each EPOCH is sent three times 10 ms apart. The step applied at each tick is remembered
- * (tick map), so the Smith predictor pairs F(n) with the model at the step the specimen really
- * got; feedback of filler ticks (the specimen paused) is concealed by the model and counted as
- * transition steps, not as lost feedback. A feedback sample that names an earlier command tick
+ * quantile, drths_hybrid_feedback_wait_ns) at every decision. The actuator site plays whatever
+ * each tick was commanded, so the change of L is a change of which step each tick gets, and it
+ * is made smooth by a time warp (site-numerical/warp.h; docs/design.md, "Epochs: raise and
+ * glide"): the ticks after the change get the trajectory at fractional step positions
+ * s(T) = T - L1 - D(T), with D going from 0 to L2 - L1 along a quintic profile, so the command's
+ * position, velocity and acceleration stay continuous. A tick's command is the cubic Hermite
+ * interpolant between the two computed steps around s(T) (displacement and velocity of each),
+ * and it is sent as soon as the later of them is computed: never extrapolated, no delay added.
+ *   raise L1 -> L2 (at once): the specimen slows down (s' = 1 - D' >= 0, stopping only for a
+ *     raise longer than the curvature bound allows) and falls L2 - L1 ticks behind; the
+ *     warp's "time acceleration" |s''|/dt is at most warp_raise_per_s, so the command's
+ *     acceleration differs from the trajectory's by at most that times its velocity.
+ *     EPOCH {e+1, L2, the first tick at L2}.
+ *   lower L1 -> L2 (after the hysteresis): a glide; the specimen runs at most 1/glide_every
+ *     faster (warp_glide_per_s bounds |s''|/dt) until L2. EPOCH {e+1, L2, the first tick at
+ *     L2}.
+ * A raise during a raise, and any lowering, start where the warps in progress end; a raise
+ * during a glide adds to it at once. Each EPOCH is sent three times 10 ms apart. The step
+ * applied at each tick is remembered (tick map: the nearest step to s(T)), so the Smith
+ * predictor pairs F(n) with the model at the step the specimen really got, to half a step;
+ * feedback of a tick whose rate s' differs from 1 by more than 1/glide_every (the specimen
+ * slowed down by more than a glide speeds it up: its velocity-dependent force is no longer the
+ * model's at that step) is concealed by the model and counted as a transition step, not as
+ * lost feedback. A feedback sample that names an earlier command tick
  * (the actuator site played a late command behind its tick) is paired with the step sent for
  * that tick; one flagged CONCEALED that names its own tick (the actuator site guessed the
  * command) is concealed by the model too, and counts for the late rate.
@@ -70,6 +82,7 @@
 #include "site-numerical/semiactive.h"
 #include "site-numerical/smith.h"
 #include "site-numerical/stability.h"
+#include "site-numerical/warp.h"
 
 /* Only pointers to the experiment are taken here; common/config/config.h defines it. */
 typedef struct drths_experiment drths_experiment_t;
@@ -82,6 +95,11 @@ typedef struct drths_experiment drths_experiment_t;
 #define DRTHS_HYBRID_ADAPT_COLS 9
 /* Epoch changes remembered for summary.json. */
 #define DRTHS_HYBRID_MAX_EPOCH_LOG 64
+/* Warps (epoch changes) in progress at once; a change that finds no room waits for the next
+ * decision. */
+#define DRTHS_HYBRID_MAX_WARPS 8
+/* Computed steps kept for the interpolation of fractional step positions. */
+#define DRTHS_HYBRID_STEP_RING 16
 
 typedef struct drths_hybrid_params {
     uint32_t L;                /* loop delay of epoch 1, ticks (>= 1) */
@@ -103,7 +121,10 @@ typedef struct drths_hybrid_params {
     drths_lchoice_params_t lp; /* quantile, margins for the L needed by a round trip */
     drths_epoch_params_t ep;   /* thresholds and hysteresis of drths_epoch_decide */
     int decide_ticks;          /* steps between decisions (50) */
-    int glide_every;           /* lowering drops one command every this many steps (20) */
+    int glide_every;           /* a glide runs the specimen at most 1/glide_every faster (20) */
+    double warp_raise_per_s;   /* largest |s''|/dt of a raise, 1/s (40): its acceleration is
+                                * the trajectory's plus at most this times the velocity */
+    double warp_glide_per_s;   /* the same for a glide (5) */
     int64_t rtt_window_ns;     /* length of the sliding round-trip window (8 s) */
     int64_t rtt_q_ns;          /* the probes' round-trip quantile L was first chosen for
                                 * (reported by the caller; the decisions use the echoes) */
@@ -158,9 +179,10 @@ typedef struct drths_hybrid_counters {
     uint64_t phys_hold;           /* feedback samples flagged "HOLD" */
     uint64_t commands_sent, epochs_sent, closes_sent;
     uint64_t unexpected;          /* valid messages of a type not expected here */
-    uint64_t transition;          /* steps whose tick was a filler (specimen paused) */
-    uint64_t fillers_sent;        /* filler COMMANDs sent */
-    uint64_t glide_skips;         /* step commands not sent while lowering L */
+    uint64_t transition;          /* steps whose tick was slowed down by a raise (concealed) */
+    uint64_t fillers_sent;        /* COMMANDs of such ticks sent */
+    uint64_t glide_skips;         /* steps after which no COMMAND was due (a glide skipped
+                                   * past their position) */
     uint64_t epoch_changes;       /* epochs after the first */
     uint32_t L_min_seen, L_max_seen;
 } drths_hybrid_counters_t;
@@ -185,28 +207,29 @@ typedef struct drths_hybrid {
     double rest_command;        /* damper command of the rest ticks */
     int adaptive;               /* Smith adaptive: extra columns */
     /* epochs */
-    uint32_t L;                 /* current offset tick - step of new commands */
+    uint32_t L;                 /* loop delay of the newest commanded tick, rounded */
     uint32_t epoch;             /* newest epoch announced */
-    uint32_t glide_target;      /* lowering towards this L (== L when not gliding) */
-    int glide_count;
+    uint32_t glide_target;      /* the L the changes in progress lead to (== L when none) */
+    uint32_t L_base;            /* the L the warps in progress start from */
+    drths_warp_t warp[DRTHS_HYBRID_MAX_WARPS];
+    int n_warps;
+    double warp_tol;            /* |s' - 1| beyond which a tick's feedback is concealed */
     uint64_t epoch_eff_tick;    /* ticks from here on count for the late rate */
     drths_late_window_t late;
     drths_epoch_state_t est;
     drths_rtt_window_t rttw;    /* sliding window of the echoed round trips */
     int64_t wait0_ns;           /* the feedback wait of epoch 1 (p.L, p.rtt_q_ns) */
     int64_t off_short_cur, off_short_prev, off_short_bucket_ns; /* 50 ms arrival minima */
-    int64_t *tm_tick, *tm_step; /* tick map ring: step sent for each tick, -1 - k for a filler
-                                 * holding step k; owned */
+    int64_t *tm_tick, *tm_step; /* tick map ring: nearest step to the position each tick got,
+                                 * -1 - k for a slowed-down tick near step k; owned */
     size_t tm_cap;
-    uint64_t filler_next, filler_end; /* filler ticks still to send (next > end: none) */
-    drths_cmd_channel_t filler;
     int epoch_copies;           /* EPOCH copies still to send */
     int64_t epoch_next_ns;
     drths_msg_epoch_t epoch_msg;
-    uint64_t filler_first;      /* first filler tick of the current pause */
-    /* A filler COMMAND's window: the consecutive offsets 0, 1, .. at the head of the redundancy,
-     * and the step from one filler COMMAND to the next (set at init from R). */
-    uint64_t filler_contig, filler_adv;
+    /* the computed steps (damper displacement, velocity, damper command) at k % STEP_RING */
+    double st_x[DRTHS_HYBRID_STEP_RING], st_v[DRTHS_HYBRID_STEP_RING];
+    double st_cmd[DRTHS_HYBRID_STEP_RING];
+    int64_t newest_step;        /* the newest computed step */
     drths_hybrid_epoch_log_t elog[DRTHS_HYBRID_MAX_EPOCH_LOG];
     int n_elog;
     double row_dead;            /* dead time n - k of the row's step, ticks */
@@ -231,7 +254,7 @@ typedef struct drths_hybrid {
     uint64_t *sent_tick;       /* the tick each slot holds, owned */
     size_t sent_cap;           /* above the largest redundancy offset */
     double prev_vel;
-    uint64_t last_cmd_tick;
+    uint64_t last_cmd_tick;     /* the last tick commanded (L of epoch 1 before the first) */
     drths_msg_t out;
     int close_type, close_reason, close_sent;
     /* record */
@@ -248,8 +271,8 @@ typedef struct drths_hybrid {
  * fixes L, L_max = max(4 L, L + 2500) once L is set (0 here: init computes it), late rate
  * threshold 1 % over at least 250 ticks, 200 round trips, raise step 25 ticks, lowering
  * hysteresis 3 s (lowering by at least 10 ms), at most one change per 2 s unless urgent, late
- * margin kept 30 s, round-trip window 8 s, decisions every 50 steps, glide 1 in 20.
- * init-only. */
+ * margin kept 30 s, round-trip window 8 s, decisions every 50 steps, a glide at most 1/20
+ * faster, warps of at most 40/s (raise) and 5/s (glide). init-only. */
 void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experiment_t *exp);
 
 /* Builds the substructure, the controller, the Smith model (nominal damper, history
