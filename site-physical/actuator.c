@@ -325,6 +325,77 @@ static void stream_counters(drths_actuator_t *a)
     a->c.max_rejoin_offset_m = sc->max_rejoin_offset_m;
 }
 
+/* The command held for tick t (in the playout buffer, not yet played), or NULL. */
+static const drths_cmd_channel_t *held(const drths_actuator_t *a, uint64_t t,
+                                       drths_cmd_channel_t *buf)
+{
+    return t >= 1 && drths_playout_lookahead(&a->pb, t - 1, 1, buf) == 1 ? buf : NULL;
+}
+
+/* A command sample is checked when it arrives, before the playout buffer (and so the preview
+ * of the compensation) can hold it: finite, within the command limits, and moving from the
+ * commands held for the ticks beside it no faster than the velocity limit and with no larger
+ * acceleration than the drive's bound (physical.limit_drive_acceleration_m_s2; a trajectory
+ * the drive may not follow is no command). An authenticated sample that fails comes from a
+ * numerical site (or an OpenFresco target) that is wrong: it is refused, and the run holds
+ * before any drive is computed from it. Each pair and triple of neighbours is checked when its
+ * last member arrives. Returns true when refused. RT thread: the sentence is the HOLD's. */
+static bool check_arrival(drths_actuator_t *a, uint64_t t, const drths_cmd_channel_t *s)
+{
+    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    const double dt = 1.0 / a->p.rate_hz;
+    if (!isfinite(s->disp_m) || !isfinite(s->vel_m_s) || !isfinite(s->damper_cmd) ||
+        fabs(s->disp_m) > a->p.limit_displacement_m) {
+        snprintf(text, sizeof text,
+                 "command for tick %llu refused on arrival: displacement %.6g m (velocity %.6g "
+                 "m/s, damper %.6g) is not a number or exceeds limit_displacement_m %.6g m",
+                 (unsigned long long)t, s->disp_m, s->vel_m_s, s->damper_cmd,
+                 a->p.limit_displacement_m);
+    } else if (fabs(s->vel_m_s) > a->p.limit_velocity_m_s) {
+        snprintf(text, sizeof text,
+                 "command for tick %llu refused on arrival: velocity %.6g m/s exceeds "
+                 "limit_velocity_m_s %.6g m/s",
+                 (unsigned long long)t, s->vel_m_s, a->p.limit_velocity_m_s);
+    } else {
+        drths_cmd_channel_t b[4];
+        const drths_cmd_channel_t *n[5] = {held(a, t - 2, &b[0]), held(a, t - 1, &b[1]), s,
+                                           held(a, t + 1, &b[2]), held(a, t + 2, &b[3])};
+        if (t < 2)
+            n[0] = NULL;
+        for (int i = 1; i < 5; i++) {
+            if (!n[i] || !n[i - 1])
+                continue;
+            const double v = (n[i]->disp_m - n[i - 1]->disp_m) / dt;
+            if (fabs(v) > a->p.limit_velocity_m_s) {
+                snprintf(text, sizeof text,
+                         "command for tick %llu refused on arrival: it moves %.4g mm %s tick "
+                         "%llu, a velocity of %.4g m/s beyond limit_velocity_m_s %.6g m/s",
+                         (unsigned long long)t, fabs(n[i]->disp_m - n[i - 1]->disp_m) * 1e3,
+                         i <= 2 ? "from" : "to", (unsigned long long)(i <= 2 ? t - 1 : t + 1),
+                         fabs(v), a->p.limit_velocity_m_s);
+                goto refuse;
+            }
+        }
+        for (int i = 1; i < 4; i++) {
+            if (!n[i - 1] || !n[i] || !n[i + 1])
+                continue;
+            const double acc = (n[i + 1]->disp_m - 2.0 * n[i]->disp_m + n[i - 1]->disp_m) / dt / dt;
+            if (fabs(acc) > a->p.limit_drive_acceleration_m_s2) {
+                snprintf(text, sizeof text,
+                         "command for tick %llu refused on arrival: with its neighbours it "
+                         "accelerates at %.4g m/s^2, beyond limit_drive_acceleration_m_s2 %.6g",
+                         (unsigned long long)t, fabs(acc), a->p.limit_drive_acceleration_m_s2);
+                goto refuse;
+            }
+        }
+        return false;
+    }
+refuse:
+    a->c.refused_commands++;
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    return true;
+}
+
 static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arrival_ns)
 {
     const drths_msg_command_t *c = &m->u.command;
@@ -365,6 +436,8 @@ static void on_command(drths_actuator_t *a, const drths_msg_t *m, int64_t arriva
          * carry some) are not commands and are not stored. */
         if (a->started && tick <= a->L)
             continue;
+        if (check_arrival(a, tick, &c->s[k][0]))
+            break;
         /* The command stream counts and keeps a late copy. */
         switch (drths_cmdstream_put(&a->cs, &a->pb, tick, k > 0, &c->s[k][0], arrival_ns)) {
         case DRTHS_PLAYOUT_STORED:

@@ -217,6 +217,7 @@ typedef struct drths_actuator_counters {
     uint64_t from_redundancy;    /* ticks first stored from a redundant sample, because their own
                                   * COMMAND was lost or is still on its way (reordered) */
     uint64_t bad_commands;       /* COMMANDs with a channel count other than 1 */
+    uint64_t refused_commands;   /* samples refused on arrival (check_arrival: a HOLD) */
     uint64_t epochs;             /* epochs applied (the first one included) */
     uint64_t late_wakeups;       /* ticks woken later than late_wake_fraction of dt */
     uint64_t hold_ticks;         /* ticks spent in HOLD */

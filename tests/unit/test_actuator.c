@@ -579,21 +579,26 @@ static void test_displacement_limit(void **state)
 {
     (void)state;
     begin(5, 4, big_at_30);
-    run(0, 29, big_at_30, 4, no_drop);
+    run(0, 23, big_at_30, 4, no_drop);
     assert_false(F.a.hold);
-    assert_int_equal(tick(30, 0), 0);
-    /* The 0.2 m command never reaches the drive: HOLD in the same tick. */
+    /* Tick 24, then tick 30's COMMAND (sent L + 1 ahead) arrives: the 0.2 m command is refused
+     * there, before any tick's preview or drive can use it. */
+    run(24, 24, big_at_30, 4, no_drop);
     assert_true(F.a.hold);
     assert_int_equal(F.a.hold_reason, DRTHS_STOP_LIMIT);
-    assert_true(F.out.row[DRTHS_ACT_COL_COMMAND] == 1e-3);
+    assert_int_equal(F.a.c.refused_commands, 1);
+    assert_non_null(strstr(F.a.hold_text, "command for tick 30 refused on arrival: displacement "
+                                          "0.2 m"));
+    assert_non_null(strstr(F.a.hold_text, "exceeds limit_displacement_m 0.1 m"));
+    /* The next tick already holds. */
+    assert_int_equal(tick(25, 0), 0);
     assert_true(F.out.row[DRTHS_ACT_COL_HOLD] == 1.0);
-    assert_string_equal(F.a.hold_text, "displacement limit: command 0.2 m exceeds 0.1 m");
+    assert_true(fabs(F.out.row[DRTHS_ACT_COL_DRIVE]) < 2e-3);
 }
 
 /* With a compensation that previews the commands ahead (polynomial, a lead of several ticks),
- * the 0.2 m command is a HOLD as soon as the preview sees it: at tick 25, when the command for
- * tick 30 (sent L = 5 ticks ahead) is first in the buffer, before any drive is computed from
- * it. */
+ * the 0.2 m command would be in the preview from tick 25 on: refused on arrival, it never is,
+ * and no drive is computed from it. */
 static void test_preview_limit(void **state)
 {
     (void)state;
@@ -601,13 +606,12 @@ static void test_preview_limit(void **state)
     begin(5, 4, big_at_30);
     assert_true(F.a.lookahead >= 5);
     run(0, 24, big_at_30, 4, no_drop);
-    assert_false(F.a.hold);
-    assert_int_equal(tick(25, 0), 0);
     assert_true(F.a.hold);
     assert_int_equal(F.a.hold_reason, DRTHS_STOP_LIMIT);
+    assert_non_null(strstr(F.a.hold_text, "command for tick 30 refused on arrival"));
+    assert_int_equal(tick(25, 0), 0);
     assert_true(F.out.row[DRTHS_ACT_COL_HOLD] == 1.0);
-    assert_string_equal(F.a.hold_text,
-                        "displacement limit: command 0.2 m for tick 30 exceeds 0.1 m");
+    assert_true(fabs(F.out.row[DRTHS_ACT_COL_DRIVE]) < 2e-3);
 }
 
 static double fast_at_30(uint64_t t)
@@ -620,16 +624,19 @@ static void test_velocity_limit(void **state)
     (void)state;
     F.p.limit_displacement_m = 10.0;
     begin(5, 4, fast_at_30);
-    run(0, 29, fast_at_30, 4, no_drop);
-    assert_int_equal(tick(30, 0), 0);
+    run(0, 23, fast_at_30, 4, no_drop);
+    assert_false(F.a.hold);
+    run(24, 24, fast_at_30, 4, no_drop); /* tick 30's command arrives: refused */
     assert_true(F.a.hold);
-    assert_string_equal(F.a.hold_text, "velocity limit: command velocity 2 m/s exceeds 1 m/s");
+    assert_string_equal(F.a.hold_text, "command for tick 30 refused on arrival: velocity 2 m/s "
+                                       "exceeds limit_velocity_m_s 1 m/s");
 }
 
 static void test_force_limit(void **state)
 {
     (void)state;
     F.p.limit_force_N = 50e3; /* the spring gives 60 kN at 0.06 m */
+    F.p.limit_velocity_m_s = 100.0; /* the step to 0.06 m in one tick is a command */
     begin(5, 4, force_trip);
     run(0, 29, force_trip, 4, no_drop);
     assert_false(F.a.hold);
@@ -652,6 +659,7 @@ static void test_converter_saturated(void **state)
 {
     (void)state;
     F.p.limit_force_N = 1e9; /* could never trip */
+    F.p.limit_velocity_m_s = 100.0; /* the step to 0.06 m in one tick is a command */
     F.adc_bits = 16;
     F.force_range_N = 55e3;
     begin(5, 4, force_trip);
@@ -1044,7 +1052,7 @@ static void test_golden_runs(void **state)
     (void)state;
     const golden_case_t cases[] = {
         /* Feedforward over the plant: redundancy, concealment and rejoin, a late, reordered and
-         * duplicate commands, a second epoch, then a command over the limit seen in the preview
+         * duplicate commands, a second epoch, then a command over the limit refused on arrival
          * and the HOLD ramp to the safe position with its three ABORTs. */
         {.name = "feedforward ramp",
          .comp = DRTHS_COMPENSATION_FEEDFORWARD,
@@ -1055,7 +1063,7 @@ static void test_golden_runs(void **state)
          .spike = 600,
          .spike_m = 0.2,
          .epoch_at = 300,
-         .expect = UINT64_C(0x275c5dcc7bc92429)},
+         .expect = UINT64_C(0x3158cc26590fb855)},
         /* The polynomial compensation to the end of the record (STOP). */
         {.name = "polynomial stop",
          .comp = DRTHS_COMPENSATION_POLYNOMIAL,
@@ -1070,15 +1078,14 @@ static void test_golden_runs(void **state)
          .last_sent = 250,
          .max_concealed = 3,
          .expect = UINT64_C(0x6968c22651533c58)},
-        /* The drive limit (the command itself within its limit). */
+        /* The drive limit (the command itself within its limit): the envelope refuses the first
+         * drive beyond 1.5 mm, and the ramp starts from the last one it admitted. */
         {.name = "drive limit",
          .comp = DRTHS_COMPENSATION_FEEDFORWARD_AVERAGE,
          .plant = 1,
          .r = 4,
-         .limit_drive_m = 0.03,
-         .spike = 500,
-         .spike_m = 0.05,
-         .expect = UINT64_C(0x5609dc501dcad912)}, /* the envelope's sentence since issue 28 */
+         .limit_drive_m = 1.5e-3,
+         .expect = UINT64_C(0xee317a603d90edbc)},
         /* The watchdog, with concealment allowed for longer. */
         {.name = "watchdog",
          .comp = DRTHS_COMPENSATION_NONE,
@@ -1089,21 +1096,19 @@ static void test_golden_runs(void **state)
          .watchdog_s = 0.02,
          .max_concealed = 1000,
          .expect = UINT64_C(0xdc71d8787c292355)},
-        /* The force limit, measured over the spring (60 kN at 0.06 m). */
+        /* The force limit, measured over the spring (1 MN/m: 2 kN at the trajectory's 2 mm). */
         {.name = "force limit",
          .comp = DRTHS_COMPENSATION_NONE,
          .r = 4,
-         .spike = 300,
-         .spike_m = 0.06,
-         .limit_force_N = 50e3,
-         .expect = UINT64_C(0xd5516dff75cf0be5)},
+         .limit_force_N = 1.5e3,
+         .expect = UINT64_C(0x0b5736f0d471b145)},
         /* The numerical site's ABORT: HOLD without an ABORT back. */
         {.name = "peer abort",
          .comp = DRTHS_COMPENSATION_FEEDFORWARD,
          .plant = 1,
          .r = 4,
          .abort_at = 350,
-         .expect = UINT64_C(0xc6be1c8d8687e0f2)},
+         .expect = UINT64_C(0x8c1a439b8b89b187)},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1141,6 +1146,9 @@ static void stability(double quiet_after_s)
     p->stab_quiet_amp_m = 0.0005;
     p->stab_min_decay_per_s = 0.25;
     p->stab_quiet_after_s = quiet_after_s;
+    /* The trajectories here move up to about 1 m/s at 1 kHz; the command limits are not what
+     * these tests are about. */
+    p->limit_velocity_m_s = 10.0;
 }
 
 /* Runs ticks 0..to with traj in the numerical site's rhythm (run above) until HOLD is entered;

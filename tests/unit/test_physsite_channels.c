@@ -74,10 +74,11 @@ static void load_world(const char *from, const char *to)
     char *p = src_path("examples/opensees/linear-springs-2dof-ideal.yaml");
     char *text = slurp(p);
     /* These tests step the commands by millimetres in one tick to put the drives at known
-     * places: limits that admit such steps (the envelope has its own tests). */
+     * places: limits that admit such steps (the envelope has its own tests). A HOLD within a
+     * tick is a drive beyond limit_drive_m (0.05 m), a command the limits let through. */
     {
-        const char *wide = "physical:\n  limit_velocity_m_s: 10\n  limit_drive_velocity_m_s: 20\n"
-                           "  limit_drive_acceleration_m_s2: 1.0e7\n";
+        const char *wide = "physical:\n  limit_velocity_m_s: 1000\n  limit_drive_velocity_m_s: 2000\n"
+                           "  limit_drive_acceleration_m_s2: 1.0e9\n  limit_drive_m: 0.05\n";
         char *at = strstr(text, "physical:\n");
         assert_non_null(at);
         char *t = calloc(1, strlen(text) + strlen(wide) + 1);
@@ -219,20 +220,20 @@ static void test_first_channel_holds_the_second_in_its_tick(void **state)
     open_world(NULL, NULL);
     run_to(0.001, -0.002, 5);
     int finished = 0;
-    assert_int_equal(tick(0.2, -0.003, &finished), 0); /* 0.2: beyond limit_displacement_m */
+    assert_int_equal(tick(0.06, -0.003, &finished), 0); /* 0.06: beyond limit_drive_m */
     assert_int_equal(tick(0.0, 0.0, &finished), 0);    /* the tick they are for */
     assert_int_equal(W->ps.hold_channel, 0);
     assert_true(cell(0, DRTHS_ACT_COL_HOLD) == 1.0);
     assert_true(cell(1, DRTHS_ACT_COL_HOLD) == 1.0);
     assert_true(cell(1, DRTHS_ACT_COL_DRIVE) == -0.002); /* held where it stood */
     assert_non_null(strstr(drths_physsite_hold_text(&W->ps),
-                           "channel 1 (x): displacement limit: command 0.2 m exceeds 0.1 m"));
+                           "channel 1 (x): drive envelope: drive 0.06 m exceeds limit_drive_m 0.05 m"));
     assert_string_equal(W->ps.extra[0].act.hold_text, drths_physsite_hold_text(&W->ps));
     /* summary.json's "hold" is the site's sentence, as the exit reason is. */
     char *sum = summary_text();
     const char *hold = strstr(sum, "\"hold\": {"); /* the top level's, before "channels" */
     assert_non_null(hold);
-    const char *reason = strstr(hold, "\"reason\": \"channel 1 (x): displacement limit: command");
+    const char *reason = strstr(hold, "\"reason\": \"channel 1 (x): drive envelope: drive 0.06 m");
     assert_true(reason && reason < strchr(hold, '}'));
     free(sum);
 }
@@ -245,8 +246,8 @@ static void test_second_channel_holds_the_first_from_the_next_tick(void **state)
     open_world(NULL, NULL);
     run_to(0.001, -0.002, 5);
     int finished = 0;
-    assert_int_equal(tick(0.0015, 0.2, &finished), 0);
-    assert_int_equal(tick(0.002, 0.0, &finished), 0); /* 0.0015 and 0.2 played */
+    assert_int_equal(tick(0.0015, 0.06, &finished), 0);
+    assert_int_equal(tick(0.002, 0.0, &finished), 0); /* 0.0015 and 0.06 played */
     assert_int_equal(W->ps.hold_channel, 1);
     assert_true(cell(0, DRTHS_ACT_COL_HOLD) == 0.0 && cell(0, DRTHS_ACT_COL_DRIVE) == 0.0015);
     assert_true(cell(1, DRTHS_ACT_COL_HOLD) == 1.0);
@@ -315,7 +316,7 @@ static void test_hold_after_the_first_finished(void **state)
     run_to(0.001, -0.002, 5);
     stop_at(W->tick + 1);
     int finished = 0;
-    assert_int_equal(tick(0.001, 0.2, &finished), 0);
+    assert_int_equal(tick(0.001, 0.06, &finished), 0);
     assert_int_equal(tick(0.0, 0.0, &finished), 0); /* the last tick; channel 2 trips */
     assert_true(W->ps.act.finished && !W->ps.act.hold);
     assert_true(W->ps.extra[0].act.hold && !finished);
@@ -329,7 +330,7 @@ static void test_hold_after_the_first_finished(void **state)
     drths_physsite_print_end(f, &W->ps, "dir");
     char *out = read_stream(f);
     fclose(f);
-    assert_non_null(strstr(out, "  HOLD: channel 2 (y): displacement limit: command 0.2 m"));
+    assert_non_null(strstr(out, "  HOLD: channel 2 (y): drive envelope: drive 0.06 m"));
     free(out);
     assert_ptr_equal(drths_physsite_hold_act(&W->ps), &W->ps.extra[0].act);
 }
@@ -364,7 +365,7 @@ static void test_ticks_allocate_nothing(void **state)
     long before = atomic_load(&alloc_count);
     for (int k = 0; k < 20; k++)
         assert_int_equal(tick(0.001 + 1e-5 * k, -0.002, &finished), 0);
-    assert_int_equal(tick(0.001, 0.2, &finished), 0);
+    assert_int_equal(tick(0.001, 0.06, &finished), 0);
     int n = 0;
     while (!finished && n++ < 100000)
         assert_int_equal(tick(0.0, 0.0, &finished), 0);
