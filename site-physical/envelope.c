@@ -79,27 +79,35 @@ int drths_envelope_admit(drths_envelope_t *e, double u, double r, int64_t now_ns
         [DRTHS_ENV_ACCELERATION] = e->lim.acceleration_m_s2,
         [DRTHS_ENV_OFFSET] = e->lim.offset_m,
     };
-    val[DRTHS_ENV_POSITION] = fabs(u);
     double vel = 0.0;
     if (e->n > 0) {
         vel = (u - e->u1) / e->dt_s;
         val[DRTHS_ENV_VELOCITY] = fabs(vel);
         val[DRTHS_ENV_ACCELERATION] = fabs(vel - prior_velocity(e, now_ns)) / e->dt_s;
     }
+    /* The position is judged where the drive would come to rest if HOLD braked now (at the
+     * ramp's deceleration, half the bound): a drive moving towards the bound faster than it can
+     * stop before it is refused now, while the ramp can still stop inside. */
+    const double a = 0.5 * e->lim.acceleration_m_s2;
+    val[DRTHS_ENV_POSITION] = fabs(u + copysign(vel * vel / (2.0 * a) + 0.5 * fabs(vel) * e->dt_s, vel));
     if (!isnan(r))
         val[DRTHS_ENV_OFFSET] = fabs(u - r);
     double use = 0.0;
     drths_envelope_bound_t use_b = DRTHS_ENV_POSITION;
-    for (int b = DRTHS_ENV_POSITION; b < DRTHS_ENV_NBOUNDS; b++) {
+    /* A jump is named as one (velocity, acceleration) before where it would lead. */
+    static const drths_envelope_bound_t order[] = {DRTHS_ENV_VELOCITY, DRTHS_ENV_ACCELERATION,
+                                                   DRTHS_ENV_POSITION, DRTHS_ENV_OFFSET};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        const drths_envelope_bound_t b = order[i];
         if (!(val[b] <= lim[b])) {
-            v.bound = (drths_envelope_bound_t)b;
+            v.bound = b;
             v.value = val[b];
             v.limit = lim[b];
             return refuse(e, out, v);
         }
         if (val[b] / lim[b] > use) {
             use = val[b] / lim[b];
-            use_b = (drths_envelope_bound_t)b;
+            use_b = b;
         }
     }
     if (use > e->max_use) {
@@ -172,9 +180,15 @@ int drths_envelope_describe(const drths_envelope_violation_t *v, char *buf, size
         return snprintf(buf, cap, "drive envelope: drive %g is not a number (not written)",
                         v->drive_m);
     case DRTHS_ENV_POSITION:
+        if (fabs(v->drive_m) > v->limit)
+            return snprintf(buf, cap,
+                            "drive envelope: drive %.6g m exceeds %s %.6g m by %.3g mm (not "
+                            "written)",
+                            v->drive_m, f, v->limit, (fabs(v->drive_m) - v->limit) * 1e3);
         return snprintf(buf, cap,
-                        "drive envelope: drive %.6g m exceeds %s %.6g m by %.3g mm (not written)",
-                        v->drive_m, f, v->limit, (v->value - v->limit) * 1e3);
+                        "drive envelope: drive %.6g m moves too fast to stop inside %s %.6g m "
+                        "(braking, it would reach %.6g m; not written)",
+                        v->drive_m, f, v->limit, copysign(v->value, v->drive_m));
     case DRTHS_ENV_VELOCITY:
         return snprintf(buf, cap,
                         "drive envelope: drive velocity %.4g m/s exceeds %s %.6g m/s by %.3g m/s "

@@ -9,11 +9,14 @@
  * -EDOM and the caller enters HOLD naming the bound and by how much (drths_envelope_describe).
  *
  * The envelope, set by a laboratory from its actuator's ratings (physical.limit_drive_*):
- *   position      |u|                                        <= position_m
+ *   position      |u + stop(v)|                               <= position_m
  *   velocity      |u(k) - u(k-1)| / dt                        <= velocity_m_s
  *   acceleration  |u(k) - 2 u(k-1) + u(k-2)| / dt^2           <= acceleration_m_s2
  *   offset        |u - r| from the command r the drive serves  <= offset_m (when r is given)
- * with dt the tick. Velocity and acceleration are those the servo controller sees: the
+ * with dt the tick and stop(v) the distance the HOLD ramp needs to stop from the drive's
+ * velocity v at half the acceleration bound (v^2 / (2 a) + |v| dt / 2, in the direction of v):
+ * every admitted drive is one from which HOLD can still stop inside the position bound.
+ * Velocity and acceleration are those the servo controller sees: the
  * differences of successive writes. Before the first write the output is taken to be at rest
  * at the first value written (the converter's previous output is unknown: the first write
  * is checked for position only, which is why the actuator site's first writes are its rest
