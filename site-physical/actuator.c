@@ -750,15 +750,51 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     return check_command(a, &s->cmd);
 }
 
+/* The compensation's correction (drive - command) is, in a test, a smooth signal: the lead
+ * and gain that make up the actuator's lag. Where the compensator's estimate jumps (the preview
+ * running out before a loss and coming back after it, a rejoin, a switch between late and
+ * timely commands) the correction follows the new value no faster than a quarter of the drive's
+ * velocity bound and with at most a quarter of its acceleration bound, tracking the new value's
+ * own motion and braking onto it; a correction that moves within those bounds passes
+ * unchanged. So a hand-over of the command stream moves the drive only as the (smooth) command
+ * moves. RT-safe. */
+static double shape_drive(drths_actuator_t *a, double r, double u)
+{
+    const double dt = 1.0 / a->p.rate_hz;
+    const double amax = 0.25 * a->p.limit_drive_acceleration_m_s2;
+    const double vmax = 0.25 * a->p.limit_drive_velocity_m_s;
+    const double want = u - r, c1 = a->corr_m, v1 = a->corr_v_m_s, prev_want = a->corr_want_m;
+    const double vd = (want - c1) / dt;
+    a->corr_want_m = want;
+    if (fabs(vd - v1) <= amax * dt && fabs(vd) <= vmax) {
+        a->corr_v_m_s = vd;
+        a->corr_m = want;
+        return u; /* unchanged, to the last bit */
+    }
+    double vt = (want - prev_want) / dt; /* the new value's own motion */
+    if (fabs(vt) > vmax)
+        vt = copysign(vmax, vt);
+    const double d = want - c1, h = 0.5 * amax * dt;
+    double vn = vt + copysign(-h + sqrt(h * h + 2.0 * amax * fabs(d)), d);
+    vn = fmin(fmax(vn, v1 - amax * dt), v1 + amax * dt);
+    vn = fmin(fmax(vn, -vmax), vmax);
+    a->c.shaped_ticks++;
+    a->corr_v_m_s = vn;
+    a->corr_m = c1 + vn * dt;
+    return r + a->corr_m;
+}
+
 /* Phase 2, the drive outside HOLD: the compensation of the desired displacement with its past
- * and previewed future. Returns true when the preview is a HOLD. The drive itself is judged by
- * the envelope when it is written (write_and_read). */
+ * and previewed future (shape_drive). Returns true when the preview is a HOLD. The drive itself
+ * is judged by the envelope when it is written (write_and_read). */
 static bool compute_drive(drths_actuator_t *a, tick_state_t *s)
 {
     drths_comp_set_command(&a->comp, s->cmd.damper_cmd);
     if (check_preview(a, s->tick, &s->stream))
         return true;
-    s->drive = drths_comp_drive(&a->comp, s->stream.past, s->stream.future, s->stream.n_future);
+    s->drive = shape_drive(
+        a, s->cmd.disp_m,
+        drths_comp_drive(&a->comp, s->stream.past, s->stream.future, s->stream.n_future));
     s->vel = s->cmd.vel_m_s;
     s->dcmd = s->cmd.damper_cmd;
     return false;

@@ -218,6 +218,7 @@ typedef struct drths_actuator_counters {
                                   * COMMAND was lost or is still on its way (reordered) */
     uint64_t bad_commands;       /* COMMANDs with a channel count other than 1 */
     uint64_t refused_commands;   /* samples refused on arrival (check_arrival: a HOLD) */
+    uint64_t shaped_ticks;       /* ticks whose correction shape_drive limited */
     uint64_t epochs;             /* epochs applied (the first one included) */
     uint64_t late_wakeups;       /* ticks woken later than late_wake_fraction of dt */
     uint64_t hold_ticks;         /* ticks spent in HOLD */
@@ -251,6 +252,9 @@ typedef struct drths_actuator {
     drths_comp_t comp;
     int lookahead;               /* future commands previewed per tick */
     double last_drive_m;         /* the last drive written (0 before the first) */
+    /* shape_drive in actuator.c: the correction (drive - command) applied, its velocity and
+     * the compensator's correction of the tick before. */
+    double corr_m, corr_v_m_s, corr_want_m;
 
     int started;       /* EPOCH 1 received */
     uint32_t L, epoch; /* in force */
