@@ -612,38 +612,91 @@ void drths_ofr_app_stop(drths_ofr_app_t *app)
 
 /* ---- RT thread (the physsite's command source) --------------------------------------------- */
 
-static void handle_end(drths_ofr_app_t *app, drths_physsite_t *ps, const req_t *r, uint64_t tick)
+/* Ends the run after command tick `last` (already handed to the actuators). */
+static void send_stop(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t last)
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_STOP;
+    m.epoch = 1;
+    m.tick = last;
+    m.u.stop.reason = DRTHS_STOP_END_OF_RECORD;
+    int64_t now = drths_now_ns();
+    for (int i = 0; i < ps->n_channels; i++)
+        drths_actuator_receive(drths_physsite_act(ps, i), &m, now);
+    app->stopping = 1;
+}
+
+static void handle_end(drths_ofr_app_t *app, drths_physsite_t *ps, const req_t *r)
 {
     if (app->end_seen)
         return;
     app->end_seen = 1;
     app->end_ns = drths_now_ns();
     if (r->kind == REQ_DIE) {
-        /* The run ends after the commands already handed to the actuators: this tick's have not
-         * been generated yet, so the last one is for tick + D - 1. */
+        /* The run ends once the command is at rest: at once when it is, else after a smooth
+         * stop (before_tick sends the STOP). */
         snprintf(app->end_text, sizeof app->end_text,
                  "the analysis client ended the session (DIE) after %llu steps",
                  (unsigned long long)app->steps_reached);
-        drths_msg_t m;
-        memset(&m, 0, sizeof m);
-        m.type = DRTHS_MSG_STOP;
-        m.epoch = 1;
-        m.tick = tick + app->lead_ticks - 1;
-        m.u.stop.reason = DRTHS_STOP_END_OF_RECORD;
-        int64_t now = drths_now_ns();
-        for (int i = 0; i < ps->n_channels; i++)
-            drths_actuator_receive(drths_physsite_act(ps, i), &m, now);
-        app->stopping = 1;
+        app->die_pending = 1;
         return;
     }
     snprintf(app->end_text, sizeof app->end_text, "%s", r->text);
     drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0, r->text);
 }
 
+/* Checks a trial when it arrives, before any command is made for it: every channel's value
+ * finite, within the command limit, and reachable from the current target within one step at
+ * the command velocity limit. A trial that is not is refused (HOLD, with a sentence naming the
+ * trial, the step and the bound) rather than stretched: the client computed it for a step of
+ * step_duration_s, and a jump that large is a diverged or broken analysis, not a fast one.
+ * Returns 0, or -ERANGE after entering HOLD. */
+static int check_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr_vec_t *x,
+                       int kind)
+{
+    unsigned long long step = app->steps_queued + (kind == TGT_STEP);
+    double t = app->cfg.step_duration_s;
+    char text[400];
+    for (int i = 0; i < app->n; i++) {
+        const drths_actuator_t *a = drths_physsite_act(ps, i);
+        double d = x->v[i], cur = app->cur_target.v[i];
+        char ch[24] = "";
+        if (app->n > 1)
+            snprintf(ch, sizeof ch, " (channel %d)", i + 1);
+        const char *what = kind == TGT_STEP ? "step" : "an iteration of step";
+        if (!isfinite(d) || !(fabs(d) <= a->p.limit_displacement_m)) {
+            snprintf(text, sizeof text,
+                     "OpenFresco target %g m%s for %s %llu refused: %s physical."
+                     "limit_displacement_m %g m",
+                     d, ch, what, step, isfinite(d) ? "beyond" : "not a number within",
+                     a->p.limit_displacement_m);
+        } else if (fabs(d - cur) / t > a->p.limit_velocity_m_s) {
+            snprintf(text, sizeof text,
+                     "OpenFresco target %g m%s for %s %llu is %.3g mm from the current %.3g mm: "
+                     "reaching it in one step of %g ms needs %.3g m/s, beyond physical."
+                     "limit_velocity_m_s %g m/s",
+                     d, ch, what, step, fabs(d - cur) * 1e3, cur * 1e3, t * 1e3,
+                     fabs(d - cur) / t, a->p.limit_velocity_m_s);
+        } else {
+            continue;
+        }
+        /* The hold text holds 200 bytes; the sentences fit it, this is only the bound. */
+        snprintf(app->end_text, sizeof app->end_text, "%.*s", (int)sizeof app->end_text - 1,
+                 text);
+        app->refused++;
+        drths_physsite_hold(ps, DRTHS_STOP_LIMIT, 0, app->end_text);
+        return -ERANGE;
+    }
+    return 0;
+}
+
 /* Queues a target of the given kind; HOLD when the client runs too far ahead. */
 static void queue_target(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_ofr_vec_t *x,
                          int kind)
 {
+    if (drths_physsite_in_hold(ps) || check_trial(app, ps, x, kind) != 0)
+        return;
     if (app->pend_count == DRTHS_OFR_PENDING) {
         drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0,
                             "the OpenFresco client sent " PENDING_TEXT
@@ -655,6 +708,7 @@ static void queue_target(drths_ofr_app_t *app, drths_physsite_t *ps, const drths
     app->pend_kind[i] = kind;
     app->pend_count++;
     app->queued++;
+    app->steps_queued += (kind == TGT_STEP);
     app->cur_target = *x;
 }
 
@@ -762,7 +816,7 @@ static void on_commit(drths_ofr_app_t *app, drths_physsite_t *ps)
     app->iters_in_step = 0;
 }
 
-static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t tick, int64_t now_ns)
+static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, int64_t now_ns)
 {
     req_t r;
     while (drths_ring_pop(&app->to_rt, &r) == 0) {
@@ -785,7 +839,7 @@ static void take_requests(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t t
             drths_physsite_event(ps, r.disp != 0.0, "%s", r.text);
             break;
         default:
-            handle_end(app, ps, &r, tick);
+            handle_end(app, ps, &r);
             break;
         }
     }
@@ -811,109 +865,216 @@ static drths_ofr_vec_t pop_target(drths_ofr_app_t *app)
     return x;
 }
 
-/* A step begins: no tick of it played, no target taken, not late. */
+/* A step begins: no tick of it played, not late. */
 static void begin_step(drths_ofr_app_t *app)
 {
     app->j = 0;
-    app->have_target = 0;
     app->step_late = 0;
 }
 
-/* Starts an iteration: the step's target moves to x1. The actuators leave where they are (they
- * may have begun predicting the next step) on a cubic Hermite ramp of M ticks, each channel with
- * its present velocity at the start and, at the end, the velocity the next step's predictor
- * will start with, so the command stays smooth (no velocity jump for the compensation to
- * chase). M is iteration_duration_s, longer when a channel's distance needs it: the ramp's peak
- * velocity (1.5 times its mean) stays under half that channel's command velocity limit. */
-static void start_iteration(drths_ofr_app_t *app)
+/* hist with the target x appended (the oldest dropped). */
+static void shifted(const double hist[4], double x, double out[4])
+{
+    out[0] = hist[1];
+    out[1] = hist[2];
+    out[2] = hist[3];
+    out[3] = x;
+}
+
+/* The end rates (per tick) of a step or iteration whose target makes the history h: the
+ * predictor's (drths_precor_end_rates), the acceleration within b_ae and the velocity within
+ * b_ve, so that every segment can be planned within the bounds. */
+static void end_rates(const drths_ofr_app_t *app, int i, const double h[4], double *v, double *a)
+{
+    double n = (double)app->step_ticks;
+    drths_precor_end_rates(&app->cfg.precor, h, v, a);
+    *v = fmax(-app->b_ve[i], fmin(app->b_ve[i], *v / n));
+    *a = fmax(-app->b_ae[i], fmin(app->b_ae[i], *a / (n * n)));
+}
+
+/* Plans a segment of kind `motion` for every channel from the command's present state (sx,
+ * sv, sa): to (seg_x1, seg_v1, seg_a1), or for BRAKE to rest where a smooth stop from that
+ * state ends. At least min_len ticks; lengthened (by an eighth at a time) until each channel's
+ * largest velocity, acceleration (a brake: half of it) and |position| are within its bounds. A step stretched this
+ * way takes more wall time, but its command stays smooth and still ends exactly at the target.
+ * Returns 0, or -ERANGE when no length up to 64 steps fits (the caller holds). */
+static int plan(drths_ofr_app_t *app, int motion, int64_t min_len)
+{
+    int64_t len = min_len < 1 ? 1 : min_len;
+    int64_t cap = len + 64 * app->step_ticks;
+    /* A brake keeps within half the acceleration bound, as a predictor does, so that the
+     * correction that may start from any of its ticks has room to turn the motion round. */
+    double amax[DRTHS_OFR_MAX_DOF];
+    for (int i = 0; i < app->n; i++)
+        amax[i] = motion == DRTHS_OFR_BRAKE ? 0.5 * app->b_a[i] : app->b_a[i];
+    double peak = 0.0;
+    for (;;) {
+        int ok = 1;
+        peak = 0.0;
+        for (int i = 0; i < app->n && ok; i++) {
+            double L = (double)len;
+            if (motion == DRTHS_OFR_BRAKE) {
+                /* The quintic to rest whose velocity falls monotonically from sv when sa = 0. */
+                app->seg_x1.v[i] =
+                    app->sx.v[i] + app->sv.v[i] * L / 2.0 + app->sa.v[i] * L * L / 12.0;
+                app->seg_v1.v[i] = app->seg_a1.v[i] = 0.0;
+            }
+            drths_precor_seg_init(&app->seg[i], app->sx.v[i], app->sv.v[i], app->sa.v[i],
+                                  app->seg_x1.v[i], app->seg_v1.v[i], app->seg_a1.v[i], L);
+            double vm, am, xm;
+            drths_precor_seg_peaks(&app->seg[i], &vm, &am, &xm);
+            ok = vm <= app->b_v[i] && am <= amax[i] && xm <= app->b_x[i];
+            peak = fmax(peak, am / app->b_a[i] * app->acc_bound_m_s2);
+        }
+        if (ok)
+            break;
+        if (len >= cap)
+            return -ERANGE;
+        len += len / 8 + 1;
+        if (len > cap)
+            len = cap;
+    }
+    if (len > min_len && min_len >= 1) {
+        app->stretched++;
+        app->stretch_ticks += (uint64_t)(len - min_len);
+    }
+    app->peak_acc_m_s2 = fmax(app->peak_acc_m_s2, peak);
+    app->motion = motion;
+    app->seg_t = 0;
+    app->seg_len = len;
+    return 0;
+}
+
+/* HOLD when a segment cannot be planned within the bounds (not expected: the end rates are
+ * bounded so that a long enough segment always fits; a target beyond the limits was refused). */
+static void plan_or_hold(drths_ofr_app_t *app, drths_physsite_t *ps, int motion, int64_t min_len,
+                         const char *what)
+{
+    if (plan(app, motion, min_len) == 0)
+        return;
+    snprintf(app->end_text, sizeof app->end_text,
+             "OpenFresco: no smooth command for %s within 64 steps at the bounds (acceleration "
+             "%g m/s^2, half the command velocity limit)",
+             what, app->acc_bound_m_s2);
+    drths_physsite_hold(ps, DRTHS_STOP_LIMIT, 0, app->end_text);
+    app->motion = DRTHS_OFR_REST;
+}
+
+/* The predictor of a new step: constant acceleration from the state the last segment ended in. */
+static void start_predict(drths_ofr_app_t *app)
+{
+    for (int i = 0; i < app->n; i++)
+        drths_precor_seg_parabola(&app->seg[i], app->sx.v[i], app->sv.v[i], app->sa.v[i], 0.0);
+    app->motion = DRTHS_OFR_PREDICT;
+    app->seg_t = 0;
+    app->seg_len = INT64_MAX;
+    begin_step(app);
+}
+
+/* The step's target is known: correct towards it over the ticks of the step not played yet
+ * (the whole step when it is known from its start), ending with the next step's end rates. */
+static void start_correction(drths_ofr_app_t *app, drths_physsite_t *ps)
+{
+    app->target = pop_target(app);
+    for (int i = 0; i < app->n; i++) {
+        double h[4];
+        shifted(app->hist[i], app->target.v[i], h);
+        app->seg_x1.v[i] = app->target.v[i];
+        end_rates(app, i, h, &app->seg_v1.v[i], &app->seg_a1.v[i]);
+    }
+    plan_or_hold(app, ps, DRTHS_OFR_CORRECT, app->step_ticks - app->j, "an analysis step");
+}
+
+/* An iteration: the step's target moves to its trial. From where the command is (it may have
+ * begun predicting the next step) to the trial, with the end rates of the history whose last
+ * target is the trial, in iteration_duration_s or longer when the bounds need it. */
+static void start_iteration(drths_ofr_app_t *app, drths_physsite_t *ps)
 {
     drths_ofr_vec_t x1 = pop_target(app);
-    app->iter_active = 1;
-    app->iter_j = 0;
-    app->iter_len = app->iter_ticks;
-    app->iter_x1 = x1;
     for (int i = 0; i < app->n; i++) {
         app->hist[i][3] = x1.v[i];
-        app->iter_x0.v[i] = app->last_x.v[i];
-        app->iter_v0.v[i] = app->last_x.v[i] - app->prev_x.v[i];
-        app->iter_v1.v[i] =
-            drths_precor_predict(app->hist[i], 1.0 / (double)app->step_ticks) - x1.v[i];
-        double need = 1.5 * fabs(x1.v[i] - app->iter_x0.v[i]) / app->iter_vmax[i];
-        if (need > (double)app->iter_len && need < 1e9)
-            app->iter_len = (int64_t)ceil(need);
+        app->seg_x1.v[i] = x1.v[i];
+        end_rates(app, i, app->hist[i], &app->seg_v1.v[i], &app->seg_a1.v[i]);
+    }
+    plan_or_hold(app, ps, DRTHS_OFR_ITER, app->iter_ticks, "an iteration");
+}
+
+/* Events that begin a segment before this tick's command: a target (a step's correction or an
+ * iteration), a target missing at the switch (brake), the end of the session (brake). */
+static void begin_segments(drths_ofr_app_t *app, drths_physsite_t *ps)
+{
+    int m = app->motion;
+    if (app->die_pending) {
+        app->pend_count = 0;
+        if (m == DRTHS_OFR_PREDICT || m == DRTHS_OFR_CORRECT || m == DRTHS_OFR_ITER)
+            plan_or_hold(app, ps, DRTHS_OFR_BRAKE, app->step_ticks, "the end of the session");
+        return;
+    }
+    if (m == DRTHS_OFR_CORRECT || m == DRTHS_OFR_ITER)
+        return;
+    if (app->pend_count) {
+        if (!app->step_active) {
+            /* The first step, from rest: every queued trial is a step's target. */
+            app->step_active = 1;
+            begin_step(app);
+            app->pend_kind[app->pend_head] = TGT_STEP;
+        }
+        if (app->pend_kind[app->pend_head] == TGT_ITER)
+            start_iteration(app, ps);
+        else
+            start_correction(app, ps);
+        return;
+    }
+    if (m == DRTHS_OFR_PREDICT &&
+        (double)(app->j + 1) >= app->cfg.precor.predict_fraction * (double)app->step_ticks) {
+        app->step_late = 1;
+        app->late_targets++;
+        plan_or_hold(app, ps, DRTHS_OFR_BRAKE, app->step_ticks - app->j, "a late target");
     }
 }
 
-static void iteration_command(drths_ofr_app_t *app, uint64_t u, drths_ofr_vec_t *x)
+/* The next command (one tick of command time), every channel. */
+static void next_command(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t u,
+                         drths_ofr_vec_t *x)
 {
-    app->iter_j++;
-    double m = (double)app->iter_len;
-    if (app->iter_j >= app->iter_len) {
-        record_end(app, u, &app->iter_x1, TGT_ITER);
-        app->iter_active = 0;
-        app->step_active = 1; /* the next step starts from here, predicting */
-        begin_step(app);
-        *x = app->iter_x1;
+    begin_segments(app, ps);
+    int m = app->motion;
+    if (m != DRTHS_OFR_PREDICT && app->step_late)
+        app->held_ticks += (m == DRTHS_OFR_BRAKE || m == DRTHS_OFR_REST);
+    if (m == DRTHS_OFR_REST) {
+        *x = app->sx;
         return;
     }
-    double s = (double)app->iter_j / m, s2 = s * s, s3 = s2 * s;
-    for (int i = 0; i < app->n; i++)
-        x->v[i] = (2 * s3 - 3 * s2 + 1) * app->iter_x0.v[i] +
-                  (s3 - 2 * s2 + s) * m * app->iter_v0.v[i] +
-                  (3 * s2 - 2 * s3) * app->iter_x1.v[i] + (s3 - s2) * m * app->iter_v1.v[i];
-}
-
-/* The next command of the step sequence (one tick of command time), every channel. */
-static void next_command(drths_ofr_app_t *app, uint64_t u, drths_ofr_vec_t *x)
-{
-    if (app->iter_active) {
-        iteration_command(app, u, x);
-        return;
-    }
-    if (!app->have_target && app->pend_count && app->pend_kind[app->pend_head] == TGT_ITER &&
-        app->step_active) {
-        start_iteration(app);
-        iteration_command(app, u, x);
-        return;
-    }
-    if (!app->step_active) {
-        if (!app->pend_count) {
-            *x = app->last_x; /* no target yet: stay */
-            return;
-        }
-        app->step_active = 1;
-        begin_step(app);
-    }
-    if (!app->have_target && app->pend_count) {
-        app->target = pop_target(app);
-        app->have_target = 1;
-    }
-    double n = (double)app->step_ticks;
-    double f = (double)(app->j + 1) / n;
-    if (!app->have_target && f >= app->cfg.precor.predict_fraction) {
-        if (!app->step_late) {
-            app->step_late = 1;
-            app->late_targets++;
-        }
-        app->held_ticks++;
-        for (int i = 0; i < app->n; i++)
-            x->v[i] = drths_precor_command(&app->cfg.precor, app->hist[i], 0.0, 0, f);
-    } else {
+    app->seg_t++;
+    if (m == DRTHS_OFR_PREDICT || m == DRTHS_OFR_CORRECT)
         app->j++;
+    if (app->seg_t < app->seg_len) {
         for (int i = 0; i < app->n; i++)
-            x->v[i] = drths_precor_command(&app->cfg.precor, app->hist[i], app->target.v[i],
-                                           app->have_target, f);
+            app->sx.v[i] = drths_precor_seg_eval(&app->seg[i], (double)app->seg_t, &app->sv.v[i],
+                                                 &app->sa.v[i]);
+        *x = app->sx;
+        return;
     }
-    if (app->j >= app->step_ticks) {
+    /* The segment's last tick: its end state exactly, so a target is reached to the bit. */
+    app->sx = app->seg_x1;
+    app->sv = app->seg_v1;
+    app->sa = app->seg_a1;
+    *x = app->sx;
+    if (m == DRTHS_OFR_BRAKE) {
+        app->motion = DRTHS_OFR_REST;
+        return;
+    }
+    if (m == DRTHS_OFR_CORRECT) {
         record_end(app, u, &app->target, TGT_STEP);
         for (int i = 0; i < app->n; i++) {
-            app->hist[i][0] = app->hist[i][1];
-            app->hist[i][1] = app->hist[i][2];
-            app->hist[i][2] = app->hist[i][3];
-            app->hist[i][3] = app->target.v[i];
+            double h[4];
+            shifted(app->hist[i], app->target.v[i], h);
+            memcpy(app->hist[i], h, sizeof h);
         }
-        begin_step(app);
+    } else {
+        record_end(app, u, &app->seg_x1, TGT_ITER);
     }
+    start_predict(app);
 }
 
 /* How long the client may take for its first target after the set-up: GenericTCP asks its
@@ -956,12 +1117,19 @@ static int step_watchdog(drths_ofr_app_t *app, drths_physsite_t *ps, int64_t now
 static void before_tick(void *ctx, drths_physsite_t *ps, uint64_t tick, int64_t now_ns)
 {
     drths_ofr_app_t *app = ctx;
-    take_requests(app, ps, tick, now_ns);
+    take_requests(app, ps, now_ns);
     if (app->stopping || drths_physsite_in_hold(ps) || step_watchdog(app, ps, now_ns))
         return;
     uint64_t u = tick + app->lead_ticks;
+    if (app->die_pending && app->motion == DRTHS_OFR_REST) {
+        /* At rest: the run ends after the last command handed, tick + D - 1. */
+        send_stop(app, ps, u - 1);
+        return;
+    }
     drths_ofr_vec_t x;
-    next_command(app, u, &x);
+    next_command(app, ps, u, &x);
+    if (drths_physsite_in_hold(ps))
+        return;
     double rate = ps->act.p.rate_hz;
     drths_msg_t m;
     memset(&m, 0, sizeof m);
@@ -973,17 +1141,15 @@ static void before_tick(void *ctx, drths_physsite_t *ps, uint64_t tick, int64_t 
     c->loop_delay_ticks = app->lead_ticks;
     c->n_channels = 1;
     c->r = 1;
-    /* Each channel's actuator takes a one-channel COMMAND of its own value. */
+    /* Each channel's actuator takes a one-channel COMMAND of its own value, with the
+     * segment's velocity and acceleration. */
     for (int i = 0; i < app->n; i++) {
         drths_actuator_t *a = drths_physsite_act(ps, i);
-        double v = (x.v[i] - app->last_x.v[i]) * rate;
         c->s[0][0].disp_m = x.v[i];
-        c->s[0][0].vel_m_s = v;
-        c->s[0][0].acc_m_s2 = (v - app->last_v.v[i]) * rate;
+        c->s[0][0].vel_m_s = app->sv.v[i] * rate;
+        c->s[0][0].acc_m_s2 = app->sa.v[i] * rate * rate;
         c->s[0][0].damper_cmd = a->p.rest_damper_command;
-        app->prev_x.v[i] = app->last_x.v[i];
         app->last_x.v[i] = x.v[i];
-        app->last_v.v[i] = v;
         drths_actuator_receive(a, &m, now_ns);
     }
 }
@@ -1093,9 +1259,28 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
     app->iter_ticks = (int64_t)llround(app->cfg.iteration_duration_s * ps->act.p.rate_hz);
     if (app->iter_ticks < 1)
         app->iter_ticks = 1;
-    for (int i = 0; i < ps->n_channels; i++)
-        app->iter_vmax[i] =
-            0.5 * drths_physsite_act(ps, i)->p.limit_velocity_m_s / ps->act.p.rate_hz;
+    /* The bounds of every segment (per tick): half the command velocity limit; half the
+     * smaller of the feedforward's acceleration limit and the drive envelope's, so that the
+     * compensation's drive (which leads the command) stays within the envelope. */
+    double dt = 1.0 / ps->act.p.rate_hz;
+    for (int i = 0; i < ps->n_channels; i++) {
+        const drths_actuator_params_t *p = &drths_physsite_act(ps, i)->p;
+        double acc = INFINITY;
+        if (p->ff_max_acc_m_s2 > 0.0)
+            acc = p->ff_max_acc_m_s2;
+        if (p->limit_drive_acceleration_m_s2 > 0.0)
+            acc = fmin(acc, p->limit_drive_acceleration_m_s2);
+        if (!isfinite(acc))
+            acc = 100.0; /* neither limit set: the drive envelope's default */
+        acc *= 0.5;
+        if (i == 0)
+            app->acc_bound_m_s2 = acc;
+        app->b_v[i] = 0.5 * p->limit_velocity_m_s * dt;
+        app->b_a[i] = acc * dt * dt;
+        app->b_ae[i] = 0.25 * app->b_a[i];
+        app->b_ve[i] = 0.9 * app->b_v[i];
+        app->b_x[i] = p->limit_displacement_m;
+    }
     while (!app->setup_seen) {
         if (atomic_load(&ps->stop_request)) {
             *reason = "stopped by signal before the OpenFresco client set up";
@@ -1130,10 +1315,12 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
                          rx->meas[2], rx->meas[3], rx->meas[4], rx->data_size);
     drths_physsite_event(ps, 0,
                          "continuous execution: %g s (%lld ticks) per analysis step, PreCor-%s, "
-                         "predicting %g %% of each step; commands %u ticks ahead",
+                         "correcting at the latest from %g %% of each step; commands %u ticks "
+                         "ahead, C2-continuous within %g m/s^2 (steps stretched when needed)",
                          app->cfg.step_duration_s, (long long)app->step_ticks,
                          app->cfg.precor.mode == DRTHS_PRECOR_LPD ? "LPD" : "D",
-                         app->cfg.precor.predict_fraction * 100.0, app->lead_ticks);
+                         app->cfg.precor.predict_fraction * 100.0, app->lead_ticks,
+                         app->acc_bound_m_s2);
     drths_physsite_event(ps, 0,
                          "waiting up to %g s for the first target (--wait-timeout; GenericTCP "
                          "first asks its operator to press Enter twice); then the step "
@@ -1202,6 +1389,11 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
     drths_json_number(j, "iteration_duration_s", app->cfg.iteration_duration_s);
     drths_json_int(j, "late_targets", (int64_t)app->late_targets);
     drths_json_int(j, "held_ticks", (int64_t)app->held_ticks);
+    drths_json_number(j, "command_acceleration_bound_m_s2", app->acc_bound_m_s2);
+    drths_json_number(j, "command_peak_acceleration_m_s2", app->peak_acc_m_s2);
+    drths_json_int(j, "stretched_segments", (int64_t)app->stretched);
+    drths_json_int(j, "stretched_ticks", (int64_t)app->stretch_ticks);
+    drths_json_int(j, "refused_targets", (int64_t)app->refused);
     drths_json_int(j, "measurement_requests", (int64_t)app->daq_requests);
     drths_json_int(j, "measurement_replies", (int64_t)app->daq_replies);
     drths_json_int(j, "messages", (int64_t)app->io_messages);

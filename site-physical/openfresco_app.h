@@ -25,17 +25,25 @@
  *     numerical site. So playout, compensation, limits and HOLD, physical.csv and summary.json
  *     are those of a drths session.
  *
- * Continuous execution (common/models/precor.h): an analysis step lasts step_duration_s of wall time
- * (N ticks). Step n starts as soon as step n-1 ends, predicting from the last four targets;
- * from predict_fraction of the step on it corrects towards target n, reaching it at the step's
- * last tick. If target n has not arrived by the switch, the command holds the predicted value
- * there (the step is counted late, its held ticks too) until it arrives. A measurement request
+ * Continuous execution (common/models/precor.h): an analysis step lasts step_duration_s of wall
+ * time (N ticks). The command is a chain of polynomial segments, continuous in position,
+ * velocity and acceleration at every join: step n starts as soon as step n-1 ends, predicting
+ * at constant acceleration from the state step n-1 ended in; from the tick target n is known
+ * (at the latest at predict_fraction of the step) a quintic corrects towards it, reaching it at
+ * the step's last tick with the velocity and acceleration the next step's predictor starts
+ * with. Every segment keeps within half the command velocity limit and half the smaller of
+ * physical.feedforward_max_acceleration_m_s2 and limit_drive_acceleration_m_s2; a segment that
+ * would not is lengthened (the step takes more wall time, its end is still its target). If
+ * target n has not arrived by the switch, the command brakes smoothly to rest (the step is
+ * counted late, those ticks held) and corrects from there when it comes. A measurement request
  * (getDaqResponse, getDisp, getForce, ...) is answered once every target received so far has
  * been reached, with the displacement and force measured at that tick: at once when no trial
- * has been sent yet.
+ * has been sent yet. A trial that is not finite, beyond physical.limit_displacement_m, or
+ * further from the current target than one step at physical.limit_velocity_m_s is refused when
+ * it arrives: HOLD (DRTHS_STOP_LIMIT) with a sentence naming it, before any command for it.
  *
- * End of session: DIE (or shutdown) is answered (ShadowSite) and ends the run after the
- * commands already queued: exit 0. A connection closed without DIE, a protocol error, or no
+ * End of session: DIE (or shutdown) is answered (ShadowSite) and ends the run once the command
+ * has braked smoothly to rest: exit 0. A connection closed without DIE, a protocol error, or no
  * client within the wait: HOLD (never a jump), records flushed, exit 1 with the reason. When the
  * RT thread ends for any other reason (a limit, a signal) the connection is shut down, so the
  * client is not left waiting.
@@ -44,8 +52,8 @@
  * has committed (genericClient and ShadowSite commit every step), a trial within
  * DRTHS_OFR_REPEAT_TOL_M of the current target is a repeat (not moved; answered from the
  * measurement taken when the target was reached), the first new trial after a commit is the
- * step's target, and further new trials before the commit are iterations: a cubic Hermite ramp
- * of iteration_duration_s (stretched to keep under half the velocity limit), at most
+ * step's target, and further new trials before the commit are iterations: a quintic segment
+ * of iteration_duration_s or longer (within the bounds above), at most
  * max_iterations per step, else HOLD. A commit with no new target plays a step in place.
  * Before any commit, with the analysis time in the trials (the first step of genericClient and
  * ShadowSite; GenericTCP, which never commits, with the time mode of -ctrlModes on) a new time
@@ -135,6 +143,15 @@ typedef struct drths_ofr_vec {
     double v[DRTHS_OFR_MAX_DOF];
 } drths_ofr_vec_t;
 
+/* What the command generator is doing. */
+typedef enum drths_ofr_motion {
+    DRTHS_OFR_REST = 0,    /* at rest: before the first step, after braking */
+    DRTHS_OFR_PREDICT = 1, /* a step's predictor, its target not known yet */
+    DRTHS_OFR_CORRECT = 2, /* a step's corrector, to its target */
+    DRTHS_OFR_ITER = 3,    /* an iteration, to its trial */
+    DRTHS_OFR_BRAKE = 4,   /* to rest: a target late at the switch, or the end of the session */
+} drths_ofr_motion_t;
+
 typedef struct drths_ofr_step_end {
     uint64_t tick; /* the step's (or iteration's) last command tick */
     drths_ofr_vec_t target;
@@ -167,7 +184,7 @@ typedef struct drths_ofr_app {
     uint32_t lead_ticks; /* D */
     int setup_seen, stopping, end_seen;
     double hist[DRTHS_OFR_MAX_DOF][4]; /* per channel, the last four step targets */
-    int step_active, have_target, step_late;
+    int step_active, step_late;
     drths_ofr_vec_t target;
     int64_t j; /* ticks of the current step played */
     drths_ofr_vec_t pend[DRTHS_OFR_PENDING];
@@ -185,12 +202,23 @@ typedef struct drths_ofr_app {
     drths_ofr_vec_t cur_target; /* the latest target queued (0, the rest position, before any) */
     int distinct_since_commit;  /* targets queued since the last commit */
     int iters_in_step;
-    int64_t iter_ticks; /* M: ticks of one iteration */
-    int iter_active;
-    int64_t iter_j, iter_len;            /* ticks played, ticks of this iteration (>= iter_ticks) */
-    double iter_vmax[DRTHS_OFR_MAX_DOF]; /* per tick: half each channel's velocity limit */
-    drths_ofr_vec_t iter_x0, iter_v0, iter_x1, iter_v1; /* Hermite ramp ends, velocities per tick */
-    drths_ofr_vec_t prev_x;                             /* the command before last_x */
+    int64_t iter_ticks; /* M: the shortest iteration, ticks */
+    /* The command generator (common/models/precor.h): one polynomial segment per channel with
+     * common timing, joined with continuous position, velocity and acceleration. */
+    int motion;                              /* drths_ofr_motion_t */
+    drths_precor_seg_t seg[DRTHS_OFR_MAX_DOF];
+    int64_t seg_t, seg_len;                  /* ticks played, ticks of the segment */
+    drths_ofr_vec_t seg_x1, seg_v1, seg_a1;  /* where a correction or iteration ends */
+    drths_ofr_vec_t sx, sv, sa;              /* the command's state at its last tick (per tick) */
+    int die_pending;                         /* DIE: brake to rest, then STOP */
+    uint64_t steps_queued;                   /* step targets queued (the step numbers) */
+    /* Per channel bounds of every segment, per tick: velocity, acceleration (half the command
+     * velocity limit; half the smaller of the feedforward's acceleration limit and the drive
+     * envelope's), the end rates' acceleration (a quarter of that) and velocity (0.9 of the bound),
+     * and |position| (the command limit). */
+    double b_v[DRTHS_OFR_MAX_DOF], b_a[DRTHS_OFR_MAX_DOF], b_ae[DRTHS_OFR_MAX_DOF];
+    double b_ve[DRTHS_OFR_MAX_DOF], b_x[DRTHS_OFR_MAX_DOF];
+    double acc_bound_m_s2;                   /* b_a of the first channel, m/s^2, for the log */
     drths_ofr_response_t last_resp; /* measured when the latest target was reached */
     /* Measured velocity and acceleration: backward differences of the displacement measured
      * at the step ends (base: the previous step's end; last: this step's latest end). */
@@ -199,7 +227,7 @@ typedef struct drths_ofr_app {
     drths_ofr_step_end_t ends[DRTHS_OFR_ENDS];
     int ends_head, ends_count;
     uint64_t daq_pending;
-    drths_ofr_vec_t last_x, last_v;
+    drths_ofr_vec_t last_x;
     int64_t first_target_ns, end_ns;
     int64_t quiet_since_ns; /* the step watchdog: since when the site has owed nothing */
     int quiet_armed;
@@ -217,7 +245,11 @@ typedef struct drths_ofr_app {
     uint64_t standing_steps; /* commits with no new target since the last: a step in place */
     int max_iters_seen;      /* most iterations in one step */
     uint64_t late_targets;   /* steps whose target was not there at the switch */
-    uint64_t held_ticks;     /* ticks held at a switch waiting for a target */
+    uint64_t held_ticks;     /* ticks braking or at rest at a switch waiting for a target */
+    uint64_t refused;        /* trials refused on arrival (HOLD) */
+    uint64_t stretched;      /* segments lengthened to keep within the bounds */
+    uint64_t stretch_ticks;  /* ticks added by that */
+    double peak_acc_m_s2;    /* largest |acceleration| of the segments planned */
     uint64_t daq_requests, daq_replies;
     /* Target and measured displacement at each step end, per channel; the figures over every
      * channel are derived from these (drths_ofr_app_step_rms_pct, _step_max_err). */

@@ -23,6 +23,9 @@
 #include "alloc_count.h"
 
 #define K_N_PER_M 2.0e6
+/* The most ticks a step may take here: 50 at the step duration, more when a step's segment is
+ * stretched to keep the command within its acceleration bound (a first step from rest). */
+#define STEP_MAX 1000
 
 typedef struct world {
     drths_experiment_t exp;
@@ -35,9 +38,21 @@ typedef struct world {
 
 static world_t *W;
 
+/* The commands handed to the actuators, every tick: the largest change in one tick and the
+ * largest second difference, per channel, over the whole run. */
+typedef struct trace {
+    double x1[2], x2[2]; /* the last two commands */
+    int n;               /* commands seen */
+    double max_dx[2], max_d2x[2];
+} trace_t;
+
+static trace_t T;
+static void assert_smooth(void);
+
 static int setup(void **state)
 {
     (void)state;
+    memset(&T, 0, sizeof T);
     W = calloc(1, sizeof *W);
     const char *srcdir = getenv("DRTHS_SOURCE_DIR");
     char path[512];
@@ -73,6 +88,15 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    double dt = 1.0 / W->ps.act.p.rate_hz;
+    print_message("commands: largest step %.3g mm/tick (%.3g m/s), second difference %.3g m/s^2; "
+                  "%llu segments stretched; hold: %s\n",
+                  T.max_dx[0] * 1e3, T.max_dx[0] / dt, T.max_d2x[0] / (dt * dt),
+                  (unsigned long long)W->app.stretched,
+                  W->ps.act.hold ? W->ps.act.hold_text : "no");
+    /* Every run on elastic.yaml: the commands within the bounds, whatever the test did. */
+    if (W->app.n == 1)
+        assert_smooth();
     drths_physsite_close(&W->ps);
     drths_ofr_app_close(&W->app);
     drths_experiment_close(&W->exp);
@@ -87,6 +111,17 @@ static int tick(void)
     int64_t t = (int64_t)W->tick * W->dt_ns;
     int finished = 0;
     W->src->before_tick(&W->app, &W->ps, W->tick, t);
+    /* Commands only: in HOLD the actuator's own ramp moves the drive, not the commands. */
+    for (int i = 0; i < 2 && !W->ps.act.hold; i++) {
+        double x = W->app.last_x.v[i];
+        if (T.n >= 1)
+            T.max_dx[i] = fmax(T.max_dx[i], fabs(x - T.x1[i]));
+        if (T.n >= 2)
+            T.max_d2x[i] = fmax(T.max_d2x[i], fabs(x - 2.0 * T.x1[i] + T.x2[i]));
+        T.x2[i] = T.x1[i];
+        T.x1[i] = x;
+    }
+    T.n += !W->ps.act.hold;
     int rc = drths_physsite_tick(&W->ps, W->tick, t, t, &finished);
     if (rc == 0)
         W->src->after_tick(&W->app, &W->ps, W->tick, &W->ps.out);
@@ -111,6 +146,21 @@ static void target(double d)
     drths_ofr_app_post_trial(&W->app, &d, 1, NAN);
 }
 
+/* The bounds of the commands here (elastic.yaml): half the smaller of
+ * feedforward_max_acceleration_m_s2 (50) and limit_drive_acceleration_m_s2 (200), and half
+ * limit_velocity_m_s (1); dt = 0.2 ms. */
+#define ACC_BOUND 25.0
+#define VEL_BOUND 0.5
+#define DT 2e-4
+
+/* The commands of the whole run so far within the bounds: the largest change in one tick and
+ * the largest second difference. */
+static void assert_smooth(void)
+{
+    assert_true(T.max_dx[0] <= VEL_BOUND * DT * 1.001);
+    assert_true(T.max_d2x[0] <= ACC_BOUND * DT * DT * 1.001);
+}
+
 static void test_steps(void **state)
 {
     (void)state;
@@ -121,34 +171,48 @@ static void test_steps(void **state)
     assert_true(r.disp[0] == 0.0 && r.force[0] == 0.0);
     for (int i = 0; i < 9; i++)
         assert_int_equal(tick(), 0);
-    /* Trial 1 and its request at tick 10: step 1 is command ticks 11 .. 60 (D = 1), so the
-     * answer comes after tick 60, with the target reached exactly. */
+    /* Trial 1 and its request at tick 10: step 1 begins at command tick 11 (D = 1). From rest,
+     * 1 mm in 50 ticks would end at 0.18 m/s (the end rates of [0, 0, 0, 1 mm]) with more
+     * than 25 m/s^2: the step is stretched to 57 ticks (11 .. 67), and the answer comes after
+     * tick 67, with the target reached exactly. */
     target(0.001);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
-    assert_int_equal(until_answer(&r, 200), 60);
+    assert_int_equal(until_answer(&r, STEP_MAX), 67);
     assert_true(r.disp[0] == 0.001);
     assert_true(fabs(r.force[0] - K_N_PER_M * 0.001) < 1e-9);
     assert_int_equal(W->app.late_targets, 0);
-    /* Step 2 runs on (ticks 61 .. 110) predicting from [0, 0, 0, 0.001]; its switch is its
-     * 30th tick (f = 0.6), tick 90. Trial 2 comes at tick 100: the step holds from tick 90
-     * until then and is counted late; its last tick is then 110 + the 11 held ticks. */
-    while (W->tick < 100)
+    assert_int_equal(W->app.stretched, 1);
+    /* Step 2 runs on (from tick 68) predicting from [0, 0, 0, 0.001]; its switch is its 30th
+     * tick (f = 0.6), tick 97, where it begins to brake. Trial 2 comes at tick 107: the step is
+     * counted late with 11 held ticks (97 .. 107), and corrects from there over the step's 21
+     * ticks left, stretched (it turns the braking motion round). */
+    while (W->tick < 107)
         assert_int_equal(tick(), 0);
     target(0.0015);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
-    assert_int_equal(until_answer(&r, 200), 121);
+    int64_t end2 = until_answer(&r, STEP_MAX);
+    assert_true(end2 >= 128);
     assert_true(r.disp[0] == 0.0015);
     assert_int_equal(W->app.late_targets, 1);
     assert_int_equal(W->app.held_ticks, 11);
     assert_int_equal(W->app.steps_reached, 2);
+    print_message("step 2 ended at tick %lld\n", (long long)end2);
     /* No HOLD, no concealment: one command per tick. */
     assert_false(W->ps.act.hold);
     assert_int_equal(W->ps.act.c.concealed, 0);
-    /* DIE: the run ends after the command already queued (tick + D - 1), without HOLD. */
+    /* DIE while step 3 is predicting: the command brakes to rest (within the bounds), then
+     * the run ends after its last command, without HOLD. */
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_DIE, 0.0, NULL);
-    assert_int_equal(tick(), 0);
+    int rc = 0, k = 0;
+    for (; k < STEP_MAX && rc == 0 && !W->ps.out.finished; k++)
+        rc = tick();
+    assert_int_equal(rc, 0);
     assert_true(W->ps.out.finished);
+    assert_true(k > 1);
     assert_false(W->ps.act.hold);
+    assert_int_equal(W->app.motion, DRTHS_OFR_REST);
+    assert_true(W->app.sv.v[0] == 0.0 && W->app.sa.v[0] == 0.0);
+    assert_smooth();
     assert_int_equal(tick(), -EALREADY);
     assert_non_null(strstr(W->src->ended(&W->app, &W->ps), "DIE) after 2 steps"));
 }
@@ -159,7 +223,7 @@ static void test_lost_client_holds(void **state)
     drths_ofr_response_t r;
     target(0.002);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     target(0.003);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
     for (int i = 0; i < 20; i++)
@@ -186,7 +250,7 @@ static void test_step_watchdog(void **state)
     drths_ofr_response_t r;
     target(0.001);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
-    int64_t answered = until_answer(&r, 200);
+    int64_t answered = until_answer(&r, STEP_MAX);
     assert_true(answered > 0);
     int64_t held = -1;
     for (int i = 0; i < 1000 && held < 0; i++) {
@@ -243,19 +307,19 @@ static void test_steps_from_time(void **state)
     /* The first step, with time 0 as well (an explicit integrator's first trial may carry
      * it): a step, not an iteration of the set-up's trial. */
     trial_at(0.001, 0.0);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     assert_true(r.disp[0] == 0.001);
     assert_int_equal(W->app.time_steps, 1);
     assert_int_equal(W->app.iterations, 0);
     /* Step 2 at 0.01 s, at the same displacement: a step of wall time all the same. */
     trial_at(0.001, 0.01);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     /* Two Newton iterations of step 2, then the converged value repeated. */
     trial_at(0.0012, 0.01);
-    assert_true(until_answer(&r, 400) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     assert_true(fabs(r.disp[0] - 0.0012) < 1e-15);
     trial_at(0.0011, 0.01);
-    assert_true(until_answer(&r, 400) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     trial_at(0.0011, 0.01);
     now = (int64_t)W->tick;
     assert_int_equal(until_answer(&r, 5), now);
@@ -264,9 +328,9 @@ static void test_steps_from_time(void **state)
     assert_int_equal(W->app.repeats, 2);
     /* Steps 3 and 4, the same displacement in both: still a step of wall time. */
     trial_at(0.0015, 0.02);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     trial_at(0.0015, 0.03);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     assert_int_equal(W->app.steps_reached, 4);
     assert_int_equal(W->app.time_steps, 4);
     assert_int_equal(W->app.iterations, 2);
@@ -281,7 +345,7 @@ static void test_time_iteration_limit(void **state)
     W->app.cfg.max_iterations = 3;
     drths_ofr_response_t r;
     trial_at(0.001, 0.01);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     for (int i = 1; i <= 4 && !W->ps.act.hold; i++) {
         trial_at(0.001 + 1e-5 * i, 0.01);
         for (int k = 0; k < 400 && !W->ps.act.hold && drths_ofr_app_take(&W->app, &r) != 0; k++)
@@ -302,15 +366,15 @@ static void test_time_then_commits(void **state)
     drths_ofr_response_t r;
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
     trial_at(0.001, 0.02);
-    assert_true(until_answer(&r, 400) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     assert_int_equal(W->app.standing_steps, 1);
     assert_int_equal(W->app.steps_reached, 2);
     assert_true(W->app.commit_mode);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
     trial_at(0.002, 0.03);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     trial_at(0.0021, 0.03);
-    assert_true(until_answer(&r, 400) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
     assert_int_equal(W->app.iterations, 1);
     assert_int_equal(W->app.steps_reached, 3);
@@ -321,17 +385,17 @@ static void test_time_first_step_iterations(void **state)
     (void)state;
     drths_ofr_response_t r;
     trial_at(0.001, 0.01);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     trial_at(0.0012, 0.01);
-    assert_true(until_answer(&r, 400) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
     trial_at(0.002, 0.02);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     trial_at(0.0021, 0.02);
-    assert_true(until_answer(&r, 400) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
     trial_at(0.003, 0.03);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     assert_int_equal(W->app.iterations, 2);
     assert_int_equal(W->app.steps_reached, 3);
     assert_int_equal(W->app.standing_steps, 0);
@@ -354,9 +418,9 @@ static void test_steps_without_time(void **state)
     (void)state;
     drths_ofr_response_t r;
     trial_at(0.001, NAN);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     trial_at(0.0012, NAN);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     assert_int_equal(W->app.steps_reached, 2);
     assert_int_equal(W->app.iterations, 0);
     assert_false(W->app.time_mode);
@@ -378,7 +442,7 @@ static void test_steady_state_allocates_nothing(void **state)
         double d = 0.005 * sin(2.0 * M_PI * (++k) / 40.0);
         target(d);
         drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
-        assert_true(until_answer(&r, 200) > 0);
+        assert_true(until_answer(&r, STEP_MAX) > 0);
         assert_true(fabs(r.disp[0] - d) < 1e-15);
     }
     long after = atomic_load(&alloc_count);
@@ -392,6 +456,7 @@ static void test_steady_state_allocates_nothing(void **state)
 static int setup_two(void **state)
 {
     (void)state;
+    memset(&T, 0, sizeof T);
     W = calloc(1, sizeof *W);
     const char *srcdir = getenv("DRTHS_SOURCE_DIR");
     char path[512];
@@ -440,7 +505,7 @@ static void test_two_channels(void **state)
     (void)state;
     drths_ofr_response_t r;
     trial_two(0.001, -0.002, 0.01);
-    assert_true(until_answer(&r, 200) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     assert_true(r.disp[0] == 0.001 && r.disp[1] == -0.002);
     assert_true(fabs(r.force[0] - 1.0e7 * 0.001) <= 1e-12 * 1e4);
     assert_true(fabs(r.force[1] - 2.0e7 * -0.002) <= 1e-12 * 4e4);
@@ -453,13 +518,13 @@ static void test_two_channels(void **state)
     assert_true(r.disp[1] == -0.002);
     /* Channel 2 alone moves by 1 um: an iteration of the same step. */
     trial_two(0.001, -0.002 + 1e-6, 0.01);
-    assert_true(until_answer(&r, 400) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     assert_int_equal(W->app.iterations, 1);
     assert_true(r.disp[0] == 0.001 && fabs(r.disp[1] - (-0.002 + 1e-6)) < 1e-15);
     /* Commit, then the next step moves both. */
     drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_COMMIT, 0.0, NULL);
     trial_two(0.0015, -0.0015, 0.02);
-    assert_true(until_answer(&r, 400) > 0);
+    assert_true(until_answer(&r, STEP_MAX) > 0);
     assert_true(r.disp[0] == 0.0015 && r.disp[1] == -0.0015);
     assert_int_equal(W->app.steps_reached, 2);
     assert_true(drths_ofr_app_channel_rms_pct(&W->app, 0) == 0.0);
@@ -469,6 +534,82 @@ static void test_two_channels(void **state)
     drths_physsite_hold(&W->ps, DRTHS_STOP_PEER_LOST, 0, "the client went away");
     assert_true(W->ps.act.hold && W->ps.extra[0].act.hold);
     assert_string_equal(W->ps.extra[0].act.hold_text, "the client went away");
+}
+
+/* A normal run of steps (a sine of 5 mm, 40 steps a period): every answer is its target, and
+ * the command is within the bounds throughout. */
+static void test_smooth_steps(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    for (int k = 1; k <= 80; k++) {
+        double d = 0.005 * sin(2.0 * M_PI * k / 40.0);
+        target(d);
+        drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+        assert_true(until_answer(&r, STEP_MAX) > 0);
+        assert_true(r.disp[0] == d);
+    }
+    assert_smooth();
+    assert_false(W->ps.act.hold);
+    assert_int_equal(W->app.steps_reached, 80);
+}
+
+/* Issue 28: ten steps of 0.2 mm, then a target 43 mm away. It is refused when it arrives
+ * (HOLD, with a sentence naming the target, the step and the bound), no command is made for
+ * it, and the commands of the whole run stay within the bounds. */
+static void test_target_jump_refused(void **state)
+{
+    (void)state;
+    drths_ofr_response_t r;
+    for (int k = 1; k <= 10; k++) {
+        target(0.0002 * k);
+        drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+        assert_true(until_answer(&r, STEP_MAX) > 0);
+    }
+    target(0.045);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+    assert_int_equal(until_answer(&r, STEP_MAX), -1);
+    assert_true(W->ps.act.hold);
+    assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_LIMIT);
+    assert_non_null(strstr(W->ps.act.hold_text,
+                           "OpenFresco target 0.045 m for step 11 is 43 mm from the current 2 mm: "
+                           "reaching it in one step of 10 ms needs 4.3 m/s, beyond physical."
+                           "limit_velocity_m_s 1 m/s"));
+    assert_int_equal(W->app.refused, 1);
+    assert_true(fabs(W->app.last_x.v[0]) < 0.005);
+    assert_smooth();
+}
+
+/* A trial that is not a finite number, or beyond the command limit: HOLD when it arrives,
+ * nothing moves. */
+static void refused_at_rest(double d, const char *text)
+{
+    drths_ofr_response_t r;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(tick(), 0);
+    target(d);
+    drths_ofr_app_post(&W->app, DRTHS_OFR_REQ_MEASURE, 0.0, NULL);
+    assert_int_equal(until_answer(&r, 100), -1);
+    assert_true(W->ps.act.hold);
+    assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_LIMIT);
+    assert_non_null(strstr(W->ps.act.hold_text, text));
+    assert_true(W->app.last_x.v[0] == 0.0);
+    assert_true(T.max_dx[0] == 0.0);
+    assert_int_equal(W->app.queued, 0);
+}
+
+static void test_nan_target_refused(void **state)
+{
+    (void)state;
+    refused_at_rest(NAN, "OpenFresco target nan m for step 1 refused: not a number within "
+                         "physical.limit_displacement_m 0.1 m");
+}
+
+static void test_huge_target_refused(void **state)
+{
+    (void)state;
+    refused_at_rest(1e300, "OpenFresco target 1e+300 m for step 1 refused: beyond "
+                           "physical.limit_displacement_m 0.1 m");
 }
 
 int main(void)
@@ -486,6 +627,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_record_end_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_first_step_iterations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_channels, setup_two, teardown),
+        cmocka_unit_test_setup_teardown(test_smooth_steps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_target_jump_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nan_target_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_huge_target_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
