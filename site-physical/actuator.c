@@ -195,6 +195,7 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
         .velocity_m_s = p->limit_drive_velocity_m_s,
         .acceleration_m_s2 = p->limit_drive_acceleration_m_s2,
         .offset_m = p->limit_drive_offset_m,
+        .rest_after_s = p->max_tick_late_s,
     };
     rc = drths_daq_set_envelope(daq, &lim, p->rate_hz, err);
     if (rc)

@@ -17,6 +17,7 @@ void drths_daq_envelope_limits(const drths_experiment_t *exp, drths_envelope_lim
     lim->velocity_m_s = exp->physical.limit_drive_velocity_m_s;
     lim->acceleration_m_s2 = exp->physical.limit_drive_acceleration_m_s2;
     lim->offset_m = exp->physical.limit_drive_offset_m;
+    lim->rest_after_s = exp->physical.max_tick_late_ms * 1e-3;
 }
 
 /* A refused drive is the DAQ's last failure too, so drths_daq_error can say why. */

@@ -35,14 +35,16 @@ int drths_envelope_init(drths_envelope_t *e, const drths_envelope_limits_t *lim,
     *e = (drths_envelope_t){
         .lim = *lim,
         .dt_s = 1.0 / rate_hz,
-        .rest_ns = (int64_t)llround(DRTHS_ENV_REST_TICKS * 1e9 / rate_hz),
+        .rest_ns = (int64_t)llround(fmax(DRTHS_ENV_REST_TICKS / rate_hz,
+                                         isfinite(lim->rest_after_s) ? lim->rest_after_s : 0.0) *
+                                    1e9),
         .first_refusal = {.bound = DRTHS_ENV_OK, .command_m = NAN},
     };
     return 0;
 }
 
 /* The velocity the output had before a write at now_ns: the last one's, unless the converter
- * has held its value for DRTHS_ENV_REST_TICKS ticks (a stall, a pause between phases). */
+ * has held its value for rest_ns (a stall, a pause between phases). */
 static double prior_velocity(const drths_envelope_t *e, int64_t now_ns)
 {
     if (e->n < 2 || now_ns - e->last_ns >= e->rest_ns)

@@ -20,10 +20,12 @@
  * differences of successive writes. Before the first write the output is taken to be at rest
  * at the first value written (the converter's previous output is unknown: the first write
  * is checked for position only, which is why the actuator site's first writes are its rest
- * position). A write later than DRTHS_ENV_REST_TICKS ticks after the one before follows an
- * output that stood still (the converter held its value): it is checked against rest there,
- * so a stall of the site is never mistaken for motion, and the motion that follows it starts
- * from rest.
+ * position). A write later than rest_after_s (at least DRTHS_ENV_REST_TICKS ticks) after
+ * the one before follows an output that stood still (the converter held its value): it is
+ * checked against rest there, so a stall of the site is never mistaken for motion, and the
+ * motion that follows it starts from rest. Shorter gaps (a late tick of a machine with
+ * millisecond hiccups, whose missed ticks are then played back to back) count as the ticks'
+ * own rhythm: the actuator site sets rest_after_s to its stall bound, beyond which it holds.
  *
  * HOLD moves the drive with drths_envelope_ramp: from the drive last admitted (never from a
  * refused one) and its velocity, it brakes at half the acceleration bound and goes to the
@@ -40,7 +42,8 @@
 
 #include "common/platform/error.h"
 
-/* A write this many ticks or more after the previous one follows an output at rest. */
+/* A write this many ticks or more after the previous one follows an output at rest, when
+ * rest_after_s is shorter. */
 #define DRTHS_ENV_REST_TICKS 3
 
 typedef enum drths_envelope_bound {
@@ -58,6 +61,7 @@ typedef struct drths_envelope_limits {
     double velocity_m_s;      /* physical.limit_drive_velocity_m_s */
     double acceleration_m_s2; /* physical.limit_drive_acceleration_m_s2 */
     double offset_m;          /* physical.limit_drive_offset_m */
+    double rest_after_s;      /* a gap between writes this long is a stall (0: the minimum) */
 } drths_envelope_limits_t;
 
 /* A refused drive: which bound, the value it would have had and the bound. */
@@ -72,7 +76,7 @@ typedef struct drths_envelope_violation {
 typedef struct drths_envelope {
     drths_envelope_limits_t lim;
     double dt_s;
-    int64_t rest_ns;      /* DRTHS_ENV_REST_TICKS ticks */
+    int64_t rest_ns;      /* rest_after_s, at least DRTHS_ENV_REST_TICKS ticks */
     int n;                /* drives admitted so far, saturating at 2 */
     double u1, v1;        /* the last admitted drive and its velocity (m/s) */
     int64_t last_ns;      /* when it was admitted */

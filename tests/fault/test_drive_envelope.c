@@ -5,7 +5,7 @@
  * of the site) are fed to the actuator site, and every value written to the virtual DAQ is
  * recorded as the servo controller would see it. Asserted over every run:
  *  - every drive written lies inside the envelope: position, velocity and acceleration of the
- *    successive writes (the output counted at rest after DRTHS_ENV_REST_TICKS without a write);
+ *    successive writes (the output counted at rest after the stall bound without a write);
  *  - every refusal of the envelope is a HOLD entered before the write (the refused value never
  *    appears among the writes);
  *  - in HOLD, a tick woken a period or more late (a missed tick replayed) writes nothing, so
@@ -178,7 +178,7 @@ static void params(drths_actuator_params_t *p)
 static void check_writes(const drths_actuator_params_t *p, const char *what)
 {
     const double dt = 1.0 / RATE;
-    const int64_t rest_ns = DRTHS_ENV_REST_TICKS * DT_NS;
+    const int64_t rest_ns = (int64_t)llround(p->max_tick_late_s * 1e9);
     double v_prev = 0.0;
     for (int i = 0; i < W.n; i++) {
         if (!(fabs(W.u[i]) <= p->limit_drive_m))

@@ -488,9 +488,10 @@ static void test_client_killed(void **state)
     assert_true(summary_int("rows") > 0);
 }
 
-/* A trial far beyond the displacement limit (0.1 m): the command towards it trips a limit (the
- * velocity limit first, as the corrector would need 30 m/s): HOLD with a clear line, never a
- * jump (the largest drive step in HOLD within the ramp rate), the connection closed, exit 1. */
+/* A trial far beyond the displacement limit (0.1 m): refused when it arrives, before any
+ * command towards it is made (issue 28): HOLD with a clear line naming the target and the
+ * limit, never a jump (the largest drive step in HOLD within the ramp rate), the connection
+ * closed, exit 1. */
 static void test_limit(void **state)
 {
     (void)state;
@@ -517,7 +518,8 @@ static void test_limit(void **state)
     close(fd);
     site_end(&s, 1);
     assert_non_null(strstr(s.log, "HOLD at tick"));
-    assert_non_null(strstr(s.log, " limit: "));
+    assert_non_null(strstr(s.log, "OpenFresco target 0.25 m"));
+    assert_non_null(strstr(s.log, "physical.limit_"));
     read_summary(&s);
     assert_non_null(strstr(summary, "LIMIT"));
     const char *p = strstr(summary, "\"max_drive_step_m\":");

@@ -244,7 +244,7 @@ static void lab_config(drths_daq_comedi_config_t *cfg)
  * writes (the envelope itself is tested in test_envelope.c). */
 static void wide_envelope(drths_daq_t *d)
 {
-    const drths_envelope_limits_t lim = {1e9, 1e12, 1e18, 1e9};
+    const drths_envelope_limits_t lim = {1e9, 1e12, 1e18, 1e9, 0};
     drths_error_t err;
     assert_int_equal(drths_daq_set_envelope(d, &lim, 5000.0, &err), 0);
 }
