@@ -11,6 +11,7 @@
  *  - in HOLD, a tick woken a period or more late (a missed tick replayed) writes nothing, so
  *    the ramp never runs faster than real time;
  *  - the HOLD ramp settles;
+ *  - the measured displacement stays within the real commands' largest plus 2 mm;
  *  - a clean stream, a loss burst and a burst of late commands never end in HOLD, while a
  *    spike, a NaN or 1e300 sample and a stall always do (a flat run or a double step in the
  *    numerical site's commands is refused on arrival when it accelerates beyond the bound).
@@ -65,6 +66,7 @@ static struct {
     double u[MAX_WRITES];  /* every drive written */
     int64_t at[MAX_WRITES];
     int writes_behind_in_hold;
+    double max_cmd, max_meas; /* the largest |real command| and |measured displacement| */
     /* The run's stream. */
     fault_t fault;
     uint64_t fault_tick;
@@ -257,6 +259,11 @@ static void one_run(unsigned seed, fault_t fault, int *holds)
         assert_int_equal(drths_actuator_tick(&W.a, t, deadline, now, &W.out), 0);
         if (W.daq.env.refused != refused)
             assert_true(W.a.hold && W.out.row[DRTHS_ACT_COL_HOLD] == 1.0);
+        const double md = W.out.row[DRTHS_ACT_COL_MEAS_DISP];
+        if (isfinite(md) && fabs(md) > W.max_meas)
+            W.max_meas = fabs(md);
+        if (t > L_TICKS && fabs(smooth(t)) > W.max_cmd)
+            W.max_cmd = fabs(smooth(t));
         if (W.out.finished)
             break;
     }
@@ -264,6 +271,10 @@ static void one_run(unsigned seed, fault_t fault, int *holds)
     snprintf(what, sizeof what, "seed %u, %s at tick %llu", seed, fault_names[fault],
              (unsigned long long)W.fault_tick);
     check_writes(&p, what);
+    /* Whatever the fault, the specimen stays within the real commands' reach plus 2 mm. */
+    if (!(W.max_meas <= W.max_cmd + 0.002))
+        fail_msg("%s: measured %.4g mm, real commands within %.4g mm", what, W.max_meas * 1e3,
+                 W.max_cmd * 1e3);
     assert_int_equal(W.writes_behind_in_hold, 0);
     if (W.a.hold) {
         if (getenv("DRTHS_TEST_VERBOSE"))

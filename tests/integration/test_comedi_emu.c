@@ -205,14 +205,18 @@ static void test_output_clamped(void **state)
         double drive, command;
         lsampl_t code0, code1;
     } cases[] = {
-        {0.5, 3.0, 65535, 65535},        {-0.5, -3.0, 0, 0},    {1e300, -1e300, 65535, 0},
-        {-INFINITY, INFINITY, 0, 65535}, {0.1, -2.5, 65535, 0}, {-0.1, 2.5, 0, 65535},
+        {0.5, 3.0, 65535, 65535}, {-0.5, -3.0, 0, 0},    {1e8, -1e300, 65535, 0},
+        {-1e8, INFINITY, 0, 65535},  {0.1, -2.5, 65535, 0}, {-0.1, 2.5, 0, 65535},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         assert_int_equal(drths_daq_write(&d, cases[k].drive, 0.0, cases[k].command, NAN, 0), 0);
         assert_int_equal(drths_comedi_emu_output_code(0), cases[k].code0);
         assert_int_equal(drths_comedi_emu_output_code(1), cases[k].code1);
     }
+    /* A drive of 1e300 or an infinite one never reaches the board: the envelope refuses it. */
+    assert_int_equal(drths_daq_write(&d, 1e300, 0.0, 0.0, NAN, 0), -EDOM);
+    assert_int_equal(drths_daq_write(&d, -INFINITY, 0.0, 0.0, NAN, 0), -EDOM);
+    assert_int_equal(drths_comedi_emu_output_code(0), 0);
     assert_int_equal(drths_daq_write(&d, 0.10001, 0.0, 0.0, NAN, 0), 0);
     assert_int_equal(d.clamped, 1u << DRTHS_DAQ_COMMAND_OUT);
     assert_int_equal(drths_daq_write(&d, 0.0999, 0.0, 0.0, NAN, 0), 0);
