@@ -101,7 +101,8 @@ typedef struct drths_link_stats {
     double tracking_peak_m;    /* max |meas - cmd| */
 } drths_link_stats_t;
 
-/* Acceptance criteria of a run, in percent (the experiment file's acceptance section). */
+/* Acceptance criteria of a run (the experiment file's acceptance section): errors and shares in
+ * percent, the drive step ratio a plain ratio. */
 typedef struct drths_acceptance {
     double displacement_rms_error_pct;  /* largest displacement RMS error over the floors */
     double displacement_peak_error_pct; /* largest displacement peak error (difference of peaks) */
@@ -109,6 +110,7 @@ typedef struct drths_acceptance {
     double tracking_rms_error_pct;      /* actuator tracking RMS error norm */
     double concealed_commands_pct;      /* ticks whose command was concealed */
     double concealed_feedback_pct;      /* steps whose feedback was concealed */
+    double drive_step_ratio;            /* largest drive step over largest command step */
     int hold_allowed;                   /* 0: a tick in HOLD fails the run */
 } drths_acceptance_t;
 
