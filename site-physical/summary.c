@@ -212,9 +212,9 @@ static void write_envelope(const drths_daq_t *d, drths_json_t *j)
         if (e->refused) {
             const drths_envelope_violation_t *v = &e->first_refusal;
             drths_json_object_begin(j, "first_refusal");
-            drths_json_string(j, "bound", v->bound == DRTHS_ENV_NOT_FINITE
-                                              ? "not_finite"
-                                              : drths_envelope_field(v->bound));
+            drths_json_string(j, "bound",
+                              v->bound == DRTHS_ENV_NOT_FINITE ? "not_finite"
+                                                               : drths_envelope_field(v->bound));
             drths_json_number(j, "value", v->value);
             drths_json_number(j, "limit", v->limit);
             drths_json_number(j, "drive_m", v->drive_m);

@@ -536,8 +536,8 @@ typedef struct tick_use {
 } tick_use_t;
 
 /* One bound at one tick: value, lessened by its rounding error, as a fraction of limit. */
-static void use_bound(tick_use_t *t, drths_drive_bound_t b, double value, double err,
-                      double limit, double *max_value)
+static void use_bound(tick_use_t *t, drths_drive_bound_t b, double value, double err, double limit,
+                      double *max_value)
 {
     if (value > *max_value)
         *max_value = value;
@@ -570,9 +570,8 @@ static int commanded(const drive_cols_t *c, long i)
 }
 
 /* The envelope at row i (ticks consecutive back to row i - c1 - c2). */
-static void envelope_tick(const drive_cols_t *c, const drths_drive_limits_t *lim, double dt,
-                          long i, int c1, int c2, int cmdd, drths_drive_channel_t *ch,
-                          tick_use_t *t)
+static void envelope_tick(const drive_cols_t *c, const drths_drive_limits_t *lim, double dt, long i,
+                          int c1, int c2, int cmdd, drths_drive_channel_t *ch, tick_use_t *t)
 {
     const double *u = c->drive;
     *t = (tick_use_t){.use = 0.0, .bound = DRTHS_DRIVE_BOUND_NONE, .value = NAN};
@@ -631,8 +630,8 @@ static int drive_channel(const drths_csv_table_t *t, const double *tick,
                 keep_max(&ch->max_drive_step_m, &ch->drive_step_tick,
                          fabs(c.drive[i] - c.drive[i - 1]), k);
                 if (commanded(&c, i - 1))
-                    keep_max(&ch->max_cmd_step_m, &ch->cmd_step_tick,
-                             fabs(c.cmd[i] - c.cmd[i - 1]), k);
+                    keep_max(&ch->max_cmd_step_m, &ch->cmd_step_tick, fabs(c.cmd[i] - c.cmd[i - 1]),
+                             k);
             }
         }
         if (!ch->has_limits)
@@ -692,8 +691,9 @@ int drths_drive_compute(const drths_csv_table_t *phys, int nch, const drths_driv
             const drths_drive_limits_t *l = &lim[i];
             if (!(l->position_m > 0.0 && l->velocity_m_s > 0.0 && l->acceleration_m_s2 > 0.0 &&
                   l->offset_m > 0.0))
-                return drths_error_set(err, -EINVAL, "channel %s: the drive envelope's limits "
-                                                     "must be > 0",
+                return drths_error_set(err, -EINVAL,
+                                       "channel %s: the drive envelope's limits "
+                                       "must be > 0",
                                        ch->name);
             ch->has_limits = 1;
             ch->lim = *l;
@@ -705,9 +705,8 @@ int drths_drive_compute(const drths_csv_table_t *phys, int nch, const drths_driv
          * known one. */
         const drths_drive_channel_t *rb = &out->ch[out->ratio_channel];
         if (i > 0 && ch->steps > 0 &&
-            (rb->steps == 0 ||
-             (!isnan(rb->step_ratio) &&
-              (isnan(ch->step_ratio) || ch->step_ratio > rb->step_ratio))))
+            (rb->steps == 0 || (!isnan(rb->step_ratio) &&
+                                (isnan(ch->step_ratio) || ch->step_ratio > rb->step_ratio))))
             out->ratio_channel = i;
         const drths_drive_channel_t *ub = &out->ch[out->use_channel];
         if (i > 0 && ch->max_use > ub->max_use)
@@ -775,20 +774,22 @@ static void drive_criteria(const drths_acceptance_t *a, const drths_link_stats_t
     const drths_drive_channel_t *u = dr ? &d->ch[d->use_channel] : NULL;
     known = u && d->has_limits && u->use_bound != DRTHS_DRIVE_BOUND_NONE;
     criterion(out, "drive envelope used, max", "fraction", known, 1, known ? u->max_use : 0, 1.0,
-              !dr ? why : !d->has_limits ? "no experiment file: envelope unknown" : "no ticks");
+              !dr              ? why
+              : !d->has_limits ? "no experiment file: envelope unknown"
+                               : "no ticks");
     if (known && out->n > 0) {
         drths_criterion_t *c = &out->c[out->n - 1];
-        double scale = u->use_bound == DRTHS_DRIVE_BOUND_POSITION ||
-                               u->use_bound == DRTHS_DRIVE_BOUND_OFFSET
-                           ? 1e3
-                           : 1.0;
+        double scale =
+            u->use_bound == DRTHS_DRIVE_BOUND_POSITION || u->use_bound == DRTHS_DRIVE_BOUND_OFFSET
+                ? 1e3
+                : 1.0;
         const char *unit = scale == 1e3 ? "mm" : drths_drive_bound_unit(u->use_bound);
         double lims[DRTHS_DRIVE_NBOUNDS] = {0, u->lim.position_m, u->lim.velocity_m_s,
                                             u->lim.acceleration_m_s2, u->lim.offset_m};
-        int w = snprintf(c->where, sizeof c->where, "%s%s %.4g %s (limit %.4g) at tick %ld",
-                         channel_label(d, d->use_channel, lab, sizeof lab),
-                         bound_word(u->use_bound), u->use_value * scale, unit,
-                         lims[u->use_bound] * scale, u->use_tick);
+        int w =
+            snprintf(c->where, sizeof c->where, "%s%s %.4g %s (limit %.4g) at tick %ld",
+                     channel_label(d, d->use_channel, lab, sizeof lab), bound_word(u->use_bound),
+                     u->use_value * scale, unit, lims[u->use_bound] * scale, u->use_tick);
         long outside = 0, first = -1;
         for (int i = 0; i < d->channels; i++) {
             outside += d->ch[i].outside;
@@ -1001,8 +1002,8 @@ static void print_drive(FILE *f, const drths_drive_stats_t *d, const char *limit
             drive_cell(ve, sizeof ve, c->lim.velocity_m_s, 1.0, 1);
             drive_cell(ac, sizeof ac, c->lim.acceleration_m_s2, 1.0, 1);
             drive_cell(of, sizeof of, c->lim.offset_m, 1e3, 1);
-            fprintf(f, "%-16s %10s %10s %10s %13s %10s %10.3f\n", "  envelope", "", ab, ve, ac,
-                    of, 1.0);
+            fprintf(f, "%-16s %10s %10s %10s %13s %10s %10.3f\n", "  envelope", "", ab, ve, ac, of,
+                    1.0);
         }
         if (c->steps > 0)
             fprintf(f, "  step ratio %.3f: drive step at tick %ld, command step at tick %ld\n",

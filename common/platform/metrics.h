@@ -140,34 +140,34 @@ typedef struct drths_drive_limits {
 } drths_drive_limits_t;
 
 typedef struct drths_drive_channel {
-    char name[32];        /* the channel's name (physical.channels[i].name, or "ch<i+1>") */
-    char prefix[8];       /* its columns' prefix: "" for the first channel, "ch<i+1>_" after */
-    long ticks;           /* rows */
-    long commanded;       /* commanded ticks */
-    long steps;           /* commanded ticks that follow a recorded tick (0: no ratio) */
+    char name[32];           /* the channel's name (physical.channels[i].name, or "ch<i+1>") */
+    char prefix[8];          /* its columns' prefix: "" for the first channel, "ch<i+1>_" after */
+    long ticks;              /* rows */
+    long commanded;          /* commanded ticks */
+    long steps;              /* commanded ticks that follow a recorded tick (0: no ratio) */
     double max_drive_step_m; /* NaN when a drive was not a number */
     long drive_step_tick;    /* the tick k of the largest drive step (-1: none) */
     double max_cmd_step_m;
     long cmd_step_tick;
-    double step_ratio;    /* NaN when no commanded tick followed a recorded one */
+    double step_ratio; /* NaN when no commanded tick followed a recorded one */
     /* The envelope, when its limits were given (has_limits). max_* are the record's figures,
      * use the rounding-corrected fraction of its bound. */
     int has_limits;
     drths_drive_limits_t lim;
     double max_abs_m, max_velocity_m_s, max_acceleration_m_s2, max_offset_m;
-    double max_use;                /* largest fraction of any bound (> 1: outside) */
-    drths_drive_bound_t use_bound; /* which bound, */
-    long use_tick;                 /* at which tick, */
-    double use_value;              /* and the value there (m, m/s, m/s^2) */
-    long outside;                  /* ticks at which the drive was outside a bound */
-    long first_outside_tick;       /* the first of them (-1: none), */
+    double max_use;                          /* largest fraction of any bound (> 1: outside) */
+    drths_drive_bound_t use_bound;           /* which bound, */
+    long use_tick;                           /* at which tick, */
+    double use_value;                        /* and the value there (m, m/s, m/s^2) */
+    long outside;                            /* ticks at which the drive was outside a bound */
+    long first_outside_tick;                 /* the first of them (-1: none), */
     drths_drive_bound_t first_outside_bound; /* the bound it used most there */
 } drths_drive_channel_t;
 
 typedef struct drths_drive_stats {
-    int has_drive;     /* physical.csv has drive_m */
+    int has_drive; /* physical.csv has drive_m */
     int channels;
-    int has_limits;    /* every channel has its limits */
+    int has_limits; /* every channel has its limits */
     double tick_s;
     drths_drive_channel_t ch[DRTHS_METRICS_MAX_CHANNELS];
     /* The channel with the largest step ratio and the one with the largest envelope use (NaN

@@ -698,8 +698,8 @@ static void test_drive_details(void **state)
 
     /* A gap: no difference spans it. The tick after a hole is judged for position alone. */
     const char *gn[] = {"tick", "time_s", "cmd_tick", "command_m", "hold", "drive_m"};
-    double gt[4] = {0, 1, 5, 6}, gtime[4], gc[4] = {0, 1, 5, 6}, gz[4] = {0}, gu[4] = {0, 0, 0.05,
-                                                                                    0.05};
+    double gt[4] = {0, 1, 5, 6}, gtime[4], gc[4] = {0, 1, 5, 6}, gz[4] = {0},
+           gu[4] = {0, 0, 0.05, 0.05};
     for (int i = 0; i < 4; i++)
         gtime[i] = gt[i] * DT;
     const double *gcols[] = {gt, gtime, gc, gu, gz, gu};
@@ -739,11 +739,10 @@ static void test_drive_channels(void **state)
     fill_drive();
     memcpy(d_drive2, d_drive, sizeof d_drive2);
     d_drive2[400] -= 0.001;
-    const char *names[] = {"tick",        "time_s",      "cmd_tick",       "command_m",
-                           "hold",        "drive_m",     "ch2_cmd_tick",   "ch2_command_m",
-                           "ch2_hold",    "ch2_drive_m"};
-    const double *cols[] = {d_tick, d_time, d_cmdtick, d_cmd, d_hold,
-                            d_drive, d_cmdtick, d_cmd, d_hold, d_drive2};
+    const char *names[] = {"tick",    "time_s",       "cmd_tick",      "command_m", "hold",
+                           "drive_m", "ch2_cmd_tick", "ch2_command_m", "ch2_hold",  "ch2_drive_m"};
+    const double *cols[] = {d_tick,  d_time,    d_cmdtick, d_cmd,  d_hold,
+                            d_drive, d_cmdtick, d_cmd,     d_hold, d_drive2};
     drths_csv_table_t t;
     load(&t, names, cols, 10, ND);
     assert_int_equal(drths_record_channel_count(&t), 2);

@@ -302,11 +302,13 @@ static void test_summary_states_the_envelope(void **state)
     assert_non_null(chs);
     const char *env = strstr(sum, "\"envelope\": {"); /* the top level's, before "channels" */
     assert_true(env && env < chs);
-    const char *keys[] = {"\"set\": true",       "\"limits\": {",          "\"drive_m\": ",
-                          "\"velocity_m_s\": ",   "\"acceleration_m_s2\": ", "\"offset_m\": ",
-                          "\"max_velocity_m_s\": ", "\"max_acceleration_m_s2\": ",
-                          "\"max_offset_m\": ",   "\"margin\": ",          "\"margin_bound\": ",
-                          "\"admitted\": ",       "\"refused\": 0"};
+    const char *keys[] = {"\"set\": true",           "\"limits\": {",
+                          "\"drive_m\": ",           "\"velocity_m_s\": ",
+                          "\"acceleration_m_s2\": ", "\"offset_m\": ",
+                          "\"max_velocity_m_s\": ",  "\"max_acceleration_m_s2\": ",
+                          "\"max_offset_m\": ",      "\"margin\": ",
+                          "\"margin_bound\": ",      "\"admitted\": ",
+                          "\"refused\": 0"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         const char *at = strstr(env, keys[k]);
         if (!at || at > chs)

@@ -933,12 +933,12 @@ static int load_acceptance(const options_t *o, drths_acceptance_t *acc, char **s
 /* What the drive figures need from the experiment file: each actuator channel's envelope
  * (physical.limit_drive_*, per channel with physical.channels), its name and the tick. */
 typedef struct envelope_src {
-    int loaded;  /* 0: no experiment file, the envelope is unknown */
+    int loaded; /* 0: no experiment file, the envelope is unknown */
     int nch;
     drths_drive_limits_t lim[DRTHS_METRICS_MAX_CHANNELS];
     char names[DRTHS_METRICS_MAX_CHANNELS][DRTHS_CHANNEL_NAME_MAX];
     double dt_s;
-    char *path;  /* the file read (owned), or NULL */
+    char *path; /* the file read (owned), or NULL */
 } envelope_src_t;
 
 /* The envelope the actuator site enforced: from --experiment, else the actuator site's copy
@@ -979,11 +979,11 @@ static int load_envelope(const options_t *o, envelope_src_t *e)
     e->dt_s = 1.0 / x.rate_hz;
     for (int i = 0; i < n; i++) {
         const drths_experiment_t *v = drths_experiment_actuator(&x, i);
-        e->lim[i] = (drths_drive_limits_t){.position_m = v->physical.limit_drive_m,
-                                           .velocity_m_s = v->physical.limit_drive_velocity_m_s,
-                                           .acceleration_m_s2 =
-                                               v->physical.limit_drive_acceleration_m_s2,
-                                           .offset_m = v->physical.limit_drive_offset_m};
+        e->lim[i] =
+            (drths_drive_limits_t){.position_m = v->physical.limit_drive_m,
+                                   .velocity_m_s = v->physical.limit_drive_velocity_m_s,
+                                   .acceleration_m_s2 = v->physical.limit_drive_acceleration_m_s2,
+                                   .offset_m = v->physical.limit_drive_offset_m};
         snprintf(e->names[i], sizeof e->names[i], "%s", drths_experiment_actuator_name(&x, i));
     }
     e->loaded = 1;
@@ -1002,8 +1002,7 @@ static int drive_figures(const options_t *o, const inputs_t *in, const drths_lin
     if (load_envelope(o, env))
         return -1;
     if (env->loaded && env->nch != nrec) {
-        fprintf(stderr,
-                PROG ": %s has %d actuator channel%s (drive_m, ch2_drive_m, ...), %s %d\n",
+        fprintf(stderr, PROG ": %s has %d actuator channel%s (drive_m, ch2_drive_m, ...), %s %d\n",
                 in->phys.path, nrec, nrec == 1 ? "" : "s", env->path, env->nch);
         return -1;
     }
