@@ -183,6 +183,48 @@ static void write_tracking(const drths_actuator_t *a, drths_json_t *j)
     drths_json_object_end(j);
 }
 
+/* "envelope": the drive envelope this channel's DAQ admitted every drive through
+ * (site-physical/envelope.h): its four limits, the largest velocity, acceleration and offset
+ * it admitted, the margin left (1 - the largest fraction of any bound used) and which bound
+ * that was, the drives admitted and refused, and the first refusal. drths-report recomputes the
+ * same from physical.csv (docs/report.md, "The drive"). */
+static void write_envelope(const drths_daq_t *d, drths_json_t *j)
+{
+    const drths_envelope_t *e = &d->env;
+    drths_json_object_begin(j, "envelope");
+    drths_json_bool(j, "set", d->env_set);
+    if (d->env_set) {
+        drths_json_object_begin(j, "limits");
+        drths_json_number(j, "drive_m", e->lim.position_m);
+        drths_json_number(j, "velocity_m_s", e->lim.velocity_m_s);
+        drths_json_number(j, "acceleration_m_s2", e->lim.acceleration_m_s2);
+        drths_json_number(j, "offset_m", e->lim.offset_m);
+        drths_json_object_end(j);
+        drths_json_number(j, "max_velocity_m_s", e->max_velocity_m_s);
+        drths_json_number(j, "max_acceleration_m_s2", e->max_acceleration_m_s2);
+        drths_json_number(j, "max_offset_m", e->max_offset_m);
+        drths_json_number(j, "margin", 1.0 - e->max_use);
+        /* The bound closest to its limit; "" before any drive was admitted. */
+        drths_json_string(j, "margin_bound",
+                          e->admitted ? drths_envelope_field(e->max_use_bound) : "");
+        drths_json_int(j, "admitted", (int64_t)e->admitted);
+        drths_json_int(j, "refused", (int64_t)e->refused);
+        if (e->refused) {
+            const drths_envelope_violation_t *v = &e->first_refusal;
+            drths_json_object_begin(j, "first_refusal");
+            drths_json_string(j, "bound",
+                              v->bound == DRTHS_ENV_NOT_FINITE ? "not_finite"
+                                                               : drths_envelope_field(v->bound));
+            drths_json_number(j, "value", v->value);
+            drths_json_number(j, "limit", v->limit);
+            drths_json_number(j, "drive_m", v->drive_m);
+            drths_json_number(j, "command_m", v->command_m);
+            drths_json_object_end(j);
+        }
+    }
+    drths_json_object_end(j);
+}
+
 /* "channels" (several actuator channels only; the members above are the first channel's): each
  * channel's name, specimen, limits, tracking, HOLD and DAQ counts, in the order of
  * physical.channels (channel i took element i of the trial displacement vector). */
@@ -211,6 +253,7 @@ static void write_channels(drths_physsite_t *ps, drths_json_t *j)
         drths_json_number(j, "drive_m", v->physical.limit_drive_m);
         drths_json_number(j, "measured_displacement_m", v->physical.limit_measured_displacement_m);
         drths_json_object_end(j);
+        write_envelope(d, j);
         write_tracking(a, j);
         write_hold(a, a->hold_text, j);
         drths_json_bool(j, "held_the_site", ps->hold_channel == i);
@@ -224,9 +267,9 @@ static void write_channels(drths_physsite_t *ps, drths_json_t *j)
     drths_json_array_end(j);
 }
 
-/* "daq", the datagrams sent and "recorder". The DAQ counts are the site's, summed over the
- * channels (each channel's own are under "channels"), so that a DAQ fault on any channel shows
- * where a single-channel run shows it. */
+/* "daq", "envelope", the datagrams sent and "recorder". The DAQ counts are the site's, summed
+ * over the channels (each channel's own are under "channels"), so that a DAQ fault on any
+ * channel shows where a single-channel run shows it; the envelope is the first channel's. */
 static void write_io(drths_physsite_t *ps, drths_json_t *j)
 {
     uint64_t errors = 0, clamped = 0, saturated = 0;
@@ -243,6 +286,8 @@ static void write_io(drths_physsite_t *ps, drths_json_t *j)
     drths_json_int(j, "clamped_writes", (int64_t)clamped);
     drths_json_int(j, "saturated_reads", (int64_t)saturated);
     drths_json_object_end(j);
+    /* The first channel's (each channel's own are under "channels"). */
+    write_envelope(drths_physsite_daq(ps, 0), j);
     drths_json_int(j, "probes_answered", (int64_t)ps->probes_answered);
     drths_json_int(j, "feedback_sent", (int64_t)ps->feedback_sent);
     drths_json_int(j, "send_errors", (int64_t)ps->send_errors);

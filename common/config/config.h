@@ -275,7 +275,8 @@ typedef struct drths_experiment {
 
     /* The acceptance section (common/platform/metrics.h drths_acceptance_t): what drths-report judges
      * the run by; not fingerprinted, so a lab may tighten it after a run. Defaults: 1, 1, 5, 2,
-     * 0.5, 0.5 %, hold_allowed 0 (the acceptance table in config_sections.h). */
+     * 0.5, 0.5 %, drive_step_ratio 2 (1..1e6), hold_allowed 0 (the acceptance table in
+     * config_sections.h). */
     drths_acceptance_t acceptance;
 
     /* physical.channels: 0 when the file has none (one actuator channel, described by the

@@ -301,6 +301,9 @@
     X(s, REAL_IN, tracking_rms_error_pct, acceptance.tracking_rms_error_pct, 2, 0, 1e6, _)         \
     X(s, REAL_IN, concealed_commands_pct, acceptance.concealed_commands_pct, 0.5, 0, 100, _)       \
     X(s, REAL_IN, concealed_feedback_pct, acceptance.concealed_feedback_pct, 0.5, 0, 100, _)       \
+    /* the largest drive change in one tick over the largest command change (docs/report.md) */  \
+    X(s, REAL_IN, drive_step_ratio, acceptance.drive_step_ratio, 2, 1, 1e6, _)                     \
+    /* last: config.c parses the section from displacement_rms_error_pct to hold_allowed */      \
     X(s, ENUM, hold_allowed, acceptance.hold_allowed, 0, _, _, booleans)
 
 /* daq: with backend comedi the four channels are required; the two outputs, and the two

@@ -483,6 +483,238 @@ int drths_link_stats_compute(const drths_csv_table_t *num, const drths_csv_table
     return 0;
 }
 
+/* ---- the drive --------------------------------------------------------------------------- */
+
+static const char *const bound_field[DRTHS_DRIVE_NBOUNDS] = {
+    "", "limit_drive_m", "limit_drive_velocity_m_s", "limit_drive_acceleration_m_s2",
+    "limit_drive_offset_m"};
+static const char *const bound_unit[DRTHS_DRIVE_NBOUNDS] = {"", "m", "m/s", "m/s^2", "m"};
+static const char *const bound_name[DRTHS_DRIVE_NBOUNDS] = {"", "position", "velocity",
+                                                            "acceleration", "offset"};
+
+const char *drths_drive_bound_field(drths_drive_bound_t b)
+{
+    return (unsigned)b < DRTHS_DRIVE_NBOUNDS ? bound_field[b] : "?";
+}
+
+const char *drths_drive_bound_unit(drths_drive_bound_t b)
+{
+    return (unsigned)b < DRTHS_DRIVE_NBOUNDS ? bound_unit[b] : "?";
+}
+
+static const char *bound_word(drths_drive_bound_t b)
+{
+    return (unsigned)b < DRTHS_DRIVE_NBOUNDS ? bound_name[b] : "?";
+}
+
+int drths_record_channel_count(const drths_csv_table_t *phys)
+{
+    if (!drths_csv_column(phys, "drive_m"))
+        return 0;
+    int n = 1;
+    char name[32];
+    for (;;) {
+        snprintf(name, sizeof name, "ch%d_drive_m", n + 1);
+        if (!drths_csv_column(phys, name))
+            return n;
+        n++;
+    }
+}
+
+/* The rounding error of a value written with 9 significant digits (%.9g): at most half a unit
+ * of its ninth digit, 5e-9 of it; twice that, for the conversion back. */
+static double slack(double x)
+{
+    return 1e-8 * fabs(x);
+}
+
+/* Where the drive stood at one tick against the envelope: the bound it used most. */
+typedef struct tick_use {
+    double use;
+    drths_drive_bound_t bound;
+    double value;
+} tick_use_t;
+
+/* One bound at one tick: value, lessened by its rounding error, as a fraction of limit. */
+static void use_bound(tick_use_t *t, drths_drive_bound_t b, double value, double err, double limit,
+                      double *max_value)
+{
+    if (value > *max_value)
+        *max_value = value;
+    double u = (value > err ? value - err : 0.0) / limit;
+    if (u > t->use || t->bound == DRTHS_DRIVE_BOUND_NONE) {
+        t->use = u;
+        t->bound = b;
+        t->value = value;
+    }
+}
+
+/* Larger, where NaN wins; *at follows the value kept. */
+static void keep_max(double *m, long *at, double v, long tick)
+{
+    if (isnan(*m))
+        return;
+    if (isnan(v) || v > *m) {
+        *m = v;
+        *at = tick;
+    }
+}
+
+typedef struct drive_cols {
+    const double *drive, *cmd, *hold, *cmd_tick; /* cmd_tick may be NULL */
+} drive_cols_t;
+
+static int commanded(const drive_cols_t *c, long i)
+{
+    return !(c->hold[i] > 0.5) && (!c->cmd_tick || c->cmd_tick[i] >= 0.0);
+}
+
+/* The envelope at row i (ticks consecutive back to row i - c1 - c2). */
+static void envelope_tick(const drive_cols_t *c, const drths_drive_limits_t *lim, double dt, long i,
+                          int c1, int c2, int cmdd, drths_drive_channel_t *ch, tick_use_t *t)
+{
+    const double *u = c->drive;
+    *t = (tick_use_t){.use = 0.0, .bound = DRTHS_DRIVE_BOUND_NONE, .value = NAN};
+    if (!isfinite(u[i])) {
+        /* Not a drive: nothing can say how far it is from the envelope. */
+        *t = (tick_use_t){.use = INFINITY, .bound = DRTHS_DRIVE_BOUND_POSITION, .value = u[i]};
+        ch->max_abs_m = INFINITY;
+        return;
+    }
+    use_bound(t, DRTHS_DRIVE_BOUND_POSITION, fabs(u[i]), slack(u[i]), lim->position_m,
+              &ch->max_abs_m);
+    if (c1 && isfinite(u[i - 1]))
+        use_bound(t, DRTHS_DRIVE_BOUND_VELOCITY, fabs(u[i] - u[i - 1]) / dt,
+                  (slack(u[i]) + slack(u[i - 1])) / dt, lim->velocity_m_s, &ch->max_velocity_m_s);
+    if (c2 && isfinite(u[i - 1]) && isfinite(u[i - 2]))
+        use_bound(t, DRTHS_DRIVE_BOUND_ACCELERATION,
+                  fabs(u[i] - 2.0 * u[i - 1] + u[i - 2]) / (dt * dt),
+                  (slack(u[i]) + 2.0 * slack(u[i - 1]) + slack(u[i - 2])) / (dt * dt),
+                  lim->acceleration_m_s2, &ch->max_acceleration_m_s2);
+    if (cmdd && isfinite(c->cmd[i]))
+        use_bound(t, DRTHS_DRIVE_BOUND_OFFSET, fabs(u[i] - c->cmd[i]),
+                  slack(u[i]) + slack(c->cmd[i]), lim->offset_m, &ch->max_offset_m);
+}
+
+static int drive_channel(const drths_csv_table_t *t, const double *tick,
+                         const drths_drive_limits_t *lim, double dt, drths_drive_channel_t *ch,
+                         drths_error_t *err)
+{
+    char name[64];
+    drive_cols_t c;
+    const double **need_cols[3] = {&c.drive, &c.cmd, &c.hold};
+    static const char *const base[3] = {"drive_m", "command_m", "hold"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "%s%s", ch->prefix, base[k]);
+        if (!(*need_cols[k] = need(t, name, err)))
+            return -EINVAL;
+    }
+    snprintf(name, sizeof name, "%scmd_tick", ch->prefix);
+    c.cmd_tick = drths_csv_column(t, name);
+
+    ch->ticks = t->rows;
+    ch->max_drive_step_m = ch->max_cmd_step_m = 0.0;
+    ch->drive_step_tick = ch->cmd_step_tick = -1;
+    ch->step_ratio = NAN;
+    ch->use_tick = ch->first_outside_tick = -1;
+    ch->use_value = NAN;
+    for (long i = 0; i < t->rows; i++) {
+        int c1 = i >= 1 && tick[i] == tick[i - 1] + 1.0;
+        int c2 = c1 && i >= 2 && tick[i - 1] == tick[i - 2] + 1.0;
+        int cmdd = commanded(&c, i);
+        long k = (long)tick[i];
+        if (cmdd) {
+            ch->commanded++;
+            if (c1) {
+                ch->steps++;
+                keep_max(&ch->max_drive_step_m, &ch->drive_step_tick,
+                         fabs(c.drive[i] - c.drive[i - 1]), k);
+                if (commanded(&c, i - 1))
+                    keep_max(&ch->max_cmd_step_m, &ch->cmd_step_tick, fabs(c.cmd[i] - c.cmd[i - 1]),
+                             k);
+            }
+        }
+        if (!ch->has_limits)
+            continue;
+        tick_use_t u;
+        envelope_tick(&c, lim, dt, i, c1, c2, cmdd, ch, &u);
+        if (u.bound != DRTHS_DRIVE_BOUND_NONE &&
+            (u.use > ch->max_use || ch->use_bound == DRTHS_DRIVE_BOUND_NONE)) {
+            ch->max_use = u.use;
+            ch->use_bound = u.bound;
+            ch->use_tick = k;
+            ch->use_value = u.value;
+        }
+        if (u.use > 1.0) {
+            if (ch->outside++ == 0) {
+                ch->first_outside_tick = k;
+                ch->first_outside_bound = u.bound;
+            }
+        }
+    }
+    if (ch->steps > 0) {
+        double d = ch->max_drive_step_m, r = ch->max_cmd_step_m;
+        ch->step_ratio = isnan(d) || isnan(r) ? NAN : r > 0.0 ? d / r : d == 0.0 ? 0.0 : INFINITY;
+    }
+    return 0;
+}
+
+int drths_drive_compute(const drths_csv_table_t *phys, int nch, const drths_drive_limits_t *lim,
+                        const char *const *names, double dt_s, drths_drive_stats_t *out,
+                        drths_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    out->tick_s = dt_s;
+    if (nch <= 0 || !drths_csv_column(phys, "drive_m"))
+        return 0;
+    if (nch > DRTHS_METRICS_MAX_CHANNELS)
+        return drths_error_set(err, -EINVAL, "%s: %d actuator channels; at most %d are supported",
+                               phys->path, nch, DRTHS_METRICS_MAX_CHANNELS);
+    if (lim && !(dt_s > 0.0))
+        return drths_error_set(err, -EINVAL, "%s: the tick is unknown (time_s and tick)",
+                               phys->path);
+    const double *tick = join_column(phys, "tick", err);
+    if (!tick)
+        return -EINVAL;
+    out->has_drive = 1;
+    out->channels = nch;
+    out->has_limits = lim != NULL;
+    for (int i = 0; i < nch; i++) {
+        drths_drive_channel_t *ch = &out->ch[i];
+        if (names && names[i])
+            snprintf(ch->name, sizeof ch->name, "%s", names[i]);
+        else
+            snprintf(ch->name, sizeof ch->name, "ch%d", i + 1);
+        if (i > 0)
+            snprintf(ch->prefix, sizeof ch->prefix, "ch%d_", i + 1);
+        if (lim) {
+            const drths_drive_limits_t *l = &lim[i];
+            if (!(l->position_m > 0.0 && l->velocity_m_s > 0.0 && l->acceleration_m_s2 > 0.0 &&
+                  l->offset_m > 0.0))
+                return drths_error_set(err, -EINVAL,
+                                       "channel %s: the drive envelope's limits "
+                                       "must be > 0",
+                                       ch->name);
+            ch->has_limits = 1;
+            ch->lim = *l;
+        }
+        int rc = drive_channel(phys, tick, lim ? &lim[i] : NULL, dt_s, ch, err);
+        if (rc)
+            return rc;
+        /* Among the channels with a step, NaN wins: an unknown figure must not hide behind a
+         * known one. */
+        const drths_drive_channel_t *rb = &out->ch[out->ratio_channel];
+        if (i > 0 && ch->steps > 0 &&
+            (rb->steps == 0 || (!isnan(rb->step_ratio) &&
+                                (isnan(ch->step_ratio) || ch->step_ratio > rb->step_ratio))))
+            out->ratio_channel = i;
+        const drths_drive_channel_t *ub = &out->ch[out->use_channel];
+        if (i > 0 && ch->max_use > ub->max_use)
+            out->use_channel = i;
+    }
+    return 0;
+}
+
 /* ---- the verdict ------------------------------------------------------------------------- */
 
 const char *drths_outcome_name(drths_outcome_t o)
@@ -510,9 +742,71 @@ static void criterion(drths_verdict_t *v, const char *name, const char *unit, in
                                    : DRTHS_OUTCOME_FAIL;
 }
 
+/* "ch2: " before a channel's figures when there are several channels, else nothing. */
+static const char *channel_label(const drths_drive_stats_t *d, int i, char *buf, size_t cap)
+{
+    if (d->channels < 2)
+        return "";
+    snprintf(buf, cap, "%s: ", d->ch[i].name);
+    return buf;
+}
+
+/* The two drive criteria: the step ratio against a->drive_step_ratio, the envelope's use
+ * against 1. */
+static void drive_criteria(const drths_acceptance_t *a, const drths_link_stats_t *link,
+                           const drths_drive_stats_t *d, drths_verdict_t *out)
+{
+    int ph = link && link->has_physical;
+    int dr = d && d->has_drive;
+    const char *why = !ph ? "no physical.csv" : "no drive_m in physical.csv";
+    char lab[48];
+
+    const drths_drive_channel_t *r = dr ? &d->ch[d->ratio_channel] : NULL;
+    int known = r && r->steps > 0;
+    criterion(out, "drive step / command step", "ratio", known, 1, known ? r->step_ratio : 0,
+              a->drive_step_ratio, dr ? "no commanded ticks" : why);
+    if (known && out->n > 0)
+        snprintf(out->c[out->n - 1].where, sizeof out->c[0].where,
+                 "%sdrive step %.3f mm at tick %ld; command step at most %.3f mm (tick %ld)",
+                 channel_label(d, d->ratio_channel, lab, sizeof lab), r->max_drive_step_m * 1e3,
+                 r->drive_step_tick, r->max_cmd_step_m * 1e3, r->cmd_step_tick);
+
+    const drths_drive_channel_t *u = dr ? &d->ch[d->use_channel] : NULL;
+    known = u && d->has_limits && u->use_bound != DRTHS_DRIVE_BOUND_NONE;
+    criterion(out, "drive envelope used, max", "fraction", known, 1, known ? u->max_use : 0, 1.0,
+              !dr              ? why
+              : !d->has_limits ? "no experiment file: envelope unknown"
+                               : "no ticks");
+    if (known && out->n > 0) {
+        drths_criterion_t *c = &out->c[out->n - 1];
+        double scale =
+            u->use_bound == DRTHS_DRIVE_BOUND_POSITION || u->use_bound == DRTHS_DRIVE_BOUND_OFFSET
+                ? 1e3
+                : 1.0;
+        const char *unit = scale == 1e3 ? "mm" : drths_drive_bound_unit(u->use_bound);
+        double lims[DRTHS_DRIVE_NBOUNDS] = {0, u->lim.position_m, u->lim.velocity_m_s,
+                                            u->lim.acceleration_m_s2, u->lim.offset_m};
+        int w =
+            snprintf(c->where, sizeof c->where, "%s%s %.4g %s (limit %.4g) at tick %ld",
+                     channel_label(d, d->use_channel, lab, sizeof lab), bound_word(u->use_bound),
+                     u->use_value * scale, unit, lims[u->use_bound] * scale, u->use_tick);
+        long outside = 0, first = -1;
+        for (int i = 0; i < d->channels; i++) {
+            outside += d->ch[i].outside;
+            if (d->ch[i].outside > 0 && (first < 0 || d->ch[i].first_outside_tick < first))
+                first = d->ch[i].first_outside_tick;
+        }
+        if (outside > 0 && w > 0 && (size_t)w < sizeof c->where)
+            snprintf(c->where + w, sizeof c->where - (size_t)w,
+                     "; outside at %ld tick%s, the first %ld", outside, outside == 1 ? "" : "s",
+                     first);
+    }
+}
+
 void drths_verdict_compute(const drths_acceptance_t *a, const drths_fidelity_t *fid,
-                           const drths_link_stats_t *link, const drths_gaps_t *gaps, int ngaps,
-                           int allow_gaps, drths_verdict_t *out)
+                           const drths_link_stats_t *link, const drths_drive_stats_t *drive,
+                           const drths_gaps_t *gaps, int ngaps, int allow_gaps,
+                           drths_verdict_t *out)
 {
     memset(out, 0, sizeof *out);
     out->gaps_allowed = allow_gaps;
@@ -536,6 +830,7 @@ void drths_verdict_compute(const drths_acceptance_t *a, const drths_fidelity_t *
     criterion(out, "ticks in HOLD", "ticks", ph, !a->hold_allowed,
               ph ? (double)link->hold_ticks : 0, 0.0,
               ph ? "allowed (acceptance.hold_allowed)" : "no physical.csv");
+    drive_criteria(a, link, drive, out);
     out->outcome = DRTHS_OUTCOME_PASS;
     for (int i = 0; i < out->n; i++)
         if (out->c[i].outcome == DRTHS_OUTCOME_FAIL)
@@ -603,7 +898,7 @@ static void print_verdict(FILE *f, const drths_verdict_t *v, const char *source)
         const drths_criterion_t *c = &v->c[i];
         char name[64], value[32], limit[32];
         snprintf(name, sizeof name, "%s (%s)", c->name, c->unit);
-        int whole = strcmp(c->unit, "%") != 0;
+        int whole = strcmp(c->unit, "ticks") == 0 || strcmp(c->unit, "rows") == 0;
         if (c->outcome == DRTHS_OUTCOME_NONE)
             snprintf(value, sizeof value, "-");
         else
@@ -611,6 +906,8 @@ static void print_verdict(FILE *f, const drths_verdict_t *v, const char *source)
         snprintf(limit, sizeof limit, whole ? "%.0f" : "%.3f", c->limit);
         fprintf(f, "%-36s %12s %12s   %s%s%s\n", name, value, limit,
                 drths_outcome_name(c->outcome), c->note ? ": " : "", c->note ? c->note : "");
+        if (c->where[0])
+            fprintf(f, "  where: %s\n", c->where);
     }
     fprintf(f, "%-36s %12s %12s   %s\n", "overall", "", "", drths_outcome_name(v->outcome));
 }
@@ -626,7 +923,11 @@ static void print_figures(FILE *f)
                "  concealed a step whose measured force, or a tick whose command, was missing "
                "and replaced\n"
                "  p50, p99, p99.9  nearest-rank percentiles; round trip and L one sample per "
-               "step\n");
+               "step\n"
+               "  step      largest |drive_m(k) - drive_m(k-1)| (or command_m) over commanded "
+               "ticks k\n"
+               "  used      largest fraction of a drive envelope bound (limit_drive_*) the drive "
+               "used\n");
 }
 
 static void print_link(FILE *f, const drths_link_stats_t *link)
@@ -663,6 +964,56 @@ static void print_link(FILE *f, const drths_link_stats_t *link)
     }
 }
 
+/* A figure in the drive table: "-" when unknown, else value * scale. */
+static void drive_cell(char *buf, size_t cap, double v, double scale, int known)
+{
+    if (!known)
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.3f", v * scale);
+}
+
+static void print_drive(FILE *f, const drths_drive_stats_t *d, const char *limits_source)
+{
+    fprintf(f, "\nDrive (physical.csv: drive_m against command_m)\n");
+    fprintf(f, "  envelope   %s\n",
+            d->has_limits ? (limits_source ? limits_source : "given")
+                          : "unknown (no experiment file): not judged");
+    fprintf(f, "%-16s %10s %10s %10s %13s %10s %10s\n", "", "step", "|u| max", "velocity",
+            "acceleration", "offset", "used");
+    fprintf(f, "%-16s %10s %10s %10s %13s %10s %10s\n", "", "(mm)", "(mm)", "(m/s)", "(m/s^2)",
+            "(mm)", "(fraction)");
+    for (int i = 0; i < d->channels; i++) {
+        const drths_drive_channel_t *c = &d->ch[i];
+        int e = c->has_limits;
+        char st[24], ab[24], ve[24], ac[24], of[24], us[24], label[64];
+        drive_cell(st, sizeof st, c->max_drive_step_m, 1e3, c->steps > 0);
+        drive_cell(ab, sizeof ab, c->max_abs_m, 1e3, e);
+        drive_cell(ve, sizeof ve, c->max_velocity_m_s, 1.0, e);
+        drive_cell(ac, sizeof ac, c->max_acceleration_m_s2, 1.0, e);
+        drive_cell(of, sizeof of, c->max_offset_m, 1e3, e);
+        drive_cell(us, sizeof us, c->max_use, 1.0, e && c->use_bound != DRTHS_DRIVE_BOUND_NONE);
+        snprintf(label, sizeof label, "%.9s drive", c->name);
+        fprintf(f, "%-16s %10s %10s %10s %13s %10s %10s\n", label, st, ab, ve, ac, of, us);
+        drive_cell(st, sizeof st, c->max_cmd_step_m, 1e3, c->steps > 0);
+        fprintf(f, "%-16s %10s\n", "  command", st);
+        if (e) {
+            drive_cell(ab, sizeof ab, c->lim.position_m, 1e3, 1);
+            drive_cell(ve, sizeof ve, c->lim.velocity_m_s, 1.0, 1);
+            drive_cell(ac, sizeof ac, c->lim.acceleration_m_s2, 1.0, 1);
+            drive_cell(of, sizeof of, c->lim.offset_m, 1e3, 1);
+            fprintf(f, "%-16s %10s %10s %10s %13s %10s %10.3f\n", "  envelope", "", ab, ve, ac, of,
+                    1.0);
+        }
+        if (c->steps > 0)
+            fprintf(f, "  step ratio %.3f: drive step at tick %ld, command step at tick %ld\n",
+                    c->step_ratio, c->drive_step_tick, c->cmd_step_tick);
+        if (e && c->outside > 0)
+            fprintf(f, "  OUTSIDE the envelope at %ld ticks, the first at tick %ld (%s)\n",
+                    c->outside, c->first_outside_tick, bound_word(c->first_outside_bound));
+    }
+}
+
 void drths_report_print(FILE *f, const drths_report_t *r)
 {
     const drths_fidelity_t *fid = r->fid;
@@ -694,6 +1045,8 @@ void drths_report_print(FILE *f, const drths_report_t *r)
     }
     if (link)
         print_link(f, link);
+    if (r->drive && r->drive->has_drive)
+        print_drive(f, r->drive, r->limits_source);
     if (r->verdict)
         print_verdict(f, r->verdict, r->acceptance_source);
     print_figures(f);
@@ -776,6 +1129,56 @@ static void json_verdict(drths_json_t *j, const drths_verdict_t *v, const char *
         drths_json_string(j, "outcome", drths_outcome_name(c->outcome));
         if (c->note)
             drths_json_string(j, "note", c->note);
+        if (c->where[0])
+            drths_json_string(j, "where", c->where);
+        drths_json_object_end(j);
+    }
+    drths_json_array_end(j);
+    drths_json_object_end(j);
+}
+
+static void json_drive(drths_json_t *j, const drths_drive_stats_t *d, const char *source)
+{
+    drths_json_object_begin(j, "drive");
+    drths_json_number(j, "tick_s", d->tick_s);
+    drths_json_string(j, "envelope", d->has_limits ? (source ? source : "given") : "unknown");
+    drths_json_array_begin(j, "channels");
+    for (int i = 0; i < d->channels; i++) {
+        const drths_drive_channel_t *c = &d->ch[i];
+        drths_json_object_begin(j, NULL);
+        drths_json_string(j, "name", c->name);
+        drths_json_int(j, "ticks", c->ticks);
+        drths_json_int(j, "commanded_ticks", c->commanded);
+        drths_json_int(j, "steps", c->steps);
+        drths_json_number(j, "max_drive_step_m", c->max_drive_step_m);
+        drths_json_int(j, "drive_step_tick", c->drive_step_tick);
+        drths_json_number(j, "max_command_step_m", c->max_cmd_step_m);
+        drths_json_int(j, "command_step_tick", c->cmd_step_tick);
+        drths_json_number(j, "step_ratio", c->step_ratio);
+        if (c->has_limits) {
+            drths_json_object_begin(j, "envelope");
+            drths_json_object_begin(j, "limits");
+            drths_json_number(j, "drive_m", c->lim.position_m);
+            drths_json_number(j, "velocity_m_s", c->lim.velocity_m_s);
+            drths_json_number(j, "acceleration_m_s2", c->lim.acceleration_m_s2);
+            drths_json_number(j, "offset_m", c->lim.offset_m);
+            drths_json_object_end(j);
+            drths_json_number(j, "max_abs_m", c->max_abs_m);
+            drths_json_number(j, "max_velocity_m_s", c->max_velocity_m_s);
+            drths_json_number(j, "max_acceleration_m_s2", c->max_acceleration_m_s2);
+            drths_json_number(j, "max_offset_m", c->max_offset_m);
+            drths_json_number(j, "max_use", c->max_use);
+            drths_json_string(j, "max_use_bound", drths_drive_bound_field(c->use_bound));
+            drths_json_int(j, "max_use_tick", c->use_tick);
+            drths_json_number(j, "max_use_value", c->use_value);
+            drths_json_int(j, "outside_ticks", c->outside);
+            if (c->outside > 0) {
+                drths_json_int(j, "first_outside_tick", c->first_outside_tick);
+                drths_json_string(j, "first_outside_bound",
+                                  drths_drive_bound_field(c->first_outside_bound));
+            }
+            drths_json_object_end(j);
+        }
         drths_json_object_end(j);
     }
     drths_json_array_end(j);
@@ -854,5 +1257,7 @@ void drths_report_write_json(FILE *f, const drths_report_t *r)
             drths_json_object_end(&j);
         }
     }
+    if (r->drive && r->drive->has_drive)
+        json_drive(&j, r->drive, r->limits_source);
     drths_json_object_end(&j);
 }

@@ -101,7 +101,82 @@ typedef struct drths_link_stats {
     double tracking_peak_m;    /* max |meas - cmd| */
 } drths_link_stats_t;
 
-/* Acceptance criteria of a run, in percent (the experiment file's acceptance section). */
+/* ---- the drive ----------------------------------------------------------------------------
+ * What physical.csv says about the drive written to each actuator channel (drive_m) against
+ * the command it played (command_m), computed from the record alone (docs/report.md, "The
+ * drive"), independently of the site's own envelope bookkeeping. Rows are joined by tick: a
+ * difference spans two (three) consecutive ticks, never a gap. A tick is *commanded* when it is
+ * outside HOLD (hold 0) and played a command (cmd_tick >= 0 when the record has cmd_tick).
+ *
+ *   drive step      |u(k) - u(k-1)|, over the commanded ticks k
+ *   command step    |r(k) - r(k-1)|, over the commanded ticks k whose tick k-1 was commanded too
+ *   step ratio      max drive step / max command step (0 when neither moved, +inf when only
+ *                   the drive did)
+ *   envelope use    the largest fraction of a bound of the drive envelope
+ *                   (physical.limit_drive_*) that the drive used, at any tick:
+ *                   |u| / limit_drive_m, |u(k) - u(k-1)| / dt / limit_drive_velocity_m_s,
+ *                   |u(k) - 2 u(k-1) + u(k-2)| / dt^2 / limit_drive_acceleration_m_s2, and on
+ *                   commanded ticks |u - r| / limit_drive_offset_m
+ * physical.csv holds 9 significant digits: each value is first lessened by the rounding error
+ * those digits allow (a drive the site admitted exactly at a bound stays within it), so a use
+ * above 1 is a drive outside the envelope beyond doubt. A drive that is not a number uses
+ * +inf of the position bound. */
+
+#define DRTHS_METRICS_MAX_CHANNELS 8 /* DRTHS_EXPERIMENT_MAX_CHANNELS */
+
+typedef enum drths_drive_bound {
+    DRTHS_DRIVE_BOUND_NONE = 0, /* no tick had a figure */
+    DRTHS_DRIVE_BOUND_POSITION,
+    DRTHS_DRIVE_BOUND_VELOCITY,
+    DRTHS_DRIVE_BOUND_ACCELERATION,
+    DRTHS_DRIVE_BOUND_OFFSET,
+    DRTHS_DRIVE_NBOUNDS
+} drths_drive_bound_t;
+
+/* One channel's drive envelope: physical.limit_drive_m, _velocity_m_s, _acceleration_m_s2,
+ * _offset_m (each > 0). */
+typedef struct drths_drive_limits {
+    double position_m, velocity_m_s, acceleration_m_s2, offset_m;
+} drths_drive_limits_t;
+
+typedef struct drths_drive_channel {
+    char name[32];           /* the channel's name (physical.channels[i].name, or "ch<i+1>") */
+    char prefix[8];          /* its columns' prefix: "" for the first channel, "ch<i+1>_" after */
+    long ticks;              /* rows */
+    long commanded;          /* commanded ticks */
+    long steps;              /* commanded ticks that follow a recorded tick (0: no ratio) */
+    double max_drive_step_m; /* NaN when a drive was not a number */
+    long drive_step_tick;    /* the tick k of the largest drive step (-1: none) */
+    double max_cmd_step_m;
+    long cmd_step_tick;
+    double step_ratio; /* NaN when no commanded tick followed a recorded one */
+    /* The envelope, when its limits were given (has_limits). max_* are the record's figures,
+     * use the rounding-corrected fraction of its bound. */
+    int has_limits;
+    drths_drive_limits_t lim;
+    double max_abs_m, max_velocity_m_s, max_acceleration_m_s2, max_offset_m;
+    double max_use;                          /* largest fraction of any bound (> 1: outside) */
+    drths_drive_bound_t use_bound;           /* which bound, */
+    long use_tick;                           /* at which tick, */
+    double use_value;                        /* and the value there (m, m/s, m/s^2) */
+    long outside;                            /* ticks at which the drive was outside a bound */
+    long first_outside_tick;                 /* the first of them (-1: none), */
+    drths_drive_bound_t first_outside_bound; /* the bound it used most there */
+} drths_drive_channel_t;
+
+typedef struct drths_drive_stats {
+    int has_drive; /* physical.csv has drive_m */
+    int channels;
+    int has_limits; /* every channel has its limits */
+    double tick_s;
+    drths_drive_channel_t ch[DRTHS_METRICS_MAX_CHANNELS];
+    /* The channel with the largest step ratio and the one with the largest envelope use (NaN
+     * wins: an unknown figure is not a small one). */
+    int ratio_channel, use_channel;
+} drths_drive_stats_t;
+
+/* Acceptance criteria of a run (the experiment file's acceptance section): errors and shares in
+ * percent, the drive step ratio a plain ratio. */
 typedef struct drths_acceptance {
     double displacement_rms_error_pct;  /* largest displacement RMS error over the floors */
     double displacement_peak_error_pct; /* largest displacement peak error (difference of peaks) */
@@ -109,6 +184,7 @@ typedef struct drths_acceptance {
     double tracking_rms_error_pct;      /* actuator tracking RMS error norm */
     double concealed_commands_pct;      /* ticks whose command was concealed */
     double concealed_feedback_pct;      /* steps whose feedback was concealed */
+    double drive_step_ratio;            /* largest drive step over largest command step */
     int hold_allowed;                   /* 0: a tick in HOLD fails the run */
 } drths_acceptance_t;
 
@@ -118,15 +194,16 @@ typedef enum drths_outcome {
     DRTHS_OUTCOME_NONE /* not evaluated: the figure needs a record that was not given */
 } drths_outcome_t;
 
-#define DRTHS_VERDICT_MAX 8
+#define DRTHS_VERDICT_MAX 12
 
 /* One criterion: value against limit (value <= limit passes; NaN fails). */
 typedef struct drths_criterion {
     const char *name;  /* e.g. "displacement RMS error (max over floors)" */
-    const char *unit;  /* "%" or "ticks" */
+    const char *unit;  /* "%", "ticks", "rows", "ratio" or "fraction" */
     double value, limit;
     drths_outcome_t outcome;
     const char *note;  /* why it was not evaluated, or NULL */
+    char where[160];   /* where the value was reached (the drive's tick and bound), or "" */
 } drths_criterion_t;
 
 typedef struct drths_verdict {
@@ -138,11 +215,13 @@ typedef struct drths_verdict {
                               * allowed); else PASS */
 } drths_verdict_t;
 
-/* Judges the figures against a. fid, link and gaps may be NULL (no reference, no link data, no
- * gap check); the criteria they would feed are then not evaluated. init-only. */
+/* Judges the figures against a. fid, link, drive and gaps may be NULL (no reference, no link
+ * data, no drive figures, no gap check); the criteria they would feed are then not evaluated.
+ * The envelope's limit is 1 (the whole envelope), not a key of a. init-only. */
 void drths_verdict_compute(const drths_acceptance_t *a, const drths_fidelity_t *fid,
-                           const drths_link_stats_t *link, const drths_gaps_t *gaps, int ngaps,
-                           int allow_gaps, drths_verdict_t *out);
+                           const drths_link_stats_t *link, const drths_drive_stats_t *drive,
+                           const drths_gaps_t *gaps, int ngaps, int allow_gaps,
+                           drths_verdict_t *out);
 
 /* Everything the table shows; any pointer may be NULL and its part is then left out. */
 typedef struct drths_report {
@@ -151,6 +230,8 @@ typedef struct drths_report {
     const char *acceptance_source; /* where the criteria came from, for the table */
     const drths_fidelity_t *fid;
     const drths_link_stats_t *link;
+    const drths_drive_stats_t *drive;
+    const char *limits_source; /* where the drive envelope came from, for the table */
     const drths_gaps_t *gaps; /* ngaps records */
     int ngaps;
     const drths_verdict_t *verdict;
@@ -195,6 +276,26 @@ int drths_stats_compute(const double *v, long n, drths_stats_t *out);
  * wake_late_us. A missing column fails with -EINVAL naming file and column. init-only. */
 int drths_link_stats_compute(const drths_csv_table_t *num, const drths_csv_table_t *phys,
                              drths_link_stats_t *out, drths_error_t *err);
+
+/* The number of actuator channels in a physical.csv: 1 with drive_m, plus one for each of
+ * ch2_drive_m, ch3_drive_m, ... up to the first missing; 0 without drive_m. init-only. */
+int drths_record_channel_count(const drths_csv_table_t *phys);
+
+/* The drive figures of nch channels of phys (a physical.csv) at tick dt_s: channel i's columns
+ * are drive_m, command_m, hold and cmd_tick (optional) with the prefix "ch<i+1>_" after the
+ * first. lim (nch entries) may be NULL: no envelope figures. names (nch entries) may be NULL:
+ * "ch<i+1>". nch 0 or a record without drive_m gives has_drive 0 and no error. A channel's
+ * missing column, nch above DRTHS_METRICS_MAX_CHANNELS, or a bad tick column (as
+ * drths_gaps_compute) fail with -EINVAL naming file and column; dt_s must be > 0 when lim is
+ * given. init-only. */
+int drths_drive_compute(const drths_csv_table_t *phys, int nch, const drths_drive_limits_t *lim,
+                        const char *const *names, double dt_s, drths_drive_stats_t *out,
+                        drths_error_t *err);
+
+/* The bound's name in the experiment file ("limit_drive_velocity_m_s", ...; "" for none) and
+ * its unit ("m", "m/s", "m/s^2"). RT-safe. */
+const char *drths_drive_bound_field(drths_drive_bound_t b);
+const char *drths_drive_bound_unit(drths_drive_bound_t b);
 
 /* Prints the table, aligned for a 100-column terminal: records and gaps, fidelity, link,
  * tracking, real time, the verdict, and what each figure means. init-only. */

@@ -183,6 +183,17 @@ static void test_defaults(void **state)
     assert_true(x.physical.stability_growth_per_s == 2.0);
     assert_true(x.physical.stability_quiet_amplitude_m == 0.0005);
     assert_true(x.physical.stability_min_decay_per_s == 0.25);
+    /* The drive envelope and the stall threshold. */
+    assert_true(x.physical.limit_drive_velocity_m_s == 1.25 &&
+                x.physical.limit_drive_acceleration_m_s2 == 200 &&
+                x.physical.limit_drive_offset_m == 0.01);
+    assert_true(x.physical.max_tick_late_ms == 20);
+    /* The acceptance section, from the loader and from drths_acceptance_default alike. */
+    assert_true(x.acceptance.drive_step_ratio == 2);
+    assert_true(x.acceptance.tracking_rms_error_pct == 2 && x.acceptance.hold_allowed == 0);
+    drths_acceptance_t acc;
+    drths_acceptance_default(&acc);
+    assert_memory_equal(&acc, &x.acceptance, sizeof acc);
     drths_experiment_close(&x);
     free(p);
 }

@@ -287,7 +287,7 @@ static void test_verdict(void **state)
     ls.hold_ticks = 0;
     drths_gaps_t g = {.missing = 0};
     drths_verdict_t v;
-    drths_verdict_compute(&a, &fid, &ls, &g, 1, 0, &v);
+    drths_verdict_compute(&a, &fid, &ls, NULL, &g, 1, 0, &v);
     assert_int_equal(v.outcome, DRTHS_OUTCOME_FAIL);
     assert_int_equal(v.c[0].outcome, DRTHS_OUTCOME_PASS); /* no rows missing */
     assert_int_equal(v.c[1].outcome, DRTHS_OUTCOME_PASS);
@@ -296,24 +296,24 @@ static void test_verdict(void **state)
     assert_int_equal(v.c[6].outcome, DRTHS_OUTCOME_FAIL);
     fid.disp_max.peak_err = 0.009;
     ls.fb_concealed_frac = 0.0;
-    drths_verdict_compute(&a, &fid, &ls, &g, 1, 0, &v);
+    drths_verdict_compute(&a, &fid, &ls, NULL, &g, 1, 0, &v);
     assert_int_equal(v.outcome, DRTHS_OUTCOME_PASS);
     /* A gap fails the run unless allowed; HOLD fails unless allowed. */
     g.missing = 3;
-    drths_verdict_compute(&a, &fid, &ls, &g, 1, 0, &v);
+    drths_verdict_compute(&a, &fid, &ls, NULL, &g, 1, 0, &v);
     assert_int_equal(v.outcome, DRTHS_OUTCOME_FAIL);
     assert_int_equal(v.missing, 3);
-    drths_verdict_compute(&a, &fid, &ls, &g, 1, 1, &v);
+    drths_verdict_compute(&a, &fid, &ls, NULL, &g, 1, 1, &v);
     assert_int_equal(v.outcome, DRTHS_OUTCOME_PASS);
     assert_int_equal(v.c[0].outcome, DRTHS_OUTCOME_NONE);
     ls.hold_ticks = 5;
-    drths_verdict_compute(&a, &fid, &ls, &g, 1, 1, &v);
+    drths_verdict_compute(&a, &fid, &ls, NULL, &g, 1, 1, &v);
     assert_int_equal(v.outcome, DRTHS_OUTCOME_FAIL);
     a.hold_allowed = 1;
-    drths_verdict_compute(&a, &fid, &ls, &g, 1, 1, &v);
+    drths_verdict_compute(&a, &fid, &ls, NULL, &g, 1, 1, &v);
     assert_int_equal(v.outcome, DRTHS_OUTCOME_PASS);
     /* Without a reference and link data nothing is judged but the records. */
-    drths_verdict_compute(&a, NULL, NULL, NULL, 0, 0, &v);
+    drths_verdict_compute(&a, NULL, NULL, NULL, NULL, 0, 0, &v);
     assert_int_equal(v.outcome, DRTHS_OUTCOME_PASS);
     assert_int_equal(v.c[1].outcome, DRTHS_OUTCOME_NONE);
 }
@@ -478,6 +478,305 @@ static void test_report_table_and_json(void **state)
     drths_csv_close(&phys);
 }
 
+/* ---- the drive --------------------------------------------------------------------------- */
+
+#define ND 1000
+#define DT 0.0002 /* 5 kHz */
+static double d_tick[ND], d_time[ND], d_cmdtick[ND], d_cmd[ND], d_hold[ND], d_drive[ND],
+    d_drive2[ND], d_cmd2[ND];
+
+/* A command that starts from rest after 10 rest ticks, 2.5 mm (1 - cos(4 pi t)), and a drive
+ * that leads it by two ticks, as a compensation does; ticks 700..709 in HOLD, where the
+ * command column is the drive. */
+static double smooth(double t)
+{
+    return t <= 0 ? 0.0 : 0.0025 * (1 - cos(4 * M_PI * t));
+}
+
+static void fill_drive(void)
+{
+    for (int i = 0; i < ND; i++) {
+        double t = i * DT;
+        d_tick[i] = i;
+        d_time[i] = t;
+        d_cmdtick[i] = i < 10 ? -1 : i;
+        d_cmd[i] = smooth(t - 10 * DT);
+        d_drive[i] = smooth(t - 8 * DT);
+        d_hold[i] = i >= 700 && i < 710;
+        if (d_hold[i])
+            d_cmd[i] = d_drive[i];
+    }
+}
+
+static const drths_drive_limits_t default_env = {0.1, 1.25, 200, 0.01};
+
+static void drive_table(drths_csv_table_t *t, const double *drive, long n)
+{
+    const char *names[] = {"tick", "time_s", "cmd_tick", "command_m", "hold", "drive_m"};
+    const double *cols[] = {d_tick, d_time, d_cmdtick, d_cmd, d_hold, drive};
+    load(t, names, cols, 6, n);
+}
+
+/* The verdict of a physical.csv with drive figures d, everything else passing. */
+static void drive_verdict(const drths_drive_stats_t *d, drths_verdict_t *v)
+{
+    drths_acceptance_t a;
+    drths_acceptance_default(&a);
+    drths_link_stats_t ls;
+    memset(&ls, 0, sizeof ls);
+    ls.has_physical = 1;
+    drths_verdict_compute(&a, NULL, &ls, d, NULL, 0, 0, v);
+}
+
+static void test_drive_smooth_passes(void **state)
+{
+    (void)state;
+    fill_drive();
+    drths_csv_table_t t;
+    drive_table(&t, d_drive, ND);
+    assert_int_equal(drths_record_channel_count(&t), 1);
+    drths_drive_stats_t d;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_drive_compute(&t, 1, &default_env, NULL, DT, &d, &err), 0);
+    const drths_drive_channel_t *c = &d.ch[0];
+    assert_true(d.has_drive && d.has_limits && d.channels == 1);
+    assert_string_equal(c->name, "ch1");
+    /* Commanded: not the 10 rest ticks, not the 10 in HOLD. */
+    assert_int_equal(c->commanded, ND - 20);
+    /* The largest command step is 2.5 mm * 4 pi * dt at t = 0.125 s. */
+    double step = 0.0025 * 4 * M_PI * DT;
+    assert_near(c->max_cmd_step_m, step, 1e-9);
+    assert_true(c->step_ratio >= 0.99 && c->step_ratio < 1.01);
+    /* The largest fraction: the position at the end, 4.5 mm of 100 mm (the velocity, 31 mm/s,
+     * uses 2.5 % of its bound). */
+    assert_int_equal(c->use_bound, DRTHS_DRIVE_BOUND_POSITION);
+    assert_int_equal(c->use_tick, ND - 1);
+    assert_near(c->max_use, smooth((ND - 9) * DT) / 0.1, 1e-6);
+    assert_near(c->max_velocity_m_s, 0.0025 * 4 * M_PI, 1e-4);
+    assert_int_equal(c->outside, 0);
+    assert_int_equal(c->first_outside_tick, -1);
+    drths_verdict_t v;
+    drive_verdict(&d, &v);
+    assert_int_equal(v.outcome, DRTHS_OUTCOME_PASS);
+    assert_string_equal(v.c[8].name, "drive step / command step");
+    assert_int_equal(v.c[8].outcome, DRTHS_OUTCOME_PASS);
+    assert_int_equal(v.c[9].outcome, DRTHS_OUTCOME_PASS);
+    assert_near(v.c[9].limit, 1.0, 0);
+    assert_non_null(strstr(v.c[9].where, "position"));
+    drths_csv_close(&t);
+}
+
+static void test_drive_jump_fails(void **state)
+{
+    (void)state;
+    fill_drive();
+    /* The drive jumps 2 mm for one tick at tick 500 while the command glides. */
+    memcpy(d_drive2, d_drive, sizeof d_drive2);
+    d_drive2[500] += 0.002;
+    drths_csv_table_t t;
+    drive_table(&t, d_drive2, ND);
+    drths_drive_stats_t d;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_drive_compute(&t, 1, &default_env, NULL, DT, &d, &err), 0);
+    const drths_drive_channel_t *c = &d.ch[0];
+    double step = 0.0025 * 4 * M_PI * DT;
+    assert_true(c->drive_step_tick == 500 || c->drive_step_tick == 501);
+    assert_near(c->max_drive_step_m, 0.002, 2e-5);
+    assert_near(c->step_ratio, c->max_drive_step_m / step, 1e-3);
+    assert_true(c->step_ratio > 150);
+    /* Velocity 10 m/s at ticks 500 and 501; the acceleration peaks at tick 501 (the drive
+     * turns back): 4 mm / dt^2 = 1e5 m/s^2, 500 times its bound. Ticks 500..502 outside. */
+    assert_int_equal(c->use_bound, DRTHS_DRIVE_BOUND_ACCELERATION);
+    assert_int_equal(c->use_tick, 501);
+    assert_near(c->max_use, 500, 1.0);
+    assert_near(c->max_velocity_m_s, 10, 0.1);
+    assert_int_equal(c->outside, 3);
+    assert_int_equal(c->first_outside_tick, 500);
+    drths_verdict_t v;
+    drive_verdict(&d, &v);
+    assert_int_equal(v.outcome, DRTHS_OUTCOME_FAIL);
+    assert_int_equal(v.c[8].outcome, DRTHS_OUTCOME_FAIL);
+    assert_non_null(strstr(v.c[8].where, "at tick 50"));
+    assert_int_equal(v.c[9].outcome, DRTHS_OUTCOME_FAIL);
+    assert_non_null(strstr(v.c[9].where, "acceleration"));
+    assert_non_null(strstr(v.c[9].where, "at tick 501"));
+    assert_non_null(strstr(v.c[9].where, "outside at 3 ticks, the first 500"));
+
+    /* The table says where, and so does report.json. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    drths_link_stats_t ls;
+    memset(&ls, 0, sizeof ls);
+    drths_report_t rep = {.run = "r", .drive = &d, .limits_source = "exp.yaml", .verdict = &v};
+    drths_report_print(f, &rep);
+    fclose(f);
+    assert_non_null(strstr(text, "  envelope   exp.yaml\n"));
+    assert_non_null(strstr(text, "OUTSIDE the envelope at 3 ticks, the first at tick 500"));
+    assert_non_null(strstr(text, "drive envelope used, max (fraction)"));
+    assert_non_null(strstr(text, "  where: acceleration"));
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t w = nl ? (size_t)(nl - line) : strlen(line);
+        if (w > 100)
+            fail_msg("line wider than 100 columns: %.*s", (int)w, line);
+        line += w + (nl != NULL);
+    }
+    free(text);
+    f = open_memstream(&text, &len);
+    drths_report_write_json(f, &rep);
+    fclose(f);
+    assert_non_null(strstr(text, "\"max_use_bound\": \"limit_drive_acceleration_m_s2\""));
+    assert_non_null(strstr(text, "\"first_outside_tick\": 500"));
+    assert_non_null(strstr(text, "\"where\": \"acceleration"));
+    free(text);
+
+    /* A tighter ratio limit fails the smooth drive too; a looser one passes the jump. */
+    drths_acceptance_t a;
+    drths_acceptance_default(&a);
+    assert_near(a.drive_step_ratio, 2, 0);
+    a.drive_step_ratio = 1000;
+    drths_link_stats_t lp = {.has_physical = 1};
+    drths_verdict_compute(&a, NULL, &lp, &d, NULL, 0, 0, &v);
+    assert_int_equal(v.c[8].outcome, DRTHS_OUTCOME_PASS);
+    assert_int_equal(v.outcome, DRTHS_OUTCOME_FAIL); /* the envelope still fails it */
+    drths_csv_close(&t);
+}
+
+static void test_drive_details(void **state)
+{
+    (void)state;
+    fill_drive();
+    drths_drive_stats_t d;
+    drths_error_t err = {{0}};
+    drths_csv_table_t t;
+
+    /* A jump in HOLD is no drive step of the ratio (the drive serves no command there), but the
+     * envelope sees it. */
+    memcpy(d_drive2, d_drive, sizeof d_drive2);
+    for (int i = 703; i < ND; i++)
+        d_drive2[i] += 0.001;
+    drive_table(&t, d_drive2, ND);
+    assert_int_equal(drths_drive_compute(&t, 1, &default_env, NULL, DT, &d, &err), 0);
+    assert_true(d.ch[0].step_ratio < 1.01);
+    assert_int_equal(d.ch[0].first_outside_tick, 703);
+    drths_csv_close(&t);
+    /* The jump back on the first commanded tick after HOLD is a drive step: the rejoin. */
+    for (int i = 710; i < ND; i++)
+        d_drive2[i] -= 0.001;
+    drive_table(&t, d_drive2, ND);
+    assert_int_equal(drths_drive_compute(&t, 1, &default_env, NULL, DT, &d, &err), 0);
+    assert_int_equal(d.ch[0].drive_step_tick, 710);
+    assert_true(d.ch[0].step_ratio > 100);
+    drths_csv_close(&t);
+
+    /* A drive moving exactly at its velocity bound, as written with 9 digits, is inside. */
+    for (int i = 0; i < ND; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%.9g", 1e-3 + i * 1.25 * DT);
+        d_drive2[i] = strtod(buf, NULL);
+        d_cmd2[i] = d_drive2[i];
+    }
+    const char *names[] = {"tick", "time_s", "command_m", "hold", "drive_m"};
+    const double *cols[] = {d_tick, d_time, d_cmd2, d_hold, d_drive2};
+    load(&t, names, cols, 5, 400);
+    drths_drive_limits_t wide = {1.0, 1.25, 1e12, 0.01};
+    assert_int_equal(drths_drive_compute(&t, 1, &wide, NULL, DT, &d, &err), 0);
+    assert_int_equal(d.ch[0].use_bound, DRTHS_DRIVE_BOUND_VELOCITY);
+    assert_true(d.ch[0].max_use <= 1.0 && d.ch[0].max_use > 0.999);
+    assert_int_equal(d.ch[0].outside, 0);
+    assert_int_equal(d.ch[0].commanded, 400); /* no cmd_tick: every tick outside HOLD */
+    /* Without limits: the ratio alone; the envelope criterion is not evaluated. */
+    assert_int_equal(drths_drive_compute(&t, 1, NULL, NULL, DT, &d, &err), 0);
+    assert_false(d.has_limits);
+    drths_verdict_t v;
+    drive_verdict(&d, &v);
+    assert_int_equal(v.c[8].outcome, DRTHS_OUTCOME_PASS);
+    assert_int_equal(v.c[9].outcome, DRTHS_OUTCOME_NONE);
+    assert_non_null(strstr(v.c[9].note, "envelope unknown"));
+    drths_csv_close(&t);
+
+    /* A gap: no difference spans it. The tick after a hole is judged for position alone. */
+    const char *gn[] = {"tick", "time_s", "cmd_tick", "command_m", "hold", "drive_m"};
+    double gt[4] = {0, 1, 5, 6}, gtime[4], gc[4] = {0, 1, 5, 6}, gz[4] = {0},
+           gu[4] = {0, 0, 0.05, 0.05};
+    for (int i = 0; i < 4; i++)
+        gtime[i] = gt[i] * DT;
+    const double *gcols[] = {gt, gtime, gc, gu, gz, gu};
+    load(&t, gn, gcols, 6, 4);
+    assert_int_equal(drths_drive_compute(&t, 1, &default_env, NULL, DT, &d, &err), 0);
+    assert_near(d.ch[0].max_drive_step_m, 0, 0);
+    assert_int_equal(d.ch[0].use_bound, DRTHS_DRIVE_BOUND_POSITION);
+    assert_near(d.ch[0].max_use, 0.5, 1e-6);
+    drths_csv_close(&t);
+
+    /* A drive that is not a number is outside, whatever the bounds. */
+    memcpy(d_drive2, d_drive, sizeof d_drive2);
+    d_drive2[300] = NAN;
+    drive_table(&t, d_drive2, ND);
+    assert_int_equal(drths_drive_compute(&t, 1, &default_env, NULL, DT, &d, &err), 0);
+    assert_true(isinf(d.ch[0].max_use));
+    assert_true(isnan(d.ch[0].step_ratio));
+    drive_verdict(&d, &v);
+    assert_int_equal(v.c[8].outcome, DRTHS_OUTCOME_FAIL);
+    assert_int_equal(v.c[9].outcome, DRTHS_OUTCOME_FAIL);
+    drths_csv_close(&t);
+
+    /* No drive_m: no figures, no error; the criteria are not evaluated. */
+    load(&t, names, cols, 4, 10);
+    assert_int_equal(drths_record_channel_count(&t), 0);
+    assert_int_equal(drths_drive_compute(&t, 1, &default_env, NULL, DT, &d, &err), 0);
+    assert_false(d.has_drive);
+    drive_verdict(&d, &v);
+    assert_int_equal(v.c[8].outcome, DRTHS_OUTCOME_NONE);
+    assert_string_equal(v.c[8].note, "no drive_m in physical.csv");
+    drths_csv_close(&t);
+}
+
+static void test_drive_channels(void **state)
+{
+    (void)state;
+    fill_drive();
+    memcpy(d_drive2, d_drive, sizeof d_drive2);
+    d_drive2[400] -= 0.001;
+    const char *names[] = {"tick",    "time_s",       "cmd_tick",      "command_m", "hold",
+                           "drive_m", "ch2_cmd_tick", "ch2_command_m", "ch2_hold",  "ch2_drive_m"};
+    const double *cols[] = {d_tick,  d_time,    d_cmdtick, d_cmd,  d_hold,
+                            d_drive, d_cmdtick, d_cmd,     d_hold, d_drive2};
+    drths_csv_table_t t;
+    load(&t, names, cols, 10, ND);
+    assert_int_equal(drths_record_channel_count(&t), 2);
+    const char *chn[] = {"x", "y"};
+    drths_drive_limits_t lim[2] = {default_env, default_env};
+    lim[1].acceleration_m_s2 = 1e6; /* y's own envelope: the jump stays inside it */
+    lim[1].velocity_m_s = 10;
+    drths_drive_stats_t d;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_drive_compute(&t, 2, lim, chn, DT, &d, &err), 0);
+    assert_string_equal(d.ch[1].name, "y");
+    assert_string_equal(d.ch[1].prefix, "ch2_");
+    assert_int_equal(d.ratio_channel, 1);
+    assert_int_equal(d.ch[1].drive_step_tick == 400 || d.ch[1].drive_step_tick == 401, 1);
+    assert_int_equal(d.ch[1].outside, 0);
+    drths_verdict_t v;
+    drive_verdict(&d, &v);
+    assert_int_equal(v.c[8].outcome, DRTHS_OUTCOME_FAIL);
+    assert_non_null(strstr(v.c[8].where, "y: drive step"));
+    assert_int_equal(v.c[9].outcome, DRTHS_OUTCOME_PASS);
+    /* The same jump against the first channel's envelope is outside it. */
+    lim[1] = default_env;
+    assert_int_equal(drths_drive_compute(&t, 2, lim, chn, DT, &d, &err), 0);
+    assert_int_equal(d.use_channel, 1);
+    drive_verdict(&d, &v);
+    assert_int_equal(v.c[9].outcome, DRTHS_OUTCOME_FAIL);
+    assert_non_null(strstr(v.c[9].where, "y: acceleration"));
+    /* A third channel the record does not have. */
+    drths_drive_limits_t lim3[3] = {default_env, default_env, default_env};
+    assert_int_equal(drths_drive_compute(&t, 3, lim3, NULL, DT, &d, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "no column ch3_drive_m"));
+    drths_csv_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +790,10 @@ int main(void)
         cmocka_unit_test(test_stats_nearest_rank),
         cmocka_unit_test(test_link_stats),
         cmocka_unit_test(test_report_table_and_json),
+        cmocka_unit_test(test_drive_smooth_passes),
+        cmocka_unit_test(test_drive_jump_fails),
+        cmocka_unit_test(test_drive_details),
+        cmocka_unit_test(test_drive_channels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -283,6 +283,57 @@ static void test_daq_counts_are_the_sites(void **state)
     free(sum);
 }
 
+/* summary.json states each channel's drive envelope: the first channel's at the top level (as
+ * the other first-channel members), each channel's own under "channels", with the first
+ * refusal when there was one. */
+static void test_summary_states_the_envelope(void **state)
+{
+    (void)state;
+    open_world(NULL, NULL);
+    run_to(0.001, -0.002, 5);
+    drths_envelope_t *e1 = &drths_physsite_daq(&W->ps, 1)->env;
+    e1->refused = 2;
+    e1->first_refusal = (drths_envelope_violation_t){.bound = DRTHS_ENV_VELOCITY,
+                                                     .drive_m = 0.01,
+                                                     .value = 9.5,
+                                                     .limit = 1.25,
+                                                     .command_m = 0.001};
+    char *sum = summary_text();
+    const char *chs = strstr(sum, "\"channels\": [");
+    assert_non_null(chs);
+    const char *env = strstr(sum, "\"envelope\": {"); /* the top level's, before "channels" */
+    assert_true(env && env < chs);
+    const char *keys[] = {"\"set\": true",           "\"limits\": {",
+                          "\"drive_m\": ",           "\"velocity_m_s\": ",
+                          "\"acceleration_m_s2\": ", "\"offset_m\": ",
+                          "\"max_velocity_m_s\": ",  "\"max_acceleration_m_s2\": ",
+                          "\"max_offset_m\": ",      "\"margin\": ",
+                          "\"margin_bound\": ",      "\"admitted\": ",
+                          "\"refused\": 0"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const char *at = strstr(env, keys[k]);
+        if (!at || at > chs)
+            fail_msg("top-level envelope: no %s", keys[k]);
+    }
+    const char *none = strstr(env, "\"first_refusal\""); /* none for the first channel */
+    assert_true(!none || none > chs);
+    /* The second channel's: its refusal. */
+    const char *y = strstr(chs, "\"name\": \"y\"");
+    assert_non_null(y);
+    const char *yenv = strstr(y, "\"envelope\": {");
+    assert_non_null(yenv);
+    assert_non_null(strstr(yenv, "\"refused\": 2"));
+    const char *fr = strstr(yenv, "\"first_refusal\": {");
+    assert_non_null(fr);
+    assert_non_null(strstr(fr, "\"bound\": \"limit_drive_velocity_m_s\""));
+    assert_non_null(strstr(fr, "\"value\": 9.5"));
+    assert_non_null(strstr(fr, "\"limit\": 1.25"));
+    /* The admitted drives of the first channel: one per tick. */
+    const char *adm = strstr(env, "\"admitted\": ");
+    assert_true(strtol(adm + strlen("\"admitted\": "), NULL, 10) > 0);
+    free(sum);
+}
+
 /* The first channel's own limit and specimen are what the start-up lines and summary.json's
  * first-channel members say, not the top-level sections'. */
 static void test_setup_lines_are_the_first_channels(void **state)
@@ -381,6 +432,7 @@ int main(void)
         cmocka_unit_test_teardown(test_second_channel_holds_the_first_from_the_next_tick,
                                   close_world),
         cmocka_unit_test_teardown(test_daq_counts_are_the_sites, close_world),
+        cmocka_unit_test_teardown(test_summary_states_the_envelope, close_world),
         cmocka_unit_test_teardown(test_setup_lines_are_the_first_channels, close_world),
         cmocka_unit_test_teardown(test_hold_after_the_first_finished, close_world),
         cmocka_unit_test_teardown(test_channel_not_started_fails_the_tick, close_world),

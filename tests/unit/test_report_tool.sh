@@ -168,4 +168,58 @@ msg=$("$tool" "$work/bad" --reference "$work/ref" --no-plots 2>&1 >/dev/null); r
 set -e
 [ $rc -eq 2 ] || fail "malformed physical.csv: exit $rc"
 echo "$msg" | grep -q "$work/bad/physical.csv:5: 11 fields, the header has 12" || fail "line msg: $msg"
+
+# The drive (docs/report.md, "The drive"): physical.csv with drive_m, one tick ahead of the
+# command (a compensation's lead); the envelope from the run folder's experiment.yaml (1 kHz,
+# the default envelope: 0.1 m, 1.25 m/s, 200 m/s^2, 0.01 m). Smooth: PASS. A 2 mm jump of the
+# drive for one tick at tick 1000: a 2.126 mm step, 17 times the largest command step
+# (0.126 mm), and 4000 m/s^2 at tick 1001 where it turns back (20 times the bound); ticks
+# 1000..1002 outside the envelope, the first by its acceleration.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+make_drive() { # FILE JUMP_M
+    awk -v jump="$2" 'BEGIN {
+        n = 2000; dt = 0.001; pi = 3.14159265358979
+        print "tick,time_s,cmd_tick,command_m,command_vel_m_s,damper_command,concealed,hold,meas_disp_m,meas_force_N,cmd_lead_ms,wake_late_us,drive_m"
+        for (i = 0; i < n; i++) {
+            t = i * dt; cmd = 0.01 * sin(2 * pi * 2 * t); u = 0.01 * sin(2 * pi * 2 * (t + dt))
+            if (i == 1000) u += jump
+            printf "%d,%.9g,%d,%.9g,0,2.5,0,0,%.9g,0,5,%d,%.9g\n", i, t, i, cmd, 1.01 * cmd,
+                   i % 100 + 1, u
+        }
+    }' > "$1"
+}
+mkdir -p "$work/drive"
+cp "$work/ref/numerical.csv" "$work/drive/numerical.csv"
+{ sed "s|records/tiny.txt|$src/tests/data/config/records/tiny.txt|" \
+      "$src/tests/data/config/minimal.yaml"; echo "rate_hz: 1000"; } >"$work/drive/experiment.yaml"
+make_drive "$work/drive/physical.csv" 0
+out=$("$tool" "$work/drive" --reference "$work/ref" --no-plots) ||
+    { echo "$out"; fail "smooth drive: exit $?"; }
+echo "$out" | grep -Eq '^drive step / command step \(ratio\) +(0\.99[0-9]|1\.00[0-9]) +2\.000 +PASS$' ||
+    { echo "$out"; fail "smooth drive: ratio row"; }
+echo "$out" | grep -Eq '^drive envelope used, max \(fraction\) +0\.[0-9]+ +1\.000 +PASS$' ||
+    fail "smooth drive: envelope row"
+echo "$out" | grep -q "^  envelope   $work/drive/experiment.yaml$" || fail "drive table"
+make_drive "$work/drive/physical.csv" 0.002
+set +e
+out=$("$tool" "$work/drive" --reference "$work/ref" --no-plots); rc=$?
+set -e
+[ $rc -eq 1 ] || { echo "$out"; fail "drive jump: exit $rc (want 1)"; }
+echo "$out" | grep -Eq '^drive step / command step \(ratio\) +1[67]\.[0-9]+ +2\.000 +FAIL$' ||
+    { echo "$out"; fail "drive jump: ratio row"; }
+echo "$out" | grep -Eq '^  where: drive step 2\.1[0-9]+ mm at tick 1000; command step at most 0\.126 mm' ||
+    { echo "$out"; fail "drive jump: where of the ratio"; }
+echo "$out" | grep -Eq '^drive envelope used, max \(fraction\) +(19\.9|20\.0)[0-9]* +1\.000 +FAIL$' ||
+    fail "drive jump: envelope row"
+echo "$out" | grep -Eq '^  where: acceleration 4[0-9.]+ m/s\^2 \(limit 200\) at tick 1001; outside at 3 ticks, the first 1000$' ||
+    fail "drive jump: where of the envelope"
+echo "$out" | grep -q 'OUTSIDE the envelope at 3 ticks, the first at tick 1000 (acceleration)' ||
+    fail "drive jump: table"
+width=$(echo "$out" | grep -v "$work" | awk '{ if (length($0) > m) m = length($0) } END { print m }')
+[ "$width" -le 100 ] || fail "drive table is $width columns wide"
+if command -v jq >/dev/null; then
+    jq -e '.drive.channels[0].envelope.outside_ticks == 3 and
+           .drive.channels[0].envelope.max_use_bound == "limit_drive_acceleration_m_s2"' \
+        "$work/drive/report.json" >/dev/null || fail "json drive"
+fi
 echo "PASS"

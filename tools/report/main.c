@@ -7,6 +7,10 @@
  *   drths-report RUN_DIR [--reference REF_DIR] [--physical PHYS_DIR] [--out DIR] [--no-plots]
  *                [--allow-gaps]
  *
+ * The drive (physical.csv's drive_m) is judged from the record itself: its largest step against
+ * the command's, and the largest fraction of the drive envelope it used, with the limits of the
+ * actuator site's experiment file.
+ *
  * Records are joined by step (numerical.csv) and tick (physical.csv), never by row position; a
  * step or tick missing from a record is a gap, named in the table, and fails the run unless
  * --allow-gaps is given. Prints the table, writes report.txt and report.json into RUN_DIR (or
@@ -61,7 +65,11 @@ static void usage(FILE *f)
             "  -n, --no-plots           no PNG plots\n"
             "  -e, --experiment FILE    the acceptance criteria from FILE's acceptance section\n"
             "                           (default RUN_DIR/experiment.yaml, the run's copy; the\n"
-            "                           defaults of docs/experiment-file.md without either)\n"
+            "                           defaults of docs/experiment-file.md without either),\n"
+            "                           and the drive envelope (physical.limit_drive_*) from\n"
+            "                           FILE (default PHYS_DIR/experiment.yaml, the actuator\n"
+            "                           site's copy, else RUN_DIR's; without either the\n"
+            "                           envelope is not judged)\n"
             "  -g, --allow-gaps         steps or ticks missing from a record do not fail the run\n"
             "                           (the figures cover the rows present either way)\n"
             "  -h, --help               print this help and exit\n"
@@ -922,6 +930,94 @@ static int load_acceptance(const options_t *o, drths_acceptance_t *acc, char **s
     return 0;
 }
 
+/* What the drive figures need from the experiment file: each actuator channel's envelope
+ * (physical.limit_drive_*, per channel with physical.channels), its name and the tick. */
+typedef struct envelope_src {
+    int loaded; /* 0: no experiment file, the envelope is unknown */
+    int nch;
+    drths_drive_limits_t lim[DRTHS_METRICS_MAX_CHANNELS];
+    char names[DRTHS_METRICS_MAX_CHANNELS][DRTHS_CHANNEL_NAME_MAX];
+    double dt_s;
+    char *path; /* the file read (owned), or NULL */
+} envelope_src_t;
+
+/* The envelope the actuator site enforced: from --experiment, else the actuator site's copy
+ * of the experiment file (PHYS_DIR/experiment.yaml), else the run folder's. Neither: loaded 0
+ * (the envelope criterion is not evaluated). A file that does not load is an error: the
+ * verdict on the drive cannot be given without it. */
+static int load_envelope(const options_t *o, envelope_src_t *e)
+{
+    memset(e, 0, sizeof *e);
+    const char *dirs[2] = {o->phys_dir, o->run_dir};
+    for (int i = 0; !o->experiment && i < 2 && !e->path; i++) {
+        char *p = join(dirs[i], "experiment.yaml");
+        if (access(p, F_OK) == 0)
+            e->path = p;
+        else
+            free(p);
+    }
+    if (o->experiment && !(e->path = strdup(o->experiment))) {
+        fprintf(stderr, PROG ": out of memory\n");
+        exit(DRTHS_EXIT_FAILED);
+    }
+    if (!e->path)
+        return 0;
+    drths_experiment_t x;
+    drths_error_t err = {{0}};
+    if (drths_experiment_load(&x, e->path, &err)) {
+        fprintf(stderr, PROG ": the drive envelope: %s\n", err.msg);
+        return -1;
+    }
+    int n = drths_experiment_n_actuators(&x);
+    if (n > DRTHS_METRICS_MAX_CHANNELS) {
+        fprintf(stderr, PROG ": %s: %d actuator channels; at most %d are supported\n", e->path, n,
+                DRTHS_METRICS_MAX_CHANNELS);
+        drths_experiment_close(&x);
+        return -1;
+    }
+    e->nch = n;
+    e->dt_s = 1.0 / x.rate_hz;
+    for (int i = 0; i < n; i++) {
+        const drths_experiment_t *v = drths_experiment_actuator(&x, i);
+        e->lim[i] =
+            (drths_drive_limits_t){.position_m = v->physical.limit_drive_m,
+                                   .velocity_m_s = v->physical.limit_drive_velocity_m_s,
+                                   .acceleration_m_s2 = v->physical.limit_drive_acceleration_m_s2,
+                                   .offset_m = v->physical.limit_drive_offset_m};
+        snprintf(e->names[i], sizeof e->names[i], "%s", drths_experiment_actuator_name(&x, i));
+    }
+    e->loaded = 1;
+    drths_experiment_close(&x);
+    return 0;
+}
+
+/* The drive figures of physical.csv, with the envelope when the experiment file gave it. */
+static int drive_figures(const options_t *o, const inputs_t *in, const drths_link_stats_t *link,
+                         envelope_src_t *env, drths_drive_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int nrec = in->has_phys ? drths_record_channel_count(&in->phys) : 0;
+    if (nrec == 0)
+        return 0;
+    if (load_envelope(o, env))
+        return -1;
+    if (env->loaded && env->nch != nrec) {
+        fprintf(stderr, PROG ": %s has %d actuator channel%s (drive_m, ch2_drive_m, ...), %s %d\n",
+                in->phys.path, nrec, nrec == 1 ? "" : "s", env->path, env->nch);
+        return -1;
+    }
+    const char *names[DRTHS_METRICS_MAX_CHANNELS];
+    for (int i = 0; i < DRTHS_METRICS_MAX_CHANNELS; i++)
+        names[i] = env->loaded ? env->names[i] : NULL;
+    drths_error_t err = {{0}};
+    if (drths_drive_compute(&in->phys, nrec, env->loaded ? env->lim : NULL, names,
+                            env->loaded ? env->dt_s : link->tick_s, out, &err)) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options_t o;
@@ -939,6 +1035,8 @@ int main(int argc, char **argv)
     int ngaps = 0;
     drths_acceptance_t acc;
     drths_verdict_t verdict;
+    drths_drive_stats_t drive;
+    envelope_src_t env = {0};
     char *acc_source = NULL;
     if (load_acceptance(&o, &acc, &acc_source))
         goto out;
@@ -960,10 +1058,12 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": %s\n", err.msg);
         goto out;
     }
+    if (drive_figures(&o, &in, &link, &env, &drive))
+        goto out;
     if (o.plots && (check_plot_columns(&in.run) || (in.has_ref && check_plot_columns(&in.ref))))
         goto out;
     const drths_fidelity_t *fp = in.has_ref ? &fid : NULL;
-    drths_verdict_compute(&acc, fp, &link, gaps, ngaps, o.allow_gaps, &verdict);
+    drths_verdict_compute(&acc, fp, &link, &drive, gaps, ngaps, o.allow_gaps, &verdict);
 
     /* The verdict decides the exit code; a failure to write an output below overrides it. */
     status = verdict.outcome == DRTHS_OUTCOME_FAIL ? DRTHS_EXIT_FAILED : DRTHS_EXIT_OK;
@@ -972,6 +1072,8 @@ int main(int argc, char **argv)
                           .acceptance_source = acc_source,
                           .fid = fp,
                           .link = &link,
+                          .drive = &drive,
+                          .limits_source = env.path,
                           .gaps = gaps,
                           .ngaps = ngaps,
                           .verdict = &verdict};
@@ -1038,6 +1140,7 @@ int main(int argc, char **argv)
     }
 out:
     free(acc_source);
+    free(env.path);
     drths_csv_close(&in.run);
     drths_csv_close(&in.ref);
     drths_csv_close(&in.phys);
