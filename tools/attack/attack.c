@@ -144,6 +144,60 @@ static size_t keyed_payload(int v, uint64_t tick, uint8_t *out, size_t cap)
     return n;
 }
 
+/* Packs o with the first float64 found in depth-first order (the first sample's displacement
+ * in a COMMAND payload: [L, channels, r, flags, reserved, [[[disp, vel, acc, cmd]], ...]])
+ * moved by add; *done says whether one was. */
+static void pack_spiked(msgpack_packer *p, const msgpack_object *o, double add, int *done)
+{
+    if (o->type == MSGPACK_OBJECT_FLOAT64 && !*done) {
+        *done = 1;
+        msgpack_pack_double(p, o->via.f64 + add);
+        return;
+    }
+    if (o->type != MSGPACK_OBJECT_ARRAY) {
+        msgpack_pack_object(p, *o);
+        return;
+    }
+    msgpack_pack_array(p, o->via.array.size);
+    for (uint32_t i = 0; i < o->via.array.size; i++)
+        pack_spiked(p, &o->via.array.ptr[i], add, done);
+}
+
+size_t drths_attack_spike(const drths_attack_knowledge_t *kn, const uint8_t *g, size_t n,
+                          double add_m, uint8_t *out)
+{
+    if (!kn->have_keys || n < DRTHS_WIRE_HEADER_BYTES + DRTHS_TAG_BYTES)
+        return 0;
+    const size_t body = n - DRTHS_WIRE_HEADER_BYTES - DRTHS_TAG_BYTES;
+    uint8_t plain[DRTHS_WIRE_MAX_PAYLOAD];
+    if (body > sizeof plain ||
+        drths_crypto_open(kn->keys.num_to_phys, DRTHS_ROLE_NUMERICAL, get_u64(g + 16), g,
+                          DRTHS_WIRE_HEADER_BYTES, g + DRTHS_WIRE_HEADER_BYTES, body,
+                          g + DRTHS_WIRE_HEADER_BYTES + body, plain) != 0)
+        return 0;
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    size_t len = 0;
+    if (msgpack_unpack_next(&u, (const char *)plain, body, &off) == MSGPACK_UNPACK_SUCCESS) {
+        pk_t k;
+        pk_begin(&k);
+        int done = 0;
+        pack_spiked(&k.p, &u.data, add_m, &done);
+        if (done && k.sb.size <= DRTHS_WIRE_MAX_PAYLOAD) {
+            memcpy(out, g, DRTHS_WIRE_HEADER_BYTES);
+            memcpy(out + DRTHS_WIRE_HEADER_BYTES, k.sb.data, k.sb.size);
+            drths_crypto_seal(kn->keys.num_to_phys, DRTHS_ROLE_NUMERICAL, get_u64(g + 16), out,
+                              DRTHS_WIRE_HEADER_BYTES, out + DRTHS_WIRE_HEADER_BYTES, k.sb.size,
+                              out + DRTHS_WIRE_HEADER_BYTES + k.sb.size);
+            len = DRTHS_WIRE_HEADER_BYTES + k.sb.size + DRTHS_TAG_BYTES;
+        }
+        msgpack_sbuffer_destroy(&k.sb);
+    }
+    msgpack_unpacked_destroy(&u);
+    return len;
+}
+
 /* ---- the single attacks ------------------------------------------------------------------- */
 
 /* The attack's name and the reason it must be counted under. */

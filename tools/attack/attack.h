@@ -66,6 +66,13 @@ size_t drths_attack_build(int i, const drths_attack_knowledge_t *kn, const uint8
  * receiver must count it under. The BAD_TAG kind carries the session id and a counter
  * 1000000 + k above base_counter, so the receiver runs the full authentication on it (the
  * costliest path for junk) without its window moving. out holds at least 257 bytes. RT-safe. */
+/* The genuine COMMAND g (length n) with its first sample's displacement moved by add_m, sealed
+ * again with the session key under the same header and counter: what a numerical site with a
+ * bug would send, authenticated and well formed (--spike-at). Returns the length, or 0 when g
+ * does not open with the keys or is not a COMMAND payload. */
+size_t drths_attack_spike(const drths_attack_knowledge_t *kn, const uint8_t *g, size_t n,
+                          double add_m, uint8_t *out);
+
 size_t drths_attack_flood_junk(uint64_t k, const drths_attack_knowledge_t *kn,
                                uint64_t base_counter, uint8_t *out, int *reason);
 

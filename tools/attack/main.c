@@ -4,7 +4,7 @@
  *   drths-attack --listen HOST:PORT --target HOST:PORT [--key FILE] [--seed N]
  *                [--capture FILE] [--attack] [--old FILE] [--flood-seconds S]
  *                [--flood-all] [--flood-rate N] [--flood-client]
- *                [--burst-at C --burst N] [--report FILE]
+ *                [--burst-at C --burst N] [--spike-at C [--spike-m X]] [--report FILE]
  *
  * A UDP forwarder between the numerical site (which sends to --listen) and the actuator site
  * (--target), like drths-impair without impairment. Because it forwards the numerical site's
@@ -21,7 +21,10 @@
  * drths-numerical --kernel-filter, whose filter must refuse all of it).
  * --burst-at C --burst N drops N consecutive datagrams in each direction from the
  * C-th COMMAND on (a loss burst defined by datagrams, not by a time window that a descheduled
- * relay could miss). At SIGTERM it writes --report (JSON): what it sent, by the reject reason each
+ * relay could miss). --spike-at C replaces the C-th COMMAND by the same COMMAND whose first
+ * sample (the header tick's command) is moved by --spike-m X (default 0.03 m), sealed with the
+ * session key (--keylog): an authenticated, well-formed command off the trajectory, as a
+ * numerical site with a bug would send. At SIGTERM it writes --report (JSON): what it sent, by the reject reason each
  * datagram must be counted under at the actuator site, and the kernel's drop count of the actuator
  * site's socket (a flood can overflow the receive buffer; those datagrams never reach the site);
  * with --flood-client also what it sent the numerical site, by the reason each would be counted
@@ -129,6 +132,8 @@ typedef struct relay {
     const char *report_path;
     FILE *log;
     uint64_t burst_at, burst_n, burst_fwd_left, burst_back_left, burst_dropped[2];
+    uint64_t spike_at;    /* --spike-at: 0 none, else the COMMAND number + 1 */
+    double spike_m;
 } relay_t;
 
 static volatile sig_atomic_t stop_flag;
@@ -369,6 +374,18 @@ static void forward(relay_t *r, const uint8_t *d, size_t n)
             r->burst_dropped[0]++;
             return;
         }
+        if (r->spike_at && c + 1 == r->spike_at) {
+            uint8_t sp[DRTHS_WIRE_MAX_DATAGRAM];
+            const size_t sl = drths_attack_spike(&r->kn, d, n, r->spike_m, sp);
+            if (sl) {
+                send_target(r, r->fd_target, sp, sl);
+                fprintf(r->log, "spike: COMMAND %" PRIu64 " (tick %" PRIu64 ") sent with its "
+                                "first sample moved by %g m\n",
+                        c, h.tick, r->spike_m);
+                return;
+            }
+            fprintf(r->log, "spike: COMMAND %" PRIu64 " could not be opened (no keys?)\n", c);
+        }
         if (r->flood_all && c == 0)
             start_flood(r);
         if (r->attack && r->kn.have_keys && c >= ATTACK_FROM && c % ATTACK_EVERY == 0 &&
@@ -525,6 +542,9 @@ static void usage(FILE *f)
           "  --flood-client       flood the numerical site from COMMAND 10000\n"
           "  --burst-at C         drop --burst N datagrams each way from the C-th COMMAND on\n"
           "  --burst N\n"
+          "  --spike-at C         replace the C-th COMMAND by itself with its first sample\n"
+          "                       moved by --spike-m X m (default 0.03), sealed with the\n"
+          "                       session key (needs --keylog): a numerical site's bug\n"
           "  --report FILE        at exit, what was sent, by the reason the receiver must\n"
           "                       count it under (JSON)\n"
           "  --version            print the version and exit\n"
@@ -548,6 +568,8 @@ static int parse_options(int argc, char **argv, relay_t *r, args_t *a)
         O_FLOOD_CLIENT,
         O_BURST_AT,
         O_BURST,
+        O_SPIKE_AT,
+        O_SPIKE_M,
         O_SEED,
         O_CAPTURE,
         O_OLD,
@@ -570,6 +592,8 @@ static int parse_options(int argc, char **argv, relay_t *r, args_t *a)
         {"flood-client", no_argument, NULL, O_FLOOD_CLIENT},
         {"burst-at", required_argument, NULL, O_BURST_AT},
         {"burst", required_argument, NULL, O_BURST},
+        {"spike-at", required_argument, NULL, O_SPIKE_AT},
+        {"spike-m", required_argument, NULL, O_SPIKE_M},
         DRTHS_CLI_OPTIONS_COMMON,
         {0, 0, 0, 0},
     };
@@ -633,6 +657,15 @@ static int parse_options(int argc, char **argv, relay_t *r, args_t *a)
             if (drths_cli_long(PROG, "--burst", optarg, 1, 1000000, &v) != 0)
                 return DRTHS_EXIT_USAGE;
             r->burst_n = (uint64_t)v;
+            break;
+        case O_SPIKE_AT:
+            if (drths_cli_long(PROG, "--spike-at", optarg, 0, LONG_MAX - 1, &v) != 0)
+                return DRTHS_EXIT_USAGE;
+            r->spike_at = (uint64_t)v + 1;
+            break;
+        case O_SPIKE_M:
+            if (drths_cli_double(PROG, "--spike-m", optarg, -1.0, 1.0, "m", &r->spike_m) != 0)
+                return DRTHS_EXIT_USAGE;
             break;
         default:
             return drths_cli_other_option(PROG, c, usage);
@@ -768,6 +801,7 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.log = stderr;
     r.flood_seconds = 1.0;
+    r.spike_m = 0.03;
     args_t a = {0};
     int rc = parse_options(argc, argv, &r, &a);
     if (rc < 0)
