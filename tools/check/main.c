@@ -147,6 +147,9 @@ static void reference_table(tally_t *t, const drths_experiment_t *x,
               "physical.limit_measured_displacement_m", 1e3, "mm");
     limit_row(t, "velocity", s->peak_damper_vel_m_s, x->physical.limit_velocity_m_s,
               "physical.limit_velocity_m_s", 1e3, "mm/s");
+    limit_row(t, "drive vel. (at least)", s->peak_damper_vel_m_s,
+              x->physical.limit_drive_velocity_m_s, "physical.limit_drive_velocity_m_s", 1e3,
+              "mm/s");
     limit_row(t, "force", s->peak_force_N, x->physical.limit_force_N, "physical.limit_force_N",
               1e-3, "kN");
 }
