@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -301,14 +300,42 @@ size_t drths_scopy(char *dst, size_t cap, const char *src)
     return n;
 }
 
-void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, const char *text)
+void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer,
+                         const drths_hold_cause_t *cause)
 {
     if (a->hold || a->finished)
         return;
     a->hold = 1;
     a->hold_reason = reason;
     a->hold_abort_peer = abort_peer;
-    drths_scopy(a->hold_text, sizeof a->hold_text, text);
+    a->hold_cause = *cause;
+}
+
+const char *drths_actuator_hold_text(const drths_actuator_t *a, char *buf, size_t cap)
+{
+    if (!a->hold) {
+        if (cap)
+            buf[0] = '\0';
+        return buf;
+    }
+    drths_hold_cause_describe(&a->hold_cause, buf, cap);
+    return buf;
+}
+
+/* A limit HOLD of the kind with two numbers (the value and its limit) and the tick. */
+static void hold_limit(drths_actuator_t *a, drths_hold_kind_t kind, uint64_t tick, double value,
+                       double limit)
+{
+    drths_hold_cause_t c;
+    drths_hold_cause_init(&c, kind);
+    c.tick = tick;
+    c.v[0] = value;
+    c.v[1] = limit;
+    drths_actuator_hold(a,
+                        kind == DRTHS_HOLD_WATCHDOG || kind == DRTHS_HOLD_STALL
+                            ? DRTHS_STOP_WATCHDOG
+                            : DRTHS_STOP_LIMIT,
+                        1, &c);
 }
 
 /* The command stream's counters, reported among the actuator's. */
@@ -343,20 +370,21 @@ static const drths_cmd_channel_t *held(const drths_actuator_t *a, uint64_t t,
  * last member arrives. Returns true when refused. RT thread: the sentence is the HOLD's. */
 static bool check_arrival(drths_actuator_t *a, uint64_t t, const drths_cmd_channel_t *s)
 {
-    char text[DRTHS_WIRE_MAX_TEXT + 1];
+    drths_hold_cause_t c;
+    drths_hold_cause_init(&c, DRTHS_HOLD_ARRIVAL);
+    c.tick = t;
     const double dt = 1.0 / a->p.rate_hz;
     if (!isfinite(s->disp_m) || !isfinite(s->vel_m_s) || !isfinite(s->damper_cmd) ||
         fabs(s->disp_m) > a->p.limit_displacement_m) {
-        snprintf(text, sizeof text,
-                 "command for tick %llu refused on arrival: displacement %.6g m (velocity %.6g "
-                 "m/s, damper %.6g) is not a number or exceeds limit_displacement_m %.6g m",
-                 (unsigned long long)t, s->disp_m, s->vel_m_s, s->damper_cmd,
-                 a->p.limit_displacement_m);
+        c.sub = DRTHS_HOLD_ARRIVAL_DISPLACEMENT;
+        c.v[0] = s->disp_m;
+        c.v[1] = s->vel_m_s;
+        c.v[2] = s->damper_cmd;
+        c.v[3] = a->p.limit_displacement_m;
     } else if (fabs(s->vel_m_s) > a->p.limit_velocity_m_s) {
-        snprintf(text, sizeof text,
-                 "command for tick %llu refused on arrival: velocity %.6g m/s exceeds "
-                 "limit_velocity_m_s %.6g m/s",
-                 (unsigned long long)t, s->vel_m_s, a->p.limit_velocity_m_s);
+        c.sub = DRTHS_HOLD_ARRIVAL_VELOCITY;
+        c.v[0] = s->vel_m_s;
+        c.v[1] = a->p.limit_velocity_m_s;
     } else {
         drths_cmd_channel_t b[4];
         const drths_cmd_channel_t *n[5] = {held(a, t - 2, &b[0]), held(a, t - 1, &b[1]), s,
@@ -368,12 +396,11 @@ static bool check_arrival(drths_actuator_t *a, uint64_t t, const drths_cmd_chann
                 continue;
             const double v = (n[i]->disp_m - n[i - 1]->disp_m) / dt;
             if (fabs(v) > a->p.limit_velocity_m_s) {
-                snprintf(text, sizeof text,
-                         "command for tick %llu refused on arrival: it moves %.4g mm %s tick "
-                         "%llu, a velocity of %.4g m/s beyond limit_velocity_m_s %.6g m/s",
-                         (unsigned long long)t, fabs(n[i]->disp_m - n[i - 1]->disp_m) * 1e3,
-                         i <= 2 ? "from" : "to", (unsigned long long)(i <= 2 ? t - 1 : t + 1),
-                         fabs(v), a->p.limit_velocity_m_s);
+                c.sub = DRTHS_HOLD_ARRIVAL_STEP;
+                c.n[0] = i > 2; /* to the next tick, else from the previous one */
+                c.v[0] = fabs(n[i]->disp_m - n[i - 1]->disp_m);
+                c.v[1] = fabs(v);
+                c.v[2] = a->p.limit_velocity_m_s;
                 goto refuse;
             }
         }
@@ -382,10 +409,9 @@ static bool check_arrival(drths_actuator_t *a, uint64_t t, const drths_cmd_chann
                 continue;
             const double acc = (n[i + 1]->disp_m - 2.0 * n[i]->disp_m + n[i - 1]->disp_m) / dt / dt;
             if (fabs(acc) > a->p.limit_drive_acceleration_m_s2) {
-                snprintf(text, sizeof text,
-                         "command for tick %llu refused on arrival: with its neighbours it "
-                         "accelerates at %.4g m/s^2, beyond limit_drive_acceleration_m_s2 %.6g",
-                         (unsigned long long)t, fabs(acc), a->p.limit_drive_acceleration_m_s2);
+                c.sub = DRTHS_HOLD_ARRIVAL_ACCELERATION;
+                c.v[0] = fabs(acc);
+                c.v[1] = a->p.limit_drive_acceleration_m_s2;
                 goto refuse;
             }
         }
@@ -393,7 +419,7 @@ static bool check_arrival(drths_actuator_t *a, uint64_t t, const drths_cmd_chann
     }
 refuse:
     a->c.refused_commands++;
-    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, &c);
     return true;
 }
 
@@ -494,14 +520,11 @@ void drths_actuator_receive(drths_actuator_t *a, const drths_msg_t *m, int64_t a
         }
         break;
     case DRTHS_MSG_ABORT: {
-        char text[DRTHS_WIRE_MAX_TEXT + 1];
-        size_t n = drths_scopy(text, sizeof text, "numerical site aborted: ");
-        n += drths_scopy(text + n, sizeof text - n, drths_stop_reason_name(m->u.stop.reason));
-        if (m->u.stop.text[0]) {
-            n += drths_scopy(text + n, sizeof text - n, ": ");
-            drths_scopy(text + n, sizeof text - n, m->u.stop.text);
-        }
-        drths_actuator_hold(a, m->u.stop.reason, 0, text);
+        drths_hold_cause_t c;
+        drths_hold_cause_init(&c, DRTHS_HOLD_PEER_ABORT);
+        c.sub = m->u.stop.reason;
+        drths_scopy(c.text, sizeof c.text, m->u.stop.text);
+        drths_actuator_hold(a, m->u.stop.reason, 0, &c);
         break;
     }
     default:
@@ -512,40 +535,31 @@ void drths_actuator_receive(drths_actuator_t *a, const drths_msg_t *m, int64_t a
 /* ---- HOLD causes ---------------------------------------------------------------------------- */
 
 /* Each check below returns true when its limit is exceeded, after entering HOLD through
- * drths_actuator_hold with a sentence naming the limit and the offending value (ignored when a
- * cause came first, such as a failed write before the measurement is checked). */
+ * drths_actuator_hold with a cause naming the limit and the offending value (ignored when a
+ * cause came first, such as a failed write before the measurement is checked). The causes are
+ * numbers only; the main thread writes the sentence (site-physical/hold_cause.h). */
 
 /* The command limits, checked before a command reaches the drive. */
 static bool check_command(drths_actuator_t *a, const drths_cmd_channel_t *s)
 {
-    char text[DRTHS_WIRE_MAX_TEXT + 1];
-    if (fabs(s->disp_m) > a->p.limit_displacement_m) {
-        snprintf(text, sizeof text, "displacement limit: command %.6g m exceeds %.6g m", s->disp_m,
-                 a->p.limit_displacement_m);
-    } else if (fabs(s->vel_m_s) > a->p.limit_velocity_m_s) {
-        snprintf(text, sizeof text, "velocity limit: command velocity %.6g m/s exceeds %.6g m/s",
-                 s->vel_m_s, a->p.limit_velocity_m_s);
-    } else {
+    if (fabs(s->disp_m) > a->p.limit_displacement_m)
+        hold_limit(a, DRTHS_HOLD_DISPLACEMENT, 0, s->disp_m, a->p.limit_displacement_m);
+    else if (fabs(s->vel_m_s) > a->p.limit_velocity_m_s)
+        hold_limit(a, DRTHS_HOLD_VELOCITY, 0, s->vel_m_s, a->p.limit_velocity_m_s);
+    else
         return false;
-    }
-    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
     return true;
 }
 
 /* The measurement limits, checked after each read. */
 static bool check_measurement(drths_actuator_t *a, double disp_m, double force_N)
 {
-    char text[DRTHS_WIRE_MAX_TEXT + 1];
-    if (!(fabs(disp_m) <= a->p.limit_meas_disp_m)) {
-        snprintf(text, sizeof text, "measured displacement limit: %.6g m exceeds %.6g m", disp_m,
-                 a->p.limit_meas_disp_m);
-    } else if (!(fabs(force_N) <= a->p.limit_force_N)) {
-        snprintf(text, sizeof text, "force limit: measured force %.6g kN exceeds %.6g kN",
-                 force_N * 1e-3, a->p.limit_force_N * 1e-3);
-    } else {
+    if (!(fabs(disp_m) <= a->p.limit_meas_disp_m))
+        hold_limit(a, DRTHS_HOLD_MEASURED_DISPLACEMENT, 0, disp_m, a->p.limit_meas_disp_m);
+    else if (!(fabs(force_N) <= a->p.limit_force_N))
+        hold_limit(a, DRTHS_HOLD_FORCE, 0, force_N, a->p.limit_force_N);
+    else
         return false;
-    }
-    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
     return true;
 }
 
@@ -557,11 +571,7 @@ static bool check_preview(drths_actuator_t *a, uint64_t tick, const drths_cmdstr
     for (int j = 0; j < o->n_future; j++) {
         const double d = o->future[j];
         if (!(fabs(d) <= a->p.limit_displacement_m)) {
-            char text[DRTHS_WIRE_MAX_TEXT + 1];
-            snprintf(text, sizeof text,
-                     "displacement limit: command %.6g m for tick %llu exceeds %.6g m", d,
-                     (unsigned long long)(tick + 1 + (uint64_t)j), a->p.limit_displacement_m);
-            drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+            hold_limit(a, DRTHS_HOLD_PREVIEW, tick + 1 + (uint64_t)j, d, a->p.limit_displacement_m);
             return true;
         }
     }
@@ -602,10 +612,7 @@ static bool check_watchdog(drths_actuator_t *a, uint64_t tick, int64_t now_ns,
     const int64_t quiet_ns = now_ns - from_ns;
     if (quiet_ns <= limit_ns)
         return false;
-    char text[DRTHS_WIRE_MAX_TEXT + 1];
-    snprintf(text, sizeof text, "watchdog: no command to play for %.1f ms (limit %.6g ms)",
-             (double)quiet_ns * 1e-6, a->p.watchdog_s * 1e3);
-    drths_actuator_hold(a, DRTHS_STOP_WATCHDOG, 1, text);
+    hold_limit(a, DRTHS_HOLD_WATCHDOG, tick, (double)quiet_ns * 1e-6, a->p.watchdog_s * 1e3);
     return true;
 }
 
@@ -613,18 +620,21 @@ static bool check_watchdog(drths_actuator_t *a, uint64_t tick, int64_t now_ns,
  * by how much; the drive was not written. */
 static void drive_refused(drths_actuator_t *a)
 {
-    char text[DRTHS_WIRE_MAX_TEXT + 1];
-    drths_envelope_describe(&a->daq->refusal, text, sizeof text);
-    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    drths_hold_cause_t c;
+    drths_hold_cause_init(&c, DRTHS_HOLD_ENVELOPE);
+    c.envelope = a->daq->refusal;
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, &c);
 }
 
 /* A failed DAQ call is counted and is a HOLD (a no-op when already in HOLD). */
-static void daq_failed(drths_actuator_t *a, int rc, const char *what)
+static void daq_failed(drths_actuator_t *a, int rc, drths_hold_daq_op_t op)
 {
-    char text[DRTHS_WIRE_MAX_TEXT + 1];
-    snprintf(text, sizeof text, "DAQ %s failed (%s)", what, strerror(-rc));
+    drths_hold_cause_t c;
+    drths_hold_cause_init(&c, DRTHS_HOLD_DAQ);
+    c.sub = op;
+    c.n[0] = rc;
     a->c.daq_errors++;
-    drths_actuator_hold(a, DRTHS_STOP_INTERNAL_ERROR, 1, text);
+    drths_actuator_hold(a, DRTHS_STOP_INTERNAL_ERROR, 1, &c);
 }
 
 /* A converter at an end code (the DAQ read fails with -ERANGE and flags the channel): the
@@ -632,19 +642,13 @@ static void daq_failed(drths_actuator_t *a, int rc, const char *what)
  * its own, counted as a DAQ error (the read did fail). */
 static void converter_saturated(drths_actuator_t *a, double disp_m, double force_N)
 {
-    char text[DRTHS_WIRE_MAX_TEXT + 1];
-    if (a->daq->saturated & (1u << DRTHS_DAQ_DISPLACEMENT_IN))
-        snprintf(text, sizeof text,
-                 "converter saturated: measured displacement reads %.6g m, the end of its "
-                 "converter; the true value may lie beyond",
-                 disp_m);
-    else
-        snprintf(text, sizeof text,
-                 "converter saturated: measured force reads %.6g kN, the end of its converter; "
-                 "the true value may lie beyond",
-                 force_N * 1e-3);
+    drths_hold_cause_t c;
+    drths_hold_cause_init(&c, DRTHS_HOLD_SATURATED);
+    const bool disp = a->daq->saturated & (1u << DRTHS_DAQ_DISPLACEMENT_IN);
+    c.sub = disp ? 0 : 1;
+    c.v[0] = disp ? disp_m : force_N;
     a->c.daq_errors++;
-    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, &c);
 }
 
 /* ---- the tick's phases ---------------------------------------------------------------------- */
@@ -695,13 +699,8 @@ static bool check_stall(drths_actuator_t *a, const tick_state_t *s)
 {
     if (s->lateness_ns <= a->stall_ns)
         return false;
-    char text[DRTHS_WIRE_MAX_TEXT + 1];
-    snprintf(text, sizeof text,
-             "stall: tick %llu woke %.1f ms after its deadline (physical.max_tick_late_ms %g); "
-             "the missed ticks are not played",
-             (unsigned long long)s->tick, (double)s->lateness_ns * 1e-6,
-             a->p.max_tick_late_s * 1e3);
-    drths_actuator_hold(a, DRTHS_STOP_WATCHDOG, 1, text);
+    hold_limit(a, DRTHS_HOLD_STALL, s->tick, (double)s->lateness_ns * 1e-6,
+               a->p.max_tick_late_s * 1e3);
     return true;
 }
 
@@ -721,7 +720,7 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     case DRTHS_CMD_SRC_NONE:
         return true;
     case DRTHS_CMD_SRC_OVERDUE:
-        drths_actuator_hold(a, DRTHS_STOP_HOLD, 1, o->hold_text);
+        drths_actuator_hold(a, DRTHS_STOP_HOLD, 1, &o->hold_cause);
         return true;
     case DRTHS_CMD_SRC_REST:
         s->rest = true;
@@ -867,7 +866,7 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     a->last_drive_m = s->drive;
     if (rc) {
         out->daq_rc = rc;
-        daq_failed(a, rc, s->holding ? "safe state" : "write");
+        daq_failed(a, rc, s->holding ? DRTHS_HOLD_DAQ_SAFE_STATE : DRTHS_HOLD_DAQ_WRITE);
     }
     s->md = NAN;
     s->mf = NAN;
@@ -881,7 +880,7 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
     if (rc) {
         if (!out->daq_rc)
             out->daq_rc = rc;
-        daq_failed(a, rc, "read");
+        daq_failed(a, rc, DRTHS_HOLD_DAQ_READ);
         return;
     }
     a->last_meas_disp_m = s->md;
@@ -1000,20 +999,15 @@ static void check_stability(drths_actuator_t *a, const tick_state_t *s)
                          prev_rate >= a->p.stab_growth_per_s;
     if (!growing && !(quiet && rate > -a->p.stab_min_decay_per_s))
         return;
-    const double freq = (double)cross / (2.0 * span_s);
-    const double pct = (exp(rate) - 1.0) * 100.0;
-    char text[DRTHS_WIRE_MAX_TEXT + 1];
-    if (growing)
-        snprintf(text, sizeof text,
-                 "stability: oscillation at %.1f Hz growing %.0f %%/s over %.1f s; amplitude "
-                 "%.1f -> %.1f mm",
-                 freq, pct, span_s, first * 1e3, last * 1e3);
-    else
-        snprintf(text, sizeof text,
-                 "stability: oscillation at %.1f Hz not decaying after the record's end "
-                 "(%+.0f %%/s over %.1f s); amplitude %.1f mm",
-                 freq, pct, span_s, last * 1e3);
-    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, text);
+    drths_hold_cause_t c;
+    drths_hold_cause_init(&c, DRTHS_HOLD_STABILITY);
+    c.sub = growing ? 0 : 1;
+    c.v[0] = (double)cross / (2.0 * span_s); /* Hz */
+    c.v[1] = (exp(rate) - 1.0) * 100.0;      /* %/s */
+    c.v[2] = span_s;
+    c.v[3] = last;
+    c.v[4] = first;
+    drths_actuator_hold(a, DRTHS_STOP_LIMIT, 1, &c);
 }
 
 /* Phase 4, the FEEDBACK: this tick's measurement goes into the ring, and the message carries
@@ -1072,7 +1066,10 @@ static void build_abort(drths_actuator_t *a, uint64_t tick, drths_actuator_out_t
     out->abort.epoch = a->epoch;
     out->abort.tick = tick;
     out->abort.u.stop.reason = a->hold_reason;
-    drths_scopy(out->abort.u.stop.text, sizeof out->abort.u.stop.text, a->hold_text);
+    /* A fixed text naming the cause, or the cause's own text: the RT thread formats nothing
+     * (site-physical/hold_cause.h says why the numbers stay at this site). */
+    drths_scopy(out->abort.u.stop.text, sizeof out->abort.u.stop.text,
+                drths_hold_cause_abort_text(&a->hold_cause));
 }
 
 /* Phase 6, the end of the run: in HOLD once the drive has settled and the linger (and the

@@ -99,6 +99,7 @@
 #include "protocol/wire.h"
 #include "site-physical/command_stream.h"
 #include "site-physical/daq.h"
+#include "site-physical/hold_cause.h"
 
 /* Columns of physical.csv, in this order (drths_actuator_columns gives their header names). */
 enum {
@@ -138,7 +139,7 @@ extern const char *const drths_actuator_columns[DRTHS_ACT_NCOLS];
 
 /* Transitions a tick reports in drths_actuator_out_t.events, for the caller to log. */
 enum {
-    DRTHS_ACT_EV_HOLD = 1u << 0,     /* entered HOLD (reason in hold_text) */
+    DRTHS_ACT_EV_HOLD = 1u << 0,     /* entered HOLD (its cause in hold_cause) */
     DRTHS_ACT_EV_SETTLED = 1u << 1,  /* in HOLD, the drive has reached its target */
     DRTHS_ACT_EV_EPOCH = 1u << 2,    /* a new epoch took effect */
     DRTHS_ACT_EV_FIRST_COMMAND = 1u << 3, /* tick L + 1: the first commanded tick */
@@ -284,7 +285,8 @@ typedef struct drths_actuator {
 
     int hold;
     uint8_t hold_reason;         /* drths_stop_reason_t */
-    char hold_text[DRTHS_WIRE_MAX_TEXT + 1];
+    drths_hold_cause_t hold_cause; /* filled by the RT thread; the sentence is the main
+                                    * thread's (drths_actuator_hold_text) */
     int hold_abort_peer;         /* send ABORT to the numerical site */
     int hold_started;            /* the first HOLD tick has run (hold_tick valid) */
     uint64_t hold_tick;          /* first tick in HOLD */
@@ -354,8 +356,7 @@ static inline int drths_actuator_started(const drths_actuator_t *a)
 }
 
 /* Copies src into dst (cap bytes with the NUL) and returns the length written, never
- * overflowing; used to build HOLD sentences without printf where no number is involved.
- * RT-safe. */
+ * overflowing; used to copy texts on the RT thread, where nothing is formatted. RT-safe. */
 size_t drths_scopy(char *dst, size_t cap, const char *src);
 
 /* Runs tick `tick` (0, 1, 2, ... in order, none skipped), due at deadline_ns and woken at
@@ -367,10 +368,16 @@ size_t drths_scopy(char *dst, size_t cap, const char *src);
 int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns, int64_t now_ns,
                         drths_actuator_out_t *out);
 
-/* Enters HOLD (if not already in it, nor finished) with a stop reason and one sentence;
- * abort_peer says whether the numerical site is sent ABORT {reason, text}. The single entry
- * into HOLD; when it takes effect is in the file comment (HOLD). RT-safe. */
-void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer, const char *text);
+/* Enters HOLD (if not already in it, nor finished) with a stop reason and its cause (copied;
+ * site-physical/hold_cause.h); abort_peer says whether the numerical site is sent ABORT
+ * {reason, drths_hold_cause_abort_text}. The single entry into HOLD; when it takes effect is in
+ * the file comment (HOLD). RT-safe: it formats nothing. */
+void drths_actuator_hold(drths_actuator_t *a, uint8_t reason, int abort_peer,
+                         const drths_hold_cause_t *cause);
+
+/* The HOLD's sentence (drths_hold_cause_describe of hold_cause) in buf; "" outside HOLD.
+ * Returns buf. Not RT-safe: for the main thread (log lines, summary.json, the exit reason). */
+const char *drths_actuator_hold_text(const drths_actuator_t *a, char *buf, size_t cap);
 
 /* Tracking RMS error norm in % (Phillips & Spencer 2013, eq. 31): 100 sqrt(sum (measured -
  * command)^2 / sum command^2) over the ticks driven by a command (received or concealed),

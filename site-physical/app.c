@@ -247,6 +247,7 @@ static int run(drths_physapp_t *a)
     int closed = drths_recorder_close(&a->rec, &err);
     if (rc != 0)
         return DRTHS_EXIT_FAILED; /* the thread never ran: nothing to report */
+    drths_physsite_exit_reason(&a->ps); /* a HOLD's sentence, formatted here */
     drths_site_mark_incomplete(PROG, a->ps.rec_dropped, a->ps.exit_reason,
                                sizeof a->ps.exit_reason, &a->ps.exit_code);
     drths_site_provenance_rt(&a->shell, &a->ps.rt_report, &a->prov);

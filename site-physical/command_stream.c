@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -550,22 +549,18 @@ static bool play_late(drths_cmdstream_t *cs, step_t *s)
 
 /* A missing command: concealed, unless the newest command applied (received, in time or late)
  * is for a tick more than max_concealed_ticks before this one (the horizon of the guess), which
- * is OVERDUE, a HOLD (returns true with the sentence in hold_text). Without late commands that
+ * is OVERDUE, a HOLD (returns true with its cause in hold_cause). Without late commands that
  * is more than max_concealed_ticks concealed in a row. */
 static bool conceal_missing(drths_cmdstream_t *cs, step_t *s)
 {
     drths_cmdstream_out_t *o = s->o;
     const uint64_t horizon = s->tick - cs->last_base;
     if (horizon > (uint64_t)cs->p.max_concealed_ticks) {
-        if (horizon == cs->consecutive_concealed + 1)
-            snprintf(o->hold_text, sizeof o->hold_text,
-                     "too many concealed commands (%llu in a row, limit %d)",
-                     (unsigned long long)horizon, cs->p.max_concealed_ticks);
-        else
-            snprintf(o->hold_text, sizeof o->hold_text,
-                     "commands too late: the newest applied is %llu ticks behind its tick "
-                     "(limit %d)",
-                     (unsigned long long)horizon, cs->p.max_concealed_ticks);
+        drths_hold_cause_init(&o->hold_cause, DRTHS_HOLD_CONCEALMENT);
+        o->hold_cause.tick = s->tick;
+        o->hold_cause.sub = horizon == cs->consecutive_concealed + 1 ? 0 : 1;
+        o->hold_cause.n[0] = (int64_t)horizon;
+        o->hold_cause.n[1] = cs->p.max_concealed_ticks;
         o->source = DRTHS_CMD_SRC_OVERDUE;
         return true;
     }
@@ -620,7 +615,7 @@ void drths_cmdstream_tick(drths_cmdstream_t *cs, drths_playout_t *pb, uint64_t t
     o->cmd_tick = -1;
     o->lead_ns = 0;
     o->n_future = 0;
-    o->hold_text[0] = '\0';
+    o->hold_cause.kind = DRTHS_HOLD_NONE;
     if (hold) {
         /* The play head keeps up, so that a copy arriving later is counted late. */
         drths_cmd_channel_t taken;

@@ -35,6 +35,7 @@
 #include "common/platform/error.h"
 #include "protocol/playout.h"
 #include "protocol/wire.h"
+#include "site-physical/hold_cause.h"
 
 /* The stream's settings are the actuator site's, hence their names. */
 
@@ -82,8 +83,8 @@ typedef enum drths_cmd_source {
     DRTHS_CMD_SRC_CATCHUP,   /* delayed playback catching up: the tick's own command arrived in
                               * time, but a kept one behind it is played */
     DRTHS_CMD_SRC_CONCEALED, /* extrapolated, or braking to rest */
-    DRTHS_CMD_SRC_OVERDUE,   /* beyond the concealment budget: nothing to play, HOLD (the
-                              * sentence is in hold_text) */
+    DRTHS_CMD_SRC_OVERDUE,   /* beyond the concealment budget: nothing to play, HOLD (its
+                              * cause is in hold_cause) */
 } drths_cmd_source_t;
 
 typedef struct drths_cmdstream_params {
@@ -126,7 +127,7 @@ typedef struct drths_cmdstream_out {
     double past[4];
     int n_future;
     double future[DRTHS_ACT_MAX_LOOKAHEAD];
-    char hold_text[DRTHS_WIRE_MAX_TEXT + 1]; /* OVERDUE: the HOLD's sentence */
+    drths_hold_cause_t hold_cause; /* OVERDUE: the HOLD's cause (hold_cause.h) */
 } drths_cmdstream_out_t;
 
 typedef struct drths_cmdstream {

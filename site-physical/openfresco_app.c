@@ -643,7 +643,7 @@ static void handle_end(drths_ofr_app_t *app, drths_physsite_t *ps, const req_t *
         return;
     }
     snprintf(app->end_text, sizeof app->end_text, "%s", r->text);
-    drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0, r->text);
+    drths_physsite_hold_text_cause(ps, DRTHS_STOP_PEER_LOST, 0, r->text);
 }
 
 /* Checks a trial when it arrives, before any command is made for it: every channel's value
@@ -685,7 +685,7 @@ static int check_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_o
         snprintf(app->end_text, sizeof app->end_text, "%.*s", (int)sizeof app->end_text - 1,
                  text);
         app->refused++;
-        drths_physsite_hold(ps, DRTHS_STOP_LIMIT, 0, app->end_text);
+        drths_physsite_hold_text_cause(ps, DRTHS_STOP_LIMIT, 0, app->end_text);
         return -ERANGE;
     }
     return 0;
@@ -698,9 +698,9 @@ static void queue_target(drths_ofr_app_t *app, drths_physsite_t *ps, const drths
     if (drths_physsite_in_hold(ps) || check_trial(app, ps, x, kind) != 0)
         return;
     if (app->pend_count == DRTHS_OFR_PENDING) {
-        drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0,
-                            "the OpenFresco client sent " PENDING_TEXT
-                            " trials without waiting for a response");
+        drths_physsite_hold_text_cause(ps, DRTHS_STOP_PEER_LOST, 0,
+                                       "the OpenFresco client sent " PENDING_TEXT
+                                       " trials without waiting for a response");
         return;
     }
     int i = (app->pend_head + app->pend_count) % DRTHS_OFR_PENDING;
@@ -738,7 +738,7 @@ static void on_iteration(drths_ofr_app_t *app, drths_physsite_t *ps, const drths
                      "the OpenFresco client sent more than %d iterations in analysis step %llu "
                      "(trials with the same time, %g s; --openfresco-max-iterations)",
                      app->cfg.max_iterations, (unsigned long long)app->time_steps, app->last_time);
-        drths_physsite_hold(ps, DRTHS_STOP_PEER_LOST, 0, app->end_text);
+        drths_physsite_hold_text_cause(ps, DRTHS_STOP_PEER_LOST, 0, app->end_text);
         return;
     }
     queue_target(app, ps, x, TGT_ITER);
@@ -956,7 +956,7 @@ static void plan_or_hold(drths_ofr_app_t *app, drths_physsite_t *ps, int motion,
              "OpenFresco: no smooth command for %s within 64 steps at the bounds (acceleration "
              "%g m/s^2, half the command velocity limit)",
              what, app->acc_bound_m_s2);
-    drths_physsite_hold(ps, DRTHS_STOP_LIMIT, 0, app->end_text);
+    drths_physsite_hold_text_cause(ps, DRTHS_STOP_LIMIT, 0, app->end_text);
     app->motion = DRTHS_OFR_REST;
 }
 
@@ -1110,7 +1110,7 @@ static int step_watchdog(drths_ofr_app_t *app, drths_physsite_t *ps, int64_t now
                  "the OpenFresco client sent no first target within %g s of its set-up "
                  "(--wait-timeout; GenericTCP waits there for its operator to press Enter twice)",
                  limit_s);
-    drths_physsite_hold(ps, DRTHS_STOP_WATCHDOG, 0, app->end_text);
+    drths_physsite_hold_text_cause(ps, DRTHS_STOP_WATCHDOG, 0, app->end_text);
     return 1;
 }
 

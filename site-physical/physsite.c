@@ -23,14 +23,65 @@
 
 /* ---- events to main ------------------------------------------------------------------------ */
 
-static void vevent(drths_physsite_t *ps, int warning, const char *fmt, va_list ap)
+/* What the RT thread pushes into the event ring: a sentence already written (before the run,
+ * and a source's lines), or one of the tick loop's transitions as numbers, which
+ * drths_physsite_next_event (main) turns into its line. */
+typedef enum {
+    EV_TEXT = 0,
+    EV_RUN_STARTED,   /* u[0] L, v[0] the tick's length, ms */
+    EV_FIXED_L,       /* u[0] L, u[1] playout_ticks */
+    EV_FIRST_COMMAND, /* tick, name (the compensation) */
+    EV_EPOCH,         /* tick, u[0] epoch, u[1] L */
+    EV_HOLD,          /* tick, cause (channel: the channel that held the site) */
+    EV_HOLD_DRIVE,    /* channel, u[0] ramp, v[0] target, v[1] ramp rate */
+    EV_SETTLED,       /* tick, channel, v[0] target, v[1] seconds after HOLD began */
+} event_kind_t;
+
+typedef struct rt_event {
+    drths_physsite_event_t line; /* warning; text for EV_TEXT */
+    event_kind_t kind;
+    uint64_t tick;
+    int channel;
+    uint64_t u[2];
+    double v[2];
+    const char *name; /* static */
+    drths_hold_cause_t cause;
+} rt_event_t;
+
+static void push_event(drths_physsite_t *ps, const rt_event_t *ev)
 {
-    drths_physsite_event_t ev;
-    ev.warning = warning;
-    vsnprintf(ev.text, sizeof ev.text, fmt, ap);
-    (void)drths_ring_push(&ps->events, &ev);
+    (void)drths_ring_push(&ps->events, ev);
     if (ps->cfg.wake)
         ps->cfg.wake(ps->cfg.wake_ctx);
+}
+
+/* A transition of the tick loop, formatted by main. RT-safe. */
+static void event_rec(drths_physsite_t *ps, int warning, event_kind_t kind, uint64_t tick,
+                      int channel, uint64_t u0, uint64_t u1, double v0, double v1)
+{
+    rt_event_t ev;
+    ev.line.warning = warning;
+    ev.line.text[0] = '\0';
+    ev.kind = kind;
+    ev.tick = tick;
+    ev.channel = channel;
+    ev.u[0] = u0;
+    ev.u[1] = u1;
+    ev.v[0] = v0;
+    ev.v[1] = v1;
+    ev.name = NULL;
+    ev.cause.kind = DRTHS_HOLD_NONE;
+    push_event(ps, &ev);
+}
+
+static void vevent(drths_physsite_t *ps, int warning, const char *fmt, va_list ap)
+{
+    rt_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.line.warning = warning;
+    ev.kind = EV_TEXT;
+    vsnprintf(ev.line.text, sizeof ev.line.text, fmt, ap);
+    push_event(ps, &ev);
 }
 
 static void event(drths_physsite_t *ps, int warning, const char *fmt, ...)
@@ -52,9 +103,71 @@ void drths_physsite_event(drths_physsite_t *ps, int warning, const char *fmt, ..
     va_end(ap);
 }
 
-int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *ev)
+/* The site's HOLD sentence for a cause: the label of the channel that held the site first,
+ * then the cause's sentence, cut to DRTHS_WIRE_MAX_TEXT bytes together. */
+static const char *cause_text(const drths_physsite_t *ps, const drths_hold_cause_t *c, char *buf,
+                              size_t cap)
 {
-    return drths_ring_pop(&ps->events, ev);
+    if (!cap)
+        return buf;
+    if (cap > DRTHS_WIRE_MAX_TEXT + 1)
+        cap = DRTHS_WIRE_MAX_TEXT + 1;
+    size_t n = 0;
+    if (c->channel >= 0 && c->channel < ps->n_channels)
+        n = drths_scopy(buf, cap, ps->label[c->channel]);
+    drths_hold_cause_describe(c, buf + n, cap - n);
+    return buf;
+}
+
+int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *out)
+{
+    rt_event_t ev;
+    int rc = drths_ring_pop(&ps->events, &ev);
+    if (rc)
+        return rc;
+    *out = ev.line;
+    char *t = out->text;
+    const size_t cap = sizeof out->text;
+    const char *who = ev.channel >= 0 && ev.channel < ps->n_channels ? ps->label[ev.channel] : "";
+    char hold[DRTHS_WIRE_MAX_TEXT + 1];
+    switch (ev.kind) {
+    case EV_TEXT:
+        break;
+    case EV_RUN_STARTED:
+        snprintf(t, cap, "run started: loop delay L = %" PRIu64 " ticks (%.3f ms), epoch 1",
+                 ev.u[0], ev.v[0]);
+        break;
+    case EV_FIXED_L:
+        snprintf(t, cap,
+                 "fixed loop delay L = %" PRIu64 " ticks is not below physical.playout_ticks = "
+                 "%" PRIu64 ": if the round trip is much shorter than L, commands arrive too far "
+                 "ahead and are dropped (raise physical.playout_ticks above L)",
+                 ev.u[0], ev.u[1]);
+        break;
+    case EV_FIRST_COMMAND:
+        snprintf(t, cap, "tick %" PRIu64 ": first commanded tick (compensation %s)", ev.tick,
+                 ev.name);
+        break;
+    case EV_EPOCH:
+        snprintf(t, cap, "tick %" PRIu64 ": epoch %" PRIu64 ", L = %" PRIu64 " ticks", ev.tick,
+                 ev.u[0], ev.u[1]);
+        break;
+    case EV_HOLD:
+        snprintf(t, cap, "HOLD at tick %" PRIu64 ": %s", ev.tick,
+                 cause_text(ps, &ev.cause, hold, sizeof hold));
+        break;
+    case EV_HOLD_DRIVE:
+        snprintf(t, cap,
+                 "%sHOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value", who,
+                 ev.u[0] ? "ramps to the safe position" : "goes to the measured position", ev.v[0],
+                 ev.v[1]);
+        break;
+    case EV_SETTLED:
+        snprintf(t, cap, "tick %" PRIu64 ": %sHOLD: drive at %.6g m (%.3f s after HOLD began)",
+                 ev.tick, who, ev.v[0], ev.v[1]);
+        break;
+    }
+    return 0;
 }
 
 void drths_physsite_request_stop(drths_physsite_t *ps)
@@ -199,7 +312,7 @@ int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg
         rc = drths_error_set(err, -ENOMEM, "out of memory for the receive batch");
         goto fail_rx;
     }
-    rc = drths_ring_init(&ps->events, sizeof(drths_physsite_event_t), EVENT_CAPACITY);
+    rc = drths_ring_init(&ps->events, sizeof(rt_event_t), EVENT_CAPACITY);
     if (rc) {
         rc = drths_error_set(err, rc, "out of memory for the event ring");
         goto fail_batch;
@@ -209,7 +322,7 @@ int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg
     atomic_init(&ps->done, 0);
     atomic_init(&ps->state, DRTHS_PHYSSITE_WAITING);
     ps->exit_code = 1;
-    snprintf(ps->exit_reason, sizeof ps->exit_reason, "not run");
+    drths_scopy(ps->exit_reason, sizeof ps->exit_reason, "not run");
     return 0;
 
 fail_batch:
@@ -236,11 +349,20 @@ const char *const *drths_physsite_columns(const drths_physsite_t *ps, int *n)
     return (const char *const *)ps->column_names;
 }
 
-void drths_physsite_hold(drths_physsite_t *ps, uint8_t reason, int abort_peer, const char *text)
+void drths_physsite_hold(drths_physsite_t *ps, uint8_t reason, int abort_peer,
+                         const drths_hold_cause_t *cause)
 {
     for (int i = 0; i < ps->n_channels; i++)
-        drths_actuator_hold(drths_physsite_act(ps, i), reason, i == 0 ? abort_peer : 0, text);
+        drths_actuator_hold(drths_physsite_act(ps, i), reason, i == 0 ? abort_peer : 0, cause);
     ps->held_together = 1;
+}
+
+void drths_physsite_hold_text_cause(drths_physsite_t *ps, uint8_t reason, int abort_peer,
+                                    const char *text)
+{
+    drths_hold_cause_t c;
+    drths_hold_cause_text(&c, text);
+    drths_physsite_hold(ps, reason, abort_peer, &c);
 }
 
 int drths_physsite_in_hold(const drths_physsite_t *ps)
@@ -253,9 +375,42 @@ int drths_physsite_in_hold(const drths_physsite_t *ps)
     return 0;
 }
 
-const char *drths_physsite_hold_text(const drths_physsite_t *ps)
+/* The cause of the site's HOLD: the first channel's, or the one of the channel that held the
+ * others (its channel set). */
+static const drths_hold_cause_t *site_cause(const drths_physsite_t *ps)
 {
-    return ps->hold_channel >= 0 ? ps->hold_text : ps->act.hold_text;
+    return ps->hold_channel >= 0 ? &ps->hold_cause : &ps->act.hold_cause;
+}
+
+const char *drths_physsite_hold_text(const drths_physsite_t *ps, char *buf, size_t cap)
+{
+    if (!drths_physsite_in_hold(ps)) {
+        if (cap)
+            buf[0] = '\0';
+        return buf;
+    }
+    return cause_text(ps, site_cause(ps), buf, cap);
+}
+
+const char *drths_physsite_channel_hold_text(const drths_physsite_t *ps, int i, char *buf,
+                                             size_t cap)
+{
+    const drths_actuator_t *a = drths_physsite_act((drths_physsite_t *)ps, i);
+    if (!a->hold) {
+        if (cap)
+            buf[0] = '\0';
+        return buf;
+    }
+    return cause_text(ps, &a->hold_cause, buf, cap);
+}
+
+const char *drths_physsite_exit_reason(drths_physsite_t *ps)
+{
+    if (ps->exit_hold) {
+        ps->exit_hold = 0;
+        drths_physsite_hold_text(ps, ps->exit_reason, sizeof ps->exit_reason);
+    }
+    return ps->exit_reason;
 }
 
 const drths_actuator_t *drths_physsite_hold_act(const drths_physsite_t *ps)
@@ -279,13 +434,14 @@ static void hold_together(drths_physsite_t *ps)
         if (!a->hold)
             continue;
         ps->hold_channel = i;
-        /* The channel comes first, so a long reason loses its tail, never the channel. */
-        size_t used = drths_scopy(ps->hold_text, sizeof ps->hold_text, ps->label[i]);
-        drths_scopy(ps->hold_text + used, sizeof ps->hold_text - used, a->hold_text);
+        /* The sentence will begin with the channel's label (cause_text), so a long reason
+         * loses its tail, never the channel. */
+        ps->hold_cause = a->hold_cause;
+        ps->hold_cause.channel = i;
         for (int j = 0; j < ps->n_channels; j++)
             if (j != i)
                 drths_actuator_hold(drths_physsite_act(ps, j), a->hold_reason,
-                                    j == 0 ? a->hold_abort_peer : 0, ps->hold_text);
+                                    j == 0 ? a->hold_abort_peer : 0, &ps->hold_cause);
         ps->held_together = 1;
         return;
     }
@@ -629,6 +785,8 @@ static int64_t drain(drths_physsite_t *ps, int running, int max_batches)
 
 /* ---- the thread ---------------------------------------------------------------------------- */
 
+/* Ends the site with code and reason; reason NULL: the HOLD's sentence, which main writes
+ * from the cause (drths_physsite_exit_reason). */
 static int finish(drths_physsite_t *ps, int code, const char *reason)
 {
     /* Every end leaves the outputs neutral: the drive where it was, the damper at its safe
@@ -640,8 +798,11 @@ static int finish(drths_physsite_t *ps, int code, const char *reason)
     if (ps->udp && !ps->cfg.source)
         ps->kernel_drops = drths_udp_kernel_drops(ps->udp);
     ps->exit_code = code;
-    if (reason != ps->exit_reason)
-        snprintf(ps->exit_reason, sizeof ps->exit_reason, "%s", reason);
+    ps->exit_hold = reason == NULL;
+    if (!reason)
+        ps->exit_reason[0] = '\0';
+    else if (reason != ps->exit_reason)
+        drths_scopy(ps->exit_reason, sizeof ps->exit_reason, reason);
     atomic_store(&ps->state, DRTHS_PHYSSITE_DONE);
     atomic_store(&ps->done, 1);
     if (ps->cfg.wake)
@@ -695,7 +856,7 @@ static int before_run(drths_physsite_t *ps)
         if (!had_session && ps->have_session)
             last_valid = drths_now_ns();
         if (ps->act.hold)
-            return finish(ps, 1, ps->act.hold_text);
+            return finish(ps, 1, NULL);
         if (ps->probe_refused)
             return finish(ps, 1, "a numerical site tried to start a run; this site runs "
                                  "--probe-only");
@@ -775,17 +936,12 @@ static int start_run(drths_physsite_t *ps)
     }
 
     const drths_actuator_t *a = &ps->act;
-    event(ps, 0, "run started: loop delay L = %" PRIu32 " ticks (%.3f ms), epoch 1", a->L,
-          (double)a->L * (double)a->dt_ns * 1e-6);
+    event_rec(ps, 0, EV_RUN_STARTED, 0, -1, a->L, 0, (double)a->L * (double)a->dt_ns * 1e-6, 0.0);
     /* Commands arrive about L ticks minus the round trip ahead of their tick. With L chosen
      * from the round trip that is a small margin; a fixed L far above the round trip can put
      * them beyond the playout buffer. */
     if (ps->cfg.exp->link.loop_delay_ticks > 0 && (size_t)a->L >= a->p.playout_ticks)
-        event(ps, 1,
-              "fixed loop delay L = %" PRIu32 " ticks is not below physical.playout_ticks = %zu: "
-              "if the round trip is much shorter than L, commands arrive too far ahead and are "
-              "dropped (raise physical.playout_ticks above L)",
-              a->L, a->p.playout_ticks);
+        event_rec(ps, 1, EV_FIXED_L, 0, -1, a->L, a->p.playout_ticks, 0.0, 0.0);
     return 0;
 }
 
@@ -809,32 +965,40 @@ static void report_tick(drths_physsite_t *ps, uint64_t tick, int *hold_reported)
 {
     const drths_actuator_t *a = &ps->act;
     unsigned ev = ps->out.events;
-    if (ev & DRTHS_ACT_EV_FIRST_COMMAND)
-        event(ps, 0, "tick %" PRIu64 ": first commanded tick (compensation %s)", tick,
-              drths_compensation_name(a->p.compensation));
+    if (ev & DRTHS_ACT_EV_FIRST_COMMAND) {
+        rt_event_t e;
+        memset(&e, 0, sizeof e);
+        e.kind = EV_FIRST_COMMAND;
+        e.tick = tick;
+        e.channel = -1;
+        e.name = drths_compensation_name(a->p.compensation);
+        push_event(ps, &e);
+    }
     if (ev & DRTHS_ACT_EV_EPOCH)
-        event(ps, 0, "tick %" PRIu64 ": epoch %" PRIu32 ", L = %" PRIu32 " ticks", tick, a->epoch,
-              a->L);
+        event_rec(ps, 0, EV_EPOCH, tick, -1, a->epoch, a->L, 0.0, 0.0);
     if (drths_physsite_in_hold(ps) && !*hold_reported) {
         *hold_reported = 1;
         atomic_store(&ps->state, DRTHS_PHYSSITE_HOLD);
-        event(ps, 1, "HOLD at tick %" PRIu64 ": %s", tick, drths_physsite_hold_text(ps));
+        rt_event_t e;
+        memset(&e, 0, sizeof e);
+        e.line.warning = 1;
+        e.kind = EV_HOLD;
+        e.tick = tick;
+        e.channel = -1;
+        e.cause = *site_cause(ps);
+        push_event(ps, &e);
     }
     for (int i = 0; i < ps->n_channels; i++) {
         a = drths_physsite_act(ps, i);
         const drths_actuator_out_t *o = drths_physsite_out(ps, i);
         const char *who = ps->label[i];
         ev = o->events;
-        if (ev & DRTHS_ACT_EV_HOLD) {
-            event(ps, 1,
-                  "%sHOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value", who,
-                  a->p.hold_mode == DRTHS_HOLD_RAMP ? "ramps to the safe position"
-                                                    : "goes to the measured position",
-                  a->hold_target_m, a->p.ramp_rate_m_s);
-        }
+        if (ev & DRTHS_ACT_EV_HOLD)
+            event_rec(ps, 1, EV_HOLD_DRIVE, tick, i, a->p.hold_mode == DRTHS_HOLD_RAMP, 0,
+                      a->hold_target_m, a->p.ramp_rate_m_s);
         if (ev & DRTHS_ACT_EV_SETTLED)
-            event(ps, 0, "tick %" PRIu64 ": %sHOLD: drive at %.6g m (%.3f s after HOLD began)",
-                  tick, who, a->hold_target_m, (double)(tick - a->hold_tick) / a->p.rate_hz);
+            event_rec(ps, 0, EV_SETTLED, tick, i, 0, 0, a->hold_target_m,
+                      (double)(tick - a->hold_tick) / a->p.rate_hz);
         if (o->daq_rc) {
             drths_error_t derr;
             drths_daq_error(drths_physsite_daq(ps, i), &derr);
@@ -895,7 +1059,7 @@ static int end_run(drths_physsite_t *ps, uint64_t tick)
         const char *ok = src->ended(ps->cfg.source_ctx, ps);
         if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !drths_physsite_in_hold(ps))
             return finish(ps, 0, ok);
-        return finish(ps, 1, drths_physsite_hold_text(ps));
+        return finish(ps, 1, NULL);
     }
     if (a->end_reason == DRTHS_STOP_END_OF_RECORD && !a->hold) {
         for (int i = 0; i < 3; i++) {
@@ -905,7 +1069,7 @@ static int end_run(drths_physsite_t *ps, uint64_t tick)
         }
         return finish(ps, 0, "end of record");
     }
-    return finish(ps, 1, a->hold_text);
+    return finish(ps, 1, NULL);
 }
 
 int drths_physsite_run(drths_physsite_t *ps)
@@ -927,8 +1091,9 @@ int drths_physsite_run(drths_physsite_t *ps)
         int req = signalled ? 0 : atomic_load_explicit(&ps->stop_request, memory_order_relaxed);
         if (req) {
             signalled = 1;
-            drths_physsite_hold(ps, DRTHS_STOP_SIGNAL, 1,
-                                req == 2 ? "stopped from the monitor" : "stopped by signal");
+            drths_physsite_hold_text_cause(ps, DRTHS_STOP_SIGNAL, 1,
+                                           req == 2 ? "stopped from the monitor"
+                                                    : "stopped by signal");
         }
         int64_t woke = tk.deadline_ns + tk.lateness_ns;
         if (src)

@@ -21,7 +21,9 @@
  * every channel's actuator on its own specimen or DAQ signals, in the channels' order; a channel
  * that enters HOLD by itself holds the others (one HOLD for the site, its sentence naming the
  * channel), and the run ends when every channel has finished.
- * It never prints: start-up and end lines go to main through an SPSC ring of text events.
+ * It never prints: start-up and end lines go to main through an SPSC ring of event records; the
+ * tick loop's transitions (HOLD with its cause, the HOLD target, its arrival, epochs) are
+ * numbers there, which main turns into lines (drths_physsite_next_event).
  * Whatever ends the run, the thread returns with exit_code and exit_reason set.
  *
  * I/O goes through the DAQ driver (site-physical/daq.h) the experiment names: the virtual back
@@ -162,7 +164,8 @@ typedef struct drths_physsite {
     char label[DRTHS_EXPERIMENT_MAX_CHANNELS][DRTHS_CHANNEL_NAME_MAX + 24];
     int held_together;             /* HOLD has been given to every channel */
     int hold_channel;              /* the channel whose own HOLD held the others, -1 if none */
-    char hold_text[DRTHS_WIRE_MAX_TEXT + 1]; /* the site's HOLD sentence (n > 1) */
+    drths_hold_cause_t hold_cause; /* the site's HOLD cause (n > 1): hold_channel's, with its
+                                    * channel */
 
     /* Session (RT thread). */
     int have_session;
@@ -196,7 +199,9 @@ typedef struct drths_physsite {
 
     /* Result (main reads after the join). */
     int exit_code;              /* 0 success, 1 run failed */
-    char exit_reason[DRTHS_PHYSSITE_EVENT_TEXT];
+    char exit_reason[DRTHS_PHYSSITE_EVENT_TEXT]; /* drths_physsite_exit_reason */
+    int exit_hold;              /* the run ended in HOLD: the reason is the HOLD's sentence,
+                                 * written by main from the cause */
     int rt_rc;                  /* drths_rt_apply_thread's result */
     drths_rt_report_t rt_report;
 
@@ -227,14 +232,30 @@ static inline drths_daq_t *drths_physsite_daq(drths_physsite_t *ps, int i)
 /* Enters HOLD on every channel at once (drths_actuator_hold on each; abort_peer for the first
  * only, which speaks to the numerical site): a cause of the whole site (a signal, the monitor,
  * the OpenFresco client). RT-safe. */
-void drths_physsite_hold(drths_physsite_t *ps, uint8_t reason, int abort_peer, const char *text);
+void drths_physsite_hold(drths_physsite_t *ps, uint8_t reason, int abort_peer,
+                         const drths_hold_cause_t *cause);
+
+/* The same with a sentence that needs no formatting (copied into a DRTHS_HOLD_TEXT cause).
+ * RT-safe. */
+void drths_physsite_hold_text_cause(drths_physsite_t *ps, uint8_t reason, int abort_peer,
+                                    const char *text);
 
 /* Whether the site is in HOLD (any channel). RT-safe. */
 int drths_physsite_in_hold(const drths_physsite_t *ps);
 
-/* The HOLD sentence of the site: the first channel's, or with several channels the one naming
- * the channel whose limit (or DAQ) held them all. RT-safe. */
-const char *drths_physsite_hold_text(const drths_physsite_t *ps);
+/* The HOLD sentence of the site in buf (at most DRTHS_WIRE_MAX_TEXT bytes; "" outside HOLD):
+ * the first channel's, or with several channels the one naming the channel whose limit (or
+ * DAQ) held them all. Returns buf. Not RT-safe: main formats it from the stored cause. */
+const char *drths_physsite_hold_text(const drths_physsite_t *ps, char *buf, size_t cap);
+
+/* Channel i's own HOLD sentence in buf (beginning with the label of the channel that held it
+ * when that was another one; "" outside HOLD). Returns buf. Not RT-safe (main). */
+const char *drths_physsite_channel_hold_text(const drths_physsite_t *ps, int i, char *buf,
+                                             size_t cap);
+
+/* main, after the RT thread has returned: the exit reason. When the run ended in HOLD it is
+ * the HOLD's sentence, written into exit_reason here (the RT thread formats nothing). */
+const char *drths_physsite_exit_reason(drths_physsite_t *ps);
 
 /* Runs tick `tick` on every actuator channel, in the channels' order, as drths_physsite_run
  * does after the source's (or the socket's) work for the tick: drths_actuator_tick of each, a
@@ -277,8 +298,9 @@ void drths_physsite_request_stop(drths_physsite_t *ps);
  * "stopped from the monitor", unless a signal came first. Any thread. */
 void drths_physsite_request_stop_monitor(drths_physsite_t *ps);
 
-/* RT thread (a source's hooks): queues a line for main. Formats text, so call it on
- * transitions only, never every tick. */
+/* RT thread (a source's hooks): queues a line for main. Formats text (vsnprintf), so call it
+ * on transitions only, never every tick; the tick loop's own transitions are records that main
+ * formats. */
 void drths_physsite_event(drths_physsite_t *ps, int warning, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

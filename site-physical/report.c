@@ -107,9 +107,10 @@ void drths_physsite_print_end(FILE *f, const drths_physsite_t *ps, const char *d
                     a->c.hold_ticks);
         }
         const drths_actuator_t *h = drths_physsite_hold_act(ps);
+        char hold[DRTHS_WIRE_MAX_TEXT + 1];
         if (h->hold)
-            fprintf(f, "  HOLD: %s (%" PRIu64 " ticks in HOLD)\n", drths_physsite_hold_text(ps),
-                    h->c.hold_ticks);
+            fprintf(f, "  HOLD: %s (%" PRIu64 " ticks in HOLD)\n",
+                    drths_physsite_hold_text(ps, hold, sizeof hold), h->c.hold_ticks);
     }
     char rejects[512] = "";
     size_t n = 0;
@@ -180,6 +181,7 @@ int drths_physsite_report_end(FILE *f, drths_physsite_t *ps, const drths_ofr_app
                               const char *dir, drths_error_t *err)
 {
     char path[4200];
+    drths_physsite_exit_reason(ps); /* a HOLD's sentence, from its cause */
     int rc = drths_path_join(path, sizeof path, dir, "summary.json") != 0
                  ? drths_error_set(err, -ENAMETOOLONG, "run folder path too long")
                  : drths_physsite_write_summary(ps, path, err);

@@ -255,7 +255,8 @@ static void write_channels(drths_physsite_t *ps, drths_json_t *j)
         drths_json_object_end(j);
         write_envelope(d, j);
         write_tracking(a, j);
-        write_hold(a, a->hold_text, j);
+        char hold[DRTHS_WIRE_MAX_TEXT + 1];
+        write_hold(a, drths_physsite_channel_hold_text(ps, i, hold, sizeof hold), j);
         drths_json_bool(j, "held_the_site", ps->hold_channel == i);
         drths_json_object_begin(j, "daq");
         drths_json_int(j, "errors", (int64_t)a->c.daq_errors);
@@ -331,10 +332,12 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     int r = drths_json_file_open(&j, path, err);
     if (r)
         return r;
+    drths_physsite_exit_reason(ps); /* a HOLD's sentence, from its cause */
     write_run(ps, &j);
     write_commands(&ps->act.c, &j);
     /* The site's HOLD sentence, which names the channel that held the others. */
-    write_hold(drths_physsite_hold_act(ps), drths_physsite_hold_text(ps), &j);
+    char hold[DRTHS_WIRE_MAX_TEXT + 1];
+    write_hold(drths_physsite_hold_act(ps), drths_physsite_hold_text(ps, hold, sizeof hold), &j);
     write_stability(&ps->act, &j);
     write_rejects(ps, &j);
     write_timing(ps, &j);

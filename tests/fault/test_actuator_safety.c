@@ -28,6 +28,13 @@
 
 #include "site-physical/actuator.h"
 
+/* The HOLD sentence, formatted from the cause as the main thread does. */
+static const char *hold_text(const drths_actuator_t *a)
+{
+    static char buf[DRTHS_WIRE_MAX_TEXT + 1];
+    return drths_actuator_hold_text(a, buf, sizeof buf);
+}
+
 #define RATE 5000.0
 #define DT_NS INT64_C(200000)
 #define T0 INT64_C(5000000000)
@@ -215,8 +222,8 @@ static void command_limit_case(drths_hold_mode_t mode)
     assert_int_equal(W.a.hold_reason, DRTHS_STOP_LIMIT);
     /* HOLD when the command arrives (sent with the COMMAND read before tick 1879), long before
      * the compensator's preview (32 ticks) could hold it: it never reached the drive. */
-    assert_non_null(strstr(W.a.hold_text, "command for tick 2000 refused on arrival: "
-                                          "displacement 0.2 m"));
+    assert_non_null(strstr(hold_text(&W.a), "command for tick 2000 refused on arrival: "
+                                            "displacement 0.2 m"));
     assert_int_equal(W.a.hold_tick, 2000 - (uint64_t)(LEAD_NS / DT_NS) - 1 - L_TICKS);
     assert_true(W.a.hold_tick < 2000 - (uint64_t)W.a.lookahead);
     assert_int_equal(W.first_hold_tick, W.a.hold_tick);
@@ -268,11 +275,11 @@ static void test_drive_limit(void **state)
     run(20000, 0);
     assert_true(W.a.hold);
     assert_int_equal(W.a.hold_reason, DRTHS_STOP_LIMIT);
-    assert_non_null(strstr(W.a.hold_text, "drive envelope: drive "));
-    assert_non_null(strstr(W.a.hold_text, "limit_drive_m 0.0052 m"));
+    assert_non_null(strstr(hold_text(&W.a), "drive envelope: drive "));
+    assert_non_null(strstr(hold_text(&W.a), "limit_drive_m 0.0052 m"));
     /* The offending drive was never written. */
     assert_true(W.max_abs_drive <= p.limit_drive_m);
-    print_message("drive limit: %s at tick %llu; largest drive written %.4f mm\n", W.a.hold_text,
+    print_message("drive limit: %s at tick %llu; largest drive written %.4f mm\n", hold_text(&W.a),
                   (unsigned long long)W.a.hold_tick, W.max_abs_drive * 1e3);
     assert_true(W.a.hold_settled);
     teardown();
@@ -287,9 +294,9 @@ static void test_measured_displacement_limit(void **state)
     setup(&p, sine_trip);
     run(1900, 0);
     assert_true(W.a.hold);
-    print_message("hold: %s\n", W.a.hold_text);
+    print_message("hold: %s\n", hold_text(&W.a));
     assert_int_equal(W.a.hold_reason, DRTHS_STOP_LIMIT);
-    assert_non_null(strstr(W.a.hold_text, "measured displacement limit: "));
+    assert_non_null(strstr(hold_text(&W.a), "measured displacement limit: "));
     assert_true(W.hold_ticks_seen > 0);
     teardown();
 }
@@ -312,7 +319,7 @@ static void test_link_cut_watchdog(void **state)
     const uint64_t cut = 3000;
     run(40000, cut);
     assert_true(W.a.hold);
-    print_message("hold: %s at %llu\n", W.a.hold_text, (unsigned long long)W.a.hold_tick);
+    print_message("hold: %s at %llu\n", hold_text(&W.a), (unsigned long long)W.a.hold_tick);
     assert_int_equal(W.a.hold_reason, DRTHS_STOP_WATCHDOG);
     const int64_t last_arrival = deadline(cut) - LEAD_NS;
     /* The site woke 10 us after each deadline. */

@@ -126,6 +126,7 @@ static void world_start(double wait_s)
 static int world_join(void)
 {
     pthread_join(W.th, NULL);
+    drths_physsite_exit_reason(&W.ps); /* main's part: a HOLD's sentence */
     drths_recorder_drain(&W.rec);
     W.ps.rec_dropped = drths_recorder_dropped(&W.rec);
     assert_int_equal(drths_recorder_close(&W.rec, NULL), 0);

@@ -23,6 +23,14 @@
 
 #include "site-physical/command_stream.h"
 
+/* An OVERDUE tick's HOLD sentence, formatted from the cause as the main thread does. */
+static const char *hold_text(const drths_cmdstream_out_t *o)
+{
+    static char buf[DRTHS_WIRE_MAX_TEXT + 1];
+    drths_hold_cause_describe(&o->hold_cause, buf, sizeof buf);
+    return buf;
+}
+
 #define RATE 1000.0
 #define DT_NS INT64_C(1000000)
 #define T0 INT64_C(5000000000)
@@ -730,7 +738,7 @@ static void test_late_stream_beyond_budget_holds(void **state)
     assert_true(F.cs.c.delayed > 150);
     assert_int_equal(F.out.source, DRTHS_CMD_SRC_OVERDUE);
     assert_int_equal(hold_at - F.cs.last_base, 31);
-    assert_string_equal(F.out.hold_text,
+    assert_string_equal(hold_text(&F.out),
                         "commands too late: the newest applied is 31 ticks behind its tick "
                         "(limit 30)");
     teardown();
@@ -865,7 +873,7 @@ static void test_rejoin_into_fillers_after_raise_of_L(void **state)
             tick_at(t, rj_deadline(t));
             if (F.hold)
                 fail_msg("offset %d: HOLD at tick %llu: %s", off, (unsigned long long)t,
-                         F.out.hold_text);
+                         hold_text(&F.out));
             cmd[t] = F.out.cmd.disp_m;
             rj_send_after(t, rejoin, k);
         }

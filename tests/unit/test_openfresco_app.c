@@ -22,6 +22,13 @@
 
 #include "alloc_count.h"
 
+/* Channel i's HOLD sentence, formatted from the cause as the main thread does. */
+static const char *channel_hold_text(const drths_physsite_t *ps, int i)
+{
+    static char buf[DRTHS_WIRE_MAX_TEXT + 1];
+    return drths_physsite_channel_hold_text(ps, i, buf, sizeof buf);
+}
+
 #define K_N_PER_M 2.0e6
 /* The most ticks a step may take here: 50 at the step duration, more when a step's segment is
  * stretched to keep the command within its acceleration bound (a first step from rest). */
@@ -93,7 +100,7 @@ static int teardown(void **state)
                   "%llu segments stretched; hold: %s\n",
                   T.max_dx[0] * 1e3, T.max_dx[0] / dt, T.max_d2x[0] / (dt * dt),
                   (unsigned long long)W->app.stretched,
-                  W->ps.act.hold ? W->ps.act.hold_text : "no");
+                  W->ps.act.hold ? channel_hold_text(&W->ps, 0) : "no");
     /* Every run on elastic.yaml: the commands within the bounds, whatever the test did. */
     if (W->app.n == 1)
         assert_smooth();
@@ -235,7 +242,7 @@ static void test_lost_client_holds(void **state)
     assert_true(W->ps.out.finished);
     assert_true(W->ps.act.hold);
     assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_PEER_LOST);
-    assert_non_null(strstr(W->ps.act.hold_text, "went away"));
+    assert_non_null(strstr(channel_hold_text(&W->ps, 0), "went away"));
     /* The request pending at the loss is never answered from HOLD. */
     assert_int_equal(drths_ofr_app_take(&W->app, &r), -EAGAIN);
 }
@@ -263,9 +270,10 @@ static void test_step_watchdog(void **state)
     assert_true(held > answered + 250);
     assert_true(held <= answered + 253);
     assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_WATCHDOG);
-    assert_non_null(strstr(W->ps.act.hold_text, "sent no new target for 0.05 s after step 1 was "
-                                                "reached and answered (--openfresco-step-"
-                                                "timeout)"));
+    assert_non_null(strstr(channel_hold_text(&W->ps, 0),
+                           "sent no new target for 0.05 s after step 1 was "
+                           "reached and answered (--openfresco-step-"
+                           "timeout)"));
 }
 
 /* Before the first target the silence counts from the set-up and is bounded by the wait for a
@@ -281,8 +289,8 @@ static void test_step_watchdog_before_any_target(void **state)
     assert_true(W->ps.act.hold);
     assert_true(W->tick >= 1000 && W->tick <= 1003);
     assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_WATCHDOG);
-    assert_non_null(
-        strstr(W->ps.act.hold_text, "sent no first target within 0.2 s of its set-up (--wait-"));
+    assert_non_null(strstr(channel_hold_text(&W->ps, 0),
+                           "sent no first target within 0.2 s of its set-up (--wait-"));
 }
 
 /* A client that does not commit but sends the analysis time (GenericTCP with the time mode of
@@ -352,8 +360,9 @@ static void test_time_iteration_limit(void **state)
             assert_int_equal(tick(), 0);
     }
     assert_true(W->ps.act.hold);
-    assert_non_null(strstr(W->ps.act.hold_text, "more than 3 iterations in analysis step 1 "
-                                                "(trials with the same time, 0.01 s;"));
+    assert_non_null(strstr(channel_hold_text(&W->ps, 0),
+                           "more than 3 iterations in analysis step 1 "
+                           "(trials with the same time, 0.01 s;"));
 }
 
 /* ShadowSite: it commits every step but its first step is over before its first commit, so
@@ -531,9 +540,9 @@ static void test_two_channels(void **state)
     assert_true(drths_ofr_app_channel_rms_pct(&W->app, 1) == 0.0);
     assert_false(drths_physsite_in_hold(&W->ps));
     /* A cause of the whole site holds both channels with one sentence. */
-    drths_physsite_hold(&W->ps, DRTHS_STOP_PEER_LOST, 0, "the client went away");
+    drths_physsite_hold_text_cause(&W->ps, DRTHS_STOP_PEER_LOST, 0, "the client went away");
     assert_true(W->ps.act.hold && W->ps.extra[0].act.hold);
-    assert_string_equal(W->ps.extra[0].act.hold_text, "the client went away");
+    assert_string_equal(channel_hold_text(&W->ps, 1), "the client went away");
 }
 
 /* A normal run of steps (a sine of 5 mm, 40 steps a period): every answer is its target, and
@@ -571,7 +580,7 @@ static void test_target_jump_refused(void **state)
     assert_int_equal(until_answer(&r, STEP_MAX), -1);
     assert_true(W->ps.act.hold);
     assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_LIMIT);
-    assert_non_null(strstr(W->ps.act.hold_text,
+    assert_non_null(strstr(channel_hold_text(&W->ps, 0),
                            "OpenFresco target 0.045 m for step 11 is 43 mm from the current 2 mm: "
                            "reaching it in one step of 10 ms needs 4.3 m/s, beyond physical."
                            "limit_velocity_m_s 1 m/s"));
@@ -592,7 +601,7 @@ static void refused_at_rest(double d, const char *text)
     assert_int_equal(until_answer(&r, 100), -1);
     assert_true(W->ps.act.hold);
     assert_int_equal(W->ps.act.hold_reason, DRTHS_STOP_LIMIT);
-    assert_non_null(strstr(W->ps.act.hold_text, text));
+    assert_non_null(strstr(channel_hold_text(&W->ps, 0), text));
     assert_true(W->app.last_x.v[0] == 0.0);
     assert_true(T.max_dx[0] == 0.0);
     assert_int_equal(W->app.queued, 0);

@@ -26,6 +26,13 @@
 
 #include "alloc_count.h"
 
+/* The site's HOLD sentence, formatted from the cause as the main thread does. */
+static const char *site_hold_text(const drths_physsite_t *ps)
+{
+    static char buf[DRTHS_WIRE_MAX_TEXT + 1];
+    return drths_physsite_hold_text(ps, buf, sizeof buf);
+}
+
 typedef struct world {
     drths_experiment_t exp;
     drths_physsite_t ps;
@@ -226,9 +233,12 @@ static void test_first_channel_holds_the_second_in_its_tick(void **state)
     assert_true(cell(0, DRTHS_ACT_COL_HOLD) == 1.0);
     assert_true(cell(1, DRTHS_ACT_COL_HOLD) == 1.0);
     assert_true(cell(1, DRTHS_ACT_COL_DRIVE) == -0.002); /* held where it stood */
-    assert_non_null(strstr(drths_physsite_hold_text(&W->ps),
-                           "channel 1 (x): drive envelope: drive 0.06 m exceeds limit_drive_m 0.05 m"));
-    assert_string_equal(W->ps.extra[0].act.hold_text, drths_physsite_hold_text(&W->ps));
+    assert_non_null(
+        strstr(site_hold_text(&W->ps),
+               "channel 1 (x): drive envelope: drive 0.06 m exceeds limit_drive_m 0.05 m"));
+    char ch2[DRTHS_WIRE_MAX_TEXT + 1];
+    assert_string_equal(drths_physsite_channel_hold_text(&W->ps, 1, ch2, sizeof ch2),
+                        site_hold_text(&W->ps));
     /* summary.json's "hold" is the site's sentence, as the exit reason is. */
     char *sum = summary_text();
     const char *hold = strstr(sum, "\"hold\": {"); /* the top level's, before "channels" */
@@ -254,7 +264,7 @@ static void test_second_channel_holds_the_first_from_the_next_tick(void **state)
     assert_true(cell(1, DRTHS_ACT_COL_TICK) == (double)(W->tick - 1));
     assert_int_equal(tick(0.0, 0.0, &finished), 0); /* 0.002 not played: held */
     assert_true(cell(0, DRTHS_ACT_COL_HOLD) == 1.0 && cell(0, DRTHS_ACT_COL_DRIVE) == 0.0015);
-    assert_non_null(strstr(drths_physsite_hold_text(&W->ps), "channel 2 (y): "));
+    assert_non_null(strstr(site_hold_text(&W->ps), "channel 2 (y): "));
     int n = 0;
     const char *const *cols = drths_physsite_columns(&W->ps, &n);
     assert_int_equal(n, 2 * DRTHS_ACT_NCOLS);
