@@ -122,7 +122,7 @@ typedef struct drths_hybrid_params {
     drths_epoch_params_t ep;   /* thresholds and hysteresis of drths_epoch_decide */
     int decide_ticks;          /* steps between decisions (50) */
     int glide_every;           /* a glide runs the specimen at most 1/glide_every faster (20) */
-    double warp_raise_per_s;   /* largest |s''|/dt of a raise, 1/s (40): its acceleration is
+    double warp_raise_per_s;   /* largest |s''|/dt of a raise, 1/s (200): its acceleration is
                                 * the trajectory's plus at most this times the velocity */
     double warp_glide_per_s;   /* the same for a glide (5) */
     int64_t rtt_window_ns;     /* length of the sliding round-trip window (8 s) */
