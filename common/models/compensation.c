@@ -216,7 +216,15 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
         centre = 0;
     t.n_need = centre + DRTHS_COMP_FIT_PREVIEW;
     t.fit_past = t.fit_future = -1;
+    t.dw_past = t.dw_future = -1;
     *c = t;
+    if (is_ff(mode) && c->n_need <= DRTHS_COMP_FIT_MAX_FUTURE) {
+        for (int nf = 0; nf <= c->n_need; nf++) {
+            const int np = DRTHS_COMP_FIT_SAMPLES - nf;
+            c->deg_full[nf] = fit_weights(c, 1 - np, DRTHS_COMP_FIT_SAMPLES, c->lead_ticks);
+            memcpy(c->dw_full[nf], c->dw, sizeof c->dw);
+        }
+    }
     drths_comp_adapt_reset(c, 0.0);
     return 0;
 }
@@ -460,18 +468,24 @@ double drths_comp_drive(drths_comp_t *c, const double *past, const double *futur
         }
         const int np =
             c->n_hist < DRTHS_COMP_FIT_SAMPLES - nf ? c->n_hist : DRTHS_COMP_FIT_SAMPLES - nf;
-        if (np != c->fit_past || nf != c->fit_future) {
+        const double(*dw)[DRTHS_COMP_FIT_SAMPLES] = c->dw;
+        if (np + nf == DRTHS_COMP_FIT_SAMPLES && nf <= c->n_need) {
+            dw = c->dw_full[nf]; /* the history is full: the weights computed at init */
+            c->fit_degree = c->deg_full[nf];
+        } else if (np != c->dw_past || nf != c->dw_future) {
             c->fit_degree = fit_weights(c, 1 - np, np + nf, c->lead_ticks);
-            c->fit_past = np;
-            c->fit_future = nf;
+            c->dw_past = np;
+            c->dw_future = nf;
         }
+        c->fit_past = np;
+        c->fit_future = nf;
         const double *h = &c->hist[c->n_hist - np];
         double d[4] = {0.0, 0.0, 0.0, 0.0};
         for (int k = 0; k < 4; k++) {
             for (int j = 0; j < np; j++)
-                d[k] += c->dw[k][j] * h[j];
+                d[k] += dw[k][j] * h[j];
             for (int j = 0; j < nf; j++)
-                d[k] += c->dw[k][np + j] * future[j];
+                d[k] += dw[k][np + j] * future[j];
         }
         double u = 0.0;
         const int cut = clamp_abs(&d[2], c->max_acc_m_s2) | clamp_abs(&d[3], c->max_jerk_m_s3);

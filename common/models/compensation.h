@@ -154,6 +154,8 @@ typedef enum drths_compensation {
 #define DRTHS_COMP_FIT_PREVIEW 32
 #define DRTHS_COMP_FIT_DEGREE 5
 #define DRTHS_COMP_FIT_BOUND 2.0
+/* The most future samples the fit can ask for (n_need, at the largest I/O delay). */
+#define DRTHS_COMP_FIT_MAX_FUTURE (DRTHS_COMP_FIT_PREVIEW + DRTHS_COMP_MAX_IO_DELAY + 1)
 /* Past samples drths_comp_drive takes: r(t-3) .. r(t). */
 #define DRTHS_COMP_PAST 4
 
@@ -212,6 +214,12 @@ typedef struct drths_comp {
      * its weights: k-th derivative (SI) at t + s = sum dw[k][j] r(t - fit_past + 1 + j). */
     int fit_past, fit_future, fit_degree;
     double dw[4][DRTHS_COMP_FIT_SAMPLES];
+    int dw_past, dw_future; /* the window dw was computed for (-1: none) */
+    /* The weights once the history is full (DRTHS_COMP_FIT_SAMPLES commands), for each number
+     * of future samples 0 .. n_need, computed at init: a preview whose length changes every
+     * tick (commands arriving just ahead of their ticks) costs no refit on the RT thread. */
+    double dw_full[DRTHS_COMP_FIT_MAX_FUTURE + 1][4][DRTHS_COMP_FIT_SAMPLES];
+    int deg_full[DRTHS_COMP_FIT_MAX_FUTURE + 1];
     double a_design[4]; /* a0 .. a3 of the model given to init, for the fit's bound */
     /* Current scheduling (drths_comp_schedule): denominator coefficients [p b, b + a p, a + p, 1]
      * and K of the models at 0 A and at sched_i_hi_A. */

@@ -165,10 +165,13 @@ static double ff_reference(const drths_plant_model_t *m, double t)
 static double fit_drive_weight_max(const drths_comp_t *c)
 {
     double worst = 0.0;
+    /* A full window's weights are the ones computed at init. */
+    const double(*dw)[DRTHS_COMP_FIT_SAMPLES] =
+        c->fit_past + c->fit_future == DRTHS_COMP_FIT_SAMPLES ? c->dw_full[c->fit_future] : c->dw;
     for (int j = 0; j < c->fit_past + c->fit_future; j++) {
         double w = 0.0;
         for (int k = 0; k < 4; k++)
-            w += c->a_design[k] * c->dw[k][j];
+            w += c->a_design[k] * dw[k][j];
         worst = fmax(worst, fabs(w));
     }
     return worst;

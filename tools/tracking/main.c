@@ -284,7 +284,7 @@ typedef struct inputs {
 typedef struct totals {
     int met[2][2], cells[2];
     double worst_ratio;
-    char worst[160];
+    char worst[1024];
     uint64_t ff_extrap, ff_ticks;
 } totals_t;
 
