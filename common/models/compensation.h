@@ -49,9 +49,11 @@
  *    limits to the other as the irregularity crossed the stencil (issue 28). With degree 5 over
  *    96 samples and the whole preview no command weighs more than 0.31 in the design model's
  *    drive. The fit's history is the commands of the previous calls (drths_comp_drive), kept
- *    while the caller's ticks follow each other; the weights are recomputed (Forsythe's
- *    orthogonal polynomials, a few thousand operations, no allocation) when the window's shape
- *    changes, i.e. when the preview's length does. The two modes compute the same thing; the
+ *    while the caller's ticks follow each other. The weights (Forsythe's orthogonal
+ *    polynomials, no allocation) of a full history are computed at init for every preview
+ *    length 0 .. n_need, so a preview whose length changes every tick costs nothing on the RT
+ *    thread; while the history fills (the first 96 ticks) they are recomputed when the
+ *    window's shape changes. The two modes compute the same thing; the
  *    difference is what the caller does. FEEDFORWARD_AVERAGE keeps the average model (the
  *    paper's method). For FEEDFORWARD (the experiment file's `feedforward`, beyond the paper)
  *    the caller schedules the inverse on the damper current (drths_comp_schedule) and feeds it
