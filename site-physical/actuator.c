@@ -774,8 +774,8 @@ static double shape_drive(drths_actuator_t *a, double r, double u)
     double vt = (want - prev_want) / dt; /* the new value's own motion */
     if (fabs(vt) > vmax)
         vt = copysign(vmax, vt);
-    const double d = want - c1, h = 0.5 * amax * dt;
-    double vn = vt + copysign(-h + sqrt(h * h + 2.0 * amax * fabs(d)), d);
+    const double d = want - c1;
+    double vn = vt + copysign(drths_envelope_stop_speed(fabs(d), amax, dt), d);
     vn = fmin(fmax(vn, v1 - amax * dt), v1 + amax * dt);
     vn = fmin(fmax(vn, -vmax), vmax);
     a->c.shaped_ticks++;
@@ -817,7 +817,7 @@ static void hold_drive(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
             a->p.hold_mode == DRTHS_HOLD_RAMP ? a->p.safe_position_m : a->last_meas_disp_m;
         /* A measurement that failed or left the limits is no place to hold at. */
         if (!(fabs(a->hold_target_m) < a->p.limit_drive_m))
-            a->hold_target_m = env->n > 0 ? env->u1 : 0.0;
+            a->hold_target_m = drths_daq_last_drive(a->daq);
     }
     s->skip_write = s->lateness_ns >= a->dt_ns && env->n > 0;
     int done = 0;
@@ -862,8 +862,7 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
         if (rc == -EDOM) /* the last admitted drive was written again */
             rc = 0;
     }
-    s->drive = a->daq->env.n > 0 ? a->daq->env.u1 : s->drive;
-    a->last_drive_m = s->drive;
+    s->drive = drths_daq_last_drive(a->daq);
     if (rc) {
         out->daq_rc = rc;
         daq_failed(a, rc, s->holding ? DRTHS_HOLD_DAQ_SAFE_STATE : DRTHS_HOLD_DAQ_WRITE);
@@ -1089,7 +1088,7 @@ static void end_of_run(drths_actuator_t *a, uint64_t tick, drths_actuator_out_t 
     } else if (!a->hold && a->stop_received && tick >= a->stop_tick) {
         out->finished = 1;
         a->end_reason = DRTHS_STOP_END_OF_RECORD;
-        const int rc = drths_daq_safe_state(a->daq, a->last_drive_m, a->daq->env.last_ns);
+        const int rc = drths_daq_safe_state(a->daq, drths_daq_last_drive(a->daq), a->daq->env.last_ns);
         if (rc) {
             a->c.daq_errors++;
             if (!out->daq_rc)
@@ -1140,7 +1139,7 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
         .cmd = {0.0, 0.0, 0.0, a->p.rest_damper_command},
         .cmd_tick = -1,
         .lead_ms = NAN,
-        .drive = a->last_drive_m,
+        .drive = drths_daq_last_drive(a->daq),
         .md = NAN,
         .mf = NAN,
         .terr = NAN,
@@ -1175,5 +1174,5 @@ int drths_actuator_safe_state(drths_actuator_t *a)
      * position could step a real actuator, so the outputs are left as they are. */
     if (!a->c.ticks)
         return 0;
-    return drths_daq_safe_state(a->daq, a->last_drive_m, a->daq->env.last_ns);
+    return drths_daq_safe_state(a->daq, drths_daq_last_drive(a->daq), a->daq->env.last_ns);
 }

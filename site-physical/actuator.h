@@ -252,7 +252,6 @@ typedef struct drths_actuator {
     drths_playout_t pb;
     drths_comp_t comp;
     int lookahead;               /* future commands previewed per tick */
-    double last_drive_m;         /* the last drive written (0 before the first) */
     /* shape_drive in actuator.c: the correction (drive - command) applied, its velocity and
      * the compensator's correction of the tick before. */
     double corr_m, corr_v_m_s, corr_want_m;

@@ -212,6 +212,13 @@ int drths_daq_set_envelope(drths_daq_t *d, const drths_envelope_limits_t *lim, d
  * physical.limit_drive_*. init-only. */
 void drths_daq_envelope_limits(const drths_experiment_t *exp, drths_envelope_limits_t *lim);
 
+/* The last drive the envelope admitted, i.e. where the converter stands (0 before any).
+ * RT-safe. */
+static inline double drths_daq_last_drive(const drths_daq_t *d)
+{
+    return d->env.u1;
+}
+
 /* Writes the actuator's displacement set-point (m) and the damper command (A or V), at now_ns,
  * for the command command_m (NaN: none; the envelope's offset bound then does not apply).
  * vel_m_s is the commanded velocity, which only the virtual ideal actuator uses (a servo

@@ -131,6 +131,12 @@ int drths_envelope_admit(drths_envelope_t *e, double u, double r, int64_t now_ns
     return 0;
 }
 
+double drths_envelope_stop_speed(double distance_m, double decel_m_s2, double dt_s)
+{
+    const double h = 0.5 * decel_m_s2 * dt_s;
+    return -h + sqrt(h * h + 2.0 * decel_m_s2 * distance_m);
+}
+
 void drths_envelope_stand(drths_envelope_t *e, int64_t now_ns)
 {
     e->v1 = 0.0;
@@ -161,10 +167,7 @@ double drths_envelope_ramp(const drths_envelope_t *e, double target, double max_
             *done = 1;
         return target;
     }
-    /* The fastest speed from which the drive still stops at the target braking at a, in whole
-     * ticks: v^2 / (2 a) + v dt / 2 <= |d|. */
-    const double h = 0.5 * a * dt;
-    const double vstop = -h + sqrt(h * h + 2.0 * a * fabs(d));
+    const double vstop = drths_envelope_stop_speed(fabs(d), a, dt);
     const double vdes = copysign(vstop < vmax ? vstop : vmax, d);
     double vn = vdes;
     if (vn < v - a * dt)

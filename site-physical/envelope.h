@@ -100,6 +100,11 @@ int drths_envelope_init(drths_envelope_t *e, const drths_envelope_limits_t *lim,
 int drths_envelope_admit(drths_envelope_t *e, double u, double r, int64_t now_ns,
                          drths_envelope_violation_t *v);
 
+/* The fastest speed from which a motion braking at decel_m_s2, in whole ticks of dt_s, still
+ * stops within distance_m >= 0: v^2 / (2 a) + v dt / 2 <= distance. The HOLD ramp and the
+ * actuator's shaping of the compensation brake onto their targets with it. RT-safe. */
+double drths_envelope_stop_speed(double distance_m, double decel_m_s2, double dt_s);
+
 /* The output stands still at the last admitted drive from now_ns on (it was written again, or
  * nothing was written and the converter holds it): velocity 0. RT-safe. */
 void drths_envelope_stand(drths_envelope_t *e, int64_t now_ns);

@@ -929,7 +929,7 @@ static void hash_end(const drths_actuator_t *a)
     hash_double(c->max_rejoin_offset_m);
     hash_double(a->hold_target_m);
     hash_double(a->hold_max_step_m);
-    hash_double(a->last_drive_m);
+    hash_double(drths_daq_last_drive(a->daq));
     hash_double(drths_actuator_tracking_rms_pct(a));
     hash_bytes(hold_text(a), strlen(hold_text(a)));
 }
