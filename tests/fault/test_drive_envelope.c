@@ -24,6 +24,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,35 +153,19 @@ static void send_cmd(uint64_t T, int64_t arrival)
     drths_actuator_receive(&W.a, &m, arrival);
 }
 
+/* The example experiment's actuator site as a lab would start it (its limits and envelope are
+ * the file's defaults, adaptive compensation), with single-sample COMMANDs, a playout buffer
+ * for the late bursts, a short linger and no stability monitor (these streams are not a
+ * structure's response). */
+static drths_actuator_params_t example;
+
 static void params(drths_actuator_params_t *p)
 {
-    memset(p, 0, sizeof *p);
-    p->rate_hz = RATE;
+    *p = example;
     p->r = 1;
     p->playout_ticks = 1000;
-    p->max_concealed_ticks = 250;
-    p->watchdog_s = 0.1;
-    p->limit_displacement_m = 0.1;
-    p->limit_velocity_m_s = 1.0;
-    p->limit_force_N = 250e3;
-    p->limit_drive_m = 0.1;
-    p->limit_drive_velocity_m_s = 1.25;
-    p->limit_drive_acceleration_m_s2 = 200.0;
-    p->limit_drive_offset_m = 0.01;
-    p->max_tick_late_s = 0.02;
-    p->limit_meas_disp_m = 0.095;
-    p->hold_mode = DRTHS_HOLD_AT_POSITION;
-    p->ramp_rate_m_s = 0.05;
-    p->compensation = DRTHS_COMPENSATION_ADAPTIVE;
-    p->comp_io_delay_ticks = 1;
-    p->ff_max_acc_m_s2 = 50.0;
-    p->ff_max_jerk_m_s3 = 3e4;
-    p->adaptive_window_s = 2.0;
-    p->adaptive_bound = 4.0;
-    drths_damper_params_preset(&p->damper_nominal, DRTHS_DAMPER_PHILLIPS2013);
     p->hold_linger_s = 0.05;
-    p->abort_interval_s = 0.005;
-    p->late_wake_fraction = 0.5;
+    p->stab_window_s = 0.0;
 }
 
 /* Checks the recorded writes against the envelope as the servo controller saw them. */
@@ -316,6 +301,17 @@ static void test_random_streams(void **state)
 
 int main(void)
 {
+    const char *src = getenv("DRTHS_SOURCE_DIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/three-story-elcentro.yaml", src ? src : "..");
+    drths_experiment_t x;
+    drths_error_t err;
+    if (drths_experiment_load(&x, path, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    drths_actuator_params_from_experiment(&x, &example);
+    drths_experiment_close(&x);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_streams),
     };
