@@ -309,6 +309,15 @@ static void test_sources_past_and_preview(void **state)
     teardown();
 }
 
+/* After tick t, the numerical site's COMMAND for tick t + 1 + L (L = 5), arriving 0.3 ms after
+ * t's deadline, unless drop says it is lost. */
+static void send_next(uint64_t t, int r, traj_fn x, int (*drop)(uint64_t))
+{
+    const uint64_t T = t + 6;
+    if (t >= 1 && !drop(T))
+        send_cmd(T, r, x, deadline(t) + 300000);
+}
+
 static int drop_20_to_22(uint64_t T)
 {
     return T >= 20 && T <= 22;
@@ -338,9 +347,7 @@ static void test_conceal_exact_for_cubic(void **state)
         } else {
             assert_false(row_concealed());
         }
-        uint64_t T = t + 6;
-        if (t >= 1 && !drop_20_to_22(T))
-            send_cmd(T, 1, cubic, deadline(t) + 300000);
+        send_next(t, 1, cubic, drop_20_to_22);
     }
     /* Three extrapolations in a row from a cubic history are exact (to rounding). */
     for (uint64_t t = 20; t <= 22; t++)
@@ -373,9 +380,7 @@ static void test_conceal_holds_damper_command(void **state)
             assert_true(row_concealed());
             assert_true(F.out.cmd.damper_cmd == 2.5);
         }
-        uint64_t T = t + 6;
-        if (t >= 1 && !drop_20_to_22(T))
-            send_cmd(T, 1, sine, deadline(t) + 300000);
+        send_next(t, 1, sine, drop_20_to_22);
     }
     assert_int_equal(F.cs.c.concealed, 3);
     teardown();
@@ -410,9 +415,7 @@ static void test_rejoin_blends_into_commands(void **state)
         tick(t);
         cmd[t] = F.out.cmd.disp_m;
         assert_false(F.hold);
-        uint64_t T = t + 6;
-        if (t >= 1 && !drop_20_to_23(T))
-            send_cmd(T, 1, jump_at_22, deadline(t) + 300000);
+        send_next(t, 1, jump_at_22, drop_20_to_23);
     }
     assert_int_equal(F.cs.c.concealed, 4);
     assert_int_equal(F.cs.c.rejoins, 1);
@@ -462,9 +465,7 @@ static void test_long_gap_brakes_to_rest(void **state)
         tick(t);
         cmd[t] = F.out.cmd.disp_m;
         assert_false(F.hold);
-        uint64_t T = t + 6;
-        if (t >= 1 && !drop_20_to_119(T))
-            send_cmd(T, 1, ramp_5cm_s, deadline(t) + 300000);
+        send_next(t, 1, ramp_5cm_s, drop_20_to_119);
     }
     assert_int_equal(F.cs.c.concealed, 100);
     for (uint64_t t = 20; t <= 23; t++)
@@ -567,9 +568,7 @@ static void test_gaps_at_phases(void **state)
                     break;
                 }
                 cmd[t] = F.out.cmd.disp_m;
-                uint64_t T = t + 6;
-                if (t >= 1 && !drop_gap(T))
-                    send_cmd(T, 1, sine10, deadline(t) + 300000);
+                send_next(t, 1, sine10, drop_gap);
             }
             double pv = 0.0;
             assert_smooth(cmd, 6, hold_at ? hold_at : 1200, &pv);
