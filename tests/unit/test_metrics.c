@@ -68,6 +68,18 @@ static void fill(void)
     }
 }
 
+/* The report fits a 100-column terminal: no line of text is wider. */
+static void assert_narrow(const char *text)
+{
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t w = nl ? (size_t)(nl - line) : strlen(line);
+        if (w > 100)
+            fail_msg("line wider than 100 columns: %.*s", (int)w, line);
+        line += w + (nl != NULL);
+    }
+}
+
 static void test_scaled_series_gives_one_percent(void **state)
 {
     (void)state;
@@ -447,13 +459,7 @@ static void test_report_table_and_json(void **state)
     assert_non_null(strstr(text, "concealed feedback     10 of 1000 steps (1.000 %)"));
     assert_non_null(strstr(text, "RMS error norm         1.000 %"));
     assert_non_null(strstr(text, "tick lateness (us)"));
-    for (char *line = text; *line;) {
-        char *nl = strchr(line, '\n');
-        size_t w = nl ? (size_t)(nl - line) : strlen(line);
-        if (w > 100)
-            fail_msg("line wider than 100 columns: %.*s", (int)w, line);
-        line += w + (nl != NULL);
-    }
+    assert_narrow(text);
     free(text);
 
     f = open_memstream(&text, &len);
@@ -615,13 +621,7 @@ static void test_drive_jump_fails(void **state)
     assert_non_null(strstr(text, "OUTSIDE the envelope at 3 ticks, the first at tick 500"));
     assert_non_null(strstr(text, "drive envelope used, max (fraction)"));
     assert_non_null(strstr(text, "  where: acceleration"));
-    for (char *line = text; *line;) {
-        char *nl = strchr(line, '\n');
-        size_t w = nl ? (size_t)(nl - line) : strlen(line);
-        if (w > 100)
-            fail_msg("line wider than 100 columns: %.*s", (int)w, line);
-        line += w + (nl != NULL);
-    }
+    assert_narrow(text);
     free(text);
     f = open_memstream(&text, &len);
     drths_report_write_json(f, &rep);
