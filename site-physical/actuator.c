@@ -711,8 +711,8 @@ static bool check_stall(drths_actuator_t *a, const tick_state_t *s)
 static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_t *out)
 {
     const bool rest = !a->hold && s->tick <= a->L;
-    const bool hold = !rest && (a->hold || check_stall(a, s) ||
-                                check_watchdog(a, s->tick, s->now_ns, out));
+    const bool hold =
+        !rest && (a->hold || check_stall(a, s) || check_watchdog(a, s->tick, s->now_ns, out));
     drths_cmdstream_out_t *o = &s->stream;
     drths_cmdstream_tick(&a->cs, &a->pb, s->tick, s->deadline_ns, a->L, hold, o);
     stream_counters(a);
@@ -1088,7 +1088,8 @@ static void end_of_run(drths_actuator_t *a, uint64_t tick, drths_actuator_out_t 
     } else if (!a->hold && a->stop_received && tick >= a->stop_tick) {
         out->finished = 1;
         a->end_reason = DRTHS_STOP_END_OF_RECORD;
-        const int rc = drths_daq_safe_state(a->daq, drths_daq_last_drive(a->daq), a->daq->env.last_ns);
+        const int rc =
+            drths_daq_safe_state(a->daq, drths_daq_last_drive(a->daq), a->daq->env.last_ns);
         if (rc) {
             a->c.daq_errors++;
             if (!out->daq_rc)

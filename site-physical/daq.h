@@ -1,11 +1,11 @@
 /* The actuator site's I/O driver interface: one drive signal and one damper command out, one
  * displacement and one force in, and a safe state. Two back ends:
  *
- *   virtual  the rehearsal specimen (common/models/specimen.h): each read is one tick of the virtual
- *            plant and damper, driven by the outputs last written.
- *   comedi   a data-acquisition board through comedilib: analog outputs for the actuator's
- *            displacement set-point and the damper's current driver, analog inputs for the
- *            displacement transducer and the load cell (docs/experiment-file.md, `daq`).
+ *   virtual  the rehearsal specimen (common/models/specimen.h): each read is one tick of the
+ * virtual plant and damper, driven by the outputs last written. comedi   a data-acquisition board
+ * through comedilib: analog outputs for the actuator's displacement set-point and the damper's
+ * current driver, analog inputs for the displacement transducer and the load cell
+ * (docs/experiment-file.md, `daq`).
  *
  * Per tick the site calls drths_daq_write, then drths_daq_read; in HOLD it calls
  * drths_daq_safe_state instead of the write, with the drive of the HOLD ramp (what the site
@@ -19,8 +19,8 @@
  * where the converter already stands). A DAQ whose envelope was never set writes nothing
  * (-EPERM). Only this file calls a back end's write. Every per-tick call
  * is RT-safe: no allocation, no logging; the comedi back end makes one synchronous comedilib
- * call (an ioctl) per channel. A failing call returns a negative errno-style code and records what failed;
- * drths_daq_error formats it later, outside the RT thread.
+ * call (an ioctl) per channel. A failing call returns a negative errno-style code and records what
+ * failed; drths_daq_error formats it later, outside the RT thread.
  *
  * Conversion on the comedi back end. Engineering value e and connector voltage v are related
  * by e = units_per_volt * v + offset. Outputs: v is clamped to what the channel can produce

@@ -22,8 +22,7 @@ const char *drths_envelope_field(drths_envelope_bound_t b)
 int drths_envelope_init(drths_envelope_t *e, const drths_envelope_limits_t *lim, double rate_hz,
                         drths_error_t *err)
 {
-    const double v[4] = {lim->position_m, lim->velocity_m_s, lim->acceleration_m_s2,
-                         lim->offset_m};
+    const double v[4] = {lim->position_m, lim->velocity_m_s, lim->acceleration_m_s2, lim->offset_m};
     const drths_envelope_bound_t b[4] = {DRTHS_ENV_POSITION, DRTHS_ENV_VELOCITY,
                                          DRTHS_ENV_ACCELERATION, DRTHS_ENV_OFFSET};
     for (int i = 0; i < 4; i++)
@@ -91,7 +90,8 @@ int drths_envelope_admit(drths_envelope_t *e, double u, double r, int64_t now_ns
      * ramp's deceleration, half the bound): a drive moving towards the bound faster than it can
      * stop before it is refused now, while the ramp can still stop inside. */
     const double a = 0.5 * e->lim.acceleration_m_s2;
-    val[DRTHS_ENV_POSITION] = fabs(u + copysign(vel * vel / (2.0 * a) + 0.5 * fabs(vel) * e->dt_s, vel));
+    val[DRTHS_ENV_POSITION] =
+        fabs(u + copysign(vel * vel / (2.0 * a) + 0.5 * fabs(vel) * e->dt_s, vel));
     if (!isnan(r))
         val[DRTHS_ENV_OFFSET] = fabs(u - r);
     double use = 0.0;

@@ -48,11 +48,11 @@
 
 typedef enum drths_envelope_bound {
     DRTHS_ENV_OK = 0,
-    DRTHS_ENV_NOT_FINITE,   /* the drive is NaN or infinite */
+    DRTHS_ENV_NOT_FINITE, /* the drive is NaN or infinite */
     DRTHS_ENV_POSITION,
     DRTHS_ENV_VELOCITY,
     DRTHS_ENV_ACCELERATION,
-    DRTHS_ENV_OFFSET,       /* distance from the command being played */
+    DRTHS_ENV_OFFSET, /* distance from the command being played */
     DRTHS_ENV_NBOUNDS
 } drths_envelope_bound_t;
 
@@ -67,8 +67,8 @@ typedef struct drths_envelope_limits {
 /* A refused drive: which bound, the value it would have had and the bound. */
 typedef struct drths_envelope_violation {
     drths_envelope_bound_t bound;
-    double drive_m;   /* the refused drive */
-    double value;     /* |position|, |velocity|, |acceleration| or |offset| it would have had */
+    double drive_m; /* the refused drive */
+    double value;   /* |position|, |velocity|, |acceleration| or |offset| it would have had */
     double limit;
     double command_m; /* the command it served (NaN: none) */
 } drths_envelope_violation_t;
@@ -76,10 +76,10 @@ typedef struct drths_envelope_violation {
 typedef struct drths_envelope {
     drths_envelope_limits_t lim;
     double dt_s;
-    int64_t rest_ns;      /* rest_after_s, at least DRTHS_ENV_REST_TICKS ticks */
-    int n;                /* drives admitted so far, saturating at 2 */
-    double u1, v1;        /* the last admitted drive and its velocity (m/s) */
-    int64_t last_ns;      /* when it was admitted */
+    int64_t rest_ns; /* rest_after_s, at least DRTHS_ENV_REST_TICKS ticks */
+    int n;           /* drives admitted so far, saturating at 2 */
+    double u1, v1;   /* the last admitted drive and its velocity (m/s) */
+    int64_t last_ns; /* when it was admitted */
     /* Over the run: the largest |velocity|, |acceleration| and |offset| admitted, the largest
      * fraction of any bound used (the margin is 1 minus it), drives refused, the first
      * refusal. */

@@ -198,7 +198,8 @@ int drths_cfg_check_safe_position(vctx_t *c, const drths_experiment_t *x)
 int drths_cfg_check_envelope(vctx_t *c, const drths_experiment_t *x)
 {
     const int ch = c->prefix && c->prefix[0];
-    const double v = x->physical.limit_drive_velocity_m_s, a = x->physical.limit_drive_acceleration_m_s2;
+    const double v = x->physical.limit_drive_velocity_m_s,
+                 a = x->physical.limit_drive_acceleration_m_s2;
     if (v < x->physical.limit_velocity_m_s)
         return drths_cfg_fail(c, -EINVAL,
                               ch ? "limit_drive_velocity_m_s" : "physical.limit_drive_velocity_m_s",

@@ -16,10 +16,10 @@
  *    spike, a NaN or 1e300 sample and a stall always do (a flat run or a double step in the
  *    numerical site's commands is refused on arrival when it accelerates beyond the bound).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <errno.h>
 #include <cmocka.h>
 
 #include <math.h>
@@ -57,8 +57,8 @@ typedef enum {
     F_NFAULTS
 } fault_t;
 
-static const char *const fault_names[F_NFAULTS] = {"none", "spike", "nan", "1e300", "flat",
-                                                   "double step", "loss", "late burst", "stall"};
+static const char *const fault_names[F_NFAULTS] = {
+    "none", "spike", "nan", "1e300", "flat", "double step", "loss", "late burst", "stall"};
 
 static struct {
     drths_specimen_t spec;
@@ -67,11 +67,11 @@ static struct {
     const drths_daq_ops_t *real;
     drths_actuator_t a;
     drths_actuator_out_t out;
-    int64_t now;           /* the wake-up time of the tick being run */
-    int holding;           /* the tick being run is in HOLD */
-    int behind;            /* ... and woke a period or more after its deadline */
-    int n;                 /* writes recorded */
-    double u[MAX_WRITES];  /* every drive written */
+    int64_t now;          /* the wake-up time of the tick being run */
+    int holding;          /* the tick being run is in HOLD */
+    int behind;           /* ... and woke a period or more after its deadline */
+    int n;                /* writes recorded */
+    double u[MAX_WRITES]; /* every drive written */
     int64_t at[MAX_WRITES];
     int writes_behind_in_hold;
     double max_cmd, max_meas; /* the largest |real command| and |measured displacement| */
@@ -237,8 +237,8 @@ static void one_run(unsigned seed, fault_t fault, int *holds)
         if (fault == F_STALL && t == W.fault_tick)
             now = deadline + 30000000; /* 30 ms asleep */
         const uint64_t T = t + lead;
-        const int late = fault == F_LATE && T >= W.fault_tick &&
-                         T < W.fault_tick + (uint64_t)W.fault_len;
+        const int late =
+            fault == F_LATE && T >= W.fault_tick && T < W.fault_tick + (uint64_t)W.fault_len;
         if (late && !late_from)
             late_from = T;
         if (!late)

@@ -45,10 +45,10 @@ typedef struct fixture {
     drths_cmdstream_params_t p;
     drths_playout_t pb;
     drths_cmdstream_t cs;
-    drths_cmdstream_out_t out; /* the last tick's answer */
-    uint64_t L;                /* in force */
+    drths_cmdstream_out_t out;    /* the last tick's answer */
+    uint64_t L;                   /* in force */
     uint64_t next_L, next_L_tick; /* a new L and the tick it takes effect from (0: none) */
-    bool hold;                 /* the stream answered OVERDUE: the actuator is in HOLD */
+    bool hold;                    /* the stream answered OVERDUE: the actuator is in HOLD */
     bool open;
 } fixture_t;
 
@@ -197,8 +197,8 @@ static void assert_smooth(const double *cmd, uint64_t from, uint64_t to, double 
     for (uint64_t t = from + 3; t < to; t++) {
         const double v = (cmd[t] - cmd[t - 1]) * RATE;
         const double acc = (cmd[t] - 2.0 * cmd[t - 1] + cmd[t - 2]) * RATE * RATE;
-        const double j = (cmd[t] - 3.0 * cmd[t - 1] + 3.0 * cmd[t - 2] - cmd[t - 3]) * RATE * RATE *
-                         RATE;
+        const double j =
+            (cmd[t] - 3.0 * cmd[t - 1] + 3.0 * cmd[t - 2] - cmd[t - 3]) * RATE * RATE * RATE;
         if (!(fabs(v) <= LIMIT_VEL && fabs(acc) <= DRTHS_ACT_DEFAULT_MAX_ACC_M_S2 &&
               fabs(j) <= DRTHS_ACT_DEFAULT_MAX_JERK_M_S3 * (1.0 + 1e-6)))
             fail_msg("tick %llu: velocity %g m/s, acceleration %g m/s^2, jerk %g m/s^3",
@@ -260,8 +260,8 @@ static void test_sources_past_and_preview(void **state)
             /* Rest ticks (<= L) preview 0; the commands stored after them follow. */
             assert_int_equal(o->n_future, 3);
             for (int j = 0; j < 3; j++)
-                assert_true(o->future[j] == (t + 1 + (uint64_t)j <= 5 ? 0.0
-                                                                       : sine(t + 1 + (uint64_t)j)));
+                assert_true(o->future[j] ==
+                            (t + 1 + (uint64_t)j <= 5 ? 0.0 : sine(t + 1 + (uint64_t)j)));
         } else if (t == 40) {
             assert_int_equal(o->source, DRTHS_CMD_SRC_CONCEALED);
             assert_int_equal(o->cmd_tick, 40);
@@ -280,8 +280,8 @@ static void test_sources_past_and_preview(void **state)
             assert_int_equal(o->n_future, t >= 37 && t <= 39 ? 39 - t : 3);
             if (has_lead()) {
                 const uint64_t T = brought_by(t);
-                assert_int_equal(o->lead_ns, T == 6 ? 10 * DT_NS
-                                                    : (int64_t)(t - (T - 6)) * DT_NS - 300000);
+                assert_int_equal(o->lead_ns,
+                                 T == 6 ? 10 * DT_NS : (int64_t)(t - (T - 6)) * DT_NS - 300000);
                 if (t != 41)
                     assert_true(o->cmd.disp_m == prev_next);
             }

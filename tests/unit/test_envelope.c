@@ -207,12 +207,9 @@ static void test_describe(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_init_names_the_field),
-        cmocka_unit_test(test_each_bound),
-        cmocka_unit_test(test_jump_and_rest),
-        cmocka_unit_test(test_ramp_always_admitted),
-        cmocka_unit_test(test_ramp_first),
-        cmocka_unit_test(test_describe),
+        cmocka_unit_test(test_init_names_the_field), cmocka_unit_test(test_each_bound),
+        cmocka_unit_test(test_jump_and_rest),        cmocka_unit_test(test_ramp_always_admitted),
+        cmocka_unit_test(test_ramp_first),           cmocka_unit_test(test_describe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,11 +24,11 @@
  * relay could miss). --spike-at C replaces the C-th COMMAND by the same COMMAND whose first
  * sample (the header tick's command) is moved by --spike-m X (default 0.03 m), sealed with the
  * session key (--keylog): an authenticated, well-formed command off the trajectory, as a
- * numerical site with a bug would send. At SIGTERM it writes --report (JSON): what it sent, by the reject reason each
- * datagram must be counted under at the actuator site, and the kernel's drop count of the actuator
- * site's socket (a flood can overflow the receive buffer; those datagrams never reach the site);
- * with --flood-client also what it sent the numerical site, by the reason each would be counted
- * under there without the filter.
+ * numerical site with a bug would send. At SIGTERM it writes --report (JSON): what it sent, by the
+ * reject reason each datagram must be counted under at the actuator site, and the kernel's drop
+ * count of the actuator site's socket (a flood can overflow the receive buffer; those datagrams
+ * never reach the site); with --flood-client also what it sent the numerical site, by the reason
+ * each would be counted under there without the filter.
  *
  * Attack schedule (--attack), counted in COMMAND datagrams forwarded (5000 per second):
  *   from COMMAND 2200, every 50th: one single attack of attack.h, made from the genuine
@@ -132,7 +132,7 @@ typedef struct relay {
     const char *report_path;
     FILE *log;
     uint64_t burst_at, burst_n, burst_fwd_left, burst_back_left, burst_dropped[2];
-    uint64_t spike_at;    /* --spike-at: 0 none, else the COMMAND number + 1 */
+    uint64_t spike_at; /* --spike-at: 0 none, else the COMMAND number + 1 */
     double spike_m;
 } relay_t;
 
@@ -379,8 +379,9 @@ static void forward(relay_t *r, const uint8_t *d, size_t n)
             const size_t sl = drths_attack_spike(&r->kn, d, n, r->spike_m, sp);
             if (sl) {
                 send_target(r, r->fd_target, sp, sl);
-                fprintf(r->log, "spike: COMMAND %" PRIu64 " (tick %" PRIu64 ") sent with its "
-                                "first sample moved by %g m\n",
+                fprintf(r->log,
+                        "spike: COMMAND %" PRIu64 " (tick %" PRIu64 ") sent with its "
+                        "first sample moved by %g m\n",
                         c, h.tick, r->spike_m);
                 return;
             }
