@@ -1493,11 +1493,11 @@ static const char *ended(void *ctx, drths_physsite_t *ps)
     /* Closing the connection would leave OpenSees spinning on it: every further request is
      * answered NaN until the client ends (drths_ofr_app_stop waits for it). */
     atomic_store(&app->io_refuse, 1);
-    if (drths_physsite_in_hold(ps) && app->setup_seen)
+    if (drths_physsite_in_hold(ps) && app->setup_seen && !atomic_load(&app->io_done))
         drths_physsite_event(ps, 1,
-                             "answering the OpenFresco client's requests with NaN from the HOLD "
-                             "until it sends DIE or closes (up to %g s of silence), so that its "
-                             "analysis fails instead of waiting on a closed connection",
+                             "answering the OpenFresco client's requests with NaN until it sends "
+                             "DIE or closes (up to %g s of silence), so that its analysis fails "
+                             "instead of waiting on a closed connection",
                              fmin(app->cfg.step_timeout_s, DRTHS_OFR_AFTER_END_SILENCE_S));
     if (app->late_targets)
         drths_physsite_event(ps, 1,

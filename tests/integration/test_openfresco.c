@@ -610,7 +610,7 @@ static void test_limit(void **state)
     close(fd);
     site_end(&s, 1);
     assert_non_null(strstr(s.log, "HOLD at tick"));
-    assert_non_null(strstr(s.log, "answering the OpenFresco client's requests with NaN"));
+    assert_non_null(strstr(s.log, "4 requests answered with NaN; the client then ended with DIE"));
     assert_non_null(strstr(s.log, "OpenFresco target 0.25 m"));
     assert_non_null(strstr(s.log, "physical.limit_"));
     read_summary(&s);
