@@ -240,11 +240,13 @@ static int run(drths_physapp_t *a)
     else if ((rc = drths_site_rt_start(&a->shell, rt_body, &a->ps, NULL)) != 0)
         fprintf(stderr, "drths-physical: cannot start the control thread: %s\n", strerror(-rc));
     drths_site_run(&a->shell);
-    if (a->openfresco)
-        drths_ofr_app_stop(&a->ofr);
     a->rec_open = 0;
     a->ps.rec_dropped = drths_recorder_dropped(&a->rec);
     int closed = drths_recorder_close(&a->rec, &err);
+    /* After the records are on disk: when the site ended the session first this waits (briefly)
+     * for the OpenFresco client to end, answering it NaN, so that the summary can say how. */
+    if (a->openfresco)
+        drths_ofr_app_stop(&a->ofr);
     if (rc != 0)
         return DRTHS_EXIT_FAILED; /* the thread never ran: nothing to report */
     drths_physsite_exit_reason(&a->ps); /* a HOLD's sentence, formatted here */

@@ -239,6 +239,12 @@ size_t drths_ofr_reply_open(uint8_t *out, size_t cap)
     return drths_ofr_build_vector(v, 3, DRTHS_OFR_DEFAULT_DATA, out, cap);
 }
 
+size_t drths_ofr_reply_open_refused(uint8_t *out, size_t cap)
+{
+    const double v[3] = {DRTHS_OFR_REPLY_COMPLETED, DRTHS_OFR_ACTOR_TAG, DRTHS_OFR_REFUSED_VERSION};
+    return drths_ofr_build_vector(v, 3, DRTHS_OFR_DEFAULT_DATA, out, cap);
+}
+
 static const double *block_of(const drths_ofr_response_t *r, int block)
 {
     switch (block) {

@@ -35,6 +35,9 @@
 #define DRTHS_OFR_MAX_DOF 8
 #define DRTHS_OFR_DEFAULT_DATA 256
 #define DRTHS_OFR_VERSION 2.8
+/* The version a refusing answer to open carries: ShadowExpSite exits unless it reads exactly
+ * DRTHS_OFR_VERSION there. */
+#define DRTHS_OFR_REFUSED_VERSION 0.0
 #define DRTHS_OFR_ACTOR_TAG 1.0
 
 typedef enum drths_ofr_variant {
@@ -145,6 +148,11 @@ size_t drths_ofr_reply_probe(uint8_t *out, size_t cap);
 
 /* SHADOW: the answer to open, [0, actorTag, 2.8, 0...] of the default dataSize. */
 size_t drths_ofr_reply_open(uint8_t *out, size_t cap);
+
+/* SHADOW: a refusing answer to open, [0, actorTag, DRTHS_OFR_REFUSED_VERSION, 0...]: OpenFresco's
+ * ShadowExpSite prints a version mismatch and exits (status 255) on it, the one answer that
+ * ends the client rather than leaving it waiting. */
+size_t drths_ofr_reply_open_refused(uint8_t *out, size_t cap);
 
 /* getDaqResponse: the measurement blocks by the measurement sizes from element 0. */
 size_t drths_ofr_reply_daq(const drths_ofr_rx_t *rx, const drths_ofr_response_t *r, uint8_t *out,

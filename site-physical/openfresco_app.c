@@ -97,6 +97,9 @@ int drths_ofr_app_init(drths_ofr_app_t *app, const drths_ofr_app_config_t *cfg, 
     app->listen_fd = -1;
     atomic_init(&app->conn_fd, -1);
     atomic_init(&app->io_stop, 0);
+    atomic_init(&app->io_refuse, 0);
+    atomic_init(&app->io_done, 0);
+    atomic_init(&app->io_last_ns, 0);
     if (!(cfg->step_duration_s > 0.0) || !isfinite(cfg->step_duration_s))
         return drths_error_set(err, -EINVAL, "--step-duration must be a positive number of s");
     if (drths_precor_check(&cfg->precor) != 0)
@@ -255,12 +258,15 @@ int drths_ofr_app_take(drths_ofr_app_t *app, drths_ofr_response_t *r)
     return 0;
 }
 
-/* Waits for the RT thread's answer to a measurement request. Returns 0, or -ECANCELED. */
+/* Waits for the RT thread's answer to a measurement request. Returns 0, -ECANCELED, or -EPIPE
+ * when the site has ended the session (HOLD) and will not answer: the caller answers NaN. */
 static int wait_response(drths_ofr_app_t *app, resp_t *out)
 {
     while (drths_ring_pop(&app->to_io, out) != 0) {
         if (atomic_load(&app->io_stop))
             return -ECANCELED;
+        if (atomic_load(&app->io_refuse))
+            return -EPIPE;
         struct timespec ts = {0, REPLY_POLL_NS};
         nanosleep(&ts, NULL);
     }
@@ -358,15 +364,44 @@ static size_t measurement_reply(drths_ofr_app_t *app, int action, const drths_of
     }
 }
 
-/* An action: forwarded to the RT thread or answered here. Returns the reply's size in outbuf
- * (0: none), or -ECANCELED when the site stopped while a measurement was awaited. Sets *last on
+/* The answer to a measurement request after the site has ended the session: every value NaN,
+ * in the layout the client reads, so that its read completes and its analysis fails. */
+static size_t nan_measurement_reply(drths_ofr_app_t *app, int action)
+{
+    drths_ofr_response_t r;
+    for (int i = 0; i < DRTHS_OFR_MAX_DOF; i++)
+        r.disp[i] = r.vel[i] = r.accel[i] = r.force[i] = NAN;
+    r.time = NAN;
+    app->after_end_nan_replies++;
+    return measurement_reply(app, action, &r);
+}
+
+/* A matrix request: the configured matrix, or NaN on the diagonal once the site has ended. */
+static size_t matrix_reply(drths_ofr_app_t *app, int action, int refusing)
+{
+    if (refusing) {
+        app->after_end_nan_replies++;
+        return drths_ofr_reply_matrix(&app->rx, NAN, app->outbuf, IO_BUF_BYTES);
+    }
+    if (action == DRTHS_OFR_GET_INITIAL_STIFF || action == DRTHS_OFR_GET_TANGENT_STIFF)
+        return drths_ofr_reply_diagonal(&app->rx, app->cfg.stiffness, app->outbuf, IO_BUF_BYTES);
+    return drths_ofr_reply_matrix(&app->rx,
+                                  action == DRTHS_OFR_GET_DAMP ? app->cfg.damping : app->cfg.mass,
+                                  app->outbuf, IO_BUF_BYTES);
+}
+
+/* An action: forwarded to the RT thread or answered here (every answer here once the site has
+ * ended the session: NaN, trials and commits dropped). Returns the reply's size in outbuf (0:
+ * none), or -ECANCELED when the site stopped while a measurement was awaited. Sets *last on
  * DIE or shutdown. */
 static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int *last)
 {
     resp_t r;
+    int w, refusing = atomic_load(&app->io_refuse);
     switch (m->action) {
     case DRTHS_OFR_SET_TRIAL:
-        drths_ofr_app_post_trial(app, m->disp, app->cfg.n_channels, m->time);
+        if (!refusing)
+            drths_ofr_app_post_trial(app, m->disp, app->cfg.n_channels, m->time);
         return 0;
     case DRTHS_OFR_GET_DAQ:
     case DRTHS_OFR_GET_DISP:
@@ -374,21 +409,23 @@ static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int
     case DRTHS_OFR_GET_ACCEL:
     case DRTHS_OFR_GET_FORCE:
     case DRTHS_OFR_GET_TIME:
+        if (refusing)
+            return (ssize_t)nan_measurement_reply(app, m->action);
         drths_ofr_app_post(app, REQ_MEASURE, 0.0, NULL);
-        if (wait_response(app, &r) != 0)
+        w = wait_response(app, &r);
+        if (w == -EPIPE)
+            return (ssize_t)nan_measurement_reply(app, m->action);
+        if (w != 0)
             return -ECANCELED;
         return (ssize_t)measurement_reply(app, m->action, &r.r);
     case DRTHS_OFR_GET_INITIAL_STIFF:
     case DRTHS_OFR_GET_TANGENT_STIFF:
-        return (ssize_t)drths_ofr_reply_diagonal(&app->rx, app->cfg.stiffness, app->outbuf,
-                                                 IO_BUF_BYTES);
     case DRTHS_OFR_GET_DAMP:
-        return (ssize_t)drths_ofr_reply_matrix(&app->rx, app->cfg.damping, app->outbuf,
-                                               IO_BUF_BYTES);
     case DRTHS_OFR_GET_MASS:
-        return (ssize_t)drths_ofr_reply_matrix(&app->rx, app->cfg.mass, app->outbuf, IO_BUF_BYTES);
+        return (ssize_t)matrix_reply(app, m->action, refusing);
     case DRTHS_OFR_COMMIT:
-        drths_ofr_app_post(app, REQ_COMMIT, 0.0, NULL);
+        if (!refusing)
+            drths_ofr_app_post(app, REQ_COMMIT, 0.0, NULL);
         return 0;
     case DRTHS_OFR_EXECUTE:
         return 0;
@@ -406,18 +443,27 @@ static ssize_t handle_action(drths_ofr_app_t *app, const drths_ofr_msg_t *m, int
 enum { MSG_GO_ON = 0, MSG_LAST = 1, MSG_FAILED = -1 };
 
 /* Acts on one parsed message: forwards it to the RT thread and sends the reply, if any. Sets
- * *setup when it was the set-up. Returns MSG_GO_ON, MSG_LAST (DIE) or MSG_FAILED (posted or
- * stopping). */
+ * *setup when it was the set-up. Returns MSG_GO_ON, MSG_LAST (DIE, or a ShadowSite told to
+ * exit) or MSG_FAILED (posted or stopping). Once the site has ended the session (io_refuse)
+ * nothing is posted and every request is answered here. */
 static int handle_message(drths_ofr_app_t *app, int fd, const drths_ofr_msg_t *m, int *setup)
 {
     ssize_t out = 0;
-    int last = 0;
+    int last = 0, refusing = atomic_load(&app->io_refuse);
     if (m->kind == DRTHS_OFR_MSG_PROBE)
         out = (ssize_t)drths_ofr_reply_probe(app->outbuf, IO_BUF_BYTES);
-    else if (m->kind == DRTHS_OFR_MSG_OPEN)
+    else if (m->kind == DRTHS_OFR_MSG_OPEN && refusing) {
+        /* The one answer that ends a ShadowSite client: a version it does not accept. */
+        out = (ssize_t)drths_ofr_reply_open_refused(app->outbuf, IO_BUF_BYTES);
+        app->after_end = DRTHS_OFR_AFTER_EXIT;
+        last = 1;
+    } else if (m->kind == DRTHS_OFR_MSG_OPEN)
         out = (ssize_t)drths_ofr_reply_open(app->outbuf, IO_BUF_BYTES);
+    else if (m->kind == DRTHS_OFR_MSG_SETUP && refusing)
+        *setup = 1;
     else if (m->kind == DRTHS_OFR_MSG_SETUP) {
         int n = app->rx.ctrl[DRTHS_OFR_DISP];
+        *setup = 1;
         if (n != app->cfg.n_channels) {
             char text[DRTHS_OFR_TEXT];
             snprintf(text, sizeof text,
@@ -426,10 +472,12 @@ static int handle_message(drths_ofr_app_t *app, int fd, const drths_ofr_msg_t *m
                      "(physical.channels): they must be equal",
                      n, n == 1 ? "" : "s", app->cfg.n_channels,
                      app->cfg.n_channels == 1 ? "" : "s");
+            /* Refused, but kept: the client's set-up is complete, its analysis will ask for
+             * measurements, and NaN answers end it rather than a closed connection. */
+            atomic_store(&app->io_refuse, 1);
             drths_ofr_app_post(app, REQ_LOST, 0.0, text);
-            return MSG_FAILED;
+            return MSG_GO_ON;
         }
-        *setup = 1;
         /* Steps from the trials' time until the first commit, from the commits after it, for
          * every client: genericClient cannot be told from its sizes (GenericTCP with
          * -ctrlModes 1 1 1 0 1 -daqModes 0 0 0 1 0 announces the same ones, and never
@@ -442,7 +490,9 @@ static int handle_message(drths_ofr_app_t *app, int fd, const drths_ofr_msg_t *m
     if (out) {
         int rc = drths_tcp_send_all(fd, app->outbuf, (size_t)out);
         if (rc) {
-            if (!atomic_load(&app->io_stop)) {
+            if (refusing)
+                app->after_end = DRTHS_OFR_AFTER_CLOSED;
+            else if (!atomic_load(&app->io_stop)) {
                 char text[DRTHS_OFR_TEXT];
                 snprintf(text, sizeof text, "sending to the OpenFresco client failed: %s",
                          strerror(-rc));
@@ -502,16 +552,28 @@ static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
                  app->variant == DRTHS_OFR_SHADOW ? "expSite ShadowSite"
                                                   : "GenericTCP or genericClient",
                  drths_ofr_variant_name(app->cfg.variant));
+        /* Refused, but spoken to in its own variant: a closed connection would leave it
+         * spinning. ShadowSite is told a version that makes it exit at its open; the generic
+         * clients get NaN answers until their DIE. */
+        atomic_store(&app->io_refuse, 1);
         drths_ofr_app_post(app, REQ_LOST, 0.0, text);
-        return SESSION_ENDED;
+    } else {
+        app->variant = app->cfg.variant == DRTHS_OFR_AUTO ? app->variant : app->cfg.variant;
     }
-    app->variant = app->cfg.variant == DRTHS_OFR_AUTO ? app->variant : app->cfg.variant;
     drths_ofr_rx_init(&app->rx, app->variant);
     for (;;) {
         size_t need = drths_ofr_rx_need(&app->rx);
         if (need > have) {
             ssize_t k = drths_tcp_recv_until(fd, app->inbuf + have, need - have, DRTHS_TCP_QUICKACK,
                                              setup ? -1 : setup_deadline_ns);
+            /* Read after the receive: the site may have ended while the client was computing. */
+            if (atomic_load(&app->io_refuse) && (k < 0 || (size_t)k < need - have)) {
+                /* After the end: the client closed, or went silent within its set-up. */
+                if (app->after_end == DRTHS_OFR_AFTER_NONE)
+                    app->after_end =
+                        k == -ETIMEDOUT ? DRTHS_OFR_AFTER_SILENT : DRTHS_OFR_AFTER_CLOSED;
+                return SESSION_ENDED;
+            }
             if (!setup && k < 0)
                 return k == -ETIMEDOUT ? SESSION_SETUP_TIMEOUT : SESSION_SETUP_CLOSED;
             if (!setup && (size_t)k < need - have)
@@ -523,16 +585,34 @@ static int io_session(drths_ofr_app_t *app, int fd, int64_t setup_deadline_ns)
         }
         have = 0;
         app->io_messages++;
+        int refusing = atomic_load(&app->io_refuse);
+        if (refusing) {
+            app->after_end_messages++;
+            atomic_store(&app->io_last_ns, drths_now_ns());
+        }
+        double action;
+        memcpy(&action, app->inbuf, sizeof action);
+        if (refusing && app->rx.state == DRTHS_OFR_ST_ACTIONS &&
+            action == (double)DRTHS_OFR_SET_TRIAL)
+            continue; /* ignored, NaN displacement included (OpenSees's are, once it has NaN) */
         drths_ofr_msg_t m;
         if (drths_ofr_rx_parse(&app->rx, app->inbuf, need, &m) != 0) {
+            if (refusing) {
+                app->after_end = DRTHS_OFR_AFTER_UNPARSED;
+                return SESSION_ENDED;
+            }
             char text[DRTHS_OFR_TEXT];
             snprintf(text, sizeof text, "OpenFresco protocol error: %s", m.text);
             drths_ofr_app_post(app, REQ_LOST, 0.0, text);
             return SESSION_ENDED;
         }
         int rc = handle_message(app, fd, &m, &setup);
-        if (rc == MSG_LAST)
+        if (rc == MSG_LAST && refusing) {
+            if (app->after_end == DRTHS_OFR_AFTER_NONE)
+                app->after_end = DRTHS_OFR_AFTER_DIE;
+        } else if (rc == MSG_LAST) {
             drths_ofr_app_post(app, REQ_DIE, 0.0, NULL);
+        }
         if (rc != MSG_GO_ON)
             return SESSION_ENDED;
     }
@@ -568,19 +648,26 @@ static int drop_client(drths_ofr_app_t *app, int fd, int how)
     return 0;
 }
 
-static void *io_main(void *arg)
+static void io_serve(drths_ofr_app_t *app)
 {
-    drths_ofr_app_t *app = arg;
     int64_t deadline = drths_now_ns() + (int64_t)(app->cfg.accept_timeout_s * 1e9);
     for (;;) {
         int fd = accept_client(app, deadline);
         if (fd < 0)
-            return NULL;
+            return;
         int64_t setup_deadline = drths_now_ns() + (int64_t)(app->cfg.setup_timeout_s * 1e9);
         int how = io_session(app, fd, setup_deadline);
         if (how == SESSION_ENDED || atomic_load(&app->io_stop) || drop_client(app, fd, how) != 0)
-            return NULL;
+            return;
     }
+}
+
+static void *io_main(void *arg)
+{
+    drths_ofr_app_t *app = arg;
+    io_serve(app);
+    atomic_store(&app->io_done, 1);
+    return NULL;
 }
 
 int drths_ofr_app_start(drths_ofr_app_t *app, drths_error_t *err)
@@ -601,12 +688,62 @@ static void shut_connection(drths_ofr_app_t *app)
         (void)shutdown(fd, SHUT_RDWR);
 }
 
+/* After the site ended first: waits while the I/O thread still serves a client (answering it
+ * NaN), until the client ends (DIE, close), is silent for DRTHS_OFR_AFTER_END_SILENCE_S (or
+ * the step timeout when shorter), or DRTHS_OFR_AFTER_END_MAX_S have passed. Returns how it was
+ * cut (SILENT, MAX), or NONE when the I/O thread ended by itself. */
+static int wait_after_end(drths_ofr_app_t *app)
+{
+    if (!app->io_started || !atomic_load(&app->io_refuse) || atomic_load(&app->io_stop))
+        return DRTHS_OFR_AFTER_NONE;
+    double silence_s = fmin(app->cfg.step_timeout_s, DRTHS_OFR_AFTER_END_SILENCE_S);
+    int64_t t0 = drths_now_ns();
+    while (!atomic_load(&app->io_done)) {
+        int64_t now = drths_now_ns(), last = atomic_load(&app->io_last_ns);
+        if (last < t0)
+            last = t0;
+        if ((double)(now - last) * 1e-9 > silence_s)
+            return DRTHS_OFR_AFTER_SILENT;
+        if ((double)(now - t0) * 1e-9 > DRTHS_OFR_AFTER_END_MAX_S)
+            return DRTHS_OFR_AFTER_MAX;
+        drths_sleep_until_ns(now + START_POLL_NS);
+    }
+    return DRTHS_OFR_AFTER_NONE;
+}
+
 void drths_ofr_app_stop(drths_ofr_app_t *app)
 {
+    int cut = wait_after_end(app);
     shut_connection(app);
     if (app->io_started) {
         pthread_join(app->io, NULL);
         app->io_started = 0;
+        if (cut != DRTHS_OFR_AFTER_NONE)
+            app->after_end = cut;
+    }
+}
+
+const char *drths_ofr_app_after_end_text(const drths_ofr_app_t *app)
+{
+    switch (app->after_end) {
+    case DRTHS_OFR_AFTER_DIE:
+        return "the client then ended with DIE";
+    case DRTHS_OFR_AFTER_CLOSED:
+        return "the client then closed the connection";
+    case DRTHS_OFR_AFTER_EXIT:
+        return "the ShadowSite client was answered OpenFresco version 0 at its open, on which it "
+               "exits";
+    case DRTHS_OFR_AFTER_SILENT:
+        return "the client went silent and the site closed the connection (it may still wait: "
+               "stop it)";
+    case DRTHS_OFR_AFTER_MAX:
+        return "the client was still asking after " TEXT_OF_VALUE(
+            DRTHS_OFR_AFTER_END_MAX_S) " s and the site closed the connection (stop it)";
+    case DRTHS_OFR_AFTER_UNPARSED:
+        return "the client sent a message the site could not parse and the site closed the "
+               "connection (stop it)";
+    default:
+        return NULL;
     }
 }
 
@@ -1217,9 +1354,11 @@ static void after_tick(void *ctx, drths_physsite_t *ps, uint64_t tick,
         app->ends_count--;
     }
     /* Answer measurement requests once every target received has been reached (at once before
-     * the first trial), and never from HOLD: the client is disconnected then. */
-    if (drths_physsite_in_hold(ps))
+     * the first trial), and never from HOLD: the I/O thread answers NaN from then on. */
+    if (drths_physsite_in_hold(ps)) {
+        atomic_store(&app->io_refuse, 1);
         return;
+    }
     /* A request after the latest target was reached (a repeat's) gets the measurement taken
      * when it was reached: the actuators may since have moved on, predicting the next step. */
     while (app->daq_pending && app->reached >= app->queued) {
@@ -1299,7 +1438,9 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
                          r.kind == REQ_DIE ? "the OpenFresco client ended before any step"
                                            : r.text);
                 *reason = app->end_text;
-                shut_connection(app);
+                /* A client refused at its set-up is still connected: the I/O thread answers it
+                 * (drths_ofr_app_stop waits for that). */
+                atomic_store(&app->io_refuse, 1);
                 return 1;
             }
             continue;
@@ -1349,9 +1490,15 @@ static int start(void *ctx, drths_physsite_t *ps, const char **reason)
 static const char *ended(void *ctx, drths_physsite_t *ps)
 {
     drths_ofr_app_t *app = ctx;
-    if (drths_physsite_in_hold(ps) && !app->end_seen)
-        drths_physsite_event(ps, 1, "closing the OpenFresco connection (HOLD)");
-    shut_connection(app);
+    /* Closing the connection would leave OpenSees spinning on it: every further request is
+     * answered NaN until the client ends (drths_ofr_app_stop waits for it). */
+    atomic_store(&app->io_refuse, 1);
+    if (drths_physsite_in_hold(ps) && app->setup_seen && !atomic_load(&app->io_done))
+        drths_physsite_event(ps, 1,
+                             "answering the OpenFresco client's requests with NaN until it sends "
+                             "DIE or closes (up to %g s of silence), so that its analysis fails "
+                             "instead of waiting on a closed connection",
+                             fmin(app->cfg.step_timeout_s, DRTHS_OFR_AFTER_END_SILENCE_S));
     if (app->late_targets)
         drths_physsite_event(ps, 1,
                              "%llu of %llu analysis steps had their target late (held %llu "
@@ -1418,6 +1565,15 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
         drths_json_number(j, "session_wall_time_s",
                           (double)(app->end_ns - app->first_target_ns) * 1e-9);
     drths_json_string(j, "end", app->end_text);
+    if (app->after_end != DRTHS_OFR_AFTER_NONE || app->after_end_messages) {
+        static const char *const names[] = {"none",   "die",      "closed",  "told_to_exit",
+                                            "silent", "max_wait", "unparsed"};
+        drths_json_object_begin(j, "after_end");
+        drths_json_string(j, "client", names[app->after_end]);
+        drths_json_int(j, "messages", (int64_t)app->after_end_messages);
+        drths_json_int(j, "nan_replies", (int64_t)app->after_end_nan_replies);
+        drths_json_object_end(j);
+    }
     drths_json_object_end(j);
 }
 

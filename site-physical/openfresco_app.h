@@ -44,9 +44,20 @@
  *
  * End of session: DIE (or shutdown) is answered (ShadowSite) and ends the run once the command
  * has braked smoothly to rest: exit 0. A connection closed without DIE, a protocol error, or no
- * client within the wait: HOLD (never a jump), records flushed, exit 1 with the reason. When the
- * RT thread ends for any other reason (a limit, a signal) the connection is shut down, so the
- * client is not left waiting.
+ * client within the wait: HOLD (never a jump), records flushed, exit 1 with the reason.
+ *
+ * When the site ends the session first (HOLD, a client refused at its set-up) the connection is
+ * not closed at once: OpenSees's and OpenFresco's TCP_Socket loop on recv() and send() without
+ * looking for an end of file or an error, so a client whose connection is closed spins for ever
+ * (docs/openfresco.md, "When the site ends first"). Instead the I/O thread answers every further
+ * request itself, every value NaN (measurements, forces, matrices), ignores trials and commits
+ * and answers DIE as usual, until the client sends DIE, closes, or is silent for
+ * DRTHS_OFR_AFTER_END_SILENCE_S (at most --openfresco-step-timeout), DRTHS_OFR_AFTER_END_MAX_S
+ * in all; drths_ofr_app_stop waits for that. A NaN force fails an implicit analysis (its
+ * convergence test never passes) and runs an explicit one to its end at once; either then
+ * reaches the script's wipeExp or exit, which sends DIE. A ShadowSite client refused before its
+ * open (a site forced to the generic variant) is answered an open with OpenFresco version 0
+ * instead of 2.8: ShadowExpSite's constructor then prints a version mismatch and exits.
  *
  * Steps from commits (docs/openfresco.md, "Repeats and iterations"): for any client once it
  * has committed (genericClient and ShadowSite commit every step), a trial within
@@ -100,6 +111,22 @@
  * + 1), at most one per tick. */
 #define DRTHS_OFR_ENDS (DRTHS_ACT_MAX_LOOKAHEAD + 8)
 #define DRTHS_OFR_TEXT 200
+/* After the site ended first (see above): the longest silence of the client before the
+ * connection is closed (or --openfresco-step-timeout when shorter), and the longest wait in
+ * all. Signals are no longer served then, so both are short. */
+#define DRTHS_OFR_AFTER_END_SILENCE_S 10.0
+#define DRTHS_OFR_AFTER_END_MAX_S 60.0
+
+/* How the client ended after the site had ended first (summary.json openfresco.after_end). */
+typedef enum drths_ofr_after_end {
+    DRTHS_OFR_AFTER_NONE = 0, /* the site did not end first, or no client was there */
+    DRTHS_OFR_AFTER_DIE,      /* the client sent DIE (answered): it ended */
+    DRTHS_OFR_AFTER_CLOSED,   /* the client closed the connection (or it failed) */
+    DRTHS_OFR_AFTER_EXIT,     /* ShadowSite refused at its open: told a version that exits it */
+    DRTHS_OFR_AFTER_SILENT,   /* closed by the site after the client's silence */
+    DRTHS_OFR_AFTER_MAX,      /* closed by the site after DRTHS_OFR_AFTER_END_MAX_S */
+    DRTHS_OFR_AFTER_UNPARSED, /* closed on a message the site could not parse */
+} drths_ofr_after_end_t;
 
 typedef struct drths_ofr_app_config {
     const char *listen;          /* HOST:PORT to accept the client on */
@@ -168,6 +195,12 @@ typedef struct drths_ofr_app {
     drths_ring_t to_rt; /* I/O -> RT requests */
     drths_ring_t to_io; /* RT -> I/O responses */
     atomic_int io_stop;
+    /* The site has ended the session (HOLD, a refused set-up): the I/O thread answers every
+     * further request with NaN (set by the RT thread at HOLD and at its end, or by the I/O
+     * thread when it refuses the client). */
+    atomic_int io_refuse;
+    atomic_int io_done;         /* the I/O thread has returned */
+    _Atomic int64_t io_last_ns; /* when the latest message came (the silence after the end) */
 
     /* I/O thread (read by the RT thread after the SETUP record, and by main after the join). */
     drths_ofr_rx_t rx;
@@ -175,6 +208,10 @@ typedef struct drths_ofr_app {
     char peer[80];
     uint64_t io_messages, io_unknown_actions, io_replies;
     uint64_t clients_dropped; /* accepted, but no set-up within setup_timeout_s */
+    /* After the site ended first: messages received, answers of NaN, how the client ended
+     * (drths_ofr_after_end_t; main sets SILENT or MAX after the join). */
+    uint64_t after_end_messages, after_end_nan_replies;
+    int after_end;
     uint8_t *inbuf, *outbuf;  /* 8·DRTHS_OFR_MAX_DATA + 64 bytes each, owned */
 
     /* RT thread. Every displacement is a vector of n values (n = cfg.n_channels), channel i's
@@ -290,8 +327,14 @@ const drths_physsite_source_t *drths_ofr_app_source(void);
 /* Starts the I/O thread. Returns 0 or a negative errno. init-only. */
 int drths_ofr_app_start(drths_ofr_app_t *app, drths_error_t *err);
 
-/* Stops the I/O thread (shuts the connection down) and joins it. Safe twice. init-only. */
+/* Stops the I/O thread and joins it. When the site ended the session first and a client is
+ * still connected, first lets the I/O thread answer it (NaN) until it sends DIE or closes,
+ * within the bounds above; then shuts the connection down. Safe twice. init-only. */
 void drths_ofr_app_stop(drths_ofr_app_t *app);
+
+/* A sentence on how the client ended after the site had ended first, or NULL when it did not
+ * (after drths_ofr_app_stop). */
+const char *drths_ofr_app_after_end_text(const drths_ofr_app_t *app);
 
 /* Closes the sockets and frees the rings and buffers. Safe twice. init-only. */
 void drths_ofr_app_close(drths_ofr_app_t *app);

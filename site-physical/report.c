@@ -193,6 +193,12 @@ int drths_physsite_report_end(FILE *f, drths_physsite_t *ps, const drths_ofr_app
                 "peak %.4f mm\n",
                 ofr->steps_reached, ofr->targets, ofr->late_targets, ofr->held_ticks,
                 drths_ofr_app_step_rms_pct(ofr), drths_ofr_app_step_max_err(ofr) * 1e3);
+    const char *after = ofr ? drths_ofr_app_after_end_text(ofr) : NULL;
+    if (after)
+        fprintf(f,
+                "  OpenFresco after the site ended the session: %" PRIu64
+                " requests answered with NaN; %s\n",
+                ofr->after_end_nan_replies, after);
     for (int i = 0; ofr && ps->n_channels > 1 && i < ps->n_channels; i++)
         fprintf(f,
                 "  OpenFresco channel %d (%s): step-end tracking RMS error %.3f %%, peak %.4f mm\n",

@@ -9,7 +9,7 @@
  *    whole set-up, not on each receive), and so is one that connects and closes at once;
  *  - a client that goes silent after two answered steps puts the site in HOLD after
  *    --openfresco-step-timeout, with a sentence saying what it waited for (exit 1), and the
- *    connection is closed;
+ *    connection is closed after as long again of silence (the site would have answered NaN);
  *  - the accepted socket has TCP keepalive (its keepalive timer shows in /proc/net/tcp).
  * Every wait is bounded (poll deadlines, SO_RCVTIMEO, alarm), so a site without these time-outs
  * fails the test instead of hanging it. */
@@ -283,7 +283,9 @@ static void test_silence_after_setup_holds(void **state)
         print_message("no /proc/net/tcp: keepalive not checked\n");
     else
         assert_int_equal(ka, 1);
-    /* Then silence: HOLD after 0.5 s, the connection closed, exit 1. */
+    /* Then silence: HOLD after 0.5 s; the site would answer further requests with NaN, but the
+     * client stays silent, so after another 0.5 s (the step timeout, below the 10 s cap) the
+     * connection is closed; exit 1. */
     assert_true(wait_for(&s,
                          "sent no new target for 0.5 s after step 2 was reached and "
                          "answered (--openfresco-step-timeout)",
@@ -292,6 +294,10 @@ static void test_silence_after_setup_holds(void **state)
     close(fd);
     site_end(&s, 1);
     assert_non_null(strstr(s.log, "HOLD"));
+    assert_non_null(strstr(s.log, "answering the OpenFresco client's requests with NaN until it "
+                                  "sends DIE or closes (up to 0.5 s of silence)"));
+    assert_non_null(strstr(s.log, "0 requests answered with NaN; the client went silent and the "
+                                  "site closed the connection"));
 }
 
 int main(void)

@@ -188,6 +188,54 @@ static void recv_vec(int fd, double *v)
     memcpy(v, buf, 8 * DS);
 }
 
+/* A vector read as OpenSees's and OpenFresco's TCP_Socket::recvVector reads it: recv() until
+ * 8·dataSize bytes, subtracting what each call returned and never looking for 0 (end of file)
+ * or -1. On a closed connection that loop never ends (OpenSees spins); here it is bounded, and
+ * the test fails when the bound is reached, i.e. when the site closed instead of answering. */
+static void opensees_recv_vector(int fd, double *v)
+{
+    long nleft = 8 * DS, calls = 0;
+    uint8_t *p = buf;
+    while (nleft > 0 && calls < 100000) {
+        ssize_t nread = recv(fd, p, (size_t)nleft, 0);
+        nleft -= nread;
+        p += nread;
+        calls++;
+    }
+    if (nleft != 0)
+        print_error("TCP_Socket::recvVector would spin: %ld recv() calls, %ld bytes left\n", calls,
+                    nleft);
+    assert_int_equal(nleft, 0);
+    memcpy(v, buf, 8 * DS);
+}
+
+/* The answer to a request after the site has ended the session: a whole vector, read as
+ * OpenSees reads it, its first n values NaN. */
+static void recv_nan(int fd, int n)
+{
+    double v[DS];
+    opensees_recv_vector(fd, v);
+    for (int i = 0; i < n; i++)
+        assert_true(isnan(v[i]));
+}
+
+/* After DIE the site closes: an orderly close (0), not the test's 20 s receive timeout. */
+static void assert_closed(int fd)
+{
+    assert_int_equal(drths_tcp_recv(fd, buf, 1, 0), 0);
+}
+
+/* The string value of "key": in summary.json (the first occurrence) is `want`. */
+static void assert_summary_string(const char *key, const char *want)
+{
+    char pat[160];
+    snprintf(pat, sizeof pat, "\"%s\": \"%s\"", key, want);
+    if (!strstr(summary, pat)) {
+        print_error("summary.json has no %s\n%s\n", pat, summary);
+        fail();
+    }
+}
+
 static double trial_disp(int k)
 {
     return 0.02 * sin(2.0 * M_PI * k / 40.0) * (1.0 - exp(-k / 10.0));
@@ -246,7 +294,7 @@ static void test_shadow_elastic(void **state)
     }
     const double die[2] = {99.0, 5.0};
     send_vec(fd, die, 2);
-    recv_vec(fd, v);
+    opensees_recv_vector(fd, v); /* ShadowExpSite's destructor reads the answer to DIE */
     assert_true(v[0] == 4.0 && v[1] == 1.0);
     close(fd);
     site_end(&s, 0);
@@ -436,8 +484,12 @@ static void test_generic_client_iterations(void **state)
     assert_int_equal(summary_int("repeats"), steps + 1);
 }
 
-/* More iterations in one step than --openfresco-max-iterations: HOLD naming the option, the
- * connection closed, exit 1. */
+/* More iterations in one step than --openfresco-max-iterations: HOLD naming the option, exit
+ * 1. The pending getForce and every request after it are answered with NaN, the connection
+ * kept until the client's DIE: as OpenSees's Newton goes on, each iteration's force is NaN, so
+ * the displacement increment is NaN and CTestNormDispIncr's `norm <= tol` never holds; after
+ * its iteration limit (10 here) analyze returns an error, and the script's wipe sends DIE
+ * (genericClient: no answer), on which the site closes. */
 static void test_too_many_iterations(void **state)
 {
     (void)state;
@@ -451,11 +503,38 @@ static void test_too_many_iterations(void **state)
     send_trial(fd, 0.0005, 0.01); /* the fourth iteration */
     const double force[1] = {10.0};
     send_vec(fd, force, 1);
-    assert_true(recv_bytes(fd, buf, 8 * DS) < 8 * DS); /* closed, not answered */
+    recv_nan(fd, 1);
+    const double tol = 1e-9, k = K_N_PER_M;
+    double d = 0.0005;
+    int converged = 0;
+    for (int it = 0; it < 10 && !converged; it++) {
+        double v[DS];
+        send_trial(fd, d, 0.01);
+        send_vec(fd, force, 1);
+        opensees_recv_vector(fd, v);
+        double du = (0.0 - v[0]) / k; /* the increment Newton solves for */
+        converged = fabs(du) <= tol;
+        d += du;
+    }
+    assert_false(converged);
+    assert_true(isnan(d));
+    /* The matrices too, as genericClient asks for them. */
+    const double stiff[1] = {13.0}, damp[1] = {14.0};
+    send_vec(fd, stiff, 1);
+    recv_nan(fd, 1);
+    send_vec(fd, damp, 1);
+    recv_nan(fd, 1);
+    const double die[1] = {99.0};
+    send_vec(fd, die, 1);
+    assert_closed(fd);
     close(fd);
     site_end(&s, 1);
     assert_non_null(strstr(s.log, "more than 3 iterations in analysis step 1"));
     assert_non_null(strstr(s.log, "--openfresco-max-iterations"));
+    assert_non_null(strstr(s.log, "13 requests answered with NaN; the client then ended with DIE"));
+    read_summary(&s);
+    assert_summary_string("client", "die");
+    assert_int_equal(summary_int("nan_replies"), 13);
 }
 
 /* A client killed mid-run sends nothing: the site holds, writes its records, exits 1. */
@@ -490,8 +569,10 @@ static void test_client_killed(void **state)
 
 /* A trial far beyond the displacement limit (0.1 m): refused when it arrives, before any
  * command towards it is made (issue 28): HOLD with a clear line naming the target and the
- * limit, never a jump (the largest drive step in HOLD within the ramp rate), the connection
- * closed, exit 1. */
+ * limit, never a jump (the largest drive step in HOLD within the ramp rate), exit 1. The
+ * pending getDaqResponse is answered with NaN, and so are the steps an explicit analysis goes on
+ * with (it has no convergence test: it runs to its end with NaN), until its DIE, which is
+ * answered as usual ([4, actorTag]) before the site closes. */
 static void test_limit(void **state)
 {
     (void)state;
@@ -513,11 +594,23 @@ static void test_limit(void **state)
     send_vec(fd, trial, 2);
     const double daq[1] = {6.0};
     send_vec(fd, daq, 1);
-    /* No answer: the site closes the connection instead. */
-    assert_true(recv_bytes(fd, buf, 8 * DS) < 8 * DS);
+    recv_nan(fd, 2); /* the displacement and the force */
+    for (int k = 0; k < 3; k++) {
+        const double nan_trial[2] = {3.0, NAN}, commit[2] = {5.0, 0.1};
+        send_vec(fd, commit, 2);
+        send_vec(fd, nan_trial, 2);
+        send_vec(fd, daq, 1);
+        recv_nan(fd, 2);
+    }
+    const double die[2] = {99.0, 5.0};
+    send_vec(fd, die, 2);
+    opensees_recv_vector(fd, v); /* ShadowExpSite's destructor reads the answer to DIE */
+    assert_true(v[0] == 4.0 && v[1] == 1.0);
+    assert_closed(fd);
     close(fd);
     site_end(&s, 1);
     assert_non_null(strstr(s.log, "HOLD at tick"));
+    assert_non_null(strstr(s.log, "4 requests answered with NaN; the client then ended with DIE"));
     assert_non_null(strstr(s.log, "OpenFresco target 0.25 m"));
     assert_non_null(strstr(s.log, "physical.limit_"));
     read_summary(&s);
@@ -529,6 +622,8 @@ static void test_limit(void **state)
     double step = strtod(p + strlen("\"max_drive_step_m\":"), NULL);
     double allowed = strtod(q + strlen("\"max_drive_step_allowed_m\":"), NULL);
     assert_true(step <= allowed * (1.0 + 1e-9));
+    assert_summary_string("client", "die");
+    assert_int_equal(summary_int("nan_replies"), 4);
 }
 
 /* A protocol error (a big-endian probe) ends the session with the reason. */
@@ -546,37 +641,52 @@ static void test_protocol_error(void **state)
     assert_non_null(strstr(s.log, "endianness probe"));
 }
 
-/* A forced variant the client does not speak: the site names both at once and closes the
- * connection (an orderly close, k == 0, not the test's 20 s receive timeout), never a
- * deadlock. */
+/* A forced variant the client does not speak: the site names both at once, never a deadlock,
+ * and ends the client rather than closing on it (OpenSees would spin on the closed connection):
+ * ShadowSite's probe is answered and its open gets a version other than 2.8, on which
+ * ShadowExpSite exits; a generic client gets NaN for its requests until its DIE. */
 static void test_variant_mismatch(void **state)
 {
     (void)state;
     site_t s;
     site_start(&s, "generic", "0.004");
     int fd = connect_site(&s);
-    int32_t one = 1;
+    int32_t one = 1, back = 0;
     send_bytes(fd, (const uint8_t *)&one, 4); /* ShadowSite's probe; it waits for the answer */
-    assert_int_equal(drths_tcp_recv(fd, buf, 4, 0), 0);
+    assert_int_equal(recv_bytes(fd, (uint8_t *)&back, 4), 4);
+    assert_int_equal(back, 1);
+    const double open[3] = {1.0, 5.0, 2.8};
+    send_vec(fd, open, 3);
+    double v[DS];
+    opensees_recv_vector(fd, v);
+    assert_true(v[0] == 0.0 && v[2] != 2.8); /* ShadowExpSite: "Version mismatch", exit */
+    assert_closed(fd);
     close(fd);
     site_end(&s, 1);
     assert_non_null(strstr(s.log, "the client speaks the shadow variant (expSite ShadowSite), "
                                   "but the site is set to --openfresco-variant generic"));
+    read_summary(&s);
+    assert_summary_string("client", "told_to_exit");
 
     site_start(&s, "shadow", "0.004");
     fd = connect_site(&s);
     const int32_t id[11] = {1, 1, 1, 0, 1, 0, 0, 0, 1, 0, DS};
     size_t n = drths_ofr_build_ids(id, 11, buf, sizeof buf);
     send_bytes(fd, buf, n);
-    const double trial[5] = {3.0, 0.001, 0.0, 0.0, 0.01}, force[1] = {10.0};
+    const double trial[5] = {3.0, 0.001, 0.0, 0.0, 0.01}, force[1] = {10.0}, die[1] = {99.0};
     send_vec(fd, trial, 5);
     send_vec(fd, force, 1);
-    assert_int_equal(drths_tcp_recv(fd, buf, 8 * DS, 0), 0);
+    recv_nan(fd, 1);
+    send_vec(fd, die, 1);
+    assert_closed(fd);
     close(fd);
     site_end(&s, 1);
     assert_non_null(strstr(s.log, "the client speaks the generic variant (GenericTCP or "
                                   "genericClient), but the site is set to --openfresco-variant "
                                   "shadow"));
+    read_summary(&s);
+    assert_summary_string("client", "die");
+    assert_int_equal(summary_int("nan_replies"), 1);
 }
 
 int main(void)

@@ -48,6 +48,10 @@ static void test_shadow_session(void **state)
     assert_int_equal(drths_ofr_reply_open(buf, sizeof buf), 2048);
     assert_true(d_at(buf, 0) == 0.0 && d_at(buf, 1) == 1.0 && d_at(buf, 2) == 2.8);
     assert_true(d_at(buf, 3) == 0.0 && d_at(buf, 255) == 0.0);
+    /* The refusing answer: the same vector with a version ShadowExpSite exits on. */
+    assert_int_equal(drths_ofr_reply_open_refused(buf, sizeof buf), 2048);
+    assert_true(d_at(buf, 0) == 0.0 && d_at(buf, 1) == 1.0 && d_at(buf, 2) != 2.8);
+    assert_true(d_at(buf, 2) == DRTHS_OFR_REFUSED_VERSION && d_at(buf, 255) == 0.0);
     /* 3. setup [2, dataSize] then int32[5] control and measurement sizes; no reply. */
     assert_int_equal(drths_ofr_rx_need(&rx), 2048 + 40);
     const double setup[2] = {2.0, 256.0};

@@ -97,7 +97,8 @@ static void usage(FILE *f)
             "  --version            print the version and exit\n"
             "\n",
             MAX_STEPS);
-    drths_cli_print_exit_codes(f, "the site could not be reached or closed the connection early");
+    drths_cli_print_exit_codes(f, "the site could not be reached, closed the connection early, or "
+                                  "answered NaN (it ended the session: HOLD)");
 }
 
 /* 0 when all n bytes arrived, -1 on an error or a connection closed first. */
@@ -352,9 +353,33 @@ static void drifts(const double *x, int n, double *d)
         d[i] = x[i] - (i ? x[i - 1] : 0.0);
 }
 
+/* Whether all n values are finite: a site that has ended the session (HOLD) answers every
+ * request with NaN until the client sends DIE. */
+static int all_finite(const double *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return 0;
+    return 1;
+}
+
+/* What a step's exchange ended with. */
+enum { EXCHANGE_OK = 0, EXCHANGE_CLOSED = -1, EXCHANGE_NAN = -2 };
+
+static void say_why(int rc, long step)
+{
+    if (rc == EXCHANGE_NAN)
+        fprintf(stderr,
+                PROG ": the site answered NaN at step %ld: it ended the session (HOLD); "
+                     "ending with DIE\n",
+                step);
+    else
+        fprintf(stderr, PROG ": the site closed the connection at step %ld\n", step);
+}
+
 /* A trial [3, d[0..n), t] (t only when the client declared a time: ShadowSite, GenericTCP with
  * --send-time) and a getDaqResponse, whose answer (v) holds the n measured displacements, then
- * the n forces. */
+ * the n forces. Returns EXCHANGE_OK, _CLOSED or _NAN. */
 static int trial_daq(int fd, const double *d, int n, int with_time, double t, double *v)
 {
     double trial[2 + MAXN] = {3.0};
@@ -363,8 +388,8 @@ static int trial_daq(int fd, const double *d, int n, int with_time, double t, do
     const double daq[1] = {6.0};
     if (send_vec(fd, trial, 1 + (size_t)n + (with_time ? 1 : 0)) || send_vec(fd, daq, 1) ||
         recv_vec(fd, v))
-        return -1;
-    return 0;
+        return EXCHANGE_CLOSED;
+    return all_finite(v, 2 * n) ? EXCHANGE_OK : EXCHANGE_NAN;
 }
 
 /* The analysis: one trial per step (after --iterations answered trials converging on it) until
@@ -390,15 +415,17 @@ static int run(int fd, const options_t *opt, const drths_record_t *rec, result_t
         double target[MAXN], d[MAXN], di[MAXN], t = (double)(k + 1) * dt;
         drifts(xnext, n, target);
         drifts(x, n, d);
-        int ok = 1;
+        int rc = EXCHANGE_OK;
         /* Iterates d_i = target + (d - target) (-1/2)^i, i = K .. 1, then the target itself. */
-        for (long i = opt->iterations; i >= 1 && ok; i--) {
+        for (long i = opt->iterations; i >= 1 && rc == EXCHANGE_OK; i--) {
             for (int c = 0; c < n; c++)
                 di[c] = target[c] + (d[c] - target[c]) * pow(-0.5, (double)i);
-            ok = trial_daq(fd, di, n, with_time, t, v) == 0;
+            rc = trial_daq(fd, di, n, with_time, t, v);
         }
-        if (!ok || trial_daq(fd, target, n, with_time, t, v) != 0) {
-            fprintf(stderr, PROG ": the site closed the connection at step %ld\n", k + 1);
+        if (rc == EXCHANGE_OK)
+            rc = trial_daq(fd, target, n, with_time, t, v);
+        if (rc != EXCHANGE_OK) {
+            say_why(rc, k + 1);
             break;
         }
         int64_t now = drths_now_ns();
@@ -439,7 +466,7 @@ static int run(int fd, const options_t *opt, const drths_record_t *rec, result_t
 }
 
 /* A genericClient trial [3, d(n), v(n), a(n), t] (v and a are not used by the site) and a
- * getForce, whose answer holds the n forces. */
+ * getForce, whose answer holds the n forces. Returns EXCHANGE_OK, _CLOSED or _NAN. */
 static int trial_force(int fd, const double *d, int n, double t, double *force)
 {
     double trial[2 + 3 * MAXN] = {3.0};
@@ -448,9 +475,9 @@ static int trial_force(int fd, const double *d, int n, double t, double *force)
     const double get_force[1] = {10.0};
     double v[DS];
     if (send_vec(fd, trial, 2 + 3 * (size_t)n) || send_vec(fd, get_force, 1) || recv_vec(fd, v))
-        return -1;
+        return EXCHANGE_CLOSED;
     memcpy(force, v, (size_t)n * sizeof *force);
-    return 0;
+    return all_finite(v, n) ? EXCHANGE_OK : EXCHANGE_NAN;
 }
 
 /* The analysis as genericClient sends it: per step the repeat of the current displacement with
@@ -467,26 +494,30 @@ static int run_repeat(int fd, const options_t *opt, const drths_record_t *rec, r
         return drths_cli_error(PROG, "no memory for %ld steps", opt->steps);
     int64_t t0 = drths_now_ns(), tprev = t0;
     long done = 0;
+    int rc = EXCHANGE_OK;
     for (long k = 0; k < opt->steps; k++) {
         double t = (double)(k + 1) * dt, fspec[MAXN], f[MAXN], d[MAXN], dn[MAXN], di[MAXN];
         drifts(x, n, d);
-        if (trial_force(fd, d, n, t, fspec) != 0)
+        if ((rc = trial_force(fd, d, n, t, fspec)) != EXCHANGE_OK)
             break;
         central_difference(x, xprev, xnext, rec->ag_m_s2[k], fspec, n, dt);
         drifts(xnext, n, dn);
-        int ok = 1;
         /* Iterates d_i = dnext + (d - dnext) (-1/2)^i, i = K .. 1, then dnext itself. */
-        for (long i = opt->iterations; i >= 1 && ok; i--) {
+        for (long i = opt->iterations; i >= 1 && rc == EXCHANGE_OK; i--) {
             for (int c = 0; c < n; c++)
                 di[c] = dn[c] + (d[c] - dn[c]) * pow(-0.5, (double)i);
-            ok = trial_force(fd, di, n, t, f) == 0;
+            rc = trial_force(fd, di, n, t, f);
         }
+        if (rc != EXCHANGE_OK)
+            break;
         double trial[2 + 3 * MAXN] = {3.0};
         memcpy(trial + 1, dn, (size_t)n * sizeof *dn);
         trial[1 + 3 * n] = t;
         const double commit[1] = {5.0};
-        if (!ok || send_vec(fd, trial, 2 + 3 * (size_t)n) || send_vec(fd, commit, 1))
+        if (send_vec(fd, trial, 2 + 3 * (size_t)n) || send_vec(fd, commit, 1)) {
+            rc = EXCHANGE_CLOSED;
             break;
+        }
         int64_t now = drths_now_ns();
         gap[done] = (double)(now - tprev) * 1e-9 - opt->step_dur;
         tprev = now;
@@ -501,7 +532,7 @@ static int run_repeat(int fd, const options_t *opt, const drths_record_t *rec, r
         done++;
     }
     if (done < opt->steps)
-        fprintf(stderr, PROG ": the site closed the connection at step %ld\n", done + 1);
+        say_why(rc, done + 1);
     res->wall = (double)(drths_now_ns() - t0) * 1e-9;
     res->done = done;
     const double die[2] = {99.0, 1.0};
