@@ -99,30 +99,45 @@ static void test_unproven_go_before_the_operator(void **state)
     assert_ptr_equal(v, unproven);
 }
 
-static void test_global_cap_drops_from_the_busiest_host(void **state)
+static void test_global_cap(void **state)
 {
     (void)state;
     static drths_admit_t a;
     drths_admit_init(&a, &L);
-    drths_admit_conn_t *v, *oldest[2] = {NULL};
-    for (int h = 0; h < 2; h++) { /* 4 slow requests from each of 127.0.0.2..3 */
-        for (int i = 0; i < 4; i++) {
-            drths_admit_conn_t *c = open_from(&a, h ? H3 : H2, h * 100 + i, &v);
-            assert_null(v);
-            if (i == 0)
-                oldest[h] = c;
-        }
+    drths_admit_conn_t *v, *h2[4], *h3[4];
+    for (int i = 0; i < 4; i++) { /* 4 slow requests from each of 127.0.0.2..3 */
+        h2[i] = open_from(&a, H2, i, &v);
+        assert_null(v);
+    }
+    for (int i = 0; i < 4; i++) {
+        h3[i] = open_from(&a, H3, 10 + i, &v);
+        assert_null(v);
     }
     assert_int_equal(drths_admit_count(&a, DRTHS_ADMIT_OTHER, NULL, 0), 8);
-    /* The operator's connection comes in; the oldest connection of the busiest (both tie at
-     * 4: the oldest of all) goes. */
-    drths_admit_conn_t *op = open_from(&a, H1, 1000, &v);
-    assert_ptr_equal(v, oldest[0]);
-    /* Now 127.0.0.3 holds the most (4): its oldest goes for the next newcomer from 127.0.0.2,
-     * and the operator's connection stays. */
-    open_from(&a, H2, 1001, &v);
-    assert_ptr_equal(v, oldest[1]);
-    assert_false(op->dropping);
+    /* Unproven connections go oldest first, whatever their address: the operator's comes in
+     * and 127.0.0.2's first goes; newcomers from further addresses take the next oldest, never
+     * the operator's younger connection. */
+    drths_admit_conn_t *op = open_from(&a, H1, 100, &v);
+    assert_ptr_equal(v, h2[0]);
+    for (int i = 0; i < 6; i++) {
+        uint8_t host[4] = {127, 0, 1, (uint8_t)i};
+        open_from(&a, host, 200 + i, &v);
+        assert_ptr_equal(v, i < 3 ? h2[1 + i] : h3[i - 3]);
+        assert_false(op->dropping);
+    }
+    /* Among connections that all showed the token, the oldest of the address holding the most
+     * goes (127.0.0.3 with 3 against 1 and 2, although 127.0.0.2's is older). */
+    static drths_admit_t b;
+    drths_admit_init(&b, &L);
+    const uint8_t *hosts[8] = {H2, H3, H3, H3, H1, H1, H2, H1};
+    drths_admit_conn_t *c[8];
+    for (int i = 0; i < 8; i++) {
+        c[i] = open_from(&b, hosts[i], i, &v);
+        assert_null(v);
+        drths_admit_headers(c[i], 1);
+    }
+    open_from(&b, H2, 20, &v); /* H1 and H3 tie at 3: H3's oldest is the older */
+    assert_ptr_equal(v, c[1]);
 }
 
 static void test_streams_capped_per_host_and_in_all(void **state)
@@ -239,7 +254,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_per_host_cap_drops_that_hosts_oldest),
         cmocka_unit_test(test_unproven_go_before_the_operator),
-        cmocka_unit_test(test_global_cap_drops_from_the_busiest_host),
+        cmocka_unit_test(test_global_cap),
         cmocka_unit_test(test_streams_capped_per_host_and_in_all),
         cmocka_unit_test(test_deadlines),
         cmocka_unit_test(test_acceptance_case),

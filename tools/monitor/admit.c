@@ -62,6 +62,9 @@ static drths_admit_conn_t *pick(drths_admit_t *a, drths_admit_pool_t pool, const
         if (candidate(c, pool, except, 1) && (!host || same_host(c, host, host_len)))
             unproven_only = 1;
     }
+    /* In all, unproven connections go oldest first whatever their address: the young ones
+     * are about to send their request (the operator's among them). */
+    int weigh = host || !unproven_only;
     drths_admit_conn_t *best = NULL;
     unsigned best_n = 0;
     for (size_t i = 0; i < DRTHS_ADMIT_SLOTS; i++) {
@@ -80,7 +83,7 @@ static drths_admit_conn_t *pick(drths_admit_t *a, drths_admit_pool_t pool, const
         }
         if (oldest != c)
             continue; /* each address is judged by its first candidate */
-        if (!best || n > best_n || (n == best_n && before(c, best))) {
+        if (!best || (weigh && n > best_n) || ((!weigh || n == best_n) && before(c, best))) {
             best = c;
             best_n = n;
         }

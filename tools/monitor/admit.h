@@ -6,12 +6,13 @@
  * page, /sites, control), "stream" while it holds an event stream. Each pool has a cap per
  * client address and in all. A new connection or a new stream is never refused: when a cap is
  * passed, one connection of the pool is named to be dropped instead (a victim):
- *   - per address: one of that address's own;
- *   - in all: one of the address that holds the most.
- * Among those, a connection that has not yet sent a complete request (with the token, when the
- * monitor has one) goes first, then the oldest. So neither slow nor idle nor many connections
- * can keep the operator's next request out: it always gets a connection, and it sends its
- * request at once, so it is not the one dropped.
+ *   - per address: one of that address's own, one that has not yet sent a complete request
+ *     (with the token, when the monitor has one) first, then the oldest;
+ *   - in all: the oldest connection that has not yet sent a complete request, whatever its
+ *     address (the young ones are about to send theirs, the operator's among them); when every
+ *     one has, the oldest of the address that holds the most.
+ * So neither slow nor idle nor many connections can keep the operator's next request out: it
+ * always gets a connection, and it sends its request at once, so it is not the one dropped.
  * Deadlines: a request (headers and body) must be complete within request_ns of the
  * connection's opening or of its previous answer; an answer other than a stream must be sent
  * within answer_ns. Streams have none (they send a comment every second).

@@ -22,10 +22,10 @@
  *
  * Reachability (admit.h): every connection is accounted in one of two pools, requests (32 per
  * address, 96 in all) and event streams (4 per address, 16 in all); a new one past a cap drops
- * an older one (a connection that has not yet sent a complete request with the token first,
- * then the oldest of the address holding the most) instead of being refused, a request must be
- * complete within 3 s and its answer sent within 10 s, and the server's 160 slots leave a reserve
- * for the connections being closed. So the operator's page and Abort always get a connection.
+ * an older one (one that has not yet sent a complete request with the token first, the oldest
+ * first) instead of being refused; a request must be complete within 3 s and its answer sent
+ * within 10 s; the server's 160 slots leave a reserve for the connections being closed. So the
+ * operator's page and Abort get a connection whatever the others hold.
  * A connection is dropped by shutdown(2) on our duplicate of its socket: libmicrohttpd's thread
  * for it then sees the end and closes it; a stream's reader also ends at its next wake-up.
  */
