@@ -9,11 +9,13 @@ Attackers, each a thread that reconnects at once whenever the server drops it: -
 event readers from the page's own address (the operator's), and on each --others address
 --readers-per-other readers and --slow-per-other slow clients (a partial request, then a header
 line every 0.5 s, never finished and never with the token; readers send the token when there is
-one). When every attacker has made its first attempt, the operator loads the page, opens its
+one). The attackers run in a process of their own, so that they take no time from the
+operator's requests but the machine's. When every attacker has made its first attempt, the operator loads the page, opens its
 event stream, presses Abort and waits for the site's acknowledgement, all within 1 s (checked).
 With --check-deadline it then waits until every slow client's first connection was dropped,
 checks that it was at the 3 s request deadline, and repeats the operator's round."""
 import argparse
+import multiprocessing
 import socket
 import sys
 import threading
@@ -40,22 +42,26 @@ PAGE = args.page_host
 FAMILY = socket.AF_INET6 if ":" in PAGE else socket.AF_INET
 HOST_HDR = f"[{PAGE}]" if FAMILY == socket.AF_INET6 else PAGE
 tok_hdr = f"X-Drths-Token: {token}\r\n" if token else ""
-stop = threading.Event()
+stop = multiprocessing.Event()
 
 # A stand-in site at 50 Hz that executes control and acknowledges it in its next frame.
 site = Site("physical", tlm, monitor_key(REHEARSAL_PSK))
+
+
 def run_site():
     while not stop.is_set():
         site.poll()
         site.send(state="RUN", tick=site.seq)
         stop.wait(0.02)
-threading.Thread(target=run_site, daemon=True).start()
 
-first = threading.Semaphore(0)  # one release per attacker after its first attempt
-dropped = threading.Semaphore(0)  # one release per slow client when its first connection ends
-held = []                         # how long each slow client's first connection lasted (s)
-tries = {"reader": 0, "slow": 0}
-def attacker(kind, src):
+
+first = multiprocessing.Semaphore(0)    # one release per attacker after its first attempt
+dropped = multiprocessing.Semaphore(0)  # one release per slow client when its first connection ends
+held = multiprocessing.Queue()          # how long each slow client's first connection lasted (s)
+tried = multiprocessing.Queue()         # the connections each kind made, when the attack ends
+
+
+def attacker(kind, src, tries):
     """Keeps one connection from src busy: reads /events, or trickles a request it never ends;
     reconnects at once whenever the server drops it."""
     released = timed = False
@@ -94,19 +100,33 @@ def attacker(kind, src):
             s.close()
         if kind == "slow" and not timed and not stop.is_set():
             timed = True  # how long the server kept this client's first connection
-            held.append(time.monotonic() - t_open)
+            held.put(time.monotonic() - t_open)
             dropped.release()
+
+
+def attack(clients):
+    """The attackers' process: a thread per client until stop."""
+    tries = {"reader": 0, "slow": 0}
+    threads = [threading.Thread(target=attacker, args=c + (tries,), daemon=True) for c in clients]
+    for t in threads:
+        t.start()
+    stop.wait()
+    for t in threads:
+        t.join(timeout=2)
+    tried.put(tries)
+
 
 clients = [("reader", PAGE)] * args.local_readers
 for o in filter(None, args.others.split(",")):
     clients += [("reader", o)] * args.readers_per_other + [("slow", o)] * args.slow_per_other
 n_slow = sum(kind == "slow" for kind, _ in clients)
-threads = [threading.Thread(target=attacker, args=c, daemon=True) for c in clients]
-for t in threads:
-    t.start()
+attackers = multiprocessing.Process(target=attack, args=(clients,), daemon=True)
+attackers.start()
+threading.Thread(target=run_site, daemon=True).start()
 t_end = time.monotonic() + 15
 ready = sum(first.acquire(timeout=max(0.0, t_end - time.monotonic())) for _ in clients)
 check(ready == len(clients), f"{name}: all {len(clients)} clients made their first attempt ({ready})")
+
 
 def ask(method, path, deadline, extra="", want_body=True):
     """(status, head and body so far) of one request from the operator's address by the
@@ -174,12 +194,17 @@ if args.check_deadline:
     # whole request's deadline (3 s) must.
     t_end = time.monotonic() + 6
     n = sum(dropped.acquire(timeout=max(0.0, t_end - time.monotonic())) for _ in range(n_slow))
-    check(n == n_slow and all(2.5 <= h <= 3.5 for h in held),
+    times = [held.get(timeout=1) for _ in range(n)]
+    check(n == n_slow and all(2.5 <= h <= 3.5 for h in times),
           f"{name}: every slow request was dropped at its 3 s deadline ({n} of {n_slow}, held "
-          f"{min(held, default=0):.2f} to {max(held, default=0):.2f} s)")
+          f"{min(times, default=0):.2f} to {max(times, default=0):.2f} s)")
     operator("after the deadline", args.rounds + 1)
-print(f"{name}: attack connections made: {tries}")
 stop.set()
-for t in threads:
-    t.join(timeout=2)
+try:
+    print(f"{name}: attack connections made: {tried.get(timeout=5)}")
+except Exception:
+    print(f"{name}: the attackers did not say how many connections they made")
+attackers.join(timeout=5)
+if attackers.is_alive():
+    attackers.kill()
 sys.exit(status())

@@ -51,8 +51,11 @@ static int candidate(const drths_admit_conn_t *c, drths_admit_pool_t pool,
     return counted(c, pool) && c != except && (!unproven_only || !c->proven);
 }
 
-/* The victim of pool among host's connections (host NULL: the address holding the most
- * candidates, ties to the one with the oldest), or NULL; marked dropping. */
+/* The victim of pool among host's connections (host NULL: among all), or NULL; marked
+ * dropping. Connections that have not sent a complete request go first, if any. Among them, or
+ * among one address's, the oldest goes (in all, whatever its address: the young ones are about
+ * to send their request, the operator's among them); in all among connections that all have
+ * sent theirs, the oldest of the address holding the most (ties: the one with the oldest). */
 static drths_admit_conn_t *pick(drths_admit_t *a, drths_admit_pool_t pool, const void *host,
                                 size_t host_len, const drths_admit_conn_t *except)
 {
@@ -62,15 +65,18 @@ static drths_admit_conn_t *pick(drths_admit_t *a, drths_admit_pool_t pool, const
         if (candidate(c, pool, except, 1) && (!host || same_host(c, host, host_len)))
             unproven_only = 1;
     }
-    /* In all, unproven connections go oldest first whatever their address: the young ones
-     * are about to send their request (the operator's among them). */
-    int weigh = host || !unproven_only;
+    int by_address = !host && !unproven_only;
     drths_admit_conn_t *best = NULL;
     unsigned best_n = 0;
     for (size_t i = 0; i < DRTHS_ADMIT_SLOTS; i++) {
         drths_admit_conn_t *c = &a->conn[i];
         if (!candidate(c, pool, except, unproven_only) || (host && !same_host(c, host, host_len)))
             continue;
+        if (!by_address) {
+            if (!best || before(c, best))
+                best = c;
+            continue;
+        }
         unsigned n = 0; /* candidates of c's address */
         const drths_admit_conn_t *oldest = c;
         for (size_t j = 0; j < DRTHS_ADMIT_SLOTS; j++) {
@@ -83,7 +89,7 @@ static drths_admit_conn_t *pick(drths_admit_t *a, drths_admit_pool_t pool, const
         }
         if (oldest != c)
             continue; /* each address is judged by its first candidate */
-        if (!best || (weigh && n > best_n) || ((!weigh || n == best_n) && before(c, best))) {
+        if (!best || n > best_n || (n == best_n && before(c, best))) {
             best = c;
             best_n = n;
         }
