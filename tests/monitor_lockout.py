@@ -182,6 +182,7 @@ def operator(when, n_abort):
           f"1 s ({acked if acked is None else round(acked, 3)} s)")
     check(site.executed == ["abort"] * n_abort,
           f"{name}, {when}: the site executed each Abort once ({site.executed})")
+    s_body = s_body if isinstance(s_body, bytes) else b""  # the reason when unanswered
     http = s_body[s_body.find(b'"http"'):].strip().decode(errors="replace")
     print(f"{name}, {when}: {http}")
 
