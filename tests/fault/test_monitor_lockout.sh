@@ -6,9 +6,11 @@
 # event readers on its own address and, on each of 127.0.0.2..5, 8 event readers and 8 slow
 # partial requests (a header line every 0.5 s, never finished, never with the token), all of
 # which reconnect as soon as they are dropped: the page loads, the event stream opens, and
-# POST /control/abort is answered and acknowledged by a stand-in site within 1 s. Run without
-# and with --token (the readers have the token: the operator's own forgotten tabs, the worst
-# case). Bounded: the attack is measured ready by condition (every client has made its first
+# POST /control/abort is answered and acknowledged by a stand-in site within 1 s; then every slow
+# request is dropped at the whole request's 3 s deadline (2.5 to 3.5 s after it opened: its
+# header every 0.5 s keeps libmicrohttpd's idle time-out from doing it) and the operator's round
+# is repeated. Run without and with --token (the readers have the token: the operator's own
+# forgotten tabs, the worst case). The attack and the checks: tests/monitor_lockout.py. Bounded: the attack is measured ready by condition (every client has made its first
 # attempt), every request has a deadline, and the clients stop by themselves.
 source "$(dirname "$0")/../lib.sh"
 mkdir -p "$tmp/web"
