@@ -1,6 +1,6 @@
 /* drths-monitor: the live monitor of a run (docs/monitor.md). Receives the sites' telemetry (one
- * authenticated JSON frame per UDP datagram, common/platform/telemetry.h), keeps the recent frames in
- * memory, serves the page from the web directory (tools/web-build puts it in build/web), streams
+ * authenticated JSON frame per UDP datagram, common/platform/telemetry.h), keeps the recent frames
+ * in memory, serves the page from the web directory (tools/web-build puts it in build/web), streams
  * the frames to the page as server-sent events (GET /events) and forwards Start / Stop / Abort
  * (POST /control/...) to the sites as authenticated control datagrams on the same UDP socket.
  *
@@ -18,8 +18,16 @@
  * request must then carry the token (?token=... or the X-Drths-Token header). Control requests
  * also need the header X-Drths-Control: 1, which a page of another origin cannot send without a
  * CORS preflight this server never grants, and on loopback the Host header must name loopback
- * (DNS rebinding). libmicrohttpd closes a connection idle for 5 s and takes at most 16 from one
- * address, so idle connections cannot hold every slot for long.
+ * (DNS rebinding).
+ *
+ * Reachability (admit.h): every connection is accounted in one of two pools, requests (32 per
+ * address, 96 in all) and event streams (4 per address, 16 in all); a new one past a cap drops
+ * an older one (one that has not yet sent a complete request with the token first, the oldest
+ * first) instead of being refused; a request must be complete within 3 s and its answer sent
+ * within 10 s; the server's 160 slots leave a reserve for the connections being closed. So the
+ * operator's page and Abort get a connection whatever the others hold.
+ * A connection is dropped by shutdown(2) on our duplicate of its socket: libmicrohttpd's thread
+ * for it then sees the end and closes it; a stream's reader also ends at its next wake-up.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,6 +38,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +57,7 @@
 #include "common/platform/udp.h"
 #include "protocol/crypto.h"
 #include "protocol/keyfile.h"
+#include "tools/monitor/admit.h"
 
 #define PROG "drths-monitor"
 #define RING 8192          /* frames kept (about 80 s of both sites at 50 Hz) */
@@ -56,9 +66,8 @@
 #define LINE_MAX_BYTES DRTHS_TELEMETRY_MAX_DATAGRAM
 #define RETRY_NS 100000000LL /* control retransmitted every 100 ms until acknowledged */
 #define MAX_TRIES 20         /* ... for at most 2 s */
-#define HTTP_TIMEOUT_S 5u    /* an idle HTTP connection is closed after this */
-#define HTTP_MAX 64u         /* connections in all */
-#define HTTP_PER_IP 16u      /* connections from one address */
+#define HTTP_TIMEOUT_S 5u    /* libmicrohttpd closes a connection idle for this */
+#define MHD_LOG_EVERY_NS 10000000000LL /* libmicrohttpd's messages: at most one per 10 s */
 
 /* Telemetry datagrams dropped, by reason. */
 enum { REJ_MALFORMED, REJ_MAC, REJ_REPLAY, REJ_ADDRESS, REJ_NO_SLOT, REJ_N };
@@ -111,9 +120,17 @@ typedef struct monitor {
     int64_t mac_warned_ns;         /* when a wrong key was last said */
     fixed_host_t fixed[MAX_SITES]; /* --site */
     int nfixed;
+    drths_admit_t admit;      /* the HTTP connections (admit.h), under mu */
+    uint64_t http_displaced;  /* connections dropped for a newer one */
+    uint64_t http_expired;    /* ... past their deadline */
+    uint64_t http_refused;    /* ... with no slot at all */
+    int64_t mhd_logged_ns;    /* when libmicrohttpd's last message was printed */
+    uint64_t mhd_log_skipped; /* and how many were not printed since */
 } monitor_t;
 
 static monitor_t M;
+
+static void reap(void); /* HTTP connections past their deadline (below) */
 
 static int64_t now_ns(void)
 {
@@ -313,6 +330,7 @@ static void receive_loop(void)
         struct pollfd p = {M.fd, POLLIN, 0};
         int r = poll(&p, 1, 20);
         retransmit();
+        reap();
         if (r <= 0)
             continue;
         for (int i = 0; i < 256; i++) {
@@ -333,6 +351,8 @@ static void receive_loop(void)
 
 /* ---- HTTP -------------------------------------------------------------------------------- */
 
+/* A short answer; a refusal (403) closes the connection, so that a client without the token
+ * keeps no connection for its next try. */
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type,
                              const char *body)
 {
@@ -342,9 +362,161 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char
         return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (code == 403)
+        MHD_add_response_header(r, "Connection", "close");
     enum MHD_Result ret = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+/* ---- who keeps a connection (admit.h) ---------------------------------------------------- */
+
+typedef struct stream {
+    uint64_t seq; /* next frame to send */
+    char pending[LINE_MAX_BYTES + 16];
+    size_t plen, poff;
+    int dropped;              /* ended for a newer stream: the reader stops (M.mu) */
+    drths_admit_conn_t *conn; /* its connection's slot, NULL once closed (M.mu) */
+} stream_t;
+
+/* Ends a connection named by admit.h: shut down under libmicrohttpd, whose thread for it then
+ * sees the end and closes it; a stream's reader stops at once. M.mu held. */
+static void drop(drths_admit_conn_t *a, uint64_t *count)
+{
+    if (!a)
+        return;
+    (*count)++;
+    if (a->fd >= 0)
+        shutdown(a->fd, SHUT_RDWR);
+    stream_t *st = a->user;
+    if (st) {
+        st->dropped = 1;
+        pthread_cond_broadcast(&M.cv);
+    }
+}
+
+/* The client's address as admit.h's key: 4 bytes for IPv4 (also when mapped into IPv6), 16 for
+ * IPv6. */
+static size_t host_key(const struct sockaddr *sa, uint8_t out[16])
+{
+    if (sa && sa->sa_family == AF_INET) {
+        memcpy(out, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        return 4;
+    }
+    if (sa && sa->sa_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a6)) {
+            memcpy(out, a6->s6_addr + 12, 4);
+            return 4;
+        }
+        memcpy(out, a6->s6_addr, 16);
+        return 16;
+    }
+    return 0;
+}
+
+static drths_admit_conn_t *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return i ? i->socket_context : NULL;
+}
+
+/* A connection opens (a slot, perhaps in place of an older one) or closes (its slot freed). We
+ * keep a duplicate of its socket, so that a shutdown(2) never reaches a descriptor number that
+ * libmicrohttpd has closed and the process reused. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fi =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ai =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        uint8_t host[16];
+        size_t hl = host_key(ai ? ai->client_addr : NULL, host);
+        int fd = fi ? fcntl(fi->connect_fd, F_DUPFD_CLOEXEC, 0) : -1;
+        pthread_mutex_lock(&M.mu);
+        drths_admit_conn_t *victim = NULL;
+        drths_admit_conn_t *a =
+            fd >= 0 ? drths_admit_open(&M.admit, host, hl, now_ns(), &victim) : NULL;
+        if (a) {
+            a->fd = fd;
+        } else { /* no slot (or no descriptor): this one goes */
+            if (fi)
+                shutdown(fi->connect_fd, SHUT_RDWR);
+            if (fd >= 0)
+                close(fd);
+            M.http_refused++;
+        }
+        *socket_context = a;
+        drop(victim, &M.http_displaced);
+        pthread_mutex_unlock(&M.mu);
+        return;
+    }
+    pthread_mutex_lock(&M.mu);
+    drths_admit_conn_t *a = *socket_context;
+    if (a) {
+        stream_t *st = a->user;
+        if (st)
+            st->conn = NULL;
+        if (a->fd >= 0)
+            close(a->fd);
+        drths_admit_close(a);
+        *socket_context = NULL;
+    }
+    pthread_mutex_unlock(&M.mu);
+}
+
+/* A request's answer was sent (or its connection failed): the connection may bring another. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)con_cls;
+    (void)toe;
+    drths_admit_conn_t *a = conn_of(c);
+    if (!a)
+        return;
+    pthread_mutex_lock(&M.mu);
+    drths_admit_done(&M.admit, a, now_ns());
+    pthread_mutex_unlock(&M.mu);
+}
+
+/* Connections past their deadline (a request not complete within 3 s, an answer not sent within
+ * 10 s) are dropped; called by the main thread every 20 ms. */
+static void reap(void)
+{
+    drths_admit_conn_t *x[DRTHS_ADMIT_SLOTS];
+    pthread_mutex_lock(&M.mu);
+    size_t n = drths_admit_expired(&M.admit, now_ns(), x, DRTHS_ADMIT_SLOTS);
+    for (size_t i = 0; i < n; i++)
+        drop(x[i], &M.http_expired);
+    pthread_mutex_unlock(&M.mu);
+}
+
+/* libmicrohttpd's own messages (a closed connection, a refused one) are printed at most once
+ * per 10 s with a count of those left out, so that a flood of connections cannot flood the
+ * log. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    int64_t now = now_ns();
+    if (M.mhd_logged_ns && now - M.mhd_logged_ns < MHD_LOG_EVERY_NS) {
+        M.mhd_log_skipped++;
+    } else {
+        if (M.mhd_log_skipped)
+            fprintf(stderr, PROG ": (%llu messages of libmicrohttpd left out in the last %lld s)\n",
+                    (unsigned long long)M.mhd_log_skipped, MHD_LOG_EVERY_NS / 1000000000LL);
+        M.mhd_log_skipped = 0;
+        M.mhd_logged_ns = now;
+        fprintf(stderr, PROG ": http: ");
+        vfprintf(stderr, fmt, ap);
+    }
+    pthread_mutex_unlock(&mu);
 }
 
 static int token_ok(struct MHD_Connection *c)
@@ -373,12 +545,6 @@ static int host_ok(struct MHD_Connection *c)
     return 0;
 }
 
-typedef struct stream {
-    uint64_t seq;     /* next frame to send */
-    char pending[LINE_MAX_BYTES + 16];
-    size_t plen, poff;
-} stream_t;
-
 /* The /events reader: frames as "data: {...}\n\n"; a comment line every second of silence so
  * that a closed page is noticed. Blocks (thread per connection). */
 static ssize_t events_reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -402,9 +568,13 @@ static ssize_t events_reader(void *cls, uint64_t pos, char *buf, size_t max)
             struct timespec dl;
             clock_gettime(CLOCK_REALTIME, &dl);
             dl.tv_sec += 1;
-            while (st->seq >= M.next && !atomic_load(&M.quit))
+            while (st->seq >= M.next && !atomic_load(&M.quit) && !st->dropped)
                 if (pthread_cond_timedwait(&M.cv, &M.mu, &dl) == ETIMEDOUT)
                     break;
+        }
+        if (st->dropped) { /* a newer stream took its place: the connection ends */
+            pthread_mutex_unlock(&M.mu);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         }
         if (atomic_load(&M.quit)) {
             pthread_mutex_unlock(&M.mu);
@@ -432,16 +602,33 @@ static ssize_t events_reader(void *cls, uint64_t pos, char *buf, size_t max)
 
 static void events_free(void *cls)
 {
-    free(cls);
+    stream_t *st = cls;
+    pthread_mutex_lock(&M.mu);
+    if (st->conn && st->conn->user == st)
+        st->conn->user = NULL;
+    pthread_mutex_unlock(&M.mu);
+    free(st);
 }
 
+/* GET /events: a stream, in the stream pool of admit.h (4 per address, 16 in all): past a cap,
+ * the oldest stream of the same address, or of the address holding the most, ends for this one
+ * (a page reloaded or opened again wins over a forgotten one; the page's EventSource reconnects
+ * by itself). The stream's connection closes when it ends. */
 static enum MHD_Result serve_events(struct MHD_Connection *c)
 {
     stream_t *st = calloc(1, sizeof *st);
     if (!st)
         return reply(c, 500, "text/plain", "out of memory\n");
+    drths_admit_conn_t *a = conn_of(c);
     pthread_mutex_lock(&M.mu);
     st->seq = M.next > BACKLOG_FRAMES ? M.next - BACKLOG_FRAMES : 0;
+    if (a) {
+        drths_admit_conn_t *victim = NULL;
+        drths_admit_stream(&M.admit, a, &victim);
+        drop(victim, &M.http_displaced);
+        a->user = st;
+        st->conn = a;
+    }
     pthread_mutex_unlock(&M.mu);
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, events_reader, st,
@@ -452,6 +639,7 @@ static enum MHD_Result serve_events(struct MHD_Connection *c)
     }
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "Connection", "close");
     enum MHD_Result ret = MHD_queue_response(c, 200, r);
     MHD_destroy_response(r);
     return ret;
@@ -514,7 +702,13 @@ static enum MHD_Result serve_sites(struct MHD_Connection *c)
         n += (size_t)snprintf(body + n, sizeof body - n, "%s\"%s\":%llu", r ? "," : "",
                               rej_name[r], (unsigned long long)M.rejected[r]);
     if (n < sizeof body)
-        snprintf(body + n, sizeof body - n, "}}\n");
+        snprintf(body + n, sizeof body - n,
+                 "},\"http\":{\"requests\":%u,\"streams\":%u,\"displaced\":%llu,"
+                 "\"expired\":%llu,\"refused\":%llu}}\n",
+                 drths_admit_count(&M.admit, DRTHS_ADMIT_OTHER, NULL, 0),
+                 drths_admit_count(&M.admit, DRTHS_ADMIT_STREAM, NULL, 0),
+                 (unsigned long long)M.http_displaced, (unsigned long long)M.http_expired,
+                 (unsigned long long)M.http_refused);
     pthread_mutex_unlock(&M.mu);
     return reply(c, 200, "application/json", body);
 }
@@ -622,13 +816,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     (void)upload_data;
     static int marker;
-    if (*con_cls == NULL) { /* headers only so far */
+    drths_admit_conn_t *a = conn_of(c);
+    if (*con_cls == NULL) { /* the headers are complete: with the token? */
         *con_cls = &marker;
+        if (a) {
+            int proven = host_ok(c) && token_ok(c);
+            pthread_mutex_lock(&M.mu);
+            drths_admit_headers(a, proven);
+            pthread_mutex_unlock(&M.mu);
+        }
         return MHD_YES;
     }
     if (*upload_data_size) { /* a request body is read and ignored */
         *upload_data_size = 0;
         return MHD_YES;
+    }
+    if (a) { /* the whole request is in: its answer has a deadline now */
+        pthread_mutex_lock(&M.mu);
+        drths_admit_answer(&M.admit, a, now_ns());
+        pthread_mutex_unlock(&M.mu);
     }
     if (!host_ok(c))
         return reply(c, 403, "text/plain", "wrong Host header\n");
@@ -858,15 +1064,19 @@ int main(int argc, char **argv)
     tbound.len = sizeof tbound.ss;
     getsockname(M.fd, (struct sockaddr *)&tbound.ss, &tbound.len);
 
+    drths_admit_init(&M.admit, &drths_admit_default_limits);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_ERROR_LOG;
     if (laddr.ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    struct MHD_Daemon *d =
-        MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
-                         (struct sockaddr *)&laddr.ss, MHD_OPTION_CONNECTION_LIMIT, HTTP_MAX,
-                         MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_PER_IP,
-                         MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S, MHD_OPTION_END);
+    /* No per-address limit of libmicrohttpd's: admit.h keeps the caps, dropping an older
+     * connection instead of refusing the new one. */
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&laddr.ss, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)DRTHS_ADMIT_SLOTS, MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, NULL, MHD_OPTION_END);
     if (!d)
         return drths_cli_error(PROG, "cannot serve the page on %s (address in use?)", listen);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -903,6 +1113,10 @@ int main(int argc, char **argv)
     for (int r = 0; r < REJ_N; r++)
         printf("%s%s %llu", r ? ", " : "", rej_name[r], (unsigned long long)M.rejected[r]);
     printf("), %llu control datagrams sent\n", (unsigned long long)M.controls_sent);
+    printf("drths-monitor: http connections dropped: %llu for newer ones, %llu past their "
+           "deadline, %llu with no slot\n",
+           (unsigned long long)M.http_displaced, (unsigned long long)M.http_expired,
+           (unsigned long long)M.http_refused);
     free(M.lines);
     sodium_memzero(M.token, sizeof M.token);
     sodium_memzero(M.key, sizeof M.key);
