@@ -15,6 +15,14 @@ uint64_t drths_reserve_free_bytes(const char *path)
     return (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
 }
 
+/* A filesystem that reports no size at all (ramfs: 0 blocks, 0 free, and it grows until memory
+ * runs out) says nothing about its space: its 0 free is not a refusal. */
+static int size_unknown(const char *path)
+{
+    struct statvfs v;
+    return statvfs(path, &v) != 0 || v.f_blocks == 0;
+}
+
 static int refuse(drths_reserve_t *r, const char *dir, uint64_t bytes, uint64_t free_b,
                   const char *what, drths_error_t *err)
 {
@@ -49,7 +57,7 @@ int drths_reserve_open(drths_reserve_t *r, const char *dir, uint64_t bytes, cons
     uint64_t free_b = drths_reserve_free_bytes(dir);
     if (e == EOPNOTSUPP) {
         /* No fallocate here: the free space is the best that can be said. */
-        if (free_b < bytes)
+        if (free_b < bytes && !size_unknown(dir))
             return refuse(r, dir, bytes, free_b, what, err);
         r->bytes = bytes;
         return 0;

@@ -10,8 +10,9 @@
  * drths_recorder_preallocate); at the end the rest is given back (drths_reserve_release) just
  * before the CSV and the summary are written, so they find their room.
  *
- * A filesystem without fallocate (some network and FUSE filesystems) gets the check of the free
- * space only: nothing is held, and the run says so.
+ * A filesystem without fallocate (some network and FUSE filesystems, ramfs) gets the check of
+ * the free space only: nothing is held, and the run says so; one that reports no size at all
+ * (ramfs) is not refused either.
  *
  * A site killed before the end leaves the file behind; it holds nothing and may be removed.
  *

@@ -698,9 +698,8 @@ void drths_site_print_recorders(const drths_site_t *s, const char *indent)
     if (s->reserve_on)
         printf(s->reserve.held ? "%sspace: %.1f MB held for the records, the summary and the "
                                  "report (fallocate)\n"
-                               : "%sspace: %.1f MB needed and free, but not held (this "
-                                 "filesystem cannot reserve space: another file may still "
-                                 "fill it)\n",
+                               : "%sspace: %.1f MB needed, not held (this filesystem cannot "
+                                 "reserve space: another file may still fill it)\n",
                indent, (double)s->reserve_total / 1e6);
     fflush(stdout);
 }

@@ -8,6 +8,8 @@
 #  2. A run folder that holds an earlier run is refused (exit 2, the file named), so a new run
 #     (even one killed with -9, which writes no summary) never leaves an earlier run's
 #     summary.json beside its own records; the earlier run's files are left untouched.
+#  3. On a filesystem that cannot reserve and reports no size (ramfs) the site runs and says that
+#     nothing is held.
 source "$(dirname "$0")/../lib.sh"
 make_experiment 2
 
@@ -66,4 +68,17 @@ grep -q "connecting: HELLO" "$tmp/num.out" && fail "the numerical site sent HELL
 for f in phys/physical.bin num/numerical.bin phys/.drths-reserved-space num/.drths-reserved-space; do
     [ -e "$tmp/tiny/$f" ] && fail "a refused run left $f"
 done
+echo "ok   not enough space: both sites refused before anything ran"
+
+# ---- 3. a filesystem without fallocate that reports no size (ramfs) ---------------------------
+# Nothing can be held there and its "0 blocks free" means "no size", not "full": the site runs
+# and says that nothing is held.
+mkdir -p "$tmp/ram"
+mount -t ramfs drths-test "$tmp/ram" 2>"$tmp/mount.err" || skip "cannot mount a ramfs here"
+trap 'umount "$tmp/tiny" "$tmp/ram" 2>/dev/null || true; cleanup' EXIT
+run_physical "$tmp/ram/phys"
+echo "actuator site on ramfs: exit $rc, $(grep "space:" "$tmp/ram/phys.out" | sed 's/^ *//')"
+[ "$rc" = 1 ] && [ -f "$tmp/ram/phys/summary.json" ] || fail "drths-physical on ramfs: exit $rc, expected 1 (no numerical site)"
+grep -q "space: [0-9.]* MB needed, not held (this filesystem cannot reserve space" "$tmp/ram/phys.out" ||
+    fail "the actuator site on ramfs does not say that nothing is held"
 echo PASS
