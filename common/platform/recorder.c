@@ -407,6 +407,17 @@ int drths_recorder_close(drths_recorder_t *r, drths_error_t *err)
     r->fd = -1;
     /* The CSV, even after a failed write: it holds every row the .bin holds. */
     int crc = drths_recorder_bin_to_csv(r->bin_path, r->csv_path, &r->converted, rc ? NULL : err);
+    if (crc != 0) {
+        /* A CSV cut short (the disk refused it) must not pass for the record, and it would
+         * take the room summary.json needs: it goes, and the .bin is the record. */
+        unlink(r->csv_path);
+        r->converted = 0;
+        if (rc == 0)
+            rc = drths_error_set(err, crc,
+                                 "writing %s failed, so it was removed: the record is "
+                                 "whole in %s (%llu rows; docs/design.md, Binary record)",
+                                 r->csv_path, r->bin_name, (unsigned long long)r->written);
+    }
     if (rc == 0)
         rc = crc;
     if (rc == 0 && r->converted != r->written)

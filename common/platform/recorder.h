@@ -178,8 +178,9 @@ int drths_recorder_preallocate(drths_recorder_t *r, uint64_t rows, drths_error_t
 
 /* Stops and joins the writer (it writes every queued row first), fsyncs the .bin, gives back
  * the blocks preallocated beyond its end, then writes the CSV from it (r->converted rows). The
- * .bin is kept. Call after the RT thread has joined. Returns 0, -EIO if a write failed (err says
- * which file, why and how many rows did not reach it). Safe twice. init-only. */
+ * .bin is kept; a CSV that could not be written whole is removed (the .bin is the record). Call
+ * after the RT thread has joined. Returns 0, -EIO if a write failed (err says which file, why and
+ * how many rows did not reach it). Safe twice. init-only. */
 int drths_recorder_close(drths_recorder_t *r, drths_error_t *err);
 
 /* Converts a .bin record (header above) into a CSV at csv_path, formatted as the recorder's

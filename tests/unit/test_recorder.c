@@ -9,10 +9,12 @@
 #include <errno.h>
 #include <math.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -348,6 +350,48 @@ static void test_write_failure_live(void **state)
     rmdir(dir);
 }
 
+/* A CSV the disk refuses (here a file size limit between the .bin's size and the CSV's) is
+ * removed rather than left cut short, and close says the .bin holds the record. */
+static void test_csv_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drths-test-recorder-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], bin[128];
+    snprintf(path, sizeof path, "%s/rec.csv", dir);
+    snprintf(bin, sizeof bin, "%s/rec.bin", dir);
+    drths_error_t err;
+    drths_recorder_t r;
+    assert_int_equal(drths_recorder_open(&r, path, names, NCOLS, 4096, &err), 0);
+    /* Values whose text is twice their 8 bytes: the CSV is larger than the .bin. */
+    double row[NCOLS];
+    for (int i = 0; i < 3000; i++) {
+        for (int k = 0; k < NCOLS; k++)
+            row[k] = -1.23456789e-100 * (i + k + 1);
+        assert_int_equal(drths_recorder_push(&r, row), 0);
+    }
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = r.header_bytes + 3000 * 40; /* the .bin fits, its CSV does not */
+    signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = drths_recorder_close(&r, &err);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, SIG_DFL);
+    assert_int_equal(rc, -EIO);
+    assert_int_equal(r.written, 3000);
+    assert_int_equal(r.converted, 0);
+    assert_non_null(
+        strstr(err.msg, "so it was removed: the record is whole in rec.bin (3000 rows"));
+    struct stat st;
+    assert_int_equal(stat(path, &st), -1);
+    assert_int_equal(stat(bin, &st), 0);
+    assert_int_equal((uint64_t)st.st_size, r.header_bytes + 3000 * 40);
+    unlink(bin);
+    rmdir(dir);
+}
+
 /* The .bin's blocks for a run are reserved at the start without changing its size (a reader
  * sees only the rows written), and what the run did not use is given back at close. */
 static void test_preallocate(void **state)
@@ -425,7 +469,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_round_trip_thread),
         cmocka_unit_test(test_stalled_writer), cmocka_unit_test(test_truncated_and_foreign),
         cmocka_unit_test(test_write_failure),  cmocka_unit_test(test_write_failure_live),
-        cmocka_unit_test(test_preallocate),
+        cmocka_unit_test(test_preallocate),    cmocka_unit_test(test_csv_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
