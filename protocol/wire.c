@@ -74,6 +74,7 @@ const char *drths_stop_reason_name(int reason)
         [DRTHS_STOP_BUSY] = "BUSY",
         [DRTHS_STOP_INTERNAL_ERROR] = "INTERNAL_ERROR",
         [DRTHS_STOP_HOLD] = "HOLD",
+        [DRTHS_STOP_RECORDS] = "RECORDS",
     };
     if (reason < 0 || (size_t)reason >= sizeof names / sizeof names[0])
         return "UNKNOWN";

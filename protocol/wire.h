@@ -112,7 +112,8 @@ typedef enum drths_stop_reason {
     DRTHS_STOP_SIGNAL = 9,
     DRTHS_STOP_BUSY = 10,
     DRTHS_STOP_INTERNAL_ERROR = 11,
-    DRTHS_STOP_HOLD = 12
+    DRTHS_STOP_HOLD = 12,
+    DRTHS_STOP_RECORDS = 13 /* the sender's records could not be written (disk full, I/O error) */
 } drths_stop_reason_t;
 
 typedef enum drths_site_state {

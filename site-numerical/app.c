@@ -49,6 +49,12 @@ static void on_tap(void *ctx, const double *row, drths_telemetry_frame_t *f)
     drths_numsite_frame_row(&((drths_numapp_t *)ctx)->frame_map, row, f);
 }
 
+/* The record cannot be written: the run ends with ABORT RECORDS to the actuator site. */
+static void on_records_failed(void *ctx, const char *text)
+{
+    drths_numsite_records_abort(&((drths_numapp_t *)ctx)->site, text);
+}
+
 static void rt_body(void *ctx)
 {
     drths_numapp_t *a = ctx;
@@ -83,9 +89,25 @@ static int open_site(drths_numapp_t *a)
         fprintf(stderr, "drths-numerical: %s\n", err.msg);
         return rc == -EINVAL ? DRTHS_EXIT_CONFIG : DRTHS_EXIT_FAILED;
     }
-    if (drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "numerical", &a->prov,
-                              &err) != 0)
+    rc = drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "numerical", &a->prov, &err);
+    if (rc == -EEXIST)
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    if (rc != 0)
         return drths_cli_error(PROG, "%s", err.msg);
+    /* The whole run's space, held before the handshake: a run that cannot keep its records is
+     * refused now, before the actuator site moves. */
+    if (!a->probe_only) {
+        uint64_t steps = 0;
+        if (drths_site_record_steps(&a->exp, &steps, &err) != 0)
+            return drths_cli_usage_error(PROG, "%s", err.msg);
+        const drths_site_space_t space = {"numerical.csv", drths_hybrid_columns_for(&a->exp),
+                                          drths_site_rows_for(steps, a->exp.rate_hz)};
+        rc = drths_site_reserve(&a->shell, a->dir, &space, 1, &err);
+        if (rc == -ENOSPC)
+            return drths_cli_usage_error(PROG, "%s", err.msg);
+        if (rc != 0)
+            return drths_cli_error(PROG, "%s", err.msg);
+    }
     snprintf(a->prov.key_id, sizeof a->prov.key_id, "%s", key.id);
     a->site.wait_spin_ns = a->wait_spin_ns;
     drths_numsite_print_start(stdout, &a->site, key.path, key.id, a->dir, a->so.kernel_filter);
@@ -222,15 +244,24 @@ static int run_hybrid(drths_numapp_t *a)
     drths_error_t err = {{0}};
     uint64_t dropped = 0;
     if (a->running) {
-        dropped = drths_recorder_dropped(&a->rec);
-        if (drths_recorder_close(&a->rec, &err) != 0)
+        uint64_t ring_dropped = drths_recorder_dropped(&a->rec);
+        int closed = drths_recorder_close(&a->rec, &err);
+        if (closed != 0)
             fprintf(stderr, "drths-numerical: %s\n", err.msg);
+        /* Rows lost either way: dropped by the ring, or refused by the disk. */
+        dropped = ring_dropped + drths_recorder_unwritten(&a->rec);
         int by_monitor = atomic_load(&a->shell.stop) == DRTHS_SITE_STOP_MONITOR;
         a->exit_code = drths_numsite_end_reason(&a->hyb, by_monitor, a->peer_timeout_s, a->reason,
                                                 sizeof a->reason);
         if (a->exit_code != 0)
             fprintf(stderr, "drths-numerical: %s\n", a->reason);
-        drths_site_mark_incomplete(PROG, dropped, a->reason, sizeof a->reason, &a->exit_code);
+        drths_site_mark_incomplete(PROG, ring_dropped, a->reason, sizeof a->reason, &a->exit_code);
+        drths_site_mark_unwritten(PROG, &a->rec, a->reason, sizeof a->reason, &a->exit_code);
+        if (closed != 0 && !a->rec.failed) {
+            /* The CSV could not be written from the .bin: the run's reason says so. */
+            drths_site_append_reason(a->reason, sizeof a->reason, a->exit_code, err.msg);
+            a->exit_code = DRTHS_EXIT_FAILED;
+        }
     }
     char rt_text[400];
     drths_site_rt_summary(&a->shell.rt_report, rt_text, sizeof rt_text);
@@ -245,7 +276,8 @@ static int run_hybrid(drths_numapp_t *a)
 
 int drths_numapp_run_session(drths_numapp_t *a)
 {
-    const drths_site_hooks_t hooks = {a, NULL, on_status, on_stop, on_counters, on_tap};
+    const drths_site_hooks_t hooks = {a,           NULL,   on_status,        on_stop,
+                                      on_counters, on_tap, on_records_failed};
     drths_error_t err = {{0}};
     int code = drths_site_init(&a->shell, PROG, &a->so, &hooks, &err) != 0
                    ? drths_cli_error(PROG, "%s", err.msg)

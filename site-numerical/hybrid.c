@@ -140,6 +140,13 @@ void drths_hybrid_close(drths_hybrid_t *h)
     drths_numsub_close(&h->ns);
 }
 
+int drths_hybrid_columns_for(const drths_experiment_t *exp)
+{
+    /* drths_numsub's columns (3 + 3 n + 4), then the hybrid's own. */
+    return 3 + 3 * exp->n_dof + 4 + DRTHS_HYBRID_EXTRA_COLS +
+           (exp->numerical.smith == DRTHS_SMITH_ADAPTIVE ? DRTHS_HYBRID_ADAPT_COLS : 0);
+}
+
 int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
                       const drths_hybrid_params_t *p, drths_error_t *err)
 {

@@ -275,6 +275,11 @@ typedef struct drths_hybrid {
  * faster, warps of at most 40/s (raise) and 5/s (glide). init-only. */
 void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experiment_t *exp);
 
+/* The columns of the run's record (h->ncols after drths_hybrid_init with the defaults of
+ * drths_hybrid_params_default), known before the handshake for the space the run needs.
+ * init-only. */
+int drths_hybrid_columns_for(const drths_experiment_t *exp);
+
 /* Builds the substructure, the controller, the Smith model (nominal damper, history
  * L_max + 64), the reorder buffer, the round-trip tracker, the tick map and the column names.
  * Errors as the models report them. init-only. */

@@ -431,6 +431,14 @@ static void drain_into(drths_numsite_t *s, drths_hybrid_t *h, drths_msg_t *m)
     }
 }
 
+void drths_numsite_records_abort(drths_numsite_t *s, const char *text)
+{
+    if (atomic_load(&s->records_abort))
+        return;
+    snprintf(s->records_text, sizeof s->records_text, "%s", text);
+    atomic_store(&s->records_abort, 1); /* publishes the text */
+}
+
 void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *rec,
                        atomic_int *stop, void (*wake)(void *ctx), void *ctx)
 {
@@ -440,6 +448,10 @@ void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *
     uint64_t rows = 0;
     s->run_start_ns = drths_now_ns();
     for (;;) {
+        if (!stop_sent && atomic_load(&s->records_abort)) {
+            drths_hybrid_request_stop(h, DRTHS_STOP_RECORDS, s->records_text);
+            stop_sent = 1;
+        }
         int req = stop_sent ? 0 : atomic_load_explicit(stop, memory_order_relaxed);
         if (req) {
             drths_hybrid_request_stop(h, DRTHS_STOP_SIGNAL,

@@ -69,6 +69,9 @@ typedef struct drths_numsite {
     _Atomic int64_t pub_rtt_ns;
     _Atomic uint64_t pub_late;     /* late feedback */
     _Atomic uint64_t pub_rejected; /* datagrams rejected or from another address */
+    /* The loop thread: the records cannot be written (drths_numsite_records_abort). */
+    atomic_int records_abort;
+    char records_text[DRTHS_WIRE_MAX_TEXT + 1];
     int64_t run_start_ns, run_end_ns;
 } drths_numsite_t;
 
@@ -116,6 +119,11 @@ int64_t drths_numsite_probe_interval_ns(const drths_numsite_t *s);
 /* Ends a session that will not run (--probe-only): STOP (USER_STOP) with text, three times.
  * init-only. */
 void drths_numsite_farewell(drths_numsite_t *s, const char *text);
+
+/* The records cannot be written (text: which file, where, why; at most DRTHS_WIRE_MAX_TEXT
+ * bytes): the run ends with ABORT RECORDS and text to the actuator site, unless it is ending
+ * already. Any thread (the loop's, while drths_numsite_run runs). */
+void drths_numsite_records_abort(drths_numsite_t *s, const char *text);
 
 /* The run: polls the hybrid loop, seals and sends what it asks, pushes its rows to rec, feeds it
  * every valid datagram from the peer. stop is polled each iteration (a signal: ABORT SIGNAL;

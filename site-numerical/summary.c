@@ -47,8 +47,9 @@ static void head_json(drths_json_t *j, const drths_numsite_t *s, const drths_num
     drths_json_string(j, "exit_reason", o->exit_reason);
     drths_json_int(j, "exit_code", o->exit_code);
     /* Whether numerical.csv holds every row the loop produced (false: the recorder's ring
-     * overflowed, records_lost_rows were lost, and the run exited 1). */
-    drths_json_bool(j, "records_complete", o->recorder_dropped == 0);
+     * overflowed or the disk refused a write, records_lost_rows were lost, and the run exited
+     * 1). */
+    drths_json_bool(j, "records_complete", o->recorder_dropped == 0 && !(o->rec && o->rec->failed));
     drths_json_int(j, "records_lost_rows", (int64_t)o->recorder_dropped);
     drths_json_number(j, "wall_time_s", o->wall_s);
     if (o->rt_summary)
@@ -423,7 +424,11 @@ int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double pee
         break;
     case DRTHS_HYBRID_SIGNAL:
     case DRTHS_HYBRID_RUNNING:
-        snprintf(out, cap, "%s", by_monitor ? "stopped from the monitor" : "stopped by signal");
+        if (h->end == DRTHS_HYBRID_SIGNAL && h->close_reason == DRTHS_STOP_RECORDS)
+            snprintf(out, cap, "records: %s (the actuator site was told: ABORT RECORDS)",
+                     h->end_text);
+        else
+            snprintf(out, cap, "%s", by_monitor ? "stopped from the monitor" : "stopped by signal");
         break;
     }
     return DRTHS_EXIT_FAILED;

@@ -80,6 +80,12 @@ static void on_counters(void *ctx, drths_telemetry_frame_t *f)
     drths_physsite_frame_counters(&((drths_physapp_t *)ctx)->ps, f);
 }
 
+/* The record cannot be written: HOLD, and ABORT RECORDS to the numerical site. */
+static void on_records_failed(void *ctx, const char *text)
+{
+    drths_physsite_request_records_abort(&((drths_physapp_t *)ctx)->ps, text);
+}
+
 static void on_tap(void *ctx, const double *row, drths_telemetry_frame_t *f)
 {
     drths_physsite_frame_row(row, f);
@@ -177,9 +183,28 @@ static int open_io(drths_physapp_t *a)
     const char *const *columns = drths_physsite_columns(&a->ps, &ncols);
     if (drths_site_monitor_open(&a->shell, "physical", a->exp.rate_hz, &err) != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
-    if (drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "physical", &a->prov,
-                              &err) != 0 ||
-        drths_site_recorder_open(&a->shell, &a->rec, a->dir, "physical.csv", columns, ncols,
+    int rc =
+        drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "physical", &a->prov, &err);
+    if (rc == -EEXIST)
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    if (rc != 0)
+        return drths_cli_error(PROG, "%s", err.msg);
+    /* The space of the whole run, held before any numerical site is answered: the record
+     * follows the experiment's ground motion (with OpenFresco the analysis decides, so this is
+     * the estimate), and a run that cannot keep it is refused now, not lost later. */
+    uint64_t steps = 0;
+    if (!a->cfg.probe_only) {
+        if (drths_site_record_steps(&a->exp, &steps, &err) != 0)
+            return drths_cli_usage_error(PROG, "%s", err.msg);
+        const drths_site_space_t space = {"physical.csv", ncols,
+                                          drths_site_rows_for(steps, a->exp.rate_hz)};
+        rc = drths_site_reserve(&a->shell, a->dir, &space, 1, &err);
+        if (rc == -ENOSPC)
+            return drths_cli_usage_error(PROG, "%s", err.msg);
+        if (rc != 0)
+            return drths_cli_error(PROG, "%s", err.msg);
+    }
+    if (drths_site_recorder_open(&a->shell, &a->rec, a->dir, "physical.csv", columns, ncols,
                                  a->exp.rate_hz, 1, &err) != 0)
         return drths_cli_error(PROG, "%s", err.msg);
     a->rec_open = 1;
@@ -241,8 +266,12 @@ static int run(drths_physapp_t *a)
         fprintf(stderr, "drths-physical: cannot start the control thread: %s\n", strerror(-rc));
     drths_site_run(&a->shell);
     a->rec_open = 0;
-    a->ps.rec_dropped = drths_recorder_dropped(&a->rec);
+    uint64_t dropped = drths_recorder_dropped(&a->rec);
     int closed = drths_recorder_close(&a->rec, &err);
+    /* Rows lost either way: dropped by the ring, or refused by the disk. */
+    a->ps.rec_dropped = dropped + drths_recorder_unwritten(&a->rec);
+    if (closed != 0)
+        fprintf(stderr, "drths-physical: %s\n", err.msg);
     /* After the records are on disk: when the site ended the session first this waits (briefly)
      * for the OpenFresco client to end, answering it NaN, so that the summary can say how. */
     if (a->openfresco)
@@ -250,11 +279,20 @@ static int run(drths_physapp_t *a)
     if (rc != 0)
         return DRTHS_EXIT_FAILED; /* the thread never ran: nothing to report */
     drths_physsite_exit_reason(&a->ps); /* a HOLD's sentence, formatted here */
-    drths_site_mark_incomplete(PROG, a->ps.rec_dropped, a->ps.exit_reason,
-                               sizeof a->ps.exit_reason, &a->ps.exit_code);
+    drths_site_mark_incomplete(PROG, dropped, a->ps.exit_reason, sizeof a->ps.exit_reason,
+                               &a->ps.exit_code);
+    drths_site_mark_unwritten(PROG, &a->rec, a->ps.exit_reason, sizeof a->ps.exit_reason,
+                              &a->ps.exit_code);
+    if (closed != 0 && !a->rec.failed) {
+        /* The CSV could not be written from the .bin: the run's reason says so. */
+        drths_site_append_reason(a->ps.exit_reason, sizeof a->ps.exit_reason, a->ps.exit_code,
+                                 err.msg);
+    }
+    if (closed != 0)
+        a->ps.exit_code = DRTHS_EXIT_FAILED;
     drths_site_provenance_rt(&a->shell, &a->ps.rt_report, &a->prov);
     a->ps.provenance = &a->prov;
-    int code = closed == 0 ? a->ps.exit_code : drths_cli_error(PROG, "%s", err.msg);
+    int code = a->ps.exit_code;
     a->ps.rec_written = a->rec.written;
     if (drths_physsite_report_end(stdout, &a->ps, a->openfresco ? &a->ofr : NULL, a->dir, &err))
         code = drths_cli_error(PROG, "%s", err.msg);
@@ -268,7 +306,8 @@ static int run(drths_physapp_t *a)
  * closed again. Returns the exit code. */
 int drths_physapp_run_session(drths_physapp_t *a)
 {
-    const drths_site_hooks_t hooks = {a, print_events, on_status, on_stop, on_counters, on_tap};
+    const drths_site_hooks_t hooks = {a,           print_events, on_status,        on_stop,
+                                      on_counters, on_tap,       on_records_failed};
     drths_error_t err = {{0}};
     int code;
     if (drths_site_init(&a->shell, PROG, &a->so, &hooks, &err) != 0)

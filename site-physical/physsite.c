@@ -181,6 +181,16 @@ void drths_physsite_request_stop_monitor(drths_physsite_t *ps)
     atomic_compare_exchange_strong(&ps->stop_request, &none, 2);
 }
 
+void drths_physsite_request_records_abort(drths_physsite_t *ps, const char *text)
+{
+    if (atomic_load(&ps->stop_request) != 0)
+        return;
+    /* The text is written before the request that publishes it (seq_cst store). */
+    drths_scopy(ps->records_text, sizeof ps->records_text, text);
+    int none = 0;
+    atomic_compare_exchange_strong(&ps->stop_request, &none, 3);
+}
+
 /* ---- init / close -------------------------------------------------------------------------- */
 
 /* Channel i's specimen, DAQ and actuator from the channel's view of the experiment. Errors are
@@ -823,8 +833,11 @@ static int before_run(drths_physsite_t *ps)
     while (!drths_actuator_started(&ps->act)) {
         int req = atomic_load(&ps->stop_request);
         if (req)
-            return finish(ps, 1, req == 2 ? "stopped from the monitor before the run started"
-                                          : "stopped by signal before the run started");
+            return finish(ps, 1,
+                          req == 3   ? "the records could not be written before the run "
+                                       "started"
+                          : req == 2 ? "stopped from the monitor before the run started"
+                                     : "stopped by signal before the run started");
         int64_t now = drths_now_ns();
         if (!ps->have_session && now >= wait_deadline) {
             snprintf(text, sizeof text, "no numerical site connected within %g s",
@@ -1089,7 +1102,10 @@ int drths_physsite_run(drths_physsite_t *ps)
         if (drths_ticker_wait(&tk, &tick) != 0)
             continue; /* the sleep failed (it cannot with CLOCK_MONOTONIC): try again */
         int req = signalled ? 0 : atomic_load_explicit(&ps->stop_request, memory_order_relaxed);
-        if (req) {
+        if (req == 3) {
+            signalled = 1;
+            drths_physsite_hold_text_cause(ps, DRTHS_STOP_RECORDS, 1, ps->records_text);
+        } else if (req) {
             signalled = 1;
             drths_physsite_hold_text_cause(ps, DRTHS_STOP_SIGNAL, 1,
                                            req == 2 ? "stopped from the monitor"

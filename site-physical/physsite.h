@@ -206,7 +206,8 @@ typedef struct drths_physsite {
     drths_rt_report_t rt_report;
 
     /* Shared. */
-    atomic_int stop_request;    /* main: 1 SIGINT/SIGTERM, 2 the monitor */
+    atomic_int stop_request; /* main: 1 SIGINT/SIGTERM, 2 the monitor, 3 the records */
+    char records_text[DRTHS_WIRE_MAX_TEXT + 1]; /* main, before stop_request 3 */
     atomic_int rt_ready;        /* RT: rt_report is filled */
     atomic_int done;            /* RT: the thread is about to return */
     atomic_int state;           /* drths_physsite_state_t */
@@ -297,6 +298,11 @@ void drths_physsite_request_stop(drths_physsite_t *ps);
 /* The same path for Stop / Abort from the live monitor: the HOLD reason (code SIGNAL) says
  * "stopped from the monitor", unless a signal came first. Any thread. */
 void drths_physsite_request_stop_monitor(drths_physsite_t *ps);
+
+/* The records could not be written (text: which file, where, why; at most
+ * DRTHS_WIRE_MAX_TEXT bytes): the RT thread HOLDs with reason RECORDS and sends ABORT RECORDS
+ * with text to the numerical site, unless a stop was requested before. Any thread. */
+void drths_physsite_request_records_abort(drths_physsite_t *ps, const char *text);
 
 /* RT thread (a source's hooks): queues a line for main. Formats text (vsnprintf), so call it
  * on transitions only, never every tick; the tick loop's own transitions are records that main

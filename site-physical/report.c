@@ -127,8 +127,13 @@ void drths_physsite_print_end(FILE *f, const drths_physsite_t *ps, const char *d
         snprintf(rejects + n, sizeof rejects - n, "%sother session %" PRIu64, n ? ", " : "",
                  ps->other_session);
     fprintf(f, "  rejected datagrams: %s\n", rejects[0] ? rejects : "none");
-    fprintf(f, "  records: %" PRIu64 " rows (%" PRIu64 " dropped) in %s/physical.csv; summary %s/"
-           "summary.json\n", ps->rec_written, ps->rec_dropped, dir, dir);
+    fprintf(f,
+            "  records: %" PRIu64 " rows (%" PRIu64 " lost%s) in %s/physical.csv; summary %s/"
+            "summary.json\n",
+            ps->rec_written, ps->rec_dropped,
+            ps->rec && ps->rec->failed ? ": the disk refused a write, the record is incomplete"
+                                       : "",
+            dir, dir);
 }
 
 int drths_physsite_status_text(const drths_physsite_t *ps, char *buf, size_t cap)

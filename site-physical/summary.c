@@ -40,8 +40,9 @@ static void write_run(const drths_physsite_t *ps, drths_json_t *j)
     drths_json_int(j, "exit_code", ps->exit_code);
     drths_json_string(j, "exit_reason", ps->exit_reason);
     /* Whether physical.csv holds every row the loop produced (false: the recorder's ring
-     * overflowed, records_lost_rows were lost, and the run exited 1). */
-    drths_json_bool(j, "records_complete", ps->rec_dropped == 0);
+     * overflowed or the disk refused a write, records_lost_rows were lost, and the run exited
+     * 1). */
+    drths_json_bool(j, "records_complete", ps->rec_dropped == 0 && !(ps->rec && ps->rec->failed));
     drths_json_int(j, "records_lost_rows", (int64_t)ps->rec_dropped);
     drths_json_int(j, "ticks", (int64_t)a->c.ticks);
     drths_json_number(j, "duration_s", (double)a->c.ticks / exp->rate_hz);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,9 @@ int drths_recorder_open(drths_recorder_t *r, const char *path, const char *const
     memset(r, 0, sizeof *r);
     r->fd = -1;
     r->write_fn = write;
+    atomic_init(&r->fail_errno, 0);
+    atomic_init(&r->fail_row, 0);
+    atomic_init(&r->taken_pub, 0);
     r->ncols = ncols;
     r->row_bytes = (size_t)ncols * sizeof(double);
     atomic_init(&r->quit, 0);
@@ -173,15 +177,37 @@ int drths_recorder_push(drths_recorder_t *r, const double *row)
     return drths_ring_push(&r->ring, row);
 }
 
-/* Writes the block out (the writer's side). */
+/* Writes the block out (the writer's side). After the first failure nothing more is written:
+ * the record on disk stops at one row and has no hole. */
 static void flush_block(drths_recorder_t *r, int64_t now)
 {
     r->last_write_ns = now;
     if (r->block_len == 0)
         return;
     int64_t t0 = drths_now_ns();
-    if (!r->failed && write_all(r, r->block, r->block_len) != 0)
-        r->failed = 1;
+    if (!r->failed) {
+        const unsigned char *p = r->block;
+        size_t n = r->block_len;
+        int e = 0;
+        while (n > 0) {
+            ssize_t w = r->write_fn(r->fd, p, n);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                e = w < 0 ? errno : EIO;
+                break;
+            }
+            p += w;
+            n -= (size_t)w;
+            r->out_bytes += (uint64_t)w;
+        }
+        r->written = r->out_bytes / r->row_bytes;
+        if (e) {
+            r->failed = 1;
+            atomic_store(&r->fail_row, (unsigned long long)r->written);
+            atomic_store(&r->fail_errno, e);
+        }
+    }
     int64_t dt = drths_now_ns() - t0;
     if (dt > r->max_write_ns)
         r->max_write_ns = dt;
@@ -205,7 +231,8 @@ static uint64_t writer_pass(drths_recorder_t *r, int final)
         if (r->block_len + r->row_bytes > r->block_cap)
             flush_block(r, drths_now_ns());
     }
-    r->written += n;
+    r->taken += n;
+    atomic_store_explicit(&r->taken_pub, (unsigned long long)r->taken, memory_order_release);
     int64_t now = drths_now_ns();
     if (final || now - r->last_write_ns >= (int64_t)DRTHS_RECORDER_FLUSH_MS * 1000000)
         flush_block(r, now);
@@ -282,6 +309,60 @@ uint64_t drths_recorder_dropped(drths_recorder_t *r)
     return drths_ring_dropped(&r->ring);
 }
 
+int drths_recorder_failed(drths_recorder_t *r, uint64_t *row, uint64_t *lost)
+{
+    int e = atomic_load(&r->fail_errno);
+    uint64_t at = e ? (uint64_t)atomic_load(&r->fail_row) : 0;
+    if (row)
+        *row = at;
+    if (lost) {
+        uint64_t seen = (uint64_t)atomic_load(&r->taken_pub) + drths_ring_count(&r->ring);
+        *lost = e && seen > at ? seen - at : 0;
+    }
+    return e;
+}
+
+uint64_t drths_recorder_unwritten(const drths_recorder_t *r)
+{
+    return r->taken > r->written ? r->taken - r->written : 0;
+}
+
+/* The header's size for ncols columns, as write_header makes it (names of at most 64 bytes
+ * each are assumed; a longer header only takes a little of the CSV's margin). */
+static uint64_t header_bytes_for(int ncols)
+{
+    uint64_t need = (uint64_t)ncols * 65 + 256;
+    return (need + 4095) / 4096 * 4096;
+}
+
+uint64_t drths_recorder_bin_bytes(int ncols, uint64_t rows)
+{
+    return header_bytes_for(ncols) + rows * (uint64_t)ncols * sizeof(double);
+}
+
+uint64_t drths_recorder_csv_bytes(int ncols, uint64_t rows)
+{
+    /* "%.9g" of a double is at most 15 characters ("-1.23456789e-300"), an integer below
+     * 1e15 at most 16 ("-999999999999999"); each is followed by a comma or the newline. */
+    return (uint64_t)ncols * 65 + rows * (uint64_t)ncols * 17;
+}
+
+int drths_recorder_preallocate(drths_recorder_t *r, uint64_t rows, drths_error_t *err)
+{
+    uint64_t bytes = r->header_bytes + rows * r->row_bytes;
+    /* FALLOC_FL_KEEP_SIZE: the blocks are the file's, its size is still what was written (the
+     * header now), so a reader of the .bin during the run (or after kill -9) sees only rows. */
+    if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)bytes) != 0) {
+        int e = errno;
+        if (e == EOPNOTSUPP)
+            return -EOPNOTSUPP;
+        return drths_error_set(err, -e, "cannot reserve %.1f MB for %s: %s", (double)bytes / 1e6,
+                               r->bin_path, strerror(e));
+    }
+    r->prealloc_bytes = bytes;
+    return 0;
+}
+
 int drths_recorder_close(drths_recorder_t *r, drths_error_t *err)
 {
     if (!r->open)
@@ -296,15 +377,47 @@ int drths_recorder_close(drths_recorder_t *r, drths_error_t *err)
     }
     serve_tap(r);
     int rc = 0;
+    int e = atomic_load(&r->fail_errno);
     if (r->failed)
-        rc = drths_error_set(err, -EIO, "writing %s failed (disk full?)", r->bin_path);
-    else if (fsync(r->fd) != 0 && errno != EINVAL)
+        rc = drths_error_set(err, -EIO,
+                             "writing %s failed (%s): the record stops at row %llu, %llu rows "
+                             "not written",
+                             r->bin_path, strerror(e), (unsigned long long)r->written,
+                             (unsigned long long)drths_recorder_unwritten(r));
+    else if (fsync(r->fd) != 0 && errno != EINVAL) {
+        /* The kernel could not write back what it had accepted: which rows is unknown. */
+        atomic_store(&r->fail_errno, errno);
+        atomic_store(&r->fail_row, (unsigned long long)r->written);
+        r->failed = 1;
         rc = drths_error_set(err, -EIO, "writing %s failed: %s", r->bin_path, strerror(errno));
+    }
+    /* The blocks reserved for rows the run did not write go back to the filesystem (a run
+     * that ended early, or the margin for a HOLD that did not happen). */
+    if (r->prealloc_bytes > r->header_bytes + r->out_bytes) {
+        /* A truncation to the file's own size frees the blocks beyond it (ext4, XFS, tmpfs),
+         * where a punched hole beyond the end is a no-op on ext4. The size is the header and
+         * the bytes written: a partial last row stays for the conversion to leave out. */
+        off_t end = (off_t)(r->header_bytes + r->out_bytes);
+        if (ftruncate(r->fd, end) != 0) {
+            /* Not worth failing the record for: the blocks stay allocated. */
+        }
+    }
     if (close(r->fd) != 0 && rc == 0)
         rc = drths_error_set(err, -EIO, "writing %s failed: %s", r->bin_path, strerror(errno));
     r->fd = -1;
     /* The CSV, even after a failed write: it holds every row the .bin holds. */
     int crc = drths_recorder_bin_to_csv(r->bin_path, r->csv_path, &r->converted, rc ? NULL : err);
+    if (crc != 0) {
+        /* A CSV cut short (the disk refused it) must not pass for the record, and it would
+         * take the room summary.json needs: it goes, and the .bin is the record. */
+        unlink(r->csv_path);
+        r->converted = 0;
+        if (rc == 0)
+            rc = drths_error_set(err, crc,
+                                 "writing %s failed, so it was removed: the record is "
+                                 "whole in %s (%llu rows; docs/design.md, Binary record)",
+                                 r->csv_path, r->bin_name, (unsigned long long)r->written);
+    }
     if (rc == 0)
         rc = crc;
     if (rc == 0 && r->converted != r->written)
@@ -403,6 +516,10 @@ void drths_recorder_json(drths_json_t *j, const char *key, const drths_recorder_
     drths_json_string(j, "bin", r->bin_name);
     drths_json_int(j, "rows", (int64_t)r->written);
     drths_json_int(j, "dropped_rows", (int64_t)drths_ring_dropped((drths_ring_t *)&r->ring));
+    drths_json_int(j, "unwritten_rows", (int64_t)drths_recorder_unwritten(r));
+    int e = atomic_load((atomic_int *)&r->fail_errno);
+    drths_json_string(j, "write_error", e ? strerror(e) : "");
+    drths_json_int(j, "reserved_bytes", (int64_t)r->prealloc_bytes);
     drths_json_int(j, "ring_rows",
                    (int64_t)(r->ring_rows ? r->ring_rows : drths_ring_capacity(&r->ring)));
     drths_json_int(j, "peak_ring_rows", (int64_t)r->peak_rows);

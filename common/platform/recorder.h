@@ -16,9 +16,18 @@
  * Without drths_recorder_start (the tests, the offline tools) there is no writer thread:
  * drths_recorder_drain does the writer's work on the calling thread.
  *
- * A row is lost only when the ring is full: the push drops it and counts it
+ * A row is lost when the ring is full: the push drops it and counts it
  * (drths_recorder_dropped), so the site can warn during the run and mark the record incomplete;
- * the RT thread is never blocked.
+ * the RT thread is never blocked. A row is also lost when the disk refuses it: from the first
+ * write that fails (a full disk, an I/O error, a file size limit) the writer writes nothing more
+ * (the record on disk is complete up to that row, with no hole after it), counts every row it
+ * takes from then on as not written (drths_recorder_unwritten) and raises drths_recorder_failed,
+ * which the site's loop polls to end the run.
+ *
+ * Space: drths_recorder_preallocate reserves the .bin's blocks for the rows a run will write
+ * (fallocate with FALLOC_FL_KEEP_SIZE: the file's size still grows row by row, so readers see
+ * only rows written), so that another file filling the disk during the run cannot take them;
+ * close gives back the blocks the run did not use.
  *
  * The binary file starts with a text header of header_bytes (a multiple of 4096) bytes:
  *     drths-record 1
@@ -74,9 +83,15 @@ typedef struct drths_recorder {
     size_t block_cap, block_len;
     int64_t last_write_ns;
     double *row;        /* the libuv thread's buffer for the tap */
-    uint64_t written;   /* rows in the .bin (writer side; read after close) */
+    uint64_t written;   /* rows on disk in the .bin (writer side; read after close) */
+    uint64_t taken;     /* rows the writer took from the ring (writer side) */
     uint64_t converted; /* rows in the CSV after close */
+    uint64_t out_bytes; /* bytes of rows written to the .bin (writer side) */
+    uint64_t prealloc_bytes; /* the .bin's size reserved by drths_recorder_preallocate */
     int failed;         /* a write failed: close returns -EIO */
+    atomic_int fail_errno;   /* the first failed write's errno, 0 while none failed (any thread) */
+    atomic_ullong fail_row;  /* the rows on disk when it failed (any thread) */
+    atomic_ullong taken_pub; /* taken, published by each writer pass (any thread) */
     int open;
 
     /* the writer thread */
@@ -138,9 +153,34 @@ int drths_recorder_set_tap(drths_recorder_t *r, void (*tap)(void *ctx, const dou
 /* Rows dropped because the ring was full. RT-safe (any thread). */
 uint64_t drths_recorder_dropped(drths_recorder_t *r);
 
-/* Stops and joins the writer (it writes every queued row first), fsyncs the .bin, then writes
- * the CSV from it (r->converted rows). The .bin is kept. Call after the RT thread has joined.
- * Returns 0, -EIO if a write failed (err says which file). Safe twice. init-only. */
+/* The errno of the first write to the .bin that failed (ENOSPC, EIO, EFBIG ...), 0 while none
+ * did; *row (may be NULL) gets the rows on disk before it, where the record stops, and *lost
+ * (may be NULL) the rows lost so far (taken by the writer or waiting in the ring, none of which
+ * will reach the disk). RT-safe (any thread; the site's loop polls it). */
+int drths_recorder_failed(drths_recorder_t *r, uint64_t *row, uint64_t *lost);
+
+/* Rows taken from the ring that did not reach the disk because a write failed. After close. */
+uint64_t drths_recorder_unwritten(const drths_recorder_t *r);
+
+/* The .bin's size for rows rows (the header and the rows), for drths_recorder_preallocate and
+ * for the space a run needs before its recorder is opened. */
+uint64_t drths_recorder_bin_bytes(int ncols, uint64_t rows);
+
+/* The most bytes the CSV of rows rows of ncols columns can take (each value at most 16
+ * characters and a separator, plus the header line). */
+uint64_t drths_recorder_csv_bytes(int ncols, uint64_t rows);
+
+/* Reserves the .bin's blocks for rows rows (drths_recorder_bin_bytes) without changing its
+ * size. Returns 0, -EOPNOTSUPP when the filesystem cannot (nothing reserved: the caller checks
+ * the free space instead), or -ENOSPC and other negative errnos (err says which file and how
+ * much). init-only. */
+int drths_recorder_preallocate(drths_recorder_t *r, uint64_t rows, drths_error_t *err);
+
+/* Stops and joins the writer (it writes every queued row first), fsyncs the .bin, gives back
+ * the blocks preallocated beyond its end, then writes the CSV from it (r->converted rows). The
+ * .bin is kept; a CSV that could not be written whole is removed (the .bin is the record). Call
+ * after the RT thread has joined. Returns 0, -EIO if a write failed (err says which file, why and
+ * how many rows did not reach it). Safe twice. init-only. */
 int drths_recorder_close(drths_recorder_t *r, drths_error_t *err);
 
 /* Converts a .bin record (header above) into a CSV at csv_path, formatted as the recorder's

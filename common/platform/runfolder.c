@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/platform/cli.h"
+#include "common/platform/reserve.h"
 
 int drths_path_join(char *out, size_t cap, const char *dir, const char *name)
 {
@@ -64,6 +65,32 @@ static int copy_file(const char *from, const char *to, drths_error_t *err)
     return 0;
 }
 
+/* The files a run leaves in its folder (and the report drths-report may add to it). A folder
+ * holding one of them holds an earlier run. */
+static const char *const run_files[] = {
+    "summary.json",  "provenance.json", "physical.bin",     "physical.csv",
+    "numerical.bin", "numerical.csv",   "report.txt",       "report.json",
+    "report.h5",     "report.mat",      DRTHS_RESERVE_NAME,
+};
+
+int drths_runfolder_check_unused(const char *dir, drths_error_t *err)
+{
+    for (size_t i = 0; i < sizeof run_files / sizeof run_files[0]; i++) {
+        char path[4200];
+        struct stat st;
+        if (drths_path_join(path, sizeof path, dir, run_files[i]) != 0)
+            return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
+        if (lstat(path, &st) == 0)
+            return drths_error_set(err, -EEXIST,
+                                   "the run folder %s already holds an earlier run (%s): a new "
+                                   "run there would leave that run's files beside its own "
+                                   "records; choose a new folder with --out (or move the "
+                                   "earlier run away)",
+                                   dir, run_files[i]);
+    }
+    return 0;
+}
+
 int drths_runfolder_create(char *out, size_t cap, const char *dir, const char *base,
                            const char *label, const char *experiment_path, drths_error_t *err)
 {
@@ -81,6 +108,8 @@ int drths_runfolder_create(char *out, size_t cap, const char *dir, const char *b
     if (n < 0 || (size_t)n >= cap)
         return drths_error_set(err, -ENAMETOOLONG, "run folder path too long");
     int rc = drths_mkdirs(out, err);
+    if (rc == 0)
+        rc = drths_runfolder_check_unused(out, err);
     if (rc)
         return rc;
     if (experiment_path) {

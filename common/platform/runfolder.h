@@ -12,8 +12,9 @@
 #include "common/platform/json.h"
 
 /* Creates the run folder and copies the experiment file into it as experiment.yaml.
- * If dir is given it is used as is (created with parents if missing; files in it are replaced);
- * otherwise the folder is base/<YYYYmmdd-HHMMSS>-<label>. The chosen path goes to out. */
+ * If dir is given it is used as is (created with parents if missing), unless it holds an
+ * earlier run (drths_runfolder_check_unused: -EEXIST); otherwise the folder is
+ * base/<YYYYmmdd-HHMMSS>-<label>. The chosen path goes to out. */
 int drths_runfolder_create(char *out, size_t cap, const char *dir, const char *base,
                            const char *label, const char *experiment_path, drths_error_t *err);
 
@@ -51,6 +52,13 @@ int drths_provenance_write(const char *dir, const drths_provenance_t *p, drths_e
  * Returns 0 or a negative errno. */
 int drths_runfolder_copy_record(const char *dir, const char *record_path, const char *as_written,
                                 char *rel, size_t cap, drths_error_t *err);
+
+/* -EEXIST with a sentence naming the file when dir holds a file a run writes (summary.json,
+ * provenance.json, a site's .bin or .csv, a report, the reserve file of a run killed before
+ * its end): a new run there could leave an earlier run's summary beside its own records (a run
+ * killed with -9 writes none), so a folder is used once. Other files (the experiment and its
+ * record, notes) do not count. 0 otherwise. */
+int drths_runfolder_check_unused(const char *dir, drths_error_t *err);
 
 /* mkdir -p. */
 int drths_mkdirs(const char *path, drths_error_t *err);

@@ -8,11 +8,13 @@
 
 #include <sodium.h>
 
+#include "common/config/setup.h"
 #include "common/platform/cli.h"
 #include "common/platform/rtclock.h"
 #include "common/platform/runfolder.h"
 #include "protocol/fingerprint.h"
 #include "protocol/keyfile.h"
+#include "protocol/wire.h"
 
 /* ---- command line ----------------------------------------------------------------------- */
 
@@ -243,6 +245,45 @@ void drths_site_mark_incomplete(const char *prog, uint64_t dropped, char *reason
     *exit_code = DRTHS_EXIT_FAILED;
 }
 
+void drths_site_mark_unwritten(const char *prog, const drths_recorder_t *r, char *reason,
+                               size_t cap, int *exit_code)
+{
+    if (!r->failed)
+        return;
+    int e = atomic_load((atomic_int *)&r->fail_errno);
+    char text[300];
+    snprintf(text, sizeof text,
+             "record incomplete: %llu rows of %s not written (%s; it stops at row %llu)",
+             (unsigned long long)drths_recorder_unwritten(r), r->bin_name, strerror(e ? e : EIO),
+             (unsigned long long)r->written);
+    fprintf(stderr, "%s: %s\n", prog, text);
+    drths_site_append_reason(reason, cap, *exit_code, text);
+    *exit_code = DRTHS_EXIT_FAILED;
+}
+
+void drths_site_append_reason(char *reason, size_t cap, int exit_code, const char *text)
+{
+    if (cap == 0)
+        return;
+    size_t n = strlen(reason);
+    if (exit_code == 0 || n == 0)
+        n = 0;
+    else if (n + 2 < cap) {
+        memcpy(reason + n, "; ", 2);
+        n += 2;
+    }
+    size_t t = strlen(text);
+    if (n + t >= cap)
+        t = cap - 1 - n;
+    memcpy(reason + n, text, t);
+    reason[n + t] = '\0';
+}
+
+uint64_t drths_site_rows_lost(drths_recorder_t *r)
+{
+    return drths_recorder_dropped(r) + drths_recorder_unwritten(r);
+}
+
 void drths_site_provenance_rt(const drths_site_t *s, const drths_rt_report_t *rep,
                               drths_provenance_t *prov)
 {
@@ -297,11 +338,38 @@ static void warn_lost_rows(drths_site_t *s, int i)
     drths_site_event(s, text);
 }
 
+/* A write the disk refused is said once, on stderr and to the monitor, and handed to the
+ * program, which ends the run and tells its peer: a run whose record is lost is not worth the
+ * specimen's wear, and the peer must not record a run its partner cannot. */
+static void check_write_failed(drths_site_t *s, int i)
+{
+    uint64_t row = 0, lost = 0;
+    int e = drths_recorder_failed(s->rec[i], &row, &lost);
+    if (!e || s->rec_failed_said[i])
+        return;
+    s->rec_failed_said[i] = 1;
+    char text[400], peer[DRTHS_WIRE_MAX_TEXT + 1];
+    snprintf(text, sizeof text,
+             "ERROR: writing %s failed (%s): the record stops at row %llu, "
+             "%llu rows lost so far; ending the run (the record is incomplete)",
+             s->rec[i]->bin_name, strerror(e), (unsigned long long)row, (unsigned long long)lost);
+    drths_site_clear_status(s);
+    fprintf(stderr, "%s: %s\n", s->prog, text);
+    fflush(stderr);
+    drths_site_event(s, text);
+    snprintf(peer, sizeof peer,
+             "writing %s failed at row %llu (%s): records incomplete, %llu rows lost so far",
+             s->rec[i]->bin_name, (unsigned long long)row, strerror(e), (unsigned long long)lost);
+    if (s->hooks.records_failed)
+        s->hooks.records_failed(s->hooks.ctx, peer);
+}
+
 static void drain(drths_site_t *s)
 {
     for (int i = 0; i < s->nrec; i++) {
         drths_recorder_drain(s->rec[i]);
         warn_lost_rows(s, i);
+        check_write_failed(s, i);
     }
 }
 
@@ -389,6 +457,9 @@ int drths_site_init(drths_site_t *s, const char *prog, const drths_site_options_
     s->sigint.data = s->sigterm.data = s->async.data = s;
     s->drain_timer.data = s->status_timer.data = s->tlm_timer.data = s;
     s->handles_open = 1;
+    /* A file size limit (ulimit -f) must fail the write (EFBIG, then the run ends as for a full
+     * disk), not kill the site in the middle of a run with the actuator driven. */
+    signal(SIGXFSZ, SIG_IGN);
     uv_signal_start(&s->sigint, on_signal, SIGINT);
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);
     return 0;
@@ -538,6 +609,19 @@ int drths_site_recorder_open(drths_site_t *s, drths_recorder_t *rec, const char 
     int rc = drths_recorder_open(rec, path, columns, ncols, drths_recorder_rows_for(rate_hz), err);
     if (rc != 0)
         return rc;
+    for (int i = 0; i < s->nspace && s->reserve_on; i++) {
+        if (strcmp(s->space[i].file, file) != 0)
+            continue;
+        /* The .bin's share moves from the reserve file to the .bin itself. */
+        drths_reserve_take(&s->reserve, drths_recorder_bin_bytes(ncols, s->space[i].rows));
+        rc = drths_recorder_preallocate(rec, s->space[i].rows, err);
+        if (rc == -EOPNOTSUPP)
+            rc = 0;
+        if (rc != 0) {
+            drths_recorder_close(rec, NULL);
+            return rc;
+        }
+    }
     if (tap && s->tlm_on && s->hooks.tap && (rc = drths_recorder_set_tap(rec, on_row, s)) != 0) {
         drths_recorder_close(rec, NULL);
         return drths_error_set(err, rc, "out of memory for the telemetry tap");
@@ -547,6 +631,56 @@ int drths_site_recorder_open(drths_site_t *s, drths_recorder_t *rec, const char 
         return rc;
     }
     s->rec[s->nrec++] = rec;
+    return 0;
+}
+
+int drths_site_record_steps(const drths_experiment_t *exp, uint64_t *steps, drths_error_t *err)
+{
+    drths_record_t rec;
+    memset(&rec, 0, sizeof rec);
+    int rc = drths_setup_ground_motion(exp, &rec, err);
+    *steps = rc == 0 ? (uint64_t)rec.n : 0;
+    drths_record_close(&rec);
+    return rc;
+}
+
+uint64_t drths_site_rows_for(uint64_t steps, double rate_hz)
+{
+    return steps + (uint64_t)(10.0 * rate_hz);
+}
+
+int drths_site_reserve(drths_site_t *s, const char *dir, const drths_site_space_t *recs, int n,
+                       drths_error_t *err)
+{
+    if (n > DRTHS_SITE_MAX_RECORDERS)
+        return drths_error_set(err, -EINVAL, "more than %d recorders", DRTHS_SITE_MAX_RECORDERS);
+    uint64_t total = DRTHS_RESERVE_END_BYTES;
+    char what[600];
+    size_t w = 0;
+    what[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        uint64_t bin = drths_recorder_bin_bytes(recs[i].ncols, recs[i].rows);
+        uint64_t csv = drths_recorder_csv_bytes(recs[i].ncols, recs[i].rows);
+        total += bin + csv;
+        const char *dot = strrchr(recs[i].file, '.');
+        int base = dot ? (int)(dot - recs[i].file) : (int)strlen(recs[i].file);
+        if (w < sizeof what)
+            w += (size_t)snprintf(
+                what + w, sizeof what - w, "%s%.*s.bin %.1f MB and %s up to %.1f MB for %llu rows",
+                i ? "; " : "", base, recs[i].file, (double)bin / 1e6, recs[i].file,
+                (double)csv / 1e6, (unsigned long long)recs[i].rows);
+        snprintf(s->space[i].file, sizeof s->space[i].file, "%s", recs[i].file);
+        s->space[i].rows = recs[i].rows;
+    }
+    if (w < sizeof what)
+        snprintf(what + w, sizeof what - w, "%s%.1f MB for the summary and report", n ? "; " : "",
+                 (double)DRTHS_RESERVE_END_BYTES / 1e6);
+    int rc = drths_reserve_open(&s->reserve, dir, total, what, err);
+    if (rc != 0)
+        return rc;
+    s->nspace = n;
+    s->reserve_on = 1;
+    s->reserve_total = total;
     return 0;
 }
 
@@ -561,6 +695,12 @@ void drths_site_print_recorders(const drths_site_t *s, const char *indent)
                drths_ring_capacity(&r->ring),
                (double)drths_ring_capacity(&r->ring) / s->rec_rate_hz[i]);
     }
+    if (s->reserve_on)
+        printf(s->reserve.held ? "%sspace: %.1f MB held for the records, the summary and the "
+                                 "report (fallocate)\n"
+                               : "%sspace: %.1f MB needed, not held (this filesystem cannot "
+                                 "reserve space: another file may still fill it)\n",
+               indent, (double)s->reserve_total / 1e6);
     fflush(stdout);
 }
 
@@ -636,6 +776,9 @@ void drths_site_run(drths_site_t *s)
         s->hooks.service(s->hooks.ctx);
     drain(s);
     drths_site_clear_status(s);
+    /* The CSV and the summary are written next: they get the room held for them. */
+    if (s->reserve_on)
+        drths_reserve_release(&s->reserve);
 }
 
 void drths_site_close(drths_site_t *s)
@@ -656,6 +799,10 @@ void drths_site_close(drths_site_t *s)
     if (s->tlm_on) {
         drths_telemetry_close(&s->tlm);
         s->tlm_on = 0;
+    }
+    if (s->reserve_on) {
+        drths_reserve_release(&s->reserve);
+        s->reserve_on = 0;
     }
     if (s->gated) {
         drths_rt_report_close(&s->rt_report);

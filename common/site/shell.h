@@ -46,6 +46,7 @@
 #include "common/config/config.h"
 #include "common/platform/error.h"
 #include "common/platform/recorder.h"
+#include "common/platform/reserve.h"
 #include "common/platform/rt.h"
 #include "common/platform/runfolder.h"
 #include "common/platform/telemetry.h"
@@ -210,6 +211,11 @@ typedef struct drths_site_hooks {
     void (*counters)(void *ctx, drths_telemetry_frame_t *f);
     /* Telemetry: one recorder row (of a recorder opened with tap) into the frame's signals. */
     void (*tap)(void *ctx, const double *row, drths_telemetry_frame_t *f);
+    /* A recorder's write failed (the disk is full despite the reserve, an I/O error, a file
+     * size limit): the shell has said so on stderr and to the monitor; the program ends the run
+     * and tells its peer (ABORT RECORDS with text, at most DRTHS_WIRE_MAX_TEXT bytes). Once per
+     * recorder. */
+    void (*records_failed)(void *ctx, const char *text);
 } drths_site_hooks_t;
 
 /* Recorders one site may register (one per peer and direction is far below this). */
@@ -238,7 +244,18 @@ typedef struct drths_site {
     double rec_rate_hz[DRTHS_SITE_MAX_RECORDERS];
     uint64_t rec_warned[DRTHS_SITE_MAX_RECORDERS]; /* lost rows last said */
     int64_t rec_warn_ns[DRTHS_SITE_MAX_RECORDERS]; /* when */
+    int rec_failed_said[DRTHS_SITE_MAX_RECORDERS]; /* its write failure was said */
     int nrec;
+
+    /* the space held for the run's files (drths_site_reserve) */
+    drths_reserve_t reserve;
+    int reserve_on;
+    uint64_t reserve_total;
+    struct {
+        char file[64];
+        uint64_t rows;
+    } space[DRTHS_SITE_MAX_RECORDERS];
+    int nspace;
 
     /* --monitor */
     int tlm_on;
@@ -302,8 +319,34 @@ void drths_site_monitor_end(drths_site_t *s, const char *text);
  * --wait-start. */
 void drths_site_wait_start(drths_site_t *s);
 
+/* One record a run will write, for drths_site_reserve: its CSV's file name, its columns and at
+ * most how many rows. */
+typedef struct drths_site_space {
+    const char *file; /* "physical.csv" */
+    int ncols;
+    uint64_t rows;
+} drths_site_space_t;
+
+/* The steps of the experiment's record at its rate (its ground motion, tail included), for the
+ * space a run needs. Returns 0 or a negative errno (err says what). */
+int drths_site_record_steps(const drths_experiment_t *exp, uint64_t *steps, drths_error_t *err);
+
+/* The rows to reserve for a record of steps steps at rate_hz: the steps, and 10 s more for the
+ * dead time, a HOLD's ramp and settling, and the end. */
+uint64_t drths_site_rows_for(uint64_t steps, double rate_hz);
+
+/* Before the handshake: holds in dir the space the run will write (each record's .bin and CSV,
+ * and DRTHS_RESERVE_END_BYTES for the summary and report; common/platform/reserve.h), so that
+ * the recorders opened later (drths_site_recorder_open) get theirs and the end finds room for
+ * the CSV and the summary. Returns 0, or -ENOSPC with the sentence naming the folder, the space
+ * needed and the space free, or another negative errno. */
+int drths_site_reserve(drths_site_t *s, const char *dir, const drths_site_space_t *recs, int n,
+                       drths_error_t *err);
+
 /* Opens a recorder on dir/file (the CSV written at close; the binary stream beside it during
- * the run) with the columns given, its ring sized for rate_hz, starts its writer thread at
+ * the run) with the columns given, its ring sized for rate_hz, takes its .bin's share of the
+ * space held by drths_site_reserve (preallocated: -ENOSPC if it is gone), starts its writer
+ * thread at
  * DRTHS_RECORDER_WRITER_PRIORITY (without the privilege, at the default policy: reported by
  * drths_site_print_recorders) and serves it from the loop from now on: with tap and --monitor
  * its rows feed the telemetry (hooks.tap); rows it loses are said at once, on stderr and to
@@ -313,7 +356,8 @@ int drths_site_recorder_open(drths_site_t *s, drths_recorder_t *rec, const char 
                              double rate_hz, int tap, drths_error_t *err);
 
 /* "INDENTrecord: physical.bin, written by a thread at SCHED_FIFO priority 60: applied; ring of
- * 32768 rows (6.6 s)" for each recorder, on stdout. */
+ * 32768 rows (6.6 s)" for each recorder, then "INDENTspace: 5.6 MB held for the records
+ * (fallocate)" or why not, on stdout. */
 void drths_site_print_recorders(const drths_site_t *s, const char *indent);
 
 /* Starts the drain timer (every 50 ms) and, unless --quiet or stderr is not a terminal, the
@@ -338,7 +382,8 @@ void drths_site_rt_go(drths_site_t *s, int run);
 
 /* Runs the loop until the real-time thread has returned (at once if there is none), joins it,
  * closes the handles, serves the program's last events (hooks.service), drains the recorders
- * once more and erases the status line. */
+ * once more, erases the status line and gives back the space held (the CSV and the summary are
+ * written next). */
 void drths_site_run(drths_site_t *s);
 
 /* Prints the real-time report's lines (drths_rt_report_line), each after indent, on stdout. */
@@ -353,6 +398,22 @@ void drths_site_rt_summary(const drths_rt_report_t *rep, char *out, size_t cap);
  * is printed on stderr. Nothing happens when dropped is 0. */
 void drths_site_mark_incomplete(const char *prog, uint64_t dropped, char *reason, size_t cap,
                                 int *exit_code);
+
+/* A record the disk did not take must not pass for a complete one either: when writing r's .bin
+ * failed, "record incomplete: N rows of physical.bin not written (No space left on device; it
+ * stops at row M)" becomes the run's reason (or is appended), *exit_code becomes
+ * DRTHS_EXIT_FAILED and the sentence is printed on stderr. After drths_recorder_close; nothing
+ * happens when every write succeeded. */
+void drths_site_mark_unwritten(const char *prog, const drths_recorder_t *r, char *reason,
+                               size_t cap, int *exit_code);
+
+/* text becomes the run's reason when the run had not failed (exit_code 0) or had no reason,
+ * else it is appended after "; " (truncated to cap). */
+void drths_site_append_reason(char *reason, size_t cap, int exit_code, const char *text);
+
+/* The rows of r's record that are not on disk: dropped by its ring and not written. After
+ * drths_recorder_close. */
+uint64_t drths_site_rows_lost(drths_recorder_t *r);
 
 /* prov->real_time: the control thread's measures (drths_site_rt_summary of rep, which may be
  * NULL when no real-time thread ran) and each recorder's writer thread. */

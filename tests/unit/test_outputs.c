@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/platform/csvwrite.h"
 #include "common/platform/json.h"
@@ -131,14 +132,51 @@ static void test_runfolder(void **state)
     assert_true(drths_mkdirs(blocked, &err) < 0);
 }
 
+/* A folder is used by one run: a folder holding any file a run writes is refused with the file
+ * named (a killed run's .bin alone counts); other files do not count, and nothing is changed. */
+static void test_runfolder_used_once(void **state)
+{
+    (void)state;
+    static const char *const run_files[] = {
+        "summary.json",  "provenance.json", "physical.bin",          "physical.csv",
+        "numerical.bin", "numerical.csv",   ".drths-reserved-space", "report.txt",
+    };
+    char dir[512], path[700], out[1024];
+    drths_error_t err;
+    snprintf(dir, sizeof dir, "%s/used", tmpdir);
+    assert_int_equal(drths_mkdirs(dir, &err), 0);
+    assert_int_equal(drths_runfolder_check_unused(dir, &err), 0);
+    snprintf(path, sizeof path, "%s/notes.txt", dir);
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    assert_int_equal(drths_runfolder_check_unused(dir, &err), 0);
+    for (size_t i = 0; i < sizeof run_files / sizeof run_files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, run_files[i]);
+        f = fopen(path, "w");
+        fputs("earlier run\n", f);
+        fclose(f);
+        memset(&err, 0, sizeof err);
+        assert_int_equal(drths_runfolder_check_unused(dir, &err), -EEXIST);
+        char want[100];
+        snprintf(want, sizeof want, "already holds an earlier run (%s)", run_files[i]);
+        assert_non_null(strstr(err.msg, want));
+        assert_non_null(strstr(err.msg, dir));
+        /* drths_runfolder_create refuses it too, and leaves the earlier file as it was. */
+        assert_int_equal(drths_runfolder_create(out, sizeof out, dir, NULL, "x", NULL, &err),
+                         -EEXIST);
+        char buf[64];
+        slurp(path, buf, sizeof buf);
+        assert_string_equal(buf, "earlier run\n");
+        unlink(path);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_csv_header_and_rows),
-        cmocka_unit_test(test_csv_unwritable),
-        cmocka_unit_test(test_json_nesting),
-        cmocka_unit_test(test_json_file),
-        cmocka_unit_test(test_runfolder),
+        cmocka_unit_test(test_csv_header_and_rows), cmocka_unit_test(test_csv_unwritable),
+        cmocka_unit_test(test_json_nesting),        cmocka_unit_test(test_json_file),
+        cmocka_unit_test(test_runfolder),           cmocka_unit_test(test_runfolder_used_once),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -9,10 +9,13 @@
 #include <errno.h>
 #include <math.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,6 +224,214 @@ static void test_stalled_writer(void **state)
     rmdir(dir);
 }
 
+/* A disk that refuses writes after limit bytes (a partial write first, then ENOSPC). */
+static size_t disk_left;
+static ssize_t full_disk_write(int fd, const void *buf, size_t n)
+{
+    if (disk_left == 0) {
+        errno = ENOSPC;
+        return -1;
+    }
+    if (n > disk_left)
+        n = disk_left;
+    ssize_t w = write(fd, buf, n);
+    if (w > 0)
+        disk_left -= (size_t)w;
+    return w;
+}
+
+/* A write the disk refuses is never silent: the writer stops at the last whole row on disk (no
+ * hole after it), raises drths_recorder_failed with the errno and that row, counts every row it
+ * could not write, close says so (-EIO and a sentence), the CSV holds exactly the rows on disk
+ * and summary.json carries the count and the error. */
+static void test_write_failure(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drths-test-recorder-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], bin[128];
+    snprintf(path, sizeof path, "%s/rec.csv", dir);
+    snprintf(bin, sizeof bin, "%s/rec.bin", dir);
+    drths_error_t err;
+    drths_recorder_t r;
+    const int rows = 3000;
+    assert_int_equal(drths_recorder_open(&r, path, names, NCOLS, 4096, &err), 0);
+    const size_t row_bytes = NCOLS * sizeof(double);
+    disk_left = 1000 * row_bytes + 17; /* 1000 rows and part of the next */
+    r.write_fn = full_disk_write;
+    assert_int_equal(drths_recorder_failed(&r, NULL, NULL), 0);
+    double row[NCOLS];
+    for (int i = 0; i < rows; i++) {
+        make_row(i, row);
+        assert_int_equal(drths_recorder_push(&r, row), 0);
+    }
+    uint64_t at = 0, lost = 0;
+    /* Without a writer thread close writes the 3000 rows (one block) itself. */
+    assert_int_equal(drths_recorder_close(&r, &err), -EIO);
+    assert_int_equal(drths_recorder_failed(&r, &at, &lost), ENOSPC);
+    assert_int_equal(at, 1000);
+    assert_int_equal(r.written, 1000);
+    assert_int_equal(drths_recorder_unwritten(&r), rows - 1000);
+    assert_int_equal(r.converted, 1000);
+    assert_non_null(strstr(err.msg, "No space left on device"));
+    assert_non_null(strstr(err.msg, "the record stops at row 1000, 2000 rows not written"));
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    drths_json_t j;
+    drths_json_init(&j, f);
+    drths_json_object_begin(&j, NULL);
+    drths_recorder_json(&j, "recorder", &r);
+    drths_json_object_end(&j);
+    fclose(f);
+    assert_non_null(strstr(text, "\"unwritten_rows\": 2000"));
+    assert_non_null(strstr(text, "\"write_error\": \"No space left on device\""));
+    assert_non_null(strstr(text, "\"rows\": 1000"));
+    free(text);
+
+    char *csv = slurp(path);
+    int lines = 0;
+    for (char *p = csv; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 1 + 1000);
+    free(csv);
+    unlink(path);
+    unlink(bin);
+    rmdir(dir);
+}
+
+/* The same failure during the run, with the writer thread: drths_recorder_failed says it while
+ * rows are still pushed (the site's loop polls it), counting the rows lost so far; nothing is
+ * written after the failure, even when the disk has room again. */
+static void test_write_failure_live(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drths-test-recorder-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], bin[128];
+    snprintf(path, sizeof path, "%s/rec.csv", dir);
+    snprintf(bin, sizeof bin, "%s/rec.bin", dir);
+    drths_error_t err;
+    drths_recorder_t r;
+    assert_int_equal(drths_recorder_open(&r, path, names, NCOLS, 1 << 16, &err), 0);
+    const size_t row_bytes = NCOLS * sizeof(double);
+    disk_left = 500 * row_bytes;
+    r.write_fn = full_disk_write;
+    assert_int_equal(drths_recorder_start(&r, 0, &err), 0);
+    double row[NCOLS];
+    int pushed = 0, e = 0;
+    uint64_t at = 0, lost = 0;
+    /* Bounded: the writer writes at least every DRTHS_RECORDER_FLUSH_MS. */
+    for (int k = 0; k < 400 && !e; k++) {
+        for (int i = 0; i < 100; i++, pushed++) {
+            make_row(pushed, row);
+            assert_int_equal(drths_recorder_push(&r, row), 0);
+        }
+        sleep_ms(5);
+        e = drths_recorder_failed(&r, &at, &lost);
+    }
+    assert_int_equal(e, ENOSPC);
+    assert_int_equal(at, 500);
+    assert_true(lost >= 1 && lost <= (uint64_t)pushed - 500);
+    disk_left = (size_t)1 << 30; /* room again: still nothing after the hole */
+    for (int i = 0; i < 100; i++, pushed++) {
+        make_row(pushed, row);
+        assert_int_equal(drths_recorder_push(&r, row), 0);
+    }
+    assert_int_equal(drths_recorder_close(&r, &err), -EIO);
+    assert_int_equal(r.written, 500);
+    assert_int_equal(drths_recorder_unwritten(&r), (uint64_t)pushed - 500);
+    struct stat st;
+    assert_int_equal(stat(bin, &st), 0);
+    assert_int_equal((uint64_t)st.st_size, r.header_bytes + 500 * row_bytes);
+    unlink(path);
+    unlink(bin);
+    rmdir(dir);
+}
+
+/* A CSV the disk refuses (here a file size limit between the .bin's size and the CSV's) is
+ * removed rather than left cut short, and close says the .bin holds the record. */
+static void test_csv_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drths-test-recorder-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], bin[128];
+    snprintf(path, sizeof path, "%s/rec.csv", dir);
+    snprintf(bin, sizeof bin, "%s/rec.bin", dir);
+    drths_error_t err;
+    drths_recorder_t r;
+    assert_int_equal(drths_recorder_open(&r, path, names, NCOLS, 4096, &err), 0);
+    /* Values whose text is twice their 8 bytes: the CSV is larger than the .bin. */
+    double row[NCOLS];
+    for (int i = 0; i < 3000; i++) {
+        for (int k = 0; k < NCOLS; k++)
+            row[k] = -1.23456789e-100 * (i + k + 1);
+        assert_int_equal(drths_recorder_push(&r, row), 0);
+    }
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = r.header_bytes + 3000 * 40; /* the .bin fits, its CSV does not */
+    signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = drths_recorder_close(&r, &err);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, SIG_DFL);
+    assert_int_equal(rc, -EIO);
+    assert_int_equal(r.written, 3000);
+    assert_int_equal(r.converted, 0);
+    assert_non_null(
+        strstr(err.msg, "so it was removed: the record is whole in rec.bin (3000 rows"));
+    struct stat st;
+    assert_int_equal(stat(path, &st), -1);
+    assert_int_equal(stat(bin, &st), 0);
+    assert_int_equal((uint64_t)st.st_size, r.header_bytes + 3000 * 40);
+    unlink(bin);
+    rmdir(dir);
+}
+
+/* The .bin's blocks for a run are reserved at the start without changing its size (a reader
+ * sees only the rows written), and what the run did not use is given back at close. */
+static void test_preallocate(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drths-test-recorder-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], bin[128];
+    snprintf(path, sizeof path, "%s/rec.csv", dir);
+    snprintf(bin, sizeof bin, "%s/rec.bin", dir);
+    drths_error_t err;
+    drths_recorder_t r;
+    assert_int_equal(drths_recorder_open(&r, path, names, NCOLS, 1024, &err), 0);
+    const uint64_t rows = 100000; /* 4 MB */
+    int rc = drths_recorder_preallocate(&r, rows, &err);
+    if (rc == -EOPNOTSUPP) {
+        drths_recorder_close(&r, NULL);
+        skip();
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(drths_recorder_bin_bytes(NCOLS, rows), r.header_bytes + rows * 40);
+    struct stat st;
+    assert_int_equal(stat(bin, &st), 0);
+    assert_int_equal((uint64_t)st.st_size, r.header_bytes);
+    assert_true((uint64_t)st.st_blocks * 512 >= r.header_bytes + rows * 40);
+    double row[NCOLS];
+    for (int i = 0; i < 10; i++) {
+        make_row(i, row);
+        assert_int_equal(drths_recorder_push(&r, row), 0);
+    }
+    assert_int_equal(drths_recorder_close(&r, &err), 0);
+    assert_int_equal(stat(bin, &st), 0);
+    assert_int_equal((uint64_t)st.st_size, r.header_bytes + 10 * 40);
+    assert_true((uint64_t)st.st_blocks * 512 < 1 << 20);
+    assert_int_equal(r.converted, 10);
+    unlink(path);
+    unlink(bin);
+    rmdir(dir);
+}
+
 /* A .bin cut in the middle of a row (a site killed during a write) converts up to the last
  * whole row; a file that is not a record is refused. */
 static void test_truncated_and_foreign(void **state)
@@ -255,10 +466,10 @@ static void test_truncated_and_foreign(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_round_trip_thread),
-        cmocka_unit_test(test_stalled_writer),
-        cmocka_unit_test(test_truncated_and_foreign),
+        cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_round_trip_thread),
+        cmocka_unit_test(test_stalled_writer), cmocka_unit_test(test_truncated_and_foreign),
+        cmocka_unit_test(test_write_failure),  cmocka_unit_test(test_write_failure_live),
+        cmocka_unit_test(test_preallocate),    cmocka_unit_test(test_csv_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,12 +1,14 @@
-/* Unit tests of the site shell's parts that need no live run (common/site/shell.h): the common options
- * with a program's own, their errors and exit codes, --help and --version; key loading and its
- * errors; the real-time options taken from the common ones. stdout and stderr are redirected to
- * a file to read the messages back. */
+/* Unit tests of the site shell's parts that need no live run (common/site/shell.h): the common
+ * options with a program's own, their errors and exit codes, --help and --version; key loading and
+ * its errors; the real-time options taken from the common ones; the disk space held for a run and a
+ * record the disk refused. stdout and stderr are redirected to a file to read the messages
+ * back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,12 +271,105 @@ static void test_close_unused(void **state)
     drths_site_close(&idle);
 }
 
+/* A record the disk refused becomes the run's reason with its count and exit 1, printed; a
+ * record written whole changes nothing; a reason is replaced when the run had not failed and
+ * appended when it had. */
+static void test_mark_unwritten(void **state)
+{
+    (void)state;
+    char reason[200] = "end of record";
+    drths_site_append_reason(reason, sizeof reason, 1, "x");
+    assert_string_equal(reason, "end of record; x");
+    drths_site_append_reason(reason, sizeof reason, 0, "y");
+    assert_string_equal(reason, "y");
+    char small[8] = "abc";
+    drths_site_append_reason(small, sizeof small, 1, "defghij");
+    assert_string_equal(small, "abc; de");
+
+    static drths_recorder_t r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.bin_name, sizeof r.bin_name, "physical.bin");
+    r.taken = 1500;
+    r.written = 1000;
+    int code = 0, rc = 0;
+    snprintf(reason, sizeof reason, "end of record");
+    drths_site_mark_unwritten("drths-x", &r, reason, sizeof reason, &code);
+    assert_int_equal(code, 0);
+    assert_string_equal(reason, "end of record");
+    r.failed = 1;
+    atomic_store(&r.fail_errno, ENOSPC);
+    CAPTURE((drths_site_mark_unwritten("drths-x", &r, reason, sizeof reason, &code), 0), rc);
+    const char *want = "record incomplete: 500 rows of physical.bin not written (No space left "
+                       "on device; it stops at row 1000)";
+    assert_int_equal(code, DRTHS_EXIT_FAILED);
+    assert_string_equal(reason, want);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(msg, want));
+}
+
+/* The space of a run: held in the run folder by drths_site_reserve, the recorder's .bin share
+ * moved to the .bin when it opens, the rest given back when the run ends; a run that needs
+ * more than the filesystem has is refused with the folder named. */
+static void test_reserve_space(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drths-test-shell-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    static drths_site_t s;
+    memset(&s, 0, sizeof s);
+    drths_site_options_t o;
+    drths_site_options_default(&o);
+    drths_site_hooks_t hooks = {0};
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_site_init(&s, "drths-x", &o, &hooks, &err), 0);
+    assert_int_equal(drths_site_rows_for(1000, 100.0), 2000);
+    const drths_site_space_t space = {"rec.csv", 4, 100000};
+    assert_int_equal(drths_site_reserve(&s, dir, &space, 1, &err), 0);
+    char path[300], bin[300];
+    snprintf(path, sizeof path, "%s/%s", dir, DRTHS_RESERVE_NAME);
+    snprintf(bin, sizeof bin, "%s/rec.bin", dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    const uint64_t total = drths_recorder_bin_bytes(4, 100000) +
+                           drths_recorder_csv_bytes(4, 100000) + DRTHS_RESERVE_END_BYTES;
+    assert_int_equal(s.reserve_total, total);
+    static const char *const cols[4] = {"tick", "a_m", "b_m", "c_N"};
+    static drths_recorder_t rec;
+    assert_int_equal(drths_site_recorder_open(&s, &rec, dir, "rec.csv", cols, 4, 1000.0, 0, &err),
+                     0);
+    assert_int_equal(stat(path, &st), 0);
+    if (s.reserve.held) {
+        assert_int_equal((uint64_t)st.st_size, total - drths_recorder_bin_bytes(4, 100000));
+        assert_int_equal(stat(bin, &st), 0);
+        assert_true((uint64_t)st.st_blocks * 512 >= drths_recorder_bin_bytes(4, 100000));
+    }
+    drths_site_run(&s);
+    assert_int_equal(stat(path, &st), -1);
+    assert_int_equal(drths_recorder_close(&rec, &err), 0);
+    drths_site_close(&s);
+    /* More than there is: refused, the folder named, nothing left. */
+    static drths_site_t s2;
+    memset(&s2, 0, sizeof s2);
+    assert_int_equal(drths_site_init(&s2, "drths-x", &o, &hooks, &err), 0);
+    const drths_site_space_t huge = {"rec.csv", 4, (uint64_t)1 << 48};
+    assert_int_equal(drths_site_reserve(&s2, dir, &huge, 1, &err), -ENOSPC);
+    assert_non_null(strstr(err.msg, dir));
+    assert_non_null(strstr(err.msg, "rec.bin"));
+    assert_int_equal(stat(path, &st), -1);
+    drths_site_close(&s2);
+    unlink(bin);
+    snprintf(path, sizeof path, "%s/rec.csv", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_all),      cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_parse_all),        cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_help_and_version), cmocka_unit_test(test_rt_options),
-        cmocka_unit_test(test_key_load),       cmocka_unit_test(test_close_unused),
+        cmocka_unit_test(test_key_load),         cmocka_unit_test(test_close_unused),
+        cmocka_unit_test(test_mark_unwritten),   cmocka_unit_test(test_reserve_space),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
