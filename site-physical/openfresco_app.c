@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -688,27 +689,55 @@ static void shut_connection(drths_ofr_app_t *app)
         (void)shutdown(fd, SHUT_RDWR);
 }
 
+/* Ctrl-C or SIGTERM while the site waits for the client after the end (the site shell no
+ * longer serves signals then). */
+static volatile sig_atomic_t after_end_signal;
+static void on_after_end_signal(int signum)
+{
+    (void)signum;
+    after_end_signal = 1;
+}
+
 /* After the site ended first: waits while the I/O thread still serves a client (answering it
  * NaN), until the client ends (DIE, close), is silent for DRTHS_OFR_AFTER_END_SILENCE_S (or
- * the step timeout when shorter), or DRTHS_OFR_AFTER_END_MAX_S have passed. Returns how it was
- * cut (SILENT, MAX), or NONE when the I/O thread ended by itself. */
+ * the step timeout when shorter), DRTHS_OFR_AFTER_END_MAX_S have passed, or the operator
+ * presses Ctrl-C (or sends SIGTERM). Returns how it was cut (SILENT, MAX, SIGNAL), or NONE when
+ * the I/O thread ended by itself. */
 static int wait_after_end(drths_ofr_app_t *app)
 {
     if (!app->io_started || !atomic_load(&app->io_refuse) || atomic_load(&app->io_stop))
         return DRTHS_OFR_AFTER_NONE;
     double silence_s = fmin(app->cfg.step_timeout_s, DRTHS_OFR_AFTER_END_SILENCE_S);
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_after_end_signal;
+    sigemptyset(&sa.sa_mask);
+    after_end_signal = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    fprintf(stderr,
+            "drths-physical: records written; waiting for the OpenFresco client to end (its "
+            "requests answered NaN; at most %g s of silence, %g s in all; Ctrl-C ends the wait)\n",
+            silence_s, DRTHS_OFR_AFTER_END_MAX_S);
+    int cut = DRTHS_OFR_AFTER_NONE;
     int64_t t0 = drths_now_ns();
     while (!atomic_load(&app->io_done)) {
         int64_t now = drths_now_ns(), last = atomic_load(&app->io_last_ns);
         if (last < t0)
             last = t0;
-        if ((double)(now - last) * 1e-9 > silence_s)
-            return DRTHS_OFR_AFTER_SILENT;
-        if ((double)(now - t0) * 1e-9 > DRTHS_OFR_AFTER_END_MAX_S)
-            return DRTHS_OFR_AFTER_MAX;
+        if (after_end_signal)
+            cut = DRTHS_OFR_AFTER_SIGNAL;
+        else if ((double)(now - last) * 1e-9 > silence_s)
+            cut = DRTHS_OFR_AFTER_SILENT;
+        else if ((double)(now - t0) * 1e-9 > DRTHS_OFR_AFTER_END_MAX_S)
+            cut = DRTHS_OFR_AFTER_MAX;
+        if (cut != DRTHS_OFR_AFTER_NONE)
+            break;
         drths_sleep_until_ns(now + START_POLL_NS);
     }
-    return DRTHS_OFR_AFTER_NONE;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    return cut;
 }
 
 void drths_ofr_app_stop(drths_ofr_app_t *app)
@@ -742,6 +771,9 @@ const char *drths_ofr_app_after_end_text(const drths_ofr_app_t *app)
     case DRTHS_OFR_AFTER_UNPARSED:
         return "the client sent a message the site could not parse and the site closed the "
                "connection (stop it)";
+    case DRTHS_OFR_AFTER_SIGNAL:
+        return "the site was stopped (Ctrl-C or SIGTERM) while answering the client NaN and "
+               "closed the connection (stop the client)";
     default:
         return NULL;
     }
@@ -813,14 +845,13 @@ static int check_trial(drths_ofr_app_t *app, drths_physsite_t *ps, const drths_o
                      "OpenFresco target %g m%s for %s %llu is %.3g mm from the current %.3g mm: "
                      "reaching it in one step of %g ms needs %.3g m/s, beyond physical."
                      "limit_velocity_m_s %g m/s",
-                     d, ch, what, step, fabs(d - cur) * 1e3, cur * 1e3, t * 1e3,
-                     fabs(d - cur) / t, a->p.limit_velocity_m_s);
+                     d, ch, what, step, fabs(d - cur) * 1e3, cur * 1e3, t * 1e3, fabs(d - cur) / t,
+                     a->p.limit_velocity_m_s);
         } else {
             continue;
         }
         /* The hold text holds 200 bytes; the sentences fit it, this is only the bound. */
-        snprintf(app->end_text, sizeof app->end_text, "%.*s", (int)sizeof app->end_text - 1,
-                 text);
+        snprintf(app->end_text, sizeof app->end_text, "%.*s", (int)sizeof app->end_text - 1, text);
         app->refused++;
         drths_physsite_hold_text_cause(ps, DRTHS_STOP_LIMIT, 0, app->end_text);
         return -ERANGE;
@@ -1032,9 +1063,9 @@ static void end_rates(const drths_ofr_app_t *app, int i, const double h[4], doub
 /* Plans a segment of kind `motion` for every channel from the command's present state (sx,
  * sv, sa): to (seg_x1, seg_v1, seg_a1), or for BRAKE to rest where a smooth stop from that
  * state ends. At least min_len ticks; lengthened (by an eighth at a time) until each channel's
- * largest velocity, acceleration (a brake: half of it) and |position| are within its bounds. A step stretched this
- * way takes more wall time, but its command stays smooth and still ends exactly at the target.
- * Returns 0, or -ERANGE when no length up to 64 steps fits (the caller holds). */
+ * largest velocity, acceleration (a brake: half of it) and |position| are within its bounds. A step
+ * stretched this way takes more wall time, but its command stays smooth and still ends exactly at
+ * the target. Returns 0, or -ERANGE when no length up to 64 steps fits (the caller holds). */
 static int plan(drths_ofr_app_t *app, int motion, int64_t min_len)
 {
     int64_t len = min_len < 1 ? 1 : min_len;
@@ -1171,8 +1202,7 @@ static void begin_segments(drths_ofr_app_t *app, drths_physsite_t *ps)
 }
 
 /* The next command (one tick of command time), every channel. */
-static void next_command(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t u,
-                         drths_ofr_vec_t *x)
+static void next_command(drths_ofr_app_t *app, drths_physsite_t *ps, uint64_t u, drths_ofr_vec_t *x)
 {
     begin_segments(app, ps);
     int m = app->motion;
@@ -1496,8 +1526,8 @@ static const char *ended(void *ctx, drths_physsite_t *ps)
     if (drths_physsite_in_hold(ps) && app->setup_seen && !atomic_load(&app->io_done))
         drths_physsite_event(ps, 1,
                              "answering the OpenFresco client's requests with NaN until it sends "
-                             "DIE or closes (up to %g s of silence), so that its analysis fails "
-                             "instead of waiting on a closed connection",
+                             "DIE or closes (up to %g s of silence; Ctrl-C ends the wait), so "
+                             "that its analysis fails instead of waiting on a closed connection",
                              fmin(app->cfg.step_timeout_s, DRTHS_OFR_AFTER_END_SILENCE_S));
     if (app->late_targets)
         drths_physsite_event(ps, 1,
@@ -1566,8 +1596,8 @@ static void summary(void *ctx, drths_physsite_t *ps, struct drths_json *j)
                           (double)(app->end_ns - app->first_target_ns) * 1e-9);
     drths_json_string(j, "end", app->end_text);
     if (app->after_end != DRTHS_OFR_AFTER_NONE || app->after_end_messages) {
-        static const char *const names[] = {"none",   "die",      "closed",  "told_to_exit",
-                                            "silent", "max_wait", "unparsed"};
+        static const char *const names[] = {"none",   "die",      "closed",   "told_to_exit",
+                                            "silent", "max_wait", "unparsed", "signal"};
         drths_json_object_begin(j, "after_end");
         drths_json_string(j, "client", names[app->after_end]);
         drths_json_int(j, "messages", (int64_t)app->after_end_messages);

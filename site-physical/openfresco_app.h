@@ -113,7 +113,7 @@
 #define DRTHS_OFR_TEXT 200
 /* After the site ended first (see above): the longest silence of the client before the
  * connection is closed (or --openfresco-step-timeout when shorter), and the longest wait in
- * all. Signals are no longer served then, so both are short. */
+ * all (Ctrl-C or SIGTERM ends the wait at once: the records are already on disk). */
 #define DRTHS_OFR_AFTER_END_SILENCE_S 10.0
 #define DRTHS_OFR_AFTER_END_MAX_S 60.0
 
@@ -126,6 +126,7 @@ typedef enum drths_ofr_after_end {
     DRTHS_OFR_AFTER_SILENT,   /* closed by the site after the client's silence */
     DRTHS_OFR_AFTER_MAX,      /* closed by the site after DRTHS_OFR_AFTER_END_MAX_S */
     DRTHS_OFR_AFTER_UNPARSED, /* closed on a message the site could not parse */
+    DRTHS_OFR_AFTER_SIGNAL,   /* closed by the site on Ctrl-C or SIGTERM during the wait */
 } drths_ofr_after_end_t;
 
 typedef struct drths_ofr_app_config {

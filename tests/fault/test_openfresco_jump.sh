@@ -10,12 +10,13 @@
 . "$(dirname "$0")/../lib.sh"
 make_experiment 2
 
-# client.py PORT TARGET: the GenericTCP exchange (int32[11] sizes, then per step
-# [3, d] and [6] -> [d, f]) for 10 steps of 0.2 mm, then TARGET, then a read until the site
-# closes (bounded).
+# client.py PORT TARGET [linger]: the GenericTCP exchange (int32[11] sizes, then per step
+# [3, d] and [6] -> [d, f]) for 10 steps of 0.2 mm, then TARGET and one more request (the site,
+# having ended, answers it NaN), then with "linger" it stays connected and silent until the site
+# closes (bounded), as an OpenSees client stuck elsewhere would.
 cat >"$tmp/client.py" <<'PY'
 import socket, struct, sys
-port, last = int(sys.argv[1]), float(sys.argv[2])
+port, last, linger = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:] == ["linger"]
 s = socket.create_connection(("127.0.0.1", port), timeout=10)
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 s.sendall(struct.pack("<11i", 1, 0, 0, 0, 0, 1, 0, 0, 1, 0, 256))
@@ -41,6 +42,9 @@ try:
     print("answer to the bad target:", None if r is None else r[:2])
 except OSError as e:
     print("connection ended:", e)
+if linger:
+    s.settimeout(30)
+    print("site closed" if s.recv(1) == b"" else "unexpected data")
 PY
 
 # TARGET and the words its HOLD reason must hold (a NaN is refused by the codec as a protocol
@@ -72,3 +76,38 @@ print("target %s: HOLD (%s); largest |command| %.3f mm, |drive| %.3f mm, |measur
       % (target, hold["reason"][:90], cmd * 1e3, drive * 1e3, meas * 1e3))
 PY
 done
+
+# The site, having ended, answers the client NaN until it ends; a client that stays connected
+# and silent is cut by Ctrl-C at the site at once (the records are already on disk), not only
+# after --openfresco-step-timeout (30 s here).
+start_openfresco site-linger "$tmp/exp.yaml" --step-duration 0.01 --openfresco-variant generic \
+    --openfresco-step-timeout 30 --out "$tmp/run-linger" --quiet
+site=$last_pid
+timeout 40 python3 "$tmp/client.py" "$port" 0.045 linger >"$tmp/client-linger.out" 2>&1 &
+client=$!
+pids+=("$client")
+for _ in $(seq 200); do
+    grep -q "answer to the bad target" "$tmp/client-linger.out" && break
+    sleep 0.05
+done
+grep -q "answer to the bad target: (nan, nan)" "$tmp/client-linger.out" ||
+    fail "linger: the request after the HOLD was not answered NaN: $(cat "$tmp/client-linger.out")"
+for _ in $(seq 200); do
+    grep -q "records written; waiting for the OpenFresco client" "$tmp/site-linger.err" && break
+    sleep 0.05
+done
+grep -q "records written; waiting for the OpenFresco client" "$tmp/site-linger.err" ||
+    fail "linger: the site did not say it waits for the client"
+t0=$(date +%s.%N)
+kill -INT "$(child_of "$site")"
+wait_status "$site"
+t1=$(date +%s.%N)
+[ "$rc" -eq 1 ] || fail "linger: the site exited $rc after Ctrl-C, not 1"
+python3 - "$tmp/run-linger/summary.json" "$t0" "$t1" <<'PY' || fail "linger"
+import json, sys
+a = json.load(open(sys.argv[1]))["openfresco"]["after_end"]
+took = float(sys.argv[3]) - float(sys.argv[2])
+assert a["client"] == "signal", a
+assert took < 2.0, "the site took %.2f s to end after Ctrl-C" % took
+print("linger: Ctrl-C ended the NaN answers' wait in %.2f s (%s)" % (took, a))
+PY

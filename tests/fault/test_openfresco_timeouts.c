@@ -295,7 +295,7 @@ static void test_silence_after_setup_holds(void **state)
     site_end(&s, 1);
     assert_non_null(strstr(s.log, "HOLD"));
     assert_non_null(strstr(s.log, "answering the OpenFresco client's requests with NaN until it "
-                                  "sends DIE or closes (up to 0.5 s of silence)"));
+                                  "sends DIE or closes (up to 0.5 s of silence; Ctrl-C ends the wait)"));
     assert_non_null(strstr(s.log, "0 requests answered with NaN; the client went silent and the "
                                   "site closed the connection"));
 }
