@@ -579,22 +579,27 @@ static drths_physsite_pending_t *pending_find(drths_physsite_t *ps, uint64_t sid
     return NULL;
 }
 
-/* A free place for a half-open session, else the oldest one's (dropped): a flood of replayed
- * HELLOs can push out a real session only as fast as it brings session ids not seen before,
- * each once, and the real numerical site needs its place for one round trip only. */
-static drths_physsite_pending_t *pending_place(drths_physsite_t *ps)
+/* A free place for a half-open session from `from`, else the place of the oldest one from the
+ * same address, else of the oldest (dropped). A flood of replayed HELLOs from one address then
+ * pushes out only its own; from many addresses, it can push out a real session only as fast as
+ * it brings session ids not seen before (each once per DRTHS_PHYSSITE_SEEN), and the real
+ * numerical site needs its place for one round trip only. */
+static drths_physsite_pending_t *pending_place(drths_physsite_t *ps, const drths_addr_t *from)
 {
-    drths_physsite_pending_t *oldest = &ps->pending[0];
+    drths_physsite_pending_t *oldest = NULL, *own = NULL;
     for (int i = 0; i < DRTHS_PHYSSITE_PENDING; i++) {
         drths_physsite_pending_t *p = &ps->pending[i];
         if (!p->used)
             return p;
-        if (p->opened_ns < oldest->opened_ns)
+        if (!oldest || p->opened_ns < oldest->opened_ns)
             oldest = p;
+        if (drths_addr_equal(&p->from, from) && (!own || p->opened_ns < own->opened_ns))
+            own = p;
     }
+    drths_physsite_pending_t *p = own ? own : oldest;
     ps->pending_evicted++;
-    pending_drop(oldest);
-    return oldest;
+    pending_drop(p);
+    return p;
 }
 
 /* The half-open session's HELLO_ACK (again, with the next counter, for a repeated HELLO). */
@@ -630,7 +635,7 @@ static int open_pending(drths_physsite_t *ps, const drths_udp_msg_t *d, const dr
     drths_crypto_wipe(sk, sizeof sk);
     if (rc != 0)
         return -1;
-    drths_physsite_pending_t *p = pending_place(ps);
+    drths_physsite_pending_t *p = pending_place(ps, &d->from);
     if (drths_wire_tx_init(&p->tx, DRTHS_ROLE_PHYSICAL, sid) != 0) {
         drths_crypto_wipe(dh, sizeof dh);
         return -1;

@@ -136,10 +136,12 @@ typedef struct drths_physsite_extra {
 } drths_physsite_extra_t;
 
 /* Session ids of authenticated HELLOs remembered, so that a replayed HELLO is refused before
- * decryption; a ring, the oldest forgotten first. */
-#define DRTHS_PHYSSITE_SEEN 64
+ * decryption; a ring, the oldest forgotten first. Each recorded session can open a half-open
+ * session once per this many: the larger, the more recorded sessions a flood needs. */
+#define DRTHS_PHYSSITE_SEEN 1024
 /* Half-open sessions kept at once (PROTOCOL.md section 7.4): HELLOs answered whose sender has
- * not yet sent a datagram under the session keys. A new one takes the place of the oldest. */
+ * not yet sent a datagram under the session keys. A new one takes the place of the oldest from
+ * its own address, else of the oldest. */
 #define DRTHS_PHYSSITE_PENDING 8
 
 /* A half-open session: an authentic HELLO answered with a HELLO_ACK and the session keys derived

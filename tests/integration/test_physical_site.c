@@ -554,17 +554,18 @@ static void test_replayed_hello_does_not_pin(void **state)
 
 /* Issue 29, case 2: one HELLO of each of 12 recorded sessions, flooded: they fill the half-open
  * table (8) and push each other out, and each can do so once (its id is then seen); the real
- * numerical site's first HELLO is answered and its first PROBE wins. Before, the first was
- * adopted and pinned the site, the next adopted at each pin expiry. */
+ * numerical site's first HELLO is answered, 10 more recorded sessions from the intruder's
+ * address after it push out only the intruder's own, and the real site's first PROBE wins.
+ * Before, the first was adopted and pinned the site, the next adopted at each pin expiry. */
 static void test_chained_hellos(void **state)
 {
     (void)state;
     world_start(5.0);
     drths_error_t err;
     assert_int_equal(drths_udp_open(&other_udp, NULL, &W.site, &err), 0);
-    enum { N = 12 };
-    static recorded_t r[N];
-    for (int i = 0; i < N; i++)
+    enum { N = 12, LATE = 10 };
+    static recorded_t r[N + LATE];
+    for (int i = 0; i < N + LATE; i++)
         record_session(&r[i]);
     for (int round = 0; round < 3; round++)
         for (int i = 0; i < N; i++)
@@ -573,6 +574,12 @@ static void test_chained_hellos(void **state)
     first_hello_answered();
     for (int i = 0; i < N; i++)
         assert_int_equal(drths_udp_send(&other_udp, &W.site, r[i].hello[1], r[i].len[1]), 0);
+    /* The repeats of the intruder's half-open sessions (all but the one the real site's took
+     * the place of) are answered again. */
+    assert_int_equal(intruder_answers(300), DRTHS_PHYSSITE_PENDING - 1);
+    for (int i = N; i < N + LATE; i++)
+        assert_int_equal(drths_udp_send(&other_udp, &W.site, r[i].hello[0], r[i].len[0]), 0);
+    assert_int_equal(intruder_answers(300), LATE);
     drths_msg_t end;
     run_peer(2500, NULL, &end);
     assert_int_equal(world_join(), 0);
@@ -582,10 +589,10 @@ static void test_chained_hellos(void **state)
            (unsigned long long)W.ps.pending_opened, (unsigned long long)W.ps.pending_evicted,
            (unsigned long long)W.ps.pre_rejects[DRTHS_REJECT_HELLO_SEEN],
            (unsigned long long)W.ps.pre_rejects[DRTHS_REJECT_REPLAYED]);
-    assert_int_equal(W.ps.pending_opened, N + 1);
-    assert_int_equal(W.ps.pending_evicted, N + 1 - DRTHS_PHYSSITE_PENDING);
+    assert_int_equal(W.ps.pending_opened, N + 1 + LATE);
+    assert_int_equal(W.ps.pending_evicted, N + 1 + LATE - DRTHS_PHYSSITE_PENDING);
     assert_int_equal(W.ps.pre_rejects[DRTHS_REJECT_HELLO_PINNED], 0);
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N + LATE; i++)
         forget_session(&r[i]);
     drths_udp_close(&other_udp);
     world_stop();
