@@ -579,27 +579,38 @@ static drths_physsite_pending_t *pending_find(drths_physsite_t *ps, uint64_t sid
     return NULL;
 }
 
-/* A free place for a half-open session from `from`, else the place of the oldest one from the
- * same address, else of the oldest (dropped). A flood of replayed HELLOs from one address then
- * pushes out only its own; from many addresses, it can push out a real session only as fast as
- * it brings session ids not seen before (each once per DRTHS_PHYSSITE_SEEN), and the real
- * numerical site needs its place for one round trip only. */
+static int pending_from(const drths_physsite_t *ps, const drths_addr_t *from)
+{
+    int n = 0;
+    for (int i = 0; i < DRTHS_PHYSSITE_PENDING; i++)
+        n += ps->pending[i].used && drths_addr_equal(&ps->pending[i].from, from);
+    return n;
+}
+
+/* A free place for a half-open session from `from`; else the place of the oldest one from the
+ * same address; else of the oldest one from the address that holds the most (dropped). A flood
+ * of replayed HELLOs from one address then pushes out only its own, and the real numerical
+ * site's one half-open session goes only when 8 other addresses hold one each and a ninth
+ * comes; besides, a flood brings each recorded session id once per DRTHS_PHYSSITE_SEEN, and the
+ * real site needs its place for one round trip only. */
 static drths_physsite_pending_t *pending_place(drths_physsite_t *ps, const drths_addr_t *from)
 {
-    drths_physsite_pending_t *oldest = NULL, *own = NULL;
+    drths_physsite_pending_t *victim = NULL;
+    int victim_n = 0;
     for (int i = 0; i < DRTHS_PHYSSITE_PENDING; i++) {
         drths_physsite_pending_t *p = &ps->pending[i];
         if (!p->used)
             return p;
-        if (!oldest || p->opened_ns < oldest->opened_ns)
-            oldest = p;
-        if (drths_addr_equal(&p->from, from) && (!own || p->opened_ns < own->opened_ns))
-            own = p;
+        int n = drths_addr_equal(&p->from, from) ? DRTHS_PHYSSITE_PENDING + 1
+                                                 : pending_from(ps, &p->from);
+        if (!victim || n > victim_n || (n == victim_n && p->opened_ns < victim->opened_ns)) {
+            victim = p;
+            victim_n = n;
+        }
     }
-    drths_physsite_pending_t *p = own ? own : oldest;
     ps->pending_evicted++;
-    pending_drop(p);
-    return p;
+    pending_drop(victim);
+    return victim;
 }
 
 /* The half-open session's HELLO_ACK (again, with the next counter, for a repeated HELLO). */

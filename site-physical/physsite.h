@@ -141,7 +141,7 @@ typedef struct drths_physsite_extra {
 #define DRTHS_PHYSSITE_SEEN 1024
 /* Half-open sessions kept at once (PROTOCOL.md section 7.4): HELLOs answered whose sender has
  * not yet sent a datagram under the session keys. A new one takes the place of the oldest from
- * its own address, else of the oldest. */
+ * its own address, else of the oldest from the address that holds the most. */
 #define DRTHS_PHYSSITE_PENDING 8
 
 /* A half-open session: an authentic HELLO answered with a HELLO_ACK and the session keys derived
