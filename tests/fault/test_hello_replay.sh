@@ -129,6 +129,11 @@ check(phys["exit_reason"] == "end of record", f"actuator site: {phys['exit_reaso
 check(not phys["hold"]["active"], "no HOLD at the actuator site")
 check(rej.get("HELLO_PINNED", 0) == 0, "the real site's HELLO was never pinned out")
 check(rej.get("HELLO_RUNNING", 0) > 0 or mode == "wait", "HELLOs during the run dropped")
+ho = phys["half_open"]
+print(f"     actuator site: {ho['answered']} HELLO(s) answered as half-open sessions, "
+      f"{ho['pushed_out']} pushed out")
+check(ho["answered"] == (2 if mode == "wait" else 13),
+      f"the replayed session(s) and the real one answered: {ho['answered']}")
 sys.exit(status())
 PY
     check_records "$tmp/$name-phys" physical
