@@ -740,7 +740,8 @@ static void prove_session(drths_physsite_t *ps, drths_physsite_pending_t *p, int
         if (ps->pending[i].used && &ps->pending[i] != p)
             n++;
     if (n || ps->pending_evicted)
-        snprintf(others, sizeof others, "; %u other answered HELLO(s) never proved themselves",
+        snprintf(others, sizeof others,
+                 "; %u other HELLO(s) answered, nothing sent under their keys (replays?)",
                  n + (unsigned)ps->pending_evicted);
     if (replaced)
         snprintf(before, sizeof before, "; replaces session %016" PRIx64 ", quiet", old_sid);

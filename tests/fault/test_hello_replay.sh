@@ -8,7 +8,8 @@
 #              from another address (a different one each time, so each passes the replay
 #              window), from before the real numerical site starts until the run has ended;
 #   case 2:    a fresh drths-physical; the 12 sessions' HELLOs flooded round robin.
-# Asserts in both: the real numerical site starts within 2 s of its first HELLO (its summary's
+#   then both cases again over IPv6 loopback (::1), when this machine has it.
+# Asserts in each: the real numerical site starts within 2 s of its first HELLO (its summary's
 # handshake.start_after_first_hello_s), both sites end "end of record" with exit 0, and the
 # actuator site answered the replays (half-open sessions) without ever being pinned by them.
 # Before (issue 29) the replayed HELLO was adopted and each repeat refreshed the 1 s pin: the
@@ -51,15 +52,15 @@ done
 touch "$tmp/capture.stop"
 wait "$cpid" || true
 
-# replay MODE PORT: the replayer in the background until $tmp/replay.stop (at most 60 s):
+# replay MODE HOST PORT: the replayer in the background until $tmp/replay.stop (at most 60 s):
 # MODE wait: the waiting session's HELLOs, a different one every 0.8 s; MODE chain: one HELLO of
 # each of the 12 other sessions, round robin, 1000 per second. It creates $tmp/replaying once
 # it has sent its first (wait) or first 200 (chain), and writes $tmp/replay.json at the end.
 replay() {
     rm -f "$tmp/replay.stop" "$tmp/replaying" "$tmp/replay.json"
-    python3 - "$tmp" "$1" "$2" <<'PY' &
+    python3 - "$tmp" "$1" "$2" "$3" <<'PY' &
 import json, os, socket, struct, sys, time
-tmp, mode, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+tmp, mode, host, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 data = open(f"{tmp}/hellos.bin", "rb").read()
 sessions, i = {}, 0
 while i + 4 <= len(data):
@@ -72,10 +73,10 @@ if mode == "wait":
     hellos, gap, ready = ordered[0], 0.8, 1
 else:
     hellos, gap, ready = [v[0] for v in ordered[1:]], 0.001, 200
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
 sent, t0 = 0, time.monotonic()
 while not os.path.exists(f"{tmp}/replay.stop") and time.monotonic() - t0 < 60:
-    s.sendto(hellos[sent % len(hellos)], ("127.0.0.1", port))
+    s.sendto(hellos[sent % len(hellos)], (host, port))
     sent += 1
     if sent == ready:
         open(f"{tmp}/replaying", "w").close()
@@ -89,16 +90,28 @@ PY
     [ -e "$tmp/replaying" ] || fail "$1: the replayer did not start (no HELLO captured?)"
 }
 
-# one_case NAME MODE: a fresh actuator site, the replayer, then the real numerical site.
+# A free UDP port on ::1.
+free_port6() {
+    python3 -c 'import socket; s=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("::1", 0)); print(s.getsockname()[1])'
+}
+
+# one_case NAME MODE [HOST]: a fresh actuator site on HOST (127.0.0.1, or ::1), the replayer,
+# then the real numerical site; the sites' options are tests/lib.sh's.
 one_case() {
-    local name=$1 mode=$2 pport nrc prc
-    pport=$(free_port)
-    start_physical "$name-phys" "$pport"
-    local ppid=$last_pid
-    replay "$mode" "$pport"
+    local name=$1 mode=$2 host=${3:-127.0.0.1} pport addr nrc prc
+    if [ "$host" = ::1 ]; then pport=$(free_port6); addr="[::1]:$pport"; else
+        pport=$(free_port); addr="$host:$pport"; fi
+    timeout 90 "$bdir/drths-physical" --experiment "$tmp/exp.yaml" --listen "$addr" \
+        --wait-timeout 20 --out "$tmp/$name-phys" --quiet >"$tmp/$name-phys.out" 2>"$tmp/$name-phys.err" &
+    local ppid=$!
+    pids+=("$ppid")
+    for _ in $(seq 100); do [ -n "$(ss -Hlun "sport = :$pport" 2>/dev/null)" ] && break; sleep 0.1; done
+    replay "$mode" "$host" "$pport"
     [ "$mode" = wait ] && sleep 0.3 # the next replay comes 0.5 s after the real first HELLO
-    start_numerical "$name-num" "$pport"
-    local npid=$last_pid
+    timeout 90 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --peer "$addr" \
+        --connect-timeout 10 --out "$tmp/$name-num" --quiet >"$tmp/$name-num.out" 2>"$tmp/$name-num.err" &
+    local npid=$!
+    pids+=("$npid")
     wait_status "$npid"
     nrc=$rc
     wait_status "$ppid"
@@ -142,4 +155,10 @@ PY
 
 one_case replay-every-0.8s wait
 one_case chained-12 chain
+if python3 -c 'import socket; socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).bind(("::1", 0))' 2>/dev/null; then
+    one_case replay-every-0.8s-ipv6 wait ::1
+    one_case chained-12-ipv6 chain ::1
+else
+    echo "IPv6 loopback (::1) is not available here: the two cases ran over IPv4 only"
+fi
 echo PASS
