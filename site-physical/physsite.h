@@ -37,7 +37,7 @@
  *
  * Ownership: the caller owns drths_physsite_t, the experiment, the socket and the recorder it
  * borrows (they must outlive it; they need to be open only when drths_physsite_run starts).
- * _init allocates the receive batch, the event ring, the wire receiver's zone, the actuator's
+ * _init allocates the receive batch, the event ring, the wire receivers' zones, the actuator's
  * buffers and the specimen, and opens the DAQ; _close frees them and closes the DAQ (safe
  * twice).
  * Threads: drths_physsite_run runs on the RT thread; the fields marked "main" are for main;
