@@ -93,7 +93,7 @@ typedef enum drths_reject {
     /* Set by the actuator site before decryption (PROTOCOL.md section 7): */
     DRTHS_REJECT_HELLO_RUNNING,   /* a HELLO while a run is on */
     DRTHS_REJECT_HELLO_SEEN,      /* a HELLO of a session id this process has seen before */
-    DRTHS_REJECT_HELLO_PINNED,    /* a HELLO of another session while one is being set up */
+    DRTHS_REJECT_HELLO_PINNED,    /* a HELLO of another session while a proved one is alive */
     DRTHS_REJECT_COUNT
 } drths_reject_t;
 

@@ -268,7 +268,8 @@ int drths_numsite_handshake(drths_numsite_t *s, double timeout_s, drths_numsite_
             if (rc && rc != -EAGAIN && rc != -ECONNREFUSED)
                 return drths_error_set(err, rc, "cannot send to %s: %s", s->peer_text,
                                        strerror(-rc));
-            s->hellos_sent++;
+            if (!s->hellos_sent++)
+                s->first_hello_ns = now;
             next = now + 200 * MS;
         }
         if (idle && idle(ctx))

@@ -72,6 +72,7 @@ typedef struct drths_numsite {
     /* The loop thread: the records cannot be written (drths_numsite_records_abort). */
     atomic_int records_abort;
     char records_text[DRTHS_WIRE_MAX_TEXT + 1];
+    int64_t first_hello_ns; /* when the first HELLO was sent (0: none yet) */
     int64_t run_start_ns, run_end_ns;
 } drths_numsite_t;
 

@@ -56,6 +56,14 @@ static void head_json(drths_json_t *j, const drths_numsite_t *s, const drths_num
         drths_json_string(j, "real_time", o->rt_summary);
     if (o->provenance)
         drths_provenance_json(j, "provenance", o->provenance);
+    /* How long the handshake and the probes took: under a flood of replayed HELLOs at the
+     * actuator site this is the figure that says whether they kept the run from starting. */
+    drths_json_object_begin(j, "handshake");
+    drths_json_int(j, "hellos_sent", (int64_t)s->hellos_sent);
+    if (s->first_hello_ns && s->run_start_ns >= s->first_hello_ns)
+        drths_json_number(j, "start_after_first_hello_s",
+                          (double)(s->run_start_ns - s->first_hello_ns) * 1e-9);
+    drths_json_object_end(j);
     drths_json_object_begin(j, "probes");
     drths_json_int(j, "sent", (int64_t)s->probes_sent);
     drths_json_int(j, "answered", (int64_t)s->probes_answered);

@@ -317,6 +317,9 @@ int drths_physsite_init(drths_physsite_t *ps, const drths_physsite_config_t *cfg
     rc = drths_wire_rx_init(&ps->rx, DRTHS_ROLE_PHYSICAL, cfg->psk, err);
     if (rc)
         goto fail_extra;
+    rc = drths_wire_rx_init(&ps->pending_rx, DRTHS_ROLE_PHYSICAL, cfg->psk, err);
+    if (rc)
+        goto fail_rx;
     ps->batch = calloc(DRTHS_UDP_BATCH, sizeof *ps->batch);
     if (!ps->batch) {
         rc = drths_error_set(err, -ENOMEM, "out of memory for the receive batch");
@@ -339,6 +342,7 @@ fail_batch:
     free(ps->batch);
     ps->batch = NULL;
 fail_rx:
+    drths_wire_rx_close(&ps->pending_rx);
     drths_wire_rx_close(&ps->rx);
 fail_extra:
     close_extra(ps, ps->n_channels - 1);
@@ -463,7 +467,10 @@ void drths_physsite_close(drths_physsite_t *ps)
     free(ps->batch);
     ps->batch = NULL;
     drths_wire_rx_close(&ps->rx);
+    drths_wire_rx_close(&ps->pending_rx);
     drths_wire_tx_close(&ps->tx);
+    for (int i = 0; i < DRTHS_PHYSSITE_PENDING; i++)
+        drths_crypto_wipe(&ps->pending[i], sizeof ps->pending[i]);
     close_extra(ps, ps->n_channels - 1);
     drths_actuator_close(&ps->act);
     drths_daq_close(&ps->daq);
@@ -557,41 +564,114 @@ static void refuse_hello(drths_physsite_t *ps, const drths_udp_msg_t *d, const d
           drths_stop_reason_name(reason), text);
 }
 
-/* Adopts the authentic HELLO hm (its payload is in rx.plain): a fresh ephemeral, the HELLO_ACK
- * key from DH, the answer, then the session keys from DH and the transcript. The ephemeral
- * secret and the DH result are wiped before returning. Returns 0, or -1 if the HELLO's
- * ephemeral is unusable (a low-order point). */
-static int adopt_session(drths_physsite_t *ps, const drths_udp_msg_t *d, const drths_msg_t *hm)
+/* Forgets a half-open session (its keys wiped). RT-safe. */
+static void pending_drop(drths_physsite_pending_t *p)
+{
+    drths_wire_tx_close(&p->tx);
+    drths_crypto_wipe(p, sizeof *p);
+}
+
+static drths_physsite_pending_t *pending_find(drths_physsite_t *ps, uint64_t sid)
+{
+    for (int i = 0; i < DRTHS_PHYSSITE_PENDING; i++)
+        if (ps->pending[i].used && ps->pending[i].session_id == sid)
+            return &ps->pending[i];
+    return NULL;
+}
+
+static int pending_from(const drths_physsite_t *ps, const drths_addr_t *from)
+{
+    int n = 0;
+    for (int i = 0; i < DRTHS_PHYSSITE_PENDING; i++)
+        n += ps->pending[i].used && drths_addr_equal(&ps->pending[i].from, from);
+    return n;
+}
+
+/* A free place for a half-open session from `from`; else the place of the oldest one from the
+ * same address; else of the oldest one from the address that holds the most (dropped). A flood
+ * of replayed HELLOs from one address then pushes out only its own, and the real numerical
+ * site's one half-open session goes only when 8 other addresses hold one each and a ninth
+ * comes; besides, a flood brings each recorded session id once per DRTHS_PHYSSITE_SEEN, and the
+ * real site needs its place for one round trip only. */
+static drths_physsite_pending_t *pending_place(drths_physsite_t *ps, const drths_addr_t *from)
+{
+    drths_physsite_pending_t *victim = NULL;
+    int victim_n = 0;
+    for (int i = 0; i < DRTHS_PHYSSITE_PENDING; i++) {
+        drths_physsite_pending_t *p = &ps->pending[i];
+        if (!p->used)
+            return p;
+        int n = drths_addr_equal(&p->from, from) ? DRTHS_PHYSSITE_PENDING + 1
+                                                 : pending_from(ps, &p->from);
+        if (!victim || n > victim_n || (n == victim_n && p->opened_ns < victim->opened_ns)) {
+            victim = p;
+            victim_n = n;
+        }
+    }
+    ps->pending_evicted++;
+    pending_drop(victim);
+    return victim;
+}
+
+/* The half-open session's HELLO_ACK (again, with the next counter, for a repeated HELLO). */
+static void send_pending_ack(drths_physsite_t *ps, drths_physsite_pending_t *p)
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_HELLO_ACK;
+    m.u.hello = p->ack;
+    size_t len = 0;
+    int rc = drths_wire_seal(&p->tx, &m, ps->buf, sizeof ps->buf, &len);
+    if (rc == 0)
+        rc = drths_udp_send(ps->udp, &p->from, ps->buf, len);
+    if (rc)
+        ps->send_errors++;
+}
+
+/* Opens the authentic HELLO hm (its payload is in rx.plain) as a half-open session: a fresh
+ * ephemeral, the HELLO_ACK key from DH, the answer, then the session keys from DH and the
+ * transcript. The HELLO_ACK's fresh ephemeral goes into the session keys, so the keys of a
+ * replayed HELLO's session are new and only the holder of the HELLO's ephemeral secret can
+ * derive them. The ephemeral secret and the DH result are wiped before returning. Returns 0, or
+ * -1 if the HELLO's ephemeral is unusable (a low-order point). */
+static int open_pending(drths_physsite_t *ps, const drths_udp_msg_t *d, const drths_msg_t *hm)
 {
     uint64_t sid = hm->session_id;
-    uint8_t hello_plain[DRTHS_WIRE_MAX_HELLO_PAYLOAD], e_num[DRTHS_EPH_BYTES];
+    uint8_t hello_plain[DRTHS_WIRE_MAX_HELLO_PAYLOAD];
     size_t hello_len = ps->rx.plain_len < sizeof hello_plain ? ps->rx.plain_len : 0;
     memcpy(hello_plain, ps->rx.plain, hello_len);
-    memcpy(e_num, hm->eph, sizeof e_num);
     uint8_t sk[DRTHS_EPH_BYTES], pk[DRTHS_EPH_BYTES], dh[DRTHS_KEY_BYTES], k[DRTHS_KEY_BYTES];
     drths_crypto_eph_keypair(pk, sk);
-    int rc = drths_crypto_dh(dh, sk, e_num);
+    int rc = drths_crypto_dh(dh, sk, hm->eph);
     drths_crypto_wipe(sk, sizeof sk);
-    if (rc != 0 || drths_wire_tx_init(&ps->tx, DRTHS_ROLE_PHYSICAL, sid) != 0)
+    if (rc != 0)
         return -1;
-    drths_wire_rx_start(&ps->rx, sid);
-    drths_wire_rx_set_peer_eph(&ps->rx, e_num);
-    drths_replay_update(&ps->rx.replay, hm->counter);
-    drths_crypto_derive_ack(ps->cfg.psk, sid, e_num, pk, dh, k);
-    drths_wire_tx_set_handshake(&ps->tx, k, pk);
-    ps->hello.link = hm->u.hello.link;
-    ps->hello.version = (uint8_t)drths_wire_pick_version(
-        hm->u.hello.proto_min, hm->u.hello.proto_max, ps->hello.proto_min, ps->hello.proto_max);
-    ps->peer = d->from;
-    send_hello_ack(ps);
+    drths_physsite_pending_t *p = pending_place(ps, &d->from);
+    if (drths_wire_tx_init(&p->tx, DRTHS_ROLE_PHYSICAL, sid) != 0) {
+        drths_crypto_wipe(dh, sizeof dh);
+        return -1;
+    }
+    p->used = 1;
+    p->session_id = sid;
+    p->from = d->from;
+    p->opened_ns = d->rx_ns;
+    memcpy(p->e_num, hm->eph, sizeof p->e_num);
+    drths_replay_reset(&p->replay);
+    drths_replay_update(&p->replay, hm->counter);
+    p->peer = hm->u.hello;
+    p->ack = ps->hello;
+    p->ack.link = hm->u.hello.link;
+    p->ack.version = (uint8_t)drths_wire_pick_version(hm->u.hello.proto_min, hm->u.hello.proto_max,
+                                                      ps->hello.proto_min, ps->hello.proto_max);
+    drths_crypto_derive_ack(ps->cfg.psk, sid, p->e_num, pk, dh, k);
+    drths_wire_tx_set_handshake(&p->tx, k, pk);
+    send_pending_ack(ps, p);
     uint8_t th[DRTHS_KEY_BYTES];
-    drths_crypto_transcript(th, sid, e_num, hello_plain, hello_len, pk, ps->tx.hs_plain,
-                            ps->tx.hs_plain_len);
-    drths_session_keys_t keys;
-    drths_crypto_derive(ps->cfg.psk, dh, th, &keys);
-    drths_wire_tx_set_keys(&ps->tx, &keys);
-    drths_wire_rx_set_keys(&ps->rx, &keys);
-    drths_crypto_wipe(&keys, sizeof keys);
+    drths_crypto_transcript(th, sid, p->e_num, hello_plain, hello_len, pk, p->tx.hs_plain,
+                            p->tx.hs_plain_len);
+    drths_crypto_derive(ps->cfg.psk, dh, th, &p->keys);
+    drths_wire_tx_set_keys(&p->tx, &p->keys);
+    ps->pending_opened++;
     drths_crypto_wipe(dh, sizeof dh);
     drths_crypto_wipe(k, sizeof k);
     drths_crypto_wipe(th, sizeof th);
@@ -599,29 +679,79 @@ static int adopt_session(drths_physsite_t *ps, const drths_udp_msg_t *d, const d
 }
 
 /* A valid HELLO of a new session, before the run: refuse it if it does not match (and keep
- * waiting), else adopt it and answer. */
+ * waiting), else answer it as a half-open session. */
 static void accept_session(drths_physsite_t *ps, const drths_udp_msg_t *d, const drths_msg_t *hm)
 {
     remember_session(ps, hm->session_id);
-    const drths_msg_hello_t *h = &hm->u.hello;
     char text[DRTHS_WIRE_MAX_TEXT + 1];
-    int reason = drths_hello_mismatch(&ps->hello, h, text, sizeof text);
+    int reason = drths_hello_mismatch(&ps->hello, &hm->u.hello, text, sizeof text);
     if (reason) {
         refuse_hello(ps, d, hm, (uint8_t)reason, text);
         return;
     }
-    if (adopt_session(ps, d, hm) != 0)
-        return;
-    ps->session_id = hm->session_id;
+    (void)open_pending(ps, d, hm);
+}
+
+/* Opens a datagram of the half-open session p with its keys and window (in pending_rx), and
+ * keeps the window's update. Drops are counted by reason with the HELLO drops. */
+static drths_reject_t open_in_pending(drths_physsite_t *ps, drths_physsite_pending_t *p,
+                                      const drths_udp_msg_t *d)
+{
+    drths_wire_rx_t *rx = &ps->pending_rx;
+    drths_wire_rx_start(rx, p->session_id);
+    drths_wire_rx_set_peer_eph(rx, p->e_num);
+    drths_wire_rx_set_keys(rx, &p->keys);
+    rx->replay = p->replay;
+    drths_reject_t r = drths_wire_open(rx, d->data, d->len, &ps->msg);
+    if (r == DRTHS_REJECT_OK)
+        p->replay = rx->replay;
+    else
+        ps->pre_rejects[r]++;
+    drths_wire_rx_start(rx, 0); /* the key wiped */
+    return r;
+}
+
+/* The half-open session p has proved itself (a datagram under its keys, replay checked, is in
+ * ps->msg): it becomes the session, replacing one that has gone quiet, and every other
+ * half-open session is dropped (their ids stay seen). */
+static void prove_session(drths_physsite_t *ps, drths_physsite_pending_t *p, int64_t rx_ns)
+{
+    drths_wire_tx_close(&ps->tx);
+    ps->tx = p->tx;
+    drths_wire_rx_start(&ps->rx, p->session_id);
+    drths_wire_rx_set_peer_eph(&ps->rx, p->e_num);
+    drths_wire_rx_set_keys(&ps->rx, &p->keys);
+    ps->rx.replay = p->replay;
+    ps->rx.accepted++;
+    int replaced = ps->have_session;
+    uint64_t old_sid = ps->session_id;
+    ps->session_id = p->session_id;
     ps->have_session = 1;
-    ps->session_seen_ns = d->rx_ns;
-    ps->peer_rate_hz = h->rate_hz;
+    ps->session_seen_ns = rx_ns;
+    ps->peer = p->from;
+    ps->peer_rate_hz = p->peer.rate_hz;
+    ps->hello = p->ack;
     /* Commands of an earlier session (a numerical site that restarted) must not be played. */
     drths_playout_reset(&ps->act.pb, 0);
-    char from[80];
-    drths_addr_format(&d->from, from, sizeof from);
-    event(ps, 0, "numerical site connected from %s (session %016" PRIx64 ", link %u, %s, %s)",
-          from, hm->session_id, h->link, h->site, h->software[0] ? h->software : "unknown");
+    char from[80], others[96] = "", before[64] = "";
+    drths_addr_format(&p->from, from, sizeof from);
+    unsigned n = 0;
+    for (int i = 0; i < DRTHS_PHYSSITE_PENDING; i++)
+        if (ps->pending[i].used && &ps->pending[i] != p)
+            n++;
+    if (n || ps->pending_evicted)
+        snprintf(others, sizeof others,
+                 "; %u other HELLO(s) answered, nothing sent under their keys (replays?)",
+                 n + (unsigned)ps->pending_evicted);
+    if (replaced)
+        snprintf(before, sizeof before, "; replaces session %016" PRIx64 ", quiet", old_sid);
+    event(ps, 0, "numerical site connected from %s (session %016" PRIx64 ", link %u, %s, %s%s%s)",
+          from, p->session_id, p->peer.link, p->peer.site,
+          p->peer.software[0] ? p->peer.software : "unknown", others, before);
+    drths_crypto_wipe(&p->tx, sizeof p->tx); /* its copy lives on in ps->tx */
+    for (int i = 0; i < DRTHS_PHYSSITE_PENDING; i++)
+        if (ps->pending[i].used)
+            pending_drop(&ps->pending[i]);
     atomic_store(&ps->state, DRTHS_PHYSSITE_CONNECTED);
 }
 
@@ -644,7 +774,8 @@ static void echo_probe(drths_physsite_t *ps, const drths_msg_t *p, int64_t rx_ns
         ps->probes_answered++;
 }
 
-#define PIN_NS INT64_C(1000000000) /* a session being set up keeps the site this long */
+/* A proved session keeps the site this long after its last datagram under its keys. */
+#define PIN_NS INT64_C(1000000000)
 #define BADTAG_REPORT 3                /* failing HELLOs from one address before we say so */
 
 /* A HELLO-shaped datagram that failed authentication: after a few from one address, say that
@@ -664,9 +795,9 @@ static void hello_failed(drths_physsite_t *ps, const drths_udp_msg_t *d)
     }
 }
 
-/* The checks a HELLO gets before any decryption (PROTOCOL.md section 7.3), in this order:
- * during a run none is looked at; the adopted session's repeats go to the session; a session
- * id seen before is a replay; while a session is being set up (and not silent for PIN_NS)
+/* The checks a HELLO of a session neither proved nor half-open gets before any decryption
+ * (PROTOCOL.md section 7.4), in this order: during a run none is looked at; a session id seen
+ * before is a replay; while the proved session has sent a datagram under its keys within PIN_NS
  * another is not considered. Returns the reason, or OK to authenticate it. */
 static drths_reject_t hello_precheck(const drths_physsite_t *ps, const drths_udp_msg_t *d,
                                      const drths_wire_header_t *h, int running)
@@ -680,21 +811,36 @@ static drths_reject_t hello_precheck(const drths_physsite_t *ps, const drths_udp
     return DRTHS_REJECT_OK;
 }
 
+/* A HELLO before the run of the session or of a half-open one, from its address: its HELLO_ACK
+ * again (the first was lost), with the next counter. Anyone can replay a HELLO, so it proves
+ * nothing: it keeps no session pinned and no quiet session alive. */
+static void repeated_hello(drths_physsite_t *ps, const drths_udp_msg_t *d,
+                           drths_physsite_pending_t *p)
+{
+    const drths_addr_t *from = p ? &p->from : &ps->peer;
+    if (!drths_addr_equal(&d->from, from)) {
+        ps->wrong_source++;
+        return;
+    }
+    if (p) {
+        if (open_in_pending(ps, p, d) == DRTHS_REJECT_OK)
+            send_pending_ack(ps, p);
+        return;
+    }
+    if (drths_wire_open(&ps->rx, d->data, d->len, &ps->msg) == DRTHS_REJECT_OK)
+        send_hello_ack(ps);
+}
+
 static rx_result_t handle_hello(drths_physsite_t *ps, const drths_udp_msg_t *d,
                                 const drths_wire_header_t *h, int running)
 {
     drths_msg_t *m = &ps->msg;
-    if (ps->have_session && h->session_id == ps->session_id && !running) {
-        if (!drths_addr_equal(&d->from, &ps->peer)) {
-            ps->wrong_source++;
+    if (!running) {
+        drths_physsite_pending_t *p = pending_find(ps, h->session_id);
+        if (p || (ps->have_session && h->session_id == ps->session_id)) {
+            repeated_hello(ps, d, p);
             return RX_NOTHING;
         }
-        /* A repeated HELLO (our HELLO_ACK was lost): the same answer, new counter. */
-        if (drths_wire_open(&ps->rx, d->data, d->len, m) != DRTHS_REJECT_OK)
-            return RX_NOTHING;
-        send_hello_ack(ps);
-        ps->session_seen_ns = d->rx_ns;
-        return RX_VALID;
     }
     drths_reject_t r = hello_precheck(ps, d, h, running);
     if (r == DRTHS_REJECT_OK)
@@ -706,7 +852,7 @@ static rx_result_t handle_hello(drths_physsite_t *ps, const drths_udp_msg_t *d,
         return RX_NOTHING;
     }
     accept_session(ps, d, m);
-    return RX_VALID;
+    return RX_NOTHING;
 }
 
 /* A datagram of protocol v1: name it once (no decryption, nothing else to do). */
@@ -735,14 +881,28 @@ static rx_result_t handle_datagram(drths_physsite_t *ps, const drths_udp_msg_t *
     }
     if (pr == DRTHS_REJECT_OK && h.type == DRTHS_MSG_HELLO)
         return handle_hello(ps, d, &h, running);
-    if (ps->have_session && !drths_addr_equal(&d->from, &ps->peer)) {
-        ps->wrong_source++;
-        return RX_NOTHING;
+    drths_physsite_pending_t *p =
+        pr == DRTHS_REJECT_OK && !running ? pending_find(ps, h.session_id) : NULL;
+    if (p) {
+        /* A half-open session's first datagram under its keys proves that its sender holds the
+         * HELLO's ephemeral secret: it becomes the session. */
+        if (!drths_addr_equal(&d->from, &p->from)) {
+            ps->wrong_source++;
+            return RX_NOTHING;
+        }
+        if (open_in_pending(ps, p, d) != DRTHS_REJECT_OK)
+            return RX_NOTHING;
+        prove_session(ps, p, d->rx_ns);
+    } else {
+        if (ps->have_session && !drths_addr_equal(&d->from, &ps->peer)) {
+            ps->wrong_source++;
+            return RX_NOTHING;
+        }
+        /* Without a session this counts the datagram as BAD_SESSION (or worse) and drops it. */
+        if (drths_wire_open(&ps->rx, d->data, d->len, m) != DRTHS_REJECT_OK)
+            return RX_NOTHING;
+        ps->session_seen_ns = d->rx_ns;
     }
-    /* Without a session this counts the datagram as BAD_SESSION (or worse) and drops it. */
-    if (drths_wire_open(&ps->rx, d->data, d->len, m) != DRTHS_REJECT_OK)
-        return RX_NOTHING;
-    ps->session_seen_ns = d->rx_ns;
     switch (m->type) {
     case DRTHS_MSG_PROBE:
         echo_probe(ps, m, d->rx_ns);
@@ -845,8 +1005,8 @@ static int before_run(drths_physsite_t *ps)
             return finish(ps, 1, text);
         }
         if (ps->have_session && now - last_valid > silence_ns) {
-            /* A session set up by a replayed HELLO goes silent too: forget it and wait on
-             * (PROTOCOL.md section 7.3). */
+            /* A numerical site that went away after its first PROBE: forget it and wait on
+             * (PROTOCOL.md section 7.4). */
             event(ps, 1, "session %016" PRIx64 " went silent for %g s before the run started; "
                          "waiting for a numerical site", ps->session_id,
                   ps->cfg.silence_timeout_s);

@@ -5,8 +5,11 @@
  *   1. applies the real-time options (SCHED_FIFO, mlockall, ...) to itself and publishes the
  *      report for main to print;
  *   2. waits up to wait_timeout_s for a valid HELLO (everything else is counted and ignored);
- *      answers it with HELLO_ACK and session keys; if the experiment fingerprint, rate, channel
- *      count, redundancy or units differ it still answers, then sends ABORT and ends (exit 1);
+ *      answers it with HELLO_ACK and session keys, as a half-open session (several may wait at
+ *      once: a replayed HELLO gets its answer too); the first datagram that opens under one's
+ *      session keys (the first PROBE) makes it the session. A HELLO whose experiment
+ *      fingerprint, rate, channel count, redundancy or units differ is refused with ABORT and
+ *      the site waits on;
  *   3. echoes PROBEs, and on EPOCH 1 starts the ticker 5 ms later at tick 0 (with
  *      kernel_filter, the socket is then connected to the numerical site and the kernel filter
  *      narrowed to its session);
@@ -34,7 +37,7 @@
  *
  * Ownership: the caller owns drths_physsite_t, the experiment, the socket and the recorder it
  * borrows (they must outlive it; they need to be open only when drths_physsite_run starts).
- * _init allocates the receive batch, the event ring, the wire receiver's zone, the actuator's
+ * _init allocates the receive batch, the event ring, the wire receivers' zones, the actuator's
  * buffers and the specimen, and opens the DAQ; _close frees them and closes the DAQ (safe
  * twice).
  * Threads: drths_physsite_run runs on the RT thread; the fields marked "main" are for main;
@@ -133,8 +136,30 @@ typedef struct drths_physsite_extra {
 } drths_physsite_extra_t;
 
 /* Session ids of authenticated HELLOs remembered, so that a replayed HELLO is refused before
- * decryption; a ring, the oldest forgotten first. */
-#define DRTHS_PHYSSITE_SEEN 64
+ * decryption; a ring, the oldest forgotten first. Each recorded session can open a half-open
+ * session once per this many: the larger, the more recorded sessions a flood needs. */
+#define DRTHS_PHYSSITE_SEEN 1024
+/* Half-open sessions kept at once (PROTOCOL.md section 7.4): HELLOs answered whose sender has
+ * not yet sent a datagram under the session keys. A new one takes the place of the oldest from
+ * its own address, else of the oldest from the address that holds the most. */
+#define DRTHS_PHYSSITE_PENDING 8
+
+/* A half-open session: an authentic HELLO answered with a HELLO_ACK and the session keys derived
+ * (the ephemeral secret already wiped), waiting for the first datagram under those keys, which
+ * only the holder of the HELLO's ephemeral secret can seal. A replayed HELLO stays here until
+ * it is pushed out: it can never seal that datagram. */
+typedef struct drths_physsite_pending {
+    int used;
+    uint64_t session_id;
+    drths_addr_t from;              /* the HELLO's address; the session's datagrams come from it */
+    uint8_t e_num[DRTHS_EPH_BYTES]; /* the HELLO's ephemeral: its repeats carry the same */
+    drths_wire_tx_t tx;             /* HELLO_ACK key, session key, counters */
+    drths_session_keys_t keys;      /* for the receiver, installed when the session proves itself */
+    drths_replay_t replay;          /* the session's window (its HELLOs so far) */
+    drths_msg_hello_t ack;          /* what its HELLO_ACK says (the link echoed, the version) */
+    drths_msg_hello_t peer;         /* the HELLO's fields (for the "connected" line) */
+    int64_t opened_ns;              /* arrival of the HELLO that opened it */
+} drths_physsite_pending_t;
 
 typedef struct drths_physsite {
     drths_physsite_config_t cfg;
@@ -173,7 +198,12 @@ typedef struct drths_physsite {
     drths_addr_t peer;
     double peer_rate_hz;
     drths_msg_hello_t hello;    /* what our HELLO_ACK says (the link is the peer's) */
-    int64_t session_seen_ns;    /* last datagram of the session that passed the window */
+    int64_t session_seen_ns;    /* last datagram of the session, other than a HELLO, that
+                                 * opened under its keys (a HELLO can be replayed by anyone) */
+    drths_physsite_pending_t pending[DRTHS_PHYSSITE_PENDING]; /* half-open sessions */
+    drths_wire_rx_t pending_rx; /* opens a half-open session's datagrams (its keys loaded) */
+    uint64_t pending_opened;    /* half-open sessions opened (HELLO_ACKs to a new session) */
+    uint64_t pending_evicted;   /* half-open sessions pushed out by newer ones */
     uint64_t seen_sids[DRTHS_PHYSSITE_SEEN];   /* session ids of HELLOs authenticated so far */
     unsigned n_seen;
     drths_addr_t badtag_from;   /* HELLO-shaped datagrams failing authentication, by address */
@@ -181,7 +211,8 @@ typedef struct drths_physsite {
     int badtag_reported, v1_reported;
 
     /* Counters (RT thread; main reads them after the join). */
-    uint64_t pre_rejects[DRTHS_REJECT_COUNT]; /* HELLOs dropped before or at authentication */
+    uint64_t pre_rejects[DRTHS_REJECT_COUNT]; /* HELLOs dropped before or at authentication,
+                                               * and datagrams of half-open sessions */
     uint64_t wrong_source;      /* datagrams from an address other than the numerical site's */
     uint64_t other_session;     /* valid HELLOs of another session once running */
     int probe_refused;          /* --probe-only: an EPOCH 1 was refused */

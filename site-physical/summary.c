@@ -134,6 +134,14 @@ static void write_rejects(const drths_physsite_t *ps, drths_json_t *j)
     if (ps->other_session)
         drths_json_int(j, "OTHER_SESSION", (int64_t)ps->other_session);
     drths_json_object_end(j);
+    /* HELLOs answered (half-open sessions, PROTOCOL.md section 7.4): more than one before the
+     * run means replayed HELLOs, or numerical sites that started and went away. */
+    if (!ps->cfg.source) {
+        drths_json_object_begin(j, "half_open");
+        drths_json_int(j, "answered", (int64_t)ps->pending_opened);
+        drths_json_int(j, "pushed_out", (int64_t)ps->pending_evicted);
+        drths_json_object_end(j);
+    }
     /* Not by reason: what the kernel filter refused plus any receive-buffer overflow (a
      * command source such as OpenFresco has no UDP socket). */
     if (!ps->cfg.source) {

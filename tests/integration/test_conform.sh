@@ -43,7 +43,8 @@ timeout 60 "$conform" --role numerical --peer "127.0.0.1:$pport" --experiment "$
 cat "$tmp/conform-num.out"
 [ "$rc" = 0 ] || fail "drths-conform --role numerical exit $rc"
 expect_checks "$tmp/conform-num.out" junk-ignored v1-ignored version-mismatch \
-    fingerprint-mismatch wrong-key-ignored hello-ack hello-ack-fresh-ephemeral key-schedule \
+    fingerprint-mismatch wrong-key-ignored replayed-hello-start chained-hellos-start hello-ack \
+    hello-ack-fresh-ephemeral key-schedule \
     probe-echo hello-pinned hello-replay start-epoch feedback-ticks feedback-samples \
     feedback-rest feedback-echo feedback-no-hold feedback-follows hello-during-run stop-answer \
     run-ends

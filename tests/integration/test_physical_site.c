@@ -399,15 +399,29 @@ static void hello_from_other(uint64_t tick)
     }
 }
 
+/* One PROBE under the session keys and its echo: the session proves itself. */
+static void prove(void)
+{
+    drths_msg_t p, e;
+    memset(&p, 0, sizeof p);
+    p.type = DRTHS_MSG_PROBE;
+    p.u.probe.seq = 1000;
+    p.u.probe.send_time_ns = (uint64_t)drths_now_ns();
+    peer_send(&p);
+    assert_int_equal(recv_type(DRTHS_MSG_PROBE_ECHO, 1.0, &e, NULL), 0);
+    assert_int_equal(e.u.probe.seq, 1000);
+}
+
 /* Finding 3 of the review: an authentic HELLO of another session from another address (a
- * replayed one) while the real session is being set up. The site keeps the session it has
- * (HELLO_PINNED, no answer to the other address), the real run starts and completes; during
- * the run a HELLO is dropped before decryption (HELLO_RUNNING). */
+ * replayed one) once the real session has proved itself (a PROBE under its keys). The site
+ * keeps the session it has (HELLO_PINNED, no answer to the other address), the real run starts
+ * and completes; during the run a HELLO is dropped before decryption (HELLO_RUNNING). */
 static void test_hello_pinning(void **state)
 {
     (void)state;
     world_start(5.0);
     handshake();
+    prove();
     drths_error_t err;
     assert_int_equal(drths_udp_open(&other_udp, NULL, &W.site, &err), 0);
     drths_wire_tx_t otx;
@@ -434,6 +448,152 @@ static void test_hello_pinning(void **state)
     assert_int_equal(W.ps.pre_rejects[DRTHS_REJECT_BAD_TAG], 0);
     drths_wire_tx_close(&otx);
     drths_wire_rx_close(&orx);
+    drths_udp_close(&other_udp);
+    world_stop();
+}
+
+/* The intruder's socket and one recorded session's HELLOs (sealed in advance, counters 1..n, as
+ * a numerical site that waited repeated them). */
+#define RECORDED_HELLOS 8
+typedef struct recorded {
+    drths_wire_tx_t tx;
+    drths_wire_rx_t rx;
+    uint8_t pk[DRTHS_EPH_BYTES];
+    uint8_t hello[RECORDED_HELLOS][DRTHS_WIRE_MAX_DATAGRAM];
+    size_t len[RECORDED_HELLOS];
+} recorded_t;
+
+static void record_session(recorded_t *r)
+{
+    drths_error_t err;
+    assert_int_equal(drths_wire_rx_init(&r->rx, DRTHS_ROLE_NUMERICAL, W.psk, &err), 0);
+    fake_session(&r->tx, &r->rx, r->pk, W.psk, drths_crypto_random_session_id());
+    for (int i = 0; i < RECORDED_HELLOS; i++)
+        r->len[i] = seal_hello(&r->tx, W.ps.cfg.fingerprint, r->hello[i]);
+}
+
+static void forget_session(recorded_t *r)
+{
+    drths_wire_tx_close(&r->tx);
+    drths_wire_rx_close(&r->rx);
+}
+
+/* HELLO_ACKs (any datagram) arriving at the intruder within ms. */
+static int intruder_answers(int ms)
+{
+    drths_udp_msg_t b[8];
+    int n = 0;
+    int64_t end = drths_now_ns() + (int64_t)ms * 1000000;
+    while (drths_udp_wait(&other_udp, end) > 0) {
+        int k = drths_udp_recv(&other_udp, b, 8);
+        if (k <= 0)
+            break;
+        n += k;
+    }
+    return n;
+}
+
+/* The real numerical site's first HELLO gets its HELLO_ACK (within 0.5 s), and the keys. */
+static void first_hello_answered(void)
+{
+    send_hello(W.ps.cfg.fingerprint);
+    drths_msg_t ack;
+    assert_int_equal(recv_type(DRTHS_MSG_HELLO_ACK, 0.5, &ack, NULL), 0);
+    uint8_t th[DRTHS_KEY_BYTES];
+    drths_crypto_transcript(th, W.tx.session_id, W.eph_pk, W.tx.hs_plain, W.tx.hs_plain_len,
+                            ack.eph, W.rx.plain, W.rx.plain_len);
+    drths_session_keys_t keys;
+    drths_crypto_derive(W.psk, W.rx.hs_dh, th, &keys);
+    drths_wire_tx_set_keys(&W.tx, &keys);
+    drths_wire_rx_set_keys(&W.rx, &keys);
+}
+
+/* Issue 29, case 1: the HELLOs of a recorded session replayed from another address, each one
+ * answered (it is a half-open session), must not keep the real numerical site out: its first
+ * HELLO is answered, its first PROBE makes it the session, the run completes. Before, the
+ * replayed HELLO was adopted and each repeat refreshed the pin (HELLO_PINNED for the real
+ * site). */
+static void test_replayed_hello_does_not_pin(void **state)
+{
+    (void)state;
+    world_start(5.0);
+    drths_error_t err;
+    assert_int_equal(drths_udp_open(&other_udp, NULL, &W.site, &err), 0);
+    static recorded_t a;
+    record_session(&a);
+    assert_int_equal(drths_udp_send(&other_udp, &W.site, a.hello[0], a.len[0]), 0);
+    assert_int_equal(intruder_answers(300), 1); /* a HELLO_ACK: the site cannot tell yet */
+    assert_int_equal(drths_udp_send(&other_udp, &W.site, a.hello[1], a.len[1]), 0);
+    assert_int_equal(intruder_answers(300), 1); /* the repeat: answered again */
+    first_hello_answered();
+    assert_int_equal(drths_udp_send(&other_udp, &W.site, a.hello[2], a.len[2]), 0);
+    assert_int_equal(intruder_answers(300), 1); /* both half-open */
+    /* Its first PROBE makes it the session. */
+    prove();
+    /* The recorded session was dropped when the real one proved itself: its id is seen. */
+    assert_int_equal(drths_udp_send(&other_udp, &W.site, a.hello[3], a.len[3]), 0);
+    assert_int_equal(intruder_answers(300), 0);
+    drths_msg_t end;
+    uint64_t fbs = run_peer(2500, NULL, &end);
+    assert_int_equal(world_join(), 0);
+    assert_string_equal(W.ps.exit_reason, "end of record");
+    assert_true(fbs > 1000);
+    assert_int_equal(W.ps.session_id, W.tx.session_id);
+    printf("# half-open %llu, pinned %llu, seen %llu, running %llu\n",
+           (unsigned long long)W.ps.pending_opened,
+           (unsigned long long)W.ps.pre_rejects[DRTHS_REJECT_HELLO_PINNED],
+           (unsigned long long)W.ps.pre_rejects[DRTHS_REJECT_HELLO_SEEN],
+           (unsigned long long)W.ps.pre_rejects[DRTHS_REJECT_HELLO_RUNNING]);
+    assert_int_equal(W.ps.pending_opened, 2);
+    assert_int_equal(W.ps.pre_rejects[DRTHS_REJECT_HELLO_PINNED], 0);
+    assert_int_equal(W.ps.pre_rejects[DRTHS_REJECT_HELLO_SEEN], 1);
+    forget_session(&a);
+    drths_udp_close(&other_udp);
+    world_stop();
+}
+
+/* Issue 29, case 2: one HELLO of each of 12 recorded sessions, flooded: they fill the half-open
+ * table (8) and push each other out, and each can do so once (its id is then seen); the real
+ * numerical site's first HELLO is answered, 10 more recorded sessions from the intruder's
+ * address after it push out only the intruder's own, and the real site's first PROBE wins.
+ * Before, the first was adopted and pinned the site, the next adopted at each pin expiry. */
+static void test_chained_hellos(void **state)
+{
+    (void)state;
+    world_start(5.0);
+    drths_error_t err;
+    assert_int_equal(drths_udp_open(&other_udp, NULL, &W.site, &err), 0);
+    enum { N = 12, LATE = 10 };
+    static recorded_t r[N + LATE];
+    for (int i = 0; i < N + LATE; i++)
+        record_session(&r[i]);
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < N; i++)
+            assert_int_equal(drths_udp_send(&other_udp, &W.site, r[i].hello[0], r[i].len[0]), 0);
+    assert_int_equal(intruder_answers(300), N); /* one HELLO_ACK per session */
+    first_hello_answered();
+    for (int i = 0; i < N; i++)
+        assert_int_equal(drths_udp_send(&other_udp, &W.site, r[i].hello[1], r[i].len[1]), 0);
+    /* The repeats of the intruder's half-open sessions (all but the one the real site's took
+     * the place of) are answered again. */
+    assert_int_equal(intruder_answers(300), DRTHS_PHYSSITE_PENDING - 1);
+    for (int i = N; i < N + LATE; i++)
+        assert_int_equal(drths_udp_send(&other_udp, &W.site, r[i].hello[0], r[i].len[0]), 0);
+    assert_int_equal(intruder_answers(300), LATE);
+    drths_msg_t end;
+    run_peer(2500, NULL, &end);
+    assert_int_equal(world_join(), 0);
+    assert_string_equal(W.ps.exit_reason, "end of record");
+    assert_int_equal(W.ps.session_id, W.tx.session_id);
+    printf("# half-open %llu, pushed out %llu, seen %llu, replayed %llu\n",
+           (unsigned long long)W.ps.pending_opened, (unsigned long long)W.ps.pending_evicted,
+           (unsigned long long)W.ps.pre_rejects[DRTHS_REJECT_HELLO_SEEN],
+           (unsigned long long)W.ps.pre_rejects[DRTHS_REJECT_REPLAYED]);
+    assert_int_equal(W.ps.pending_opened, N + 1 + LATE);
+    assert_int_equal(W.ps.pending_evicted, N + 1 + LATE - DRTHS_PHYSSITE_PENDING);
+    assert_int_equal(W.ps.pre_rejects[DRTHS_REJECT_HELLO_PINNED], 0);
+    for (int i = 0; i < N + LATE; i++)
+        forget_session(&r[i]);
     drths_udp_close(&other_udp);
     world_stop();
 }
@@ -477,6 +637,8 @@ int main(void)
         cmocka_unit_test(test_full_run),
         cmocka_unit_test(test_fingerprint_mismatch),
         cmocka_unit_test(test_hello_pinning),
+        cmocka_unit_test(test_replayed_hello_does_not_pin),
+        cmocka_unit_test(test_chained_hellos),
         cmocka_unit_test(test_signal_during_run),
         cmocka_unit_test(test_no_peer),
     };

@@ -13,6 +13,9 @@
 
 #define QUIET_MS 400 /* a datagram that gets no answer within this gets none */
 #define MAX_EPHS 16
+#define START_MS 2000 /* under a replay, the real site starts within this of its first HELLO */
+#define RECORDED 12   /* recorded HELLOs replayed by the attack checks */
+#define UNPIN_MS 1100 /* after an attack check its session goes quiet this long (7.4) */
 
 /* Every ephemeral the site has sent us: a new HELLO_ACK's must differ from all of them. */
 static uint8_t seen_eph[MAX_EPHS][DRTHS_EPH_BYTES];
@@ -240,8 +243,8 @@ static void check_pinned(conform_t *c)
     conform_send(c, &c->udp2, &c->peer, o.hello, o.hello_len);
     int n = count_answers(c, &c->udp2, QUIET_MS);
     conform_check(c, n == 0, "hello-pinned",
-                  "a valid HELLO of another session from another port while ours is being set "
-                  "up: %d answer(s) in %d ms",
+                  "a valid HELLO of another session from another port while ours has proved "
+                  "itself (its PROBEs): %d answer(s) in %d ms",
                   n, QUIET_MS);
     conform_session_close(&o);
 }
@@ -266,6 +269,152 @@ static void check_replay(conform_t *c, conform_session_t *s, const uint8_t *ack)
                   acks, same);
 }
 
+/* Recorded HELLOs, replayed from the second port by the attack checks. */
+typedef struct recording {
+    uint8_t d[RECORDED][DRTHS_WIRE_MAX_DATAGRAM];
+    size_t len[RECORDED];
+    int n;
+} recording_t;
+
+/* Case 1 of issue 29: a numerical site that waited, repeating its HELLO (one session, counters
+ * 1 .. RECORDED). */
+static int record_waiting(conform_t *c, recording_t *r)
+{
+    conform_session_t s;
+    if (conform_session_open(c, &s, &c->hello, c->psk) != 0)
+        return -1;
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = DRTHS_MSG_HELLO;
+    m.u.hello = c->hello;
+    memcpy(r->d[0], s.hello, s.hello_len);
+    r->len[0] = s.hello_len;
+    for (r->n = 1; r->n < RECORDED; r->n++)
+        if ((r->len[r->n] = conform_seal(&s, &m, r->d[r->n], sizeof r->d[r->n])) == 0)
+            break;
+    conform_session_close(&s);
+    return r->n == RECORDED ? 0 : -1;
+}
+
+/* Case 2: RECORDED sessions, one HELLO each. */
+static int record_chain(conform_t *c, recording_t *r)
+{
+    for (r->n = 0; r->n < RECORDED; r->n++) {
+        conform_session_t s;
+        if (conform_session_open(c, &s, &c->hello, c->psk) != 0)
+            return -1;
+        memcpy(r->d[r->n], s.hello, s.hello_len);
+        r->len[r->n] = s.hello_len;
+        conform_session_close(&s);
+    }
+    return 0;
+}
+
+/* A numerical site's start while the recording r is replayed from the second port, one
+ * datagram every gap_ms from lead_ms before its first HELLO: HELLO every 200 ms until a
+ * HELLO_ACK of its session opens, then a PROBE every 20 ms under the session keys until a
+ * PROBE_ECHO opens. Returns the ms from the first HELLO to that PROBE_ECHO, or -1 if it did not
+ * come within START_MS; *replays and *answers count the replays sent and the datagrams the
+ * site sent back to the second port. */
+static int start_under_replay(conform_t *c, const recording_t *r, int gap_ms, int lead_ms,
+                              int *replays, int *answers)
+{
+    conform_session_t g;
+    *replays = *answers = 0;
+    if (conform_session_open(c, &g, &c->hello, c->psk) != 0)
+        return -1;
+    drths_msg_t hello, probe, m;
+    memset(&hello, 0, sizeof hello);
+    hello.type = DRTHS_MSG_HELLO;
+    hello.u.hello = c->hello;
+    memset(&probe, 0, sizeof probe);
+    probe.type = DRTHS_MSG_PROBE;
+    uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    int64_t now = drths_now_ns(), next_replay = now;
+    int64_t t0 = now + lead_ms * CONFORM_MS, limit = t0 + START_MS * CONFORM_MS;
+    int64_t next_send = t0;
+    bool keyed = false, first = true;
+    int result = -1;
+    while ((now = drths_now_ns()) < limit) {
+        if (now >= next_replay) {
+            conform_send(c, &c->udp2, &c->peer, r->d[*replays % r->n], r->len[*replays % r->n]);
+            (*replays)++;
+            next_replay += gap_ms * CONFORM_MS;
+        }
+        if (now >= next_send) {
+            size_t n = 0;
+            if (keyed) {
+                probe.u.probe.seq++;
+                probe.u.probe.send_time_ns = (uint64_t)now;
+                n = conform_seal(&g, &probe, buf, sizeof buf);
+            } else if (first) {
+                memcpy(buf, g.hello, g.hello_len);
+                n = g.hello_len;
+                first = false;
+            } else {
+                n = conform_seal(&g, &hello, buf, sizeof buf);
+            }
+            if (n)
+                conform_send(c, &c->udp, &c->peer, buf, n);
+            next_send = now + (keyed ? 20 : 200) * CONFORM_MS;
+        }
+        while (conform_recv(c, &c->udp2, 0))
+            (*answers)++;
+        int64_t until = next_send < next_replay ? next_send : next_replay;
+        if (until > now + 5 * CONFORM_MS)
+            until = now + 5 * CONFORM_MS;
+        while (conform_recv(c, &c->udp, until)) {
+            if (drths_wire_open(&g.rx, c->msg->data, c->msg->len, &m) != DRTHS_REJECT_OK)
+                continue;
+            char what[160];
+            if (!keyed && m.type == DRTHS_MSG_HELLO_ACK &&
+                conform_key_schedule(c, &g, c->msg->data, c->msg->len, what, sizeof what) == 0) {
+                keyed = true;
+                next_send = drths_now_ns();
+                break;
+            }
+            if (keyed && m.type == DRTHS_MSG_PROBE_ECHO) {
+                result = (int)((drths_now_ns() - t0) / CONFORM_MS);
+                goto done;
+            }
+        }
+    }
+done:
+    conform_session_close(&g);
+    /* Our session has proved itself: let it go quiet, so the next session is not pinned. */
+    count_answers(c, &c->udp, UNPIN_MS);
+    while (conform_recv(c, &c->udp2, 0))
+        (*answers)++;
+    return result;
+}
+
+static void check_replay_attack(conform_t *c, const char *name, bool chain)
+{
+    recording_t *r = calloc(1, sizeof *r);
+    if (!r || (chain ? record_chain(c, r) : record_waiting(c, r)) != 0) {
+        conform_check(c, false, name, "could not build the recorded HELLOs");
+        free(r);
+        return;
+    }
+    int replays, answers;
+    /* The waiting session's HELLO comes twice before the real one: the repeat is what kept a
+     * session pinned before issue 29. */
+    int ms = start_under_replay(c, r, chain ? 5 : 800, chain ? 300 : 900, &replays, &answers);
+    if (chain)
+        conform_check(c, ms >= 0, name,
+                      "one HELLO of each of %d other sessions flooded from another port "
+                      "(%d sent, %d answer(s)): the real session's PROBE_ECHO %d ms after its "
+                      "first HELLO (at most %d; -1: none)",
+                      r->n, replays, answers, ms, START_MS);
+    else
+        conform_check(c, ms >= 0, name,
+                      "%d HELLOs of one other session (counters 1..%d) replayed every 800 ms from "
+                      "another port (%d sent, %d answer(s)): the real session's PROBE_ECHO %d ms "
+                      "after its first HELLO (at most %d; -1: none)",
+                      r->n, r->n, replays, answers, ms, START_MS);
+    free(r);
+}
+
 void conform_run_numerical(conform_t *c)
 {
     check_junk(c);
@@ -273,6 +422,8 @@ void conform_run_numerical(conform_t *c)
     check_version(c);
     check_fingerprint(c);
     check_wrong_key(c);
+    check_replay_attack(c, "replayed-hello-start", false);
+    check_replay_attack(c, "chained-hellos-start", true);
     conform_session_t s;
     uint8_t ack[DRTHS_WIRE_MAX_DATAGRAM];
     size_t ack_len = 0;
