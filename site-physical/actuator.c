@@ -637,9 +637,9 @@ static void daq_failed(drths_actuator_t *a, int rc, drths_hold_daq_op_t op)
      * call overwrites them), so the HOLD's sentence names them (docs/comedi.md). */
     const drths_daq_t *d = a->daq;
     const int ch = d->last_error.code ? d->last_error.channel : -1;
-    c.n[1] = ch >= 0 && ch < DRTHS_DAQ_NCHANNELS ? ch : -1;
-    c.n[2] = -1;
-    if (c.n[1] >= 0 && d->backend == DRTHS_DAQ_BACKEND_COMEDI) {
+    const bool known = ch >= 0 && ch < DRTHS_DAQ_NCHANNELS;
+    c.n[1] = known ? ch + 1 : 0;
+    if (known && d->backend == DRTHS_DAQ_BACKEND_COMEDI) {
         const drths_daq_channel_config_t *cfg = &d->u.comedi.ch[ch].cfg;
         c.n[2] = 1;
         c.v[0] = cfg->subdevice;

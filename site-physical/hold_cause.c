@@ -61,7 +61,7 @@ static const char *daq_op(int sub)
  * Input/output error": the channel and the call when the DAQ recorded them. */
 static int daq(const drths_hold_cause_t *c, char *buf, size_t cap)
 {
-    const int ch = (int)c->n[1];
+    const int ch = (int)c->n[1] - 1;
     const char *err = strerror((int)-c->n[0]);
     if (ch < 0 || ch >= DRTHS_DAQ_NCHANNELS)
         return snprintf(buf, cap, "DAQ %s failed (%s)", daq_op(c->sub), err);
