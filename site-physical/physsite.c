@@ -838,6 +838,7 @@ static int before_run(drths_physsite_t *ps)
     int64_t wait_deadline = start + (int64_t)(ps->cfg.wait_timeout_s * 1e9);
     int64_t silence_ns = (int64_t)(ps->cfg.silence_timeout_s * 1e9);
     int64_t last_valid = 0;
+    uint64_t probes_before = 0; /* probes answered before the current session */
     char text[DRTHS_PHYSSITE_EVENT_TEXT];
     while (!drths_actuator_started(&ps->act)) {
         int req = atomic_load(&ps->stop_request);
@@ -850,6 +851,20 @@ static int before_run(drths_physsite_t *ps)
                      ps->cfg.wait_timeout_s);
             return finish(ps, 1, text);
         }
+        if (ps->have_session && now - last_valid > silence_ns && ps->cfg.probe_only &&
+            ps->probes_answered > probes_before) {
+            /* A --probe-only session that answered probes and then fell silent: the test ran,
+             * and its end (STOP, or ABORT for a failed test, each sent in 20 spaced copies) was
+             * lost. Only the session's keys open a PROBE, so these came from the numerical site
+             * (PROTOCOL.md section 7.5). */
+            snprintf(text, sizeof text,
+                     "probe-only session finished: the numerical site fell silent for %g s after "
+                     "%" PRIu64 " probes were answered (its end-of-test message did not arrive); "
+                     "its report has the verdict",
+                     ps->cfg.silence_timeout_s, ps->probes_answered - probes_before);
+            finish(ps, 0, text);
+            return -1;
+        }
         if (ps->have_session && now - last_valid > silence_ns) {
             /* A session set up by a replayed HELLO goes silent too: forget it and wait on
              * (PROTOCOL.md section 7.3). */
@@ -857,6 +872,7 @@ static int before_run(drths_physsite_t *ps)
                          "waiting for a numerical site", ps->session_id,
                   ps->cfg.silence_timeout_s);
             ps->have_session = 0;
+            probes_before = ps->probes_answered;
             drths_wire_rx_start(&ps->rx, 0);
             atomic_store(&ps->state, DRTHS_PHYSSITE_WAITING);
             if (wait_deadline < now + silence_ns)
