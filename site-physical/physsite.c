@@ -1000,7 +1000,7 @@ static void daq_repeat_flush(drths_physsite_t *ps, int i)
     if (ps->daq_repeat[i].active && ps->daq_repeat[i].repeats)
         event(ps, 1,
               "%sthe DAQ error of tick %" PRIu64 " repeated %" PRIu64
-              " times more, on every tick to tick %" PRIu64 " (counted, not printed)",
+              " times more, the last at tick %" PRIu64 " (counted, not printed)",
               ps->label[i], ps->daq_repeat[i].first_tick, ps->daq_repeat[i].repeats,
               ps->daq_repeat[i].last_tick);
     ps->daq_repeat[i].active = 0;

@@ -122,7 +122,7 @@ echo "$reason" | grep -Eq '^DAQ write failed: command_out \(subdevice 1, channel
 # One line for the DAQ error repeated on every HOLD tick, then its count.
 lines=$(grep -c "comedi_data_read failed" "$tmp/fail-phys.err" || true)
 [ "$lines" -eq 1 ] || fail "failing board: $lines lines for the repeated DAQ error, expected 1"
-grep -q "the DAQ error of tick $first repeated $((n - 1)) times more, on every tick to tick $((first + n - 1))" \
+grep -q "the DAQ error of tick $first repeated $((n - 1)) times more, the last at tick $((first + n - 1))" \
     "$tmp/fail-phys.err" || fail "failing board: no line counts the $((n - 1)) repeats"
 # The safe state was never written: no line may say the drive is at it.
 [ "$(summary "$tmp/fail-phys" hold.safe_state_written)" = False ] || fail "failing board: summary.json says the safe state was written"
