@@ -376,8 +376,11 @@ static void on_feedback(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx_ns)
         h->fb_newest_tick = m->tick;
     if (f->s[0].flags & DRTHS_FB_CONCEALED)
         h->c.phys_concealed++;
-    if (f->s[0].flags & DRTHS_FB_HOLD)
+    if (f->s[0].flags & DRTHS_FB_HOLD) {
+        if (!h->c.phys_hold || m->tick < h->c.phys_hold_tick)
+            h->c.phys_hold_tick = m->tick;
         h->c.phys_hold++;
+    }
     const int n = drths_wire_samples_of(m->tick, f->r);
     for (int k = 0; k < n; k++) {
         /* Sample k is the measurement of tick t - offset(k): the HELLO's one offsets list serves

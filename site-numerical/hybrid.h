@@ -177,6 +177,9 @@ typedef struct drths_hybrid_counters {
     uint64_t fb_too_far;          /* ticks too far ahead for the reorder buffer */
     uint64_t phys_concealed;      /* feedback samples flagged "command concealed" */
     uint64_t phys_hold;           /* feedback samples flagged "HOLD" */
+    uint64_t phys_hold_tick;      /* header tick of the first FEEDBACK flagged "HOLD" (valid
+                                   * when phys_hold > 0): what the end reason says when the
+                                   * actuator site's ABORT was lost (drths_numsite_end_reason) */
     uint64_t commands_sent, epochs_sent, closes_sent;
     uint64_t unexpected;          /* valid messages of a type not expected here */
     uint64_t transition;          /* steps whose tick was slowed down by a raise (concealed) */

@@ -129,9 +129,35 @@ static void send_abort(drths_numsite_t *s, int reason, const char *text)
     send_stop_like(s, DRTHS_MSG_ABORT, reason, text);
 }
 
+/* The end of a --probe-only test, STOP when it finished and ABORT when it failed, in
+ * END_COPIES copies END_GAP_NS apart (PROTOCOL.md section 7.5): a burst of loss, or an outage
+ * shorter than their span, cannot take them all, and the actuator site ends with the outcome
+ * this site has. When every copy is lost all the same, the actuator site decides from the
+ * silence (it answered probes: the test ran). */
+#define END_COPIES 20
+#define END_GAP_NS INT64_C(10000000)
+
+static void send_end_of_probe(drths_numsite_t *s, drths_msg_type_t type, int reason,
+                              const char *text)
+{
+    drths_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = type;
+    m.u.stop.reason = (uint8_t)reason;
+    snprintf(m.u.stop.text, sizeof m.u.stop.text, "%s", text);
+    for (int i = 0; i < END_COPIES; i++) {
+        if (i)
+            drths_sleep_until_ns(drths_now_ns() + END_GAP_NS);
+        send_msg(s, &m, NULL);
+    }
+}
+
 void drths_numsite_farewell(drths_numsite_t *s, const char *text)
 {
-    send_stop_like(s, DRTHS_MSG_STOP, DRTHS_STOP_USER_STOP, text);
+    if (s->probe_only)
+        send_end_of_probe(s, DRTHS_MSG_STOP, DRTHS_STOP_USER_STOP, text);
+    else
+        send_stop_like(s, DRTHS_MSG_STOP, DRTHS_STOP_USER_STOP, text);
 }
 
 /* Receives what is waiting; calls fn for each valid datagram from the peer until fn returns
@@ -318,6 +344,7 @@ int drths_numsite_set_probes(drths_numsite_t *s, uint64_t n, drths_error_t *err)
     drths_probe_stats_close(&s->probes);
     int rc = drths_probe_stats_init(&s->probes, (size_t)n, err);
     s->probe_count = rc == 0 ? n : 0;
+    s->probe_only = rc == 0;
     return rc;
 }
 
@@ -386,15 +413,23 @@ int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ct
     }
     count_loss_bursts(s, c.answered, s->probes_sent);
     free(c.answered);
+    /* A --probe-only test that fails here tells the actuator site, which would otherwise take
+     * the silence after the probes for a finished test. */
+    if (rc == -ECANCELED && s->probe_only)
+        send_end_of_probe(s, DRTHS_MSG_ABORT, DRTHS_STOP_USER_STOP,
+                          "probe-only test stopped at the numerical site");
     if (rc)
         return rc;
-    if (s->probes_answered * 10 < n)
-        return drths_error_set(err, -EPROTO,
-                               "only %llu of %llu probes were answered within 2 s (%.1f %% "
-                               "lost): the link to %s loses too much to run",
-                               (unsigned long long)s->probes_answered, (unsigned long long)n,
-                               100.0 * (double)(n - s->probes_answered) / (double)n,
-                               s->peer_text);
+    if (s->probes_answered * 10 < n) {
+        rc = drths_error_set(err, -EPROTO,
+                             "only %llu of %llu probes were answered within 2 s (%.1f %% "
+                             "lost): the link to %s loses too much to run",
+                             (unsigned long long)s->probes_answered, (unsigned long long)n,
+                             100.0 * (double)(n - s->probes_answered) / (double)n, s->peer_text);
+        if (s->probe_only)
+            send_end_of_probe(s, DRTHS_MSG_ABORT, DRTHS_STOP_PEER_LOST, err->msg);
+        return rc;
+    }
     drths_probe_stats_summary(&s->probes, s->dt_ns, &s->probe_summary);
     s->have_probe_summary = 1;
     int64_t q_ns;

@@ -52,6 +52,8 @@ typedef struct drths_numsite {
     /* start-up probes (or the --probe-only test's) */
     drths_probe_stats_t probes;
     uint64_t probe_count; /* probes to send: link.probes, or drths_numsite_set_probes */
+    int probe_only;       /* drths_numsite_set_probes was called: a --probe-only test, whose
+                           * end (STOP or ABORT) is sent in spaced copies */
     uint64_t probes_sent, probes_answered;
     /* Their losses as the link lost them: runs of consecutive unanswered probes (bursts), the
      * longest, and echoes that came back after a later probe's echo (reordered). */
@@ -106,7 +108,8 @@ int drths_numsite_handshake(drths_numsite_t *s, double timeout_s, drths_numsite_
 /* Sends probe_count PROBEs paced max(dt, 0.5 ms), collects the echoes until all are answered or
  * 2 s after the last one, counts the loss bursts and reordering, and chooses L (s->lchoice).
  * Returns 0, -EPROTO when fewer than 10 % came back or the actuator site aborted, -ECANCELED.
- * init-only. */
+ * A --probe-only test (drths_numsite_set_probes) that fails or is cancelled here sends ABORT in
+ * spaced copies, as drths_numsite_farewell does STOP. init-only. */
 int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ctx,
                         drths_error_t *err);
 
@@ -117,7 +120,9 @@ int drths_numsite_set_probes(drths_numsite_t *s, uint64_t n, drths_error_t *err)
 /* The probe interval: max(dt, 0.5 ms). RT-safe. */
 int64_t drths_numsite_probe_interval_ns(const drths_numsite_t *s);
 
-/* Ends a session that will not run (--probe-only): STOP (USER_STOP) with text, three times.
+/* Ends a session that will not run: STOP (USER_STOP) with text, three times; for a
+ * --probe-only test (drths_numsite_set_probes) 20 copies 10 ms apart, so that the actuator site
+ * hears the end through a burst of loss (PROTOCOL.md section 7.5). Blocks for their 190 ms.
  * init-only. */
 void drths_numsite_farewell(drths_numsite_t *s, const char *text);
 

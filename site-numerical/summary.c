@@ -129,6 +129,8 @@ static void loop_json(drths_json_t *j, const drths_numsite_t *s, const drths_hyb
     drths_json_int(j, "too_far", (int64_t)c->fb_too_far);
     drths_json_int(j, "actuator_concealed_ticks", (int64_t)c->phys_concealed);
     drths_json_int(j, "actuator_hold_ticks", (int64_t)c->phys_hold);
+    drths_json_number(j, "actuator_hold_seen_from_tick",
+                      c->phys_hold ? (double)c->phys_hold_tick : NAN);
     drths_json_object_end(j);
     drths_json_int(j, "commands_sent", (int64_t)c->commands_sent);
     drths_json_int(j, "unexpected_messages", (int64_t)c->unexpected);
@@ -420,8 +422,23 @@ int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double pee
                  h->end_text);
         break;
     case DRTHS_HYBRID_PEER_LOST:
-        snprintf(out, cap, "peer lost: no valid datagram from the actuator site for %g s",
-                 peer_timeout_s);
+        /* What this site knows of the other's end: the ABORT that names the cause may have been
+         * lost (a blackout), but FEEDBACKs flagged HOLD that came through say the actuator site
+         * held; without them, the silence alone says it may have stopped. */
+        if (h->c.phys_hold)
+            snprintf(out, cap,
+                     "peer lost: no valid datagram from the actuator site for %g s; it was in "
+                     "HOLD by tick %llu (its FEEDBACKs say so) and its ABORT, which names the "
+                     "cause, did not arrive: the cause is in the actuator site's log and "
+                     "summary.json",
+                     peer_timeout_s, (unsigned long long)h->c.phys_hold_tick);
+        else
+            snprintf(out, cap,
+                     "peer lost: no valid datagram from the actuator site for %g s after its "
+                     "FEEDBACK for tick %llu; the actuator site may have stopped (it holds and "
+                     "sends ABORT when its commands stop for physical.max_concealed_ms, and an "
+                     "ABORT can be lost with them) or the link is down",
+                     peer_timeout_s, (unsigned long long)h->fb_newest_tick);
         break;
     case DRTHS_HYBRID_NO_START:
         snprintf(out, cap, "peer lost: no FEEDBACK from the actuator site within %g s of EPOCH 1",

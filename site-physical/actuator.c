@@ -633,6 +633,21 @@ static void daq_failed(drths_actuator_t *a, int rc, drths_hold_daq_op_t op)
     drths_hold_cause_init(&c, DRTHS_HOLD_DAQ);
     c.sub = op;
     c.n[0] = rc;
+    /* The channel and the call the DAQ recorded for this failure (read now: the tick's next
+     * call overwrites them), so the HOLD's sentence names them (docs/comedi.md). */
+    const drths_daq_t *d = a->daq;
+    const int ch = d->last_error.code ? d->last_error.channel : -1;
+    const bool known = ch >= 0 && ch < DRTHS_DAQ_NCHANNELS;
+    c.n[1] = known ? ch + 1 : 0;
+    if (known && d->backend == DRTHS_DAQ_BACKEND_COMEDI) {
+        const drths_daq_channel_config_t *cfg = &d->u.comedi.ch[ch].cfg;
+        c.n[2] = 1;
+        c.v[0] = cfg->subdevice;
+        c.v[1] = cfg->channel;
+        c.v[2] = cfg->range;
+    }
+    if (d->last_error.code && d->last_error.op)
+        drths_scopy(c.text, sizeof c.text, d->last_error.op);
     a->c.daq_errors++;
     drths_actuator_hold(a, DRTHS_STOP_INTERNAL_ERROR, 1, &c);
 }
@@ -837,7 +852,6 @@ static void hold_drive(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
     s->cmd_tick = -1;
     s->concealed = false;
     s->lead_ms = NAN;
-    a->c.hold_ticks++;
 }
 
 /* Phase 3, the DAQ: writes the drive (the safe state in HOLD), reads the measurement, checks
@@ -861,6 +875,13 @@ static void write_and_read(drths_actuator_t *a, tick_state_t *s, drths_actuator_
         rc = drths_daq_safe_state(a->daq, s->drive, s->now_ns);
         if (rc == -EDOM) /* the last admitted drive was written again */
             rc = 0;
+        /* Whether the safe state really reached the outputs: the HOLD lines and the summary
+         * say so, since a refused write leaves the actuator where the DAQ left it. */
+        a->c.safe_writes++;
+        if (rc) {
+            a->c.safe_write_failures++;
+            a->safe_write_failed_tick = s->tick;
+        }
     }
     s->drive = drths_daq_last_drive(a->daq);
     if (rc) {
@@ -1101,6 +1122,21 @@ static void end_of_run(drths_actuator_t *a, uint64_t tick, drths_actuator_out_t 
         out->events |= DRTHS_ACT_EV_FINISHED;
 }
 
+/* The HOLD's ticks as the row flags them (fill_row): from the tick whose phase found the cause,
+ * which is the tick before the ramp's first when the DAQ, a measurement limit or the stability
+ * monitor found it after this tick's drive was written. summary.json, the log and the report
+ * count these, so they agree with physical.csv. */
+static void count_hold(drths_actuator_t *a, uint64_t tick)
+{
+    if (!a->hold)
+        return;
+    if (!a->hold_flagged) {
+        a->hold_flagged = 1;
+        a->hold_first_tick = tick;
+    }
+    a->c.hold_ticks++;
+}
+
 /* Phase 7, the physical.csv row. In HOLD the command column is the drive. */
 static void fill_row(const drths_actuator_t *a, const tick_state_t *s, drths_actuator_out_t *out)
 {
@@ -1156,6 +1192,7 @@ int drths_actuator_tick(drths_actuator_t *a, uint64_t tick, int64_t deadline_ns,
     build_feedback(a, &s, out);
     build_abort(a, tick, out);
     end_of_run(a, tick, out);
+    count_hold(a, tick);
     fill_row(a, &s, out);
     return 0;
 }
@@ -1175,5 +1212,11 @@ int drths_actuator_safe_state(drths_actuator_t *a)
      * position could step a real actuator, so the outputs are left as they are. */
     if (!a->c.ticks)
         return 0;
-    return drths_daq_safe_state(a->daq, drths_daq_last_drive(a->daq), a->daq->env.last_ns);
+    int rc = drths_daq_safe_state(a->daq, drths_daq_last_drive(a->daq), a->daq->env.last_ns);
+    if (rc == -EDOM) /* the last admitted drive was written again */
+        rc = 0;
+    a->c.safe_writes++;
+    if (rc)
+        a->c.safe_write_failures++;
+    return rc;
 }

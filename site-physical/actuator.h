@@ -222,8 +222,12 @@ typedef struct drths_actuator_counters {
     uint64_t shaped_ticks;       /* ticks whose correction shape_drive limited */
     uint64_t epochs;             /* epochs applied (the first one included) */
     uint64_t late_wakeups;       /* ticks woken later than late_wake_fraction of dt */
-    uint64_t hold_ticks;         /* ticks spent in HOLD */
+    uint64_t hold_ticks;         /* ticks flagged HOLD in their row (physical.csv's hold column):
+                                  * from the tick whose phase found the cause on */
     uint64_t daq_errors;         /* failed DAQ writes or reads */
+    uint64_t safe_writes;        /* writes of the safe state: HOLD ticks (the ramp's drive and the
+                                  * damper's safe command) and drths_actuator_safe_state */
+    uint64_t safe_write_failures; /* ... of which the DAQ refused the write */
     uint64_t tracked;            /* ticks in the tracking indicators */
     uint64_t delayed;            /* ticks driven by a late command, played behind its tick
                                   * (delayed playback; also flagged CONCEALED) */
@@ -288,7 +292,12 @@ typedef struct drths_actuator {
                                     * thread's (drths_actuator_hold_text) */
     int hold_abort_peer;         /* send ABORT to the numerical site */
     int hold_started;            /* the first HOLD tick has run (hold_tick valid) */
-    uint64_t hold_tick;          /* first tick in HOLD */
+    uint64_t hold_tick;          /* first tick that drove the HOLD ramp */
+    int hold_flagged;            /* a row has been flagged HOLD (hold_first_tick valid) */
+    uint64_t hold_first_tick;    /* first tick flagged HOLD: hold_tick, or the tick before it
+                                  * when a phase after the drive (the DAQ, the measurement
+                                  * limits, the stability monitor) found the cause */
+    uint64_t safe_write_failed_tick; /* the last HOLD tick whose safe-state write failed */
     double hold_target_m;        /* where the drive goes in HOLD */
     int hold_settled;            /* the drive has reached the target */
     uint64_t settled_tick;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "site-physical/actuator.h"
+#include "site-physical/daq.h"
 
 void drths_hold_cause_init(drths_hold_cause_t *c, drths_hold_kind_t kind)
 {
@@ -56,6 +57,26 @@ static const char *daq_op(int sub)
                                         : "safe state";
 }
 
+/* "DAQ read failed: displacement_in (subdevice 0, channel 0, range 0): comedi_data_read:
+ * Input/output error": the channel and the call when the DAQ recorded them. */
+static int daq(const drths_hold_cause_t *c, char *buf, size_t cap)
+{
+    const int ch = (int)c->n[1] - 1;
+    const char *err = strerror((int)-c->n[0]);
+    if (ch < 0 || ch >= DRTHS_DAQ_NCHANNELS)
+        return snprintf(buf, cap, "DAQ %s failed (%s)", daq_op(c->sub), err);
+    char where[96];
+    if (c->n[2] == 1)
+        snprintf(where, sizeof where, "%s (subdevice %d, channel %d, range %d)",
+                 drths_daq_channel_names[ch], (int)c->v[0], (int)c->v[1], (int)c->v[2]);
+    else
+        snprintf(where, sizeof where, "%s", drths_daq_channel_names[ch]);
+    if (c->text[0] && strcmp(c->text, "envelope") != 0 && strcmp(c->text, "nan") != 0 &&
+        strcmp(c->text, "saturated") != 0)
+        return snprintf(buf, cap, "DAQ %s failed: %s: %s: %s", daq_op(c->sub), where, c->text, err);
+    return snprintf(buf, cap, "DAQ %s failed: %s: %s", daq_op(c->sub), where, err);
+}
+
 /* The sentence, into a buffer of at most DRTHS_WIRE_MAX_TEXT + 1 bytes. */
 static int describe(const drths_hold_cause_t *c, char *buf, size_t cap)
 {
@@ -95,15 +116,17 @@ static int describe(const drths_hold_cause_t *c, char *buf, size_t cap)
     case DRTHS_HOLD_ENVELOPE:
         return drths_envelope_describe(&c->envelope, buf, cap);
     case DRTHS_HOLD_DAQ:
-        return snprintf(buf, cap, "DAQ %s failed (%s)", daq_op(c->sub), strerror((int)-c->n[0]));
+        return daq(c, buf, cap);
     case DRTHS_HOLD_SATURATED:
         if (c->sub == 0)
             return snprintf(buf, cap,
-                            "converter saturated: measured displacement reads %.6g m, the end of "
+                            "converter saturated: measured displacement reads %.6g m on "
+                            "displacement_in, the end of "
                             "its converter; the true value may lie beyond",
                             v[0]);
         return snprintf(buf, cap,
-                        "converter saturated: measured force reads %.6g kN, the end of its "
+                        "converter saturated: measured force reads %.6g kN on force_in, the "
+                        "end of its "
                         "converter; the true value may lie beyond",
                         v[0] * 1e-3);
     case DRTHS_HOLD_PREVIEW:

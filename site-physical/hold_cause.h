@@ -50,7 +50,9 @@ typedef enum drths_hold_kind {
     DRTHS_HOLD_STALL,
     /* A drive the envelope refused: envelope. */
     DRTHS_HOLD_ENVELOPE,
-    /* A failed DAQ call: sub is drths_hold_daq_op_t, n[0] the negative errno. */
+    /* A failed DAQ call: sub is drths_hold_daq_op_t, n[0] the negative errno, n[1] the DAQ
+     * channel that failed plus one (drths_daq_channel_names; 0 unknown); n[2] 1 when v[0..2] hold
+     * its comedi subdevice, channel and range; text the failing call ("comedi_data_read"). */
     DRTHS_HOLD_DAQ,
     /* A converter at its end: sub 0 displacement (v[0] m), 1 force (v[0] N). */
     DRTHS_HOLD_SATURATED,

@@ -33,8 +33,11 @@ typedef enum {
     EV_FIRST_COMMAND, /* tick, name (the compensation) */
     EV_EPOCH,         /* tick, u[0] epoch, u[1] L */
     EV_HOLD,          /* tick, cause (channel: the channel that held the site) */
-    EV_HOLD_DRIVE,    /* channel, u[0] ramp, v[0] target, v[1] ramp rate */
-    EV_SETTLED,       /* tick, channel, v[0] target, v[1] seconds after HOLD began */
+    EV_HOLD_DRIVE,    /* channel, u[0] ramp, u[1] the first write refused, v[0] target, v[1]
+                       * ramp rate */
+    EV_SETTLED,       /* tick, channel, v[0] target, v[1] seconds after HOLD began; u[0] the
+                       * safe-state writes the DAQ refused, u[1] those made, u[2] the tick of
+                       * the last refused */
 } event_kind_t;
 
 typedef struct rt_event {
@@ -42,7 +45,7 @@ typedef struct rt_event {
     event_kind_t kind;
     uint64_t tick;
     int channel;
-    uint64_t u[2];
+    uint64_t u[3];
     double v[2];
     const char *name; /* static */
     drths_hold_cause_t cause;
@@ -67,6 +70,7 @@ static void event_rec(drths_physsite_t *ps, int warning, event_kind_t kind, uint
     ev.channel = channel;
     ev.u[0] = u0;
     ev.u[1] = u1;
+    ev.u[2] = 0;
     ev.v[0] = v0;
     ev.v[1] = v1;
     ev.name = NULL;
@@ -158,13 +162,28 @@ int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *out)
         break;
     case EV_HOLD_DRIVE:
         snprintf(t, cap,
-                 "%sHOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value", who,
-                 ev.u[0] ? "ramps to the safe position" : "goes to the measured position", ev.v[0],
-                 ev.v[1]);
+                 "%sHOLD: drive %s %.6g m at most %.6g m/s, damper command to its safe value%s",
+                 who, ev.u[0] ? "ramps to the safe position" : "goes to the measured position",
+                 ev.v[0], ev.v[1],
+                 ev.u[1] ? "; the DAQ refused the first write: the outputs stay where the DAQ "
+                           "left them"
+                         : "");
         break;
     case EV_SETTLED:
-        snprintf(t, cap, "tick %" PRIu64 ": %sHOLD: drive at %.6g m (%.3f s after HOLD began)",
-                 ev.tick, who, ev.v[0], ev.v[1]);
+        /* The ramp has reached its target in the drive sent; whether it reached the actuator is
+         * the DAQ's answer, said here (docs/lab-day.md tells the operator what to do). */
+        if (!ev.u[0])
+            snprintf(t, cap,
+                     "tick %" PRIu64 ": %sHOLD: drive at %.6g m, written to the DAQ with the "
+                     "damper's safe command (%.3f s after HOLD began)",
+                     ev.tick, who, ev.v[0], ev.v[1]);
+        else
+            snprintf(t, cap,
+                     "tick %" PRIu64 ": %sHOLD: the ramp reached %.6g m but the DAQ refused "
+                     "%" PRIu64 " of %" PRIu64 " safe-state writes (the last at tick %" PRIu64
+                     "): the actuator and the damper are NOT at their safe command; hold the "
+                     "actuator with its servo controller (docs/lab-day.md)",
+                     ev.tick, who, ev.v[0], ev.u[0], ev.u[1], ev.u[2]);
         break;
     }
     return 0;
@@ -989,6 +1008,7 @@ static int before_run(drths_physsite_t *ps)
     int64_t wait_deadline = start + (int64_t)(ps->cfg.wait_timeout_s * 1e9);
     int64_t silence_ns = (int64_t)(ps->cfg.silence_timeout_s * 1e9);
     int64_t last_valid = 0;
+    uint64_t probes_before = 0; /* probes answered before the current session */
     char text[DRTHS_PHYSSITE_EVENT_TEXT];
     while (!drths_actuator_started(&ps->act)) {
         int req = atomic_load(&ps->stop_request);
@@ -1004,6 +1024,20 @@ static int before_run(drths_physsite_t *ps)
                      ps->cfg.wait_timeout_s);
             return finish(ps, 1, text);
         }
+        if (ps->have_session && now - last_valid > silence_ns && ps->cfg.probe_only &&
+            ps->probes_answered > probes_before) {
+            /* A --probe-only session that answered probes and then fell silent: the test ran,
+             * and its end (STOP, or ABORT for a failed test, each sent in 20 spaced copies) was
+             * lost. Only the session's keys open a PROBE, so these came from the numerical site
+             * (PROTOCOL.md section 7.5). */
+            snprintf(text, sizeof text,
+                     "probe-only session finished: the numerical site fell silent for %g s after "
+                     "%" PRIu64 " probes were answered (its end-of-test message did not arrive); "
+                     "its report has the verdict",
+                     ps->cfg.silence_timeout_s, ps->probes_answered - probes_before);
+            finish(ps, 0, text);
+            return -1;
+        }
         if (ps->have_session && now - last_valid > silence_ns) {
             /* A numerical site that went away after its first PROBE: forget it and wait on
              * (PROTOCOL.md section 7.4). */
@@ -1011,6 +1045,7 @@ static int before_run(drths_physsite_t *ps)
                          "waiting for a numerical site", ps->session_id,
                   ps->cfg.silence_timeout_s);
             ps->have_session = 0;
+            probes_before = ps->probes_answered;
             drths_wire_rx_start(&ps->rx, 0);
             atomic_store(&ps->state, DRTHS_PHYSSITE_WAITING);
             if (wait_deadline < now + silence_ns)
@@ -1132,6 +1167,43 @@ static void send_tick(drths_physsite_t *ps)
         send_msg(ps, &ps->out.abort);
 }
 
+/* The count of channel i's repeated DAQ error, if it repeated. */
+static void daq_repeat_flush(drths_physsite_t *ps, int i)
+{
+    if (ps->daq_repeat[i].active && ps->daq_repeat[i].repeats)
+        event(ps, 1,
+              "%sthe DAQ error of tick %" PRIu64 " repeated %" PRIu64
+              " times more, the last at tick %" PRIu64 " (counted, not printed)",
+              ps->label[i], ps->daq_repeat[i].first_tick, ps->daq_repeat[i].repeats,
+              ps->daq_repeat[i].last_tick);
+    ps->daq_repeat[i].active = 0;
+}
+
+/* Channel i's DAQ error of the tick: its line, unless it is the error printed last (the same
+ * code, channel and call), which is counted instead. */
+static void daq_error_line(drths_physsite_t *ps, int i, uint64_t tick)
+{
+    const drths_daq_t *d = drths_physsite_daq(ps, i);
+    __typeof__(ps->daq_repeat[0]) *r = &ps->daq_repeat[i];
+    if (r->active && r->code == d->last_error.code && r->channel == d->last_error.channel &&
+        r->op == d->last_error.op) {
+        r->repeats++;
+        r->last_tick = tick;
+        return;
+    }
+    daq_repeat_flush(ps, i);
+    drths_error_t derr;
+    drths_daq_error(d, &derr);
+    /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
+    event(ps, 1, "tick %" PRIu64 ": %s%s", tick, ps->label[i], derr.msg);
+    r->active = 1;
+    r->code = d->last_error.code;
+    r->channel = d->last_error.channel;
+    r->op = d->last_error.op;
+    r->first_tick = r->last_tick = tick;
+    r->repeats = 0;
+}
+
 /* The event lines of the tick's transitions; *hold_reported says whether HOLD was reported.
  * With several channels the lines of a channel name it, and the HOLD line is the site's. */
 static void report_tick(drths_physsite_t *ps, uint64_t tick, int *hold_reported)
@@ -1164,20 +1236,26 @@ static void report_tick(drths_physsite_t *ps, uint64_t tick, int *hold_reported)
     for (int i = 0; i < ps->n_channels; i++) {
         a = drths_physsite_act(ps, i);
         const drths_actuator_out_t *o = drths_physsite_out(ps, i);
-        const char *who = ps->label[i];
         ev = o->events;
         if (ev & DRTHS_ACT_EV_HOLD)
-            event_rec(ps, 1, EV_HOLD_DRIVE, tick, i, a->p.hold_mode == DRTHS_HOLD_RAMP, 0,
-                      a->hold_target_m, a->p.ramp_rate_m_s);
-        if (ev & DRTHS_ACT_EV_SETTLED)
-            event_rec(ps, 0, EV_SETTLED, tick, i, 0, 0, a->hold_target_m,
-                      (double)(tick - a->hold_tick) / a->p.rate_hz);
-        if (o->daq_rc) {
-            drths_error_t derr;
-            drths_daq_error(drths_physsite_daq(ps, i), &derr);
-            /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
-            event(ps, 1, "tick %" PRIu64 ": %s%s", tick, who, derr.msg);
+            event_rec(ps, 1, EV_HOLD_DRIVE, tick, i, a->p.hold_mode == DRTHS_HOLD_RAMP,
+                      a->c.safe_write_failures > 0, a->hold_target_m, a->p.ramp_rate_m_s);
+        if (ev & DRTHS_ACT_EV_SETTLED) {
+            rt_event_t e;
+            memset(&e, 0, sizeof e);
+            e.line.warning = a->c.safe_write_failures > 0;
+            e.kind = EV_SETTLED;
+            e.tick = tick;
+            e.channel = i;
+            e.u[0] = a->c.safe_write_failures;
+            e.u[1] = a->c.safe_writes;
+            e.u[2] = a->safe_write_failed_tick;
+            e.v[0] = a->hold_target_m;
+            e.v[1] = (double)(tick - a->hold_tick) / a->p.rate_hz;
+            push_event(ps, &e);
         }
+        if (o->daq_rc)
+            daq_error_line(ps, i, tick);
     }
 }
 
@@ -1292,5 +1370,7 @@ int drths_physsite_run(drths_physsite_t *ps)
         if (finished)
             break;
     }
+    for (int i = 0; i < ps->n_channels; i++)
+        daq_repeat_flush(ps, i);
     return end_run(ps, tick);
 }

@@ -187,6 +187,14 @@ typedef struct drths_physsite {
     /* Channel i's sentences begin with label[i], "channel <i+1> (<name>): ", built once at
      * init so that the RT loop formats nothing for them; "" with one channel. */
     char label[DRTHS_EXPERIMENT_MAX_CHANNELS][DRTHS_CHANNEL_NAME_MAX + 24];
+    /* A DAQ error that repeats tick after tick (a board that stopped answering fails every HOLD
+     * tick) is printed once and then counted; the count is printed when another error comes
+     * and at the end of the run (report_tick in physsite.c). RT thread. */
+    struct {
+        int active, code, channel;
+        const char *op;
+        uint64_t first_tick, last_tick, repeats;
+    } daq_repeat[DRTHS_EXPERIMENT_MAX_CHANNELS];
     int held_together;             /* HOLD has been given to every channel */
     int hold_channel;              /* the channel whose own HOLD held the others, -1 if none */
     drths_hold_cause_t hold_cause; /* the site's HOLD cause (n > 1): hold_channel's, with its

@@ -108,9 +108,25 @@ void drths_physsite_print_end(FILE *f, const drths_physsite_t *ps, const char *d
         }
         const drths_actuator_t *h = drths_physsite_hold_act(ps);
         char hold[DRTHS_WIRE_MAX_TEXT + 1];
-        if (h->hold)
-            fprintf(f, "  HOLD: %s (%" PRIu64 " ticks in HOLD)\n",
-                    drths_physsite_hold_text(ps, hold, sizeof hold), h->c.hold_ticks);
+        if (h->hold) {
+            fprintf(f, "  HOLD: %s (%" PRIu64 " ticks in HOLD from tick %" PRIu64 ")\n",
+                    drths_physsite_hold_text(ps, hold, sizeof hold), h->c.hold_ticks,
+                    h->hold_first_tick);
+            /* Every channel's safe state: a settled ramp is where the drive was sent, not proof
+             * that the DAQ wrote it. */
+            for (int i = 0; i < ps->n_channels; i++) {
+                const drths_actuator_t *a = drths_physsite_act((drths_physsite_t *)ps, i);
+                if (!a->c.safe_write_failures)
+                    fprintf(f, "  %ssafe state written (%" PRIu64 " writes)\n", ps->label[i],
+                            a->c.safe_writes);
+                else
+                    fprintf(f,
+                            "  %ssafe state NOT written: the DAQ refused %" PRIu64 " of %" PRIu64
+                            " writes: hold the actuator with its servo controller "
+                            "(docs/lab-day.md)\n",
+                            ps->label[i], a->c.safe_write_failures, a->c.safe_writes);
+            }
+        }
     }
     char rejects[512] = "";
     size_t n = 0;

@@ -89,12 +89,17 @@ static void write_hold(const drths_actuator_t *a, const char *reason, drths_json
         drths_json_string(j, "reason_code", drths_stop_reason_name(a->hold_reason));
         drths_json_string(j, "reason", reason);
         drths_json_int(j, "ticks", (int64_t)a->c.hold_ticks);
-        drths_json_int(j, "first_tick", (int64_t)a->hold_tick);
+        drths_json_int(j, "first_tick", (int64_t)a->hold_first_tick);
         drths_json_string(j, "mode", drths_hold_mode_name(a->p.hold_mode));
         drths_json_number(j, "target_m", a->hold_target_m);
         drths_json_number(j, "ramp_rate_m_s", a->p.ramp_rate_m_s);
         drths_json_number(j, "max_drive_step_m", a->hold_max_step_m);
         drths_json_number(j, "max_drive_step_allowed_m", a->p.ramp_rate_m_s / a->p.rate_hz);
+        /* Whether the safe state reached the outputs: a settled ramp says where the drive was
+         * sent, not that the DAQ wrote it. */
+        drths_json_bool(j, "safe_state_written", a->c.safe_write_failures == 0);
+        drths_json_int(j, "safe_state_writes", (int64_t)a->c.safe_writes);
+        drths_json_int(j, "safe_state_write_failures", (int64_t)a->c.safe_write_failures);
         drths_json_bool(j, "settled", a->hold_settled);
         if (a->hold_settled)
             drths_json_int(j, "settled_tick", (int64_t)a->settled_tick);

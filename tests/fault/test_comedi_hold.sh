@@ -6,7 +6,13 @@
 #      names the channel, its subdevice, channel and range and the converter's end;
 #   3. the board stops answering mid-run (every ioctl fails with EIO): HOLD, and the message
 #      names the channel (the first of the tick's read), the comedilib call and comedilib's
-#      error.
+#      error;
+# and in both faults the records agree (issue 29, item 5): summary.json's HOLD first_tick and
+# ticks are physical.csv's, the log's "HOLD at tick" and the end report's; the HOLD reason names
+# the channel with its subdevice, channel and range; the DAQ error repeated on every HOLD tick is
+# printed once, then counted in one line; the HOLD lines and summary.json say whether the safe
+# state was written (the failing board: it was not, and no line says the drive is at its safe
+# command).
 # The emulated board is linked ahead of libc with LD_PRELOAD; in a sanitizer build the sanitizer's
 # runtime must come first in that list, so it is taken from the program's own libraries.
 source "$(dirname "$0")/../lib.sh"
@@ -62,6 +68,22 @@ print(len(held), held[0] if held else -1, len(rows))
 PY
 }
 
+# agree NAME: summary.json's HOLD ticks against physical.csv's hold column, the log's "HOLD at
+# tick" line and the end report's "(N ticks in HOLD from tick F)".
+agree() {
+    local name=$1 n first total
+    read -r n first total < <(hold_rows "$tmp/$name-phys/physical.csv")
+    local sfirst sticks
+    sfirst=$(summary "$tmp/$name-phys" hold.first_tick)
+    sticks=$(summary "$tmp/$name-phys" hold.ticks)
+    [ "$sfirst" = "$first" ] && [ "$sticks" = "$n" ] ||
+        fail "$name: summary.json says HOLD from tick $sfirst for $sticks ticks, physical.csv from $first for $n"
+    grep -q "HOLD at tick $first: " "$tmp/$name-phys.err" || fail "$name: the log's HOLD tick is not $first"
+    grep -q "($n ticks in HOLD from tick $first)" "$tmp/$name-phys.out" ||
+        fail "$name: the end report does not say $n ticks in HOLD from tick $first"
+    echo "ok   $name: HOLD from tick $first for $n ticks in physical.csv, summary.json, the log and the report"
+}
+
 run clean ""
 [ "$prc" -eq 0 ] || fail "the run on the emulated board did not complete (exit $prc)"
 check_records "$tmp/clean-phys" physical
@@ -80,6 +102,10 @@ read -r n first total < <(hold_rows "$tmp/saturate-phys/physical.csv")
 grep -q "force_in (subdevice 0, channel 1, range 0): the input is at the upper end of its converter (code 65535" \
     "$tmp/saturate-phys.out" "$tmp/saturate-phys.err" || fail "saturated load cell: no message naming the channel"
 echo "ok   saturated load cell: HOLD from tick $first of $total, message names force_in"
+agree saturate
+summary "$tmp/saturate-phys" hold.reason | grep -q "on force_in" || fail "saturated load cell: the HOLD reason does not name force_in"
+[ "$(summary "$tmp/saturate-phys" hold.safe_state_written)" = True ] || fail "saturated load cell: the safe state is not said written"
+grep -q "HOLD: drive at .* m, written to the DAQ" "$tmp/saturate-phys.out" "$tmp/saturate-phys.err" || fail "saturated load cell: no line says the safe state was written"
 
 run fail "fail:20000:EIO"
 [ "$prc" -eq 1 ] || fail "failing board: drths-physical exit $prc, not 1"
@@ -88,3 +114,21 @@ read -r n first total < <(hold_rows "$tmp/fail-phys/physical.csv")
 grep -q "tick $first: /dev/comedi-drths-test9: displacement_in (subdevice 0, channel 0, range 0): comedi_data_read failed: Input/output error" \
     "$tmp/fail-phys.out" "$tmp/fail-phys.err" || fail "failing board: no message naming the channel and comedilib's error"
 echo "ok   failing board: HOLD from tick $first of $total, message names the channel and EIO"
+agree fail
+# The HOLD reason names the failing channel of the board and the call.
+reason=$(summary "$tmp/fail-phys" hold.reason)
+echo "$reason" | grep -Eq '^DAQ write failed: command_out \(subdevice 1, channel 0, range 0\): comedi_data_write: Input/output error$' ||
+    fail "failing board: the HOLD reason does not name the channel: $reason"
+# One line for the DAQ error repeated on every HOLD tick, then its count.
+lines=$(grep -c "comedi_data_read failed" "$tmp/fail-phys.err" || true)
+[ "$lines" -eq 1 ] || fail "failing board: $lines lines for the repeated DAQ error, expected 1"
+grep -q "the DAQ error of tick $first repeated $((n - 1)) times more, the last at tick $((first + n - 1))" \
+    "$tmp/fail-phys.err" || fail "failing board: no line counts the $((n - 1)) repeats"
+# The safe state was never written: no line may say the drive is at it.
+[ "$(summary "$tmp/fail-phys" hold.safe_state_written)" = False ] || fail "failing board: summary.json says the safe state was written"
+[ "$(summary "$tmp/fail-phys" hold.safe_state_write_failures)" -gt 0 ] || fail "failing board: no safe-state write failure counted"
+if grep -q "HOLD: drive at" "$tmp/fail-phys.out" "$tmp/fail-phys.err"; then fail "failing board: a line says the drive is at its HOLD position"; fi
+grep -q "NOT at their safe command; hold the actuator with its servo controller" "$tmp/fail-phys.err" ||
+    fail "failing board: no line says the safe state was not written"
+grep -q "safe state NOT written: the DAQ refused" "$tmp/fail-phys.out" || fail "failing board: the end report does not say the safe state was not written"
+echo "ok   failing board: reason names command_out, one line + its count for $n repeated errors, safe state said NOT written"

@@ -1001,12 +1001,14 @@ static uint64_t golden_run(const golden_case_t *gc)
     golden_spike_m = gc->spike_m;
     golden_hash = UINT64_C(14695981039346656037);
     begin(5, gc->r, golden_traj);
-    uint64_t t = 0, held = 0;
+    uint64_t t = 0, held = 0, hold_rows = 0, first_hold_row = 0;
     for (; t < 2000; t++) {
         /* Wake-up lateness from 0 to 0.9 ms, some of it above half a tick. */
         int rc = tick(t, (int64_t)((t * 7919u) % 900u) * 1000);
         hash_out(rc, &F.out);
         assert_int_equal(rc, 0);
+        if (F.out.row[DRTHS_ACT_COL_HOLD] != 0.0 && !hold_rows++)
+            first_hold_row = t;
         if (F.out.finished)
             break;
         uint64_t T = t + 1 + F.a.L;
@@ -1053,6 +1055,11 @@ static uint64_t golden_run(const golden_case_t *gc)
         }
     }
     assert_true(F.out.finished);
+    /* summary.json's HOLD ticks are the rows flagged HOLD (issue 29: they differed by the tick
+     * whose measurement found a limit). */
+    assert_int_equal(F.a.c.hold_ticks, hold_rows);
+    if (hold_rows)
+        assert_int_equal(F.a.hold_first_tick, first_hold_row);
     hash_u64(t);
     hash_end(&F.a);
     golden_spike = 0;
@@ -1113,7 +1120,7 @@ static void test_golden_runs(void **state)
          .comp = DRTHS_COMPENSATION_NONE,
          .r = 4,
          .limit_force_N = 1.5e3,
-         .expect = UINT64_C(0x0567981b32f9d65b)},
+         .expect = UINT64_C(0xd6e150b2c025f91a)},
         /* The numerical site's ABORT: HOLD without an ABORT back. */
         {.name = "peer abort",
          .comp = DRTHS_COMPENSATION_FEEDFORWARD,

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "site-physical/actuator.h"
 #include "site-physical/hold_cause.h"
 
 static char buf[DRTHS_WIRE_MAX_TEXT + 64];
@@ -52,6 +53,21 @@ static void test_sentences(void **state)
     c.sub = DRTHS_HOLD_DAQ_READ;
     c.n[0] = -5; /* EIO */
     assert_string_equal(describe(&c), "DAQ read failed (Input/output error)");
+    /* With the channel the DAQ recorded (issue 29: the HOLD reason names it), and on the comedi
+     * back end its subdevice, channel and range and the call. */
+    c.n[1] = 1 + 2; /* displacement_in */
+    assert_string_equal(describe(&c), "DAQ read failed: displacement_in: Input/output error");
+    c.n[2] = 1;
+    c.v[0] = 0;
+    c.v[1] = 3;
+    c.v[2] = 1;
+    drths_scopy(c.text, sizeof c.text, "comedi_data_read");
+    assert_string_equal(describe(&c), "DAQ read failed: displacement_in (subdevice 0, channel 3, "
+                                      "range 1): comedi_data_read: Input/output error");
+    drths_hold_cause_init(&c, DRTHS_HOLD_SATURATED);
+    c.sub = 1;
+    c.v[0] = 250e3;
+    assert_non_null(strstr(describe(&c), "measured force reads 250 kN on force_in"));
     drths_hold_cause_init(&c, DRTHS_HOLD_STABILITY);
     c.sub = 1;
     c.v[0] = 3.14;
