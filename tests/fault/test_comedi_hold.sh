@@ -117,7 +117,7 @@ echo "ok   failing board: HOLD from tick $first of $total, message names the cha
 agree fail
 # The HOLD reason names the failing channel of the board and the call.
 reason=$(summary "$tmp/fail-phys" hold.reason)
-echo "$reason" | grep -Eq '^DAQ write failed: command_out \(subdevice 1, channel 0, range 0\): comedi_data_write: Input/output error$' ||
+grep -Eq <<<"$reason" '^DAQ write failed: command_out \(subdevice 1, channel 0, range 0\): comedi_data_write: Input/output error$' ||
     fail "failing board: the HOLD reason does not name the channel: $reason"
 # One line for the DAQ error repeated on every HOLD tick, then its count.
 lines=$(grep -c "comedi_data_read failed" "$tmp/fail-phys.err" || true)

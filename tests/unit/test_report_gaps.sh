@@ -144,14 +144,14 @@ msg=$("$tool" "$work/hyb" --reference "$work/ref" --no-plots --experiment "$work
 rc=$?
 set -e
 [ $rc -eq 2 ] || fail "a bad criterion: exit $rc (want 2)"
-echo "$msg" | grep -q "neg.yaml:2: acceptance.tracking_rms_error_pct: must be in 0\.\." || fail "message: $msg"
+grep -q <<<"$msg" "neg.yaml:2: acceptance.tracking_rms_error_pct: must be in 0\.\." || fail "message: $msg"
 printf 'acceptance:\n  hold_allowed: maybe\n' >"$work/neg.yaml"
 set +e
 msg=$("$tool" "$work/hyb" --reference "$work/ref" --no-plots --experiment "$work/neg.yaml" 2>&1)
 rc=$?
 set -e
 [ $rc -eq 2 ] || fail "hold_allowed: maybe: exit $rc (want 2)"
-echo "$msg" | grep -q "acceptance.hold_allowed: must be one of false, true" || fail "message: $msg"
+grep -q <<<"$msg" "acceptance.hold_allowed: must be one of false, true" || fail "message: $msg"
 
 # Steps that go back: malformed, file and line named, exit 2.
 mkdir "$work/bad"
@@ -162,5 +162,5 @@ msg=$("$tool" "$work/bad" --reference "$work/ref" --no-plots 2>&1 >/dev/null)
 rc=$?
 set -e
 [ $rc -eq 2 ] || fail "steps going back: exit $rc (want 2)"
-echo "$msg" | grep -q "$work/bad/numerical.csv:11: step 7 does not follow 8" || fail "message: $msg"
+grep -q <<<"$msg" "$work/bad/numerical.csv:11: step 7 does not follow 8" || fail "message: $msg"
 echo "PASS"

@@ -73,24 +73,24 @@ echo "$out"
 [ $rc -eq 1 ] || fail "exit code $rc for a run that fails its acceptance criteria (want 1)"
 
 # The table: floor rows "floor peak_hyb peak_ref peak_err max_err rms_err" with 1.000 % errors.
-echo "$out" | grep -Eq '^    1     10\.100     10\.000      1\.000      1\.000      1\.000$' ||
+grep -Eq <<<"$out" '^    1     10\.100     10\.000      1\.000      1\.000      1\.000$' ||
     fail "floor 1 row"
-echo "$out" | grep -Eq '^    2     20\.200     20\.000      1\.000      1\.000      1\.000$' ||
+grep -Eq <<<"$out" '^    2     20\.200     20\.000      1\.000      1\.000      1\.000$' ||
     fail "floor 2 row"
-echo "$out" | grep -Eq '^  max .* 1\.000      1\.000      1\.000$' || fail "max row"
+grep -Eq <<<"$out" '^  max .* 1\.000      1\.000      1\.000$' || fail "max row"
 # The verdict: the records are complete, 1 % concealed feedback fails the default 0.5 %.
-echo "$out" | grep -Eq '^rows missing from the records \(rows\) +0 +0 +PASS$' || fail "records row"
-echo "$out" | grep -Eq '^concealed feedback \(%\) +1\.000 +0\.500 +FAIL$' || fail "feedback criterion"
-echo "$out" | grep -Eq '^concealed commands \(%\) +0\.200 +0\.500 +PASS$' || fail "command criterion"
-echo "$out" | grep -Eq '^overall +FAIL$' || fail "overall verdict"
-echo "$out" | grep -q '^  max err   max|h - r| / max|r|' || fail "figures defined"
-echo "$out" | grep -q 'concealed feedback     20 of 2000 steps (1.000 %)' || fail "concealed fb"
-echo "$out" | grep -q 'concealed commands     4 of 2000 ticks (0.200 %)' || fail "concealed cmd"
-echo "$out" | grep -Eq '^round trip \(ms\) +1995 +80\.000 +85\.000 +89\.000 +89\.000 +89\.000$' \
+grep -Eq <<<"$out" '^rows missing from the records \(rows\) +0 +0 +PASS$' || fail "records row"
+grep -Eq <<<"$out" '^concealed feedback \(%\) +1\.000 +0\.500 +FAIL$' || fail "feedback criterion"
+grep -Eq <<<"$out" '^concealed commands \(%\) +0\.200 +0\.500 +PASS$' || fail "command criterion"
+grep -Eq <<<"$out" '^overall +FAIL$' || fail "overall verdict"
+grep -q <<<"$out" '^  max err   max|h - r| / max|r|' || fail "figures defined"
+grep -q <<<"$out" 'concealed feedback     20 of 2000 steps (1.000 %)' || fail "concealed fb"
+grep -q <<<"$out" 'concealed commands     4 of 2000 ticks (0.200 %)' || fail "concealed cmd"
+grep -Eq <<<"$out" '^round trip \(ms\) +1995 +80\.000 +85\.000 +89\.000 +89\.000 +89\.000$' \
     || fail "round trip row"
-echo "$out" | grep -Eq '^tick lateness \(us\) +2000 +1\.000 +50\.000 +99\.000 +100\.000 +100\.000$' \
+grep -Eq <<<"$out" '^tick lateness \(us\) +2000 +1\.000 +50\.000 +99\.000 +100\.000 +100\.000$' \
     || fail "tick lateness row"
-echo "$out" | grep -q 'RMS error norm         1.000 %' || fail "tracking"
+grep -q <<<"$out" 'RMS error norm         1.000 %' || fail "tracking"
 width=$(echo "$out" | awk '{ if (length($0) > m) m = length($0) } END { print m }')
 [ "$width" -le 100 ] || fail "table is $width columns wide"
 
@@ -131,16 +131,16 @@ out=$(PATH=/nonexistent "$tool" "$work/hyb" --reference "$work/ref" --out "$work
 rc=$?
 set -e
 [ $rc -eq 1 ] || fail "exit code $rc without gnuplot"
-echo "$out" | grep -q '^gnuplot not found' || fail "no gnuplot message"
-echo "$out" | grep -q 'Fidelity' || fail "no table without gnuplot"
+grep -q <<<"$out" '^gnuplot not found' || fail "no gnuplot message"
+grep -q <<<"$out" 'Fidelity' || fail "no table without gnuplot"
 [ -s "$work/elsewhere/report.json" ] || fail "--out ignored"
 
 # Comparing two reference runs: no physical.csv, no hybrid columns; fidelity only, 0 %: PASS.
 out=$("$tool" "$work/ref" --reference "$work/ref" --no-plots) || fail "ref vs ref exit"
-echo "$out" | grep -Eq '^    1     10\.000     10\.000      0\.000      0\.000      0\.000$' ||
+grep -Eq <<<"$out" '^    1     10\.000     10\.000      0\.000      0\.000      0\.000$' ||
     fail "ref vs ref"
-echo "$out" | grep -Eq '^overall +PASS$' || fail "ref vs ref verdict"
-echo "$out" | grep -q 'Link' && fail "link section without link data"
+grep -Eq <<<"$out" '^overall +PASS$' || fail "ref vs ref verdict"
+grep -q <<<"$out" 'Link' && fail "link section without link data"
 [ -e "$work/ref/report_displacement.png" ] && fail "--no-plots wrote plots"
 
 # Missing file: message names it, exit 2.
@@ -148,7 +148,7 @@ set +e
 msg=$("$tool" "$work/hyb" --reference "$work/nothere" --no-plots 2>&1 >/dev/null); rc=$?
 set -e
 [ $rc -eq 2 ] || fail "missing reference: exit $rc"
-echo "$msg" | grep -q "$work/nothere/numerical.csv" || fail "missing file not named: $msg"
+grep -q <<<"$msg" "$work/nothere/numerical.csv" || fail "missing file not named: $msg"
 
 # Missing column: message names file and column, exit 2.
 mkdir -p "$work/bad"
@@ -157,7 +157,7 @@ set +e
 msg=$("$tool" "$work/bad" --reference "$work/ref" 2>&1 >/dev/null); rc=$?
 set -e
 [ $rc -eq 2 ] || fail "missing column: exit $rc"
-echo "$msg" | grep -q "$work/bad/numerical.csv: no column a2_abs_m_s2" || fail "column msg: $msg"
+grep -q <<<"$msg" "$work/bad/numerical.csv: no column a2_abs_m_s2" || fail "column msg: $msg"
 
 # Malformed physical.csv: file and line, exit 2.
 cp "$work/ref/numerical.csv" "$work/bad/numerical.csv"
@@ -167,7 +167,7 @@ set +e
 msg=$("$tool" "$work/bad" --reference "$work/ref" --no-plots 2>&1 >/dev/null); rc=$?
 set -e
 [ $rc -eq 2 ] || fail "malformed physical.csv: exit $rc"
-echo "$msg" | grep -q "$work/bad/physical.csv:5: 11 fields, the header has 12" || fail "line msg: $msg"
+grep -q <<<"$msg" "$work/bad/physical.csv:5: 11 fields, the header has 12" || fail "line msg: $msg"
 
 # The drive (docs/report.md, "The drive"): physical.csv with drive_m, one tick ahead of the
 # command (a compensation's lead); the envelope from the run folder's experiment.yaml (1 kHz,
@@ -195,25 +195,25 @@ cp "$work/ref/numerical.csv" "$work/drive/numerical.csv"
 make_drive "$work/drive/physical.csv" 0
 out=$("$tool" "$work/drive" --reference "$work/ref" --no-plots) ||
     { echo "$out"; fail "smooth drive: exit $?"; }
-echo "$out" | grep -Eq '^drive step / command step \(ratio\) +(0\.99[0-9]|1\.00[0-9]) +2\.000 +PASS$' ||
+grep -Eq <<<"$out" '^drive step / command step \(ratio\) +(0\.99[0-9]|1\.00[0-9]) +2\.000 +PASS$' ||
     { echo "$out"; fail "smooth drive: ratio row"; }
-echo "$out" | grep -Eq '^drive envelope used, max \(fraction\) +0\.[0-9]+ +1\.000 +PASS$' ||
+grep -Eq <<<"$out" '^drive envelope used, max \(fraction\) +0\.[0-9]+ +1\.000 +PASS$' ||
     fail "smooth drive: envelope row"
-echo "$out" | grep -q "^  envelope   $work/drive/experiment.yaml$" || fail "drive table"
+grep -q <<<"$out" "^  envelope   $work/drive/experiment.yaml$" || fail "drive table"
 make_drive "$work/drive/physical.csv" 0.002
 set +e
 out=$("$tool" "$work/drive" --reference "$work/ref" --no-plots); rc=$?
 set -e
 [ $rc -eq 1 ] || { echo "$out"; fail "drive jump: exit $rc (want 1)"; }
-echo "$out" | grep -Eq '^drive step / command step \(ratio\) +1[67]\.[0-9]+ +2\.000 +FAIL$' ||
+grep -Eq <<<"$out" '^drive step / command step \(ratio\) +1[67]\.[0-9]+ +2\.000 +FAIL$' ||
     { echo "$out"; fail "drive jump: ratio row"; }
-echo "$out" | grep -Eq '^  where: drive step 2\.1[0-9]+ mm at tick 1000; command step at most 0\.126 mm' ||
+grep -Eq <<<"$out" '^  where: drive step 2\.1[0-9]+ mm at tick 1000; command step at most 0\.126 mm' ||
     { echo "$out"; fail "drive jump: where of the ratio"; }
-echo "$out" | grep -Eq '^drive envelope used, max \(fraction\) +(19\.9|20\.0)[0-9]* +1\.000 +FAIL$' ||
+grep -Eq <<<"$out" '^drive envelope used, max \(fraction\) +(19\.9|20\.0)[0-9]* +1\.000 +FAIL$' ||
     fail "drive jump: envelope row"
-echo "$out" | grep -Eq '^  where: acceleration 4[0-9.]+ m/s\^2 \(limit 200\) at tick 1001; outside at 3 ticks, the first 1000$' ||
+grep -Eq <<<"$out" '^  where: acceleration 4[0-9.]+ m/s\^2 \(limit 200\) at tick 1001; outside at 3 ticks, the first 1000$' ||
     fail "drive jump: where of the envelope"
-echo "$out" | grep -q 'OUTSIDE the envelope at 3 ticks, the first at tick 1000 (acceleration)' ||
+grep -q <<<"$out" 'OUTSIDE the envelope at 3 ticks, the first at tick 1000 (acceleration)' ||
     fail "drive jump: table"
 width=$(echo "$out" | grep -v "$work" | awk '{ if (length($0) > m) m = length($0) } END { print m }')
 [ "$width" -le 100 ] || fail "drive table is $width columns wide"
