@@ -209,6 +209,131 @@ static void test_golden_bytes(void **state)
     assert_string_equal(hex, GOLDEN_HASH);
 }
 
+/* msgpack-c's packer, as wire.c used it before it wrote msgpack itself: the reference for
+ * COMMAND, FEEDBACK, STOP and ABORT payloads. */
+static bool ref_payload(const drths_msg_t *m, msgpack_sbuffer *sb)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    switch (m->type) {
+    case DRTHS_MSG_COMMAND: {
+        const drths_msg_command_t *c = &m->u.command;
+        msgpack_pack_array(&pk, 6);
+        msgpack_pack_uint64(&pk, c->loop_delay_ticks);
+        msgpack_pack_uint64(&pk, c->n_channels);
+        msgpack_pack_uint64(&pk, c->r);
+        msgpack_pack_uint64(&pk, c->echo_counter);
+        msgpack_pack_uint64(&pk, c->echo_hold_ns);
+        msgpack_pack_array(&pk, c->r);
+        for (int k = 0; k < c->r; k++) {
+            msgpack_pack_array(&pk, c->n_channels);
+            for (int j = 0; j < c->n_channels; j++) {
+                msgpack_pack_array(&pk, 4);
+                msgpack_pack_double(&pk, c->s[k][j].disp_m);
+                msgpack_pack_double(&pk, c->s[k][j].vel_m_s);
+                msgpack_pack_double(&pk, c->s[k][j].acc_m_s2);
+                msgpack_pack_double(&pk, c->s[k][j].damper_cmd);
+            }
+        }
+        return true;
+    }
+    case DRTHS_MSG_FEEDBACK: {
+        const drths_msg_feedback_t *f = &m->u.feedback;
+        msgpack_pack_array(&pk, 5);
+        msgpack_pack_uint64(&pk, f->n_channels);
+        msgpack_pack_uint64(&pk, f->r);
+        msgpack_pack_uint64(&pk, f->echo_counter);
+        msgpack_pack_uint64(&pk, f->echo_hold_ns);
+        msgpack_pack_array(&pk, f->r);
+        for (int k = 0; k < f->r; k++) {
+            msgpack_pack_array(&pk, 3);
+            msgpack_pack_int64(&pk, f->s[k].cmd_tick);
+            msgpack_pack_uint64(&pk, f->s[k].flags);
+            msgpack_pack_array(&pk, f->n_channels);
+            for (int j = 0; j < f->n_channels; j++) {
+                msgpack_pack_array(&pk, 2);
+                msgpack_pack_double(&pk, f->s[k].ch[j].force_n);
+                msgpack_pack_double(&pk, f->s[k].ch[j].disp_m);
+            }
+        }
+        return true;
+    }
+    case DRTHS_MSG_STOP:
+    case DRTHS_MSG_ABORT: {
+        size_t n = strlen(m->u.stop.text);
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_uint64(&pk, m->u.stop.reason);
+        msgpack_pack_str(&pk, n);
+        msgpack_pack_str_body(&pk, m->u.stop.text, n);
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+typedef struct ref_ctx {
+    drths_wire_rx_t rx[3]; /* by role */
+    int compared;
+} ref_ctx_t;
+
+/* Opens the datagram and, for the types ref_payload knows, compares its plaintext payload with
+ * msgpack-c's packing of the message and the decoded message with the one sealed. */
+static void ref_check(const uint8_t *d, size_t len, const drths_msg_t *m, void *arg)
+{
+    ref_ctx_t *c = arg;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    if (ref_payload(m, &sb)) {
+        drths_wire_rx_t *rx = &c->rx[other(drths_wire_role_sends(DRTHS_ROLE_NUMERICAL, m->type)
+                                               ? DRTHS_ROLE_NUMERICAL
+                                               : DRTHS_ROLE_PHYSICAL)];
+        static drths_msg_t out;
+        assert_int_equal(drths_wire_open(rx, d, len, &out), DRTHS_REJECT_OK);
+        assert_int_equal(rx->plain_len, sb.size);
+        assert_memory_equal(rx->plain, sb.data, sb.size);
+        if (m->type == DRTHS_MSG_COMMAND)
+            assert_memory_equal(&out.u.command, &m->u.command, sizeof m->u.command);
+        if (m->type == DRTHS_MSG_FEEDBACK)
+            assert_memory_equal(&out.u.feedback, &m->u.feedback, sizeof m->u.feedback);
+        c->compared++;
+    }
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* The payloads wire.c writes are those msgpack-c's packer writes, integer widths, string
+ * lengths (a STOP text of every length up to the limit: fixstr and str 8) and all; COMMAND
+ * and FEEDBACK decode (the fast path) to the message sealed. */
+static void test_payload_is_msgpack_c(void **state)
+{
+    (void)state;
+    static ref_ctx_t c;
+    assert_int_equal(ex_rx(&c.rx[DRTHS_ROLE_NUMERICAL], DRTHS_ROLE_NUMERICAL), 0);
+    assert_int_equal(ex_rx(&c.rx[DRTHS_ROLE_PHYSICAL], DRTHS_ROLE_PHYSICAL), 0);
+    golden_each(ref_check, &c);
+    assert_true(c.compared >= 120);
+
+    reset_rx(&c.rx[DRTHS_ROLE_PHYSICAL]); /* the counters start again at 1 */
+    drths_wire_tx_t tx;
+    drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, EX_SESSION_ID);
+    drths_wire_tx_set_keys(&tx, &keys);
+    static drths_msg_t m;
+    static uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    for (int n = 0; n <= DRTHS_WIRE_MAX_TEXT; n++) {
+        memset(&m, 0, sizeof m);
+        m.type = DRTHS_MSG_STOP;
+        m.u.stop.reason = (uint8_t)(n % 14);
+        for (int i = 0; i < n; i++)
+            m.u.stop.text[i] = (char)('a' + i % 26);
+        size_t len = 0;
+        assert_int_equal(drths_wire_seal(&tx, &m, buf, sizeof buf, &len), 0);
+        ref_check(buf, len, &m, &c);
+    }
+    drths_wire_tx_close(&tx);
+    drths_wire_rx_close(&c.rx[DRTHS_ROLE_NUMERICAL]);
+    drths_wire_rx_close(&c.rx[DRTHS_ROLE_PHYSICAL]);
+}
+
 /* ---- tests ------------------------------------------------------------------------------- */
 
 static void test_names(void **state)
@@ -518,6 +643,32 @@ static void test_payload_reasons(void **state)
          "NaN displacement"},
         {DRTHS_MSG_FEEDBACK, 5, "95 01 01 00 00 91 93 05 03 92 92" F1 F1 "92" F1 F1,
          DRTHS_REJECT_BAD_SCHEMA, "two channels, n = 1"},
+        /* The edges of the COMMAND / FEEDBACK fast path (wire.c decode_fast): what it does not
+         * take goes to the general path and gets the reason it always got. */
+        {DRTHS_MSG_COMMAND, 0, "dc0006 05 01 01 00 00 91 91 94" F1 F1 F1 F1, DRTHS_REJECT_OK,
+         "array 16"},
+        {DRTHS_MSG_COMMAND, 0, "96 d005 d001 d10001 00 00 91 91 94" F1 F1 F1 F1, DRTHS_REJECT_OK,
+         "int 8/16 holding L, n, r"},
+        {DRTHS_MSG_COMMAND, 0, "96 d0ff 01 01 00 00 91 91 94" F1 F1 F1 F1, DRTHS_REJECT_BAD_FIELD,
+         "L -1"},
+        {DRTHS_MSG_COMMAND, 0, "96 05 01 01 00 00 91 91 94" F1 F1 F1 "c0", DRTHS_REJECT_BAD_SCHEMA,
+         "nil where float"},
+        {DRTHS_MSG_COMMAND, 0, "96 05 01 01 00 00 91 91 94" F1 F1 F1 F1 "00",
+         DRTHS_REJECT_TRAILING_BYTES, "one byte after a COMMAND"},
+        {DRTHS_MSG_COMMAND, 0, "96 05 01 01 00 00 91 91 94" F1 F1 F1 "cb3ff00000000000",
+         DRTHS_REJECT_BAD_PAYLOAD, "last float cut short"},
+        {DRTHS_MSG_COMMAND, 0,
+         "96 9191919191919191919191919191919191919191919191919191919191919191"
+         "9191919191 05 01 01 00 00 91 91 94" F1 F1 F1 F1,
+         DRTHS_REJECT_BAD_PAYLOAD, "L nested 38 deep"},
+        {DRTHS_MSG_FEEDBACK, 5, "95 01 01 00 00 91 93 d3ffffffffffffffff 00 91 92" F1 F1,
+         DRTHS_REJECT_OK, "cmd_tick -1 as int 64"},
+        {DRTHS_MSG_FEEDBACK, 5, "95 01 01 00 00 91 93 cf8000000000000000 00 91 92" F1 F1,
+         DRTHS_REJECT_BAD_FIELD, "cmd_tick 2^63"},
+        {DRTHS_MSG_FEEDBACK, 5, "95 01 01 00 00 91 93 05 d0ff 91 92" F1 F1, DRTHS_REJECT_BAD_FIELD,
+         "flags -1"},
+        {DRTHS_MSG_FEEDBACK, 5, "95 01 01 00 00 91 93 05 00 81 92" F1 F1 "00",
+         DRTHS_REJECT_BAD_SCHEMA, "a map of channels"},
     };
     drths_wire_rx_t rx[3];
     assert_int_equal(ex_rx(&rx[1], DRTHS_ROLE_NUMERICAL), 0);
@@ -1011,6 +1162,7 @@ int main(void)
         cmocka_unit_test(test_peek_header),
         cmocka_unit_test(test_sample_ticks),
         cmocka_unit_test(test_golden_bytes),
+        cmocka_unit_test(test_payload_is_msgpack_c),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -2,8 +2,8 @@
  * and decode (drths_wire_open: header checks, replay window, ChaCha20-Poly1305, msgpack decode
  * into the zone, schema), for the steady-state COMMAND and FEEDBACK of an experiment: its
  * link.redundancy R (every sample present, offsets drths_wire_offset(0 .. R-1)) and its number
- * of actuator channels, from --experiment FILE (default examples/three-story-elcentro.yaml: of
- * the source tree this program was built in, else the installed one).
+ * of actuator channels, from --experiment FILE (default three-story-elcentro.yaml: the installed
+ * one beside this program's bin/, else the source tree's examples/).
  *
  * Beside each, the floor this code can approach: libsodium's ChaCha20-Poly1305 IETF AEAD alone
  * (the construction protocol/crypto.c implements), one crypto_aead_..._encrypt_detached and one
@@ -57,6 +57,9 @@
 
 #define PROG "drths-bench-codec"
 #define DEFAULT_EXAMPLE "three-story-elcentro.yaml"
+#ifndef DRTHS_SOURCE_EXAMPLES /* set by CMakeLists.txt */
+#define DRTHS_SOURCE_EXAMPLES "examples"
+#endif
 #define MAX_ROUNDS 1000
 #define MAX_BATCH 100000        /* a 4.9 KB datagram buffer per call: at most 490 MB */
 #define MAX_PINGPONG 100000000L /* one double per round trip: at most 800 MB */
@@ -503,44 +506,41 @@ static void usage(FILE *f)
             "per figure, for tools/bench.\n"
             "\n"
             "  --experiment FILE  the experiment whose datagrams to measure (default\n"
-            "                     examples/" DEFAULT_EXAMPLE " of the source tree, else of\n"
-            "                     share/drths/examples where it is installed)\n"
-            "  --rounds N     rounds, 1 to %d (default 201)\n"
-            "  --batch N      calls per round, 1 to %d (default 200)\n"
-            "  --pingpong N   loopback round trips per receiver, 0 for none (default 20000)\n"
-            "  -h, --help     print this help and exit\n"
-            "  --version      print the version and exit\n"
+            "                     " DEFAULT_EXAMPLE " in share/drths/examples beside\n"
+            "                     this program's bin/ where it is installed, else in the\n"
+            "                     source tree's examples/)\n"
+            "  --rounds N         rounds, 1 to %d (default 201)\n"
+            "  --batch N          calls per round, 1 to %d (default 200)\n"
+            "  --pingpong N       loopback round trips per receiver, 0 for none (default 20000)\n"
+            "  -h, --help         print this help and exit\n"
+            "  --version          print the version and exit\n"
             "\n",
             MAX_ROUNDS, MAX_BATCH);
     drths_cli_print_exit_codes(f, "a datagram failed to seal or open, or the loopback failed");
 }
 
-/* The default experiment: examples/ of the source tree when this program runs from a build
- * folder inside it (tools/build, tools/bench), else share/drths/examples where it is installed
- * (cmake/install.cmake: bin/ and share/ side by side, whatever the prefix). 0, or -ENOENT with
- * the places tried in err. */
+/* The default experiment: share/drths/examples where this program is installed
+ * (cmake/install.cmake: bin/ and share/ side by side, whatever the prefix), else examples/ of
+ * the source tree it was built from. 0, or -ENOENT with the places tried in err. */
 static int default_experiment(char *out, size_t cap, drths_error_t *err)
 {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return drths_error_set(err, -ENOENT,
-                               "cannot find this program's folder; give "
-                               "--experiment FILE");
-    exe[n] = '\0';
+    exe[n > 0 ? n : 0] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = '\0';
-    static const char *const rel[] = {"../examples/", "../share/drths/examples/"};
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        int m = snprintf(out, cap, "%s/%s" DEFAULT_EXAMPLE, exe, rel[i]);
-        if (m > 0 && (size_t)m < cap && access(out, R_OK) == 0)
-            return 0;
-    }
+    int m = snprintf(out, cap, "%s/../share/drths/examples/" DEFAULT_EXAMPLE, exe);
+    if (n > 0 && m > 0 && (size_t)m < cap && access(out, R_OK) == 0)
+        return 0;
+    m = snprintf(out, cap, "%s", DRTHS_SOURCE_EXAMPLES "/" DEFAULT_EXAMPLE);
+    if (m > 0 && (size_t)m < cap && access(out, R_OK) == 0)
+        return 0;
     return drths_error_set(err, -ENOENT,
-                           "no default experiment: neither %s/%s" DEFAULT_EXAMPLE
-                           " nor %s/%s" DEFAULT_EXAMPLE " is readable; give --experiment FILE",
-                           exe, rel[0], exe, rel[1]);
+                           "no default experiment: neither %s/../share/drths/examples/"
+                           DEFAULT_EXAMPLE " nor " DRTHS_SOURCE_EXAMPLES "/" DEFAULT_EXAMPLE
+                           " is readable; give --experiment FILE",
+                           exe);
 }
 
 /* R and the channel count of the experiment at path. */
