@@ -536,11 +536,11 @@ static int default_experiment(char *out, size_t cap, drths_error_t *err)
     m = snprintf(out, cap, "%s", DRTHS_SOURCE_EXAMPLES "/" DEFAULT_EXAMPLE);
     if (m > 0 && (size_t)m < cap && access(out, R_OK) == 0)
         return 0;
-    return drths_error_set(err, -ENOENT,
-                           "no default experiment: neither %s/../share/drths/examples/"
-                           DEFAULT_EXAMPLE " nor " DRTHS_SOURCE_EXAMPLES "/" DEFAULT_EXAMPLE
-                           " is readable; give --experiment FILE",
-                           exe);
+    return drths_error_set(
+        err, -ENOENT,
+        "no default experiment: neither %s/../share/drths/examples/" DEFAULT_EXAMPLE
+        " nor " DRTHS_SOURCE_EXAMPLES "/" DEFAULT_EXAMPLE " is readable; give --experiment FILE",
+        exe);
 }
 
 /* R and the channel count of the experiment at path. */
