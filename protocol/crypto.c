@@ -259,14 +259,28 @@ static void aead_tag(uint8_t tag[DRTHS_TAG_BYTES], const uint8_t ks[KS_BYTES], c
     sodium_memzero(&st, sizeof st);
 }
 
+/* out = in XOR ks, eight bytes at a time (out may equal in, so the compiler cannot vectorise a
+ * byte loop by itself; byte by byte this was a seventh of a COMMAND's seal + open). */
+static void xor_bytes(uint8_t *out, const uint8_t *in, const uint8_t *ks, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t a, b;
+        memcpy(&a, in + i, 8);
+        memcpy(&b, ks + i, 8);
+        a ^= b;
+        memcpy(out + i, &a, 8);
+    }
+    for (; i < n; i++)
+        out[i] = in[i] ^ ks[i];
+}
+
 /* out = in XOR the keystream from block 1 on (out may equal in). */
 static void aead_xor(uint8_t *out, const uint8_t *in, size_t len, const uint8_t ks[KS_BYTES],
                      const uint8_t key[DRTHS_KEY_BYTES],
                      const uint8_t nonce[DRTHS_AEAD_NONCE_BYTES])
 {
-    size_t head = len < MSG_HEAD ? len : MSG_HEAD;
-    for (size_t i = 0; i < head; i++)
-        out[i] = in[i] ^ ks[64 + i];
+    xor_bytes(out, in, ks + 64, len < MSG_HEAD ? len : MSG_HEAD);
     if (len > MSG_HEAD)
         crypto_stream_chacha20_ietf_xor_ic(out + MSG_HEAD, in + MSG_HEAD, len - MSG_HEAD, nonce,
                                            KS_BYTES / 64, key);

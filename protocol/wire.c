@@ -401,6 +401,10 @@ size_t drths_wire_max_datagram(drths_msg_type_t type, int n_channels, int r)
 
 /* ---- packing -------------------------------------------------------------------------- */
 
+/* msgpack written straight into the datagram buffer, in the encodings msgpack-c's packer chose
+ * when it wrote here through a callback (PROTOCOL.md: the shortest form of each integer and
+ * length, float64 for every double): the same bytes (unit.wire's golden bytes), without a
+ * callback and a memcpy per element, which were half the cost of sealing a COMMAND at R = 8. */
 typedef struct outbuf {
     uint8_t *p;
     size_t cap;
@@ -408,131 +412,212 @@ typedef struct outbuf {
     bool overflow;
 } outbuf_t;
 
-static int out_write(void *data, const char *b, size_t n)
+/* n bytes to write at, or NULL (and overflow recorded, so no later write fits either). */
+static uint8_t *out_room(outbuf_t *o, size_t n)
 {
-    outbuf_t *o = data;
     if (o->overflow || n > o->cap - o->len) {
         o->overflow = true;
-        return -1;
+        return NULL;
     }
-    memcpy(o->p + o->len, b, n);
+    uint8_t *q = o->p + o->len;
     o->len += n;
-    return 0;
+    return q;
 }
 
-static void pack_str(msgpack_packer *pk, const char *s)
+/* A one-byte tag then v in n big-endian bytes (n = 0: the tag alone). */
+static void w_tagged(outbuf_t *o, uint8_t tag, uint64_t v, int n)
+{
+    uint8_t *q = out_room(o, 1 + (size_t)n);
+    if (!q)
+        return;
+    q[0] = tag;
+    for (int i = n; i >= 1; i--) {
+        q[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static void w_uint(outbuf_t *o, uint64_t v)
+{
+    if (v < 128)
+        w_tagged(o, (uint8_t)v, 0, 0); /* positive fixint */
+    else if (v < 0x100)
+        w_tagged(o, 0xcc, v, 1);
+    else if (v < 0x10000)
+        w_tagged(o, 0xcd, v, 2);
+    else if (v < 0x100000000)
+        w_tagged(o, 0xce, v, 4);
+    else
+        w_tagged(o, 0xcf, v, 8);
+}
+
+/* msgpack-c's msgpack_pack_int64: non-negative values as w_uint, negative ones in the shortest
+ * signed form. */
+static void w_int(outbuf_t *o, int64_t v)
+{
+    if (v >= 0)
+        w_uint(o, (uint64_t)v);
+    else if (v >= -32)
+        w_tagged(o, (uint8_t)v, 0, 0); /* negative fixint */
+    else if (v >= INT8_MIN)
+        w_tagged(o, 0xd0, (uint64_t)v, 1);
+    else if (v >= INT16_MIN)
+        w_tagged(o, 0xd1, (uint64_t)v, 2);
+    else if (v >= INT32_MIN)
+        w_tagged(o, 0xd2, (uint64_t)v, 4);
+    else
+        w_tagged(o, 0xd3, (uint64_t)v, 8);
+}
+
+static void w_double(outbuf_t *o, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    w_tagged(o, 0xcb, bits, 8);
+}
+
+static void w_array(outbuf_t *o, size_t n)
+{
+    if (n < 16)
+        w_tagged(o, (uint8_t)(0x90 | n), 0, 0);
+    else if (n < 0x10000)
+        w_tagged(o, 0xdc, n, 2);
+    else
+        w_tagged(o, 0xdd, n, 4);
+}
+
+static void w_bytes(outbuf_t *o, const void *b, size_t n)
+{
+    uint8_t *q = out_room(o, n);
+    if (q && n > 0)
+        memcpy(q, b, n);
+}
+
+static void w_str(outbuf_t *o, const char *s)
 {
     size_t n = strlen(s);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
+    if (n < 32)
+        w_tagged(o, (uint8_t)(0xa0 | n), 0, 0);
+    else if (n < 0x100)
+        w_tagged(o, 0xd9, n, 1);
+    else if (n < 0x10000)
+        w_tagged(o, 0xda, n, 2);
+    else
+        w_tagged(o, 0xdb, n, 4);
+    w_bytes(o, s, n);
 }
 
-static void pack_bin(msgpack_packer *pk, const uint8_t *b, size_t n)
+static void w_bin(outbuf_t *o, const uint8_t *b, size_t n)
 {
-    msgpack_pack_bin(pk, n);
-    msgpack_pack_bin_body(pk, b, n);
+    if (n < 0x100)
+        w_tagged(o, 0xc4, n, 1);
+    else if (n < 0x10000)
+        w_tagged(o, 0xc5, n, 2);
+    else
+        w_tagged(o, 0xc6, n, 4);
+    w_bytes(o, b, n);
 }
 
 /* Packs the payload; overflow is recorded in the outbuf, so return values need no checks. */
-static void pack_payload(msgpack_packer *pk, const drths_msg_t *m)
+static void pack_payload(outbuf_t *o, const drths_msg_t *m)
 {
     switch (m->type) {
     case DRTHS_MSG_HELLO:
     case DRTHS_MSG_HELLO_ACK: {
         const drths_msg_hello_t *h = &m->u.hello;
-        msgpack_pack_array(pk, HELLO_FIELDS);
-        msgpack_pack_uint64(pk, h->proto_min);
-        msgpack_pack_uint64(pk, h->proto_max);
-        msgpack_pack_uint64(pk, h->role);
-        msgpack_pack_uint64(pk, h->version);
-        msgpack_pack_uint64(pk, h->link);
-        pack_str(pk, h->site);
-        msgpack_pack_double(pk, h->rate_hz);
-        msgpack_pack_uint64(pk, h->n_channels);
-        msgpack_pack_array(pk, h->r);
+        w_array(o, HELLO_FIELDS);
+        w_uint(o, h->proto_min);
+        w_uint(o, h->proto_max);
+        w_uint(o, h->role);
+        w_uint(o, h->version);
+        w_uint(o, h->link);
+        w_str(o, h->site);
+        w_double(o, h->rate_hz);
+        w_uint(o, h->n_channels);
+        w_array(o, h->r);
         for (int k = 0; k < h->r; k++)
-            msgpack_pack_uint64(pk, h->offsets[k]);
-        pack_str(pk, h->units);
-        pack_bin(pk, h->fingerprint, sizeof h->fingerprint);
-        msgpack_pack_array(pk, h->n_sections);
+            w_uint(o, h->offsets[k]);
+        w_str(o, h->units);
+        w_bin(o, h->fingerprint, sizeof h->fingerprint);
+        w_array(o, h->n_sections);
         for (int i = 0; i < h->n_sections; i++) {
-            msgpack_pack_array(pk, 2);
-            pack_str(pk, h->sections[i].name);
-            pack_bin(pk, h->sections[i].hash, DRTHS_WIRE_SECTION_HASH);
+            w_array(o, 2);
+            w_str(o, h->sections[i].name);
+            w_bin(o, h->sections[i].hash, DRTHS_WIRE_SECTION_HASH);
         }
-        pack_str(pk, h->software);
+        w_str(o, h->software);
         break;
     }
     case DRTHS_MSG_PROBE:
     case DRTHS_MSG_PROBE_ECHO: {
         const drths_msg_probe_t *p = &m->u.probe;
         bool echo = m->type == DRTHS_MSG_PROBE_ECHO;
-        msgpack_pack_array(pk, echo ? 3 : 2);
-        msgpack_pack_uint64(pk, p->seq);
-        msgpack_pack_uint64(pk, p->send_time_ns);
+        w_array(o, echo ? 3 : 2);
+        w_uint(o, p->seq);
+        w_uint(o, p->send_time_ns);
         if (echo)
-            msgpack_pack_uint64(pk, p->hold_ns);
+            w_uint(o, p->hold_ns);
         break;
     }
     case DRTHS_MSG_COMMAND: {
         const drths_msg_command_t *c = &m->u.command;
-        msgpack_pack_array(pk, 6);
-        msgpack_pack_uint64(pk, c->loop_delay_ticks);
-        msgpack_pack_uint64(pk, c->n_channels);
-        msgpack_pack_uint64(pk, c->r);
-        msgpack_pack_uint64(pk, c->echo_counter);
-        msgpack_pack_uint64(pk, c->echo_hold_ns);
-        msgpack_pack_array(pk, c->r);
+        w_array(o, 6);
+        w_uint(o, c->loop_delay_ticks);
+        w_uint(o, c->n_channels);
+        w_uint(o, c->r);
+        w_uint(o, c->echo_counter);
+        w_uint(o, c->echo_hold_ns);
+        w_array(o, c->r);
         for (int k = 0; k < c->r; k++) {
-            msgpack_pack_array(pk, c->n_channels);
+            w_array(o, c->n_channels);
             for (int j = 0; j < c->n_channels; j++) {
                 const drths_cmd_channel_t *s = &c->s[k][j];
-                msgpack_pack_array(pk, 4);
-                msgpack_pack_double(pk, s->disp_m);
-                msgpack_pack_double(pk, s->vel_m_s);
-                msgpack_pack_double(pk, s->acc_m_s2);
-                msgpack_pack_double(pk, s->damper_cmd);
+                w_array(o, 4);
+                w_double(o, s->disp_m);
+                w_double(o, s->vel_m_s);
+                w_double(o, s->acc_m_s2);
+                w_double(o, s->damper_cmd);
             }
         }
         break;
     }
     case DRTHS_MSG_FEEDBACK: {
         const drths_msg_feedback_t *f = &m->u.feedback;
-        msgpack_pack_array(pk, 5);
-        msgpack_pack_uint64(pk, f->n_channels);
-        msgpack_pack_uint64(pk, f->r);
-        msgpack_pack_uint64(pk, f->echo_counter);
-        msgpack_pack_uint64(pk, f->echo_hold_ns);
-        msgpack_pack_array(pk, f->r);
+        w_array(o, 5);
+        w_uint(o, f->n_channels);
+        w_uint(o, f->r);
+        w_uint(o, f->echo_counter);
+        w_uint(o, f->echo_hold_ns);
+        w_array(o, f->r);
         for (int k = 0; k < f->r; k++) {
             const drths_fb_sample_t *s = &f->s[k];
-            msgpack_pack_array(pk, 3);
-            msgpack_pack_int64(pk, s->cmd_tick);
-            msgpack_pack_uint64(pk, s->flags);
-            msgpack_pack_array(pk, f->n_channels);
+            w_array(o, 3);
+            w_int(o, s->cmd_tick);
+            w_uint(o, s->flags);
+            w_array(o, f->n_channels);
             for (int j = 0; j < f->n_channels; j++) {
-                msgpack_pack_array(pk, 2);
-                msgpack_pack_double(pk, s->ch[j].force_n);
-                msgpack_pack_double(pk, s->ch[j].disp_m);
+                w_array(o, 2);
+                w_double(o, s->ch[j].force_n);
+                w_double(o, s->ch[j].disp_m);
             }
         }
         break;
     }
     case DRTHS_MSG_EPOCH:
-        msgpack_pack_array(pk, 3);
-        msgpack_pack_uint64(pk, m->u.epoch.new_epoch);
-        msgpack_pack_uint64(pk, m->u.epoch.loop_delay_ticks);
-        msgpack_pack_uint64(pk, m->u.epoch.effective_tick);
+        w_array(o, 3);
+        w_uint(o, m->u.epoch.new_epoch);
+        w_uint(o, m->u.epoch.loop_delay_ticks);
+        w_uint(o, m->u.epoch.effective_tick);
         break;
     case DRTHS_MSG_HEARTBEAT:
-        msgpack_pack_array(pk, 1);
-        msgpack_pack_uint64(pk, m->u.heartbeat.state);
+        w_array(o, 1);
+        w_uint(o, m->u.heartbeat.state);
         break;
     case DRTHS_MSG_STOP:
     case DRTHS_MSG_ABORT:
-        msgpack_pack_array(pk, 2);
-        msgpack_pack_uint64(pk, m->u.stop.reason);
-        pack_str(pk, m->u.stop.text);
+        w_array(o, 2);
+        w_uint(o, m->u.stop.reason);
+        w_str(o, m->u.stop.text);
         break;
     }
 }
@@ -612,9 +697,7 @@ int drths_wire_seal(drths_wire_tx_t *tx, const drths_msg_t *m, uint8_t *buf, siz
     if (eph)
         memcpy(buf + DRTHS_WIRE_HEADER_BYTES, tx->eph_pk, DRTHS_EPH_BYTES);
     outbuf_t o = {.p = buf + pre, .cap = room};
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &o, out_write);
-    pack_payload(&pk, m);
+    pack_payload(&o, m);
     if (o.overflow)
         return -EMSGSIZE;
     if (is_handshake(m->type)) {
@@ -1003,13 +1086,190 @@ static drths_reject_t decode_payload(const msgpack_object *root, drths_msg_t *m)
     }
 }
 
-/* Decrypts with key and decodes. The caller has done the header, session and window checks. */
+/* Decrypts with key. The caller has done the header, session and window checks. */
 static bool try_open(drths_wire_rx_t *rx, const uint8_t *key, const drths_wire_header_t *h,
                      const uint8_t *buf, size_t len)
 {
     size_t pre = prefix_len(h), plen = len - pre - DRTHS_TAG_BYTES;
     return key && drths_crypto_open(key, peer_of(rx->role), h->counter, buf, pre, buf + pre,
                                     plen, buf + len - DRTHS_TAG_BYTES, rx->plain) == 0;
+}
+
+/* Decrypts with key and decodes. The caller has done the header, session and window checks. */
+/* The message's header fields, everything else zero. */
+static void msg_start(drths_msg_t *out, const drths_wire_header_t *h, const uint8_t *buf)
+{
+    memset(out, 0, sizeof *out);
+    out->type = (drths_msg_type_t)h->type;
+    out->epoch = h->epoch;
+    out->tick = h->tick;
+    out->counter = h->counter;
+    out->session_id = h->session_id;
+    if (prefix_len(h) > DRTHS_WIRE_HEADER_BYTES) {
+        out->has_eph = true;
+        memcpy(out->eph, buf + DRTHS_WIRE_HEADER_BYTES, DRTHS_EPH_BYTES);
+    }
+}
+
+/* ---- the fast path of COMMAND and FEEDBACK ------------------------------------------------ */
+
+/* A COMMAND or FEEDBACK read straight from the payload bytes, for the encodings msgpack-c
+ * decodes to what decode_payload accepts: arrays of exactly the expected length (fixarray,
+ * array 16 or array 32), integers as fixints or uint / int 8..64 within the field's range, and
+ * doubles as float64. On anything else (another type or form, a value out of range, bytes
+ * missing or left over) it returns false having decided nothing, and the general path (scan,
+ * the zone, decode_payload) gives the datagram the reason it always got. Where it returns true
+ * the general path would have decoded the same message: scan passes on such bytes, the nesting
+ * is 4 deep, and every value is read as msgpack-c reads it. It exists because the general
+ * path's msgpack_unpack into the zone was more than half of opening a COMMAND at R = 8. */
+typedef struct inbuf {
+    const uint8_t *p;
+    size_t n, i;
+} inbuf_t;
+
+/* The big-endian value of the n bytes after the tag byte, consumed; false if they are not
+ * there. */
+static bool r_be(inbuf_t *in, int n, uint64_t *v)
+{
+    if ((size_t)n > in->n - in->i)
+        return false;
+    *v = get_be(in->p + in->i, n);
+    in->i += (size_t)n;
+    return true;
+}
+
+static bool r_tag(inbuf_t *in, uint8_t *b)
+{
+    if (in->i >= in->n)
+        return false;
+    *b = in->p[in->i++];
+    return true;
+}
+
+static bool r_array(inbuf_t *in, uint64_t n)
+{
+    uint8_t b;
+    uint64_t v;
+    if (!r_tag(in, &b))
+        return false;
+    if (b >= 0x90 && b <= 0x9f)
+        return (uint64_t)(b & 0x0f) == n;
+    if (b == 0xdc || b == 0xdd)
+        return r_be(in, b == 0xdc ? 2 : 4, &v) && v == n;
+    return false;
+}
+
+/* A non-negative integer (positive fixint, uint 8..64, or int 8..64 holding a value >= 0)
+ * or, with sign, also a negative one; *v as msgpack-c gives it (via.u64 / via.i64). */
+static bool r_int(inbuf_t *in, bool sign, uint64_t *v)
+{
+    uint8_t b;
+    if (!r_tag(in, &b))
+        return false;
+    if (b <= 0x7f) {
+        *v = b;
+        return true;
+    }
+    if (b >= 0xe0) { /* negative fixint */
+        *v = (uint64_t)(int64_t)(int8_t)b;
+        return sign;
+    }
+    if (b >= 0xcc && b <= 0xcf)
+        return r_be(in, 1 << (b - 0xcc), v);
+    if (b >= 0xd0 && b <= 0xd3) {
+        int n = 1 << (b - 0xd0);
+        if (!r_be(in, n, v))
+            return false;
+        if (n < 8 && (*v >> (8 * n - 1)) & 1) /* sign-extend */
+            *v |= ~UINT64_C(0) << (8 * n);
+        return sign || (int64_t)*v >= 0;
+    }
+    return false;
+}
+
+static bool r_uint(inbuf_t *in, uint64_t max, uint64_t *v)
+{
+    return r_int(in, false, v) && *v <= max;
+}
+
+static bool r_f64(inbuf_t *in, double *d)
+{
+    uint8_t b;
+    uint64_t bits;
+    if (!r_tag(in, &b) || b != 0xcb || !r_be(in, 8, &bits))
+        return false;
+    memcpy(d, &bits, sizeof *d);
+    return true;
+}
+
+/* n_channels and r in range, as get_shape checks them. */
+static bool r_shape(inbuf_t *in, uint8_t *n, uint8_t *r)
+{
+    uint64_t a, b;
+    if (!r_uint(in, DRTHS_WIRE_MAX_CHANNELS, &a) || a < 1 || !r_uint(in, DRTHS_WIRE_MAX_R, &b) ||
+        b < 1)
+        return false;
+    *n = (uint8_t)a;
+    *r = (uint8_t)b;
+    return true;
+}
+
+static bool fast_command(inbuf_t *in, drths_msg_command_t *cm)
+{
+    uint64_t ld, ec, eh;
+    if (!r_array(in, 6) || !r_uint(in, UINT32_MAX, &ld) || !r_shape(in, &cm->n_channels, &cm->r) ||
+        !r_uint(in, UINT64_MAX, &ec) || !r_uint(in, UINT64_MAX, &eh) || !r_array(in, cm->r))
+        return false;
+    cm->loop_delay_ticks = (uint32_t)ld;
+    cm->echo_counter = ec;
+    cm->echo_hold_ns = eh;
+    for (int k = 0; k < cm->r; k++) {
+        if (!r_array(in, cm->n_channels))
+            return false;
+        for (int j = 0; j < cm->n_channels; j++) {
+            drths_cmd_channel_t *s = &cm->s[k][j];
+            if (!r_array(in, 4) || !r_f64(in, &s->disp_m) || !r_f64(in, &s->vel_m_s) ||
+                !r_f64(in, &s->acc_m_s2) || !r_f64(in, &s->damper_cmd))
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool fast_feedback(inbuf_t *in, drths_msg_feedback_t *f)
+{
+    uint64_t ec, eh;
+    if (!r_array(in, 5) || !r_shape(in, &f->n_channels, &f->r) || !r_uint(in, UINT64_MAX, &ec) ||
+        !r_uint(in, UINT64_MAX, &eh) || !r_array(in, f->r))
+        return false;
+    f->echo_counter = ec;
+    f->echo_hold_ns = eh;
+    for (int k = 0; k < f->r; k++) {
+        drths_fb_sample_t *s = &f->s[k];
+        uint64_t tick, flags;
+        if (!r_array(in, 3) || !r_int(in, true, &tick) || !r_uint(in, UINT8_MAX, &flags) ||
+            !r_array(in, f->n_channels))
+            return false;
+        s->cmd_tick = (int64_t)tick;
+        s->flags = (uint8_t)flags;
+        for (int j = 0; j < f->n_channels; j++)
+            if (!r_array(in, 2) || !r_f64(in, &s->ch[j].force_n) || !r_f64(in, &s->ch[j].disp_m))
+                return false;
+    }
+    return true;
+}
+
+/* True if the payload was a COMMAND or FEEDBACK that this path decoded into out. */
+static bool decode_fast(const uint8_t *p, size_t n, const drths_wire_header_t *h,
+                        const uint8_t *buf, drths_msg_t *out)
+{
+    if (h->type != DRTHS_MSG_COMMAND && h->type != DRTHS_MSG_FEEDBACK)
+        return false;
+    inbuf_t in = {.p = p, .n = n, .i = 0};
+    msg_start(out, h, buf);
+    bool ok = h->type == DRTHS_MSG_COMMAND ? fast_command(&in, &out->u.command)
+                                           : fast_feedback(&in, &out->u.feedback);
+    return ok && in.i == n;
 }
 
 /* Decrypts with key and decodes. The caller has done the header, session and window checks. */
@@ -1025,27 +1285,20 @@ static drths_reject_t open_and_decode(drths_wire_rx_t *rx, const uint8_t *key,
     if (window && drths_replay_update(window, h->counter) != DRTHS_REPLAY_OK)
         return DRTHS_REJECT_REPLAYED;
     rx->plain_len = plen;
-    TRY(scan(rx->plain, plen));
-    memset(out, 0, sizeof *out);
-    out->type = (drths_msg_type_t)h->type;
-    out->epoch = h->epoch;
-    out->tick = h->tick;
-    out->counter = h->counter;
-    out->session_id = h->session_id;
-    if (pre > DRTHS_WIRE_HEADER_BYTES) {
-        out->has_eph = true;
-        memcpy(out->eph, buf + DRTHS_WIRE_HEADER_BYTES, DRTHS_EPH_BYTES);
+    if (!decode_fast(rx->plain, plen, h, buf, out)) {
+        TRY(scan(rx->plain, plen));
+        msg_start(out, h, buf);
+        msgpack_zone_clear(&rx->zone);
+        msgpack_object root;
+        size_t off = 0;
+        msgpack_unpack_return ur =
+            msgpack_unpack((const char *)rx->plain, plen, &off, &rx->zone, &root);
+        if (ur == MSGPACK_UNPACK_EXTRA_BYTES)
+            return DRTHS_REJECT_TRAILING_BYTES;
+        if (ur != MSGPACK_UNPACK_SUCCESS)
+            return DRTHS_REJECT_BAD_PAYLOAD;
+        TRY(decode_payload(&root, out));
     }
-    msgpack_zone_clear(&rx->zone);
-    msgpack_object root;
-    size_t off = 0;
-    msgpack_unpack_return ur =
-        msgpack_unpack((const char *)rx->plain, plen, &off, &rx->zone, &root);
-    if (ur == MSGPACK_UNPACK_EXTRA_BYTES)
-        return DRTHS_REJECT_TRAILING_BYTES;
-    if (ur != MSGPACK_UNPACK_SUCCESS)
-        return DRTHS_REJECT_BAD_PAYLOAD;
-    TRY(decode_payload(&root, out));
     return validate(out);
 }
 

@@ -1,13 +1,15 @@
 /* The drths datagram: header | msgpack payload (encrypted) | 16-byte Poly1305 tag.
  * protocol/PROTOCOL.md is the normative description; this header is its C binding.
  *
- * Sending: drths_wire_seal() validates a drths_msg_t, packs it with a msgpack_packer whose write
- * callback writes straight into the caller's datagram buffer, assigns the next counter and
- * encrypts in place. Receiving: drths_wire_open() runs every check in the order PROTOCOL.md
- * fixes (size, magic, version, type, direction, reserved bits, session, replay window,
- * authentication, window update, msgpack decode into a zone made at init and cleared per
- * datagram, schema, field values) and returns the first failure as a drths_reject_t, so sites
- * count drops by reason (rx->rejects[] counts them already).
+ * Sending: drths_wire_seal() validates a drths_msg_t, writes its msgpack straight into the
+ * caller's datagram buffer (in the encodings msgpack-c's packer chooses), assigns the next
+ * counter and encrypts in place. Receiving: drths_wire_open() runs every check in the order
+ * PROTOCOL.md fixes (size, magic, version, type, direction, reserved bits, session, replay
+ * window, authentication, window update, msgpack decode, schema, field values) and returns the
+ * first failure as a drths_reject_t, so sites count drops by reason (rx->rejects[] counts them
+ * already). A COMMAND or FEEDBACK in the shape this implementation sends is read straight from
+ * the payload; anything else goes through msgpack-c's decoder into a zone made at init and
+ * cleared per datagram, which gives every reject its reason.
  *
  * Ownership: drths_wire_tx_t and drths_wire_rx_t are caller-allocated; _init/_close pairs;
  * _close wipes keys and is safe twice. Datagram buffers and messages belong to the caller; no

@@ -7,11 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sodium.h>
 
 #include "protocol/wire.h"
 #include "wire_examples.h"
 
 #include "alloc_count.h"
+
+/* BLAKE2b-256 of the golden set as sealed by the codec before it was made faster (see
+ * test_golden_bytes). */
+#define GOLDEN_HASH "3653276c99ba0630394df172d1125eacc674c822edbf6693275b12abe60f0b25"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
@@ -79,6 +84,254 @@ static void reset_rx(drths_wire_rx_t *rx)
 static bool zone_intact(const drths_wire_rx_t *rx)
 {
     return rx->zone.chunk_list.head == rx->zone_head0;
+}
+
+/* ---- golden bytes --------------------------------------------------------------------------- */
+
+/* Integers at every msgpack width boundary, and doubles of every kind the wire may carry. */
+static const uint64_t golden_uints[] = {0,
+                                        1,
+                                        127,
+                                        128,
+                                        255,
+                                        256,
+                                        65535,
+                                        65536,
+                                        4294967295u,
+                                        UINT64_C(4294967296),
+                                        UINT64_MAX / 3,
+                                        UINT64_MAX};
+static const int64_t golden_ints[] = {
+    -1, 0, 1, 127, 128, 255, 256, 65535, 65536, 4294967295, INT64_C(4294967296), INT64_MAX};
+static const double golden_doubles[] = {0.0,    -0.0,   1.0, -3.21, 0.0123,        153234.5,
+                                        1e-310, -1e300, 2.5, 0.1,   6.02214076e23, -7.0};
+
+/* COMMAND or FEEDBACK number i of the golden set: shape and values from i. */
+static void golden_msg(drths_msg_type_t t, int i, int r, int n, drths_msg_t *m)
+{
+    const int nu = (int)(sizeof golden_uints / sizeof golden_uints[0]);
+    const int nd = (int)(sizeof golden_doubles / sizeof golden_doubles[0]);
+    memset(m, 0, sizeof *m);
+    m->type = t;
+    m->epoch = (uint32_t)i;
+    m->tick = 100000 + (uint64_t)i;
+    if (t == DRTHS_MSG_COMMAND) {
+        drths_msg_command_t *c = &m->u.command;
+        c->loop_delay_ticks = (uint32_t)golden_uints[i % 9];
+        c->n_channels = (uint8_t)n;
+        c->r = (uint8_t)r;
+        c->echo_counter = golden_uints[(i + 3) % nu];
+        c->echo_hold_ns = golden_uints[(i + 7) % nu];
+        for (int k = 0; k < r; k++)
+            for (int j = 0; j < n; j++) {
+                drths_cmd_channel_t *s = &c->s[k][j];
+                s->disp_m = golden_doubles[(i + k + j) % nd];
+                s->vel_m_s = golden_doubles[(i + 2 * k + j + 1) % nd];
+                s->acc_m_s2 = golden_doubles[(i + 3 * k + j + 2) % nd];
+                s->damper_cmd = golden_doubles[(i + k + 5 * j + 3) % nd];
+            }
+    } else {
+        drths_msg_feedback_t *f = &m->u.feedback;
+        f->n_channels = (uint8_t)n;
+        f->r = (uint8_t)r;
+        f->echo_counter = golden_uints[(i + 5) % nu];
+        f->echo_hold_ns = golden_uints[(i + 2) % nu];
+        for (int k = 0; k < r; k++) {
+            f->s[k].cmd_tick = golden_ints[(i + k) % 12];
+            f->s[k].flags = (uint8_t)((i + k) % 4);
+            for (int j = 0; j < n; j++) {
+                f->s[k].ch[j].force_n = golden_doubles[(i + k + 2 * j) % nd];
+                f->s[k].ch[j].disp_m = golden_doubles[(i + 3 * k + j + 4) % nd];
+            }
+        }
+    }
+}
+
+/* Every datagram of the golden set, sealed in order by one sender per direction of the example
+ * session: COMMAND and FEEDBACK of many shapes and values, then every example message. The
+ * sealing is deterministic (the nonce is the counter), so the bytes are fixed. Calls f on each. */
+static void golden_each(void (*f)(const uint8_t *d, size_t len, const drths_msg_t *m, void *ctx),
+                        void *ctx)
+{
+    static const int rs[] = {1, 2, 4, 8, 16}, ns[] = {1, 2, 3, 8};
+    drths_wire_tx_t ntx, ptx;
+    drths_wire_tx_init(&ntx, DRTHS_ROLE_NUMERICAL, EX_SESSION_ID);
+    drths_wire_tx_init(&ptx, DRTHS_ROLE_PHYSICAL, EX_SESSION_ID);
+    drths_wire_tx_set_keys(&ntx, &keys);
+    drths_wire_tx_set_keys(&ptx, &keys);
+    drths_wire_tx_set_handshake(&ntx, exk.hello_key, exk.en_pk);
+    drths_wire_tx_set_handshake(&ptx, exk.ack_key, exk.ep_pk);
+    static drths_msg_t m;
+    static uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    int i = 0;
+    for (size_t a = 0; a < sizeof rs / sizeof rs[0]; a++)
+        for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++)
+            for (int rep = 0; rep < 3; rep++, i++)
+                for (int t = DRTHS_MSG_COMMAND; t <= DRTHS_MSG_FEEDBACK; t++) {
+                    size_t len = 0;
+                    golden_msg((drths_msg_type_t)t, i, rs[a], ns[b], &m);
+                    drths_wire_tx_t *tx = t == DRTHS_MSG_COMMAND ? &ntx : &ptx;
+                    assert_int_equal(drths_wire_seal(tx, &m, buf, sizeof buf, &len), 0);
+                    f(buf, len, &m, ctx);
+                }
+    for (int t = 1; t <= DRTHS_MSG_TYPE_MAX; t++) {
+        size_t len = 0;
+        ex_msg((drths_msg_type_t)t, &m);
+        drths_wire_tx_t *tx = drths_wire_role_sends(DRTHS_ROLE_NUMERICAL, t) ? &ntx : &ptx;
+        assert_int_equal(drths_wire_seal(tx, &m, buf, sizeof buf, &len), 0);
+        f(buf, len, &m, ctx);
+    }
+    drths_wire_tx_close(&ntx);
+    drths_wire_tx_close(&ptx);
+}
+
+static void golden_hash_one(const uint8_t *d, size_t len, const drths_msg_t *m, void *ctx)
+{
+    (void)m;
+    uint8_t l[2] = {(uint8_t)(len >> 8), (uint8_t)len};
+    crypto_generichash_update(ctx, l, 2);
+    crypto_generichash_update(ctx, d, len);
+}
+
+/* The sealed bytes of the golden set are those this implementation has always sent: BLAKE2b-256
+ * of (u16be length || datagram) over the set, recorded before the codec was made faster. A
+ * change to the encoder or to the AEAD that alters one byte of one datagram fails here. */
+static void test_golden_bytes(void **state)
+{
+    (void)state;
+    crypto_generichash_state st;
+    uint8_t h[32];
+    char hex[65];
+    crypto_generichash_init(&st, NULL, 0, sizeof h);
+    golden_each(golden_hash_one, &st);
+    crypto_generichash_final(&st, h, sizeof h);
+    sodium_bin2hex(hex, sizeof hex, h, sizeof h);
+    assert_string_equal(hex, GOLDEN_HASH);
+}
+
+/* msgpack-c's packer, as wire.c used it before it wrote msgpack itself: the reference for
+ * COMMAND, FEEDBACK, STOP and ABORT payloads. */
+static bool ref_payload(const drths_msg_t *m, msgpack_sbuffer *sb)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    switch (m->type) {
+    case DRTHS_MSG_COMMAND: {
+        const drths_msg_command_t *c = &m->u.command;
+        msgpack_pack_array(&pk, 6);
+        msgpack_pack_uint64(&pk, c->loop_delay_ticks);
+        msgpack_pack_uint64(&pk, c->n_channels);
+        msgpack_pack_uint64(&pk, c->r);
+        msgpack_pack_uint64(&pk, c->echo_counter);
+        msgpack_pack_uint64(&pk, c->echo_hold_ns);
+        msgpack_pack_array(&pk, c->r);
+        for (int k = 0; k < c->r; k++) {
+            msgpack_pack_array(&pk, c->n_channels);
+            for (int j = 0; j < c->n_channels; j++) {
+                msgpack_pack_array(&pk, 4);
+                msgpack_pack_double(&pk, c->s[k][j].disp_m);
+                msgpack_pack_double(&pk, c->s[k][j].vel_m_s);
+                msgpack_pack_double(&pk, c->s[k][j].acc_m_s2);
+                msgpack_pack_double(&pk, c->s[k][j].damper_cmd);
+            }
+        }
+        return true;
+    }
+    case DRTHS_MSG_FEEDBACK: {
+        const drths_msg_feedback_t *f = &m->u.feedback;
+        msgpack_pack_array(&pk, 5);
+        msgpack_pack_uint64(&pk, f->n_channels);
+        msgpack_pack_uint64(&pk, f->r);
+        msgpack_pack_uint64(&pk, f->echo_counter);
+        msgpack_pack_uint64(&pk, f->echo_hold_ns);
+        msgpack_pack_array(&pk, f->r);
+        for (int k = 0; k < f->r; k++) {
+            msgpack_pack_array(&pk, 3);
+            msgpack_pack_int64(&pk, f->s[k].cmd_tick);
+            msgpack_pack_uint64(&pk, f->s[k].flags);
+            msgpack_pack_array(&pk, f->n_channels);
+            for (int j = 0; j < f->n_channels; j++) {
+                msgpack_pack_array(&pk, 2);
+                msgpack_pack_double(&pk, f->s[k].ch[j].force_n);
+                msgpack_pack_double(&pk, f->s[k].ch[j].disp_m);
+            }
+        }
+        return true;
+    }
+    case DRTHS_MSG_STOP:
+    case DRTHS_MSG_ABORT: {
+        size_t n = strlen(m->u.stop.text);
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_uint64(&pk, m->u.stop.reason);
+        msgpack_pack_str(&pk, n);
+        msgpack_pack_str_body(&pk, m->u.stop.text, n);
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+typedef struct ref_ctx {
+    drths_wire_rx_t rx[3]; /* by role */
+    int compared;
+} ref_ctx_t;
+
+/* Opens the datagram and, for the types ref_payload knows, compares its plaintext payload with
+ * msgpack-c's packing of the message and the decoded message with the one sealed. */
+static void ref_check(const uint8_t *d, size_t len, const drths_msg_t *m, void *arg)
+{
+    ref_ctx_t *c = arg;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    if (ref_payload(m, &sb)) {
+        drths_wire_rx_t *rx = &c->rx[other(drths_wire_role_sends(DRTHS_ROLE_NUMERICAL, m->type)
+                                               ? DRTHS_ROLE_NUMERICAL
+                                               : DRTHS_ROLE_PHYSICAL)];
+        static drths_msg_t out;
+        assert_int_equal(drths_wire_open(rx, d, len, &out), DRTHS_REJECT_OK);
+        assert_int_equal(rx->plain_len, sb.size);
+        assert_memory_equal(rx->plain, sb.data, sb.size);
+        if (m->type == DRTHS_MSG_COMMAND)
+            assert_memory_equal(&out.u.command, &m->u.command, sizeof m->u.command);
+        if (m->type == DRTHS_MSG_FEEDBACK)
+            assert_memory_equal(&out.u.feedback, &m->u.feedback, sizeof m->u.feedback);
+        c->compared++;
+    }
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* The payloads wire.c writes are those msgpack-c's packer writes, integer widths, string
+ * lengths (a STOP text of every length up to the limit: fixstr and str 8) and all; COMMAND
+ * and FEEDBACK decode (the fast path) to the message sealed. */
+static void test_payload_is_msgpack_c(void **state)
+{
+    (void)state;
+    static ref_ctx_t c;
+    assert_int_equal(ex_rx(&c.rx[DRTHS_ROLE_NUMERICAL], DRTHS_ROLE_NUMERICAL), 0);
+    assert_int_equal(ex_rx(&c.rx[DRTHS_ROLE_PHYSICAL], DRTHS_ROLE_PHYSICAL), 0);
+    golden_each(ref_check, &c);
+    assert_true(c.compared >= 120);
+
+    reset_rx(&c.rx[DRTHS_ROLE_PHYSICAL]); /* the counters start again at 1 */
+    drths_wire_tx_t tx;
+    drths_wire_tx_init(&tx, DRTHS_ROLE_NUMERICAL, EX_SESSION_ID);
+    drths_wire_tx_set_keys(&tx, &keys);
+    static drths_msg_t m;
+    static uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
+    for (int n = 0; n <= DRTHS_WIRE_MAX_TEXT; n++) {
+        memset(&m, 0, sizeof m);
+        m.type = DRTHS_MSG_STOP;
+        m.u.stop.reason = (uint8_t)(n % 14);
+        for (int i = 0; i < n; i++)
+            m.u.stop.text[i] = (char)('a' + i % 26);
+        size_t len = 0;
+        assert_int_equal(drths_wire_seal(&tx, &m, buf, sizeof buf, &len), 0);
+        ref_check(buf, len, &m, &c);
+    }
+    drths_wire_tx_close(&tx);
+    drths_wire_rx_close(&c.rx[DRTHS_ROLE_NUMERICAL]);
+    drths_wire_rx_close(&c.rx[DRTHS_ROLE_PHYSICAL]);
 }
 
 /* ---- tests ------------------------------------------------------------------------------- */
@@ -390,6 +643,32 @@ static void test_payload_reasons(void **state)
          "NaN displacement"},
         {DRTHS_MSG_FEEDBACK, 5, "95 01 01 00 00 91 93 05 03 92 92" F1 F1 "92" F1 F1,
          DRTHS_REJECT_BAD_SCHEMA, "two channels, n = 1"},
+        /* The edges of the COMMAND / FEEDBACK fast path (wire.c decode_fast): what it does not
+         * take goes to the general path and gets the reason it always got. */
+        {DRTHS_MSG_COMMAND, 0, "dc0006 05 01 01 00 00 91 91 94" F1 F1 F1 F1, DRTHS_REJECT_OK,
+         "array 16"},
+        {DRTHS_MSG_COMMAND, 0, "96 d005 d001 d10001 00 00 91 91 94" F1 F1 F1 F1, DRTHS_REJECT_OK,
+         "int 8/16 holding L, n, r"},
+        {DRTHS_MSG_COMMAND, 0, "96 d0ff 01 01 00 00 91 91 94" F1 F1 F1 F1, DRTHS_REJECT_BAD_FIELD,
+         "L -1"},
+        {DRTHS_MSG_COMMAND, 0, "96 05 01 01 00 00 91 91 94" F1 F1 F1 "c0", DRTHS_REJECT_BAD_SCHEMA,
+         "nil where float"},
+        {DRTHS_MSG_COMMAND, 0, "96 05 01 01 00 00 91 91 94" F1 F1 F1 F1 "00",
+         DRTHS_REJECT_TRAILING_BYTES, "one byte after a COMMAND"},
+        {DRTHS_MSG_COMMAND, 0, "96 05 01 01 00 00 91 91 94" F1 F1 F1 "cb3ff00000000000",
+         DRTHS_REJECT_BAD_PAYLOAD, "last float cut short"},
+        {DRTHS_MSG_COMMAND, 0,
+         "96 9191919191919191919191919191919191919191919191919191919191919191"
+         "9191919191 05 01 01 00 00 91 91 94" F1 F1 F1 F1,
+         DRTHS_REJECT_BAD_PAYLOAD, "L nested 38 deep"},
+        {DRTHS_MSG_FEEDBACK, 5, "95 01 01 00 00 91 93 d3ffffffffffffffff 00 91 92" F1 F1,
+         DRTHS_REJECT_OK, "cmd_tick -1 as int 64"},
+        {DRTHS_MSG_FEEDBACK, 5, "95 01 01 00 00 91 93 cf8000000000000000 00 91 92" F1 F1,
+         DRTHS_REJECT_BAD_FIELD, "cmd_tick 2^63"},
+        {DRTHS_MSG_FEEDBACK, 5, "95 01 01 00 00 91 93 05 d0ff 91 92" F1 F1, DRTHS_REJECT_BAD_FIELD,
+         "flags -1"},
+        {DRTHS_MSG_FEEDBACK, 5, "95 01 01 00 00 91 93 05 00 81 92" F1 F1 "00",
+         DRTHS_REJECT_BAD_SCHEMA, "a map of channels"},
     };
     drths_wire_rx_t rx[3];
     assert_int_equal(ex_rx(&rx[1], DRTHS_ROLE_NUMERICAL), 0);
@@ -882,6 +1161,8 @@ int main(void)
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_peek_header),
         cmocka_unit_test(test_sample_ticks),
+        cmocka_unit_test(test_golden_bytes),
+        cmocka_unit_test(test_payload_is_msgpack_c),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

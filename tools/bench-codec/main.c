@@ -1,10 +1,22 @@
 /* drths-bench-codec: nanoseconds per datagram to encode and seal (drths_wire_seal) and to open
  * and decode (drths_wire_open: header checks, replay window, ChaCha20-Poly1305, msgpack decode
- * into the zone, schema), for a COMMAND and a FEEDBACK with 1 channel and R = 4 samples, the
- * steady-state datagrams of the default experiment.
+ * into the zone, schema), for the steady-state COMMAND and FEEDBACK of an experiment: its
+ * link.redundancy R (every sample present, offsets drths_wire_offset(0 .. R-1)) and its number
+ * of actuator channels, from --experiment FILE (default three-story-elcentro.yaml: the installed
+ * one beside this program's bin/, else the source tree's examples/).
+ *
+ * Beside each, the floor this code can approach: libsodium's ChaCha20-Poly1305 IETF AEAD alone
+ * (the construction protocol/crypto.c implements), one crypto_aead_..._encrypt_detached and one
+ * ..._decrypt_detached call on the same bytes (the header as associated data, the payload as
+ * message), timed the same way in the same run. Their ratio is what to compare across runs: both
+ * move together with the machine's load.
  *
  * Each figure is the median over --rounds rounds of the mean time of --batch calls (one clock
- * read per batch, so the clock's own cost does not count).
+ * read per batch, so the clock's own cost hardly counts). The batches are short (20 datagrams,
+ * about 25 us): on a machine shared with other work the kernel switched this thread out about
+ * every 90 us (11 000 context switches a second, measured with perf stat), and batches of 200
+ * were mostly interrupted, so their median measured the other work too; most short batches run
+ * through, and the median is theirs.
  *
  * Then the software latency on loopback (--pingpong N round trips): one thread plays the
  * actuator site (seal a FEEDBACK, sendmsg to 127.0.0.1), another the numerical site (blocking
@@ -17,22 +29,29 @@
  * sleeps, the kernel wakes it) and spinning on a non-blocking recv (busy-poll).
  *
  * Output, for tools/bench:
- *   codec type=COMMAND bytes=.. seal_ns=.. open_ns=.. total_ns=..
+ *   experiment path=.. r=.. channels=..
+ *   codec type=COMMAND bytes=.. seal_ns=.. open_ns=.. total_ns=.. aead_seal_ns=.. aead_open_ns=..
+ *         aead_total_ns=.. ratio=..   (ratio: median over the rounds of the round's codec
+ *         seal + open time over its AEAD-alone seal + open time)
  *   latency mode=blocking|busy-poll round_trips=.. p50_us=.. p99_us=.. max_us=.. sched_fifo=0|1
  *           dma_latency_0=0|1
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <sodium.h>
+
+#include "common/config/config.h"
 #include "common/platform/cli.h"
 #include "common/platform/rt.h"
 #include "common/platform/rtclock.h"
@@ -41,45 +60,104 @@
 #include "protocol/wire.h"
 
 #define PROG "drths-bench-codec"
+#define DEFAULT_EXAMPLE "three-story-elcentro.yaml"
+#ifndef DRTHS_SOURCE_EXAMPLES /* set by CMakeLists.txt */
+#define DRTHS_SOURCE_EXAMPLES "examples"
+#endif
 #define MAX_ROUNDS 1000
 #define MAX_BATCH 100000        /* a 4.9 KB datagram buffer per call: at most 490 MB */
 #define MAX_PINGPONG 100000000L /* one double per round trip: at most 800 MB */
 
-static void fill(drths_msg_t *m, drths_msg_type_t type)
+/* The shape of the steady-state datagrams: samples per datagram and channels. */
+typedef struct shape {
+    int r, channels;
+} shape_t;
+
+/* A steady-state message of a run 30 s in at 5 kHz: every one of the r samples present, counters
+ * and ticks at their 32-bit msgpack encoding, as most of a run's datagrams carry them. */
+static void fill(drths_msg_t *m, drths_msg_type_t type, shape_t sh)
 {
     memset(m, 0, sizeof *m);
     m->type = type;
     m->epoch = 1;
-    m->tick = 123456;
+    m->tick = 150000;
     if (type == DRTHS_MSG_COMMAND) {
         drths_msg_command_t *c = &m->u.command;
         c->loop_delay_ticks = 25;
-        c->n_channels = 1;
-        c->r = 4;
-        c->echo_counter = 123400;
-        c->echo_hold_ns = 41234;
-        for (int k = 0; k < 4; k++) {
-            c->s[k][0].disp_m = 0.0123 - 1e-5 * k;
-            c->s[k][0].vel_m_s = 0.2345 + 1e-4 * k;
-            c->s[k][0].acc_m_s2 = -3.21 + 0.01 * k;
-            c->s[k][0].damper_cmd = 2.5;
-        }
+        c->n_channels = (uint8_t)sh.channels;
+        c->r = (uint8_t)sh.r;
+        c->echo_counter = 149970;
+        c->echo_hold_ns = 71234;
+        for (int k = 0; k < sh.r; k++)
+            for (int j = 0; j < sh.channels; j++) {
+                drths_cmd_channel_t *s = &c->s[k][j];
+                s->disp_m = 0.0123 - 1e-5 * k + 1e-3 * j;
+                s->vel_m_s = 0.2345 + 1e-4 * k;
+                s->acc_m_s2 = -3.21 + 0.01 * k;
+                s->damper_cmd = 2.5;
+            }
     } else {
         drths_msg_feedback_t *f = &m->u.feedback;
-        f->n_channels = 1;
-        f->r = 4;
-        f->echo_counter = 123400;
-        f->echo_hold_ns = 35123;
-        for (int k = 0; k < 4; k++) {
-            f->s[k].cmd_tick = 123456 - k;
-            f->s[k].ch[0].force_n = 153234.5 - 10.0 * k;
-            f->s[k].ch[0].disp_m = 0.0121 - 1e-5 * k;
+        f->n_channels = (uint8_t)sh.channels;
+        f->r = (uint8_t)sh.r;
+        f->echo_counter = 149970;
+        f->echo_hold_ns = 65123;
+        for (int k = 0; k < sh.r; k++) {
+            f->s[k].cmd_tick = (int64_t)drths_wire_sample_tick(m->tick, k) - 25;
+            for (int j = 0; j < sh.channels; j++) {
+                f->s[k].ch[j].force_n = 153234.5 - 10.0 * k + j;
+                f->s[k].ch[j].disp_m = 0.0121 - 1e-5 * k;
+            }
         }
     }
 }
 
-/* Seals batch datagrams (each with its own counter, as in a run) into bufs, then opens them. */
-static int bench(drths_msg_type_t type, int rounds, int batch)
+static double median(double *x, int n)
+{
+    drths_sort_double(x, (size_t)n);
+    return x[n / 2];
+}
+
+/* libsodium's ChaCha20-Poly1305 IETF alone on datagrams of len bytes (pre bytes of header as
+ * associated data, the payload as message, the tag after it), in place as drths_wire_seal and
+ * drths_wire_open work: a batch of seals, each with its own nonce, then the batch opened. */
+typedef struct aead_bench {
+    uint8_t key[crypto_aead_chacha20poly1305_ietf_KEYBYTES];
+    size_t pre, plen;
+    uint64_t counter;
+} aead_bench_t;
+
+static int aead_round(aead_bench_t *a, uint8_t (*bufs)[DRTHS_WIRE_MAX_DATAGRAM], int batch,
+                      double *seal, double *open)
+{
+    uint8_t nonce[DRTHS_AEAD_NONCE_BYTES];
+    uint64_t first = a->counter;
+    size_t pre = a->pre, plen = a->plen;
+    int bad = 0;
+    int64_t t0 = drths_now_ns();
+    for (int b = 0; b < batch; b++) {
+        uint8_t *d = bufs[b];
+        drths_crypto_nonce(nonce, DRTHS_ROLE_NUMERICAL, a->counter++);
+        crypto_aead_chacha20poly1305_ietf_encrypt_detached(d + pre, d + pre + plen, NULL, d + pre,
+                                                           plen, d, pre, NULL, nonce, a->key);
+    }
+    int64_t t1 = drths_now_ns();
+    for (int b = 0; b < batch; b++) {
+        uint8_t *d = bufs[b];
+        drths_crypto_nonce(nonce, DRTHS_ROLE_NUMERICAL, first + (uint64_t)b);
+        bad |= crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+            d + pre, NULL, d + pre, plen, d + pre + plen, d, pre, nonce, a->key);
+    }
+    int64_t t2 = drths_now_ns();
+    *seal = (double)(t1 - t0) / batch;
+    *open = (double)(t2 - t1) / batch;
+    return bad;
+}
+
+/* Each round seals a batch of datagrams (each with its own counter, as in a run) and opens
+ * them, then does the same with the AEAD alone on as many bytes, so that both figures of a
+ * round see the same load; the ratio is taken per round, then its median. */
+static int bench(drths_msg_type_t type, shape_t sh, int rounds, int batch)
 {
     uint8_t psk[DRTHS_KEY_BYTES], dh[DRTHS_KEY_BYTES], th[DRTHS_KEY_BYTES];
     for (size_t i = 0; i < sizeof psk; i++)
@@ -94,23 +172,25 @@ static int bench(drths_msg_type_t type, int rounds, int batch)
     drths_wire_tx_t tx;
     drths_wire_rx_t rx;
     drths_error_t err;
-    if (drths_wire_tx_init(&tx, sender, sid) ||
-        drths_wire_rx_init(&rx, receiver, psk, &err)) {
+    if (drths_wire_tx_init(&tx, sender, sid) || drths_wire_rx_init(&rx, receiver, psk, &err)) {
         fprintf(stderr, PROG ": init failed\n");
         return 1;
     }
     drths_wire_tx_set_keys(&tx, &keys);
     drths_wire_rx_start(&rx, sid);
     drths_wire_rx_set_keys(&rx, &keys);
-    drths_msg_t m, out;
-    fill(&m, type);
-    uint8_t(*bufs)[DRTHS_WIRE_MAX_DATAGRAM] = malloc((size_t)batch * sizeof *bufs);
+    static drths_msg_t m, out;
+    fill(&m, type, sh);
+    uint8_t(*bufs)[DRTHS_WIRE_MAX_DATAGRAM] = calloc((size_t)batch, sizeof *bufs);
     size_t *lens = malloc((size_t)batch * sizeof *lens);
-    double seal[MAX_ROUNDS], open[MAX_ROUNDS];
+    static double seal[MAX_ROUNDS], open[MAX_ROUNDS], aseal[MAX_ROUNDS], aopen[MAX_ROUNDS],
+        ratio[MAX_ROUNDS];
     if (!bufs || !lens)
         return 1;
+    aead_bench_t a = {.pre = DRTHS_WIRE_HEADER_BYTES, .counter = 1};
+    memset(a.key, 0x5a, sizeof a.key);
     int bad = 0;
-    for (int r = 0; r < rounds; r++) {
+    for (int r = 0; r < rounds && !bad; r++) {
         int64_t t0 = drths_now_ns();
         for (int b = 0; b < batch; b++) {
             m.tick++;
@@ -122,19 +202,23 @@ static int bench(drths_msg_type_t type, int rounds, int batch)
         int64_t t2 = drths_now_ns();
         seal[r] = (double)(t1 - t0) / batch;
         open[r] = (double)(t2 - t1) / batch;
+        a.plen = lens[0] - a.pre - DRTHS_TAG_BYTES;
+        bad |= aead_round(&a, bufs, batch, &aseal[r], &aopen[r]);
+        ratio[r] = (seal[r] + open[r]) / (aseal[r] + aopen[r]);
     }
+    size_t len = lens[0];
+    free(bufs), free(lens);
+    drths_wire_tx_close(&tx);
+    drths_wire_rx_close(&rx);
     if (bad) {
         fprintf(stderr, PROG ": a datagram failed to seal or open\n");
         return 1;
     }
-    drths_sort_double(seal, (size_t)rounds);
-    drths_sort_double(open, (size_t)rounds);
-    double s = seal[rounds / 2], o = open[rounds / 2];
-    printf("codec type=%s bytes=%zu seal_ns=%.0f open_ns=%.0f total_ns=%.0f\n",
-           drths_msg_type_name(type), lens[0], s, o, s + o);
-    free(bufs), free(lens);
-    drths_wire_tx_close(&tx);
-    drths_wire_rx_close(&rx);
+    double s = median(seal, rounds), o = median(open, rounds);
+    double as = median(aseal, rounds), ao = median(aopen, rounds);
+    printf("codec type=%s bytes=%zu seal_ns=%.0f open_ns=%.0f total_ns=%.0f aead_seal_ns=%.0f "
+           "aead_open_ns=%.0f aead_total_ns=%.0f ratio=%.2f\n",
+           drths_msg_type_name(type), len, s, o, s + o, as, ao, as + ao, median(ratio, rounds));
     return 0;
 }
 
@@ -264,6 +348,7 @@ typedef struct peer {
     int busy;
     struct sockaddr_in to;
     long n;
+    shape_t shape;
     int rc;
 } peer_t;
 
@@ -319,7 +404,7 @@ static void *echo_thread(void *arg)
     if (pp_open(DRTHS_ROLE_NUMERICAL, &tx, &rx))
         return NULL;
     drths_msg_t in, out;
-    fill(&out, DRTHS_MSG_COMMAND);
+    fill(&out, DRTHS_MSG_COMMAND, p->shape);
     uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
     for (long i = 0; i < p->n; i++) {
         ssize_t r = rx_wait(p->fd, buf, sizeof buf, p->busy);
@@ -356,7 +441,7 @@ static int udp_socket(struct sockaddr_in *addr)
     return fd;
 }
 
-static int pingpong(long n, int busy, int dma)
+static int pingpong(long n, int busy, int dma, shape_t sh)
 {
     struct sockaddr_in a_addr, b_addr;
     int a = udp_socket(&a_addr), b = udp_socket(&b_addr);
@@ -365,7 +450,7 @@ static int pingpong(long n, int busy, int dma)
         fprintf(stderr, PROG ": loopback sockets: %s\n", strerror(errno));
         return 1;
     }
-    peer_t p = {.fd = b, .busy = busy, .to = a_addr, .n = n, .rc = 0};
+    peer_t p = {.fd = b, .busy = busy, .to = a_addr, .n = n, .shape = sh, .rc = 0};
     pthread_t th;
     if (pthread_create(&th, NULL, echo_thread, &p)) {
         fprintf(stderr, PROG ": cannot start the echo thread\n");
@@ -377,7 +462,7 @@ static int pingpong(long n, int busy, int dma)
     if (pp_open(DRTHS_ROLE_PHYSICAL, &tx, &rx))
         return 1;
     drths_msg_t fb, in;
-    fill(&fb, DRTHS_MSG_FEEDBACK);
+    fill(&fb, DRTHS_MSG_FEEDBACK, sh);
     uint8_t buf[DRTHS_WIRE_MAX_DATAGRAM];
     long done = 0;
     for (long i = 0; i < n; i++) {
@@ -413,39 +498,95 @@ static int pingpong(long n, int busy, int dma)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: " PROG " [--rounds N] [--batch N] [--pingpong N]\n"
-               "Nanoseconds per datagram to seal and to open (the median over the rounds of the\n"
-               "mean of a batch of calls), the whole handshake (X25519 at both ends) and the cost\n"
-               "of rejecting a forged HELLO (authenticated, or dropped on its header), then the\n"
-               "FEEDBACK-to-COMMAND latency through loopback\n"
-               "sockets, with a blocking and with a busy-polling receiver. One \"key=value\" line\n"
-               "per figure, for tools/bench.\n"
-               "\n"
-               "  --rounds N     rounds, 1 to %d (default 201)\n"
-               "  --batch N      calls per round, 1 to %d (default 200)\n"
-               "  --pingpong N   loopback round trips per receiver, 0 for none (default 20000)\n"
-               "  -h, --help     print this help and exit\n"
-               "  --version      print the version and exit\n"
-               "\n",
+    fprintf(f,
+            "usage: " PROG " [--experiment FILE] [--rounds N] [--batch N] [--pingpong N]\n"
+            "Nanoseconds per datagram to seal and to open the steady-state COMMAND and\n"
+            "FEEDBACK of an experiment (its link.redundancy and actuator channels), beside\n"
+            "libsodium's ChaCha20-Poly1305 alone on the same bytes (the floor), each the\n"
+            "median over the rounds of the mean of a batch of calls; the whole handshake\n"
+            "(X25519 at both ends) and the cost of rejecting a forged HELLO (authenticated,\n"
+            "or dropped on its header); then the FEEDBACK-to-COMMAND latency through loopback\n"
+            "sockets, with a blocking and with a busy-polling receiver. One \"key=value\" line\n"
+            "per figure, for tools/bench.\n"
+            "\n"
+            "  --experiment FILE  the experiment whose datagrams to measure (default\n"
+            "                     " DEFAULT_EXAMPLE " in share/drths/examples beside\n"
+            "                     this program's bin/ where it is installed, else in the\n"
+            "                     source tree's examples/)\n"
+            "  --rounds N         rounds, 1 to %d (default 1000)\n"
+            "  --batch N          calls per round, 1 to %d (default 20)\n"
+            "  --pingpong N       loopback round trips per receiver, 0 for none (default 20000)\n"
+            "  -h, --help         print this help and exit\n"
+            "  --version          print the version and exit\n"
+            "\n",
             MAX_ROUNDS, MAX_BATCH);
     drths_cli_print_exit_codes(f, "a datagram failed to seal or open, or the loopback failed");
 }
 
+/* The default experiment: share/drths/examples where this program is installed
+ * (cmake/install.cmake: bin/ and share/ side by side, whatever the prefix), else examples/ of
+ * the source tree it was built from. 0, or -ENOENT with the places tried in err. */
+static int default_experiment(char *out, size_t cap, drths_error_t *err)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    int m = snprintf(out, cap, "%s/../share/drths/examples/" DEFAULT_EXAMPLE, exe);
+    if (n > 0 && m > 0 && (size_t)m < cap && access(out, R_OK) == 0)
+        return 0;
+    m = snprintf(out, cap, "%s", DRTHS_SOURCE_EXAMPLES "/" DEFAULT_EXAMPLE);
+    if (m > 0 && (size_t)m < cap && access(out, R_OK) == 0)
+        return 0;
+    return drths_error_set(
+        err, -ENOENT,
+        "no default experiment: neither %s/../share/drths/examples/" DEFAULT_EXAMPLE
+        " nor " DRTHS_SOURCE_EXAMPLES "/" DEFAULT_EXAMPLE " is readable; give --experiment FILE",
+        exe);
+}
+
+/* R and the channel count of the experiment at path. */
+static int experiment_shape(const char *path, shape_t *sh, drths_error_t *err)
+{
+    drths_experiment_t exp;
+    int rc = drths_experiment_load(&exp, path, err);
+    if (rc != 0)
+        return rc;
+    sh->r = exp.link.redundancy;
+    sh->channels = drths_experiment_n_actuators(&exp);
+    drths_experiment_close(&exp);
+    if (sh->r < 1 || sh->r > DRTHS_WIRE_MAX_R || sh->channels < 1 ||
+        sh->channels > DRTHS_WIRE_MAX_CHANNELS)
+        return drths_error_set(err, -EINVAL,
+                               "%s: redundancy %d and %d channels: the wire "
+                               "carries 1 to %d samples of 1 to %d channels",
+                               path, sh->r, sh->channels, DRTHS_WIRE_MAX_R,
+                               DRTHS_WIRE_MAX_CHANNELS);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    enum { OPT_ROUNDS = 1, OPT_BATCH, OPT_PINGPONG };
+    enum { OPT_ROUNDS = 1, OPT_BATCH, OPT_PINGPONG, OPT_EXPERIMENT };
     static const struct option opts[] = {
+        {"experiment", required_argument, NULL, OPT_EXPERIMENT},
         {"rounds", required_argument, NULL, OPT_ROUNDS},
         {"batch", required_argument, NULL, OPT_BATCH},
         {"pingpong", required_argument, NULL, OPT_PINGPONG},
         DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
-    long rounds = 201, batch = 200, pp = 20000;
+    long rounds = 1000, batch = 20, pp = 20000;
+    const char *experiment = NULL;
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
+        case OPT_EXPERIMENT:
+            experiment = optarg;
+            break;
         case OPT_ROUNDS:
             if (drths_cli_long(PROG, "--rounds", optarg, 1, MAX_ROUNDS, &rounds) != 0)
                 return DRTHS_EXIT_USAGE;
@@ -466,13 +607,34 @@ int main(int argc, char **argv)
         return drths_cli_unexpected_argument(PROG, argv[optind]);
     if (drths_crypto_init() != 0)
         return drths_cli_error(PROG, "libsodium failed to initialise");
-    if (bench(DRTHS_MSG_COMMAND, (int)rounds, (int)batch) ||
-        bench(DRTHS_MSG_FEEDBACK, (int)rounds, (int)batch) || bench_handshake((int)rounds))
+    char path[PATH_MAX];
+    drths_error_t err;
+    shape_t sh;
+    if (!experiment && default_experiment(path, sizeof path, &err) == 0)
+        experiment = path;
+    if (!experiment || experiment_shape(experiment, &sh, &err) != 0)
+        return drths_cli_error(PROG, "%s", err.msg);
+    printf("experiment path=%s r=%d channels=%d\n", experiment, sh.r, sh.channels);
+    fflush(stdout);
+    char loadavg[32] = "unknown";
+    FILE *la = fopen("/proc/loadavg", "r");
+    if (la) {
+        if (fscanf(la, "%31s", loadavg) != 1)
+            snprintf(loadavg, sizeof loadavg, "unknown");
+        fclose(la);
+    }
+    fprintf(stderr,
+            PROG ": figures from one run on %ld CPUs (1-minute load average %s): other work on "
+                 "the machine moves every figure; compare the ratio to the AEAD alone, measured in "
+                 "the same run, rather than nanoseconds across runs\n",
+            sysconf(_SC_NPROCESSORS_ONLN), loadavg);
+    if (bench(DRTHS_MSG_COMMAND, sh, (int)rounds, (int)batch) ||
+        bench(DRTHS_MSG_FEEDBACK, sh, (int)rounds, (int)batch) || bench_handshake((int)rounds))
         return DRTHS_EXIT_FAILED;
     if (pp == 0)
         return DRTHS_EXIT_OK;
     int dma_fd = drths_rt_open_dma_latency(NULL, 0);
-    int rc = pingpong(pp, 0, dma_fd >= 0) || pingpong(pp, 1, dma_fd >= 0);
+    int rc = pingpong(pp, 0, dma_fd >= 0, sh) || pingpong(pp, 1, dma_fd >= 0, sh);
     if (dma_fd >= 0)
         close(dma_fd);
     return rc ? DRTHS_EXIT_FAILED : DRTHS_EXIT_OK;
