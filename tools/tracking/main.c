@@ -185,8 +185,9 @@ static void usage(FILE *f)
         "16-bit converter over +/- 0.1 m; 5000 Hz. The compensators are designed on the\n"
         "average model. The desired displacement fades in and out over %g s.\n"
         "Beside the adaptive mode: \"at bound\", the largest fraction of the run one of\n"
-        "its factors sat at a bound (and which), and \"step\", its largest drive change\n"
-        "in one tick over the command's (drths-report's drive criterion, at most 2).\n"
+        "its factors sat at a bound and which (t3:12.5%%: theta3, 12.5 %% of the ticks;\n"
+        "-: none), and \"step\", its largest drive change in one tick over the command's\n"
+        "(drths-report's drive criterion, at most 2).\n"
         "\n",
         MAX_LOOKAHEAD, TAPER_S);
     drths_cli_print_exit_codes(f, "a run failed or the --csv file could not be written");
@@ -666,10 +667,11 @@ static int run_case(const case_t *cs, const plant_t *pl, const options_t *opt, d
     int which;
     const double fb = at_bound_max(ra, &which);
     char bnd[24];
+    /* One word, so the columns after it stay countable from the end. */
     if (which < 0)
-        snprintf(bnd, sizeof bnd, "0");
+        snprintf(bnd, sizeof bnd, "-");
     else
-        snprintf(bnd, sizeof bnd, "t%d %.1f%%", which, 100.0 * fb);
+        snprintf(bnd, sizeof bnd, "t%d:%.1f%%", which, 100.0 * fb);
     if (fb > tot->max_at_bound)
         tot->max_at_bound = fb;
     if (step_ratio(ra) > tot->max_step_ratio)
