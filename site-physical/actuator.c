@@ -68,6 +68,7 @@ void drths_actuator_params_from_experiment(const drths_experiment_t *exp,
     p->ff_max_jerk_m_s3 = exp->physical.feedforward_max_jerk_m_s3;
     p->adaptive_window_s = exp->actuator.adaptive_window_s;
     p->adaptive_bound = exp->actuator.adaptive_bound;
+    drths_setup_adaptive_range(exp, &p->adaptive_range);
     /* The lab knows its damper's nominal model, not the rehearsal's "true" one. */
     drths_setup_damper_nominal(exp, &p->damper_nominal);
     /* A passive mode's constant command is what the numerical site will send from tick L + 1
@@ -205,6 +206,8 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
      * commanded current, and `adaptive` identifies factors on that scheduled inverse. */
     rc = drths_comp_init(&a->comp, p->compensation, &DRTHS_PLANT_AVERAGE, p->comp_io_delay_ticks,
                          dt, err);
+    if (!rc && p->compensation == DRTHS_COMPENSATION_ADAPTIVE)
+        rc = drths_comp_set_adaptive_range(&a->comp, &p->adaptive_range, err);
     if (!rc && p->compensation == DRTHS_COMPENSATION_ADAPTIVE)
         rc = drths_comp_set_adaptive(&a->comp, p->adaptive_window_s, p->adaptive_bound, err);
     if (!rc && (p->compensation == DRTHS_COMPENSATION_FEEDFORWARD ||

@@ -175,7 +175,8 @@ typedef struct drths_actuator_params {
     double ff_max_jerk_m_s3;
     drths_damper_params_t damper_nominal; /* current dynamics for `feedforward` */
     double adaptive_window_s;             /* `adaptive`: drths_comp_set_adaptive */
-    double adaptive_bound;
+    double adaptive_bound;                /* 0: from adaptive_range */
+    drths_comp_plant_range_t adaptive_range;
     double rest_damper_command;  /* damper command (A or V) while t <= L */
     double hold_linger_s;        /* ticking and recording goes on this long in HOLD (0.2 s) */
     double abort_interval_s;     /* the three ABORTs are this far apart (5 ms) */

@@ -181,6 +181,38 @@ static void write_timing(const drths_physsite_t *ps, drths_json_t *j)
     drths_json_object_end(j);
 }
 
+/* "adaptive" (in "tracking"): the adaptive compensator's bounds on its four factors, the factors
+ * at the end, and how long each sat at a bound: ticks (of the identification's observed ticks)
+ * and fraction. A factor at its bound for much of a run means the plant is outside the range
+ * the bounds were derived from (docs/experiment-file.md, actuator.adaptive_range). */
+static void write_adaptive(const drths_comp_t *c, drths_json_t *j)
+{
+    const drths_comp_adapt_t *ad = &c->ad;
+    drths_json_object_begin(j, "adaptive");
+    drths_json_string(j, "bounds_from", ad->bound > 0.0 ? "adaptive_bound" : "adaptive_range");
+    drths_json_int(j, "observed_ticks", (int64_t)ad->observed);
+    drths_json_int(j, "updates", (int64_t)ad->updates);
+    drths_json_int(j, "clamped", (int64_t)ad->clamped);
+    drths_json_int(j, "fallbacks", (int64_t)ad->fallbacks);
+    double worst = 0.0;
+    for (int k = 0; k < 4; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "theta%d", k);
+        drths_json_object_begin(j, name);
+        drths_json_number(j, "min", ad->lo[k]);
+        drths_json_number(j, "max", ad->hi[k]);
+        drths_json_number(j, "final", c->theta[k]);
+        drths_json_int(j, "at_bound_ticks", (int64_t)ad->at_bound_ticks[k]);
+        const double f = ad->observed ? (double)ad->at_bound_ticks[k] / (double)ad->observed : 0.0;
+        drths_json_number(j, "at_bound_fraction", f);
+        if (f > worst)
+            worst = f;
+        drths_json_object_end(j);
+    }
+    drths_json_number(j, "max_at_bound_fraction", worst);
+    drths_json_object_end(j);
+}
+
 /* "tracking_rms_error_pct" and "tracking": measured against desired displacement. */
 static void write_tracking(const drths_actuator_t *a, drths_json_t *j)
 {
@@ -194,6 +226,8 @@ static void write_tracking(const drths_actuator_t *a, drths_json_t *j)
     drths_json_number(j, "max_abs_error_m", drths_tracking_max_err(&a->track));
     drths_json_int(j, "extrapolated_ticks", (int64_t)a->comp.extrapolated_ticks);
     drths_json_int(j, "derivative_limited_ticks", (int64_t)a->comp.limited_ticks);
+    if (a->p.compensation == DRTHS_COMPENSATION_ADAPTIVE)
+        write_adaptive(&a->comp, j);
     drths_json_object_end(j);
 }
 

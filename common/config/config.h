@@ -166,8 +166,15 @@ typedef struct drths_experiment {
         int io_delay_ticks;               /* 0..10 (default 0) */
         uint64_t seed;                    /* default 1 */
         /* adaptive compensation: window time constant (s, 0.05..600, default 2) and bound on
-         * each factor (1..100, default 4; common/models/compensation.h) */
+         * each factor (0: derived from adaptive_range, the default, or 1..100: [1/b, b];
+         * common/models/compensation.h) */
         double adaptive_window_s, adaptive_bound;
+        /* The plants the adaptive bounds admit (drths_comp_plant_range_t): each 0.1..10,
+         * min <= max; default gain 0.7..1.4, the others 0.5..2. */
+        struct {
+            double gain_min, gain_max, bandwidth_min, bandwidth_max, real_pole_min, real_pole_max,
+                complex_pole_min, complex_pole_max;
+        } adaptive_range;
         /* How the three-pole plant differs from its models (common/models/plant.h,
          * drths_plant_scale_t): each factor 0.1..10, default 1. */
         struct {

@@ -6,6 +6,7 @@
  * The order of the checks decides which of several errors is reported first.
  */
 #include "common/config/config_sections.h"
+#include "common/config/setup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -280,7 +281,26 @@ int drths_cfg_fill_actuator(vctx_t *c, drths_experiment_t *x, const struct raw_a
                               x->actuator.adc_bits);
     if ((r = PARSE_RANGE(actuator, displacement_range_m, adaptive_bound, a, x)))
         return r;
-    return PARSE_RANGE(plant_scale, gain, complex_pole, a ? a->plant_scale : NULL, x);
+    if (x->actuator.adaptive_bound != 0.0 && x->actuator.adaptive_bound < 1.0)
+        return drths_cfg_fail(c, -EINVAL, "actuator.adaptive_bound",
+                              "must be 0 (derived from actuator.adaptive_range) or 1..100 (got %g)",
+                              x->actuator.adaptive_bound);
+    if ((r = PARSE_RANGE(plant_scale, gain, complex_pole, a ? a->plant_scale : NULL, x)))
+        return r;
+    if ((r = PARSE_RANGE(adaptive_range, gain_min, complex_pole_max, a ? a->adaptive_range : NULL,
+                         x)))
+        return r;
+    drths_comp_plant_range_t range;
+    drths_setup_adaptive_range(x, &range);
+    static const char *const names[4] = {"gain", "bandwidth", "real_pole", "complex_pole"};
+    for (int i = 0; i < 4; i++)
+        if (range.lo[i] > range.hi[i]) {
+            char key[64];
+            snprintf(key, sizeof key, "actuator.adaptive_range.%s_min", names[i]);
+            return drths_cfg_fail(c, -EINVAL, key, "%g exceeds %s_max %g", range.lo[i], names[i],
+                                  range.hi[i]);
+        }
+    return 0;
 }
 
 int drths_cfg_fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_top *t)

@@ -166,6 +166,17 @@
     X(s, REAL_IN, real_pole, actuator.plant_scale.real_pole, 1.0, 0.1, 10, _)                      \
     X(s, REAL_IN, complex_pole, actuator.plant_scale.complex_pole, 1.0, 0.1, 10, _)
 
+/* actuator.adaptive_range: the plants the adaptive compensation's bounds admit (min <= max) */
+#define ADAPTIVE_RANGE_FIELDS(X, s)                                                                \
+    X(s, REAL_IN, gain_min, actuator.adaptive_range.gain_min, 0.7, 0.1, 10, _)                     \
+    X(s, REAL_IN, gain_max, actuator.adaptive_range.gain_max, 1.4, 0.1, 10, _)                     \
+    X(s, REAL_IN, bandwidth_min, actuator.adaptive_range.bandwidth_min, 0.5, 0.1, 10, _)           \
+    X(s, REAL_IN, bandwidth_max, actuator.adaptive_range.bandwidth_max, 2.0, 0.1, 10, _)           \
+    X(s, REAL_IN, real_pole_min, actuator.adaptive_range.real_pole_min, 0.5, 0.1, 10, _)           \
+    X(s, REAL_IN, real_pole_max, actuator.adaptive_range.real_pole_max, 2.0, 0.1, 10, _)           \
+    X(s, REAL_IN, complex_pole_min, actuator.adaptive_range.complex_pole_min, 0.5, 0.1, 10, _)     \
+    X(s, REAL_IN, complex_pole_max, actuator.adaptive_range.complex_pole_max, 2.0, 0.1, 10, _)
+
 /* actuator */
 #define ACTUATOR_FIELDS(X, s)                                                                      \
     X(s, ENUM,     plant, actuator.plant, DRTHS_ACTUATOR_PLANT_IDEAL, _, _, actuator_plants)       \
@@ -180,8 +191,10 @@
     X(s, INT,      io_delay_ticks, actuator.io_delay_ticks, 0, 0, 10, _)                           \
     X(s, U64,      seed, actuator.seed, 1, _, _, _)                                                \
     X(s, REAL_IN,  adaptive_window_s, actuator.adaptive_window_s, 2.0, 0.05, 600, _)               \
-    X(s, REAL_IN,  adaptive_bound, actuator.adaptive_bound, 4.0, 1, 100, _)                        \
-    X(s, MAP,      plant_scale, _, _, _, _, plant_scale)
+    /* 0 (derived from adaptive_range) or 1..100 */                                               \
+    X(s, REAL_IN,  adaptive_bound, actuator.adaptive_bound, 0.0, 0, 100, _)                        \
+    X(s, MAP,      plant_scale, _, _, _, _, plant_scale)                                           \
+    X(s, MAP,      adaptive_range, _, _, _, _, adaptive_range)
 
 /* link */
 #define LINK_FIELDS(X, s)                                                                          \
@@ -353,6 +366,7 @@
     X(specimen,       SPECIMEN_FIELDS,       drths_experiment_t,         "specimen")               \
     X(control,        CONTROL_FIELDS,        drths_experiment_t,         "control")                \
     X(plant_scale,    PLANT_SCALE_FIELDS,    drths_experiment_t,         "actuator.plant_scale")   \
+    X(adaptive_range, ADAPTIVE_RANGE_FIELDS, drths_experiment_t,         "actuator.adaptive_range") \
     X(actuator,       ACTUATOR_FIELDS,       drths_experiment_t,         "actuator")               \
     X(link,           LINK_FIELDS,           drths_experiment_t,         "link")                   \
     X(numerical,      NUMERICAL_FIELDS,      drths_experiment_t,         "numerical")              \

@@ -122,3 +122,12 @@ int drths_setup_passive_command(const drths_experiment_t *exp, double *command,
                                drths_control_mode_name(exp->control.mode));
     }
 }
+
+void drths_setup_adaptive_range(const drths_experiment_t *exp, drths_comp_plant_range_t *r)
+{
+    const __typeof__(exp->actuator.adaptive_range) *a = &exp->actuator.adaptive_range;
+    *r = (drths_comp_plant_range_t){
+        .lo = {a->gain_min, a->bandwidth_min, a->real_pole_min, a->complex_pole_min},
+        .hi = {a->gain_max, a->bandwidth_max, a->real_pole_max, a->complex_pole_max},
+    };
+}

@@ -7,6 +7,7 @@
 #define DRTHS_SETUP_H
 
 #include "common/config/config.h"
+#include "common/models/compensation.h"
 #include "common/models/damper.h"
 #include "common/models/groundmotion.h"
 #include "common/models/specimen.h"
@@ -30,6 +31,9 @@ void drths_setup_damper_true(const drths_experiment_t *exp, drths_damper_params_
 
 /* The whole virtual specimen of the actuator site (true damper, plant, sensors). */
 void drths_setup_specimen(const drths_experiment_t *exp, drths_specimen_params_t *p);
+
+/* The adaptive compensation's plant range (actuator.adaptive_range). */
+void drths_setup_adaptive_range(const drths_experiment_t *exp, drths_comp_plant_range_t *r);
 
 /* The constant damper command of a passive mode (A or V). -ENOTSUP for clipped-optimal, which
  * needs the state-feedback design. */

@@ -159,6 +159,88 @@ static int check_model(const drths_plant_model_t *m, drths_error_t *err)
     return 0;
 }
 
+const drths_comp_plant_range_t DRTHS_COMP_PLANT_RANGE_DEFAULT = {
+    .lo = {0.7, 0.5, 0.5, 0.5},
+    .hi = {1.4, 2.0, 2.0, 2.0},
+};
+
+int drths_comp_adapt_bounds(const drths_plant_model_t *m, const drths_comp_plant_range_t *r,
+                            double lo[4], double hi[4], drths_error_t *err)
+{
+    static const char *const names[4] = {"gain", "bandwidth", "real_pole", "complex_pole"};
+    for (int i = 0; i < 4; i++) {
+        if (!(r->lo[i] > 0.0) || !isfinite(r->lo[i]) || !(r->hi[i] > 0.0) || !isfinite(r->hi[i]))
+            return drths_error_set(err, -EINVAL,
+                                   "compensation.adaptive_range.%s: must be > 0 (got %g .. %g)",
+                                   names[i], r->lo[i], r->hi[i]);
+        if (r->lo[i] > r->hi[i])
+            return drths_error_set(err, -EINVAL,
+                                   "compensation.adaptive_range.%s: min %g exceeds max %g",
+                                   names[i], r->lo[i], r->hi[i]);
+    }
+    const double a0[4] = {m->p * m->b / m->K, (m->b + m->a * m->p) / m->K, (m->a + m->p) / m->K,
+                          1.0 / m->K};
+    for (int k = 0; k < 4; k++) {
+        lo[k] = INFINITY;
+        hi[k] = 0.0;
+    }
+    /* Each theta_k is monotone in every factor: its extremes over the box are at corners. */
+    for (int corner = 0; corner < 16; corner++) {
+        drths_plant_scale_t sc;
+        double v[4];
+        for (int i = 0; i < 4; i++)
+            v[i] = corner & (1 << i) ? r->hi[i] : r->lo[i];
+        sc = (drths_plant_scale_t){v[0], v[1], v[2], v[3]};
+        drths_plant_model_t s;
+        int rc = drths_plant_model_scale(m, &sc, &s, err);
+        if (rc < 0)
+            return rc;
+        const double as[4] = {s.p * s.b / s.K, (s.b + s.a * s.p) / s.K, (s.a + s.p) / s.K,
+                              1.0 / s.K};
+        for (int k = 0; k < 4; k++) {
+            const double th = as[k] / a0[k];
+            if (th < lo[k])
+                lo[k] = th;
+            if (th > hi[k])
+                hi[k] = th;
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        lo[k] /= DRTHS_COMP_ADAPT_MARGIN;
+        hi[k] *= DRTHS_COMP_ADAPT_MARGIN;
+    }
+    return 0;
+}
+
+/* The adaptive bounds: [1/bound, bound] when a symmetric bound is set, else the widest over the
+ * models the inverse uses of those its range needs. */
+static int derive_bounds(drths_comp_t *c, drths_error_t *err)
+{
+    drths_comp_adapt_t *ad = &c->ad;
+    if (ad->bound > 0.0) {
+        for (int k = 0; k < 4; k++) {
+            ad->lo[k] = 1.0 / ad->bound;
+            ad->hi[k] = ad->bound;
+        }
+        return 0;
+    }
+    const drths_plant_model_t *models[3] = {&c->model, &c->sched_model[0], &c->sched_model[1]};
+    double lo[4] = {INFINITY, INFINITY, INFINITY, INFINITY}, hi[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int i = 0; i < (c->scheduled ? 3 : 1); i++) {
+        double l[4], h[4];
+        int rc = drths_comp_adapt_bounds(models[i], &ad->range, l, h, err);
+        if (rc < 0)
+            return rc;
+        for (int k = 0; k < 4; k++) {
+            lo[k] = fmin(lo[k], l[k]);
+            hi[k] = fmax(hi[k], h[k]);
+        }
+    }
+    memcpy(ad->lo, lo, sizeof lo);
+    memcpy(ad->hi, hi, sizeof hi);
+    return 0;
+}
+
 int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plant_model_t *model,
                     int io_delay_ticks, double dt_s, drths_error_t *err)
 {
@@ -182,7 +264,7 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
             return drths_error_set(err, -EINVAL, "compensation: adaptive filter at dt %g s failed",
                                    dt_s);
         t.ad.lambda = exp(-dt_s / DRTHS_COMP_ADAPT_WINDOW_S);
-        t.ad.bound = DRTHS_COMP_ADAPT_BOUND;
+        t.ad.range = DRTHS_COMP_PLANT_RANGE_DEFAULT; /* the bounds follow the model, below */
         /* The pull towards the current estimate weighs as much as 100 ticks of a 10 um
          * regressor: nothing against a moving actuator, enough to keep a direction the motion
          * has not excited where it was. */
@@ -201,6 +283,8 @@ int drths_comp_init(drths_comp_t *c, drths_compensation_t mode, const drths_plan
         t.a[2] = (m->a + m->p) / m->K;
         t.a[3] = 1.0 / m->K;
         memcpy(t.a_design, t.a, sizeof t.a);
+        if (mode == DRTHS_COMPENSATION_ADAPTIVE && (rc = derive_bounds(&t, err)) < 0)
+            return rc;
         /* Low-frequency group delay of G: the phase is -w (1/p + a/b) + O(w^3). */
         t.poly_lead_ticks = (1.0 / m->p + m->a / m->b) / dt_s + t.lead_ticks;
         if (t.poly_lead_ticks < 0.0)
@@ -254,9 +338,13 @@ int drths_comp_schedule(drths_comp_t *c, const drths_plant_model_t *lo, const dr
                                i_hi_A);
     denominator(lo, c->sched_lo);
     denominator(hi, c->sched_hi);
+    c->sched_model[0] = *lo;
+    c->sched_model[1] = *hi;
     c->sched_i_hi_A = i_hi_A;
     c->scheduled = 1;
     drths_comp_set_current(c, 0.0);
+    if (c->mode == DRTHS_COMPENSATION_ADAPTIVE)
+        return derive_bounds(c, err);
     return 0;
 }
 
@@ -523,12 +611,28 @@ int drths_comp_set_adaptive(drths_comp_t *c, double window_s, double bound, drth
         return drths_error_set(err, -EINVAL,
                                "compensation.adaptive_window_s: must be 0.05 to 600 s (got %g)",
                                window_s);
-    if (!(bound >= 1.0 && bound <= 100.0))
+    if (!(bound == 0.0 || (bound >= 1.0 && bound <= 100.0)))
         return drths_error_set(err, -EINVAL,
-                               "compensation.adaptive_bound: must be 1 to 100 (got %g)", bound);
+                               "compensation.adaptive_bound: must be 0 (derived from the plant "
+                               "range) or 1 to 100 (got %g)",
+                               bound);
     c->ad.lambda = exp(-c->dt_s / window_s);
     c->ad.bound = bound;
-    return 0;
+    return derive_bounds(c, err);
+}
+
+int drths_comp_set_adaptive_range(drths_comp_t *c, const drths_comp_plant_range_t *r,
+                                  drths_error_t *err)
+{
+    if (c->mode != DRTHS_COMPENSATION_ADAPTIVE)
+        return drths_error_set(err, -EINVAL, "compensation.adaptive: only for the adaptive mode");
+    const drths_comp_adapt_t keep = c->ad;
+    c->ad.range = *r;
+    c->ad.bound = 0.0;
+    int rc = derive_bounds(c, err);
+    if (rc < 0)
+        c->ad = keep; /* a range refused leaves the bounds as they were */
+    return rc;
 }
 
 void drths_comp_adapt_reset(drths_comp_t *c, double x_m)
@@ -547,6 +651,8 @@ void drths_comp_adapt_reset(drths_comp_t *c, double x_m)
     }
     ad->pos = 0;
     ad->observed = 0;
+    memset(ad->at_bound_ticks, 0, sizeof ad->at_bound_ticks);
+    ad->pinned = 0;
     memset(ad->N, 0, sizeof ad->N);
     memset(ad->q, 0, sizeof ad->q);
     for (int k = 0; k < 4; k++)
@@ -599,12 +705,10 @@ static int solve4(const double *M, const double *b, double *x)
     return 0;
 }
 
-void drths_comp_observe(drths_comp_t *c, double drive_m, double measured_m)
+/* The identification's step of drths_comp_observe (the caller counts the tick). */
+static void observe_update(drths_comp_t *c, double drive_m, double measured_m)
 {
-    if (c->mode != DRTHS_COMPENSATION_ADAPTIVE)
-        return;
     drths_comp_adapt_t *ad = &c->ad;
-    ad->observed++;
     if (!isfinite(drive_m) || !isfinite(measured_m))
         return;
     const int len = DRTHS_COMP_MAX_IO_DELAY + 1;
@@ -650,17 +754,34 @@ void drths_comp_observe(drths_comp_t *c, double drive_m, double measured_m)
             th[k] = 1.0;
     }
     int cut = 0;
+    unsigned pinned = 0;
     for (int k = 0; k < 4; k++) {
-        if (th[k] > ad->bound) {
-            th[k] = ad->bound;
-            cut = 1;
-        } else if (th[k] < 1.0 / ad->bound) {
-            th[k] = 1.0 / ad->bound;
-            cut = 1;
+        if (!(th[k] < ad->hi[k])) {
+            cut |= th[k] > ad->hi[k];
+            th[k] = ad->hi[k];
+            pinned |= 1u << k;
+        } else if (!(th[k] > ad->lo[k])) {
+            cut |= th[k] < ad->lo[k];
+            th[k] = ad->lo[k];
+            pinned |= 1u << k;
         }
         c->theta[k] = th[k];
     }
+    ad->pinned = pinned;
     ad->clamped += (uint64_t)cut;
+}
+
+void drths_comp_observe(drths_comp_t *c, double drive_m, double measured_m)
+{
+    if (c->mode != DRTHS_COMPENSATION_ADAPTIVE)
+        return;
+    drths_comp_adapt_t *ad = &c->ad;
+    ad->observed++;
+    observe_update(c, drive_m, measured_m);
+    /* A factor stays where the last solution put it until the next one: a tick that does not
+     * update it still counts when it sits at a bound. */
+    for (int k = 0; k < 4; k++)
+        ad->at_bound_ticks[k] += (ad->pinned >> k) & 1u;
 }
 
 void drths_comp_close(drths_comp_t *c)

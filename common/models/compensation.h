@@ -94,10 +94,30 @@
  * has no closed-loop bias. Bounds: a tick whose regressor is no larger than the sensor noise
  * (no excitation: the actuator at rest) leaves the sums untouched, so a quiet stretch neither
  * forgets nor drifts; a small ridge pulls the solution towards the current estimate (theta = 1,
- * the model, before any excitation); each factor is clamped to [1/b, b]
- * (DRTHS_COMP_ADAPT_BOUND), counted in clamped; a solution that is not finite or a matrix that
- * is not positive definite returns to the model (theta = 1), counted in fallbacks. The
- * factors are drths_comp_t.theta, for the record.
+ * the model, before any excitation); each factor is clamped to [lo_k, hi_k], counted in
+ * clamped; a solution that is not finite or a matrix that is not positive definite returns to
+ * the model (theta = 1), counted in fallbacks. The factors are drths_comp_t.theta, for the
+ * record.
+ *
+ * Bounds from the plant's plausible range. A bound is a ceiling on what the compensator can
+ * learn: until issue 30 every factor was held in [1/4, 4], and a plant with gain 1.2, bandwidth
+ * x0.6, real pole x1.4 and complex pair x0.75 (well inside what a lab meets) needs
+ * theta3 = 1 / (g fr fc^2) = 4.9: theta3 sat at 4 on 297 000 of 300 000 ticks and 0-15 Hz
+ * tracking missed its goal (2.2 % for 1.7 %). So the bounds are derived instead from a range
+ * of plants (drths_comp_plant_range_t: an interval for each factor of drths_plant_scale_t, by
+ * default gain 0.7 .. 1.4 and bandwidth, real pole and complex pair each x0.5 .. x2): the
+ * inverse of a plant scaled by (g, f, r, c) is the model's inverse with the factors
+ *     theta0 = 1/g,  theta1 = (b/(f r) + a p/(f c)) / ((b + a p) g),
+ *     theta2 = (a/(f^2 r c) + p/(f^2 c^2)) / ((a + p) g),  theta3 = 1 / (g f^3 r c^2),
+ * each monotone in every factor, so its extremes over the box are at the box's corners;
+ * [lo_k, hi_k] is the smallest and largest value of theta_k over the 16 corners, over the
+ * models the inverse is scheduled between (the design model, and the 0 A and high-current
+ * models once scheduled), widened by DRTHS_COMP_ADAPT_MARGIN so that a plant on the range's
+ * edge is not identified against its bound (the real plant is not exactly a scaled model).
+ * With the default range: theta0 in [0.57, 1.79], theta3 in [0.0089, 114]. A factor that sits
+ * at its bound anyway says the plant is outside the range: the ticks each factor spent at a
+ * bound are counted (at_bound_ticks, of observed ticks) and reported in summary.json. The old
+ * symmetric bound [1/b, b] remains (drths_comp_set_adaptive with b > 0) for a lab that wants it.
  *
  * Tracking indicators (drths_tracking_t), accumulated online from the pairs (desired xd,
  * measured xm) of each tick:
@@ -161,11 +181,21 @@ typedef enum drths_compensation {
 /* Past samples drths_comp_drive takes: r(t-3) .. r(t). */
 #define DRTHS_COMP_PAST 4
 
-/* Default time constant of the adaptive identification's exponential window (s), the cut-off
- * of its state-variable filter (Hz) and the bound on each factor (theta in [1/b, b]). */
+/* Default time constant of the adaptive identification's exponential window (s) and the
+ * cut-off of its state-variable filter (Hz). */
 #define DRTHS_COMP_ADAPT_WINDOW_S 2.0
 #define DRTHS_COMP_ADAPT_FILTER_HZ 40.0
-#define DRTHS_COMP_ADAPT_BOUND 4.0
+/* How far beyond the extremes over the plant range each factor's bound lies (a factor). */
+#define DRTHS_COMP_ADAPT_MARGIN 1.25
+
+/* The plants the adaptive compensator expects: for each factor of drths_plant_scale_t (0 gain,
+ * 1 bandwidth, 2 real pole, 3 complex pole) an interval lo[i] .. hi[i] (0 < lo <= hi). */
+typedef struct drths_comp_plant_range {
+    double lo[4], hi[4];
+} drths_comp_plant_range_t;
+
+/* The default range: gain 0.7 .. 1.4, bandwidth, real pole and complex pair each 0.5 .. 2. */
+extern const drths_comp_plant_range_t DRTHS_COMP_PLANT_RANGE_DEFAULT;
 
 /* The online identification of the adaptive mode (drths_comp_observe). */
 typedef struct drths_comp_adapt {
@@ -178,7 +208,10 @@ typedef struct drths_comp_adapt {
     double as[DRTHS_COMP_MAX_IO_DELAY + 1][4];
     int pos;
     double lambda;      /* forgetting factor per informative tick */
-    double bound;       /* theta_k in [1/bound, bound] */
+    /* theta_k in [lo[k], hi[k]]: from range (derived) or [1/bound, bound] (bound > 0). */
+    double lo[4], hi[4];
+    double bound;                   /* the symmetric bound, or 0: derived from range */
+    drths_comp_plant_range_t range; /* the plants the derived bounds admit */
     double ridge;       /* weight of the pull towards the current estimate, m^2 */
     double excite_m;    /* least dynamic part of a regressor that is used, m */
     double N[16], q[4]; /* exponentially weighted normal equations */
@@ -186,6 +219,9 @@ typedef struct drths_comp_adapt {
     uint64_t updates;   /* ticks whose regressor was informative */
     uint64_t clamped;   /* solutions cut to the bounds */
     uint64_t fallbacks; /* solutions refused (not finite, singular): back to theta = 1 */
+    /* Observed ticks (drths_comp_observe calls) after which theta_k sat at lo[k] or hi[k]. */
+    uint64_t at_bound_ticks[4];
+    unsigned pinned; /* bit k: theta_k is at a bound now */
 } drths_comp_adapt_t;
 
 /* A model of the damper's current dynamics (drths_comp_current_model): the commanded current
@@ -227,6 +263,7 @@ typedef struct drths_comp {
      * and K of the models at 0 A and at sched_i_hi_A. */
     int scheduled;
     double sched_lo[5], sched_hi[5], sched_i_hi_A, sched_current_A;
+    drths_plant_model_t sched_model[2]; /* the 0 A and high-current models */
     drths_comp_current_t cur; /* current dynamics model (drths_comp_current_model) */
     double poly_lead_ticks; /* tau of the polynomial mode, in ticks */
     uint64_t ticks;              /* drths_comp_drive calls */
@@ -314,11 +351,26 @@ int drths_comp_set_limits(drths_comp_t *c, double max_acc_m_s2, double max_jerk_
                           drths_error_t *err);
 
 /* The adaptive mode's identification: exponential window time constant window_s (0.05 to
- * 600 s) and the bound b on each factor (theta in [1/b, b], b in 1 .. 100; 1 fixes the model).
- * init sets DRTHS_COMP_ADAPT_WINDOW_S and DRTHS_COMP_ADAPT_BOUND. -EINVAL naming the field
- * ("compensation.adaptive_window_s", "compensation.adaptive_bound") or for another mode.
- * init-only. */
+ * 600 s) and the bound b on each factor: b in 1 .. 100 holds theta in [1/b, b] (1 fixes the
+ * model); b = 0 derives the bounds from the plant range (drths_comp_set_adaptive_range; the
+ * default range unless one was set). init sets DRTHS_COMP_ADAPT_WINDOW_S and the bounds of the
+ * default range. -EINVAL naming the field ("compensation.adaptive_window_s",
+ * "compensation.adaptive_bound") or for another mode. init-only. */
 int drths_comp_set_adaptive(drths_comp_t *c, double window_s, double bound, drths_error_t *err);
+
+/* Derives the factors' bounds from the plants in r (see "Bounds from the plant's plausible
+ * range" above), over the design model and, once drths_comp_schedule has been called (before or
+ * after this), the scheduled models; replaces a symmetric bound. -EINVAL naming the field
+ * ("compensation.adaptive_range.<factor>": not finite, not > 0, lo > hi) or for another mode.
+ * init-only. */
+int drths_comp_set_adaptive_range(drths_comp_t *c, const drths_comp_plant_range_t *r,
+                                  drths_error_t *err);
+
+/* The bounds [lo[k], hi[k]] (with the margin) that the plants in r need on the factors of the
+ * inverse of model m (the extremes over the range's corners of theta_k, divided and multiplied
+ * by DRTHS_COMP_ADAPT_MARGIN). -EINVAL as drths_comp_set_adaptive_range. RT-safe. */
+int drths_comp_adapt_bounds(const drths_plant_model_t *m, const drths_comp_plant_range_t *r,
+                            double lo[4], double hi[4], drths_error_t *err);
 
 /* One tick of the adaptive identification: drive_m is the drive written at this tick (what
  * drths_comp_drive returned, or what was written instead) and measured_m the displacement read
@@ -327,7 +379,8 @@ int drths_comp_set_adaptive(drths_comp_t *c, double window_s, double bound, drth
 void drths_comp_observe(drths_comp_t *c, double drive_m, double measured_m);
 
 /* Puts the identification's filters at rest at displacement x_m (drive x_m) and empties its
- * window; theta returns to 1. No effect in other modes. RT-safe. */
+ * window; theta returns to 1, observed and at_bound_ticks to 0. No effect in other modes.
+ * RT-safe. */
 void drths_comp_adapt_reset(drths_comp_t *c, double x_m);
 
 /* Nothing to free; safe twice. init-only. */

@@ -51,6 +51,27 @@ check(phys["tick_lateness_us"]["spin_us"] == 0,
 check(num["concealed_feedback"] == 0, f"feedback concealed {num['concealed_feedback']}")
 check(sum(int(float(r["fb_concealed"])) for r in rows) == 0, "no row flagged fb_concealed")
 check(sum(int(float(r["concealed"])) for r in prow) == 0, "no command concealed at the actuator site")
+# The adaptive compensator's bounds come from the plant range (issue 30) and summary.json says
+# how long each factor sat at one: ticks of the observed ticks, and the fraction.
+ad = phys["tracking"].get("adaptive")
+check(ad is not None and ad["bounds_from"] == "adaptive_range",
+      f"summary.json tracking.adaptive with bounds from adaptive_range ({ad and ad.get('bounds_from')})")
+if ad is not None:
+    check(ad["observed_ticks"] > 0, f"adaptive observed ticks {ad['observed_ticks']}")
+    check(ad["theta3"]["max"] > 100 and ad["theta0"]["max"] < 2,
+          f"theta3 max {ad['theta3']['max']:.4g} > 100, theta0 max {ad['theta0']['max']:.4g} < 2 "
+          f"(the default range's corners)")
+    worst = 0.0
+    for k in range(4):
+        t = ad[f"theta{k}"]
+        check(0 <= t["at_bound_ticks"] <= ad["observed_ticks"]
+              and abs(t["at_bound_fraction"] - t["at_bound_ticks"] / ad["observed_ticks"]) < 1e-9
+              and t["min"] <= t["final"] <= t["max"],
+              f"theta{k}: {t['at_bound_ticks']} of {ad['observed_ticks']} ticks at a bound "
+              f"({t['at_bound_fraction']:.4f}), final {t['final']:.4g} in [{t['min']:.4g}, {t['max']:.4g}]")
+        worst = max(worst, t["at_bound_fraction"])
+    check(ad["max_at_bound_fraction"] == worst and worst < 0.5,
+          f"max at-bound fraction {ad['max_at_bound_fraction']:.4f} < 0.5 (the examples' plant is in the range)")
 for f in rep["fidelity"]["floors"]:
     e = f["disp_rms_err_pct"]
     check(e is not None and e <= 0.5, f"floor {f['floor']}: displacement RMS error {e:.4f} % <= 0.5 %")

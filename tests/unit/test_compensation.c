@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -461,19 +462,21 @@ static void test_scheduled_feedforward(void **state)
  * the model's (1, 1/0.7, 1/0.7^2, 1/0.7^3), and the tracking error to that of a feedforward on
  * the exact model; the fixed feedforward stays off by several percent. Returns the RMS error
  * norm over the last second. */
-static double adaptive_run(drths_compensation_t mode, double bw, double bound, drths_comp_t *c,
-                           long *allocs)
+static double adaptive_run_scaled(drths_compensation_t mode, const drths_plant_scale_t *sc,
+                                  double bound, drths_comp_t *c, long *allocs, uint64_t *at_bound)
 {
     drths_plant_t pl;
     drths_tracking_t tr;
     drths_error_t err;
     drths_plant_model_t m;
-    const drths_plant_scale_t sc = {1.0, bw, 1.0, 1.0};
-    assert_int_equal(drths_plant_model_scale(&DRTHS_PLANT_AVERAGE, &sc, &m, &err), 0);
+    assert_int_equal(drths_plant_model_scale(&DRTHS_PLANT_AVERAGE, sc, &m, &err), 0);
     assert_int_equal(drths_plant_init(&pl, &m, &m, 2.5, DT, &err), 0);
     assert_int_equal(drths_comp_init(c, mode, &DRTHS_PLANT_AVERAGE, 1, DT, &err), 0);
-    if (mode == DRTHS_COMPENSATION_ADAPTIVE)
+    /* bound < 0: the bounds init derives from the default plant range. */
+    if (mode == DRTHS_COMPENSATION_ADAPTIVE && bound >= 0.0)
         assert_int_equal(drths_comp_set_adaptive(c, 2.0, bound, &err), 0);
+    if (at_bound)
+        memset(at_bound, 0, 4 * sizeof *at_bound);
     drths_tracking_init(&tr);
     static const double F[4] = {1.3, 3.7, 6.1, 11.0}, A[4] = {2e-3, 1e-3, 0.5e-3, 0.2e-3};
     const long n = lround(4.0 / DT), from = lround(3.0 / DT);
@@ -490,6 +493,9 @@ static double adaptive_run(drths_compensation_t mode, double bw, double bound, d
         const double u = drths_comp_drive(c, r, r + 4, need);
         /* y is the reading of tick k (it shows the drive of tick k - 1), as in the site. */
         drths_comp_observe(c, u, y);
+        /* The test's own count of the ticks each factor ended at a bound. */
+        for (int j = 0; at_bound && j < 4; j++)
+            at_bound[j] += c->theta[j] == c->ad.lo[j] || c->theta[j] == c->ad.hi[j];
         if (k >= from)
             drths_tracking_add(&tr, r[3], y);
         y = drths_plant_step(&pl, u, 0.0, NULL);
@@ -497,6 +503,13 @@ static double adaptive_run(drths_compensation_t mode, double bw, double bound, d
     if (allocs)
         *allocs = alloc_count - a0;
     return drths_tracking_rms_pct(&tr);
+}
+
+static double adaptive_run(drths_compensation_t mode, double bw, double bound, drths_comp_t *c,
+                           long *allocs)
+{
+    const drths_plant_scale_t sc = {1.0, bw, 1.0, 1.0};
+    return adaptive_run_scaled(mode, &sc, bound, c, allocs, NULL);
 }
 
 static void test_adaptive_identifies_a_slower_plant(void **state)
@@ -538,6 +551,132 @@ static void test_adaptive_identifies_a_slower_plant(void **state)
     for (int k = 0; k < 4; k++)
         assert_true(c.theta[k] == 1.0);
     assert_true(c.ad.N[0] == 0.0);
+}
+
+/* The factors a plant scaled by sc needs on the inverse of model m (the ratio of the
+ * coefficients of the scaled model's inverse to the model's). */
+static void needed_factors(const drths_plant_model_t *m, const drths_plant_scale_t *sc,
+                           double th[4])
+{
+    drths_plant_model_t s;
+    drths_error_t err;
+    assert_int_equal(drths_plant_model_scale(m, sc, &s, &err), 0);
+    th[0] = (s.p * s.b / s.K) / (m->p * m->b / m->K);
+    th[1] = ((s.b + s.a * s.p) / s.K) / ((m->b + m->a * m->p) / m->K);
+    th[2] = ((s.a + s.p) / s.K) / ((m->a + m->p) / m->K);
+    th[3] = m->K / s.K;
+}
+
+/* Issue 30: the bounds come from the plant range. With the default range (gain 0.7 .. 1.4, the
+ * rest x0.5 .. x2), the closed forms at the corners (theta0 = 1/g, theta3 = 1/(g f^3 r c^2))
+ * with the margin; every plant of the range needs factors strictly inside; a symmetric bound
+ * still replaces them; a bad range is refused naming the factor and changes nothing. */
+static void test_adaptive_bounds_from_range(void **state)
+{
+    (void)state;
+    drths_comp_t c;
+    drths_error_t err;
+    const double M = DRTHS_COMP_ADAPT_MARGIN;
+    double lo[4], hi[4];
+    assert_int_equal(drths_comp_adapt_bounds(&DRTHS_PLANT_AVERAGE, &DRTHS_COMP_PLANT_RANGE_DEFAULT,
+                                             lo, hi, &err),
+                     0);
+    assert_near(lo[0], 1.0 / 1.4 / M, 1e-12);
+    assert_near(hi[0], 1.0 / 0.7 * M, 1e-12);
+    assert_near(lo[3], 1.0 / (1.4 * 8.0 * 2.0 * 4.0) / M, 1e-12);
+    assert_near(hi[3], 1.0 / (0.7 * 0.125 * 0.5 * 0.25) * M, 1e-9);
+    /* init derives the default range's bounds (over the scheduled models once scheduled). */
+    assert_int_equal(
+        drths_comp_init(&c, DRTHS_COMPENSATION_ADAPTIVE, &DRTHS_PLANT_AVERAGE, 1, DT, &err), 0);
+    for (int k = 0; k < 4; k++)
+        assert_true(c.ad.lo[k] == lo[k] && c.ad.hi[k] == hi[k]);
+    assert_int_equal(drths_comp_schedule(&c, &DRTHS_PLANT_0A, &DRTHS_PLANT_2P5A, 2.5, &err), 0);
+    for (int k = 0; k < 4; k++)
+        assert_true(c.ad.lo[k] <= lo[k] && c.ad.hi[k] >= hi[k]);
+    /* The issue's four-factor plant needs theta3 = 4.9, above the old bound 4; it and every
+     * corner of the range, on each scheduled model, are strictly inside the bounds. */
+    const drths_plant_scale_t four = {1.2, 0.6, 1.4, 0.75};
+    double th[4];
+    needed_factors(&DRTHS_PLANT_AVERAGE, &four, th);
+    assert_true(th[3] > 4.5);
+    for (int k = 0; k < 4; k++)
+        assert_true(th[k] > c.ad.lo[k] && th[k] < c.ad.hi[k]);
+    const drths_plant_model_t *models[3] = {&DRTHS_PLANT_AVERAGE, &DRTHS_PLANT_0A,
+                                            &DRTHS_PLANT_2P5A};
+    const drths_comp_plant_range_t *r = &DRTHS_COMP_PLANT_RANGE_DEFAULT;
+    for (int mi = 0; mi < 3; mi++)
+        for (int corner = 0; corner < 16; corner++) {
+            double v[4];
+            for (int i = 0; i < 4; i++)
+                v[i] = corner & (1 << i) ? r->hi[i] : r->lo[i];
+            const drths_plant_scale_t sc = {v[0], v[1], v[2], v[3]};
+            needed_factors(models[mi], &sc, th);
+            for (int k = 0; k < 4; k++)
+                assert_true(th[k] * M * 0.999 < c.ad.hi[k] && th[k] / M / 0.999 > c.ad.lo[k]);
+        }
+    /* A narrower range, then the symmetric bound, then back to a range. */
+    const drths_comp_plant_range_t narrow = {{0.9, 0.9, 1.0, 1.0}, {1.1, 1.1, 1.0, 1.0}};
+    assert_int_equal(drths_comp_set_adaptive_range(&c, &narrow, &err), 0);
+    assert_true(c.ad.hi[3] < 2.0 && c.ad.lo[3] > 0.5);
+    assert_int_equal(drths_comp_set_adaptive(&c, 2.0, 4.0, &err), 0);
+    for (int k = 0; k < 4; k++)
+        assert_true(c.ad.lo[k] == 0.25 && c.ad.hi[k] == 4.0);
+    assert_int_equal(drths_comp_set_adaptive(&c, 2.0, 0.0, &err), 0);
+    assert_true(c.ad.hi[3] < 2.0);
+    const drths_comp_plant_range_t bad = {{0.7, 2.0, 0.5, 0.5}, {1.4, 1.0, 2.0, 2.0}};
+    assert_int_equal(drths_comp_set_adaptive_range(&c, &bad, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "adaptive_range.bandwidth"));
+    assert_true(c.ad.hi[3] < 2.0); /* unchanged */
+    const drths_comp_plant_range_t zero = {{0.0, 1.0, 1.0, 1.0}, {1.0, 1.0, 1.0, 1.0}};
+    assert_int_equal(drths_comp_set_adaptive_range(&c, &zero, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "adaptive_range.gain"));
+    assert_int_equal(drths_comp_set_adaptive(&c, 2.0, 0.5, &err), -EINVAL);
+    assert_int_equal(
+        drths_comp_init(&c, DRTHS_COMPENSATION_FEEDFORWARD, &DRTHS_PLANT_AVERAGE, 1, DT, &err), 0);
+    assert_int_equal(drths_comp_set_adaptive_range(&c, &narrow, &err), -EINVAL);
+}
+
+/* Issue 30: the plant of the issue (gain 1.2, bandwidth x0.6, real pole x1.4, complex pair
+ * x0.75) under the default bounds: theta3 reaches the 4.9 it needs, no factor sits at a bound
+ * for more than the first solutions, and the tracking error is that of the exact inverse. With
+ * the old bound 4, theta3 sits at 4 for most of the run, and at_bound_ticks says so: it equals
+ * the count of ticks after which the factor was at a bound. */
+static void test_adaptive_no_hidden_ceiling(void **state)
+{
+    (void)state;
+    drths_comp_t c;
+    uint64_t count[4];
+    const drths_plant_scale_t four = {1.2, 0.6, 1.4, 0.75};
+    double th[4];
+    needed_factors(&DRTHS_PLANT_AVERAGE, &four, th);
+    const double ad =
+        adaptive_run_scaled(DRTHS_COMPENSATION_ADAPTIVE, &four, -1.0, &c, NULL, count);
+    print_message("four-factor plant, derived bounds: %.4f %%; theta %.3f %.3f %.3f %.3f (needs "
+                  "%.3f %.3f %.3f %.3f); at bound %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+                  " of %" PRIu64 "\n",
+                  ad, c.theta[0], c.theta[1], c.theta[2], c.theta[3], th[0], th[1], th[2], th[3],
+                  c.ad.at_bound_ticks[0], c.ad.at_bound_ticks[1], c.ad.at_bound_ticks[2],
+                  c.ad.at_bound_ticks[3], c.ad.observed);
+    assert_near(c.theta[3], th[3], 0.1 * th[3]);
+    assert_near(c.theta[0], th[0], 0.01);
+    assert_true(ad < 0.1);
+    for (int k = 0; k < 4; k++) {
+        assert_true(c.ad.at_bound_ticks[k] == count[k]);
+        assert_true(c.ad.at_bound_ticks[k] < c.ad.observed / 100);
+    }
+    const double b4 = adaptive_run_scaled(DRTHS_COMPENSATION_ADAPTIVE, &four, 4.0, &c, NULL, count);
+    print_message("bound 4: %.4f %%; theta3 %.3f; at bound %" PRIu64 " of %" PRIu64 "\n", b4,
+                  c.theta[3], c.ad.at_bound_ticks[3], c.ad.observed);
+    assert_true(c.theta[3] == 4.0);
+    assert_true(c.ad.at_bound_ticks[3] > c.ad.observed / 2);
+    for (int k = 0; k < 4; k++)
+        assert_true(c.ad.at_bound_ticks[k] == count[k]);
+    assert_true(b4 > 2.0 * ad);
+    /* Reset empties the counts. */
+    drths_comp_adapt_reset(&c, 0.0);
+    for (int k = 0; k < 4; k++)
+        assert_true(c.ad.at_bound_ticks[k] == 0);
+    assert_true(c.ad.pinned == 0);
 }
 
 /* At rest (the sensor noise only), nothing is learnt: the factors stay at the model. */
@@ -900,6 +1039,8 @@ int main(void)
         cmocka_unit_test(test_current_model),
         cmocka_unit_test(test_adaptive_identifies_a_slower_plant),
         cmocka_unit_test(test_adaptive_rest_learns_nothing),
+        cmocka_unit_test(test_adaptive_bounds_from_range),
+        cmocka_unit_test(test_adaptive_no_hidden_ceiling),
         cmocka_unit_test(test_tracking_hand_cases),
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_stencil_amplification),

@@ -79,7 +79,12 @@ static void test_example_three_story(void **state)
     assert_int_equal(x.actuator.plant, DRTHS_ACTUATOR_PLANT_THREE_POLE);
     assert_int_equal(x.actuator.compensation, DRTHS_COMPENSATION_ADAPTIVE);
     assert_true(x.actuator.plant_scale.bandwidth == 0.8 && x.actuator.plant_scale.gain == 0.95);
-    assert_true(x.actuator.adaptive_window_s == 2.0 && x.actuator.adaptive_bound == 4.0);
+    /* The adaptive bounds come from the plant range by default (issue 30). */
+    assert_true(x.actuator.adaptive_window_s == 2.0 && x.actuator.adaptive_bound == 0.0);
+    assert_true(x.actuator.adaptive_range.gain_min == 0.7 &&
+                x.actuator.adaptive_range.gain_max == 1.4 &&
+                x.actuator.adaptive_range.bandwidth_min == 0.5 &&
+                x.actuator.adaptive_range.complex_pole_max == 2.0);
     assert_int_equal(x.actuator.adc_bits, 16);
     assert_int_equal(x.actuator.io_delay_ticks, 1);
     assert_int_equal(x.physical.hold, DRTHS_HOLD_AT_POSITION);
@@ -555,6 +560,11 @@ static const bad_case_t bad_cases[] = {
     {"bad-displacement-limit-full-scale.yaml", -EINVAL,
      "physical.limit_measured_displacement_m: must be below actuator.displacement_range_m (0.05)"},
     {"bad-plant-scale.yaml", -EINVAL, "actuator.plant_scale.bandwidth: must be in 0.1..10 (got 0)"},
+    {"bad-adaptive-range.yaml", -EINVAL,
+     "actuator.adaptive_range.real_pole_min: 1.5 exceeds real_pole_max 1.2"},
+    {"bad-adaptive-bound.yaml", -EINVAL,
+     "actuator.adaptive_bound: must be 0 (derived from actuator.adaptive_range) or 1..100 (got "
+     "0.5)"},
     {"no-such-experiment.yaml", -ENOENT, "cannot open the experiment file"},
 };
 

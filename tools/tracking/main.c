@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/config/config.h"
+#include "common/config/setup.h"
 #include "common/models/compensation.h"
 #include "common/models/groundmotion.h"
 #include "common/models/specimen.h"
@@ -93,16 +94,43 @@ typedef struct {
     double rms_pct, rms_true_pct, floor_pct, ti_m2, peak_m;
     double theta[4];
     uint64_t ticks, extrapolated, clamped, fallbacks;
+    /* The adaptive mode: ticks each factor sat at a bound, of observed ticks. */
+    uint64_t at_bound[4], observed;
+    /* Largest |u(k) - u(k-1)| and |r(k) - r(k-1)| over the run (drths-report's drive step
+     * criterion: their ratio). */
+    double drive_step_m, cmd_step_m;
 } result_t;
+
+/* The largest fraction of the run any factor sat at a bound, and which factor (-1: none). */
+static double at_bound_max(const result_t *r, int *which)
+{
+    double f = 0.0;
+    *which = -1;
+    for (int k = 0; k < 4 && r->observed > 0; k++) {
+        const double v = (double)r->at_bound[k] / (double)r->observed;
+        if (v > f) {
+            f = v;
+            *which = k;
+        }
+    }
+    return f;
+}
+
+static double step_ratio(const result_t *r)
+{
+    return r->cmd_step_m > 0.0 ? r->drive_step_m / r->cmd_step_m : 0.0;
+}
 
 /* The command line. */
 typedef struct options {
     double duration, poly_lead_s; /* poly_lead_s < 0: the compensator's default lead */
     long seed, lookahead; /* lookahead < 0: what the feedforward asks for */
     const char *csv_path;
-    double window_s, bound; /* the adaptive mode's window and bound */
+    double window_s, bound;         /* the adaptive mode's window and bound (0: from range) */
+    drths_comp_plant_range_t range; /* the adaptive mode's plant range; --draws draws from it */
     int one_plant;          /* --experiment or --plant-*: the one plant below, not the study */
     plant_t plant;
+    long draws; /* --draws: this many plants drawn from range (0: none) */
 } options_t;
 
 static void usage(FILE *f)
@@ -111,7 +139,8 @@ static void usage(FILE *f)
         f,
         "usage: " PROG " [--duration S] [--seed N] [--lookahead-ticks K] [--poly-lead-ms MS]\n"
         "                      [--experiment FILE | --plant-gain G --plant-bandwidth F\n"
-        "                       --plant-real-pole R --plant-complex-pole C] [--csv FILE]\n"
+        "                       --plant-real-pole R --plant-complex-pole C | --draws N]\n"
+        "                      [--adaptive-bound B] [--csv FILE]\n"
         "Table 2 of Phillips & Spencer 2013 on the virtual plant: the actuator follows\n"
         "band-limited white-noise displacements (0-5 Hz RMS 2.78 mm, 0-15 Hz RMS\n"
         "0.595 mm) with the 200-kN damper at 0.0 A, 2.5 A and 2.5 A pulsed at 0.5 Hz,\n"
@@ -130,7 +159,16 @@ static void usage(FILE *f)
         "                       what the feedforward asks for, 32)\n"
         "  --poly-lead-ms MS    lead of the polynomial mode, 0 to 1000 ms (default 9.05)\n"
         "  --experiment FILE    one plant: the experiment file's actuator.plant_scale, and\n"
-        "                       its actuator.adaptive_window_s and adaptive_bound\n"
+        "                       its actuator.adaptive_window_s, adaptive_bound and\n"
+        "                       adaptive_range\n"
+        "  --draws N            N plants (1 to 1000) drawn at random from the adaptive\n"
+        "                       mode's plant range (default gain 0.7-1.4, bandwidth, real\n"
+        "                       pole and complex pair 0.5-2; log-uniform, each factor on\n"
+        "                       its own), reproducible from --seed; with --experiment,\n"
+        "                       from its actuator.adaptive_range\n"
+        "  --adaptive-bound B   the adaptive mode's factors in [1/B, B] (1 to 100) instead\n"
+        "                       of the bounds derived from its plant range (B = 4 was the\n"
+        "                       default before issue 30)\n"
         "  --plant-gain G, --plant-bandwidth F, --plant-real-pole R,\n"
         "  --plant-complex-pole C\n"
         "                       one plant: these factors on the models (0.1 to 10, default 1;\n"
@@ -146,6 +184,10 @@ static void usage(FILE *f)
         "by the damper's effective current; one-tick I/O delay; sensor noise 2 um and a\n"
         "16-bit converter over +/- 0.1 m; 5000 Hz. The compensators are designed on the\n"
         "average model. The desired displacement fades in and out over %g s.\n"
+        "Beside the adaptive mode: \"at bound\", the largest fraction of the run one of\n"
+        "its factors sat at a bound and which (t3:12.5%%: theta3, 12.5 %% of the ticks;\n"
+        "-: none), and \"step\", its largest drive change in one tick over the command's\n"
+        "(drths-report's drive criterion, at most 2).\n"
         "\n",
         MAX_LOOKAHEAD, TAPER_S);
     drths_cli_print_exit_codes(f, "a run failed or the --csv file could not be written");
@@ -220,6 +262,8 @@ static int run(const case_t *cs, drths_compensation_t mode, const plant_t *pl, c
     if (rc == 0 && opt->poly_lead_s >= 0.0 && mode == DRTHS_COMPENSATION_POLYNOMIAL)
         rc = drths_comp_set_poly_lead(&comp, opt->poly_lead_s, err);
     if (rc == 0 && mode == DRTHS_COMPENSATION_ADAPTIVE)
+        rc = drths_comp_set_adaptive_range(&comp, &opt->range, err);
+    if (rc == 0 && mode == DRTHS_COMPENSATION_ADAPTIVE)
         rc = drths_comp_set_adaptive(&comp, opt->window_s, opt->bound, err);
     if (rc == 0 && scheduled)
         rc = drths_comp_schedule(&comp, &DRTHS_PLANT_0A, &DRTHS_PLANT_2P5A, 2.5, err);
@@ -236,9 +280,16 @@ static int run(const case_t *cs, drths_compensation_t mode, const plant_t *pl, c
     drths_tracking_init(&tr_floor);
     drths_comp_reset_command(&comp, current_at(cs, 0, dt));
     drths_comp_adapt_reset(&comp, 0.0);
+    double u_prev = 0.0;
+    res->drive_step_m = res->cmd_step_m = 0.0;
     for (long k = 0; k < n; k++) {
         drths_comp_set_command(&comp, current_at(cs, k, dt));
         const double u = drths_comp_drive(&comp, &r[k - 3], &r[k + 1], (int)opt->lookahead);
+        if (k > 0) {
+            res->drive_step_m = fmax(res->drive_step_m, fabs(u - u_prev));
+            res->cmd_step_m = fmax(res->cmd_step_m, fabs(r[k] - r[k - 1]));
+        }
+        u_prev = u;
         drths_specimen_meas_t m;
         /* A converter at its end would be a HOLD in the actuator site; here the reading is
          * kept (the study's amplitudes are far from the ends). */
@@ -263,6 +314,9 @@ static int run(const case_t *cs, drths_compensation_t mode, const plant_t *pl, c
         res->theta[k] = comp.theta[k];
     res->clamped = comp.ad.clamped;
     res->fallbacks = comp.ad.fallbacks;
+    res->observed = comp.ad.observed;
+    for (int k = 0; k < 4; k++)
+        res->at_bound[k] = comp.ad.at_bound_ticks[k];
     drths_comp_close(&comp);
     drths_specimen_close(&spec);
     return 0;
@@ -285,6 +339,7 @@ typedef struct totals {
     int met[2][2], cells[2];
     double worst_ratio;
     char worst[1024];
+    double max_at_bound, max_step_ratio; /* the adaptive mode's, over the rows */
     uint64_t ff_extrap, ff_ticks;
 } totals_t;
 
@@ -308,6 +363,7 @@ static int load_experiment(const char *path, options_t *opt)
         exp.actuator.plant_scale.real_pole, exp.actuator.plant_scale.complex_pole};
     opt->window_s = exp.actuator.adaptive_window_s;
     opt->bound = exp.actuator.adaptive_bound;
+    drths_setup_adaptive_range(&exp, &opt->range);
     drths_experiment_close(&exp);
     return GO_ON;
 }
@@ -324,7 +380,9 @@ static int parse_options(int argc, char **argv, options_t *opt)
         OPT_GAIN,
         OPT_BANDWIDTH,
         OPT_REAL,
-        OPT_COMPLEX
+        OPT_COMPLEX,
+        OPT_DRAWS,
+        OPT_BOUND
     };
     static const struct option opts[] = {
         {"duration", required_argument, NULL, OPT_DURATION},
@@ -337,6 +395,8 @@ static int parse_options(int argc, char **argv, options_t *opt)
         {"plant-bandwidth", required_argument, NULL, OPT_BANDWIDTH},
         {"plant-real-pole", required_argument, NULL, OPT_REAL},
         {"plant-complex-pole", required_argument, NULL, OPT_COMPLEX},
+        {"draws", required_argument, NULL, OPT_DRAWS},
+        {"adaptive-bound", required_argument, NULL, OPT_BOUND},
         DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
@@ -345,11 +405,13 @@ static int parse_options(int argc, char **argv, options_t *opt)
                        .seed = 4,
                        .lookahead = -1,
                        .window_s = DRTHS_COMP_ADAPT_WINDOW_S,
-                       .bound = DRTHS_COMP_ADAPT_BOUND,
+                       .bound = 0.0,
+                       .range = DRTHS_COMP_PLANT_RANGE_DEFAULT,
                        .plant = {"", {1.0, 1.0, 1.0, 1.0}}};
     double lead_ms = 0.0;
     const char *experiment = NULL;
     int factors = 0, rc;
+    double bound = -1.0;
 
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
@@ -376,6 +438,14 @@ static int parse_options(int argc, char **argv, options_t *opt)
         case OPT_CSV:
             opt->csv_path = optarg;
             break;
+        case OPT_DRAWS:
+            if (drths_cli_long(PROG, "--draws", optarg, 1, 1000, &opt->draws))
+                return DRTHS_EXIT_USAGE;
+            break;
+        case OPT_BOUND:
+            if (drths_cli_double(PROG, "--adaptive-bound", optarg, 1.0, 100.0, "", &bound))
+                return DRTHS_EXIT_USAGE;
+            break;
         case OPT_EXPERIMENT:
             experiment = optarg;
             break;
@@ -401,8 +471,17 @@ static int parse_options(int argc, char **argv, options_t *opt)
     if (experiment && factors)
         return drths_cli_usage_error(PROG, "--experiment and the --plant-* options exclude each "
                                            "other (the file gives the plant)");
+    if (opt->draws && factors)
+        return drths_cli_usage_error(PROG, "--draws and the --plant-* options exclude each "
+                                           "other (the draws give the plants)");
     if (experiment && (rc = load_experiment(experiment, opt)) != GO_ON)
         return rc;
+    if (bound > 0.0)
+        opt->bound = bound;
+    if (opt->draws) {
+        opt->one_plant = 0;
+        return GO_ON;
+    }
     if (experiment || factors) {
         opt->one_plant = 1;
         snprintf(opt->plant.name, sizeof opt->plant.name, "g%g f%g r%g c%g", opt->plant.sc.gain,
@@ -442,7 +521,9 @@ static int open_csv(const options_t *opt, FILE **csv)
                   "rms_error_true_pct,tracking_indicator_m2,peak_error_m,extrapolated_ticks,"
                   "ticks,paper_best_pct,goal_pct,plant,plant_gain,plant_bandwidth,"
                   "plant_real_pole,plant_complex_pole,noise_floor_pct,theta0,theta1,theta2,"
-                  "theta3,adaptive_clamped,adaptive_fallbacks\n");
+                  "theta3,adaptive_clamped,adaptive_fallbacks,observed_ticks,at_bound_ticks0,"
+                  "at_bound_ticks1,at_bound_ticks2,at_bound_ticks3,max_drive_step_m,"
+                  "max_command_step_m,drive_step_ratio\n");
     return GO_ON;
 }
 
@@ -459,18 +540,44 @@ static void print_header(const options_t *opt, int ff_need, double lead_ms)
            "  \"ff average\": feedforward on the average model (the paper's method,\n"
            "  `feedforward-average`); \"feedforward\": the inverse scheduled on the COMMANDED\n"
            "  damper current (`feedforward`); \"adaptive\": that inverse with its four\n"
-           "  coefficients identified online (`adaptive`, window %g s, bound x%g).\n",
-           opt->window_s, opt->bound);
+           "  coefficients identified online (`adaptive`, window %g s).\n",
+           opt->window_s);
+    if (opt->bound > 0.0) {
+        printf("  adaptive factors bounded to [1/%g, %g] (--adaptive-bound)\n", opt->bound,
+               opt->bound);
+    } else {
+        printf("  adaptive factors bounded from the plant range gain %g-%g, bandwidth %g-%g,\n"
+               "  real pole %g-%g, complex pair %g-%g (margin x%g):\n ",
+               opt->range.lo[0], opt->range.hi[0], opt->range.lo[1], opt->range.hi[1],
+               opt->range.lo[2], opt->range.hi[2], opt->range.lo[3], opt->range.hi[3],
+               DRTHS_COMP_ADAPT_MARGIN);
+        drths_comp_t probe;
+        drths_error_t err;
+        drths_error_clear(&err);
+        if (drths_comp_init(&probe, DRTHS_COMPENSATION_ADAPTIVE, &DRTHS_PLANT_AVERAGE, 1,
+                            1.0 / RATE_HZ, &err) == 0 &&
+            drths_comp_set_adaptive_range(&probe, &opt->range, &err) == 0 &&
+            drths_comp_schedule(&probe, &DRTHS_PLANT_0A, &DRTHS_PLANT_2P5A, 2.5, &err) == 0) {
+            for (int k = 0; k < 4; k++)
+                printf("%s theta%d %.3g-%.3g", k ? "," : "", k, probe.ad.lo[k], probe.ad.hi[k]);
+        }
+        printf("\n");
+    }
     printf("  lookahead %ld ticks (feedforward needs %d%s); polynomial lead %.3f ms\n",
            opt->lookahead, ff_need, opt->lookahead < ff_need ? ", the rest extrapolated" : "",
            lead_ms);
     printf(
         "  RMS error norm of measured vs desired displacement (eq 31), %%; \"floor\": the\n"
         "  same norm of the measured vs the true displacement (sensor noise, quantisation);\n"
-        "  \"paper\": Table 2's best of the row; \"goal\": half of Table 2's best of the band\n\n");
-    printf("%-22s %-8s %-17s %8s %10s %10s %11s %9s %7s %7s %7s\n", "damper current", "band",
-           "plant", "none", "polynomial", "ff average", "feedforward", "adaptive", "floor", "paper",
-           "goal");
+        "  \"paper\": Table 2's best of the row; \"goal\": half of Table 2's best of the band\n");
+}
+
+static void print_columns(void)
+{
+    printf("\n");
+    printf("%-22s %-8s %-23s %8s %10s %10s %11s %9s %7s %7s %7s %10s %5s\n", "damper current",
+           "band", "plant", "none", "polynomial", "ff average", "feedforward", "adaptive", "floor",
+           "paper", "goal", "at bound", "step");
 }
 
 /* The desired displacement of each band; on failure, closes csv and returns the exit code. */
@@ -492,6 +599,36 @@ static int make_inputs(const options_t *opt, double dt, FILE *csv, inputs_t *in)
         }
     }
     return GO_ON;
+}
+
+/* splitmix64 (Steele, Lea & Flood 2014): the draws' generator, the same on every machine. */
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* --draws: opt->draws plants, each factor log-uniform over opt->range, from --seed; listed. */
+static void draw_plants(const options_t *opt, plant_t *out)
+{
+    uint64_t st = (uint64_t)opt->seed ^ 0x3030303030303030ULL; /* a stream of its own */
+    printf("  %ld plants drawn (seed %ld), log-uniform over the adaptive mode's range:\n",
+           opt->draws, opt->seed);
+    for (long i = 0; i < opt->draws; i++) {
+        double v[4];
+        for (int k = 0; k < 4; k++) {
+            const double u = (double)(splitmix64(&st) >> 11) * 0x1.0p-53;
+            /* Two decimals, so the name given is the plant run (--plant-* reproduces it). */
+            v[k] = round(100.0 * opt->range.lo[k] * pow(opt->range.hi[k] / opt->range.lo[k], u)) /
+                   100.0;
+        }
+        out[i].sc = (drths_plant_scale_t){v[0], v[1], v[2], v[3]};
+        snprintf(out[i].name, sizeof out[i].name, "g%.2f f%.2f r%.2f c%.2f", v[0], v[1], v[2],
+                 v[3]);
+        printf("    draw %-3ld %s\n", i + 1, out[i].name);
+    }
 }
 
 static int is_nominal(const plant_t *pl)
@@ -526,20 +663,36 @@ static int run_case(const case_t *cs, const plant_t *pl, const options_t *opt, d
         snprintf(tot->worst, sizeof tot->worst, "%.3f %% (goal %.3f %%): %s, %s, %s",
                  res[MODE_ADAPTIVE].rms_pct, goal, cs->current_name, band, pl->name);
     }
-    printf("%-22s %-8s %-17s %8.3f %10.3f %10.3f %11.3f %9.3f %7.3f %7.3f %7.3f\n",
+    const result_t *ra = &res[MODE_ADAPTIVE];
+    int which;
+    const double fb = at_bound_max(ra, &which);
+    char bnd[24];
+    /* One word, so the columns after it stay countable from the end. */
+    if (which < 0)
+        snprintf(bnd, sizeof bnd, "-");
+    else
+        snprintf(bnd, sizeof bnd, "t%d:%.1f%%", which, 100.0 * fb);
+    if (fb > tot->max_at_bound)
+        tot->max_at_bound = fb;
+    if (step_ratio(ra) > tot->max_step_ratio)
+        tot->max_step_ratio = step_ratio(ra);
+    printf("%-22s %-8s %-23s %8.3f %10.3f %10.3f %11.3f %9.3f %7.3f %7.3f %7.3f %10s %5.2f\n",
            cs->current_name, band, pl->name, res[0].rms_pct, res[1].rms_pct, res[2].rms_pct,
-           res[3].rms_pct, res[4].rms_pct, res[MODE_ADAPTIVE].floor_pct, cs->paper_pct, goal);
+           res[3].rms_pct, res[4].rms_pct, ra->floor_pct, cs->paper_pct, goal, bnd, step_ratio(ra));
     fflush(stdout);
     for (int m = 0; csv && m < NMODES; m++)
         fprintf(csv,
                 "%s,0-%g,%.6g,%s,%ld,%.6g,%.6g,%.6g,%.6g,%" PRIu64 ",%" PRIu64 ",%g,%g,%s,%g,%g,"
-                "%g,%g,%.6g,%.6g,%.6g,%.6g,%.6g,%" PRIu64 ",%" PRIu64 "\n",
+                "%g,%g,%.6g,%.6g,%.6g,%.6g,%.6g,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6g,%.6g,%.6g\n",
                 cs->current_name, cs->f_hi_hz, cs->rms_m, MODE_NAMES[m], opt->lookahead,
                 res[m].rms_pct, res[m].rms_true_pct, res[m].ti_m2, res[m].peak_m,
                 res[m].extrapolated, res[m].ticks, cs->paper_pct, goal, pl->name, pl->sc.gain,
                 pl->sc.bandwidth, pl->sc.real_pole, pl->sc.complex_pole, res[m].floor_pct,
                 res[m].theta[0], res[m].theta[1], res[m].theta[2], res[m].theta[3], res[m].clamped,
-                res[m].fallbacks);
+                res[m].fallbacks, res[m].observed, res[m].at_bound[0], res[m].at_bound[1],
+                res[m].at_bound[2], res[m].at_bound[3], res[m].drive_step_m, res[m].cmd_step_m,
+                step_ratio(&res[m]));
     return 0;
 }
 
@@ -554,6 +707,9 @@ static void print_summary(const totals_t *tot)
     printf("the feedforward extrapolated %" PRIu64 " of %" PRIu64
            " ticks (lookahead short of what it needs)\n",
            tot->ff_extrap, tot->ff_ticks);
+    printf("adaptive: longest time a factor sat at a bound %.1f %% of a run; largest drive step "
+           "/ command step %.2f (criterion 2)\n",
+           100.0 * tot->max_at_bound, tot->max_step_ratio);
 }
 
 int main(int argc, char **argv)
@@ -573,19 +729,38 @@ int main(int argc, char **argv)
         rc = open_csv(&opt, &csv);
     if (rc != GO_ON)
         return rc;
+    plant_t *drawn = NULL;
+    if (opt.draws) {
+        drawn = calloc((size_t)opt.draws, sizeof *drawn);
+        if (!drawn) {
+            if (csv)
+                fclose(csv);
+            return drths_cli_error(PROG, "no memory for %ld draws", opt.draws);
+        }
+    }
     print_header(&opt, ff_need, lead_ms);
-    if ((rc = make_inputs(&opt, dt, csv, &in)) != GO_ON)
+    if (drawn)
+        draw_plants(&opt, drawn);
+    print_columns();
+    if ((rc = make_inputs(&opt, dt, csv, &in)) != GO_ON) {
+        free(drawn);
         return rc;
+    }
 
     int status = 0;
     totals_t tot = {0};
     const plant_t *plants = opt.one_plant ? &opt.plant : STUDY;
-    const int nplants = opt.one_plant ? 1 : NSTUDY;
+    int nplants = opt.one_plant ? 1 : NSTUDY;
+    if (drawn) {
+        plants = drawn;
+        nplants = (int)opt.draws;
+    }
     for (int i = 0; i < NCASES && status == 0; i++)
         for (int p = 0; p < nplants && status == 0; p++)
             status = run_case(&CASES[i], &plants[p], &opt, dt, &in, csv, &tot);
     if (status == 0)
         print_summary(&tot);
+    free(drawn);
     free(in.blocks[0]);
     free(in.blocks[1]);
     if (csv && fclose(csv) != 0 && status == 0)
