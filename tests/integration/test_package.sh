@@ -2,9 +2,11 @@
 # The Debian package (cmake/install.cmake): cpack builds it from this build folder, dpkg-deb
 # unpacks it into a temporary root, and the installed programs run from there: drths-physical
 # --help, drths-numerical --version (the version of this build), a man page through man -l,
-# drths-check on every installed example, and drths-monitor serving its installed page. Every
-# shared library an installed program loads must come from a package the .deb depends on, so
-# the package installs on a lab PC with nothing missing.
+# drths-check on every installed example, drths-monitor serving its installed page, and
+# drths-rehearse (--help, --version, and its --io-check on the emulated comedi board of
+# lib/drths with the installed example, from another folder). Every shared library an installed
+# program or the emulated board loads must come from a package the .deb depends on, so the
+# package installs on a lab PC with nothing missing; gnuplot-nox and man-db are recommended.
 source "$(dirname "$0")/../lib.sh"
 
 for p in cpack help2man dpkg-deb man; do
@@ -26,7 +28,8 @@ nfiles=$(dpkg-deb -c "$deb" | grep -vc '/$')
 echo "package $(basename "$deb"): $(stat -c %s "$deb") bytes, $nfiles files"
 
 bin=$root/usr/bin
-for p in drths-numerical drths-physical drths-monitor drths-report drths-keygen drths-check; do
+for p in drths-numerical drths-physical drths-monitor drths-report drths-keygen drths-check \
+    drths-rehearse drths-impair; do
     [ -x "$bin/$p" ] || fail "$p is not installed"
     [ -f "$root/usr/share/man/man1/$p.1" ] || fail "no man page for $p"
 done
@@ -70,10 +73,39 @@ url=$(sed -n 's|^drths-monitor: page \(http://[^/ ]*/\).*|\1|p' "$tmp/monitor.ou
 curl -fsS --max-time 10 "${url}uPlot.iife.min.js" -o "$tmp/uplot.js" || fail "GET uPlot.iife.min.js"
 cmp -s "$tmp/uplot.js" "$web/uPlot.iife.min.js" || fail "the monitor served another uPlot"
 
-# Every library the programs load belongs to a package the .deb depends on.
+# The rehearsal, installed: its help, its version, and the commissioning check on the emulated
+# comedi board (lib/drths) wired as the installed comedi example says, run from a folder of its
+# own with nothing of the build folder on its paths.
+emu=$root/usr/lib/drths/libdrths_comedi_emu.so
+[ -f "$emu" ] || fail "the emulated comedi board is not installed in /usr/lib/drths"
+"$bin/drths-rehearse" --help >"$tmp/rehearse-help.out" || fail "drths-rehearse --help failed"
+grep -q '^Usage: drths-rehearse \[EXPERIMENT.yaml\]' "$tmp/rehearse-help.out" ||
+    fail "drths-rehearse --help prints no usage line"
+grep -q -- '--daq comedi' "$tmp/rehearse-help.out" || fail "drths-rehearse --help lacks --daq"
+"$bin/drths-rehearse" --version >"$tmp/rehearse-version.out" || fail "drths-rehearse --version failed"
+grep -q "^drths-rehearse (drths) $want" "$tmp/rehearse-version.out" ||
+    fail "drths-rehearse --version: $(cat "$tmp/rehearse-version.out"), want $want"
+MANWIDTH=100 man -l "$root/usr/share/man/man1/drths-rehearse.1" >"$tmp/man-rehearse.out" 2>/dev/null ||
+    fail "man -l drths-rehearse.1 failed"
+grep -q -- '--impair' "$tmp/man-rehearse.out" || fail "the drths-rehearse man page lists no options"
+mkdir "$tmp/lab"
+(cd "$tmp/lab" && env -u DRTHS_REHEARSE_BIN -u DRTHS_REHEARSE_EXAMPLES -u DRTHS_REHEARSE_COMEDI_EMU \
+    timeout 120 "$bin/drths-rehearse" --daq comedi --io-check >"$tmp/rehearse-io.out" 2>&1) ||
+    fail "installed drths-rehearse --daq comedi --io-check: exit $?"
+grep -q "^drths-physical: I/O check of 'three-story-elcentro' (backend comedi)" "$tmp/rehearse-io.out" ||
+    fail "drths-rehearse --io-check did not run on the emulated board"
+grep -q '^verdict: ' "$tmp/rehearse-io.out" || fail "drths-rehearse --io-check gave no verdict"
+recommends=$(dpkg-deb -f "$deb" Recommends)
+for r in gnuplot-nox man-db; do
+    grep -Eq "(^|, )$r( |,|$)" <<<"$recommends" || fail "$r is not in Recommends: $recommends"
+done
+
+# Every library the programs and the emulated board load belongs to a package the .deb depends on.
 depends=$(dpkg-deb -f "$deb" Depends)
 ldconfig -p >"$tmp/ldconfig.out"
-for f in "$bin"/*; do
+for f in "$bin"/* "$emu"; do
+    # drths-rehearse is a shell program: no shared libraries of its own.
+    [ "$(head -c 4 "$f")" = $'\x7fELF' ] || continue
     for so in $(objdump -p "$f" | awk '/NEEDED/{print $2}'); do
         # A sanitizer build's runtime is not what a release package carries.
         case "$so" in libasan.so* | libubsan.so* | libtsan.so*) continue ;; esac
