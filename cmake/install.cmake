@@ -93,13 +93,14 @@ else()
   message(STATUS "help2man not found: no man pages (tools/deps installs it)")
 endif()
 
-# The monitor's page, built (uPlot comes from the npm registry through web/package-lock.json):
+# The monitor's page, built (uPlot comes from the npm registry through web/package-lock.json;
+# --page-only: not the browser tests' puppeteer-core, a devDependency):
 # tools/web-build makes <build>/web at install time, so the package carries it and the lab PC
 # never runs npm. A build folder that already has the page and no npm installs what it has.
 install(CODE "
   message(STATUS \"Building the monitor's page (tools/web-build)\")
   execute_process(COMMAND ${CMAKE_COMMAND} -E env DRTHS_BUILD_DIR=${CMAKE_BINARY_DIR}
-                          bash ${CMAKE_SOURCE_DIR}/tools/web-build RESULT_VARIABLE rc)
+                          bash ${CMAKE_SOURCE_DIR}/tools/web-build --page-only RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0 AND NOT EXISTS \"${CMAKE_BINARY_DIR}/web/index.html\")
     message(FATAL_ERROR \"tools/web-build failed: the monitor's page cannot be installed\")
   elseif(NOT rc EQUAL 0)
