@@ -65,11 +65,13 @@ if(HELP2MAN)
       if(NOT name)
         set(name "a drths program")
       endif()
+      # cmake/man-help gives help2man the --help whose usage block is in its synopsis format.
       add_custom_command(OUTPUT ${page}
         COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
-        COMMAND ${HELP2MAN} --no-info --no-discard-stderr --version-option=--version
-                --name=${name} --section=1 --output=${page} $<TARGET_FILE:${p}>
-        DEPENDS ${p}
+        COMMAND ${CMAKE_COMMAND} -E env DRTHS_MAN_PROGRAM=$<TARGET_FILE:${p}>
+                ${HELP2MAN} --no-info --no-discard-stderr --version-option=--version
+                --name=${name} --section=1 --output=${page} ${CMAKE_SOURCE_DIR}/cmake/man-help
+        DEPENDS ${p} ${CMAKE_SOURCE_DIR}/cmake/man-help
         COMMENT "man page ${p}.1"
         VERBATIM)
       list(APPEND man_pages ${page})

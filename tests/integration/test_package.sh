@@ -45,6 +45,21 @@ MANWIDTH=100 man -l "$root/usr/share/man/man1/drths-numerical.1" >"$tmp/man.out"
 grep -q 'numerical site of a real-time hybrid simulation' "$tmp/man.out" ||
     fail "the man page has no NAME line"
 grep -q -- '--experiment' "$tmp/man.out" || fail "the man page does not list the options"
+# SYNOPSIS lists each form of a command whole (cmake/man-help), not its continuation lines as
+# forms of their own, and ends before the description.
+synopsis() { # PROGRAM: the SYNOPSIS section of its installed man page, one line per form
+    MANWIDTH=400 man -l "$root/usr/share/man/man1/$1.1" 2>/dev/null |
+        sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed -e '1d' -e '$d' -e '/^$/d' -e 's/^ *//'
+}
+synopsis drths-physical >"$tmp/syn-physical.out"
+grep -q '^drths-physical --experiment FILE \[--listen HOST:PORT\].* \[--monitor HOST:PORT \[--wait-start\]\]$' \
+    "$tmp/syn-physical.out" || fail "drths-physical's SYNOPSIS splits its first form"
+grep -q '^drths-physical --experiment FILE --io-check \[--io-amplitude M\] \[--io-leg S\] \[--io-current A\]$' \
+    "$tmp/syn-physical.out" || fail "drths-physical's SYNOPSIS lacks the --io-check form"
+n=$(grep -vc '^drths-physical ' "$tmp/syn-physical.out" || true)
+[ "$n" -eq 0 ] || fail "drths-physical's SYNOPSIS has $n lines that are not a form of the command"
+synopsis drths-check >"$tmp/syn-check.out"
+[ "$(wc -l <"$tmp/syn-check.out")" -eq 2 ] || fail "drths-check's SYNOPSIS: $(cat "$tmp/syn-check.out")"
 
 web=$root/usr/share/drths/web
 for f in index.html app.js style.css uPlot.iife.min.js uPlot.min.css uPlot.LICENSE.txt; do
