@@ -14,6 +14,9 @@ for p in cpack apt-get apt-cache dpkg-deb; do
     command -v "$p" >/dev/null || skip "$p is missing (tools/deps installs cmake; apt is Debian's)"
 done
 [ -f "$bdir/CPackConfig.cmake" ] || skip "no CPackConfig.cmake in $bdir"
+# A sanitizer build's package is not what a lab carries; integration.package checks its layout.
+grep -Eq '^DRTHS_(ASAN|TSAN):BOOL=ON' "$bdir/CMakeCache.txt" &&
+    skip "a sanitizer build: the bundle is made from a release build (integration.package runs here)"
 command -v npm >/dev/null || [ -f "$bdir/web/index.html" ] ||
     skip "npm is missing and $bdir/web is not built: the monitor's page cannot be packaged"
 apt-cache show --no-all-versions libhdf5-103-1 >/dev/null 2>&1 ||
