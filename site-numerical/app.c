@@ -110,7 +110,8 @@ static int open_site(drths_numapp_t *a)
     }
     snprintf(a->prov.key_id, sizeof a->prov.key_id, "%s", key.id);
     a->site.wait_spin_ns = a->wait_spin_ns;
-    drths_numsite_print_start(stdout, &a->site, key.path, key.id, a->dir, a->so.kernel_filter);
+    drths_numsite_print_start(stdout, &a->site, key.path, key.id, a->dir, a->so.kernel_filter,
+                              a->probe_only);
     if (!key.path)
         drths_site_key_warning(PROG, &key);
     if (drths_site_monitor_open(&a->shell, "numerical", a->exp.rate_hz, &err) != 0)

@@ -309,9 +309,12 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
 }
 
 void drths_numsite_print_start(FILE *f, const drths_numsite_t *s, const char *key_path,
-                               const char *key_id, const char *dir, int kernel_filter)
+                               const char *key_id, const char *dir, int kernel_filter,
+                               int probe_only)
 {
-    fprintf(f, "drths-numerical: hybrid run of '%s' at %.0f Hz\n", s->exp->name, s->exp->rate_hz);
+    fprintf(f, "drths-numerical: %s of '%s' at %.0f Hz\n",
+            probe_only ? "connectivity test (--probe-only)" : "hybrid run", s->exp->name,
+            s->exp->rate_hz);
     fprintf(f, "peer: actuator site at %s\n", s->peer_text);
     if (kernel_filter)
         fprintf(f, "kernel filter: only session %016" PRIx64 " from %s reaches the site\n",

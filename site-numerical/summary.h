@@ -42,10 +42,12 @@ void drths_numsite_report_end(FILE *f, drths_site_t *shell, const drths_numsite_
                               const drths_hybrid_t *h, const char *dir,
                               const drths_numsite_outcome_t *o);
 
-/* The start-up lines of a hybrid run: experiment, peer, kernel filter, the feedback wait, the key
- * (key_path NULL: the rehearsal key, whose warning the caller prints), the run folder. */
+/* The start-up lines of a hybrid run or, probe_only set, of the connectivity test: experiment,
+ * peer, kernel filter, the feedback wait, the key (key_path NULL: the rehearsal key, whose
+ * warning the caller prints), the run folder. */
 void drths_numsite_print_start(FILE *f, const drths_numsite_t *s, const char *key_path,
-                               const char *key_id, const char *dir, int kernel_filter);
+                               const char *key_id, const char *dir, int kernel_filter,
+                               int probe_only);
 
 /* The probes' round trips and the loop delay L chosen from them. */
 void drths_numsite_print_probes(FILE *f, const drths_numsite_t *s);

@@ -30,6 +30,9 @@ sed 's/^/  | /' "$tmp/num1.out" | grep -A8 '^  | probes:'
 grep -q '^probes: 2000 sent, 2000 answered' "$tmp/num1.out" || fail "not 2000 probes answered"
 grep -q '^  loss: 0 probes' "$tmp/num1.out" || fail "no loss line"
 grep -q '^verdict: GO' "$tmp/num1.out" || fail "no GO verdict on loopback"
+grep -q "^drths-numerical: connectivity test (--probe-only) of '" "$tmp/num1.out" ||
+    fail "the first line does not say this is the connectivity test: $(head -n 1 "$tmp/num1.out")"
+! grep -q 'hybrid run of' "$tmp/num1.out" || fail "--probe-only calls itself a hybrid run"
 grep -q 'probe-only session finished' "$tmp/phys1.out" || fail "the actuator site did not say the session finished"
 [ "$(summary "$tmp/num1" probes.loss_bursts)" = 0 ] || fail "summary.json: loss_bursts"
 
