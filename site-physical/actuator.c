@@ -771,19 +771,21 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
 /* The compensation's correction (drive - command) is, in a test, a smooth signal: the lead
  * and gain that make up the actuator's lag. Where the compensator's estimate jumps (the preview
  * running out before a loss and coming back after it, a rejoin, a switch between late and
- * timely commands) the correction follows the new value no faster than half the drive's
- * velocity bound and with at most three quarters of its acceleration bound, tracking the new
- * value's own motion and braking onto it; a correction that moves within those bounds passes
+ * timely commands) the correction follows the new value no faster than a quarter of the drive's
+ * velocity bound and with at most a quarter of its acceleration bound, tracking the new value's
+ * own motion and braking onto it; a correction that moves within those bounds passes
  * unchanged. So a hand-over of the command stream moves the drive only as the (smooth) command
- * moves. (With a quarter of each, the delay step of tools/study, where concealed and late
- * commands alternate for a few hundred ms, left the correction lagging and overshooting its
- * flipping target: the drive swung +-0.8 mm about the command, tracking RMS error 0.82-0.96 %
- * against 0.17-0.25 % now.) RT-safe. */
+ * moves, and the rest of the envelope is left to the command's own motion. (Three quarters of
+ * the acceleration bound and half the velocity bound followed the flipping estimate of the
+ * study's delay step better, tracking RMS error 0.17-0.25 % against 0.82-0.96 %, but used 0.8
+ * of the envelope's acceleration bound at an ordinary 8-tick concealment of the default
+ * rehearsal, 0.3 with a quarter: too little room left for a command that accelerates itself.)
+ * RT-safe. */
 static double shape_drive(drths_actuator_t *a, double r, double u)
 {
     const double dt = 1.0 / a->p.rate_hz;
-    const double amax = 0.75 * a->p.limit_drive_acceleration_m_s2;
-    const double vmax = 0.5 * a->p.limit_drive_velocity_m_s;
+    const double amax = 0.25 * a->p.limit_drive_acceleration_m_s2;
+    const double vmax = 0.25 * a->p.limit_drive_velocity_m_s;
     const double want = u - r, c1 = a->corr_m, v1 = a->corr_v_m_s, prev_want = a->corr_want_m;
     const double vd = (want - c1) / dt;
     a->corr_want_m = want;
