@@ -97,13 +97,9 @@ static int open_site(drths_numapp_t *a)
     /* The whole run's space, held before the handshake: a run that cannot keep its records is
      * refused now, before the actuator site moves. */
     if (!a->probe_only) {
-        uint64_t steps = 0;
-        if (drths_site_record_steps(&a->exp, &steps, &err) != 0)
-            return drths_cli_usage_error(PROG, "%s", err.msg);
-        const drths_site_space_t space = {"numerical.csv", drths_hybrid_columns_for(&a->exp),
-                                          drths_site_rows_for(steps, a->exp.rate_hz)};
-        rc = drths_site_reserve(&a->shell, a->dir, &space, 1, &err);
-        if (rc == -ENOSPC)
+        rc = drths_site_reserve_run(&a->shell, a->dir, &a->exp, "numerical.csv",
+                                    drths_hybrid_columns_for(&a->exp), &err);
+        if (rc == -ENOSPC || rc == -EINVAL)
             return drths_cli_usage_error(PROG, "%s", err.msg);
         if (rc != 0)
             return drths_cli_error(PROG, "%s", err.msg);

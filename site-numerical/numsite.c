@@ -112,16 +112,27 @@ static int send_msg(drths_numsite_t *s, const drths_msg_t *m, uint64_t *counter)
     return rc;
 }
 
-static void send_stop_like(drths_numsite_t *s, drths_msg_type_t type, int reason,
-                           const char *text)
+/* A STOP or ABORT in `copies` copies, gap_ns apart (0: back to back). */
+static void send_stop_copies(drths_numsite_t *s, drths_msg_type_t type, int reason,
+                             const char *text, int copies, int64_t gap_ns)
 {
     drths_msg_t m;
     memset(&m, 0, sizeof m);
     m.type = type;
     m.u.stop.reason = (uint8_t)reason;
-    snprintf(m.u.stop.text, sizeof m.u.stop.text, "%s", text);
-    for (int i = 0; i < 3; i++)
+    /* A longer sentence is cut to the message's text field. */
+    snprintf(m.u.stop.text, sizeof m.u.stop.text, "%.*s", (int)sizeof m.u.stop.text - 1, text);
+    for (int i = 0; i < copies; i++) {
+        if (i && gap_ns)
+            drths_sleep_until_ns(drths_now_ns() + gap_ns);
         send_msg(s, &m, NULL);
+    }
+}
+
+static void send_stop_like(drths_numsite_t *s, drths_msg_type_t type, int reason,
+                           const char *text)
+{
+    send_stop_copies(s, type, reason, text, 3, 0);
 }
 
 static void send_abort(drths_numsite_t *s, int reason, const char *text)
@@ -140,16 +151,7 @@ static void send_abort(drths_numsite_t *s, int reason, const char *text)
 static void send_end_of_probe(drths_numsite_t *s, drths_msg_type_t type, int reason,
                               const char *text)
 {
-    drths_msg_t m;
-    memset(&m, 0, sizeof m);
-    m.type = type;
-    m.u.stop.reason = (uint8_t)reason;
-    snprintf(m.u.stop.text, sizeof m.u.stop.text, "%s", text);
-    for (int i = 0; i < END_COPIES; i++) {
-        if (i)
-            drths_sleep_until_ns(drths_now_ns() + END_GAP_NS);
-        send_msg(s, &m, NULL);
-    }
+    send_stop_copies(s, type, reason, text, END_COPIES, END_GAP_NS);
 }
 
 void drths_numsite_farewell(drths_numsite_t *s, const char *text)

@@ -192,14 +192,9 @@ static int open_io(drths_physapp_t *a)
     /* The space of the whole run, held before any numerical site is answered: the record
      * follows the experiment's ground motion (with OpenFresco the analysis decides, so this is
      * the estimate), and a run that cannot keep it is refused now, not lost later. */
-    uint64_t steps = 0;
     if (!a->cfg.probe_only) {
-        if (drths_site_record_steps(&a->exp, &steps, &err) != 0)
-            return drths_cli_usage_error(PROG, "%s", err.msg);
-        const drths_site_space_t space = {"physical.csv", ncols,
-                                          drths_site_rows_for(steps, a->exp.rate_hz)};
-        rc = drths_site_reserve(&a->shell, a->dir, &space, 1, &err);
-        if (rc == -ENOSPC)
+        rc = drths_site_reserve_run(&a->shell, a->dir, &a->exp, "physical.csv", ncols, &err);
+        if (rc == -ENOSPC || rc == -EINVAL)
             return drths_cli_usage_error(PROG, "%s", err.msg);
         if (rc != 0)
             return drths_cli_error(PROG, "%s", err.msg);

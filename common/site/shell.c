@@ -649,6 +649,16 @@ uint64_t drths_site_rows_for(uint64_t steps, double rate_hz)
     return steps + (uint64_t)(10.0 * rate_hz);
 }
 
+int drths_site_reserve_run(drths_site_t *s, const char *dir, const drths_experiment_t *exp,
+                           const char *file, int ncols, drths_error_t *err)
+{
+    uint64_t steps = 0;
+    if (drths_site_record_steps(exp, &steps, err) != 0)
+        return -EINVAL;
+    const drths_site_space_t space = {file, ncols, drths_site_rows_for(steps, exp->rate_hz)};
+    return drths_site_reserve(s, dir, &space, 1, err);
+}
+
 int drths_site_reserve(drths_site_t *s, const char *dir, const drths_site_space_t *recs, int n,
                        drths_error_t *err)
 {

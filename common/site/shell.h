@@ -343,6 +343,13 @@ uint64_t drths_site_rows_for(uint64_t steps, double rate_hz);
 int drths_site_reserve(drths_site_t *s, const char *dir, const drths_site_space_t *recs, int n,
                        drths_error_t *err);
 
+/* drths_site_reserve for a site's one record of a whole run: file with ncols columns, at most
+ * drths_site_rows_for the experiment's record steps rows. Returns 0, -ENOSPC (the space is not
+ * there) or -EINVAL (the experiment's record cannot be read), both refusals before anything ran,
+ * or another negative errno; err says what. */
+int drths_site_reserve_run(drths_site_t *s, const char *dir, const drths_experiment_t *exp,
+                           const char *file, int ncols, drths_error_t *err);
+
 /* Opens a recorder on dir/file (the CSV written at close; the binary stream beside it during
  * the run) with the columns given, its ring sized for rate_hz, takes its .bin's share of the
  * space held by drths_site_reserve (preallocated: -ENOSPC if it is gone), starts its writer
