@@ -55,6 +55,33 @@ static char *slurp(const char *path)
     return b;
 }
 
+/* The lines of the CSV at path (its header included). */
+static int csv_lines(const char *path)
+{
+    char *csv = slurp(path);
+    int lines = 0;
+    for (char *p = csv; *p; p++)
+        lines += *p == '\n';
+    free(csv);
+    return lines;
+}
+
+/* The recorder's summary.json object as text (to be freed). */
+static char *recorder_json(const drths_recorder_t *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    drths_json_t j;
+    drths_json_init(&j, f);
+    drths_json_object_begin(&j, NULL);
+    drths_recorder_json(&j, "recorder", r);
+    drths_json_object_end(&j);
+    fclose(f);
+    return text;
+}
+
 static void sleep_ms(int ms)
 {
     struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -198,26 +225,13 @@ static void test_stalled_writer(void **state)
     assert_true(r.peak_rows >= (uint64_t)cap);
 
     /* The count reaches summary.json. */
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    drths_json_t j;
-    drths_json_init(&j, f);
-    drths_json_object_begin(&j, NULL);
-    drths_recorder_json(&j, "recorder", &r);
-    drths_json_object_end(&j);
-    fclose(f);
+    char *text = recorder_json(&r);
     assert_non_null(strstr(text, "\"dropped_rows\": 10"));
     assert_non_null(strstr(text, "\"rows\": 1025"));
     assert_non_null(strstr(text, "\"bin\": \"rec.bin\""));
     free(text);
 
-    char *csv = slurp(path);
-    int lines = 0;
-    for (char *p = csv; *p; p++)
-        lines += *p == '\n';
-    assert_int_equal(lines, 1 + cap + 1);
-    free(csv);
+    assert_int_equal(csv_lines(path), 1 + cap + 1);
     sem_destroy(&stall_release);
     unlink(path);
     unlink(bin);
@@ -276,26 +290,13 @@ static void test_write_failure(void **state)
     assert_non_null(strstr(err.msg, "No space left on device"));
     assert_non_null(strstr(err.msg, "the record stops at row 1000, 2000 rows not written"));
 
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    drths_json_t j;
-    drths_json_init(&j, f);
-    drths_json_object_begin(&j, NULL);
-    drths_recorder_json(&j, "recorder", &r);
-    drths_json_object_end(&j);
-    fclose(f);
+    char *text = recorder_json(&r);
     assert_non_null(strstr(text, "\"unwritten_rows\": 2000"));
     assert_non_null(strstr(text, "\"write_error\": \"No space left on device\""));
     assert_non_null(strstr(text, "\"rows\": 1000"));
     free(text);
 
-    char *csv = slurp(path);
-    int lines = 0;
-    for (char *p = csv; *p; p++)
-        lines += *p == '\n';
-    assert_int_equal(lines, 1 + 1000);
-    free(csv);
+    assert_int_equal(csv_lines(path), 1 + 1000);
     unlink(path);
     unlink(bin);
     rmdir(dir);
