@@ -52,8 +52,10 @@ static void free_all(drths_recorder_t *r)
     r->row = NULL;
 }
 
-/* Writes all of buf (retrying short writes and EINTR). Returns 0 or a negative errno. */
-static int write_all(drths_recorder_t *r, const void *buf, size_t n)
+/* Writes all of buf (retrying short writes and EINTR), adding the bytes written to *done when
+ * done is not NULL (a failure after a short write leaves them counted). Returns 0 or a negative
+ * errno. */
+static int write_all(drths_recorder_t *r, const void *buf, size_t n, uint64_t *done)
 {
     const unsigned char *p = buf;
     while (n > 0) {
@@ -64,8 +66,18 @@ static int write_all(drths_recorder_t *r, const void *buf, size_t n)
             return w < 0 ? -errno : -EIO;
         p += w;
         n -= (size_t)w;
+        if (done)
+            *done += (uint64_t)w;
     }
     return 0;
+}
+
+/* The first failed write (or write-back): the record stops at the rows written. */
+static void mark_failed(drths_recorder_t *r, int e)
+{
+    r->failed = 1;
+    atomic_store(&r->fail_row, (unsigned long long)r->written);
+    atomic_store(&r->fail_errno, e);
 }
 
 /* The text header, padded with newlines to a multiple of 4096 bytes. */
@@ -94,7 +106,7 @@ static int write_header(drths_recorder_t *r, drths_error_t *err)
         at += l;
     }
     h[at] = '\n';
-    int rc = write_all(r, h, hb);
+    int rc = write_all(r, h, hb, NULL);
     free(h);
     if (rc)
         return drths_error_set(err, rc, "cannot write %s: %s", r->bin_path, strerror(-rc));
@@ -186,27 +198,10 @@ static void flush_block(drths_recorder_t *r, int64_t now)
         return;
     int64_t t0 = drths_now_ns();
     if (!r->failed) {
-        const unsigned char *p = r->block;
-        size_t n = r->block_len;
-        int e = 0;
-        while (n > 0) {
-            ssize_t w = r->write_fn(r->fd, p, n);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                e = w < 0 ? errno : EIO;
-                break;
-            }
-            p += w;
-            n -= (size_t)w;
-            r->out_bytes += (uint64_t)w;
-        }
+        int e = write_all(r, r->block, r->block_len, &r->out_bytes);
         r->written = r->out_bytes / r->row_bytes;
-        if (e) {
-            r->failed = 1;
-            atomic_store(&r->fail_row, (unsigned long long)r->written);
-            atomic_store(&r->fail_errno, e);
-        }
+        if (e)
+            mark_failed(r, -e);
     }
     int64_t dt = drths_now_ns() - t0;
     if (dt > r->max_write_ns)
@@ -386,10 +381,10 @@ int drths_recorder_close(drths_recorder_t *r, drths_error_t *err)
                              (unsigned long long)drths_recorder_unwritten(r));
     else if (fsync(r->fd) != 0 && errno != EINVAL) {
         /* The kernel could not write back what it had accepted: which rows is unknown. */
-        atomic_store(&r->fail_errno, errno);
-        atomic_store(&r->fail_row, (unsigned long long)r->written);
-        r->failed = 1;
-        rc = drths_error_set(err, -EIO, "writing %s failed: %s", r->bin_path, strerror(errno));
+        const int sync_errno = errno;
+        mark_failed(r, sync_errno);
+        rc = drths_error_set(err, -EIO, "writing %s failed: %s", r->bin_path,
+                             strerror(sync_errno));
     }
     /* The blocks reserved for rows the run did not write go back to the filesystem (a run
      * that ended early, or the margin for a HOLD that did not happen). */
