@@ -141,7 +141,8 @@ static int check_params(const drths_actuator_params_t *p, drths_error_t *err)
     if (!(fabs(p->safe_position_m) < p->limit_drive_m))
         return drths_error_set(err, -EINVAL,
                                "physical.safe_position_m: must lie inside +/- limit_drive_m "
-                               "(got %g)", p->safe_position_m);
+                               "(got %g)",
+                               p->safe_position_m);
     if (!(p->ramp_rate_m_s > 0.0) || !isfinite(p->ramp_rate_m_s))
         return drths_error_set(err, -EINVAL, "physical.ramp_rate_m_s: must be > 0 (got %g)",
                                p->ramp_rate_m_s);
@@ -371,21 +372,29 @@ static const drths_cmd_channel_t *held(const drths_actuator_t *a, uint64_t t,
  * numerical site (or an OpenFresco target) that is wrong: it is refused, and the run holds
  * before any drive is computed from it. Each pair and triple of neighbours is checked when its
  * last member arrives. Returns true when refused. RT thread: the sentence is the HOLD's. */
+/* A refused sample's cause: tick t, what failed. */
+static void arrival_cause(drths_hold_cause_t *c, uint64_t t, int sub)
+{
+    drths_hold_cause_init(c, DRTHS_HOLD_ARRIVAL);
+    c->tick = t;
+    c->sub = sub;
+}
+
 static bool check_arrival(drths_actuator_t *a, uint64_t t, const drths_cmd_channel_t *s)
 {
+    /* Filled only for a refusal: an accepted sample (every one of a healthy run) costs no
+     * initialisation of the cause. */
     drths_hold_cause_t c;
-    drths_hold_cause_init(&c, DRTHS_HOLD_ARRIVAL);
-    c.tick = t;
     const double dt = 1.0 / a->p.rate_hz;
     if (!isfinite(s->disp_m) || !isfinite(s->vel_m_s) || !isfinite(s->damper_cmd) ||
         fabs(s->disp_m) > a->p.limit_displacement_m) {
-        c.sub = DRTHS_HOLD_ARRIVAL_DISPLACEMENT;
+        arrival_cause(&c, t, DRTHS_HOLD_ARRIVAL_DISPLACEMENT);
         c.v[0] = s->disp_m;
         c.v[1] = s->vel_m_s;
         c.v[2] = s->damper_cmd;
         c.v[3] = a->p.limit_displacement_m;
     } else if (fabs(s->vel_m_s) > a->p.limit_velocity_m_s) {
-        c.sub = DRTHS_HOLD_ARRIVAL_VELOCITY;
+        arrival_cause(&c, t, DRTHS_HOLD_ARRIVAL_VELOCITY);
         c.v[0] = s->vel_m_s;
         c.v[1] = a->p.limit_velocity_m_s;
     } else {
@@ -399,7 +408,7 @@ static bool check_arrival(drths_actuator_t *a, uint64_t t, const drths_cmd_chann
                 continue;
             const double v = (n[i]->disp_m - n[i - 1]->disp_m) / dt;
             if (fabs(v) > a->p.limit_velocity_m_s) {
-                c.sub = DRTHS_HOLD_ARRIVAL_STEP;
+                arrival_cause(&c, t, DRTHS_HOLD_ARRIVAL_STEP);
                 c.n[0] = i > 2; /* to the next tick, else from the previous one */
                 c.v[0] = fabs(n[i]->disp_m - n[i - 1]->disp_m);
                 c.v[1] = fabs(v);
@@ -412,7 +421,7 @@ static bool check_arrival(drths_actuator_t *a, uint64_t t, const drths_cmd_chann
                 continue;
             const double acc = (n[i + 1]->disp_m - 2.0 * n[i]->disp_m + n[i - 1]->disp_m) / dt / dt;
             if (fabs(acc) > a->p.limit_drive_acceleration_m_s2) {
-                c.sub = DRTHS_HOLD_ARRIVAL_ACCELERATION;
+                arrival_cause(&c, t, DRTHS_HOLD_ARRIVAL_ACCELERATION);
                 c.v[0] = fabs(acc);
                 c.v[1] = a->p.limit_drive_acceleration_m_s2;
                 goto refuse;
@@ -609,8 +618,8 @@ static bool check_watchdog(drths_actuator_t *a, uint64_t tick, int64_t now_ns,
     }
     if (a->stop_received)
         return false;
-    const int64_t from_ns = a->dry_since_ns > a->watchdog_ref_ns ? a->dry_since_ns
-                                                                 : a->watchdog_ref_ns;
+    const int64_t from_ns =
+        a->dry_since_ns > a->watchdog_ref_ns ? a->dry_since_ns : a->watchdog_ref_ns;
     const int64_t limit_ns = (int64_t)llround(a->p.watchdog_s * 1e9);
     const int64_t quiet_ns = now_ns - from_ns;
     if (quiet_ns <= limit_ns)
@@ -675,18 +684,18 @@ static void converter_saturated(drths_actuator_t *a, double disp_m, double force
 typedef struct tick_state {
     uint64_t tick;
     int64_t deadline_ns, now_ns;
-    int64_t lateness_ns;     /* now_ns - deadline_ns */
-    bool holding;            /* this tick drives the HOLD ramp */
-    bool rest;               /* t <= L: the rest position, not a command */
-    bool concealed;          /* the command was not there in time (flagged in the FEEDBACK) */
-    bool late_played;        /* ... and a late command was played instead (delayed playback) */
-    bool skip_write;         /* in HOLD, behind its time: nothing is written (hold_drive) */
-    drths_cmd_channel_t cmd; /* the desired command (rest, received or concealed) */
-    int64_t cmd_tick;        /* the tick of the command applied, -1 for none */
-    double lead_ms;          /* how long before its tick the command arrived, NaN for none */
-    double drive, vel, dcmd; /* what goes to the DAQ */
-    double md, mf;           /* measured displacement and force, NaN after a failed read */
-    double terr;             /* measured - desired displacement, NaN when not tracked */
+    int64_t lateness_ns;          /* now_ns - deadline_ns */
+    bool holding;                 /* this tick drives the HOLD ramp */
+    bool rest;                    /* t <= L: the rest position, not a command */
+    bool concealed;               /* the command was not there in time (flagged in the FEEDBACK) */
+    bool late_played;             /* ... and a late command was played instead (delayed playback) */
+    bool skip_write;              /* in HOLD, behind its time: nothing is written (hold_drive) */
+    drths_cmd_channel_t cmd;      /* the desired command (rest, received or concealed) */
+    int64_t cmd_tick;             /* the tick of the command applied, -1 for none */
+    double lead_ms;               /* how long before its tick the command arrived, NaN for none */
+    double drive, vel, dcmd;      /* what goes to the DAQ */
+    double md, mf;                /* measured displacement and force, NaN after a failed read */
+    double terr;                  /* measured - desired displacement, NaN when not tracked */
     drths_cmdstream_out_t stream; /* the command stream's answer: cmd, past and preview */
 } tick_state_t;
 
@@ -1138,11 +1147,8 @@ static void count_hold(drths_actuator_t *a, uint64_t tick)
 {
     if (!a->hold)
         return;
-    if (!a->hold_flagged) {
-        a->hold_flagged = 1;
+    if (a->c.hold_ticks++ == 0)
         a->hold_first_tick = tick;
-    }
-    a->c.hold_ticks++;
 }
 
 /* Phase 7, the physical.csv row. In HOLD the command column is the drive. */

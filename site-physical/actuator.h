@@ -294,8 +294,7 @@ typedef struct drths_actuator {
     int hold_abort_peer;         /* send ABORT to the numerical site */
     int hold_started;            /* the first HOLD tick has run (hold_tick valid) */
     uint64_t hold_tick;          /* first tick that drove the HOLD ramp */
-    int hold_flagged;            /* a row has been flagged HOLD (hold_first_tick valid) */
-    uint64_t hold_first_tick;    /* first tick flagged HOLD: hold_tick, or the tick before it
+    uint64_t hold_first_tick;    /* first tick flagged HOLD (valid once c.hold_ticks > 0): hold_tick, or the tick before it
                                   * when a phase after the drive (the DAQ, the measurement
                                   * limits, the stability monitor) found the cause */
     uint64_t safe_write_failed_tick; /* the last HOLD tick whose safe-state write failed */
