@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-const char *const drths_daq_channel_names[DRTHS_DAQ_NCHANNELS] = {
-    "command_out", "current_out", "displacement_in", "force_in"};
+const char *const drths_daq_channel_names[DRTHS_DAQ_NCHANNELS] = {"command_out", "current_out",
+                                                                  "displacement_in", "force_in"};
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
@@ -103,55 +103,71 @@ const drths_specimen_meas_t *drths_daq_virtual_meas(const drths_daq_t *d)
     return &d->u.virt.meas;
 }
 
+void drths_daq_fault_save(const drths_daq_t *d, drths_daq_fault_t *f)
+{
+    f->e = d->last_error;
+    f->refusal = d->refusal;
+    const int ch = d->last_error.channel;
+    f->virt_read = d->backend != DRTHS_DAQ_BACKEND_VIRTUAL ? 0.0
+                   : ch == DRTHS_DAQ_DISPLACEMENT_IN       ? d->u.virt.meas.disp_m
+                                                           : d->u.virt.meas.force_N;
+}
+
 int drths_daq_error(const drths_daq_t *d, drths_error_t *err)
 {
-    int code = d->last_error.code;
+    drths_daq_fault_t f;
+    drths_daq_fault_save(d, &f);
+    return drths_daq_fault_describe(d, &f, err);
+}
+
+int drths_daq_fault_describe(const drths_daq_t *d, const drths_daq_fault_t *f, drths_error_t *err)
+{
+    const drths_daq_last_error_t *e = &f->e;
+    int code = e->code;
     if (code == 0) {
         drths_error_clear(err);
         return 0;
     }
-    if (code == -EDOM && d->last_error.op && strcmp(d->last_error.op, "envelope") == 0) {
+    if (code == -EDOM && e->op && strcmp(e->op, "envelope") == 0) {
         char text[sizeof err->msg];
-        drths_envelope_describe(&d->refusal, text, sizeof text);
+        drths_envelope_describe(&f->refusal, text, sizeof text);
         return drths_error_set(err, code, "%s", text);
     }
-    int ch = d->last_error.channel;
+    int ch = e->channel;
     const char *name = ch >= 0 && ch < DRTHS_DAQ_NCHANNELS ? drths_daq_channel_names[ch] : "?";
-    if (d->backend != DRTHS_DAQ_BACKEND_COMEDI && d->last_error.op &&
-        strcmp(d->last_error.op, "saturated") == 0)
-        return drths_error_set(
-            err, code,
-            "virtual DAQ: %s: the input is at an end of its converter "
-            "(reads %g): the true value may lie beyond",
-            name, ch == DRTHS_DAQ_DISPLACEMENT_IN ? d->u.virt.meas.disp_m : d->u.virt.meas.force_N);
+    if (d->backend != DRTHS_DAQ_BACKEND_COMEDI && e->op && strcmp(e->op, "saturated") == 0)
+        return drths_error_set(err, code,
+                               "virtual DAQ: %s: the input is at an end of its converter "
+                               "(reads %g): the true value may lie beyond",
+                               name, f->virt_read);
     if (d->backend != DRTHS_DAQ_BACKEND_COMEDI)
         return drths_error_set(err, code, "virtual DAQ: %s: %s", name,
                                code == -EINVAL ? "the value to write is not a number; nothing "
                                                  "was written"
                                                : strerror(-code));
     const drths_daq_comedi_channel_t *c = &d->u.comedi.ch[ch >= 0 && ch < 4 ? ch : 0];
-    const char *op = d->last_error.op ? d->last_error.op : "?";
+    const char *op = e->op ? e->op : "?";
     if (strcmp(op, "nan") == 0)
         return drths_error_set(err, code,
                                "%s: %s (subdevice %d, channel %d): the value to write is not a "
                                "number; nothing was written",
                                d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel);
     if (strcmp(op, "saturated") == 0) {
-        const double v = (double)c->range.min + (c->range.max - c->range.min) *
-                                                    d->last_error.code_read / (double)c->maxdata;
+        const double v = (double)c->range.min +
+                         (c->range.max - c->range.min) * e->code_read / (double)c->maxdata;
         return drths_error_set(err, code,
                                "%s: %s (subdevice %d, channel %d, range %d): the input is at the "
                                "%s end of its converter (code %u of 0..%u, about %g V): the true "
                                "value may lie beyond",
                                d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel,
-                               c->cfg.range, d->last_error.code_read ? "upper" : "lower",
-                               (unsigned)d->last_error.code_read, (unsigned)c->maxdata, v);
+                               c->cfg.range, e->code_read ? "upper" : "lower",
+                               (unsigned)e->code_read, (unsigned)c->maxdata, v);
     }
     const drths_comedi_api_t *api = d->u.comedi.api;
-    const char *why = api && api->strerror ? api->strerror(d->last_error.comedi_errno) : NULL;
+    const char *why = api && api->strerror ? api->strerror(e->comedi_errno) : NULL;
     return drths_error_set(err, code, "%s: %s (subdevice %d, channel %d, range %d): %s failed: %s",
-                           d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel,
-                           c->cfg.range, op, why ? why : strerror(-code));
+                           d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel, c->cfg.range,
+                           op, why ? why : strerror(-code));
 }
 
 /* ---- virtual back end ------------------------------------------------------------------- */

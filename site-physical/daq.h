@@ -75,8 +75,7 @@ typedef struct drths_comedi_api {
     int (*get_subdevice_flags)(comedi_t *dev, unsigned subdevice);
     int (*get_n_channels)(comedi_t *dev, unsigned subdevice);
     lsampl_t (*get_maxdata)(comedi_t *dev, unsigned subdevice, unsigned channel);
-    comedi_range *(*get_range)(comedi_t *dev, unsigned subdevice, unsigned channel,
-                               unsigned range);
+    comedi_range *(*get_range)(comedi_t *dev, unsigned subdevice, unsigned channel, unsigned range);
     int (*get_n_ranges)(comedi_t *dev, unsigned subdevice, unsigned channel); /* may be NULL */
     int (*data_write)(comedi_t *dev, unsigned subdevice, unsigned channel, unsigned range,
                       unsigned aref, lsampl_t data);
@@ -113,10 +112,10 @@ typedef struct drths_daq_comedi_config {
 typedef struct drths_daq_comedi_channel {
     drths_daq_channel_config_t cfg;
     lsampl_t maxdata;
-    comedi_range range;        /* copied from comedilib */
-    comedi_polynomial_t poly;  /* from_physical for outputs, to_physical for inputs */
-    int soft_calibrated;       /* 1 when poly comes from the calibration file */
-    double v_lo, v_hi;         /* outputs: the clamp, volts; inputs: the range */
+    comedi_range range;       /* copied from comedilib */
+    comedi_polynomial_t poly; /* from_physical for outputs, to_physical for inputs */
+    int soft_calibrated;      /* 1 when poly comes from the calibration file */
+    double v_lo, v_hi;        /* outputs: the clamp, volts; inputs: the range */
 } drths_daq_comedi_channel_t;
 
 struct drths_daq;
@@ -128,8 +127,28 @@ typedef struct drths_daq_ops {
     void (*close)(struct drths_daq *d);
 } drths_daq_ops_t;
 
+/* A DAQ failure as the DAQ records it (drths_daq_t.last_error): code (negative errno, 0 =
+ * none), the channel, the comedilib function (or "envelope", "nan", "saturated") and
+ * comedi_errno() at that moment. */
+typedef struct drths_daq_last_error {
+    int code;
+    int channel;
+    int comedi_errno;
+    const char *op;     /* static */
+    lsampl_t code_read; /* op "saturated": the converter code read (0 or maxdata) */
+} drths_daq_last_error_t;
+
+/* A copy of what drths_daq_error formats, taken on the RT thread (drths_daq_fault_save, a plain
+ * copy) and formatted later on another (drths_daq_fault_describe), while the tick loop goes on
+ * overwriting the DAQ's own record. */
+typedef struct drths_daq_fault {
+    drths_daq_last_error_t e;
+    drths_envelope_violation_t refusal; /* op "envelope" */
+    double virt_read;                   /* virtual op "saturated": the value read */
+} drths_daq_fault_t;
+
 typedef struct drths_daq {
-    const drths_daq_ops_t *ops;  /* NULL when closed or never opened */
+    const drths_daq_ops_t *ops; /* NULL when closed or never opened */
     drths_daq_backend_t backend;
 
     /* Set by each write (and safe_state): bit (1 << DRTHS_DAQ_COMMAND_OUT) and/or
@@ -151,17 +170,11 @@ typedef struct drths_daq {
      * function and comedi_errno() at that moment. code 0 = none. On the comedi back end, the
      * first failure of the last failing call: when a board stops answering, the second channel
      * fails too, and the first names the cause. */
-    struct {
-        int code;
-        int channel;
-        int comedi_errno;
-        const char *op;
-        lsampl_t code_read; /* op "saturated": the converter code read (0 or maxdata) */
-    } last_error;
+    drths_daq_last_error_t last_error;
 
     union {
         struct {
-            drths_specimen_t *spec;   /* borrowed */
+            drths_specimen_t *spec; /* borrowed */
             double drive_m, vel_m_s, command;
             drths_specimen_meas_t meas; /* of the last read */
         } virt;
@@ -250,6 +263,14 @@ const drths_specimen_meas_t *drths_daq_virtual_meas(const drths_daq_t *d);
  * with its subdevice and channel numbers, the comedilib function and comedilib's text; returns
  * its code (0 if none). init-only (formats text; call it from the non-RT thread). */
 int drths_daq_error(const drths_daq_t *d, drths_error_t *err);
+
+/* The DAQ's last failure copied into f, for drths_daq_fault_describe on another thread.
+ * RT-safe (no formatting). */
+void drths_daq_fault_save(const drths_daq_t *d, drths_daq_fault_t *f);
+
+/* drths_daq_error of a saved failure: d gives only what does not change after init (the device,
+ * the channels' settings, the back end). Returns the failure's code (0 if none). Not RT-safe. */
+int drths_daq_fault_describe(const drths_daq_t *d, const drths_daq_fault_t *f, drths_error_t *err);
 
 /* Releases the back end. Writes nothing: call drths_daq_safe_state first. Safe twice.
  * init-only. */

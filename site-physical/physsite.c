@@ -14,11 +14,11 @@
 #include "protocol/wire_filter.h"
 
 #define EVENT_CAPACITY 64
-#define START_DELAY_NS INT64_C(5000000)      /* tick 0 is due 5 ms after EPOCH 1 */
-#define ABORT_GAP_NS INT64_C(5000000)        /* ABORTs outside the tick loop: 5 ms apart */
-#define STOP_GAP_NS INT64_C(10000000)        /* final STOPs: 10 ms apart */
-#define POLL_NS INT64_C(50000000)            /* waiting phases look at the stop flag this often */
-#define MAX_BATCHES_PER_TICK 8               /* a flood cannot hold a tick longer than this */
+#define START_DELAY_NS INT64_C(5000000) /* tick 0 is due 5 ms after EPOCH 1 */
+#define ABORT_GAP_NS INT64_C(5000000)   /* ABORTs outside the tick loop: 5 ms apart */
+#define STOP_GAP_NS INT64_C(10000000)   /* final STOPs: 10 ms apart */
+#define POLL_NS INT64_C(50000000)       /* waiting phases look at the stop flag this often */
+#define MAX_BATCHES_PER_TICK 8          /* a flood cannot hold a tick longer than this */
 #define WAKE_EVERY_ROWS 256
 
 /* ---- events to main ------------------------------------------------------------------------ */
@@ -38,6 +38,8 @@ typedef enum {
     EV_SETTLED,       /* tick, channel, v[0] target, v[1] seconds after HOLD began; u[0] the
                        * safe-state writes the DAQ refused, u[1] those made, u[2] the tick of
                        * the last refused */
+    EV_DAQ_ERROR,     /* tick, channel, daq: a DAQ failure (the first of a run of the same) */
+    EV_DAQ_REPEATS,   /* channel, u[0] the first tick, u[1] repeats, u[2] the last tick */
 } event_kind_t;
 
 typedef struct rt_event {
@@ -49,6 +51,7 @@ typedef struct rt_event {
     double v[2];
     const char *name; /* static */
     drths_hold_cause_t cause;
+    drths_daq_fault_t daq; /* EV_DAQ_ERROR */
 } rt_event_t;
 
 static void push_event(drths_physsite_t *ps, const rt_event_t *ev)
@@ -168,6 +171,20 @@ int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *out)
                  ev.u[1] ? "; the DAQ refused the first write: the outputs stay where the DAQ "
                            "left them"
                          : "");
+        break;
+    case EV_DAQ_ERROR: {
+        drths_error_t derr;
+        drths_daq_fault_describe(drths_physsite_daq(ps, ev.channel), &ev.daq, &derr);
+        int n = snprintf(t, cap, "tick %" PRIu64 ": %s", ev.tick, who);
+        if (n > 0 && (size_t)n < cap)
+            drths_scopy(t + n, cap - (size_t)n, derr.msg); /* cut at the line's end */
+        break;
+    }
+    case EV_DAQ_REPEATS:
+        snprintf(t, cap,
+                 "%sthe DAQ error of tick %" PRIu64 " repeated %" PRIu64
+                 " times more, the last at tick %" PRIu64 " (counted, not printed)",
+                 who, ev.u[0], ev.u[1], ev.u[2]);
         break;
     case EV_SETTLED:
         /* The ramp has reached its target in the drive sent; whether it reached the actuator is
@@ -795,7 +812,7 @@ static void echo_probe(drths_physsite_t *ps, const drths_msg_t *p, int64_t rx_ns
 
 /* A proved session keeps the site this long after its last datagram under its keys. */
 #define PIN_NS INT64_C(1000000000)
-#define BADTAG_REPORT 3                /* failing HELLOs from one address before we say so */
+#define BADTAG_REPORT 3 /* failing HELLOs from one address before we say so */
 
 /* A HELLO-shaped datagram that failed authentication: after a few from one address, say that
  * the key probably differs (once). */
@@ -809,8 +826,10 @@ static void hello_failed(drths_physsite_t *ps, const drths_udp_msg_t *d)
         ps->badtag_reported = 1;
         char from[80];
         drths_addr_format(&d->from, from, sizeof from);
-        event(ps, 1, "HELLO from %s fails authentication: a different key? compare "
-                     "`drths-keygen --id` at both sites", from);
+        event(ps, 1,
+              "HELLO from %s fails authentication: a different key? compare "
+              "`drths-keygen --id` at both sites",
+              from);
     }
 }
 
@@ -1041,9 +1060,10 @@ static int before_run(drths_physsite_t *ps)
         if (ps->have_session && now - last_valid > silence_ns) {
             /* A numerical site that went away after its first PROBE: forget it and wait on
              * (PROTOCOL.md section 7.4). */
-            event(ps, 1, "session %016" PRIx64 " went silent for %g s before the run started; "
-                         "waiting for a numerical site", ps->session_id,
-                  ps->cfg.silence_timeout_s);
+            event(ps, 1,
+                  "session %016" PRIx64 " went silent for %g s before the run started; "
+                  "waiting for a numerical site",
+                  ps->session_id, ps->cfg.silence_timeout_s);
             ps->have_session = 0;
             probes_before = ps->probes_answered;
             drths_wire_rx_start(&ps->rx, 0);
@@ -1066,8 +1086,9 @@ static int before_run(drths_physsite_t *ps)
         if (ps->act.hold)
             return finish(ps, 1, NULL);
         if (ps->probe_refused)
-            return finish(ps, 1, "a numerical site tried to start a run; this site runs "
-                                 "--probe-only");
+            return finish(ps, 1,
+                          "a numerical site tried to start a run; this site runs "
+                          "--probe-only");
         if (ps->act.stop_received && !drths_actuator_started(&ps->act)) {
             snprintf(text, sizeof text, "%s: the numerical site stopped before the run (%s)",
                      ps->cfg.probe_only ? "probe-only session finished" : "no run",
@@ -1106,8 +1127,9 @@ static int narrow_filter(drths_physsite_t *ps, int running)
     if (drths_udp_attach_filter(ps->udp, f.insns, f.len) != 0)
         return -1;
     if (running)
-        event(ps, 0, "kernel filter: only session %016" PRIx64 " from the numerical site's "
-                     "address reaches the site",
+        event(ps, 0,
+              "kernel filter: only session %016" PRIx64 " from the numerical site's "
+              "address reaches the site",
               ps->session_id);
     return 0;
 }
@@ -1139,8 +1161,9 @@ static int start_run(drths_physsite_t *ps)
         if (rc)
             return rc;
         if (ps->cfg.kernel_filter && narrow_filter(ps, 1) != 0)
-            return finish(ps, 1, "the kernel filter (--kernel-filter) could not be narrowed to "
-                                 "the session");
+            return finish(ps, 1,
+                          "the kernel filter (--kernel-filter) could not be narrowed to "
+                          "the session");
     }
 
     const drths_actuator_t *a = &ps->act;
@@ -1167,20 +1190,22 @@ static void send_tick(drths_physsite_t *ps)
         send_msg(ps, &ps->out.abort);
 }
 
-/* The count of channel i's repeated DAQ error, if it repeated. */
+/* The count of channel i's repeated DAQ error, if it repeated. RT-safe (main writes it). */
 static void daq_repeat_flush(drths_physsite_t *ps, int i)
 {
-    if (ps->daq_repeat[i].active && ps->daq_repeat[i].repeats)
-        event(ps, 1,
-              "%sthe DAQ error of tick %" PRIu64 " repeated %" PRIu64
-              " times more, the last at tick %" PRIu64 " (counted, not printed)",
-              ps->label[i], ps->daq_repeat[i].first_tick, ps->daq_repeat[i].repeats,
-              ps->daq_repeat[i].last_tick);
+    const __typeof__(ps->daq_repeat[0]) *r = &ps->daq_repeat[i];
+    if (r->active && r->repeats) {
+        rt_event_t e = {.line.warning = 1,
+                        .kind = EV_DAQ_REPEATS,
+                        .channel = i,
+                        .u = {r->first_tick, r->repeats, r->last_tick}};
+        push_event(ps, &e);
+    }
     ps->daq_repeat[i].active = 0;
 }
 
-/* Channel i's DAQ error of the tick: its line, unless it is the error printed last (the same
- * code, channel and call), which is counted instead. */
+/* Channel i's DAQ error of the tick: a copy for its line (main formats it), unless it is the
+ * error reported last (the same code, channel and call), which is counted instead. RT-safe. */
 static void daq_error_line(drths_physsite_t *ps, int i, uint64_t tick)
 {
     const drths_daq_t *d = drths_physsite_daq(ps, i);
@@ -1192,10 +1217,9 @@ static void daq_error_line(drths_physsite_t *ps, int i, uint64_t tick)
         return;
     }
     daq_repeat_flush(ps, i);
-    drths_error_t derr;
-    drths_daq_error(d, &derr);
-    /* Formatting text is not RT-safe in general; a DAQ error ends the run anyway. */
-    event(ps, 1, "tick %" PRIu64 ": %s%s", tick, ps->label[i], derr.msg);
+    rt_event_t e = {.line.warning = 1, .kind = EV_DAQ_ERROR, .tick = tick, .channel = i};
+    drths_daq_fault_save(d, &e.daq);
+    push_event(ps, &e);
     r->active = 1;
     r->code = d->last_error.code;
     r->channel = d->last_error.channel;
