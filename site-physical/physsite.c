@@ -1363,7 +1363,8 @@ int drths_physsite_run(drths_physsite_t *ps)
     for (;;) {
         if (drths_ticker_wait(&tk, &tick) != 0)
             continue; /* the sleep failed (it cannot with CLOCK_MONOTONIC): try again */
-        int req = signalled ? 0 : atomic_load_explicit(&ps->stop_request, memory_order_relaxed);
+        /* Acquire: a request 3 publishes records_text, written before it by main. */
+        int req = signalled ? 0 : atomic_load_explicit(&ps->stop_request, memory_order_acquire);
         if (req == 3) {
             signalled = 1;
             drths_physsite_hold_text_cause(ps, DRTHS_STOP_RECORDS, 1, ps->records_text);
