@@ -109,18 +109,19 @@ static double brake_acceleration(double v, double acc, double d, double jdt, dou
  * exactly. A concealed command therefore never runs away: after the few extrapolated ticks it
  * only decelerates. The damper command is held: a semi-active command switches between its
  * bounds, and a cubic through a switch leaves them. */
-static void conceal(const drths_cmdstream_t *cs, drths_cmd_channel_t *out)
+static void conceal_after(const drths_cmdstream_t *cs, const drths_cmd_channel_t *hist,
+                          uint64_t concealed, drths_cmd_channel_t *out)
 {
-    out->damper_cmd = cs->hist[3].damper_cmd;
+    out->damper_cmd = hist[3].damper_cmd;
     const double dt = 1.0 / cs->p.rate_hz, dt2 = dt * dt;
     const double A = max_acc(cs), J = max_jerk(cs);
-    const double x3 = cs->hist[3].disp_m, x2 = cs->hist[2].disp_m, x1 = cs->hist[1].disp_m;
+    const double x3 = hist[3].disp_m, x2 = hist[2].disp_m, x1 = hist[1].disp_m;
     const double step = x3 - x2; /* m per tick */
     const double v = step / dt;
     const double acc = (x3 - 2.0 * x2 + x1) / dt2;
     double na;
-    if (cs->consecutive_concealed < DRTHS_ACT_CONCEAL_EXTRAP_TICKS) {
-        const double x[4] = {cs->hist[0].disp_m, x1, x2, x3};
+    if (concealed < DRTHS_ACT_CONCEAL_EXTRAP_TICKS) {
+        const double x[4] = {hist[0].disp_m, x1, x2, x3};
         na = (drths_lagrange3_next(x) - x3 - step) / dt2;
         na = clampd(na, acc - J * dt, acc + J * dt);
         na = clampd(na, -A, A);
@@ -137,6 +138,11 @@ static void conceal(const drths_cmdstream_t *cs, drths_cmd_channel_t *out)
     out->disp_m = x3 + nstep;
     out->vel_m_s = nstep / dt;
     out->acc_m_s2 = na;
+}
+
+static void conceal(const drths_cmdstream_t *cs, drths_cmd_channel_t *out)
+{
+    conceal_after(cs, cs->hist, cs->consecutive_concealed, out);
 }
 
 /* The shapes of the rejoin blend's terms, as value (d = 0) or first derivative (d = 1) in x:
@@ -362,10 +368,39 @@ static size_t late_preview(const drths_cmdstream_t *cs, double pos, double rate,
     return n;
 }
 
+/* o->future filled up to the look-ahead by the concealment from the last four desired
+ * displacements (past and future together), the first of them `concealed` ticks into a
+ * concealed stretch. */
+static void extend_preview(drths_cmdstream_t *cs, drths_cmdstream_out_t *o, uint64_t concealed)
+{
+    const int n = o->n_future;
+    if (n >= cs->p.lookahead)
+        return;
+    cs->c.preview_extended++;
+    drths_cmd_channel_t h[4];
+    for (int i = 0; i < 4; i++) {
+        const int j = n - 4 + i; /* index into future; negative: into past */
+        h[i] = cs->hist[3];
+        h[i].disp_m = j >= 0 ? o->future[j] : o->past[4 + j];
+    }
+    for (int i = n; i < cs->p.lookahead; i++) {
+        drths_cmd_channel_t next;
+        conceal_after(cs, h, concealed + (uint64_t)(i - n), &next);
+        o->future[i] = next.disp_m;
+        h[0] = h[1];
+        h[1] = h[2];
+        h[2] = h[3];
+        h[3] = next;
+    }
+    o->n_future = cs->p.lookahead;
+}
+
 /* The preview: the desired displacements of the ticks after `tick` (at most lookahead), into
  * o->future: 0 for rest ticks (<= L), then the commands the playback will reach, with the rejoin
- * offset, stopping at the first missing one. (The actuator checks them against the displacement
- * limit: a command beyond it must not reach the drive even through the preview.) */
+ * offset, up to the first missing one, and after it the concealment's continuation
+ * (extend_preview): always `lookahead` of them. (The actuator checks them against the
+ * displacement limit: a command beyond it must not reach the drive even through the
+ * preview.) */
 static void preview(drths_cmdstream_t *cs, const drths_playout_t *pb, uint64_t tick, uint64_t L,
                     drths_cmdstream_out_t *o)
 {
@@ -391,6 +426,11 @@ static void preview(drths_cmdstream_t *cs, const drths_playout_t *pb, uint64_t t
     for (size_t i = 0; i < k; i++)
         o->future[n + (int)i] = fs[i].disp_m + rejoin_offset(cs, from + 1 + i);
     o->n_future = n + (int)k;
+    /* The ticks after the last command there: what the concealment will play if no more come
+     * (a concealed tick's own continuation, its count going on). So the compensation always
+     * sees the whole look-ahead, and its estimate does not jump where the preview runs out or
+     * comes back: the trajectory it fits is the one that will be played, concealed or not. */
+    extend_preview(cs, o, k == 0 && n == 0 ? cs->consecutive_concealed : 0);
 }
 
 /* ---- the tick ------------------------------------------------------------------------------ */

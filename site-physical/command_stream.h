@@ -110,6 +110,7 @@ typedef struct drths_cmdstream_counters {
     uint64_t catchup_ticks;     /* delayed ticks played faster than the commands, catching up */
     uint64_t rejoins;           /* concealed stretches ended by a received command */
     double max_rejoin_offset_m; /* largest |extrapolation - command| at a rejoin */
+    uint64_t preview_extended;  /* ticks whose preview the concealment completed */
 } drths_cmdstream_counters_t;
 
 /* One tick's answer. */
@@ -123,7 +124,8 @@ typedef struct drths_cmdstream_out {
     /* With a command (REST to CONCEALED): the desired displacements of the last four ticks,
      * oldest first, this one's last, and of the n_future ticks after it (tick + 1 + j at
      * future[j]): 0 for rest ticks, then the commands the playback will reach, with the rejoin
-     * offset, stopping at the first one missing. */
+     * offset, up to the first one missing; after it, what the concealment would play from there
+     * (a concealed tick: its own continuation), so n_future is the look-ahead. */
     double past[4];
     int n_future;
     double future[DRTHS_ACT_MAX_LOOKAHEAD];

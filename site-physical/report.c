@@ -92,11 +92,11 @@ void drths_physsite_print_end(FILE *f, const drths_physsite_t *ps, const char *d
             fprintf(f, "  command lead: p50 %.3f ms, min %.3f ms\n",
                    drths_hist_quantile(ld, 0.5) * 1e-6, ld->min * 1e-6);
         fprintf(f, "  tracking (%s): RMS error %.3f %%, indicator %.4g mm^2, peak error %.4f mm; "
-               "%" PRIu64 " ticks with the preview short, %" PRIu64
+               "%" PRIu64 " ticks with the preview completed by the concealment, %" PRIu64
                " with the derivatives limited\n",
                drths_compensation_name(act->p.compensation), drths_actuator_tracking_rms_pct(act),
                drths_tracking_ti(&act->track) * 1e6, drths_tracking_max_err(&act->track) * 1e3,
-               act->comp.extrapolated_ticks, act->comp.limited_ticks);
+               act->cs.c.preview_extended, act->comp.limited_ticks);
         for (int i = 0; ps->n_channels > 1 && i < ps->n_channels; i++) {
             const drths_actuator_t *a = drths_physsite_act((drths_physsite_t *)ps, i);
             fprintf(f,

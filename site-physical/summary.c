@@ -224,6 +224,7 @@ static void write_tracking(const drths_actuator_t *a, drths_json_t *j)
     drths_json_number(j, "rms_error_pct", drths_actuator_tracking_rms_pct(a));
     drths_json_number(j, "tracking_indicator_m2", drths_tracking_ti(&a->track));
     drths_json_number(j, "max_abs_error_m", drths_tracking_max_err(&a->track));
+    drths_json_int(j, "preview_completed_ticks", (int64_t)a->cs.c.preview_extended);
     drths_json_int(j, "extrapolated_ticks", (int64_t)a->comp.extrapolated_ticks);
     drths_json_int(j, "derivative_limited_ticks", (int64_t)a->comp.limited_ticks);
     if (a->p.compensation == DRTHS_COMPENSATION_ADAPTIVE)
