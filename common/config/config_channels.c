@@ -156,12 +156,13 @@ int drths_experiment_check_network(const drths_experiment_t *exp, drths_error_t 
         char line[16] = "";
         if (exp->sites_line > 0)
             snprintf(line, sizeof line, ":%d", exp->sites_line);
-        return drths_error_set(err, -ENOTSUP,
-                               "%s%s: sites: the numerical site drives one link for now (%d "
-                               "sites, %d dampers); drths-numerical --reference integrates them "
-                               "all, and each actuator site runs its entry (drths-physical "
-                               "--site NAME)",
-                               exp->path, line, exp->n_sites, exp->n_dampers);
+        return drths_error_set(
+            err, -ENOTSUP,
+            "%s%s: sites: the numerical site drives one link of one channel for now (%d "
+            "sites, %d dampers); drths-numerical --reference integrates them "
+            "all, and each actuator site runs its entry (drths-physical "
+            "--site NAME)",
+            exp->path, line, exp->n_sites, exp->n_dampers);
     }
     if (exp->n_channels == 0)
         return 0;
