@@ -104,6 +104,24 @@ static int hash_file(const char *path, uint8_t out[32], drths_error_t *err)
     return 0;
 }
 
+/* The specimen lines of x, each key after prefix. */
+static void sb_specimen(sb_t *b, const char *prefix, const drths_experiment_t *x)
+{
+    sb_printf(b, "%sspecimen.floor=%d\n", prefix, x->specimen.floor);
+    sb_printf(b, "%sspecimen.damper.model=%s\n", prefix,
+              drths_damper_model_name(x->specimen.damper.model));
+    sb_printf(b, "%sspecimen.damper.stiffness_N_per_m=%.17g\n", prefix,
+              x->specimen.damper.stiffness_N_per_m);
+    sb_printf(b, "%sspecimen.damper.substeps=%d\n", prefix, x->specimen.damper.substeps);
+    sb_printf(b, "%sspecimen.true_scale=%.17g,%.17g,%.17g,%.17g,%.17g\n", prefix,
+              x->specimen.true_scale.alpha, x->specimen.true_scale.c0, x->specimen.true_scale.c1,
+              x->specimen.true_scale.gamma_beta, x->specimen.true_scale.A);
+    /* Printed only when it differs from 1, so that the files written before n could be scaled
+     * keep their fingerprints. */
+    if (x->specimen.true_scale.n != 1.0)
+        sb_printf(b, "%sspecimen.true_scale.n=%.17g\n", prefix, x->specimen.true_scale.n);
+}
+
 int drths_experiment_shared_text(const drths_experiment_t *x, char **text, size_t *len,
                                  drths_error_t *err)
 {
@@ -155,17 +173,20 @@ int drths_experiment_shared_text(const drths_experiment_t *x, char **text, size_
     }
     sb_printf(&b, "ground_motion.duration_s=%.17g\n", x->ground_motion.duration_s);
     sb_printf(&b, "ground_motion.tail_s=%.17g\n", x->ground_motion.tail_s);
-    sb_printf(&b, "specimen.floor=%d\n", x->specimen.floor);
-    sb_printf(&b, "specimen.damper.model=%s\n", drths_damper_model_name(x->specimen.damper.model));
-    sb_printf(&b, "specimen.damper.stiffness_N_per_m=%.17g\n", x->specimen.damper.stiffness_N_per_m);
-    sb_printf(&b, "specimen.damper.substeps=%d\n", x->specimen.damper.substeps);
-    sb_printf(&b, "specimen.true_scale=%.17g,%.17g,%.17g,%.17g,%.17g\n", x->specimen.true_scale.alpha,
-              x->specimen.true_scale.c0, x->specimen.true_scale.c1,
-              x->specimen.true_scale.gamma_beta, x->specimen.true_scale.A);
-    /* Printed only when it differs from 1, so that the files written before n could be scaled
-     * keep their fingerprints. */
-    if (x->specimen.true_scale.n != 1.0)
-        sb_printf(&b, "specimen.true_scale.n=%.17g\n", x->specimen.true_scale.n);
+    /* With sites, the specimens are the channels' (the top-level section holds only their
+     * defaults, and an actuator site that selected its entry has its channel's there): one
+     * "sites.<site>.<channel>." block per damper, in the file's order. Addresses and key files
+     * are each lab's own and stay out. */
+    if (x->n_sites == 0) {
+        sb_specimen(&b, "", x);
+    } else {
+        for (int k = 0; k < x->n_dampers; k++) {
+            char prefix[2 * DRTHS_SITE_NAME_MAX + 16];
+            snprintf(prefix, sizeof prefix, "sites.%s.%s.", x->sites[x->dampers[k].site].name,
+                     x->dampers[k].name);
+            sb_specimen(&b, prefix, &x->dampers[k].exp);
+        }
+    }
     sb_printf(&b, "control.mode=%s\n", drths_control_mode_name(x->control.mode));
     sb_printf(&b, "control.command=%.17g\n", x->control.command);
     if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL)

@@ -73,15 +73,21 @@ static int open_site(drths_numapp_t *a)
     /* The rehearsal key only towards loopback; a peer that does not parse is left to
      * drths_numsite_init's own message. */
     drths_addr_t peer;
-    const drths_site_link_t link = {&peer, a->peer ? "--peer" : "numerical.peer", 0, 0, NULL};
-    if (drths_addr_parse(&peer, a->peer ? a->peer : a->exp.numerical.peer, link.what, NULL) == 0 &&
+    /* A file with one site: the link's address is the site's. */
+    const char *peer_text = a->peer       ? a->peer
+                            : a->exp.site ? a->exp.site->address
+                                          : a->exp.numerical.peer;
+    const char *peer_what = a->peer       ? "--peer"
+                            : a->exp.site ? "sites[0].address"
+                                          : "numerical.peer";
+    const drths_site_link_t link = {&peer, peer_what, 0, 0, NULL};
+    if (drths_addr_parse(&peer, peer_text, link.what, NULL) == 0 &&
         drths_site_key_allowed(&key, &link, &err) != 0) {
         drths_site_key_wipe(&key);
         return drths_cli_usage_error(PROG, "%s", err.msg);
     }
     drths_site_monitor_key(&a->shell, &key);
-    rc = drths_numsite_init(&a->site, &a->exp, a->peer ? a->peer : a->exp.numerical.peer, key.psk,
-                            &err);
+    rc = drths_numsite_init(&a->site, &a->exp, peer_text, key.psk, &err);
     drths_site_key_wipe(&key);
     if (rc == 0 && a->so.kernel_filter)
         rc = drths_numsite_filter(&a->site, &err);

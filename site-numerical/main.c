@@ -125,8 +125,16 @@ int main(int argc, char **argv)
                                            "has no network");
     if ((code = drths_site_load_experiment(PROG, &a->exp, a->so.experiment)) != 0)
         return code;
-    /* A hybrid run drives one actuator channel; several are served over OpenFresco only. */
+    /* A hybrid run drives one actuator channel; several are served over OpenFresco only. A file
+     * with one site of one channel is that link (its address, key and channel); with several
+     * sites, drths_experiment_check_network refuses it (one link for now). The reference run
+     * integrates every site's dampers. */
     drths_error_t cerr = {{0}};
+    if (!a->reference && a->exp.n_sites == 1 && a->exp.sites[0].n_channels == 1 &&
+        drths_experiment_select_site(&a->exp, a->exp.sites[0].name, &cerr) != 0) {
+        drths_experiment_close(&a->exp);
+        return drths_cli_usage_error(PROG, "%s", cerr.msg);
+    }
     if (!a->reference && drths_experiment_check_network(&a->exp, &cerr) != 0) {
         drths_experiment_close(&a->exp);
         return drths_cli_usage_error(PROG, "%s", cerr.msg);

@@ -10,8 +10,8 @@
 
 static int make_colnames(drths_numsub_t *ns)
 {
-    int n = ns->n;
-    ns->ncols = 3 + 3 * n + 4;
+    int n = ns->n, m = ns->n_dampers;
+    ns->ncols = 3 + 3 * n + 4 * m;
     ns->colnames = calloc((size_t)ns->ncols, sizeof *ns->colnames);
     if (!ns->colnames)
         return -ENOMEM;
@@ -28,8 +28,15 @@ static int make_colnames(drths_numsub_t *ns)
             snprintf(name, sizeof name, fmt[k], i + 1);
             ns->colnames[c++] = strdup(name);
         }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4 && m == 1; i++)
         ns->colnames[c++] = strdup(fixed_tail[i]);
+    for (int k = 0; k < m && m > 1; k++)
+        for (int i = 0; i < 4; i++) {
+            char name[48];
+            /* "damper_disp_m" -> "damper2_disp_m" */
+            snprintf(name, sizeof name, "damper%d%s", k + 1, fixed_tail[i] + strlen("damper"));
+            ns->colnames[c++] = strdup(name);
+        }
     for (int i = 0; i < c; i++)
         if (!ns->colnames[i])
             return -ENOMEM;
@@ -40,7 +47,15 @@ int drths_numsub_init(drths_numsub_t *ns, const drths_experiment_t *exp, drths_e
 {
     memset(ns, 0, sizeof *ns);
     ns->n = exp->n_dof;
-    ns->floor = exp->specimen.floor;
+    ns->n_dampers = drths_experiment_n_dampers(exp);
+    if (ns->n_dampers > DRTHS_NUMSUB_MAX_DAMPERS)
+        return drths_error_set(err, -EINVAL,
+                               "sites: %d channels in all; the structure takes at "
+                               "most %d dampers",
+                               ns->n_dampers, DRTHS_NUMSUB_MAX_DAMPERS);
+    for (int k = 0; k < ns->n_dampers; k++)
+        ns->floors[k] = drths_experiment_damper(exp, k)->specimen.floor;
+    ns->floor = ns->floors[0];
     ns->dt_s = 1.0 / exp->rate_hz;
     int rc = drths_setup_structure(exp, &ns->st, err);
     if (rc)
@@ -72,51 +87,78 @@ double drths_numsub_ag(const drths_numsub_t *ns, long k)
     return (k >= 0 && (size_t)k < ns->rec.n) ? ns->rec.ag_m_s2[k] : 0.0;
 }
 
-static void set_force(drths_numsub_t *ns, double force_N)
+/* The dampers' forces into f: each resists its own elongation, +R on its top floor and -R on
+ * the floor below; several on one storey add up. */
+static void set_forces(drths_numsub_t *ns, const double *force_N)
 {
-    int top = ns->floor - 1;
-    /* The damper resists its own elongation: +R on its top floor, -R on the floor below. */
-    ns->f[top] = force_N;
-    if (top > 0)
-        ns->f[top - 1] = -force_N;
+    memset(ns->f, 0, (size_t)ns->n * sizeof(double));
+    for (int k = 0; k < ns->n_dampers; k++) {
+        int top = ns->floors[k] - 1;
+        ns->f[top] += force_N[k];
+        if (top > 0)
+            ns->f[top - 1] -= force_N[k];
+    }
 }
 
-void drths_numsub_reset(drths_numsub_t *ns, double force_N)
+void drths_numsub_reset_all(drths_numsub_t *ns, const double *force_N)
 {
     memset(ns->x_next, 0, (size_t)ns->n * sizeof(double));
-    memset(ns->f, 0, (size_t)ns->n * sizeof(double));
-    set_force(ns, force_N);
+    set_forces(ns, force_N);
     drths_integrator_reset(&ns->it, ns->x_next, ns->x_next, drths_numsub_ag(ns, 0), ns->f);
     ns->step = 0;
 }
 
-static void relative(const drths_numsub_t *ns, const double *x, const double *v, double *d,
+void drths_numsub_reset(drths_numsub_t *ns, double force_N)
+{
+    drths_numsub_reset_all(ns, &force_N);
+}
+
+static void relative(const drths_numsub_t *ns, int k, const double *x, const double *v, double *d,
                      double *vd)
 {
-    int top = ns->floor - 1;
+    int top = ns->floors[k] - 1;
     *d = x[top] - (top > 0 ? x[top - 1] : 0.0);
     *vd = v[top] - (top > 0 ? v[top - 1] : 0.0);
+}
+
+void drths_numsub_predict_all(drths_numsub_t *ns, double *damper_disp_m, double *damper_vel_m_s)
+{
+    drths_integrator_predict(&ns->it, ns->x_next, ns->v_next);
+    for (int k = 0; k < ns->n_dampers; k++)
+        relative(ns, k, ns->x_next, ns->v_next, &damper_disp_m[k], &damper_vel_m_s[k]);
 }
 
 void drths_numsub_predict(drths_numsub_t *ns, double *damper_disp_m, double *damper_vel_m_s)
 {
     drths_integrator_predict(&ns->it, ns->x_next, ns->v_next);
-    relative(ns, ns->x_next, ns->v_next, damper_disp_m, damper_vel_m_s);
+    relative(ns, 0, ns->x_next, ns->v_next, damper_disp_m, damper_vel_m_s);
 }
 
-void drths_numsub_correct(drths_numsub_t *ns, double force_N)
+void drths_numsub_correct_all(drths_numsub_t *ns, const double *force_N)
 {
-    set_force(ns, force_N);
+    set_forces(ns, force_N);
     drths_integrator_correct(&ns->it, drths_numsub_ag(ns, ns->step + 1), ns->f);
     ns->step++;
 }
 
-void drths_numsub_damper_state(const drths_numsub_t *ns, double *disp_m, double *vel_m_s)
+void drths_numsub_correct(drths_numsub_t *ns, double force_N)
 {
-    relative(ns, ns->it.x, ns->it.v, disp_m, vel_m_s);
+    drths_numsub_correct_all(ns, &force_N);
 }
 
-void drths_numsub_row(const drths_numsub_t *ns, double force_N, double command, double *row)
+void drths_numsub_damper_state_all(const drths_numsub_t *ns, double *disp_m, double *vel_m_s)
+{
+    for (int k = 0; k < ns->n_dampers; k++)
+        relative(ns, k, ns->it.x, ns->it.v, &disp_m[k], &vel_m_s[k]);
+}
+
+void drths_numsub_damper_state(const drths_numsub_t *ns, double *disp_m, double *vel_m_s)
+{
+    relative(ns, 0, ns->it.x, ns->it.v, disp_m, vel_m_s);
+}
+
+void drths_numsub_row_all(const drths_numsub_t *ns, const double *force_N, const double *command,
+                          double *row)
 {
     int n = ns->n, c = 0;
     double ag = drths_numsub_ag(ns, ns->step);
@@ -129,10 +171,17 @@ void drths_numsub_row(const drths_numsub_t *ns, double force_N, double command, 
         row[c++] = ns->it.v[i];
     for (int i = 0; i < n; i++)
         row[c++] = ns->it.a[i] + ag;
-    drths_numsub_damper_state(ns, &row[c], &row[c + 1]);
-    c += 2;
-    row[c++] = force_N;
-    row[c++] = command;
+    for (int k = 0; k < ns->n_dampers; k++) {
+        relative(ns, k, ns->it.x, ns->it.v, &row[c], &row[c + 1]);
+        c += 2;
+        row[c++] = force_N[k];
+        row[c++] = command[k];
+    }
+}
+
+void drths_numsub_row(const drths_numsub_t *ns, double force_N, double command, double *row)
+{
+    drths_numsub_row_all(ns, &force_N, &command, row);
 }
 
 void drths_numsub_close(drths_numsub_t *ns)

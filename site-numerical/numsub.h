@@ -1,7 +1,7 @@
-/* The numerical substructure in motion (docs/design.md, "Integrators"): the structure, its integrator and the
- * ground motion at the tick rate, stepped one tick at a time with the specimen's force supplied
- * from outside. The monolithic reference run and the hybrid numerical site both drive it, so the
- * two integrate exactly the same equations:
+/* The numerical substructure in motion (docs/design.md, "Integrators"): the structure, its
+ * integrator and the ground motion at the tick rate, stepped one tick at a time with the specimen's
+ * force supplied from outside. The monolithic reference run and the hybrid numerical site both
+ * drive it, so the two integrate exactly the same equations:
  *
  *     reset                      state at step 0, at rest
  *     loop k = 0 .. steps-2:
@@ -11,6 +11,9 @@
  *
  * The damper acts between floor-1 (0 = ground) and floor: its displacement is
  * x[floor-1] - x[floor-2] (x[-1] = 0) and its force R pushes floor back and floor-1 forward.
+ * A file with sites has several dampers, one per channel of every site (config.h
+ * drths_experiment_damper), each at its own floor; their forces add up. The _all functions
+ * take and give one value per damper; the others are damper 0's (a one-damper experiment's).
  * Ownership: numsub owns its structure, integrator, record and buffers (allocated by _init).
  */
 #ifndef DRTHS_NUMSUB_H
@@ -24,12 +27,17 @@
 /* Only pointers to the experiment are taken here; common/config/config.h defines it. */
 typedef struct drths_experiment drths_experiment_t;
 
+/* The most dampers one structure takes (every site's channels together). */
+#define DRTHS_NUMSUB_MAX_DAMPERS 16
+
 typedef struct drths_numsub {
     drths_structure_t st;
     drths_integrator_t it;
     drths_record_t rec;
     int n;           /* degrees of freedom */
-    int floor;       /* 1-based floor the damper's top attaches to */
+    int floor;       /* 1-based floor damper 0's top attaches to (floors[0]) */
+    int n_dampers;   /* 1..DRTHS_NUMSUB_MAX_DAMPERS */
+    int floors[DRTHS_NUMSUB_MAX_DAMPERS]; /* each damper's floor */
     double dt_s;
     long step;       /* the integrator's state is at this step */
     long steps;      /* number of steps in the run (ground-motion samples) */
@@ -38,7 +46,10 @@ typedef struct drths_numsub {
     char **colnames; /* ncols names for numerical.csv */
 } drths_numsub_t;
 
-/* Builds the models from the experiment. init-only. */
+/* Builds the models from the experiment: one damper at specimen.floor, or with sites one per
+ * channel at its floor (-EINVAL beyond DRTHS_NUMSUB_MAX_DAMPERS). numerical.csv has damper 0's
+ * four columns for one damper, else four per damper named damper<k>_... (k from 1, in the
+ * file's order). init-only. */
 int drths_numsub_init(drths_numsub_t *ns, const drths_experiment_t *exp, drths_error_t *err);
 
 /* At rest at step 0, the initial acceleration from equilibrium with the specimen's force at rest
@@ -59,6 +70,15 @@ void drths_numsub_damper_state(const drths_numsub_t *ns, double *disp_m, double 
  * step, time_s, ag_m_s2, x_i, v_i, a_abs_i, damper_disp_m, damper_vel_m_s, damper_force_N,
  * damper_command. row holds ns->ncols values. RT-safe. */
 void drths_numsub_row(const drths_numsub_t *ns, double force_N, double command, double *row);
+
+/* As drths_numsub_reset, _predict, _correct, _damper_state and _row with one value per damper
+ * (n_dampers each). RT-safe, but reset_all. */
+void drths_numsub_reset_all(drths_numsub_t *ns, const double *force_N);
+void drths_numsub_predict_all(drths_numsub_t *ns, double *damper_disp_m, double *damper_vel_m_s);
+void drths_numsub_correct_all(drths_numsub_t *ns, const double *force_N);
+void drths_numsub_damper_state_all(const drths_numsub_t *ns, double *disp_m, double *vel_m_s);
+void drths_numsub_row_all(const drths_numsub_t *ns, const double *force_N, const double *command,
+                          double *row);
 
 /* Ground acceleration at step k (0 beyond the record). RT-safe. */
 double drths_numsub_ag(const drths_numsub_t *ns, long k);

@@ -96,10 +96,27 @@ static int write_summary(const char *dir, const drths_experiment_t *exp,
     drths_json_number(&j, "peak_disp_m", s->peak_damper_disp_m);
     drths_json_number(&j, "peak_vel_m_s", s->peak_damper_vel_m_s);
     drths_json_object_end(&j);
+    /* Several dampers (sites): each one's, named <site>.<channel>; "damper" above holds the
+     * largest over them. */
+    if (s->n_dampers > 1) {
+        drths_json_array_begin(&j, "dampers");
+        for (int k = 0; k < s->n_dampers; k++) {
+            char name[2 * DRTHS_SITE_NAME_MAX + 2];
+            drths_experiment_damper_name(exp, k, name, sizeof name);
+            drths_json_object_begin(&j, NULL);
+            drths_json_string(&j, "name", name);
+            drths_json_int(&j, "floor", s->dampers[k].floor);
+            drths_json_number(&j, "peak_force_N", s->dampers[k].peak_force_N);
+            drths_json_number(&j, "peak_disp_m", s->dampers[k].peak_disp_m);
+            drths_json_number(&j, "peak_vel_m_s", s->dampers[k].peak_vel_m_s);
+            drths_json_object_end(&j);
+        }
+        drths_json_array_end(&j);
+    }
     return drths_json_file_close(&j, path, err);
 }
 
-static void accumulate(drths_reference_summary_t *s, const drths_numsub_t *ns, double force,
+static void accumulate(drths_reference_summary_t *s, const drths_numsub_t *ns, const double *force,
                        const double *row)
 {
     int n = ns->n;
@@ -110,9 +127,15 @@ static void accumulate(drths_reference_summary_t *s, const drths_numsub_t *ns, d
         s->peak_a_m_s2[i] = fmax(s->peak_a_m_s2[i], fabs(a[i]));
         s->rms_a_m_s2[i] += a[i] * a[i];
     }
-    s->peak_force_N = fmax(s->peak_force_N, fabs(force));
-    s->peak_damper_disp_m = fmax(s->peak_damper_disp_m, fabs(row[3 + 3 * n]));
-    s->peak_damper_vel_m_s = fmax(s->peak_damper_vel_m_s, fabs(row[3 + 3 * n + 1]));
+    for (int k = 0; k < ns->n_dampers; k++) {
+        const double *d = row + 3 + 3 * n + 4 * k; /* disp, vel, force, command */
+        s->dampers[k].peak_force_N = fmax(s->dampers[k].peak_force_N, fabs(force[k]));
+        s->dampers[k].peak_disp_m = fmax(s->dampers[k].peak_disp_m, fabs(d[0]));
+        s->dampers[k].peak_vel_m_s = fmax(s->dampers[k].peak_vel_m_s, fabs(d[1]));
+        s->peak_force_N = fmax(s->peak_force_N, s->dampers[k].peak_force_N);
+        s->peak_damper_disp_m = fmax(s->peak_damper_disp_m, s->dampers[k].peak_disp_m);
+        s->peak_damper_vel_m_s = fmax(s->peak_damper_vel_m_s, s->dampers[k].peak_vel_m_s);
+    }
 }
 
 int drths_reference_run(const drths_experiment_t *exp, const char *out_dir,
@@ -133,21 +156,32 @@ int drths_reference_run_design(const drths_experiment_t *exp,
     int rc = drths_numsub_init(&ns, exp, err);
     if (rc)
         return rc;
+    int m = ns.n_dampers;
     /* The controller is designed on the numerical site's own model, which the reference shares;
      * in the passive modes it returns drths_setup_passive_command's constant. */
+    double cmax[DRTHS_NUMSUB_MAX_DAMPERS];
+    for (int k = 0; k < m; k++)
+        cmax[k] =
+            drths_experiment_command_max(drths_experiment_damper(exp, k)->specimen.damper.model);
     drths_semiactive_t ctl;
-    rc = drths_semiactive_init(&ctl, &ns.st, exp->specimen.floor, ns.dt_s,
-                               drths_experiment_command_max(exp->specimen.damper.model),
-                               exp->control.mode, exp->control.command, design, err);
+    rc = drths_semiactive_init_multi(&ctl, &ns.st, m, ns.floors, ns.dt_s, cmax, exp->control.mode,
+                                     exp->control.command, design, err);
     if (rc) {
         drths_numsub_close(&ns);
         return rc;
     }
-    drths_damper_params_t dp;
-    drths_damper_t damper;
-    drths_setup_damper_true(exp, &dp);
-    rc = drths_damper_init(&damper, &dp, ns.dt_s, err);
+    drths_damper_t damper[DRTHS_NUMSUB_MAX_DAMPERS];
+    int n_open = 0;
+    for (; n_open < m; n_open++) {
+        drths_damper_params_t dp;
+        drths_setup_damper_true(drths_experiment_damper(exp, n_open), &dp);
+        rc = drths_damper_init(&damper[n_open], &dp, ns.dt_s, err);
+        if (rc)
+            break;
+    }
     if (rc) {
+        while (n_open > 0)
+            drths_damper_close(&damper[--n_open]);
         drths_semiactive_close(&ctl);
         drths_numsub_close(&ns);
         return drths_error_prefix(err, rc, "specimen.damper");
@@ -156,16 +190,23 @@ int drths_reference_run_design(const drths_experiment_t *exp,
     if (!row || summary_alloc(sum, ns.n)) {
         free(row);
         drths_reference_summary_close(sum);
-        drths_damper_close(&damper);
+        for (int k = 0; k < m; k++)
+            drths_damper_close(&damper[k]);
         drths_semiactive_close(&ctl);
         drths_numsub_close(&ns);
         return drths_error_set(err, -ENOMEM, "out of memory");
     }
+    sum->n_dampers = m;
+    for (int k = 0; k < m; k++)
+        sum->dampers[k].floor = ns.floors[k];
     memcpy(sum->freq_hz, ns.st.freq_hz, (size_t)ns.n * sizeof(double));
     memcpy(sum->zeta, ns.st.zeta, (size_t)ns.n * sizeof(double));
     int clipped = exp->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL;
-    double command = drths_semiactive_initial_command(&ctl);
-    sum->command = clipped ? ctl.command_max : command;
+    double command[DRTHS_NUMSUB_MAX_DAMPERS], force[DRTHS_NUMSUB_MAX_DAMPERS];
+    double d[DRTHS_NUMSUB_MAX_DAMPERS], v[DRTHS_NUMSUB_MAX_DAMPERS];
+    for (int k = 0; k < m; k++)
+        command[k] = clipped ? 0.0 : ctl.command_const_k[k];
+    sum->command = clipped ? ctl.command_max : command[0];
     sum->dt_s = ns.dt_s;
     if (clipped) {
         sum->design = ctl.design;
@@ -185,27 +226,32 @@ int drths_reference_run_design(const drths_experiment_t *exp,
 
     int64_t t0 = drths_now_ns(), last_progress = t0;
     if (!rc) {
-        drths_damper_reset(&damper, 0.0, command);
-        double force = drths_damper_force(&damper);
-        drths_numsub_reset(&ns, force);
+        for (int k = 0; k < m; k++) {
+            drths_damper_reset(&damper[k], 0.0, command[k]);
+            force[k] = drths_damper_force(&damper[k]);
+        }
+        drths_numsub_reset_all(&ns, force);
         for (;;) {
-            drths_numsub_row(&ns, force, command, row);
+            drths_numsub_row_all(&ns, force, command, row);
             accumulate(sum, &ns, force, row);
             if (csv.f)
                 drths_csvw_row(&csv, row);
             if (ns.step + 1 >= ns.steps)
                 break;
-            /* The command for step k+1 from the state and the damper force at step k. */
-            command = drths_semiactive_command(&ctl, ns.it.x, ns.it.v, force);
+            /* The commands for step k+1 from the state and the damper forces at step k. */
+            drths_semiactive_command_all(&ctl, ns.it.x, ns.it.v, force, command);
             if (clipped) {
-                sum->peak_desired_force_N =
-                    fmax(sum->peak_desired_force_N, fabs(drths_semiactive_desired_force(&ctl)));
-                on_ticks += command > 0.0;
+                /* The largest desired force over the dampers, and the ticks damper 0 is on
+                 * (the one-damper figure). */
+                for (int k = 0; k < m; k++)
+                    sum->peak_desired_force_N =
+                        fmax(sum->peak_desired_force_N, fabs(ctl.desired_k[k]));
+                on_ticks += command[0] > 0.0;
             }
-            double d, v;
-            drths_numsub_predict(&ns, &d, &v);
-            force = drths_damper_step(&damper, d, v, command);
-            drths_numsub_correct(&ns, force);
+            drths_numsub_predict_all(&ns, d, v);
+            for (int k = 0; k < m; k++)
+                force[k] = drths_damper_step(&damper[k], d[k], v[k], command[k]);
+            drths_numsub_correct_all(&ns, force);
             if (progress && (ns.step & 1023) == 0) {
                 int64_t now = drths_now_ns();
                 if (now - last_progress > 1000000000) {
@@ -230,7 +276,8 @@ int drths_reference_run_design(const drths_experiment_t *exp,
     if (!rc && out_dir)
         rc = write_summary(out_dir, exp, sum, err);
     free(row);
-    drths_damper_close(&damper);
+    for (int k = 0; k < m; k++)
+        drths_damper_close(&damper[k]);
     drths_semiactive_close(&ctl);
     drths_numsub_close(&ns);
     return rc;

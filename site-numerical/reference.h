@@ -7,6 +7,7 @@
 #define DRTHS_REFERENCE_H
 
 #include "common/platform/error.h"
+#include "site-numerical/numsub.h" /* DRTHS_NUMSUB_MAX_DAMPERS */
 #include "site-numerical/semiactive.h"
 
 /* Only pointers to the experiment are taken here; common/config/config.h defines it. */
@@ -20,7 +21,14 @@ typedef struct drths_reference_summary {
                              * clipped-optimal the maximum it switches to */
     double *freq_hz, *zeta; /* n each */
     double *peak_x_m, *rms_x_m, *peak_a_m_s2, *rms_a_m_s2; /* n each; a = absolute */
-    double peak_force_N, peak_damper_disp_m, peak_damper_vel_m_s;
+    double peak_force_N, peak_damper_disp_m, peak_damper_vel_m_s; /* the largest over dampers */
+    /* Each damper's (n_dampers of them; a file with sites has one per channel of every site,
+     * config.h drths_experiment_damper): floor and peaks. */
+    int n_dampers;
+    struct {
+        int floor;
+        double peak_force_N, peak_disp_m, peak_vel_m_s;
+    } dampers[DRTHS_NUMSUB_MAX_DAMPERS];
     /* clipped-optimal (0 otherwise): the largest desired force |f_c| and the fraction of ticks
      * the damper was commanded on */
     double peak_desired_force_N, on_fraction;
@@ -31,7 +39,9 @@ typedef struct drths_reference_summary {
 /* Called about once a second of wall time with the progress; may be NULL. */
 typedef void (*drths_progress_fn)(long step, long steps, void *ctx);
 
-/* Runs the reference. The damper command comes from site-numerical/semiactive.h: a constant
+/* Runs the reference: the structure with every damper of the experiment (one, or with sites
+ * one per channel of every site, each a true-parameter damper at its floor) integrated at once.
+ * The damper commands come from site-numerical/semiactive.h: a constant
  * in the passive modes; in clipped-optimal the command for step k+1 is computed from the
  * state and the damper force at step k (one tick of delay, as in a real controller), and row k
  * of numerical.csv records the command applied over the tick that ends at k. If out_dir is not

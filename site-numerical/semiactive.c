@@ -96,8 +96,8 @@ static void symmetrize(int n, double *A)
 /* Solves A X = B in place (A n x n is destroyed, B n x p becomes X). */
 static int solve(int n, int p, double *A, double *B)
 {
-    lapack_int ipiv[72];
-    if (n > 72)
+    lapack_int ipiv[96];
+    if (n > 96)
         return -EINVAL;
     return LAPACKE_dgesv(LAPACK_ROW_MAJOR, n, p, A, n, ipiv, B, p) == 0 ? 0 : -EDOM;
 }
@@ -171,43 +171,58 @@ static int lowest_frequency(const drths_structure_t *st, double *w1, drths_error
     return rc;
 }
 
-/* Relative DARE residual of P (with the cross term), see the header. w: 3 n2^2 + 2 n2. */
-static double dare_residual(int n2, const double *A, const double *B, const double *Q,
-                            const double *S, double R, const double *P, double *w)
+/* Relative DARE residual of P (with the cross term), see the header, for m inputs. w: 3 n2^2 +
+ * 4 n2 m + 2 m^2. */
+static double dare_residual(int n2, int m, const double *A, const double *B, const double *Q,
+                            const double *S, const double *R, const double *P, double *w)
 {
     int nn = n2 * n2;
-    double *PA = w, *APA = w + nn, *Res = w + 2 * nn, *PB = w + 3 * nn, *L = w + 3 * nn + n2;
+    double *PA = w, *APA = w + nn, *Res = w + 2 * nn, *PB = w + 3 * nn, *L = PB + n2 * m,
+           *Lt = L + n2 * m, *RB = Lt + n2 * m, *K = RB + m * m;
     mm(n2, n2, n2, P, A, PA);
     mtm(n2, n2, n2, A, PA, APA);
-    mm(n2, n2, 1, P, B, PB);
-    double BPB = 0.0;
-    for (int i = 0; i < n2; i++)
-        BPB += B[i] * PB[i];
-    /* L = A' P B + S */
-    mtm(n2, n2, 1, A, PB, L);
-    for (int i = 0; i < n2; i++)
+    mm(n2, n2, m, P, B, PB);
+    /* RB = R + B' P B (m x m); L = A' P B + S (n2 x m) */
+    mtm(n2, m, m, B, PB, RB);
+    for (int i = 0; i < m * m; i++)
+        RB[i] += R[i];
+    mtm(n2, n2, m, A, PB, L);
+    for (int i = 0; i < n2 * m; i++)
         L[i] += S[i];
+    /* K = RB^-1 L' (m x n2) */
     for (int i = 0; i < n2; i++)
-        for (int j = 0; j < n2; j++)
-            Res[i * n2 + j] =
-                APA[i * n2 + j] - P[i * n2 + j] - L[i] * L[j] / (R + BPB) + Q[i * n2 + j];
+        for (int k = 0; k < m; k++)
+            Lt[k * n2 + i] = L[i * m + k];
+    memcpy(K, Lt, (size_t)(n2 * m) * sizeof(double));
+    if (solve(m, n2, RB, K))
+        return INFINITY;
+    for (int i = 0; i < n2; i++)
+        for (int j = 0; j < n2; j++) {
+            double lk = 0.0;
+            for (int k = 0; k < m; k++)
+                lk += L[i * m + k] * K[k * n2 + j];
+            Res[i * n2 + j] = APA[i * n2 + j] - P[i * n2 + j] - lk + Q[i * n2 + j];
+        }
     return norm_f(nn, Res) / fmax(norm_f(nn, P), norm_f(nn, APA));
 }
 
 /* The design's scratch: one calloc, carved into the matrices of each stage. */
 typedef struct {
     double *buf;
-    double *Minv, *MK, *MC, *Ml;                    /* n x n, n x n, n x n, n */
-    double *X, *E, *scratch;                        /* m x m, m x m, 4 m x m (m = 2n + 1) */
-    double *At, *G, *H, *Wm, *Y, *Z, *T1, *T2, *Hn; /* 2n x 2n each */
-    double *Ca, *Da;                                /* n x 2n (fits in 4 n^2), n */
+    double *Minv, *MK, *MC, *Ml;                    /* n x n, n x n, n x n, n x nd */
+    double *X, *E, *scratch;                        /* m x m, m x m, 4 m x m (m = 2n + nd) */
+    double *At, *G, *H, *Wm, *Y, *Z, *T1, *T2, *Hn; /* 2n x 2n each (nd <= 2n) */
+    double *Ca, *Da;                                /* n x 2n (fits in 4 n^2), n x nd */
+    double *K1, *K2, *Rw;                           /* nd x 2n, nd x 2n, nd x nd */
     double mtot;                                    /* total mass */
 } design_ws_t;
 
-static int ws_alloc(design_ws_t *w, int n)
+/* nd inputs (dampers). */
+static int ws_alloc(design_ws_t *w, int n, int nd)
 {
-    int n2 = 2 * n, m = n2 + 1, nn = n2 * n2;
-    size_t words = (size_t)(n * n * 3 + n + 6 * m * m + 10 * nn + n);
+    int n2 = 2 * n, m = n2 + nd, nn = n2 * n2;
+    size_t words = (size_t)(n * n * 3 + n * nd + 6 * m * m + 10 * nn + n * nd + 2 * nd * n2 +
+                            nd * nd + 8 * n2 * nd + 4 * nd * nd);
     w->buf = calloc(words, sizeof(double));
     if (!w->buf)
         return -ENOMEM;
@@ -215,7 +230,7 @@ static int ws_alloc(design_ws_t *w, int n)
     w->MK = w->Minv + n * n;
     w->MC = w->MK + n * n;
     w->Ml = w->MC + n * n;
-    w->X = w->Ml + n;
+    w->X = w->Ml + n * nd;
     w->E = w->X + m * m;
     w->scratch = w->E + m * m;
     w->At = w->scratch + 4 * m * m;
@@ -230,6 +245,9 @@ static int ws_alloc(design_ws_t *w, int n)
     /* dare_residual's 3 nn + 2 n2 scratch reuses At, G, H and part of Wm, done with by then. */
     w->Ca = w->Hn + nn;
     w->Da = w->Ca + nn;
+    w->K1 = w->Da + n * nd;
+    w->K2 = w->K1 + nd * n2;
+    w->Rw = w->K2 + nd * n2;
     return 0;
 }
 
@@ -238,7 +256,7 @@ static int ws_alloc(design_ws_t *w, int n)
 static int discretise(drths_semiactive_t *s, const drths_structure_t *st, design_ws_t *w,
                       drths_error_t *err)
 {
-    int n = s->n, n2 = 2 * n, m = n2 + 1;
+    int n = s->n, n2 = 2 * n, nd = s->m, m = n2 + nd;
     w->mtot = 0.0;
     for (int i = 0; i < n * n; i++)
         w->mtot += st->M[i];
@@ -249,13 +267,16 @@ static int discretise(drths_semiactive_t *s, const drths_structure_t *st, design
     memcpy(w->Minv, st->M, (size_t)(n * n) * sizeof(double));
     memcpy(w->MC, st->C, (size_t)(n * n) * sizeof(double));
     solve(n, n, w->Minv, w->MC);
-    int top = s->floor - 1;
-    memset(w->Ml, 0, (size_t)n * sizeof(double));
-    w->Ml[top] = 1.0;
-    if (top > 0)
-        w->Ml[top - 1] = -1.0;
+    /* Lambda: column k is damper k's e_top - e_{top-1}. */
+    memset(w->Ml, 0, (size_t)(n * nd) * sizeof(double));
+    for (int k = 0; k < nd; k++) {
+        int top = s->floors[k] - 1;
+        w->Ml[top * nd + k] = 1.0;
+        if (top > 0)
+            w->Ml[(top - 1) * nd + k] = -1.0;
+    }
     memcpy(w->Minv, st->M, (size_t)(n * n) * sizeof(double));
-    solve(n, 1, w->Minv, w->Ml);
+    solve(n, nd, w->Minv, w->Ml);
 
     double *X = w->X, *E = w->E;
     memset(X, 0, (size_t)(m * m) * sizeof(double));
@@ -265,14 +286,16 @@ static int discretise(drths_semiactive_t *s, const drths_structure_t *st, design
             X[(n + i) * m + j] = -w->MK[i * n + j] * s->dt_s;
             X[(n + i) * m + n + j] = -w->MC[i * n + j] * s->dt_s;
         }
-        X[(n + i) * m + n2] = -w->Ml[i] * s->dt_s;
+        for (int k = 0; k < nd; k++)
+            X[(n + i) * m + n2 + k] = -w->Ml[i * nd + k] * s->dt_s;
     }
     if (expm(m, X, E, w->scratch))
         return drths_error_set(err, -EDOM, "control: matrix exponential failed");
     for (int i = 0; i < n2; i++) {
         for (int j = 0; j < n2; j++)
             s->Ad[i * n2 + j] = E[i * m + j];
-        s->Bd[i] = E[i * m + n2];
+        for (int k = 0; k < nd; k++)
+            s->Bd[i * nd + k] = E[i * m + n2 + k];
     }
     return 0;
 }
@@ -282,7 +305,7 @@ static int discretise(drths_semiactive_t *s, const drths_structure_t *st, design
 static int weights(drths_semiactive_t *s, const drths_structure_t *st, design_ws_t *w,
                    drths_error_t *err)
 {
-    int n = s->n, n2 = 2 * n, nn = n2 * n2;
+    int n = s->n, n2 = 2 * n, nn = n2 * n2, nd = s->m;
     double w1 = 0.0;
     int rc = lowest_frequency(st, &w1, err);
     if (rc)
@@ -294,20 +317,24 @@ static int weights(drths_semiactive_t *s, const drths_structure_t *st, design_ws
             w->Ca[i * n2 + j] = -w->MK[i * n + j];
             w->Ca[i * n2 + n + j] = -w->MC[i * n + j];
         }
-        w->Da[i] = -w->Ml[i];
+        for (int k = 0; k < nd; k++)
+            w->Da[i * nd + k] = -w->Ml[i * nd + k];
     }
     mtm(n, n2, n2, w->Ca, w->Ca, s->Q);
     for (int i = 0; i < nn; i++)
         s->Q[i] *= qa;
     for (int i = 0; i < n; i++)
         s->Q[i * n2 + i] += s->design.q_disp;
-    mtm(n, n2, 1, w->Ca, w->Da, s->S);
-    double dd = 0.0;
-    for (int i = 0; i < n; i++)
-        dd += w->Da[i] * w->Da[i];
-    for (int i = 0; i < n2; i++)
+    mtm(n, n2, nd, w->Ca, w->Da, s->S);
+    for (int i = 0; i < n2 * nd; i++)
         s->S[i] *= qa;
-    s->R = qa * dd + ra;
+    /* R = qa Da' Da + ra I: every damper's force weighs as the one damper's did. */
+    mtm(n, nd, nd, w->Da, w->Da, s->Rm);
+    for (int i = 0; i < nd * nd; i++)
+        s->Rm[i] *= qa;
+    for (int k = 0; k < nd; k++)
+        s->Rm[k * nd + k] += ra;
+    s->R = s->Rm[0];
     return 0;
 }
 
@@ -319,14 +346,38 @@ static int weights(drths_semiactive_t *s, const drths_structure_t *st, design_ws
  * constant. */
 static int riccati(drths_semiactive_t *s, design_ws_t *w, drths_error_t *err)
 {
-    int n2 = 2 * s->n, nn = n2 * n2, rc = 0;
+    int n2 = 2 * s->n, nn = n2 * n2, nd = s->m, rc = 0;
     double *At = w->At, *G = w->G, *H = w->H, *Wm = w->Wm, *Y = w->Y, *Z = w->Z, *T1 = w->T1,
            *T2 = w->T2, *Hn = w->Hn;
+    /* K1 = R^-1 S', K2 = R^-1 Bd' (nd x 2n); with one damper a division by R. */
+    for (int i = 0; i < n2; i++)
+        for (int k = 0; k < nd; k++) {
+            w->K1[k * n2 + i] = s->S[i * nd + k];
+            w->K2[k * n2 + i] = s->Bd[i * nd + k];
+        }
+    if (nd == 1) {
+        for (int i = 0; i < n2; i++) {
+            w->K1[i] /= s->R;
+            w->K2[i] /= s->R;
+        }
+    } else {
+        memcpy(w->Rw, s->Rm, (size_t)(nd * nd) * sizeof(double));
+        if (solve(nd, n2, w->Rw, w->K1))
+            return drths_error_set(err, -EDOM, "control: the force weight is singular");
+        memcpy(w->Rw, s->Rm, (size_t)(nd * nd) * sizeof(double));
+        solve(nd, n2, w->Rw, w->K2);
+    }
     for (int i = 0; i < n2; i++)
         for (int j = 0; j < n2; j++) {
-            At[i * n2 + j] = s->Ad[i * n2 + j] - s->Bd[i] * s->S[j] / s->R;
-            H[i * n2 + j] = s->Q[i * n2 + j] - s->S[i] * s->S[j] / s->R;
-            G[i * n2 + j] = s->Bd[i] * s->Bd[j] / s->R;
+            double bk1 = 0.0, sk1 = 0.0, bk2 = 0.0;
+            for (int k = 0; k < nd; k++) {
+                bk1 += s->Bd[i * nd + k] * w->K1[k * n2 + j];
+                sk1 += s->S[i * nd + k] * w->K1[k * n2 + j];
+                bk2 += s->Bd[i * nd + k] * w->K2[k * n2 + j];
+            }
+            At[i * n2 + j] = s->Ad[i * n2 + j] - bk1;
+            H[i * n2 + j] = s->Q[i * n2 + j] - sk1;
+            G[i * n2 + j] = bk2;
         }
     symmetrize(n2, H);
     int it, converged = 0;
@@ -369,7 +420,8 @@ static int riccati(drths_semiactive_t *s, design_ws_t *w, drths_error_t *err)
                                "iterations (is the damper's storey controllable?)",
                                s->riccati_iterations);
     memcpy(s->P, H, (size_t)nn * sizeof(double));
-    s->riccati_residual = dare_residual(n2, s->Ad, s->Bd, s->Q, s->S, s->R, s->P, At);
+    /* dare_residual's scratch: At, G, H and on (done with by now). */
+    s->riccati_residual = dare_residual(n2, nd, s->Ad, s->Bd, s->Q, s->S, s->Rm, s->P, At);
     if (!(s->riccati_residual < 1e-8))
         return drths_error_set(err, -EDOM,
                                "control: the Riccati solution's relative residual is %.3g "
@@ -382,20 +434,31 @@ static int riccati(drths_semiactive_t *s, design_ws_t *w, drths_error_t *err)
  * must be below 1. */
 static int gain_and_check(drths_semiactive_t *s, design_ws_t *w, drths_error_t *err)
 {
-    int n2 = 2 * s->n;
-    double *PB = w->T1;
-    mm(n2, n2, 1, s->P, s->Bd, PB);
-    double BPB = 0.0;
+    int n2 = 2 * s->n, nd = s->m;
+    double *PB = w->T1, *BPB = w->Rw, *L = w->H;
+    mm(n2, n2, nd, s->P, s->Bd, PB);
+    mtm(n2, nd, nd, s->Bd, PB, BPB);
+    for (int i = 0; i < nd * nd; i++)
+        BPB[i] += s->Rm[i];
+    mtm(n2, n2, nd, s->Ad, PB, L); /* Ad' P Bd, n2 x nd */
     for (int i = 0; i < n2; i++)
-        BPB += s->Bd[i] * PB[i];
-    mtm(n2, n2, 1, s->Ad, PB, s->gain);
-    for (int i = 0; i < n2; i++)
-        s->gain[i] = (s->gain[i] + s->S[i]) / (s->R + BPB);
+        for (int k = 0; k < nd; k++)
+            s->gain[k * n2 + i] = L[i * nd + k] + s->S[i * nd + k];
+    if (nd == 1) {
+        for (int i = 0; i < n2; i++)
+            s->gain[i] /= BPB[0];
+    } else if (solve(nd, n2, BPB, s->gain)) {
+        return drths_error_set(err, -EDOM, "control: R + Bd' P Bd is singular");
+    }
 
     double *Acl = w->T2, *wr = w->Y, *wi = w->Z;
     for (int i = 0; i < n2; i++)
-        for (int j = 0; j < n2; j++)
-            Acl[i * n2 + j] = s->Ad[i * n2 + j] - s->Bd[i] * s->gain[j];
+        for (int j = 0; j < n2; j++) {
+            double bg = 0.0;
+            for (int k = 0; k < nd; k++)
+                bg += s->Bd[i * nd + k] * s->gain[k * n2 + j];
+            Acl[i * n2 + j] = s->Ad[i * n2 + j] - bg;
+        }
     if (LAPACKE_dgeev(LAPACK_ROW_MAJOR, 'N', 'N', n2, Acl, n2, wr, wi, NULL, 1, NULL, 1) != 0)
         return drths_error_set(err, -EDOM, "control: eigenvalues of the closed loop failed");
     s->spectral_radius = 0.0;
@@ -411,7 +474,7 @@ static int gain_and_check(drths_semiactive_t *s, design_ws_t *w, drths_error_t *
 static int design(drths_semiactive_t *s, const drths_structure_t *st, drths_error_t *err)
 {
     design_ws_t w;
-    if (ws_alloc(&w, s->n) != 0)
+    if (ws_alloc(&w, s->n, s->m) != 0)
         return drths_error_set(err, -ENOMEM, "out of memory for the control design");
     int rc = discretise(s, st, &w, err);
     if (rc == 0)
@@ -424,58 +487,71 @@ static int design(drths_semiactive_t *s, const drths_structure_t *st, drths_erro
     return rc;
 }
 
-int drths_semiactive_init(drths_semiactive_t *s, const drths_structure_t *st, int floor,
-                          double dt_s, double command_max, drths_control_mode_t mode,
-                          double fixed_command, const drths_semiactive_design_t *d,
-                          drths_error_t *err)
+int drths_semiactive_init_multi(drths_semiactive_t *s, const drths_structure_t *st, int m,
+                                const int *floors, double dt_s, const double *command_max,
+                                drths_control_mode_t mode, double fixed_command,
+                                const drths_semiactive_design_t *d, drths_error_t *err)
 {
     memset(s, 0, sizeof *s);
     if (!st || st->n < 1 || st->n > 32)
         return drths_error_set(err, -EINVAL, "control: 1 to 32 degrees of freedom (got %d)",
                                st ? st->n : 0);
-    if (floor < 1 || floor > st->n)
-        return drths_error_set(err, -EINVAL, "specimen.floor: must be in 1..%d (got %d)", st->n,
-                               floor);
+    if (m < 1 || m > DRTHS_SEMIACTIVE_MAX_DAMPERS)
+        return drths_error_set(err, -EINVAL, "control: 1 to %d dampers (got %d)",
+                               DRTHS_SEMIACTIVE_MAX_DAMPERS, m);
+    for (int k = 0; k < m; k++)
+        if (floors[k] < 1 || floors[k] > st->n)
+            return drths_error_set(err, -EINVAL, "specimen.floor: must be in 1..%d (got %d)", st->n,
+                                   floors[k]);
     if (!(dt_s > 0.0) || !isfinite(dt_s))
         return drths_error_set(err, -EINVAL, "rate_hz: the tick must be > 0 (got dt %g s)", dt_s);
-    if (!(command_max >= 0.0) || !isfinite(command_max))
-        return drths_error_set(err, -EINVAL, "control: command_max must be >= 0 (got %g)",
-                               command_max);
+    for (int k = 0; k < m; k++)
+        if (!(command_max[k] >= 0.0) || !isfinite(command_max[k]))
+            return drths_error_set(err, -EINVAL, "control: command_max must be >= 0 (got %g)",
+                                   command_max[k]);
     s->mode = mode;
     s->n = st->n;
-    s->floor = floor;
+    s->m = m;
+    memcpy(s->floors, floors, (size_t)m * sizeof *floors);
+    s->floor = floors[0];
     s->dt_s = dt_s;
-    s->command_max = command_max;
+    memcpy(s->command_max_k, command_max, (size_t)m * sizeof *command_max);
+    s->command_max = command_max[0];
     if (d)
         s->design = *d;
     else
         drths_semiactive_design_default(&s->design);
-    switch (mode) {
-    case DRTHS_CONTROL_PASSIVE_OFF:
-        s->command_const = 0.0;
-        break;
-    case DRTHS_CONTROL_PASSIVE_ON:
-        s->command_const = command_max;
-        break;
-    case DRTHS_CONTROL_FIXED:
-        if (!(fixed_command >= 0.0 && fixed_command <= command_max))
-            return drths_error_set(err, -EINVAL, "control.command: must be in [0, %g] (got %g)",
-                                   command_max, fixed_command);
-        s->command_const = fixed_command;
-        break;
-    case DRTHS_CONTROL_CLIPPED_OPTIMAL:
-        break;
-    default:
-        return drths_error_set(err, -EINVAL, "control.mode: unknown mode %d", (int)mode);
+    for (int k = 0; k < m; k++) {
+        switch (mode) {
+        case DRTHS_CONTROL_PASSIVE_OFF:
+            s->command_const_k[k] = 0.0;
+            break;
+        case DRTHS_CONTROL_PASSIVE_ON:
+            s->command_const_k[k] = command_max[k];
+            break;
+        case DRTHS_CONTROL_FIXED:
+            if (!(fixed_command >= 0.0 && fixed_command <= command_max[k]))
+                return drths_error_set(err, -EINVAL, "control.command: must be in [0, %g] (got %g)",
+                                       command_max[k], fixed_command);
+            s->command_const_k[k] = fixed_command;
+            break;
+        case DRTHS_CONTROL_CLIPPED_OPTIMAL:
+            break;
+        default:
+            return drths_error_set(err, -EINVAL, "control.mode: unknown mode %d", (int)mode);
+        }
+        s->command_k[k] = s->command_const_k[k];
     }
+    s->command_const = s->command_const_k[0];
     s->command = s->command_const;
     if (mode != DRTHS_CONTROL_CLIPPED_OPTIMAL)
         return 0;
 
-    if (!(command_max > 0.0))
-        return drths_error_set(err, -EINVAL,
-                               "control.mode: clipped-optimal needs a damper with a command "
-                               "(specimen.damper.model has none)");
+    for (int k = 0; k < m; k++)
+        if (!(command_max[k] > 0.0))
+            return drths_error_set(err, -EINVAL,
+                                   "control.mode: clipped-optimal needs a damper with a command "
+                                   "(specimen.damper.model has none)");
     if (!(s->design.r > 0.0) || !(s->design.q_disp >= 0.0) || !(s->design.q_acc >= 0.0) ||
         !isfinite(s->design.r) || !isfinite(s->design.q_disp) || !isfinite(s->design.q_acc))
         return drths_error_set(err, -EINVAL,
@@ -485,22 +561,38 @@ int drths_semiactive_init(drths_semiactive_t *s, const drths_structure_t *st, in
     if (!st->C)
         return drths_error_set(err, -EINVAL, "control: the structure has no damping matrix");
     int n2 = 2 * s->n;
-    size_t nn = (size_t)n2 * (size_t)n2;
-    s->mem = calloc(3 * nn + 3 * (size_t)n2, sizeof(double));
+    /* The design's scratch holds at most as many inputs as states. */
+    if (m > n2)
+        return drths_error_set(err, -EINVAL,
+                               "control.mode: clipped-optimal with %d dampers on %d degrees of "
+                               "freedom (at most %d)",
+                               m, s->n, n2);
+    size_t nn = (size_t)n2 * (size_t)n2, nm = (size_t)n2 * (size_t)m;
+    s->mem = calloc(3 * nn + 3 * nm + (size_t)(m * m), sizeof(double));
     if (!s->mem)
         return drths_error_set(err, -ENOMEM, "out of memory for the controller");
     s->gain = s->mem;
-    s->Bd = s->gain + n2;
-    s->S = s->Bd + n2;
-    s->Ad = s->S + n2;
+    s->Bd = s->gain + nm;
+    s->S = s->Bd + nm;
+    s->Ad = s->S + nm;
     s->Q = s->Ad + nn;
     s->P = s->Q + nn;
+    s->Rm = s->P + nn;
     int rc = design(s, st, err);
     if (rc) {
         drths_semiactive_close(s);
         return rc;
     }
     return 0;
+}
+
+int drths_semiactive_init(drths_semiactive_t *s, const drths_structure_t *st, int floor,
+                          double dt_s, double command_max, drths_control_mode_t mode,
+                          double fixed_command, const drths_semiactive_design_t *d,
+                          drths_error_t *err)
+{
+    return drths_semiactive_init_multi(s, st, 1, &floor, dt_s, &command_max, mode, fixed_command, d,
+                                       err);
 }
 
 int drths_semiactive_init_experiment(drths_semiactive_t *s, const drths_experiment_t *exp,
@@ -542,6 +634,28 @@ double drths_semiactive_command(drths_semiactive_t *s, const double *x, const do
     s->desired_force_N = -u;
     s->command = drths_semiactive_clip(s->desired_force_N, measured_force_N, s->command_max);
     return s->command;
+}
+
+void drths_semiactive_command_all(drths_semiactive_t *s, const double *x, const double *v,
+                                  const double *measured_force_N, double *command)
+{
+    int n2 = 2 * s->n;
+    for (int k = 0; k < s->m; k++) {
+        if (s->mode != DRTHS_CONTROL_CLIPPED_OPTIMAL) {
+            s->command_k[k] = s->command_const_k[k];
+        } else {
+            const double *g = s->gain + k * n2, *gv = g + s->n;
+            double u = 0.0;
+            for (int i = 0; i < s->n; i++)
+                u += g[i] * x[i] + gv[i] * v[i];
+            s->desired_k[k] = -u;
+            s->command_k[k] =
+                drths_semiactive_clip(s->desired_k[k], measured_force_N[k], s->command_max_k[k]);
+        }
+        command[k] = s->command_k[k];
+    }
+    s->desired_force_N = s->desired_k[0];
+    s->command = s->command_k[0];
 }
 
 double drths_semiactive_initial_command(const drths_semiactive_t *s)

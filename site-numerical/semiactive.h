@@ -34,6 +34,11 @@
  *     radius < 1.
  * Default weights (drths_semiactive_design_default): see semiactive.c.
  *
+ * Several dampers (a file with sites, one per channel of every site): Lambda has one column per
+ * damper, the force weight is r on each force (R = qa Da' Da + ra I, m x m), and the regulator
+ * has m inputs: row k of the gain is damper k's desired force, and damper k switches on its
+ * own measured force. With one damper every matrix is the one above.
+ *
  * Timing: the command returned for the state and force of step k is applied over the tick that
  * ends at k+1 (it travels with x(k+1)), one tick of delay as in a real controller.
  *
@@ -57,26 +62,36 @@ typedef struct drths_semiactive_design {
     double r;      /* on the damper force, > 0 */
 } drths_semiactive_design_t;
 
+/* The most dampers one controller commands. */
+#define DRTHS_SEMIACTIVE_MAX_DAMPERS 16
+
 typedef struct drths_semiactive {
     drths_control_mode_t mode;
     int n;     /* degrees of freedom; the state has 2n entries */
-    int floor; /* 1-based floor the damper's top attaches to */
+    int floor; /* 1-based floor damper 0's top attaches to (floors[0]) */
+    int m;     /* dampers (inputs), 1..DRTHS_SEMIACTIVE_MAX_DAMPERS */
+    int floors[DRTHS_SEMIACTIVE_MAX_DAMPERS];
     double dt_s;
-    double command_max;   /* A or V */
-    double command_const; /* the passive modes' command */
+    double command_max;   /* A or V (damper 0's) */
+    double command_const; /* the passive modes' command (damper 0's) */
+    double command_max_k[DRTHS_SEMIACTIVE_MAX_DAMPERS];   /* each damper's */
+    double command_const_k[DRTHS_SEMIACTIVE_MAX_DAMPERS]; /* each damper's */
     drths_semiactive_design_t design;
-    /* Clipped-optimal only (NULL otherwise), all row-major, read-only for the caller: */
-    double *gain;            /* 2n: f_c = -(gain[0..n-1] . x + gain[n..2n-1] . v), N per m, m/s */
-    double *Ad, *Bd;         /* 2n x 2n and 2n: the ZOH discretisation */
-    double *Q, *S;           /* 2n x 2n and 2n: state weight and cross term (scaled by x_ref^2) */
-    double R;                /* force weight incl. the acceleration's force term */
+    /* Clipped-optimal only (NULL otherwise), all row-major, read-only for the caller. With one
+     * damper (m = 1) the vectors below are 2n long: */
+    double *gain;            /* m x 2n: f_c,k = -(gain_k[0..n-1] . x + gain_k[n..2n-1] . v) */
+    double *Ad, *Bd;         /* 2n x 2n and 2n x m: the ZOH discretisation */
+    double *Q, *S;           /* 2n x 2n and 2n x m: state weight and cross term (x_ref^2) */
+    double R;                /* force weight incl. the acceleration's force term (Rm[0]) */
+    double *Rm;              /* m x m: the force weights (diagonal r term plus acceleration's) */
     double *P;               /* 2n x 2n: the Riccati solution */
     double riccati_residual; /* ||DARE residual||_F / ||P||_F */
     int riccati_iterations;  /* doubling iterations used */
     double spectral_radius;  /* of Ad - Bd gain */
-    /* Last call of drths_semiactive_command: */
+    /* Last call of drths_semiactive_command (damper 0's) or _command_all (each damper's): */
     double desired_force_N; /* f_c (0 in the passive modes) */
     double command;         /* the command returned */
+    double desired_k[DRTHS_SEMIACTIVE_MAX_DAMPERS], command_k[DRTHS_SEMIACTIVE_MAX_DAMPERS];
     double *mem;
 } drths_semiactive_t;
 
@@ -95,6 +110,15 @@ int drths_semiactive_init(drths_semiactive_t *s, const drths_structure_t *st, in
                           double fixed_command, const drths_semiactive_design_t *design,
                           drths_error_t *err);
 
+/* As drths_semiactive_init for m dampers (1..DRTHS_SEMIACTIVE_MAX_DAMPERS) at floors[k], each
+ * with its own largest command command_max[k]; clipped-optimal designs one LQ regulator with m
+ * inputs (the dampers' forces, each weighted by r), whose row k is damper k's desired force.
+ * init-only. */
+int drths_semiactive_init_multi(drths_semiactive_t *s, const drths_structure_t *st, int m,
+                                const int *floors, double dt_s, const double *command_max,
+                                drths_control_mode_t mode, double fixed_command,
+                                const drths_semiactive_design_t *design, drths_error_t *err);
+
 /* As drths_semiactive_init with the experiment's specimen.floor, 1/rate_hz, the damper model's
  * largest command, control.mode and control.command, and the default weights. st is the
  * experiment's structure (drths_setup_structure). init-only. */
@@ -106,6 +130,13 @@ int drths_semiactive_init_experiment(drths_semiactive_t *s, const drths_experime
  * of drths_numsub_correct). Updates desired_force_N and command. RT-safe: 2n multiply-adds. */
 double drths_semiactive_command(drths_semiactive_t *s, const double *x, const double *v,
                                 double measured_force_N);
+
+/* Every damper's command (m values into command) from the state and every damper's force
+ * (m values); each damper switches on its own desired force and its own force. Updates
+ * desired_k and command_k (and desired_force_N, command: damper 0's). RT-safe: 2nm
+ * multiply-adds. */
+void drths_semiactive_command_all(drths_semiactive_t *s, const double *x, const double *v,
+                                  const double *measured_force_N, double *command);
 
 /* The clipped-optimal switching law alone: command_max if (f_c - F) F > 0, else 0. RT-safe. */
 double drths_semiactive_clip(double desired_force_N, double measured_force_N, double command_max);

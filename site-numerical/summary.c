@@ -358,10 +358,22 @@ void drths_numsite_print_reference(FILE *f, const drths_reference_summary_t *s, 
     for (int i = 0; i < s->n && i < 10; i++)
         fprintf(f, "  %5d  %14.3f  %13.3f  %21.3f\n", i + 1, 1e3 * s->peak_x_m[i],
                1e3 * s->rms_x_m[i], s->peak_a_m_s2[i]);
-    fprintf(f, "  damper: peak force %.1f kN, peak stroke %.2f mm, peak velocity %.1f mm/s, "
-           "command %.3g\n",
-           1e-3 * s->peak_force_N, 1e3 * s->peak_damper_disp_m, 1e3 * s->peak_damper_vel_m_s,
-           s->command);
+    if (s->n_dampers > 1) {
+        /* Several dampers (sites): one line each, in the file's order (summary.json names them). */
+        for (int k = 0; k < s->n_dampers; k++)
+            fprintf(f,
+                    "  damper %d (floor %d): peak force %.1f kN, peak stroke %.2f mm, peak "
+                    "velocity %.1f mm/s\n",
+                    k + 1, s->dampers[k].floor, 1e-3 * s->dampers[k].peak_force_N,
+                    1e3 * s->dampers[k].peak_disp_m, 1e3 * s->dampers[k].peak_vel_m_s);
+        fprintf(f, "  damper command %.3g\n", s->command);
+    } else {
+        fprintf(f,
+                "  damper: peak force %.1f kN, peak stroke %.2f mm, peak velocity %.1f mm/s, "
+                "command %.3g\n",
+                1e-3 * s->peak_force_N, 1e3 * s->peak_damper_disp_m, 1e3 * s->peak_damper_vel_m_s,
+                s->command);
+    }
     fprintf(f, "  %ld steps (%.2f s simulated) in %.3f s wall time (%.3f s per simulated s)\n",
            s->steps, s->duration_s, s->wall_s, s->wall_s / s->duration_s);
     fprintf(f, "  written: %s/numerical.csv, %s/summary.json\n", dir, dir);

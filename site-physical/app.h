@@ -31,6 +31,7 @@
 typedef struct drths_physapp {
     drths_site_options_t so; /* the common options */
     const char *listen, *openfresco;
+    const char *site; /* --site NAME: this site's entry of the file's sites section, or NULL */
     double wait_timeout_s;
     long tick_spin_us; /* --tick-spin, -1: auto (drths_ticker_auto_spin_ns) */
     drths_ofr_app_config_t ocfg;

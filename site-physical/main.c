@@ -24,7 +24,8 @@ _Static_assert(DRTHS_EXPERIMENT_MAX_CHANNELS <= DRTHS_OFR_MAX_DOF,
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
+            "usage: drths-physical --experiment FILE [--site NAME] [--listen HOST:PORT]\n"
+            "                      [--key FILE]\n"
             "                      [--out DIR] [--wait-timeout S] [--require-rt] [--cpu N]\n"
             "                      [--tick-spin US|auto] [--kernel-filter] [--quiet]\n"
             "                      [--monitor HOST:PORT [--wait-start]]\n"
@@ -40,6 +41,8 @@ static void usage(FILE *f)
             "                      [--io-current A]\n"
             "\n"
             "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
+            "  --site NAME         with a file that lists sites: this site's entry (its channels,\n"
+            "                      listen address and key file); required there\n"
             "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
             "  --key FILE          pre-shared key file (default: link.key_file; without either,\n"
             "                      the public rehearsal key, for a rehearsal on one machine)\n"
@@ -110,6 +113,7 @@ static int own_option(void *ctx, int c, const char *arg)
     double v;
     switch (c) {
     case 'l': a->listen = arg; return 0;
+    case 'T': a->site = arg; return 0;
     case 'w': return drths_cli_positive(PROG, "--wait-timeout", arg, "seconds", &a->wait_timeout_s);
     case 'S':
         if (strcmp(arg, "auto") == 0) {
@@ -211,6 +215,7 @@ int main(int argc, char **argv)
     a->io.amplitude_m = a->io.leg_s = a->io.current = NAN;
     static const struct option own[] = {
         {"listen", required_argument, NULL, 'l'},
+        {"site", required_argument, NULL, 'T'},
         {"wait-timeout", required_argument, NULL, 'w'},
         {"tick-spin", required_argument, NULL, 'S'},
         {"openfresco", required_argument, NULL, 'O'},
@@ -241,6 +246,30 @@ int main(int argc, char **argv)
                                            "--openfresco site has no UDP socket");
     if ((code = drths_site_load_experiment(PROG, &a->exp, a->so.experiment)) != 0)
         return code;
+    /* A file with several sites is run by each of them with its own entry; without --site
+     * the site would not know which channels are its own. */
+    if (a->site || a->exp.n_sites > 0) {
+        drths_error_t err = {{0}};
+        if (!a->site) {
+            char list[DRTHS_EXPERIMENT_MAX_SITES * (DRTHS_SITE_NAME_MAX + 2)] = "";
+            for (int i = 0; i < a->exp.n_sites; i++) {
+                if (i)
+                    strcat(list, ", ");
+                strcat(list, a->exp.sites[i].name);
+            }
+            code = drths_cli_usage_error(PROG,
+                                         "%s lists %d sites (%s): say which is this one with "
+                                         "--site NAME",
+                                         a->so.experiment, a->exp.n_sites, list);
+            drths_experiment_close(&a->exp);
+            return code;
+        }
+        if (drths_experiment_select_site(&a->exp, a->site, &err) != 0) {
+            code = drths_cli_usage_error(PROG, "%s", err.msg);
+            drths_experiment_close(&a->exp);
+            return code;
+        }
+    }
     if (a->cfg.probe_only && (a->io_check || a->openfresco))
         return drths_cli_usage_error(PROG, "--probe-only is a test of the drths link; it does "
                                            "not go with --io-check or --openfresco");

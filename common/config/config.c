@@ -94,7 +94,7 @@ static int fill(vctx_t *c, drths_experiment_t *x, const struct raw_top *t, matri
         (r = drths_cfg_check_limits_inside_converters(c, x, "physical.", 1, 1)) ||
         (r = PARSE_RANGE(acceptance, displacement_rms_error_pct, hold_allowed, t->acceptance, x)) ||
         /* last: each channel's view copies the rest */
-        (r = drths_cfg_fill_channels(c, x, t->physical)))
+        (r = drths_cfg_fill_channels(c, x, t->physical)) || (r = drths_cfg_fill_sites(c, x, t)))
         return r;
     return 0;
 }
@@ -280,5 +280,13 @@ void drths_experiment_close(drths_experiment_t *x)
     free(x->daq.calibration_file);
     free(x->daq.calibration_path);
     free(x->channels); /* the views own nothing */
+    for (int i = 0; x->sites && i < x->n_sites; i++) {
+        free(x->sites[i].address);
+        free(x->sites[i].listen);
+        free(x->sites[i].key_file);
+        free(x->sites[i].key_path);
+    }
+    free(x->sites);
+    free(x->dampers);
     memset(x, 0, sizeof *x);
 }

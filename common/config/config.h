@@ -50,7 +50,27 @@
 /* A channel's name, at most this many bytes with the terminating NUL. */
 #define DRTHS_CHANNEL_NAME_MAX 32
 
+/* Largest number of actuator sites the sites section may list (links of the numerical site). */
+#define DRTHS_EXPERIMENT_MAX_SITES 8
+/* A site's name, at most this many bytes with the terminating NUL. */
+#define DRTHS_SITE_NAME_MAX 32
+
 struct drths_experiment_channel;
+
+/* One entry of the sites section: an actuator site (a laboratory), one link of the numerical
+ * site. Its channels are the experiment's dampers first .. first + n_channels - 1. The strings
+ * are owned by the experiment (drths_experiment_select_site may swap them with the top-level
+ * ones; both are freed by drths_experiment_close). */
+typedef struct drths_experiment_site {
+    char name[DRTHS_SITE_NAME_MAX]; /* sites[i].name, required, unique */
+    char *address;  /* "host:port": where the numerical site sends this link's datagrams */
+    char *listen;   /* "host:port" the actuator site binds (default: address) */
+    char *key_file; /* as written; NULL: link.key_file's */
+    char *key_path; /* resolved against dir; NULL: link.key_path's */
+    int line;       /* the line of sites[i] in the file, 0 if unknown */
+    int first;      /* index of its first channel in dampers */
+    int n_channels; /* 1..DRTHS_EXPERIMENT_MAX_CHANNELS */
+} drths_experiment_site_t;
 
 /* One analog channel of the comedi back end. The engineering value is
  * units_per_volt * volts + offset (m, A or N), volts being the calibrated voltage at the board's
@@ -295,6 +315,21 @@ typedef struct drths_experiment {
     int n_channels;
     int channels_line; /* the line of physical.channels in the file, 0 if unknown */
     struct drths_experiment_channel *channels; /* n_channels entries, owned */
+
+    /* sites: 0 when the file has none (one actuator site, as always), else 1..
+     * DRTHS_EXPERIMENT_MAX_SITES actuator sites (sites[i]) and n_dampers channels over all of
+     * them, in the file's order (dampers[k], each a view as physical.channels' entries are,
+     * whose specimen.floor is the channel's floor, physical.listen and link.key_* its site's).
+     * Fingerprinted, except the addresses and the key files. Read them with
+     * drths_experiment_n_dampers and drths_experiment_damper; an actuator site takes its own
+     * entry with drths_experiment_select_site. */
+    int n_sites;
+    int sites_line;                           /* the line of sites in the file, 0 if unknown */
+    drths_experiment_site_t *sites;           /* n_sites entries, owned */
+    int n_dampers;                            /* sum of the sites' n_channels */
+    struct drths_experiment_channel *dampers; /* n_dampers entries, owned */
+    /* The site drths_experiment_select_site chose (an actuator site's own), or NULL. */
+    const drths_experiment_site_t *site;
 } drths_experiment_t;
 
 /* One entry of physical.channels. `exp` is a view of the whole experiment as this channel sees
@@ -306,6 +341,7 @@ typedef struct drths_experiment {
  * the view exactly as from a one-channel file. */
 typedef struct drths_experiment_channel {
     char name[DRTHS_CHANNEL_NAME_MAX]; /* physical.channels[i].name, default "ch<i+1>" */
+    int site; /* sites[site] holds it (an entry of dampers); 0 in physical.channels */
     drths_experiment_t exp;
 } drths_experiment_channel_t;
 
@@ -322,8 +358,33 @@ const char *drths_experiment_actuator_name(const drths_experiment_t *exp, int i)
 
 /* A numerical site drives one channel: 0 for a file without physical.channels, else -ENOTSUP
  * with err saying that several channels are served over OpenFresco only (file, line, field).
+ * A file with sites is -ENOTSUP too unless a site was selected (an actuator site's view).
  * init-only. */
 int drths_experiment_check_network(const drths_experiment_t *exp, drths_error_t *err);
+
+/* The structure's dampers (one per channel, each acting on its view's specimen.floor): the
+ * channels of every site, or 1 (the experiment itself) for a file without sites. RT-safe. */
+int drths_experiment_n_dampers(const drths_experiment_t *exp);
+
+/* Damper k (0-based, < drths_experiment_n_dampers) as its channel sees it: dampers[k]'s view,
+ * or exp itself for a file without sites. RT-safe. */
+const drths_experiment_t *drths_experiment_damper(const drths_experiment_t *exp, int k);
+
+/* Damper k's name: "<site>.<channel>" (into out, cap bytes), or "ch1" for a file without sites.
+ * RT-safe. */
+void drths_experiment_damper_name(const drths_experiment_t *exp, int k, char *out, size_t cap);
+
+/* The index of the site named name, or -ENOENT with err naming the file, the line of sites and
+ * the sites it lists (-EINVAL when the file has no sites section). init-only. */
+int drths_experiment_find_site(const drths_experiment_t *exp, const char *name, drths_error_t *err);
+
+/* Makes exp the experiment of the actuator site named name (drths-physical --site): its
+ * specimen, actuator, physical limits and daq signals become the site's channel's (for a site
+ * with one channel) or its physical.channels the site's channels (several, served over
+ * OpenFresco only), physical.listen the site's listen address and link.key_file / key_path its
+ * key file when it names one. The sites and the fingerprint are unchanged. Returns 0, or
+ * drths_experiment_find_site's error. init-only. */
+int drths_experiment_select_site(drths_experiment_t *exp, const char *name, drths_error_t *err);
 
 /* Loads, fills defaults and validates the experiment file at path. On success returns 0 and
  * *exp must later be given to drths_experiment_close. On failure returns a negative errno

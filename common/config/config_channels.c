@@ -13,9 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* physical.channels[i] into ch (the channel's view of x; see drths_experiment_channel_t). */
-static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const struct raw_channel *rc,
-                        drths_experiment_channel_t *ch)
+int drths_cfg_name(vctx_t *c, const char *field, const char *s, char *out, size_t cap)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= cap)
+        return drths_cfg_fail(c, -EINVAL, field, "must be 1..%zu characters (got %zu)", cap - 1, n);
+    for (size_t k = 0; k < n; k++) {
+        unsigned char ch_k = (unsigned char)s[k];
+        if (!isalnum(ch_k) && ch_k != '_' && ch_k != '-' && ch_k != '.')
+            return drths_cfg_fail(c, -EINVAL, field,
+                                  "only letters, digits, '_', '-' and '.' (got \"%s\")", s);
+    }
+    memcpy(out, s, n + 1);
+    return 0;
+}
+
+int drths_cfg_fill_channel(vctx_t *c, const drths_experiment_t *x, int i,
+                           const struct raw_channel *rc, drths_experiment_channel_t *ch,
+                           int in_site)
 {
     int r;
     drths_experiment_t *v = &ch->exp;
@@ -23,31 +38,43 @@ static int fill_channel(vctx_t *c, const drths_experiment_t *x, int i, const str
     v->n_channels = 0;
     v->channels = NULL;
     v->notes = NULL;
+    v->n_sites = 0;
+    v->sites = NULL;
+    v->n_dampers = 0;
+    v->dampers = NULL;
     if (rc->name) {
-        size_t n = strlen(rc->name);
-        if (n == 0 || n >= DRTHS_CHANNEL_NAME_MAX)
-            return drths_cfg_fail(c, -EINVAL, "name", "must be 1..%d characters (got %zu)",
-                                  DRTHS_CHANNEL_NAME_MAX - 1, n);
-        for (size_t k = 0; k < n; k++) {
-            unsigned char ch_k = (unsigned char)rc->name[k];
-            if (!isalnum(ch_k) && ch_k != '_' && ch_k != '-' && ch_k != '.')
-                return drths_cfg_fail(c, -EINVAL, "name",
-                                      "only letters, digits, '_', '-' and '.' (got \"%s\")",
-                                      rc->name);
-        }
-        memcpy(ch->name, rc->name, n + 1);
+        if ((r = drths_cfg_name(c, "name", rc->name, ch->name, sizeof ch->name)))
+            return r;
     } else {
         snprintf(ch->name, sizeof ch->name, "ch%d", i + 1);
+    }
+    if (rc->floor && !in_site)
+        return drths_cfg_not_allowed(c, "floor",
+                                     "in physical.channels (several channels are served over "
+                                     "OpenFresco, whose analysis places them; sites[i].channels "
+                                     "take a floor)");
+    if (in_site) {
+        const field_t *f = SPEC(specimen, floor);
+        if (!rc->floor)
+            return drths_cfg_fail(c, -EINVAL, "floor",
+                                  "missing (required: the floor, 1..%d, whose storey the "
+                                  "channel's damper acts on)",
+                                  x->n_dof);
+        if ((r = drths_cfg_get_int(c, "floor", rc->floor, (long)f->def, (long)f->lo, x->n_dof,
+                                   &v->specimen.floor)))
+            return r;
     }
     if (rc->specimen) {
         if (rc->specimen->floor)
             return drths_cfg_not_allowed(
                 c, "specimen.floor",
-                "in a channel (specimen.floor places the numerical site's "
-                "damper, and several channels are served over OpenFresco only)");
+                in_site ? "in a site's channel (its floor is the channel's floor)"
+                        : "in a channel (specimen.floor places the numerical site's "
+                          "damper, and several channels are served over OpenFresco only)");
+        int floor = v->specimen.floor;
         if ((r = drths_cfg_fill_specimen(c, v, rc->specimen)))
             return r;
-        v->specimen.floor = x->specimen.floor;
+        v->specimen.floor = floor;
     }
     if (rc->actuator && (r = drths_cfg_fill_actuator(c, v, rc->actuator)))
         return r;
@@ -91,7 +118,7 @@ int drths_cfg_fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_p
     c->prefix = prefix;
     for (int i = 0; i < (int)n && !r; i++) {
         snprintf(prefix, sizeof prefix, "physical.channels[%d].", i);
-        r = fill_channel(c, x, i, &p->channels[i], &x->channels[i]);
+        r = drths_cfg_fill_channel(c, x, i, &p->channels[i], &x->channels[i], 0);
         for (int j = 0; j < i && !r; j++)
             if (strcmp(x->channels[j].name, x->channels[i].name) == 0)
                 r = drths_cfg_fail(c, -EINVAL, "name",
@@ -125,6 +152,18 @@ const char *drths_experiment_actuator_name(const drths_experiment_t *exp, int i)
 
 int drths_experiment_check_network(const drths_experiment_t *exp, drths_error_t *err)
 {
+    if (exp->n_sites > 0 && !exp->site) {
+        char line[16] = "";
+        if (exp->sites_line > 0)
+            snprintf(line, sizeof line, ":%d", exp->sites_line);
+        return drths_error_set(
+            err, -ENOTSUP,
+            "%s%s: sites: the numerical site drives one link of one channel for now (%d "
+            "sites, %d dampers); drths-numerical --reference integrates them "
+            "all, and each actuator site runs its entry (drths-physical "
+            "--site NAME)",
+            exp->path, line, exp->n_sites, exp->n_dampers);
+    }
     if (exp->n_channels == 0)
         return 0;
     char line[16] = "";

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 /* "host:port" or "[v6]:port", port 1..65535. */
-static int check_endpoint(vctx_t *c, const char *path, const char *s)
+int drths_cfg_check_endpoint(vctx_t *c, const char *path, const char *s)
 {
     const char *colon;
     if (s[0] == '[') {
@@ -317,12 +317,12 @@ int drths_cfg_fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_to
     }
 
     if ((r = PARSE(numerical, peer, t->numerical, x)) ||
-        (r = check_endpoint(c, "numerical.peer", x->numerical.peer)) ||
+        (r = drths_cfg_check_endpoint(c, "numerical.peer", x->numerical.peer)) ||
         (r = PARSE_RANGE(numerical, reorder_ticks, stability_max_cycle_s, t->numerical, x)))
         return r;
 
     if ((r = PARSE(physical, listen, t->physical, x)) ||
-        (r = check_endpoint(c, "physical.listen", x->physical.listen)) ||
+        (r = drths_cfg_check_endpoint(c, "physical.listen", x->physical.listen)) ||
         (r = PARSE_RANGE(physical, playout_ticks, stability_min_decay_per_s, t->physical, x)))
         return r;
     if ((r = drths_cfg_check_safe_position(c, x)) || (r = drths_cfg_check_envelope(c, x)))

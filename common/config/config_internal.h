@@ -12,6 +12,7 @@
  *   config_checks.c      the other sections' own checks, and the checks across sections
  *   config_daq.c         daq: the back end and the signal mappings, no converter used twice
  *   config_channels.c    physical.channels: each channel's view of the experiment
+ *   config_sites.c       sites: the actuator sites and their channels (the dampers)
  *   config_messages.c    errors and notes: file, line and field path; libcyaml's messages
  *   config_yamlline.c    the line of a key in the file's text, for messages
  *
@@ -82,6 +83,7 @@ typedef struct {
 
 /* The raw structs of the sections (config_sections.h), which the fill functions take. */
 struct raw_actuator;
+struct raw_channel;
 struct raw_control;
 struct raw_daq;
 struct raw_daq_channel;
@@ -104,6 +106,26 @@ char *drths_cfg_join_path(const char *dir, const char *rel);
  * DRTHS_EXPERIMENT_MAX_CHANNELS channels, unique names, and with the comedi back end no signal
  * of the board driven or read by two channels. */
 int drths_cfg_fill_channels(vctx_t *c, drths_experiment_t *x, const struct raw_physical *p);
+
+/* One channel rc (physical.channels[i], or a site's channel when in_site, which requires its
+ * floor) into ch, the channel's view of x; messages under c->prefix. */
+int drths_cfg_fill_channel(vctx_t *c, const drths_experiment_t *x, int i,
+                           const struct raw_channel *rc, drths_experiment_channel_t *ch,
+                           int in_site);
+
+/* A name (a channel's, a site's) into out: 1..cap-1 of A-Z a-z 0-9 _ - ., else -EINVAL naming
+ * field. */
+int drths_cfg_name(vctx_t *c, const char *field, const char *s, char *out, size_t cap);
+
+/* ---- config_sites.c ---------------------------------------------------------------------- */
+
+/* The sites section t->sites into x->sites and x->dampers (none when absent), after every other
+ * section: each channel's view copies the rest of x. Unique site names, addresses and channel
+ * names; each channel's floor in 1..n_dof; not with physical.channels. */
+int drths_cfg_fill_sites(vctx_t *c, drths_experiment_t *x, const struct raw_top *t);
+
+/* "host:port" or "[v6]:port", port 1..65535, else -EINVAL naming path. */
+int drths_cfg_check_endpoint(vctx_t *c, const char *path, const char *s);
 
 /* ---- config_checks.c --------------------------------------------------------------------- */
 

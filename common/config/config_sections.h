@@ -264,10 +264,27 @@
 #define CHANNEL_FIELDS(X, s)                                                                       \
     /* read by hand (fill_channel): 1..31 of A-Z a-z 0-9 _ - ., unique; default ch<i+1> */      \
     X(s, TEXT,     name, name, NULL, _, _, _)                                                      \
+    /* sites[i].channels[j] only (required there, 1..n_dof, read by hand): the DOF its damper     \
+     * acts on, as specimen.floor */                                                               \
+    X(s, TEXT,     floor, name, NULL, _, _, _)                                                     \
     X(s, MAP,      specimen, _, _, _, _, specimen)                                                 \
     X(s, MAP,      actuator, _, _, _, _, actuator)                                                 \
     LIMIT_FIELDS(X, s)                                                                             \
     X(s, MAP,      daq, _, _, _, _, chdaq)
+
+/* sites[i]: one actuator site (config_sites.c). Its channels are read as physical.channels'
+ * entries (CHANNEL_FIELDS), with floor. */
+#define SITE_FIELDS(X, s)                                                                          \
+    /* read by hand: 1..31 of A-Z a-z 0-9 _ - ., unique; required */                              \
+    X(s, TEXT,     name, name, NULL, _, _, _)                                                      \
+    /* required: host:port or [IPv6]:port, where the numerical site sends this link's datagrams */\
+    X(s, TEXT,     address, name, NULL, _, _, _)                                                   \
+    /* host:port or [IPv6]:port the actuator site binds; default address */                      \
+    X(s, TEXT,     listen, name, NULL, _, _, _)                                                    \
+    /* absent: link.key_file */                                                                    \
+    X(s, OPTPATH,  key_file, _, _, _, _, _)                                                        \
+    /* required: 1..DRTHS_EXPERIMENT_MAX_CHANNELS */                                               \
+    X(s, SEQ,      channels, _, _, _, _, channel)
 
 /* physical */
 #define PHYSICAL_FIELDS(X, s)                                                                      \
@@ -353,6 +370,9 @@
     X(s, MAP,     physical, _, _, _, _, physical)                                                  \
     X(s, MAP,     output, _, _, _, _, output)                                                      \
     X(s, MAP,     daq, _, _, _, _, daq)                                                            \
+    /* absent: one actuator site (the specimen, actuator, physical and daq sections); else      \
+     * 1..DRTHS_EXPERIMENT_MAX_SITES (config_sites.c) */                                          \
+    X(s, SEQ,     sites, _, _, _, _, site)                                                         \
     TOP_ACCEPTANCE_FIELDS(X, s)
 
 /* Every section: its name, table, output struct and path in messages. A nested section comes
@@ -373,6 +393,7 @@
     X(daq_channel,    DAQ_CHANNEL_FIELDS,    drths_daq_channel_config_t, "")                       \
     X(chdaq,          DAQ_SIGNAL_FIELDS,     drths_experiment_t,         "daq")                    \
     X(channel,        CHANNEL_FIELDS,        drths_experiment_t,         "")                       \
+    X(site,           SITE_FIELDS,           drths_experiment_t,         "")                       \
     X(physical,       PHYSICAL_FIELDS,       drths_experiment_t,         "physical")               \
     X(output,         OUTPUT_FIELDS,         drths_experiment_t,         "output")                 \
     X(acceptance,     ACCEPTANCE_FIELDS,     drths_experiment_t,         "acceptance")             \

@@ -109,12 +109,110 @@ static void test_damper_effect(void **state)
     drths_reference_summary_close(&off);
 }
 
+/* examples/two-labs.yaml (sites: one damper at floor 1 in lab A, one at floor 2 in lab B). */
+static void load_two_labs(drths_experiment_t *x)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/two-labs.yaml",
+             getenv("DRTHS_SOURCE_DIR") ? getenv("DRTHS_SOURCE_DIR") : "..");
+    drths_error_t err = {{0}};
+    int rc = drths_experiment_load(x, path, &err);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    assert_int_equal(drths_experiment_n_dampers(x), 2);
+}
+
+static void run_exp(const drths_experiment_t *x, drths_reference_summary_t *s)
+{
+    drths_error_t err = {{0}};
+    int rc = drths_reference_run(x, NULL, s, NULL, NULL, &err);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+}
+
+/* The reference with sites integrates every damper at once. One site with its one damper at
+ * floor 1 is the one-site file to the last bit; two linear springs of k/2 on one storey are one
+ * spring of k there (the dampers' forces add up); and lab B's damper at floor 2 lowers the upper
+ * floors' peaks below those with lab A's alone. */
+static void test_sites(void **state)
+{
+    (void)state;
+    drths_experiment_t two;
+    load_two_labs(&two);
+    two.ground_motion.duration_s = ex.ground_motion.duration_s = 4.0;
+    ex.control.mode = two.control.mode = DRTHS_CONTROL_CLIPPED_OPTIMAL;
+    ex.rate_hz = two.rate_hz = 5000;
+    for (int k = 0; k < 2; k++) {
+        two.dampers[k].exp.rate_hz = 5000;
+        two.dampers[k].exp.control = two.control;
+    }
+    /* Lab A alone. */
+    drths_reference_summary_t a, one;
+    two.n_sites = 1;
+    two.n_dampers = 1;
+    run_exp(&two, &a);
+    two.n_sites = 2;
+    two.n_dampers = 2;
+    run_exp(&ex, &one);
+    assert_int_equal(a.n_dampers, 1);
+    for (int i = 0; i < a.n; i++) {
+        assert_true(a.peak_x_m[i] == one.peak_x_m[i]);
+        assert_true(a.rms_a_m_s2[i] == one.rms_a_m_s2[i]);
+    }
+    assert_true(a.peak_force_N == one.peak_force_N);
+    drths_reference_summary_close(&one);
+
+    /* Both labs: one regulator with two inputs; damper 2 acts on storey 2. */
+    drths_reference_summary_t b;
+    run_exp(&two, &b);
+    assert_int_equal(b.n_dampers, 2);
+    assert_int_equal(b.dampers[1].floor, 2);
+    assert_true(b.dampers[1].peak_force_N > 10e3);
+    assert_true(b.riccati_residual < 1e-8 && b.spectral_radius < 1.0);
+    printf("  clipped-optimal, 4 s: roof peak %.3f mm with lab A's damper, %.3f mm with both\n",
+           1e3 * a.peak_x_m[2], 1e3 * b.peak_x_m[2]);
+    assert_true(b.peak_x_m[1] < a.peak_x_m[1] && b.peak_x_m[2] < a.peak_x_m[2]);
+    drths_reference_summary_close(&a);
+    drths_reference_summary_close(&b);
+
+    /* Two springs of k/2 at floor 2 against one spring of k at floor 2. */
+    const double k_spring = 2e7;
+    two.control.mode = ex.control.mode = DRTHS_CONTROL_PASSIVE_OFF;
+    two.control.command = 0.0;
+    for (int k = 0; k < 2; k++) {
+        drths_experiment_t *v = &two.dampers[k].exp;
+        v->control = two.control;
+        v->specimen.floor = 2;
+        v->specimen.damper.model = DRTHS_DAMPER_LINEAR_SPRING;
+        v->specimen.damper.stiffness_N_per_m = 0.5 * k_spring;
+    }
+    drths_experiment_t saved = ex;
+    ex.specimen.floor = 2;
+    ex.specimen.damper.model = DRTHS_DAMPER_LINEAR_SPRING;
+    ex.specimen.damper.stiffness_N_per_m = k_spring;
+    drths_reference_summary_t halves, whole;
+    run_exp(&two, &halves);
+    run_exp(&ex, &whole);
+    ex = saved;
+    for (int i = 0; i < whole.n; i++)
+        assert_true(fabs(halves.peak_x_m[i] - whole.peak_x_m[i]) <= 1e-9 * whole.peak_x_m[i]);
+    assert_true(fabs(halves.dampers[0].peak_force_N - 0.5 * whole.peak_force_N) <=
+                1e-9 * whole.peak_force_N);
+    drths_reference_summary_close(&halves);
+    drths_reference_summary_close(&whole);
+    ex.ground_motion.duration_s = 0.0;
+    drths_experiment_close(&two);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_halving_passive_off),
         cmocka_unit_test(test_halving_passive_on),
         cmocka_unit_test(test_damper_effect),
+        cmocka_unit_test(test_sites),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -448,6 +448,51 @@ static void test_dyke1996(void **state)
     drths_experiment_close(&ex);
 }
 
+/* Two dampers on one storey, each weighted by r, are one damper weighted by r/2 split in
+ * halves: u1 = u2 = u/2 turns r (u1^2 + u2^2) into (r/2) u^2 with everything else alike. So
+ * each row of the two-input gain is half the one-input gain designed with r/2, and each damper
+ * is commanded from its own force. */
+static void test_two_dampers(void **state)
+{
+    (void)state;
+    drths_experiment_t ex;
+    load(&ex, "three-story-elcentro.yaml");
+    drths_structure_t st;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_setup_structure(&ex, &st, &err), 0);
+    drths_experiment_close(&ex);
+    drths_semiactive_design_t d = {1.0, 1.0, 100.0}, half = {1.0, 1.0, 50.0};
+    drths_semiactive_t two, one;
+    const int floors[2] = {1, 1};
+    const double cmax[2] = {2.5, 2.5};
+    int rc = drths_semiactive_init_multi(&two, &st, 2, floors, 2e-4, cmax,
+                                         DRTHS_CONTROL_CLIPPED_OPTIMAL, 0.0, &d, &err);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    assert_int_equal(drths_semiactive_init(&one, &st, 1, 2e-4, 2.5, DRTHS_CONTROL_CLIPPED_OPTIMAL,
+                                           0.0, &half, &err),
+                     0);
+    assert_true(two.riccati_residual < 1e-8 && two.spectral_radius < 1.0);
+    double worst = 0.0;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 6; i++)
+            worst = fmax(worst, fabs(two.gain[k * 6 + i] - 0.5 * one.gain[i]) / fabs(one.gain[i]));
+    printf("  two dampers on storey 1: gain rows against half the r/2 design: %.2e\n", worst);
+    assert_true(worst < 1e-7);
+    /* Each damper switches on its own force. */
+    double x[3] = {0.01, 0.02, 0.025}, v[3] = {0.1, -0.05, 0.2}, cmd[2];
+    (void)drths_semiactive_command(&one, x, v, 0.0);
+    double fc = 0.5 * drths_semiactive_desired_force(&one); /* each damper's share */
+    const double f[2] = {0.5 * fc, 2.0 * fc};
+    drths_semiactive_command_all(&two, x, v, f, cmd);
+    assert_true(fabs(two.desired_k[0] - fc) <= 1e-7 * fabs(fc));
+    assert_true(cmd[0] == 2.5 && cmd[1] == 0.0);
+    drths_semiactive_close(&one);
+    drths_semiactive_close(&two);
+    drths_structure_close(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -459,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_no_allocation),
         cmocka_unit_test(test_default_experiment),
         cmocka_unit_test(test_dyke1996),
+        cmocka_unit_test(test_two_dampers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

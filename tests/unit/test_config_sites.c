@@ -1,0 +1,326 @@
+/* The sites section of the experiment file (common/config/config_sites.c): the two-labs
+ * example, each damper's view, an actuator site's own entry (--site), one fingerprint for every
+ * site, a file without sites unchanged, and wrong sites named with file, line and field. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/config/config.h"
+#include "protocol/fingerprint.h"
+
+#define EXAMPLE "examples/two-labs.yaml"
+
+static char *src_path(const char *rel)
+{
+    const char *top = getenv("DRTHS_SOURCE_DIR");
+    if (!top)
+        top = ".";
+    size_t n = strlen(top) + strlen(rel) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", top, rel);
+    return p;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    assert_true(n > 0);
+    rewind(f);
+    char *t = malloc((size_t)n + 1);
+    assert_non_null(t);
+    assert_int_equal(fread(t, 1, (size_t)n, f), (size_t)n);
+    t[n] = '\0';
+    fclose(f);
+    return t;
+}
+
+/* text with its first `from` replaced by `to` (which must occur). */
+static char *replace(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (!at)
+        fail_msg("\"%s\" is not in the example", from);
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *t = malloc(n);
+    assert_non_null(t);
+    snprintf(t, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return t;
+}
+
+/* Loads text as the example would be at its path. */
+static int load_text(drths_experiment_t *x, const char *text, drths_error_t *err)
+{
+    char *p = src_path(EXAMPLE);
+    int r = drths_experiment_load_buffer(x, text, strlen(text), p, err);
+    free(p);
+    return r;
+}
+
+static void load_example(drths_experiment_t *x)
+{
+    char *p = src_path(EXAMPLE);
+    drths_error_t err = {{0}};
+    if (drths_experiment_load(x, p, &err) != 0)
+        fail_msg("%s: %s", p, err.msg);
+    free(p);
+}
+
+static void fingerprint(const drths_experiment_t *x, uint8_t fp[DRTHS_FINGERPRINT_BYTES])
+{
+    drths_error_t err = {{0}};
+    if (drths_experiment_fingerprint(x, fp, &err) != 0)
+        fail_msg("fingerprint: %s", err.msg);
+}
+
+/* The example: two sites, one damper each at floors 1 and 2, addresses and names. */
+static void test_example(void **state)
+{
+    (void)state;
+    drths_experiment_t x;
+    load_example(&x);
+    assert_int_equal(x.n_sites, 2);
+    assert_int_equal(drths_experiment_n_dampers(&x), 2);
+    assert_true(x.sites_line > 0);
+    assert_string_equal(x.sites[0].name, "labA");
+    assert_string_equal(x.sites[1].name, "labB");
+    assert_string_equal(x.sites[0].address, "127.0.0.1:47001");
+    assert_string_equal(x.sites[1].listen, "127.0.0.1:47002"); /* listen defaults to address */
+    assert_null(x.sites[0].key_path);
+    assert_int_equal(x.sites[1].first, 1);
+    assert_int_equal(drths_experiment_damper(&x, 0)->specimen.floor, 1);
+    assert_int_equal(drths_experiment_damper(&x, 1)->specimen.floor, 2);
+    /* Each damper takes the top-level specimen as its default. */
+    assert_int_equal(drths_experiment_damper(&x, 1)->specimen.damper.model,
+                     x.specimen.damper.model);
+    char name[80];
+    drths_experiment_damper_name(&x, 1, name, sizeof name);
+    assert_string_equal(name, "labB.d2");
+    assert_null(x.site);
+    /* A numerical site drives one link for now: refused with the file's line of sites. */
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_experiment_check_network(&x, &err), -ENOTSUP);
+    char want[64];
+    snprintf(want, sizeof want, "two-labs.yaml:%d: sites:", x.sites_line);
+    assert_non_null(strstr(err.msg, want));
+    drths_experiment_close(&x);
+    drths_experiment_close(&x); /* safe twice */
+}
+
+/* A file without sites: one damper, the experiment itself, and no site to select. */
+static void test_one_site_file(void **state)
+{
+    (void)state;
+    char *p = src_path("examples/three-story-elcentro.yaml");
+    drths_experiment_t x;
+    drths_error_t err = {{0}};
+    if (drths_experiment_load(&x, p, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(x.n_sites, 0);
+    assert_int_equal(drths_experiment_n_dampers(&x), 1);
+    assert_ptr_equal(drths_experiment_damper(&x, 0), &x);
+    assert_int_equal(drths_experiment_check_network(&x, &err), 0);
+    assert_int_equal(drths_experiment_select_site(&x, "labA", &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "--site labA: the file has no sites section"));
+    drths_experiment_close(&x);
+    free(p);
+}
+
+/* --site: the actuator site's experiment is its channel's, its listen address and key the
+ * site's, and the fingerprint that of every other site. */
+static void test_select_site(void **state)
+{
+    (void)state;
+    drths_experiment_t num, labb;
+    load_example(&num);
+    char *text = slurp(num.path);
+    /* Lab B's own key file, and its channel's own damper substeps. */
+    char *t1 = replace(text, "    address: \"127.0.0.1:47002\"\n    key_file: null",
+                       "    address: \"127.0.0.1:47002\"\n    listen: \"0.0.0.0:47002\"\n"
+                       "    key_file: keys/labB.key");
+    char *t2 = replace(t1, "        floor: 2 ",
+                       "        specimen:\n          damper:\n"
+                       "            model: phillips2013-200kN\n"
+                       "            substeps: 7\n        floor: 2 ");
+    drths_experiment_close(&num);
+    drths_error_t err = {{0}};
+    if (load_text(&num, t2, &err) != 0)
+        fail_msg("%s", err.msg);
+    if (load_text(&labb, t2, &err) != 0)
+        fail_msg("%s", err.msg);
+    uint8_t fp_num[DRTHS_FINGERPRINT_BYTES], fp_b[DRTHS_FINGERPRINT_BYTES];
+    fingerprint(&num, fp_num);
+    assert_int_equal(drths_experiment_select_site(&labb, "labB", &err), 0);
+    assert_ptr_equal(labb.site, &labb.sites[1]);
+    assert_int_equal(labb.specimen.floor, 2);
+    assert_int_equal(labb.specimen.damper.substeps, 7);
+    assert_int_equal(labb.n_channels, 0); /* one channel: a one-channel actuator site */
+    assert_string_equal(labb.physical.listen, "0.0.0.0:47002");
+    assert_non_null(labb.link.key_path);
+    assert_non_null(strstr(labb.link.key_path, "/examples/keys/labB.key"));
+    assert_int_equal(drths_experiment_check_network(&labb, &err), 0);
+    fingerprint(&labb, fp_b);
+    assert_memory_equal(fp_num, fp_b, sizeof fp_b);
+    /* Unknown site: the file, the line of sites and the names it lists. */
+    assert_int_equal(drths_experiment_select_site(&num, "labC", &err), -ENOENT);
+    char want[128];
+    snprintf(want, sizeof want,
+             "two-labs.yaml:%d: sites: no site named \"labC\" (the file lists "
+             "labA, labB)",
+             num.sites_line);
+    assert_non_null(strstr(err.msg, want));
+    drths_experiment_close(&num);
+    drths_experiment_close(&labb); /* the swapped strings are freed once each */
+    free(t2);
+    free(t1);
+    free(text);
+}
+
+/* One fingerprint: what every site must agree on changes it (a floor, a site's specimen, the
+ * sites' names), what is each lab's own does not (addresses, key files). */
+static void test_fingerprint(void **state)
+{
+    (void)state;
+    drths_experiment_t x;
+    load_example(&x);
+    char *text = slurp(x.path);
+    uint8_t base[DRTHS_FINGERPRINT_BYTES];
+    fingerprint(&x, base);
+    drths_experiment_close(&x);
+    static const struct {
+        const char *from, *to;
+        int same;
+    } cases[] = {
+        {"        floor: 2 ", "        floor: 3 ", 0},
+        {"  - name: labB", "  - name: labC", 0},
+        {"      - name: d2", "      - name: d2b", 0},
+        {"\"127.0.0.1:47002\"", "\"127.0.0.1:47012\"", 1},
+        {"    key_file: null                   # this", "    key_file: a.key  # this", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *t = replace(text, cases[i].from, cases[i].to);
+        drths_error_t err = {{0}};
+        if (load_text(&x, t, &err) != 0)
+            fail_msg("case %zu: %s", i, err.msg);
+        uint8_t fp[DRTHS_FINGERPRINT_BYTES];
+        fingerprint(&x, fp);
+        if ((memcmp(fp, base, sizeof fp) == 0) != cases[i].same)
+            fail_msg("case %zu (%s -> %s): the fingerprint %s", i, cases[i].from, cases[i].to,
+                     cases[i].same ? "changed" : "did not change");
+        drths_experiment_close(&x);
+        free(t);
+    }
+    /* The shared text names each damper's block by site and channel. */
+    load_example(&x);
+    char *shared = NULL;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_experiment_shared_text(&x, &shared, NULL, &err), 0);
+    assert_non_null(strstr(shared, "sites.labA.d1.specimen.floor=1\n"));
+    assert_non_null(strstr(shared, "sites.labB.d2.specimen.floor=2\n"));
+    assert_null(strstr(shared, "\nspecimen.floor="));
+    free(shared);
+    drths_experiment_close(&x);
+    free(text);
+}
+
+/* Wrong sites, each one replacement in the example: the message must carry want (line, field
+ * path and reason). The lines are those of examples/two-labs.yaml. */
+static void test_errors(void **state)
+{
+    (void)state;
+    char *p = src_path(EXAMPLE);
+    char *text = slurp(p);
+    free(p);
+    /* The line of each key the cases name, found in the text rather than written out. */
+    int line_b_floor = 0, line_b_name = 0, line_b_ch = 0, line_b_addr = 0, n = 1;
+    for (const char *q = text; *q; q++) {
+        if (strncmp(q, "        floor: 2", 16) == 0)
+            line_b_floor = n;
+        if (strncmp(q, "  - name: labB", 14) == 0)
+            line_b_name = n;
+        if (strncmp(q, "      - name: d2", 16) == 0)
+            line_b_ch = n;
+        if (strncmp(q, "    address: \"127.0.0.1:47002\"", 30) == 0)
+            line_b_addr = n;
+        if (*q == '\n')
+            n++;
+    }
+    assert_true(line_b_floor > 0 && line_b_name > 0 && line_b_ch > 0 && line_b_addr > 0);
+    char w[8][200];
+    snprintf(w[0], sizeof w[0], ":%d: sites[1].channels[0].floor: must be in 1..3 (got 4)",
+             line_b_floor);
+    snprintf(w[1], sizeof w[1], ":%d: sites[1].name: \"labA\" is also sites[0]'s name",
+             line_b_name);
+    snprintf(w[2], sizeof w[2],
+             ":%d: sites[1].channels[0].name: \"d1\" is also the name of a channel of site labA",
+             line_b_ch);
+    snprintf(w[3], sizeof w[3],
+             ":%d: sites[1].address: \"127.0.0.1:47001\" is also the address of site labA",
+             line_b_addr);
+    snprintf(w[4], sizeof w[4], ":%d: sites[1].address: port must be in 1..65535", line_b_addr);
+    const struct {
+        const char *from, *to, *want;
+    } cases[] = {
+        {"        floor: 2 ", "        floor: 4 ", w[0]},
+        {"  - name: labB", "  - name: labA", w[1]},
+        {"      - name: d2", "      - name: d1", w[2]},
+        {"\"127.0.0.1:47002\"", "\"127.0.0.1:47001\"", w[3]},
+        {"\"127.0.0.1:47002\"", "\"127.0.0.1:99999\"", w[4]},
+        {"        floor: 2 ", "        floor: 0 ", "sites[1].channels[0].floor: must be in 1..3"},
+        {"        floor: 2 ", "        flor: 2 ", "unknown"},
+        {"      - name: d2\n        floor: 2 ",
+         "      - name: d2\n        specimen:\n          floor: 2\n        floor: 2 ",
+         "sites[1].channels[0].specimen.floor: not allowed in a site's channel"},
+        {"      - name: d2\n        floor: 2 ", "      - name: d2\n        limit_force_N: 1 ",
+         "sites[1].channels[0].floor: missing"},
+        {"    address: \"127.0.0.1:47002\"\n", "", "sites[1].address: missing"},
+        {"  - name: labB", "  - name: \"lab B\"", "sites[1].name: only letters, digits"},
+        {"  feedforward_max_jerk_m_s3: 3.0e4 ",
+         "  channels:\n    - name: a\n    - name: b\n  feedforward_max_jerk_m_s3: 3.0e4 ",
+         "sites: not allowed with physical.channels"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *t = replace(text, cases[i].from, cases[i].to);
+        drths_experiment_t x;
+        drths_error_t err = {{0}};
+        int r = load_text(&x, t, &err);
+        if (r == 0 || !strstr(err.msg, cases[i].want))
+            fail_msg("case %zu: got %d \"%s\", expected an error with \"%s\"", i, r, err.msg,
+                     cases[i].want);
+        assert_true(strstr(err.msg, "two-labs.yaml") != NULL);
+        free(t);
+    }
+    /* A channel's floor is for sites only. */
+    char *q = src_path("examples/opensees/linear-springs-2dof-ideal.yaml");
+    char *two = slurp(q);
+    char *t = replace(two, "    - name: y\n", "    - name: y\n      floor: 1\n");
+    drths_experiment_t x;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_experiment_load_buffer(&x, t, strlen(t), q, &err), -EINVAL);
+    assert_non_null(
+        strstr(err.msg, "physical.channels[1].floor: not allowed in physical.channels"));
+    free(t);
+    free(two);
+    free(q);
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_example),     cmocka_unit_test(test_one_site_file),
+        cmocka_unit_test(test_select_site), cmocka_unit_test(test_fingerprint),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
