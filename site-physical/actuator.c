@@ -778,18 +778,16 @@ static bool choose_command(drths_actuator_t *a, tick_state_t *s, drths_actuator_
 }
 
 /* The compensation's correction (drive - command) is, in a test, a smooth signal: the lead
- * and gain that make up the actuator's lag. Where the compensator's estimate jumps (the preview
- * running out before a loss and coming back after it, a rejoin, a switch between late and
- * timely commands) the correction follows the new value no faster than a quarter of the drive's
+ * and gain that make up the actuator's lag. Where the compensator's estimate jumps (a rejoin
+ * onto commands far from the concealment's guess, a switch between late and timely commands)
+ * the correction follows the new value no faster than a quarter of the drive's
  * velocity bound and with at most a quarter of its acceleration bound, tracking the new value's
  * own motion and braking onto it; a correction that moves within those bounds passes
  * unchanged. So a hand-over of the command stream moves the drive only as the (smooth) command
- * moves, and the rest of the envelope is left to the command's own motion. (Three quarters of
- * the acceleration bound and half the velocity bound followed the flipping estimate of the
- * study's delay step better, tracking RMS error 0.17-0.25 % against 0.82-0.96 %, but used 0.8
- * of the envelope's acceleration bound at an ordinary 8-tick concealment of the default
- * rehearsal, 0.3 with a quarter: too little room left for a command that accelerates itself.)
- * RT-safe. */
+ * moves, and the rest of the envelope is left to the command's own motion. (The preview is
+ * always whole, completed by the concealment's continuation, so the estimate seldom jumps;
+ * three quarters of the acceleration bound used 0.8 of the envelope at an ordinary 8-tick
+ * concealment of the default rehearsal before that, 0.3 with a quarter.) RT-safe. */
 static double shape_drive(drths_actuator_t *a, double r, double u)
 {
     const double dt = 1.0 / a->p.rate_hz;
