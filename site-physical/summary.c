@@ -379,7 +379,6 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     int r = drths_json_file_open(&j, path, err);
     if (r)
         return r;
-    drths_physsite_exit_reason(ps); /* a HOLD's sentence, from its cause */
     write_run(ps, &j);
     write_commands(&ps->act.c, &j);
     /* The site's HOLD sentence, which names the channel that held the others. */
