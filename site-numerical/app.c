@@ -247,24 +247,15 @@ static int run_hybrid(drths_numapp_t *a)
     drths_error_t err = {{0}};
     uint64_t dropped = 0;
     if (a->running) {
-        uint64_t ring_dropped = drths_recorder_dropped(&a->rec);
-        int closed = drths_recorder_close(&a->rec, &err);
-        if (closed != 0)
-            fprintf(stderr, "drths-numerical: %s\n", err.msg);
-        /* Rows lost either way: dropped by the ring, or refused by the disk. */
-        dropped = ring_dropped + drths_recorder_unwritten(&a->rec);
+        uint64_t ring_dropped = 0;
+        int closed = drths_site_records_close(PROG, &a->rec, &ring_dropped, &dropped, &err);
         int by_monitor = atomic_load(&a->shell.stop) == DRTHS_SITE_STOP_MONITOR;
         a->exit_code = drths_numsite_end_reason(&a->hyb, by_monitor, a->peer_timeout_s, a->reason,
                                                 sizeof a->reason);
         if (a->exit_code != 0)
             fprintf(stderr, "drths-numerical: %s\n", a->reason);
-        drths_site_mark_incomplete(PROG, ring_dropped, a->reason, sizeof a->reason, &a->exit_code);
-        drths_site_mark_unwritten(PROG, &a->rec, a->reason, sizeof a->reason, &a->exit_code);
-        if (closed != 0 && !a->rec.failed) {
-            /* The CSV could not be written from the .bin: the run's reason says so. */
-            drths_site_append_reason(a->reason, sizeof a->reason, a->exit_code, err.msg);
-            a->exit_code = DRTHS_EXIT_FAILED;
-        }
+        drths_site_records_mark(PROG, &a->rec, ring_dropped, closed, &err, a->reason,
+                                sizeof a->reason, &a->exit_code);
     }
     char rt_text[400];
     drths_site_rt_summary(&a->shell.rt_report, rt_text, sizeof rt_text);

@@ -430,6 +430,12 @@ void drths_numsite_print_probe_only(FILE *f, const drths_numsite_t *s)
 int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double peer_timeout_s,
                              char *out, size_t cap)
 {
+    /* A run its records ended (the disk refused a write) is stopped as by a signal; what tells
+     * it apart is the reason its CLOSE gave the actuator site. */
+    if (h->end == DRTHS_HYBRID_SIGNAL && h->close_reason == DRTHS_STOP_RECORDS) {
+        snprintf(out, cap, "records: %s (the actuator site was told: ABORT RECORDS)", h->end_text);
+        return DRTHS_EXIT_FAILED;
+    }
     switch (h->end) {
     case DRTHS_HYBRID_END_OF_RECORD: snprintf(out, cap, "end of record"); return 0;
     case DRTHS_HYBRID_PEER_ABORT:
@@ -464,11 +470,7 @@ int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double pee
         break;
     case DRTHS_HYBRID_SIGNAL:
     case DRTHS_HYBRID_RUNNING:
-        if (h->end == DRTHS_HYBRID_SIGNAL && h->close_reason == DRTHS_STOP_RECORDS)
-            snprintf(out, cap, "records: %s (the actuator site was told: ABORT RECORDS)",
-                     h->end_text);
-        else
-            snprintf(out, cap, "%s", by_monitor ? "stopped from the monitor" : "stopped by signal");
+        snprintf(out, cap, "%s", by_monitor ? "stopped from the monitor" : "stopped by signal");
         break;
     }
     return DRTHS_EXIT_FAILED;

@@ -261,12 +261,8 @@ static int run(drths_physapp_t *a)
         fprintf(stderr, "drths-physical: cannot start the control thread: %s\n", strerror(-rc));
     drths_site_run(&a->shell);
     a->rec_open = 0;
-    uint64_t dropped = drths_recorder_dropped(&a->rec);
-    int closed = drths_recorder_close(&a->rec, &err);
-    /* Rows lost either way: dropped by the ring, or refused by the disk. */
-    a->ps.rec_dropped = dropped + drths_recorder_unwritten(&a->rec);
-    if (closed != 0)
-        fprintf(stderr, "drths-physical: %s\n", err.msg);
+    uint64_t dropped = 0;
+    int closed = drths_site_records_close(PROG, &a->rec, &dropped, &a->ps.rec_dropped, &err);
     /* After the records are on disk: when the site ended the session first this waits (briefly)
      * for the OpenFresco client to end, answering it NaN, so that the summary can say how. */
     if (a->openfresco)
@@ -274,17 +270,8 @@ static int run(drths_physapp_t *a)
     if (rc != 0)
         return DRTHS_EXIT_FAILED; /* the thread never ran: nothing to report */
     drths_physsite_exit_reason(&a->ps); /* a HOLD's sentence, formatted here */
-    drths_site_mark_incomplete(PROG, dropped, a->ps.exit_reason, sizeof a->ps.exit_reason,
-                               &a->ps.exit_code);
-    drths_site_mark_unwritten(PROG, &a->rec, a->ps.exit_reason, sizeof a->ps.exit_reason,
-                              &a->ps.exit_code);
-    if (closed != 0 && !a->rec.failed) {
-        /* The CSV could not be written from the .bin: the run's reason says so. */
-        drths_site_append_reason(a->ps.exit_reason, sizeof a->ps.exit_reason, a->ps.exit_code,
-                                 err.msg);
-    }
-    if (closed != 0)
-        a->ps.exit_code = DRTHS_EXIT_FAILED;
+    drths_site_records_mark(PROG, &a->rec, dropped, closed, &err, a->ps.exit_reason,
+                            sizeof a->ps.exit_reason, &a->ps.exit_code);
     drths_site_provenance_rt(&a->shell, &a->ps.rt_report, &a->prov);
     a->ps.provenance = &a->prov;
     int code = a->ps.exit_code;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *const drths_daq_channel_names[DRTHS_DAQ_NCHANNELS] = {"command_out", "current_out",
@@ -120,6 +121,36 @@ int drths_daq_error(const drths_daq_t *d, drths_error_t *err)
     return drths_daq_fault_describe(d, &f, err);
 }
 
+/* The channel's name and, when cfg is given, where it is on the board: "displacement_in
+ * (subdevice 0, channel 3, range 1)", without the range unless range is set. */
+static void channel_where(char *buf, size_t cap, int ch, const drths_daq_channel_config_t *cfg,
+                          int range)
+{
+    const char *name = ch >= 0 && ch < DRTHS_DAQ_NCHANNELS ? drths_daq_channel_names[ch] : "?";
+    if (!cfg)
+        snprintf(buf, cap, "%s", name);
+    else if (range)
+        snprintf(buf, cap, "%s (subdevice %d, channel %d, range %d)", name, cfg->subdevice,
+                 cfg->channel, cfg->range);
+    else
+        snprintf(buf, cap, "%s (subdevice %d, channel %d)", name, cfg->subdevice, cfg->channel);
+}
+
+int drths_daq_failure_sentence(char *buf, size_t cap, const char *verb, int code, int channel,
+                               const drths_daq_channel_config_t *cfg, const char *call)
+{
+    const char *why = strerror(-code);
+    if (channel < 0 || channel >= DRTHS_DAQ_NCHANNELS)
+        return snprintf(buf, cap, "DAQ %s failed (%s)", verb, why);
+    char where[96];
+    channel_where(where, sizeof where, channel, cfg, 1);
+    /* "envelope", "nan" and "saturated" mark the DAQ's own refusals, not a comedilib call. */
+    if (call && call[0] && strcmp(call, "envelope") != 0 && strcmp(call, "nan") != 0 &&
+        strcmp(call, "saturated") != 0)
+        return snprintf(buf, cap, "DAQ %s failed: %s: %s: %s", verb, where, call, why);
+    return snprintf(buf, cap, "DAQ %s failed: %s: %s", verb, where, why);
+}
+
 int drths_daq_fault_describe(const drths_daq_t *d, const drths_daq_fault_t *f, drths_error_t *err)
 {
     const drths_daq_last_error_t *e = &f->e;
@@ -147,27 +178,25 @@ int drths_daq_fault_describe(const drths_daq_t *d, const drths_daq_fault_t *f, d
                                                : strerror(-code));
     const drths_daq_comedi_channel_t *c = &d->u.comedi.ch[ch >= 0 && ch < 4 ? ch : 0];
     const char *op = e->op ? e->op : "?";
+    char where[96];
+    channel_where(where, sizeof where, ch, &c->cfg, strcmp(op, "nan") != 0);
     if (strcmp(op, "nan") == 0)
         return drths_error_set(err, code,
-                               "%s: %s (subdevice %d, channel %d): the value to write is not a "
-                               "number; nothing was written",
-                               d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel);
+                               "%s: %s: the value to write is not a number; nothing was written",
+                               d->u.comedi.device, where);
     if (strcmp(op, "saturated") == 0) {
         const double v = (double)c->range.min +
                          (c->range.max - c->range.min) * e->code_read / (double)c->maxdata;
         return drths_error_set(err, code,
-                               "%s: %s (subdevice %d, channel %d, range %d): the input is at the "
-                               "%s end of its converter (code %u of 0..%u, about %g V): the true "
-                               "value may lie beyond",
-                               d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel,
-                               c->cfg.range, e->code_read ? "upper" : "lower",
+                               "%s: %s: the input is at the %s end of its converter (code %u of "
+                               "0..%u, about %g V): the true value may lie beyond",
+                               d->u.comedi.device, where, e->code_read ? "upper" : "lower",
                                (unsigned)e->code_read, (unsigned)c->maxdata, v);
     }
     const drths_comedi_api_t *api = d->u.comedi.api;
     const char *why = api && api->strerror ? api->strerror(e->comedi_errno) : NULL;
-    return drths_error_set(err, code, "%s: %s (subdevice %d, channel %d, range %d): %s failed: %s",
-                           d->u.comedi.device, name, c->cfg.subdevice, c->cfg.channel, c->cfg.range,
-                           op, why ? why : strerror(-code));
+    return drths_error_set(err, code, "%s: %s: %s failed: %s", d->u.comedi.device, where, op,
+                           why ? why : strerror(-code));
 }
 
 /* ---- virtual back end ------------------------------------------------------------------- */

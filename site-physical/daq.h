@@ -272,6 +272,16 @@ void drths_daq_fault_save(const drths_daq_t *d, drths_daq_fault_t *f);
  * the channels' settings, the back end). Returns the failure's code (0 if none). Not RT-safe. */
 int drths_daq_fault_describe(const drths_daq_t *d, const drths_daq_fault_t *f, drths_error_t *err);
 
+/* The sentence of a failed DAQ call that held the test (site-physical/hold_cause.h): "DAQ
+ * <verb> failed: displacement_in (subdevice 0, channel 3, range 1): comedi_data_read:
+ * Input/output error". code is the negative errno; channel the DAQ channel (out of range:
+ * unknown, and the sentence names only the errno's text); cfg its comedi mapping (NULL: name
+ * only); call the failing comedilib function (NULL, "" or one of the DAQ's own refusals: none).
+ * drths_daq_fault_describe shares its naming of the channel. Returns snprintf's count. Not
+ * RT-safe (snprintf). */
+int drths_daq_failure_sentence(char *buf, size_t cap, const char *verb, int code, int channel,
+                               const drths_daq_channel_config_t *cfg, const char *call);
+
 /* Releases the back end. Writes nothing: call drths_daq_safe_state first. Safe twice.
  * init-only. */
 void drths_daq_close(drths_daq_t *d);

@@ -5,18 +5,22 @@
 #include <math.h>
 #include <stdio.h>
 
-static const char *const fields[DRTHS_ENV_NBOUNDS] = {
-    [DRTHS_ENV_OK] = "",
-    [DRTHS_ENV_NOT_FINITE] = "limit_drive_m",
-    [DRTHS_ENV_POSITION] = "limit_drive_m",
-    [DRTHS_ENV_VELOCITY] = "limit_drive_velocity_m_s",
-    [DRTHS_ENV_ACCELERATION] = "limit_drive_acceleration_m_s2",
-    [DRTHS_ENV_OFFSET] = "limit_drive_offset_m",
+#include "common/platform/metrics.h"
+
+/* The envelope's bounds are the drive's (common/platform/metrics.h), whose names in the
+ * experiment file are defined there; a drive that is not a number breaks limit_drive_m. */
+static const drths_drive_bound_t drive_bound[DRTHS_ENV_NBOUNDS] = {
+    [DRTHS_ENV_OK] = DRTHS_DRIVE_BOUND_NONE,
+    [DRTHS_ENV_NOT_FINITE] = DRTHS_DRIVE_BOUND_POSITION,
+    [DRTHS_ENV_POSITION] = DRTHS_DRIVE_BOUND_POSITION,
+    [DRTHS_ENV_VELOCITY] = DRTHS_DRIVE_BOUND_VELOCITY,
+    [DRTHS_ENV_ACCELERATION] = DRTHS_DRIVE_BOUND_ACCELERATION,
+    [DRTHS_ENV_OFFSET] = DRTHS_DRIVE_BOUND_OFFSET,
 };
 
 const char *drths_envelope_field(drths_envelope_bound_t b)
 {
-    return (unsigned)b < DRTHS_ENV_NBOUNDS ? fields[b] : "?";
+    return (unsigned)b < DRTHS_ENV_NBOUNDS ? drths_drive_bound_field(drive_bound[b]) : "?";
 }
 
 int drths_envelope_init(drths_envelope_t *e, const drths_envelope_limits_t *lim, double rate_hz,
@@ -28,7 +32,7 @@ int drths_envelope_init(drths_envelope_t *e, const drths_envelope_limits_t *lim,
     for (int i = 0; i < 4; i++)
         if (!(v[i] > 0.0) || !isfinite(v[i]))
             return drths_error_set(err, -EINVAL, "physical.%s: must be finite and > 0 (got %g)",
-                                   fields[b[i]], v[i]);
+                                   drths_envelope_field(b[i]), v[i]);
     if (!(rate_hz > 0.0) || !isfinite(rate_hz))
         return drths_error_set(err, -EINVAL, "rate_hz: must be > 0 (got %g)", rate_hz);
     *e = (drths_envelope_t){

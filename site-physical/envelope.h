@@ -56,6 +56,8 @@ typedef enum drths_envelope_bound {
     DRTHS_ENV_NBOUNDS
 } drths_envelope_bound_t;
 
+/* The four limits are the drive's (drths_drive_limits_t, common/platform/metrics.h, which names
+ * them in the experiment file and writes them to JSON), with the rest gap of the RT side. */
 typedef struct drths_envelope_limits {
     double position_m;        /* physical.limit_drive_m */
     double velocity_m_s;      /* physical.limit_drive_velocity_m_s */

@@ -57,24 +57,15 @@ static const char *daq_op(int sub)
                                         : "safe state";
 }
 
-/* "DAQ read failed: displacement_in (subdevice 0, channel 0, range 0): comedi_data_read:
- * Input/output error": the channel and the call when the DAQ recorded them. */
+/* The channel and the call when the DAQ recorded them (hold_cause.h, DRTHS_HOLD_DAQ). */
 static int daq(const drths_hold_cause_t *c, char *buf, size_t cap)
 {
-    const int ch = (int)c->n[1] - 1;
-    const char *err = strerror((int)-c->n[0]);
-    if (ch < 0 || ch >= DRTHS_DAQ_NCHANNELS)
-        return snprintf(buf, cap, "DAQ %s failed (%s)", daq_op(c->sub), err);
-    char where[96];
-    if (c->n[2] == 1)
-        snprintf(where, sizeof where, "%s (subdevice %d, channel %d, range %d)",
-                 drths_daq_channel_names[ch], (int)c->v[0], (int)c->v[1], (int)c->v[2]);
-    else
-        snprintf(where, sizeof where, "%s", drths_daq_channel_names[ch]);
-    if (c->text[0] && strcmp(c->text, "envelope") != 0 && strcmp(c->text, "nan") != 0 &&
-        strcmp(c->text, "saturated") != 0)
-        return snprintf(buf, cap, "DAQ %s failed: %s: %s: %s", daq_op(c->sub), where, c->text, err);
-    return snprintf(buf, cap, "DAQ %s failed: %s: %s", daq_op(c->sub), where, err);
+    drths_daq_channel_config_t cfg = {0};
+    cfg.subdevice = (int)c->v[0];
+    cfg.channel = (int)c->v[1];
+    cfg.range = (int)c->v[2];
+    return drths_daq_failure_sentence(buf, cap, daq_op(c->sub), (int)c->n[0], (int)c->n[1] - 1,
+                                      c->n[2] == 1 ? &cfg : NULL, c->text);
 }
 
 /* The sentence, into a buffer of at most DRTHS_WIRE_MAX_TEXT + 1 bytes. */

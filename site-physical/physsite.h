@@ -294,7 +294,9 @@ const char *drths_physsite_channel_hold_text(const drths_physsite_t *ps, int i, 
                                              size_t cap);
 
 /* main, after the RT thread has returned: the exit reason. When the run ended in HOLD it is
- * the HOLD's sentence, written into exit_reason here (the RT thread formats nothing). */
+ * the HOLD's sentence, written into exit_reason here (the RT thread formats nothing). main calls
+ * it once, before it adds to the reason (the records) and before the summary and the end lines,
+ * which read exit_reason as it then stands. */
 const char *drths_physsite_exit_reason(drths_physsite_t *ps);
 
 /* Runs tick `tick` on every actuator channel, in the channels' order, as drths_physsite_run
@@ -353,7 +355,8 @@ void drths_physsite_event(drths_physsite_t *ps, int warning, const char *fmt, ..
 int drths_physsite_next_event(drths_physsite_t *ps, drths_physsite_event_t *ev);
 
 /* Writes summary.json (kind "hybrid-physical", with the software version) after the RT thread
- * has ended (site-physical/summary.c). init-only. */
+ * has ended and main has set the exit reason (drths_physsite_exit_reason;
+ * site-physical/summary.c). init-only. */
 int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_error_t *err);
 
 /* Frees what init allocated and releases the real-time report. Safe twice. init-only. */

@@ -202,7 +202,6 @@ int drths_physsite_report_end(FILE *f, drths_physsite_t *ps, const drths_ofr_app
                               const char *dir, drths_error_t *err)
 {
     char path[4200];
-    drths_physsite_exit_reason(ps); /* a HOLD's sentence, from its cause */
     int rc = drths_path_join(path, sizeof path, dir, "summary.json") != 0
                  ? drths_error_set(err, -ENAMETOOLONG, "run folder path too long")
                  : drths_physsite_write_summary(ps, path, err);

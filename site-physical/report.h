@@ -18,9 +18,10 @@ void drths_physsite_print_setup(FILE *f, const drths_physsite_t *ps);
  * lead, tracking, HOLD, rejected datagrams, and where the records are (dir). init-only. */
 void drths_physsite_print_end(FILE *f, const drths_physsite_t *ps, const char *dir);
 
-/* The end of a run: dir/summary.json, then the end lines (drths_physsite_print_end) and, for an
- * OpenFresco site (ofr not NULL), its steps and step-end tracking, on f. 0, or an error (err) when
- * the summary could not be written (the lines are printed either way). */
+/* The end of a run, after drths_physsite_exit_reason: dir/summary.json, then the end lines
+ * (drths_physsite_print_end) and, for an OpenFresco site (ofr not NULL), its steps and step-end
+ * tracking, on f. 0, or an error (err) when the summary could not be written (the lines are printed
+ * either way). */
 int drths_physsite_report_end(FILE *f, drths_physsite_t *ps, const drths_ofr_app_t *ofr,
                               const char *dir, drths_error_t *err);
 

@@ -11,6 +11,7 @@
 
 #include "common/platform/cli.h"
 #include "common/platform/json.h"
+#include "common/platform/metrics.h"
 #include "common/platform/stats.h"
 
 static double us(int64_t ns)
@@ -243,12 +244,9 @@ static void write_envelope(const drths_daq_t *d, drths_json_t *j)
     drths_json_object_begin(j, "envelope");
     drths_json_bool(j, "set", d->env_set);
     if (d->env_set) {
-        drths_json_object_begin(j, "limits");
-        drths_json_number(j, "drive_m", e->lim.position_m);
-        drths_json_number(j, "velocity_m_s", e->lim.velocity_m_s);
-        drths_json_number(j, "acceleration_m_s2", e->lim.acceleration_m_s2);
-        drths_json_number(j, "offset_m", e->lim.offset_m);
-        drths_json_object_end(j);
+        const drths_drive_limits_t lim = {e->lim.position_m, e->lim.velocity_m_s,
+                                          e->lim.acceleration_m_s2, e->lim.offset_m};
+        drths_drive_limits_json(j, &lim);
         drths_json_number(j, "max_velocity_m_s", e->max_velocity_m_s);
         drths_json_number(j, "max_acceleration_m_s2", e->max_acceleration_m_s2);
         drths_json_number(j, "max_offset_m", e->max_offset_m);
@@ -381,7 +379,6 @@ int drths_physsite_write_summary(drths_physsite_t *ps, const char *path, drths_e
     int r = drths_json_file_open(&j, path, err);
     if (r)
         return r;
-    drths_physsite_exit_reason(ps); /* a HOLD's sentence, from its cause */
     write_run(ps, &j);
     write_commands(&ps->act.c, &j);
     /* The site's HOLD sentence, which names the channel that held the others. */

@@ -1137,6 +1137,16 @@ static void json_verdict(drths_json_t *j, const drths_verdict_t *v, const char *
     drths_json_object_end(j);
 }
 
+void drths_drive_limits_json(drths_json_t *j, const drths_drive_limits_t *lim)
+{
+    drths_json_object_begin(j, "limits");
+    drths_json_number(j, "drive_m", lim->position_m);
+    drths_json_number(j, "velocity_m_s", lim->velocity_m_s);
+    drths_json_number(j, "acceleration_m_s2", lim->acceleration_m_s2);
+    drths_json_number(j, "offset_m", lim->offset_m);
+    drths_json_object_end(j);
+}
+
 static void json_drive(drths_json_t *j, const drths_drive_stats_t *d, const char *source)
 {
     drths_json_object_begin(j, "drive");
@@ -1157,12 +1167,7 @@ static void json_drive(drths_json_t *j, const drths_drive_stats_t *d, const char
         drths_json_number(j, "step_ratio", c->step_ratio);
         if (c->has_limits) {
             drths_json_object_begin(j, "envelope");
-            drths_json_object_begin(j, "limits");
-            drths_json_number(j, "drive_m", c->lim.position_m);
-            drths_json_number(j, "velocity_m_s", c->lim.velocity_m_s);
-            drths_json_number(j, "acceleration_m_s2", c->lim.acceleration_m_s2);
-            drths_json_number(j, "offset_m", c->lim.offset_m);
-            drths_json_object_end(j);
+            drths_drive_limits_json(j, &c->lim);
             drths_json_number(j, "max_abs_m", c->max_abs_m);
             drths_json_number(j, "max_velocity_m_s", c->max_velocity_m_s);
             drths_json_number(j, "max_acceleration_m_s2", c->max_acceleration_m_s2);

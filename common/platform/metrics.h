@@ -28,6 +28,7 @@
 
 #include "common/platform/csvread.h"
 #include "common/platform/error.h"
+#include "common/platform/json.h"
 
 #define DRTHS_METRICS_MAX_FLOORS 32
 
@@ -296,6 +297,11 @@ int drths_drive_compute(const drths_csv_table_t *phys, int nch, const drths_driv
  * its unit ("m", "m/s", "m/s^2"). RT-safe. */
 const char *drths_drive_bound_field(drths_drive_bound_t b);
 const char *drths_drive_bound_unit(drths_drive_bound_t b);
+
+/* Writes lim as the object "limits" {drive_m, velocity_m_s, acceleration_m_s2, offset_m}: the
+ * one writer of the envelope's limits in report.json's drive section and in the actuator site's
+ * summary.json (site-physical/summary.c). init-only (stdio). */
+void drths_drive_limits_json(drths_json_t *j, const drths_drive_limits_t *lim);
 
 /* Prints the table, aligned for a 100-column terminal: records and gaps, fidelity, link,
  * tracking, real time, the verdict, and what each figure means. init-only. */

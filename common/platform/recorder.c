@@ -358,6 +358,14 @@ int drths_recorder_preallocate(drths_recorder_t *r, uint64_t rows, drths_error_t
     return 0;
 }
 
+int drths_recorder_failure_text(char *buf, size_t cap, const char *file, int errnum, uint64_t row,
+                                uint64_t rows, const char *what)
+{
+    return snprintf(buf, cap, "writing %s failed (%s): the record stops at row %llu, %llu rows %s",
+                    file, strerror(errnum), (unsigned long long)row, (unsigned long long)rows,
+                    what);
+}
+
 int drths_recorder_close(drths_recorder_t *r, drths_error_t *err)
 {
     if (!r->open)
@@ -373,13 +381,12 @@ int drths_recorder_close(drths_recorder_t *r, drths_error_t *err)
     serve_tap(r);
     int rc = 0;
     int e = atomic_load(&r->fail_errno);
-    if (r->failed)
-        rc = drths_error_set(err, -EIO,
-                             "writing %s failed (%s): the record stops at row %llu, %llu rows "
-                             "not written",
-                             r->bin_path, strerror(e), (unsigned long long)r->written,
-                             (unsigned long long)drths_recorder_unwritten(r));
-    else if (fsync(r->fd) != 0 && errno != EINVAL) {
+    if (r->failed) {
+        char text[sizeof err->msg];
+        drths_recorder_failure_text(text, sizeof text, r->bin_path, e, r->written,
+                                    drths_recorder_unwritten(r), "not written");
+        rc = drths_error_set(err, -EIO, "%s", text);
+    } else if (fsync(r->fd) != 0 && errno != EINVAL) {
         /* The kernel could not write back what it had accepted: which rows is unknown. */
         const int sync_errno = errno;
         mark_failed(r, sync_errno);

@@ -159,6 +159,13 @@ uint64_t drths_recorder_dropped(drths_recorder_t *r);
  * will reach the disk). RT-safe (any thread; the site's loop polls it). */
 int drths_recorder_failed(drths_recorder_t *r, uint64_t *row, uint64_t *lost);
 
+/* The sentence of a write the disk refused: "writing <file> failed (<errnum's text>): the
+ * record stops at row <row>, <rows> rows <what>" (what: "not written", "lost so far"), the one
+ * wording of it for drths_recorder_close and the site's shell. Returns snprintf's count.
+ * init-only (snprintf). */
+int drths_recorder_failure_text(char *buf, size_t cap, const char *file, int errnum, uint64_t row,
+                                uint64_t rows, const char *what);
+
 /* Rows taken from the ring that did not reach the disk because a write failed. After close. */
 uint64_t drths_recorder_unwritten(const drths_recorder_t *r);
 

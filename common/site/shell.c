@@ -261,6 +261,34 @@ void drths_site_mark_unwritten(const char *prog, const drths_recorder_t *r, char
     *exit_code = DRTHS_EXIT_FAILED;
 }
 
+int drths_site_records_close(const char *prog, drths_recorder_t *r, uint64_t *ring_dropped,
+                             uint64_t *lost, drths_error_t *err)
+{
+    const uint64_t dropped = drths_recorder_dropped(r);
+    const int closed = drths_recorder_close(r, err);
+    if (closed != 0)
+        fprintf(stderr, "%s: %s\n", prog, err->msg);
+    if (ring_dropped)
+        *ring_dropped = dropped;
+    /* Rows lost either way: dropped by the ring, or refused by the disk. */
+    if (lost)
+        *lost = dropped + drths_recorder_unwritten(r);
+    return closed;
+}
+
+void drths_site_records_mark(const char *prog, const drths_recorder_t *r, uint64_t ring_dropped,
+                             int closed, const drths_error_t *close_err, char *reason, size_t cap,
+                             int *exit_code)
+{
+    drths_site_mark_incomplete(prog, ring_dropped, reason, cap, exit_code);
+    drths_site_mark_unwritten(prog, r, reason, cap, exit_code);
+    /* The CSV could not be written from the .bin: the run's reason says so. */
+    if (closed != 0 && !r->failed)
+        drths_site_append_reason(reason, cap, *exit_code, close_err->msg);
+    if (closed != 0)
+        *exit_code = DRTHS_EXIT_FAILED;
+}
+
 void drths_site_append_reason(char *reason, size_t cap, int exit_code, const char *text)
 {
     if (cap == 0)
@@ -348,11 +376,10 @@ static void check_write_failed(drths_site_t *s, int i)
     if (!e || s->rec_failed_said[i])
         return;
     s->rec_failed_said[i] = 1;
-    char text[400], peer[DRTHS_WIRE_MAX_TEXT + 1];
-    snprintf(text, sizeof text,
-             "ERROR: writing %s failed (%s): the record stops at row %llu, "
-             "%llu rows lost so far; ending the run (the record is incomplete)",
-             s->rec[i]->bin_name, strerror(e), (unsigned long long)row, (unsigned long long)lost);
+    char what[400], text[480], peer[DRTHS_WIRE_MAX_TEXT + 1];
+    drths_recorder_failure_text(what, sizeof what, s->rec[i]->bin_name, e, row, lost,
+                                "lost so far");
+    snprintf(text, sizeof text, "ERROR: %s; ending the run (the record is incomplete)", what);
     drths_site_clear_status(s);
     fprintf(stderr, "%s: %s\n", s->prog, text);
     fflush(stderr);

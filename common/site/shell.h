@@ -414,6 +414,22 @@ void drths_site_mark_incomplete(const char *prog, uint64_t dropped, char *reason
 void drths_site_mark_unwritten(const char *prog, const drths_recorder_t *r, char *reason,
                                size_t cap, int *exit_code);
 
+/* The end of a run's record, once nothing pushes rows into r any more: closes r, printing
+ * close's error after prog on stderr. *ring_dropped (may be NULL) becomes the rows r's ring
+ * dropped and *lost (may be NULL) those and the rows the disk refused. Returns
+ * drths_recorder_close's result, with err its sentence. init-only. */
+int drths_site_records_close(const char *prog, drths_recorder_t *r, uint64_t *ring_dropped,
+                             uint64_t *lost, drths_error_t *err);
+
+/* The run's reason and exit code after its record, once the reason is set: closed and close_err
+ * are drths_site_records_close's result and sentence. drths_site_mark_incomplete with
+ * ring_dropped, drths_site_mark_unwritten, and when the close failed for another reason (the CSV
+ * could not be written from the .bin) its sentence appended; *exit_code becomes
+ * DRTHS_EXIT_FAILED whenever the close failed. init-only. */
+void drths_site_records_mark(const char *prog, const drths_recorder_t *r, uint64_t ring_dropped,
+                             int closed, const drths_error_t *close_err, char *reason, size_t cap,
+                             int *exit_code);
+
 /* text becomes the run's reason when the run had not failed (exit_code 0) or had no reason,
  * else it is appended after "; " (truncated to cap). */
 void drths_site_append_reason(char *reason, size_t cap, int exit_code, const char *text);

@@ -307,6 +307,46 @@ static void test_mark_unwritten(void **state)
     assert_non_null(strstr(msg, want));
 }
 
+/* The run's reason after its record (drths_site_records_mark, both sites' one sequence): a
+ * clean close changes nothing; a CSV that could not be written from a whole .bin adds the
+ * close's sentence and fails the run; a refused .bin is said by its own sentence, not twice; a
+ * ring that dropped rows says so first. */
+static void test_records_mark(void **state)
+{
+    (void)state;
+    static drths_recorder_t r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.bin_name, sizeof r.bin_name, "numerical.bin");
+    drths_error_t close_err = {{0}};
+    snprintf(close_err.msg, sizeof close_err.msg,
+             "writing numerical.csv failed, so it was removed");
+    char reason[300] = "end of record";
+    int code = 0, rc = 0;
+    drths_site_records_mark("drths-x", &r, 0, 0, &close_err, reason, sizeof reason, &code);
+    assert_int_equal(code, 0);
+    assert_string_equal(reason, "end of record");
+    drths_site_records_mark("drths-x", &r, 0, -EIO, &close_err, reason, sizeof reason, &code);
+    assert_int_equal(code, DRTHS_EXIT_FAILED);
+    assert_string_equal(reason, "writing numerical.csv failed, so it was removed");
+
+    snprintf(reason, sizeof reason, "stopped by signal");
+    code = DRTHS_EXIT_FAILED;
+    r.taken = 30;
+    r.written = 10;
+    r.failed = 1;
+    atomic_store(&r.fail_errno, ENOSPC);
+    CAPTURE(
+        (drths_site_records_mark("drths-x", &r, 4, -EIO, &close_err, reason, sizeof reason, &code),
+         0),
+        rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(code, DRTHS_EXIT_FAILED);
+    assert_string_equal(reason, "stopped by signal; record incomplete: 4 rows lost (the "
+                                "recorder's ring overflowed); record incomplete: 20 rows of "
+                                "numerical.bin not written (No space left on device; it stops "
+                                "at row 10)");
+}
+
 /* The space of a run: held in the run folder by drths_site_reserve, the recorder's .bin share
  * moved to the .bin when it opens, the rest given back when the run ends; a run that needs
  * more than the filesystem has is refused with the folder named. */
@@ -369,7 +409,8 @@ int main(void)
         cmocka_unit_test(test_parse_all),        cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_help_and_version), cmocka_unit_test(test_rt_options),
         cmocka_unit_test(test_key_load),         cmocka_unit_test(test_close_unused),
-        cmocka_unit_test(test_mark_unwritten),   cmocka_unit_test(test_reserve_space),
+        cmocka_unit_test(test_mark_unwritten),   cmocka_unit_test(test_records_mark),
+        cmocka_unit_test(test_reserve_space),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
