@@ -24,91 +24,89 @@ _Static_assert(DRTHS_EXPERIMENT_MAX_CHANNELS <= DRTHS_OFR_MAX_DOF,
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f,
-        "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
-        "                      [--out DIR] [--wait-timeout S] [--require-rt] [--cpu N]\n"
-        "                      [--tick-spin US|auto] [--kernel-filter] [--quiet]\n"
-        "                      [--monitor HOST:PORT [--wait-start]]\n"
-        "       drths-physical --experiment FILE --openfresco HOST:PORT [--step-duration S]\n"
-        "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
-        "                      [--predict-fraction F] [--openfresco-setup-timeout S]\n"
-        "                      [--openfresco-step-timeout S] [--openfresco-max-iterations N]\n"
-        "                      [--openfresco-iteration-duration S]\n"
-        "                      [--openfresco-stiffness K[,K2,...]] [--out DIR]\n"
-        "                      [--wait-timeout S] ...\n"
-        "       drths-physical --experiment FILE --probe-only [--listen HOST:PORT] [--key FILE] "
-        "...\n"
-        "       drths-physical --experiment FILE --io-check [--io-amplitude M] [--io-leg S]\n"
-        "                      [--io-current A]\n"
-        "       drths-physical --experiment FILE --characterize [--protocol standard|short]\n"
-        "                      [--out DIR]\n"
-        "\n"
-        "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
-        "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
-        "  --key FILE          pre-shared key file (default: link.key_file; without either,\n"
-        "                      the public rehearsal key, for a rehearsal on one machine)\n"
-        "  --out DIR           run folder (default:\n"
-        "                      <output.directory>/<date>-<time>-<name>-physical)\n"
-        "  --wait-timeout S    how long to wait for the numerical site (default 300)\n"
-        "  --require-rt        fail unless real-time scheduling and memory locking apply\n"
-        "  --cpu N             pin the control thread to CPU N (isolate it with isolcpus=N)\n"
-        "  --tick-spin US|auto sleep until US microseconds before each tick, then spin: trades\n"
-        "                      US/period of a CPU for the timer's wake-up latency; auto\n"
-        "                      (default): 30 %% of the period at 10 kHz and above, else 0\n"
-        "  --kernel-filter     drop malformed datagrams, other sessions and other senders in\n"
-        "                      the kernel (counted only as kernel_drops in summary.json, not by\n"
-        "                      reason); for a site reachable from the Internet\n"
-        "  --quiet             no status line\n"
-        "  --monitor HOST:PORT send telemetry (50 frames/s) to drths-monitor and accept its\n"
-        "                      Start / Stop / Abort (Stop and Abort act as SIGTERM: HOLD)\n"
-        "                      (authenticated with a key derived from the link key)\n"
-        "  --wait-start        wait for Start from the monitor before taking part\n"
-        "  --openfresco HOST:PORT  be the laboratory side of an OpenSees/OpenFresco analysis\n"
-        "                      (expSite ShadowSite, expControl GenericTCP, element\n"
-        "                      genericClient) on this TCP address instead of waiting for a\n"
-        "                      numerical site (docs/openfresco.md)\n"
-        "  --step-duration S   wall time per analysis step (default 0.01)\n"
-        "  --openfresco-variant auto|shadow|generic  wire variant (default auto)\n"
-        "  --precor d|lpd      corrector: PreCor-D (default) or PreCor-LPD\n"
-        "  --predict-fraction F  fraction of a step predicted before correcting (0.6)\n"
-        "  --openfresco-setup-timeout S  drop a client that has not set up S s after it\n"
-        "                      connected, and wait for another (default 10)\n"
-        "  --openfresco-step-timeout S  HOLD when the client sends no new target for S s\n"
-        "                      once the site has answered it (default 10)\n"
-        "  --openfresco-max-iterations N  HOLD when an analysis step has more than N\n"
-        "                      iterations (new trials before its commit; default 20)\n"
-        "  --openfresco-iteration-duration S  wall time of one iteration (default\n"
-        "                      --step-duration / 4)\n"
-        "  --openfresco-stiffness K[,K2,...]  each actuator channel's stiffness (N/m),\n"
-        "                      answered on the diagonal of the client's stiffness requests\n"
-        "                      (default: a linear-spring specimen's stiffness, else 0)\n"
-        "  --serve             with --openfresco and --out DIR: serve analyses one after\n"
-        "                      another, each in DIR/analysis-N, while each ends cleanly\n"
-        "  --probe-only        the other end of drths-numerical --probe-only (the days-before\n"
-        "                      connectivity test): answers the handshake and the probes,\n"
-        "                      opens no board (the virtual back end whatever daq says) and\n"
-        "                      refuses a run; exit 0 when the test session ends\n"
-        "  --io-check          commissioning, without a numerical site: read both inputs at\n"
-        "                      rest, then move the actuator through two slow cycles about\n"
-        "                      where it stands (damper command 0, then --io-current), and\n"
-        "                      report each channel's noise, polarity, scale, offset and the\n"
-        "                      I/O delay against the experiment file (docs/lab-day.md)\n"
-        "  --io-amplitude M    the cycles' amplitude (default min(0.002, a tenth of\n"
-        "                      physical.limit_displacement_m))\n"
-        "  --io-leg S          seconds from rest to the amplitude and back each (default 1)\n"
-        "  --io-current A      the damper command of the second cycle, A or V (default half\n"
-        "                      the damper's largest; 0: one cycle)\n"
-        "  --characterize      the damper's characterization, without a numerical site:\n"
-        "                      sinusoids over amplitudes x frequencies x damper commands\n"
-        "                      and a band-limited random segment through the DAQ and the\n"
-        "                      drive envelope, then the fit of the damper model; writes\n"
-        "                      model.yaml for numerical.smith_model (docs/lab-day.md)\n"
-        "  --protocol standard|short  the characterization's protocol (default standard,\n"
-        "                      about 3 min of actuator time; short: about 1 min)\n"
-        "  --version           the version of this program\n"
-        "  -h, --help          this text\n"
-        "\n");
+    fprintf(f,
+            "usage: drths-physical --experiment FILE [--listen HOST:PORT] [--key FILE]\n"
+            "                      [--out DIR] [--wait-timeout S] [--require-rt] [--cpu N]\n"
+            "                      [--tick-spin US|auto] [--kernel-filter] [--quiet]\n"
+            "                      [--monitor HOST:PORT [--wait-start]]\n"
+            "       drths-physical --experiment FILE --openfresco HOST:PORT [--step-duration S]\n"
+            "                      [--openfresco-variant auto|shadow|generic] [--precor d|lpd]\n"
+            "                      [--predict-fraction F] [--openfresco-setup-timeout S]\n"
+            "                      [--openfresco-step-timeout S] [--openfresco-max-iterations N]\n"
+            "                      [--openfresco-iteration-duration S]\n"
+            "                      [--openfresco-stiffness K[,K2,...]] [--out DIR]\n"
+            "                      [--wait-timeout S] ...\n"
+            "       drths-physical --experiment FILE --probe-only [--listen HOST:PORT] [--key FILE] ...\n"
+            "       drths-physical --experiment FILE --io-check [--io-amplitude M] [--io-leg S]\n"
+            "                      [--io-current A]\n"
+            "       drths-physical --experiment FILE --characterize [--protocol standard|short]\n"
+            "                      [--out DIR]\n"
+            "\n"
+            "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
+            "  --listen HOST:PORT  where to wait for the numerical site (default: physical.listen)\n"
+            "  --key FILE          pre-shared key file (default: link.key_file; without either,\n"
+            "                      the public rehearsal key, for a rehearsal on one machine)\n"
+            "  --out DIR           run folder (default:\n"
+            "                      <output.directory>/<date>-<time>-<name>-physical)\n"
+            "  --wait-timeout S    how long to wait for the numerical site (default 300)\n"
+            "  --require-rt        fail unless real-time scheduling and memory locking apply\n"
+            "  --cpu N             pin the control thread to CPU N (isolate it with isolcpus=N)\n"
+            "  --tick-spin US|auto sleep until US microseconds before each tick, then spin: trades\n"
+            "                      US/period of a CPU for the timer's wake-up latency; auto\n"
+            "                      (default): 30 %% of the period at 10 kHz and above, else 0\n"
+            "  --kernel-filter     drop malformed datagrams, other sessions and other senders in\n"
+            "                      the kernel (counted only as kernel_drops in summary.json, not by\n"
+            "                      reason); for a site reachable from the Internet\n"
+            "  --quiet             no status line\n"
+            "  --monitor HOST:PORT send telemetry (50 frames/s) to drths-monitor and accept its\n"
+            "                      Start / Stop / Abort (Stop and Abort act as SIGTERM: HOLD)\n"
+            "                      (authenticated with a key derived from the link key)\n"
+            "  --wait-start        wait for Start from the monitor before taking part\n"
+            "  --openfresco HOST:PORT  be the laboratory side of an OpenSees/OpenFresco analysis\n"
+            "                      (expSite ShadowSite, expControl GenericTCP, element\n"
+            "                      genericClient) on this TCP address instead of waiting for a\n"
+            "                      numerical site (docs/openfresco.md)\n"
+            "  --step-duration S   wall time per analysis step (default 0.01)\n"
+            "  --openfresco-variant auto|shadow|generic  wire variant (default auto)\n"
+            "  --precor d|lpd      corrector: PreCor-D (default) or PreCor-LPD\n"
+            "  --predict-fraction F  fraction of a step predicted before correcting (0.6)\n"
+            "  --openfresco-setup-timeout S  drop a client that has not set up S s after it\n"
+            "                      connected, and wait for another (default 10)\n"
+            "  --openfresco-step-timeout S  HOLD when the client sends no new target for S s\n"
+            "                      once the site has answered it (default 10)\n"
+            "  --openfresco-max-iterations N  HOLD when an analysis step has more than N\n"
+            "                      iterations (new trials before its commit; default 20)\n"
+            "  --openfresco-iteration-duration S  wall time of one iteration (default\n"
+            "                      --step-duration / 4)\n"
+            "  --openfresco-stiffness K[,K2,...]  each actuator channel's stiffness (N/m),\n"
+            "                      answered on the diagonal of the client's stiffness requests\n"
+            "                      (default: a linear-spring specimen's stiffness, else 0)\n"
+            "  --serve             with --openfresco and --out DIR: serve analyses one after\n"
+            "                      another, each in DIR/analysis-N, while each ends cleanly\n"
+            "  --probe-only        the other end of drths-numerical --probe-only (the days-before\n"
+            "                      connectivity test): answers the handshake and the probes,\n"
+            "                      opens no board (the virtual back end whatever daq says) and\n"
+            "                      refuses a run; exit 0 when the test session ends\n"
+            "  --io-check          commissioning, without a numerical site: read both inputs at\n"
+            "                      rest, then move the actuator through two slow cycles about\n"
+            "                      where it stands (damper command 0, then --io-current), and\n"
+            "                      report each channel's noise, polarity, scale, offset and the\n"
+            "                      I/O delay against the experiment file (docs/lab-day.md)\n"
+            "  --io-amplitude M    the cycles' amplitude (default min(0.002, a tenth of\n"
+            "                      physical.limit_displacement_m))\n"
+            "  --io-leg S          seconds from rest to the amplitude and back each (default 1)\n"
+            "  --io-current A      the damper command of the second cycle, A or V (default half\n"
+            "                      the damper's largest; 0: one cycle)\n"
+            "  --characterize      the damper's characterization, without a numerical site:\n"
+            "                      sinusoids over amplitudes x frequencies x damper commands\n"
+            "                      and a band-limited random segment through the DAQ and the\n"
+            "                      drive envelope, then the fit of the damper model; writes\n"
+            "                      model.yaml for numerical.smith_model (docs/lab-day.md)\n"
+            "  --protocol standard|short  the characterization's protocol (default standard,\n"
+            "                      about 3 min of actuator time; short: about 1 min)\n"
+            "  --version           the version of this program\n"
+            "  -h, --help          this text\n"
+            "\n");
 }
 
 /* Static: one run per process (site-physical/app.h). */
@@ -124,20 +122,15 @@ static int own_option(void *ctx, int c, const char *arg)
     drths_physapp_t *a = ctx;
     double v;
     switch (c) {
-    case 'l':
-        a->listen = arg;
-        return 0;
-    case 'w':
-        return drths_cli_positive(PROG, "--wait-timeout", arg, "seconds", &a->wait_timeout_s);
+    case 'l': a->listen = arg; return 0;
+    case 'w': return drths_cli_positive(PROG, "--wait-timeout", arg, "seconds", &a->wait_timeout_s);
     case 'S':
         if (strcmp(arg, "auto") == 0) {
             a->tick_spin_us = -1;
             return 0;
         }
         return drths_cli_long(PROG, "--tick-spin (or auto)", arg, 0, 1000000, &a->tick_spin_us);
-    case 'O':
-        a->openfresco = arg;
-        return 0;
+    case 'O': a->openfresco = arg; return 0;
     case 'D':
         return drths_cli_positive(PROG, "--step-duration", arg, "seconds",
                                   &a->ocfg.step_duration_s);
@@ -219,20 +212,13 @@ static int own_option(void *ctx, int c, const char *arg)
         }
         a->ocfg.precor.predict_fraction = v;
         return 0;
-    case 'I':
-        a->io_check = 1;
-        return 0;
-    case 'B':
-        a->cfg.probe_only = 1;
-        return 0;
+    case 'I': a->io_check = 1; return 0;
+    case 'B': a->cfg.probe_only = 1; return 0;
     case 'A':
         return drths_cli_double(PROG, "--io-amplitude", arg, 1e-6, 0.1, "m", &a->io.amplitude_m);
-    case 'L':
-        return drths_cli_double(PROG, "--io-leg", arg, 0.01, 60.0, "s", &a->io.leg_s);
-    case 'C':
-        return drths_cli_double(PROG, "--io-current", arg, 0.0, 1e3, NULL, &a->io.current);
-    default:
-        return -1;
+    case 'L': return drths_cli_double(PROG, "--io-leg", arg, 0.01, 60.0, "s", &a->io.leg_s);
+    case 'C': return drths_cli_double(PROG, "--io-current", arg, 0.0, 1e3, NULL, &a->io.current);
+    default: return -1;
     }
 }
 
@@ -271,8 +257,8 @@ int main(int argc, char **argv)
         {"io-current", required_argument, NULL, 'C'},
         {0, 0, 0, 0},
     };
-    const drths_site_cli_t cli = {PROG, own,   own_option,
-                                  a,    usage, "the run failed (no peer, peer lost, abort, HOLD)"};
+    const drths_site_cli_t cli = {PROG, own, own_option, a, usage,
+                                  "the run failed (no peer, peer lost, abort, HOLD)"};
     int code = drths_site_parse(&cli, argc, argv, &a->so);
     if (code != DRTHS_SITE_CONTINUE)
         return code;
