@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,11 +64,27 @@ static void cut_comment(char *s)
     }
 }
 
-int drths_damperfile_load(const char *path, drths_damper_params_t *p, drths_error_t *err)
+int drths_damperfile_load(const char *path, drths_damper_params_t *p, char sha256_hex[65],
+                          drths_error_t *err)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(path, "rb");
     if (!f)
         return drths_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    if (sha256_hex) {
+        crypto_hash_sha256_state st;
+        unsigned char buf[4096], h[crypto_hash_sha256_BYTES];
+        size_t got;
+        if (sodium_init() < 0) {
+            fclose(f);
+            return drths_error_set(err, -EIO, "%s: libsodium did not initialise", path);
+        }
+        crypto_hash_sha256_init(&st);
+        while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+            crypto_hash_sha256_update(&st, buf, got);
+        crypto_hash_sha256_final(&st, h);
+        sodium_bin2hex(sha256_hex, 65, h, sizeof h);
+        rewind(f);
+    }
     char line[1024];
     int lineno = 0, in_params = 0, version = 0, have_model = 0;
     int seen[DRTHS_DAMPERFIT_NPARAM] = {0};
@@ -148,6 +165,8 @@ int drths_damperfile_load(const char *path, drths_damper_params_t *p, drths_erro
             goto out;
         }
         v += strlen("value:");
+        while (isspace((unsigned char)*v))
+            v++;
         char *end;
         errno = 0;
         double x = strtod(v, &end);

@@ -37,8 +37,11 @@ int drths_damperfile_write(FILE *f, const drths_damperfile_meta_t *meta,
                            const drths_damperfit_result_t *res);
 
 /* Reads path into *p: the preset of the file's model with every parameter the file gives, then
- * validated as drths_damper_init does. Errors name the file, the line and the field, e.g.
- * "smith.yaml:12: parameters.c1_b: 'x' is not a number". Returns 0 or a negative errno. */
-int drths_damperfile_load(const char *path, drths_damper_params_t *p, drths_error_t *err);
+ * validated as drths_damper_init does; sha256_hex (when not NULL) gets the lower-case hex of the
+ * SHA-256 of the file's bytes (libsodium crypto_hash_sha256), which names the model in the
+ * run's records. Errors name the file, the line and the field, e.g.
+ * "model.yaml:12: parameters.c1_b: value 'x' is not a number". Returns 0 or a negative errno. */
+int drths_damperfile_load(const char *path, drths_damper_params_t *p, char sha256_hex[65],
+                          drths_error_t *err);
 
 #endif
