@@ -52,7 +52,7 @@ static const struct {
  * LINEAR_POS). */
 #define FD_STEP 1e-6
 #define LM_LAMBDA0 1e-3
-#define SUBSTEP_MARGIN 2.0
+#define SUBSTEP_MARGIN 1.25
 
 const char *drths_damperfit_name(int i)
 {
@@ -260,7 +260,7 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
                 sse = s;
                 lambda = fmax(lambda / 10.0, 1e-12);
                 accepted = 1;
-                if (rel < 1e-10 || step < 1e-8)
+                if (rel < 1e-7 || step < 1e-6)
                     converged = 1;
             } else {
                 lambda *= 10.0;

@@ -4,11 +4,13 @@
  * model. Each fitted parameter must come within 2 % of the truth (in the fit's gauge of A) and
  * within a few standard uncertainties; a wrong record (the force of another damper) must leave
  * a large force error. */
-#include <cmocka.h>
-#include <errno.h>
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <errno.h>
+#include <cmocka.h>
+// clang-format on
 
 #include <math.h>
 #include <stdint.h>
