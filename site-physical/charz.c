@@ -41,12 +41,15 @@ void drths_charz_params_default(const drths_experiment_t *exp, int short_protoco
     p->seed = exp->actuator.seed;
     p->max_error_m = 0.2 * exp->physical.limit_displacement_m;
     p->limit_force_N = exp->physical.limit_force_N;
+    p->guard_force_N = 0.8 * exp->physical.limit_force_N;
+    p->model = d;
 }
 
 /* ---- the protocol, tick by tick -------------------------------------------------------------- */
 
 /* Called for each tick with its set-point, velocity, command and test (-1 between tests);
- * nonzero stops the walk. */
+ * WIND_DOWN ends the test's sinusoid early with a ramp, another nonzero value stops the walk. */
+#define WIND_DOWN 2
 typedef int (*tick_fn)(void *ctx, double set_m, double vel_m_s, double cmd, int test);
 
 static uint64_t splitmix(uint64_t *s)
@@ -67,37 +70,66 @@ static int n_sine_tests(const drths_charz_params_t *p)
     return p->n_cmd * p->n_amp * p->n_freq;
 }
 
-/* Walks the protocol; returns the callback's nonzero value, or 0 at its end. */
-static int walk(const drths_charz_params_t *p, tick_fn fn, void *ctx)
+/* Asked before each sinusoid (test >= 0) whether to leave it out, and before the random segment
+ * (test = -1 - c) whether command c is left out of it. */
+typedef int (*skip_fn)(void *ctx, int test);
+
+/* Walks the protocol (skip NULL: every test); returns the callback's nonzero value, or 0 at its
+ * end. */
+static int walk(const drths_charz_params_t *p, tick_fn fn, skip_fn skip, void *ctx)
 {
     const double dt = 1.0 / p->rate_hz;
     int test = 0, rc;
     for (int c = 0; c < p->n_cmd; c++) {
+        if (skip && skip(ctx, test)) {
+            /* The command's first (smallest) test is left out: so are its others. */
+            for (int k = 1; k < p->n_amp * p->n_freq; k++)
+                (void)skip(ctx, test + k);
+            test += p->n_amp * p->n_freq;
+            continue;
+        }
         long settle = lround(p->settle_s * p->rate_hz);
         for (long i = 0; i < settle; i++)
             if ((rc = fn(ctx, 0.0, 0.0, p->cmd[c], -1)))
                 return rc;
         for (int a = 0; a < p->n_amp; a++)
             for (int f = 0; f < p->n_freq; f++, test++) {
+                if (skip && (a > 0 || f > 0) && skip(ctx, test))
+                    continue;
                 const double A = p->amp_m[a], w = 2.0 * M_PI * p->freq_hz[f];
                 const double T = 1.0 / p->freq_hz[f], total = (p->cycles + 2) * T;
                 const long n = lround(total * p->rate_hz);
+                double wind_t0 = -1.0, wind_e0 = 0.0, e = 0.0;
                 for (long i = 1; i <= n; i++) {
                     const double t = i * dt;
-                    double e = 1.0, de = 0.0;
-                    if (t < T) {
+                    double de = 0.0;
+                    if (wind_t0 >= 0.0) {
+                        /* Wound down over half a period from where the guard found it. */
+                        const double u = (t - wind_t0) / (0.5 * T);
+                        if (u >= 1.0)
+                            break;
+                        e = wind_e0 * 0.5 * (1.0 + cos(M_PI * u));
+                        de = -wind_e0 * M_PI / T * sin(M_PI * u);
+                    } else if (t < T) {
                         e = 0.5 * (1.0 - cos(M_PI * t / T));
                         de = 0.5 * M_PI / T * sin(M_PI * t / T);
                     } else if (t > total - T) {
                         const double u = (t - (total - T)) / T;
                         e = 0.5 * (1.0 + cos(M_PI * u));
                         de = -0.5 * M_PI / T * sin(M_PI * u);
+                    } else {
+                        e = 1.0;
                     }
                     if (t >= total)
                         e = de = 0.0;
-                    if ((rc = fn(ctx, A * e * sin(w * t),
-                                 A * (de * sin(w * t) + e * w * cos(w * t)), p->cmd[c], test)))
+                    rc = fn(ctx, A * e * sin(w * t), A * (de * sin(w * t) + e * w * cos(w * t)),
+                            p->cmd[c], test);
+                    if (rc == WIND_DOWN && wind_t0 < 0.0) {
+                        wind_t0 = t;
+                        wind_e0 = e;
+                    } else if (rc && rc != WIND_DOWN) {
                         return rc;
+                    }
                 }
             }
     }
@@ -113,6 +145,12 @@ static int walk(const drths_charz_params_t *p, tick_fn fn, void *ctx)
         const double a = p->random_rms_m * sqrt(2.0 / RANDOM_SINES);
         const double taper = fmin(RANDOM_TAPER_S, 0.5 * p->random_s);
         const long n = lround(p->random_s * p->rate_hz);
+        int ok[DRTHS_CHARZ_MAX_GRID], n_ok = 0;
+        for (int c = 0; c < p->n_cmd; c++)
+            if (!skip || !skip(ctx, -1 - c))
+                ok[n_ok++] = c;
+        if (n_ok == 0)
+            return 0;
         for (long i = 1; i <= n; i++) {
             const double t = i * dt;
             double x = 0.0, v = 0.0, e = 1.0, de = 0.0;
@@ -130,7 +168,7 @@ static int walk(const drths_charz_params_t *p, tick_fn fn, void *ctx)
             }
             if (i == n)
                 e = de = 0.0;
-            const int step = (int)(t / RANDOM_CMD_STEP_S) % p->n_cmd;
+            const int step = ok[(int)(t / RANDOM_CMD_STEP_S) % n_ok];
             if ((rc = fn(ctx, e * x, de * x + e * v, p->cmd[step], test)))
                 return rc;
         }
@@ -177,7 +215,7 @@ int drths_charz_plan(const drths_experiment_t *exp, const drths_charz_params_t *
             return drths_error_set(err, -EINVAL, "characterization: frequency %g Hz out of (0, %g]",
                                    p->freq_hz[f], 0.1 * p->rate_hz);
     extremes_t e = {.dt = 1.0 / p->rate_hz, .min_cmd = INFINITY};
-    (void)walk(p, extreme_tick, &e);
+    (void)walk(p, extreme_tick, NULL, &e);
     *duration_s = (double)e.n / p->rate_hz;
     const __typeof__(exp->physical) *ph = &exp->physical;
     drths_damper_params_t d;
@@ -213,7 +251,62 @@ typedef struct {
     drths_daq_t *daq;
     const drths_charz_params_t *p;
     drths_charz_record_t *rec;
+    double nominal_peak[DRTHS_DAMPERFIT_MAX_TESTS]; /* the nominal model's along each test */
+    int last_run;                                   /* the last test run, -1 before any */
+    int cmd_skipped[DRTHS_CHARZ_MAX_GRID];
 } run_t;
+
+/* The nominal model's peak force along each test (the set-point as its motion). */
+typedef struct {
+    drths_damper_t d;
+    int started;
+    double *peak;
+} nominal_t;
+
+static int nominal_tick(void *ctx, double x, double v, double cmd, int test)
+{
+    nominal_t *n = ctx;
+    if (!n->started) {
+        drths_damper_reset(&n->d, x, cmd);
+        n->started = 1;
+    }
+    double f = fabs(drths_damper_step(&n->d, x, v, cmd));
+    if (test >= 0 && test < DRTHS_DAMPERFIT_MAX_TESTS && f > n->peak[test])
+        n->peak[test] = f;
+    return 0;
+}
+
+static int cmd_index(const drths_charz_params_t *p, int test)
+{
+    return test / (p->n_amp * p->n_freq);
+}
+
+/* The force guard (charz.h). */
+static int guard_skip(void *ctx, int test)
+{
+    run_t *r = ctx;
+    const drths_charz_params_t *p = r->p;
+    drths_charz_record_t *rec = r->rec;
+    if (test < 0)
+        return r->cmd_skipped[-1 - test];
+    const int c = cmd_index(p, test);
+    if (r->cmd_skipped[c] || (c > 0 && r->cmd_skipped[c - 1])) {
+        r->cmd_skipped[c] = 1;
+        rec->tests[test].skipped = 1;
+        return 1;
+    }
+    if (r->last_run < 0 || !(r->nominal_peak[r->last_run] > 0.0) || !(p->guard_force_N > 0.0))
+        return 0;
+    const double pred =
+        rec->tests[r->last_run].peak_N * r->nominal_peak[test] / r->nominal_peak[r->last_run];
+    rec->tests[test].predicted_N = pred;
+    if (pred > p->guard_force_N) {
+        rec->tests[test].skipped = 1;
+        r->cmd_skipped[c] = 1;
+        return 1;
+    }
+    return 0;
+}
 
 static int stop(drths_charz_record_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -251,6 +344,10 @@ static int run_tick(void *ctx, double set_m, double vel_m_s, double cmd, int tes
     rec->cmd[k] = cmd;
     rec->test[k] = test;
     rec->n++;
+    if (test >= 0 && fabs(f) > rec->tests[test].peak_N)
+        rec->tests[test].peak_N = fabs(f);
+    if (test >= 0)
+        r->last_run = test;
     if (rc == -ERANGE)
         return stop(rec, "a converter read its end at %.3f s (displacement %.4g m, force %.4g N)",
                     (double)k / p->rate_hz, x, f);
@@ -268,6 +365,16 @@ static int run_tick(void *ctx, double set_m, double vel_m_s, double cmd, int tes
     if (fabs(f) > p->limit_force_N)
         return stop(rec, "force %.4g N beyond physical.limit_force_N (%.4g N) at %.3f s", f,
                     p->limit_force_N, (double)k / p->rate_hz);
+    /* The guard: a sinusoid whose force passes it is wound down, and the larger tests after it
+     * are left out (guard_skip). */
+    if (test >= 0 && rec->tests[test].freq_hz > 0.0 && p->guard_force_N > 0.0 &&
+        fabs(f) > p->guard_force_N) {
+        if (!rec->tests[test].wound_down) {
+            rec->tests[test].wound_down = 1;
+            r->cmd_skipped[cmd_index(p, test)] = 1;
+        }
+        return WIND_DOWN;
+    }
     return 0;
 }
 
@@ -295,7 +402,7 @@ int drths_charz_run(drths_daq_t *daq, const drths_charz_params_t *p, drths_charz
 {
     memset(rec, 0, sizeof *rec);
     extremes_t e = {.dt = 1.0 / p->rate_hz, .min_cmd = INFINITY};
-    (void)walk(p, extreme_tick, &e);
+    (void)walk(p, extreme_tick, NULL, &e);
     const size_t cap = (size_t)e.n;
     rec->set_m = malloc(cap * sizeof(double));
     rec->disp_m = malloc(cap * sizeof(double));
@@ -308,7 +415,7 @@ int drths_charz_run(drths_daq_t *daq, const drths_charz_params_t *p, drths_charz
     }
     rec->cap = (long)cap;
     /* The tests' descriptions, in the walk's order. */
-    (void)walk(p, record_test, rec);
+    (void)walk(p, record_test, NULL, rec);
     int t = 0;
     for (int c = 0; c < p->n_cmd; c++)
         for (int a = 0; a < p->n_amp; a++)
@@ -321,8 +428,25 @@ int drths_charz_run(drths_daq_t *daq, const drths_charz_params_t *p, drths_charz
         rec->tests[t].freq_hz = 0.0;
         rec->tests[t].cmd = NAN; /* steps through the grid */
     }
-    run_t r = {daq, p, rec};
-    (void)walk(p, run_tick, &r);
+    run_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        drths_charz_record_free(rec);
+        return drths_error_set(err, -ENOMEM, "characterization: no memory");
+    }
+    r->daq = daq, r->p = p, r->rec = rec, r->last_run = -1;
+    nominal_t nom = {.peak = r->nominal_peak};
+    if (p->guard_force_N > 0.0) {
+        int rc = drths_damper_init(&nom.d, &p->model, 1.0 / p->rate_hz, err);
+        if (rc) {
+            free(r);
+            drths_charz_record_free(rec);
+            return drths_error_prefix(err, rc, "characterization: the nominal damper");
+        }
+        (void)walk(p, nominal_tick, NULL, &nom);
+        drths_damper_close(&nom.d);
+    }
+    (void)walk(p, run_tick, guard_skip, r);
+    free(r);
     return 0;
 }
 

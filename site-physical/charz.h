@@ -13,6 +13,9 @@
  * its largest set-point, velocity and acceleration, which must lie within the experiment's
  * limits and the drive envelope, and its duration.
  *
+ * The force guard (drths_charz_params_t.guard_force_N) leaves out the tests a damper stronger
+ * than its model would take past the force limit.
+ *
  * Each tick is checked as the commissioning check's (site-physical/iocheck.h): a converter at
  * its end, a reading that is not a number, the measured displacement more than max_error_m away
  * from the set-point or the force beyond limit_force_N stops the protocol at once, the actuator
@@ -46,6 +49,16 @@ typedef struct drths_charz_params {
     double random_rms_m;
     uint64_t seed;
     double max_error_m, limit_force_N;
+    /* The force guard: before each sinusoid its peak force is predicted from the last test
+     * run (its measured peak times the ratio of the nominal model's peaks along the two
+     * tests); a test predicted above guard_force_N is skipped, with every larger one at its
+     * command and every higher command, and the random segment keeps to the commands that
+     * ran. A sinusoid whose measured force passes guard_force_N all the same is wound down
+     * (its amplitude to 0 over half a period) and counts as the last of its command. A
+     * damper unlike its model then meets the protocol's limits by leaving tests out, not by
+     * stopping at physical.limit_force_N. */
+    double guard_force_N;
+    drths_damper_params_t model;       /* the nominal damper, for the prediction */
     int (*pace)(void *ctx, long tick); /* as in iocheck.h; NULL: unpaced */
     void *pace_ctx;
 } drths_charz_params_t;
@@ -53,6 +66,10 @@ typedef struct drths_charz_params {
 /* One test of the protocol: a sinusoid (freq_hz > 0) or the random segment (freq_hz 0). */
 typedef struct drths_charz_test {
     double amp_m, freq_hz, cmd;
+    int skipped;        /* left out by the force guard */
+    int wound_down;     /* ended early by the force guard */
+    double peak_N;      /* the largest |measured force| over the test */
+    double predicted_N; /* the guard's prediction before it (0: none) */
 } drths_charz_test_t;
 
 typedef struct drths_charz_record {
@@ -67,7 +84,8 @@ typedef struct drths_charz_record {
 /* The standard protocol from the experiment (short: a shorter grid, for rehearsals and tests):
  * amplitudes 3 and 8 mm (at most a fifth of physical.limit_displacement_m), 0.5 and 1 Hz
  * (short: 1 Hz), commands 0, 4, 10, 20, 40 and 100 % of the damper's largest, 2 steady cycles
- * (short: 1), 1.5 s settling, 30 s of random motion over 0.2-5 Hz at 2 mm RMS (short: 5 s).
+ * (short: 1), 1.5 s settling, 30 s of random motion over 0.2-5 Hz at 2 mm RMS (short: 5 s), the
+ * force guard at 0.8 physical.limit_force_N.
  * init-only. */
 void drths_charz_params_default(const drths_experiment_t *exp, int short_protocol,
                                 drths_charz_params_t *p);

@@ -18,7 +18,7 @@
 #include "site-physical/charz.h"
 
 #define PROG "drths-physical"
-#define FIT_RATE_HZ 500.0   /* the fit's samples: the record decimated to about this rate */
+#define FIT_RATE_HZ 1000.0  /* the fit's samples: the record decimated to about this rate */
 #define SMOOTH_HALF_S 0.005 /* the velocity's local quadratic: +/- 5 ms */
 
 static volatile sig_atomic_t cz_interrupted;
@@ -98,6 +98,45 @@ static int write_fit_csv(const char *dir, const drths_damperfit_data_t *d, const
     return 0;
 }
 
+/* fit_parameters.csv (param: the index of drths_damperfit_name; u nan when fixed, true and
+ * error_pct nan without a known truth) and tests.csv, for drths-report. */
+static int write_fit_tables(const char *dir, const drths_charz_record_t *rec,
+                            const drths_damperfit_result_t *res, const drths_damper_params_t *truth,
+                            drths_error_t *err)
+{
+    char path[4096];
+    if (drths_path_join(path, sizeof path, dir, "fit_parameters.csv") != 0)
+        return drths_error_set(err, -ENAMETOOLONG, "%s/fit_parameters.csv: path too long", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return drths_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    fprintf(f, "param,value,u,true,error_pct\n");
+    for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++) {
+        double tv = truth ? drths_damperfit_get(truth, i) : NAN;
+        double pct = truth && tv != 0.0 ? 100.0 * (res->value[i] - tv) / tv : NAN;
+        fprintf(f, "%d,%.10g,%.4g,%.10g,%.4g\n", i, res->value[i], res->fitted[i] ? res->u[i] : NAN,
+                tv, pct);
+    }
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return drths_error_set(err, -EIO, "%s: write failed", path);
+    if (drths_path_join(path, sizeof path, dir, "tests.csv") != 0)
+        return drths_error_set(err, -ENAMETOOLONG, "%s/tests.csv: path too long", dir);
+    if (!(f = fopen(path, "w")))
+        return drths_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    fprintf(f, "test,frequency_hz,amplitude_m,command,skipped,peak_force_N,force_rms_N,"
+               "force_error_rms_N\n");
+    for (int t = 0; t < rec->n_tests; t++)
+        fprintf(f, "%d,%g,%g,%g,%d,%.6g,%.6g,%.6g\n", t, rec->tests[t].freq_hz, rec->tests[t].amp_m,
+                rec->tests[t].cmd, rec->tests[t].skipped, rec->tests[t].peak_N,
+                rec->tests[t].skipped ? NAN : res->test_force_rms_N[t],
+                rec->tests[t].skipped ? NAN : res->test_rms_N[t]);
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return drths_error_set(err, -EIO, "%s: write failed", path);
+    return 0;
+}
+
 static int write_model(const char *dir, const drths_damperfile_meta_t *meta,
                        const drths_damperfit_result_t *res, drths_error_t *err)
 {
@@ -137,6 +176,7 @@ static int write_summary(const char *dir, const drths_provenance_t *prov,
     drths_json_number(&j, "random_rms_m", p->random_rms_m);
     drths_json_number(&j, "planned_s", planned_s);
     drths_json_number(&j, "run_s", (double)rec->n / p->rate_hz);
+    drths_json_number(&j, "guard_force_N", p->guard_force_N);
     drths_json_object_end(&j);
     drths_json_bool(&j, "complete", rec->stopped[0] == '\0');
     drths_json_string(&j, "stopped", rec->stopped);
@@ -148,7 +188,12 @@ static int write_summary(const char *dir, const drths_provenance_t *prov,
         drths_json_number(&j, "amplitude_m", rec->tests[t].amp_m);
         drths_json_number(&j, "frequency_hz", rec->tests[t].freq_hz);
         drths_json_number(&j, "command", rec->tests[t].cmd);
-        if (fitted) {
+        drths_json_bool(&j, "skipped", rec->tests[t].skipped);
+        drths_json_bool(&j, "wound_down", rec->tests[t].wound_down);
+        drths_json_number(&j, "peak_force_N", rec->tests[t].peak_N);
+        if (rec->tests[t].predicted_N > 0.0)
+            drths_json_number(&j, "predicted_peak_N", rec->tests[t].predicted_N);
+        if (fitted && !rec->tests[t].skipped) {
             drths_json_number(&j, "force_rms_N", res->test_force_rms_N[t]);
             drths_json_number(&j, "force_error_rms_N", res->test_rms_N[t]);
         }
@@ -287,7 +332,25 @@ int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options
         drths_specimen_close(&spec);
         return drths_cli_error(PROG, "%s", err.msg);
     }
-    int code = 0;
+    int code = 0, n_skipped = 0;
+    for (int t = 0; t < rec.n_tests; t++)
+        if (rec.tests[t].skipped) {
+            if (n_skipped++ == 0)
+                printf("drths-physical: the force guard (%.4g N, 0.8 physical.limit_force_N) left "
+                       "out:",
+                       p.guard_force_N);
+            printf(" %d (%.3g mm, %.3g Hz, command %.3g: predicted %.4g N)", t,
+                   rec.tests[t].amp_m * 1e3, rec.tests[t].freq_hz, rec.tests[t].cmd,
+                   rec.tests[t].predicted_N);
+        }
+    if (n_skipped)
+        printf("\n");
+    for (int t = 0; t < rec.n_tests; t++)
+        if (rec.tests[t].wound_down)
+            printf("drths-physical: the force guard wound test %d down (%.3g mm, %.3g Hz, command "
+                   "%.3g: %.4g N)\n",
+                   t, rec.tests[t].amp_m * 1e3, rec.tests[t].freq_hz, rec.tests[t].cmd,
+                   rec.tests[t].peak_N);
     if (rec.stopped[0]) {
         drths_cli_error(PROG, "characterization stopped: %s (the record up to there is in %s)",
                         rec.stopped, dir);
@@ -340,7 +403,8 @@ int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options
                 protocol_text(&p, proto, sizeof proto);
                 drths_damperfile_meta_t meta = {prov.started_utc, exp->name, prov.fingerprint,
                                                 proto};
-                if (write_model(dir, &meta, res, &err) != 0) {
+                if (write_fit_tables(dir, &rec, res, truth, &err) != 0 ||
+                    write_model(dir, &meta, res, &err) != 0) {
                     drths_cli_error(PROG, "%s", err.msg);
                     code = DRTHS_EXIT_FAILED;
                 }

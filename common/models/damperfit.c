@@ -53,6 +53,8 @@ static const struct {
 #define FD_STEP 1e-6
 #define LM_LAMBDA0 1e-3
 #define SUBSTEP_MARGIN 1.25
+#define MAX_STEP 0.5      /* largest step of a logarithm per iteration (x1.65) */
+#define MULTISTART_ITER 6 /* iterations from each start in n */
 
 const char *drths_damperfit_name(int i)
 {
@@ -134,6 +136,111 @@ static double sse_of(const drths_damperfit_data_t *data, const drths_damper_para
     return isfinite(s) ? s : INFINITY;
 }
 
+typedef struct {
+    size_t n;
+    int m;
+    const int *idx;
+    double *r, *rt, *rb, *J;
+    double JtJ[DRTHS_DAMPERFIT_NPARAM * DRTHS_DAMPERFIT_NPARAM];
+} lm_work_t;
+
+/* Levenberg-Marquardt from *p (its free parameters idx), at most max_iter iterations, each step
+ * at most MAX_STEP in every coordinate (a trust region: the force is far from linear in the
+ * parameters, and unbounded steps were seen to leave for a far minimum). On return *p is the
+ * best point, *sse its sum of squares, w->r its residuals and w->JtJ the Jacobian's normal
+ * matrix at the last point where it was computed. -EDOM when the start does not run. */
+static int lm(const drths_damperfit_data_t *data, drths_damper_params_t *p, lm_work_t *w,
+              int max_iter, double *sse_out, int *iters, int *conv)
+{
+    const size_t n = w->n;
+    const int m = w->m;
+    const int *idx = w->idx;
+    double th[DRTHS_DAMPERFIT_NPARAM], tt[DRTHS_DAMPERFIT_NPARAM], g[DRTHS_DAMPERFIT_NPARAM];
+    double Ms[DRTHS_DAMPERFIT_NPARAM * DRTHS_DAMPERFIT_NPARAM], d[DRTHS_DAMPERFIT_NPARAM];
+    double *JtJ = w->JtJ;
+    to_theta(p, idx, m, th);
+    double sse = sse_of(data, p, w->r);
+    if (!isfinite(sse))
+        return -EDOM;
+    double lambda = LM_LAMBDA0;
+    int it = 0, converged = 0;
+    for (; it < max_iter && !converged; it++) {
+        for (int k = 0; k < m; k++) {
+            memcpy(tt, th, sizeof tt);
+            tt[k] += FD_STEP * (params[idx[k]].how == LOG ? 1.0 : fmax(1.0, fabs(th[k])));
+            double h = tt[k] - th[k];
+            drths_damper_params_t q = *p;
+            from_theta(&q, idx, m, tt);
+            double *col = w->J + (size_t)k * n;
+            if (!isfinite(sse_of(data, &q, w->rt))) {
+                for (size_t i = 0; i < n; i++)
+                    col[i] = 0.0; /* a parameter at the edge of the model's domain: held */
+                continue;
+            }
+            for (size_t i = 0; i < n; i++)
+                col[i] = (w->rt[i] - w->r[i]) / h;
+        }
+        for (int a = 0; a < m; a++) {
+            const double *ca = w->J + (size_t)a * n;
+            double s = 0.0;
+            for (size_t i = 0; i < n; i++)
+                s += ca[i] * w->r[i];
+            g[a] = s;
+            for (int b = a; b < m; b++) {
+                const double *cb = w->J + (size_t)b * n;
+                double t = 0.0;
+                for (size_t i = 0; i < n; i++)
+                    t += ca[i] * cb[i];
+                JtJ[a * m + b] = JtJ[b * m + a] = t;
+            }
+        }
+        int accepted = 0;
+        for (int tries = 0; tries < 30 && !accepted; tries++) {
+            memcpy(Ms, JtJ, sizeof(double) * (size_t)(m * m));
+            for (int a = 0; a < m; a++) {
+                Ms[a * m + a] += lambda * fmax(JtJ[a * m + a], 1e-300) + 1e-300;
+                d[a] = -g[a];
+            }
+            if (LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', m, 1, Ms, m, d, 1) != 0) {
+                lambda *= 10.0;
+                continue;
+            }
+            double big = 0.0;
+            for (int a = 0; a < m; a++)
+                if (params[idx[a]].how == LOG)
+                    big = fmax(big, fabs(d[a]));
+            const double cut = big > MAX_STEP ? MAX_STEP / big : 1.0;
+            for (int a = 0; a < m; a++)
+                tt[a] = th[a] + cut * d[a];
+            drths_damper_params_t q = *p;
+            from_theta(&q, idx, m, tt);
+            to_theta(&q, idx, m, tt); /* k0, k1 projected at 0 */
+            double s = sse_of(data, &q, w->rt);
+            if (s < sse) {
+                double rel = (sse - s) / sse, step = 0.0;
+                for (int a = 0; a < m; a++)
+                    step = fmax(step, fabs(tt[a] - th[a]));
+                memcpy(th, tt, sizeof th);
+                memcpy(w->r, w->rt, n * sizeof *w->r);
+                *p = q;
+                sse = s;
+                lambda = fmax(lambda / 10.0, 1e-12);
+                accepted = 1;
+                if (rel < 1e-7 || step < 1e-6)
+                    converged = 1;
+            } else {
+                lambda *= 10.0;
+            }
+        }
+        if (!accepted)
+            converged = 1; /* no step lowers it: a minimum to the model's precision */
+    }
+    *sse_out = sse;
+    *iters = it;
+    *conv = converged;
+    return 0;
+}
+
 int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_params_t *start,
                         int max_iter, drths_damperfit_result_t *res, drths_error_t *err)
 {
@@ -179,96 +286,51 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
     drths_damper_close(&probe);
 
     const size_t n = (size_t)data->n;
-    double *r = malloc(n * sizeof *r), *rt = malloc(n * sizeof *rt);
-    double *J = malloc(n * (size_t)m * sizeof *J);
-    if (!r || !rt || !J) {
-        free(r), free(rt), free(J);
+    lm_work_t w = {.n = n, .m = m, .idx = idx};
+    w.r = malloc(n * sizeof *w.r), w.rt = malloc(n * sizeof *w.rt), w.rb = malloc(n * sizeof *w.rb);
+    w.J = malloc(n * (size_t)m * sizeof *w.J);
+    if (!w.r || !w.rt || !w.rb || !w.J) {
+        free(w.r), free(w.rt), free(w.rb), free(w.J);
         return drths_error_set(err, -ENOMEM, "damper fit: out of memory for %ld samples", data->n);
     }
-    double th[DRTHS_DAMPERFIT_NPARAM], tt[DRTHS_DAMPERFIT_NPARAM];
-    double JtJ[DRTHS_DAMPERFIT_NPARAM * DRTHS_DAMPERFIT_NPARAM], g[DRTHS_DAMPERFIT_NPARAM];
-    double Ms[DRTHS_DAMPERFIT_NPARAM * DRTHS_DAMPERFIT_NPARAM], d[DRTHS_DAMPERFIT_NPARAM];
-    to_theta(&p, idx, m, th);
-    double sse = sse_of(data, &p, r);
-    if (!isfinite(sse)) {
-        free(r), free(rt), free(J);
-        return drths_error_set(err, -EDOM, "damper fit: the starting model's force is not finite");
-    }
-    double lambda = LM_LAMBDA0;
     if (max_iter <= 0)
         max_iter = 100;
+    /* Several starts in n (the exponent changes the loop's shape more than any other
+     * parameter, and a fit from n = 2 to a damper at n = 1.5 was seen to end in a far local
+     * minimum); a few iterations each, then the best one to convergence. */
+    static const double n_starts[] = {1.0, 1.5, 2.0, 3.0};
+    drths_damper_params_t best = p;
+    double best_sse = INFINITY;
     int it = 0, converged = 0;
-    for (; it < max_iter && !converged; it++) {
-        /* Jacobian of the force, one column per free parameter. */
-        for (int k = 0; k < m; k++) {
-            memcpy(tt, th, sizeof tt);
-            tt[k] += FD_STEP * (params[idx[k]].how == LOG ? 1.0 : fmax(1.0, fabs(th[k])));
-            double h = tt[k] - th[k];
-            drths_damper_params_t q = p;
-            from_theta(&q, idx, m, tt);
-            if (!isfinite(sse_of(data, &q, rt))) {
-                free(r), free(rt), free(J);
-                return drths_error_set(err, -EDOM,
-                                       "damper fit: the model does not run near %s = %g",
-                                       params[idx[k]].name, drths_damperfit_get(&p, idx[k]));
-            }
-            double *col = J + (size_t)k * n;
-            for (size_t i = 0; i < n; i++)
-                col[i] = (rt[i] - r[i]) / h;
+    for (size_t k = 0; k < sizeof n_starts / sizeof n_starts[0]; k++) {
+        drths_damper_params_t q = p;
+        const double n0 = n_starts[k] * p.n / 2.0;
+        if (n0 < 1.0)
+            continue;
+        q.n = n0;
+        double s2;
+        int its, conv;
+        if (lm(data, &q, &w, MULTISTART_ITER, &s2, &its, &conv) == 0 && s2 < best_sse) {
+            best_sse = s2;
+            best = q;
         }
-        for (int a = 0; a < m; a++) {
-            const double *ca = J + (size_t)a * n;
-            double s = 0.0;
-            for (size_t i = 0; i < n; i++)
-                s += ca[i] * r[i];
-            g[a] = s;
-            for (int b = a; b < m; b++) {
-                const double *cb = J + (size_t)b * n;
-                double t = 0.0;
-                for (size_t i = 0; i < n; i++)
-                    t += ca[i] * cb[i];
-                JtJ[a * m + b] = JtJ[b * m + a] = t;
-            }
-        }
-        /* Damped steps until one lowers the sum of squares. */
-        int accepted = 0;
-        for (int tries = 0; tries < 30 && !accepted; tries++) {
-            memcpy(Ms, JtJ, sizeof(double) * (size_t)(m * m));
-            for (int a = 0; a < m; a++) {
-                Ms[a * m + a] += lambda * fmax(JtJ[a * m + a], 1e-300);
-                d[a] = -g[a];
-            }
-            if (LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', m, 1, Ms, m, d, 1) != 0) {
-                lambda *= 10.0;
-                continue;
-            }
-            for (int a = 0; a < m; a++)
-                tt[a] = th[a] + d[a];
-            drths_damper_params_t q = p;
-            from_theta(&q, idx, m, tt);
-            /* Projected parameters (k0, k1 at 0) take the step's effective value. */
-            to_theta(&q, idx, m, tt);
-            double s = sse_of(data, &q, rt);
-            if (s < sse) {
-                double rel = (sse - s) / sse;
-                double step = 0.0;
-                for (int a = 0; a < m; a++)
-                    step = fmax(step, fabs(tt[a] - th[a]));
-                memcpy(th, tt, sizeof th);
-                memcpy(r, rt, n * sizeof *r);
-                p = q;
-                sse = s;
-                lambda = fmax(lambda / 10.0, 1e-12);
-                accepted = 1;
-                if (rel < 1e-7 || step < 1e-6)
-                    converged = 1;
-            } else {
-                lambda *= 10.0;
-            }
-        }
-        if (!accepted)
-            converged = 1; /* no step lowers it: a minimum to the model's precision */
+        it += its;
     }
+    if (!isfinite(best_sse)) {
+        free(w.r), free(w.rt), free(w.rb), free(w.J);
+        return drths_error_set(err, -EDOM,
+                               "damper fit: the model's force is not finite from any "
+                               "start");
+    }
+    p = best;
+    double sse;
+    int its;
+    if (lm(data, &p, &w, max_iter, &sse, &its, &converged) != 0) {
+        free(w.r), free(w.rt), free(w.rb), free(w.J);
+        return drths_error_set(err, -EDOM, "damper fit: the model does not run near the fit");
+    }
+    it += its;
+    double *r = w.r, *JtJ = w.JtJ, Ms[DRTHS_DAMPERFIT_NPARAM * DRTHS_DAMPERFIT_NPARAM];
 
     /* Uncertainty from the last Jacobian: s^2 (J^T J)^-1. */
     const double dof = (double)data->n - m;
@@ -306,6 +368,6 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
     res->converged = converged;
     res->params.substeps = start->substeps;
     res->params.v_max_m_s = start->v_max_m_s;
-    free(r), free(rt), free(J);
+    free(w.r), free(w.rt), free(w.rb), free(w.J);
     return 0;
 }
