@@ -298,7 +298,7 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
     /* Several starts in n (the exponent changes the loop's shape more than any other
      * parameter, and a fit from n = 2 to a damper at n = 1.5 was seen to end in a far local
      * minimum); a few iterations each, then the best one to convergence. */
-    static const double n_starts[] = {1.0, 1.5, 2.0, 3.0};
+    static const double n_starts[] = {1.0, 1.5, 2.0, 3.0, 4.0};
     drths_damper_params_t best = p;
     double best_sse = INFINITY;
     int it = 0, converged = 0;
