@@ -54,7 +54,7 @@ static const struct {
 #define LM_LAMBDA0 1e-3
 #define SUBSTEP_MARGIN 1.25
 #define MAX_STEP 0.5      /* largest step of a logarithm per iteration (x1.65) */
-#define MULTISTART_ITER 6 /* iterations from each start in n */
+#define MULTISTART_ITER 3 /* iterations from each start in n */
 
 const char *drths_damperfit_name(int i)
 {

@@ -20,7 +20,7 @@
 
 #include "common/models/damperfit.h"
 
-#define DT 2e-3
+#define DT 4e-3
 #define NOISE_N 50.0
 
 typedef struct {
@@ -43,13 +43,13 @@ static double gauss(void)
     return sqrt(-2.0 * log(uniform())) * cos(2.0 * M_PI * uniform());
 }
 
-/* Sinusoids: 2 amplitudes x 6 currents at 1 Hz, three cycles each (the first and last with a
+/* Sinusoids: 2 amplitudes x 6 currents at 1 Hz, two cycles each (the first and last with a
  * half-cosine ramp of the amplitude), 0.3 s at rest between; the force of `truth` plus noise. */
 static void make_record(rec_t *r, const drths_damper_params_t *truth)
 {
     static const double amp[] = {0.003, 0.010};
     static const double cur[] = {0.0, 0.1, 0.25, 0.5, 1.0, 2.5};
-    const long per = (long)(1.0 / DT), rest = (long)(0.3 / DT), cycles = 3;
+    const long per = (long)(1.0 / DT), rest = (long)(0.3 / DT), cycles = 2;
     const long cap = 2 * 6 * (cycles * per + rest) + 1;
     r->x = calloc((size_t)cap, sizeof(double));
     r->v = calloc((size_t)cap, sizeof(double));
