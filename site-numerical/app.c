@@ -195,9 +195,16 @@ static int start_run(drths_numapp_t *a)
         return not_run(a, err.msg);
     }
     drths_site_print_recorders(&a->shell, "");
-    printf("smith predictor: %s (nominal %s model, dead time L = %u ticks)\n",
-           drths_smith_mode_name(a->exp.numerical.smith),
-           drths_damper_model_name(a->exp.specimen.damper.model), hp->L);
+    if (a->hyb.smith_model_sha256[0])
+        printf("smith predictor: %s (characterized %s model %s, sha256 %s, dead time L = %u "
+               "ticks)\n",
+               drths_smith_mode_name(a->exp.numerical.smith),
+               drths_damper_model_name(a->exp.specimen.damper.model), a->exp.numerical.smith_model,
+               a->hyb.smith_model_sha256, hp->L);
+    else
+        printf("smith predictor: %s (nominal %s model, dead time L = %u ticks)\n",
+               drths_smith_mode_name(a->exp.numerical.smith),
+               drths_damper_model_name(a->exp.specimen.damper.model), hp->L);
     printf("running: %ld steps (%.2f s), control %s, R = %d, feedback wait %.3f ms, L %s\n",
            a->hyb.ns.steps, (double)(a->hyb.ns.steps - 1) * a->hyb.ns.dt_s,
            drths_control_mode_name(a->exp.control.mode), hp->r, (double)a->hyb.p.wait_ns * 1e-6,

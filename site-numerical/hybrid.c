@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/config/config.h"
+#include "common/config/damperfile.h"
 #include "common/config/setup.h"
 #include "common/platform/rtclock.h"
 
@@ -190,6 +191,27 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     h->rest_command = h->command = drths_semiactive_initial_command(&h->ctl);
     drths_damper_params_t nominal;
     drths_setup_damper_nominal(exp, &nominal);
+    h->smith_model_sha256[0] = '\0';
+    if (exp->numerical.smith_model_path) {
+        /* The characterized damper (drths-physical --characterize) replaces the nominal one:
+         * the fixed predictor uses it, the adaptive bank starts from it. */
+        if (nominal.model != DRTHS_DAMPER_PHILLIPS2013) {
+            drths_hybrid_close(h);
+            return drths_error_set(err, -EINVAL,
+                                   "numerical.smith_model: %s: a characterized model is "
+                                   "phillips2013-200kN, the specimen's damper is %s",
+                                   exp->numerical.smith_model,
+                                   drths_damper_model_name(nominal.model));
+        }
+        const int substeps = nominal.substeps;
+        rc = drths_damperfile_load(exp->numerical.smith_model_path, &nominal, h->smith_model_sha256,
+                                   err);
+        if (rc) {
+            drths_hybrid_close(h);
+            return drths_error_prefix(err, rc, "numerical.smith_model");
+        }
+        nominal.substeps = substeps;
+    }
     /* Room for the largest dead time an epoch may bring. */
     rc = drths_smith_init(&h->smith, p->smith, &nominal, 1.0 / exp->rate_hz, lmax + 64, err);
     if (rc) {

@@ -267,6 +267,8 @@ typedef struct drths_hybrid {
     double *peak_x, *sum_x2, *peak_a, *sum_a2; /* per floor, owned */
     double peak_force_N;
     drths_hybrid_counters_t c;
+    /* numerical.smith_model's SHA-256 (hex), "" when the Smith model is the nominal one. */
+    char smith_model_sha256[65];
 } drths_hybrid_t;
 
 /* Defaults for everything but L: r, reorder_ticks and smith from the experiment, dt from its
@@ -283,9 +285,10 @@ void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experimen
  * init-only. */
 int drths_hybrid_columns_for(const drths_experiment_t *exp);
 
-/* Builds the substructure, the controller, the Smith model (nominal damper, history
- * L_max + 64), the reorder buffer, the round-trip tracker, the tick map and the column names.
- * Errors as the models report them. init-only. */
+/* Builds the substructure, the controller, the Smith model (the damper of numerical.smith_model
+ * when the file names one, else the nominal damper; history L_max + 64), the reorder buffer, the
+ * round-trip tracker, the tick map and the column names. Errors as the models report them.
+ * init-only. */
 int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
                       const drths_hybrid_params_t *p, drths_error_t *err);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/config/config.h"
+#include "common/config/damperfile.h"
 #include "common/platform/cli.h"
 #include "common/site/shell.h"
 #include "site-numerical/app.h"
@@ -138,6 +139,14 @@ int main(int argc, char **argv)
     if (!a->reference && drths_experiment_check_network(&a->exp, &cerr) != 0) {
         drths_experiment_close(&a->exp);
         return drths_cli_usage_error(PROG, "%s", cerr.msg);
+    }
+    /* A bad damper model file stops here, before any peer is waited for. */
+    if (!a->reference && a->exp.numerical.smith_model_path) {
+        drths_damper_params_t model;
+        if (drths_damperfile_load(a->exp.numerical.smith_model_path, &model, NULL, &cerr) != 0) {
+            drths_experiment_close(&a->exp);
+            return drths_cli_usage_error(PROG, "numerical.smith_model: %s", cerr.msg);
+        }
     }
     code = a->reference ? drths_reference_mode_run(&a->so, &a->exp) : drths_numapp_run_session(a);
     drths_experiment_close(&a->exp);

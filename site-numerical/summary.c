@@ -223,6 +223,11 @@ static void smith_json(drths_json_t *j, const drths_hybrid_t *h)
     drths_json_object_begin(j, "smith_predictor");
     drths_json_string(j, "mode", drths_smith_mode_name(sm->mode));
     drths_json_number(j, "force_gain", drths_smith_gain(sm));
+    /* The damper model it starts from: the nominal one, or numerical.smith_model's (its
+     * SHA-256 names the file's bytes). */
+    drths_json_string(j, "model", h->smith_model_sha256[0] ? "characterized" : "nominal");
+    if (h->smith_model_sha256[0])
+        drths_json_string(j, "model_sha256", h->smith_model_sha256);
     if (h->adaptive) {
         const char *why = drths_smith_fallback_reason(sm);
         drths_json_string(j, "identification", why ? "fell back to the nominal model" : "running");

@@ -11,6 +11,7 @@
 #include "common/platform/cli.h"
 #include "common/site/shell.h"
 #include "site-physical/app.h"
+#include "site-physical/charz_mode.h"
 #include "site-physical/iocheck_mode.h"
 #include "site-physical/serve.h"
 
@@ -39,6 +40,8 @@ static void usage(FILE *f)
             "       drths-physical --experiment FILE --probe-only [--listen HOST:PORT] [--key FILE] ...\n"
             "       drths-physical --experiment FILE --io-check [--io-amplitude M] [--io-leg S]\n"
             "                      [--io-current A]\n"
+            "       drths-physical --experiment FILE --characterize [--protocol standard|short]\n"
+            "                      [--out DIR]\n"
             "\n"
             "  --experiment FILE   the experiment file (docs/experiment-file.md)\n"
             "  --site NAME         with a file that lists sites: this site's entry (its channels,\n"
@@ -97,6 +100,13 @@ static void usage(FILE *f)
             "  --io-leg S          seconds from rest to the amplitude and back each (default 1)\n"
             "  --io-current A      the damper command of the second cycle, A or V (default half\n"
             "                      the damper's largest; 0: one cycle)\n"
+            "  --characterize      the damper's characterization, without a numerical site:\n"
+            "                      sinusoids over amplitudes x frequencies x damper commands\n"
+            "                      and a band-limited random segment through the DAQ and the\n"
+            "                      drive envelope, then the fit of the damper model; writes\n"
+            "                      model.yaml for numerical.smith_model (docs/lab-day.md)\n"
+            "  --protocol standard|short  the characterization's protocol (default standard,\n"
+            "                      about 3 min of actuator time; short: about 1 min)\n"
             "  --version           the version of this program\n"
             "  -h, --help          this text\n"
             "\n");
@@ -105,7 +115,10 @@ static void usage(FILE *f)
 /* Static: one run per process (site-physical/app.h). */
 static drths_physapp_t app;
 
-enum { OPT_MAX_ITER = 1001, OPT_ITER_DURATION, OPT_STIFFNESS, OPT_SERVE };
+enum { OPT_MAX_ITER = 1001, OPT_ITER_DURATION, OPT_STIFFNESS, OPT_SERVE, OPT_CHARZ, OPT_PROTOCOL };
+
+/* --characterize and its --protocol (site-physical/charz_mode.h). */
+static int characterize = 0, charz_short = 0, charz_protocol_set = 0;
 
 static int own_option(void *ctx, int c, const char *arg)
 {
@@ -152,6 +165,17 @@ static int own_option(void *ctx, int c, const char *arg)
     case OPT_SERVE:
         a->serve = 1;
         return 0;
+    case OPT_CHARZ:
+        characterize = 1;
+        return 0;
+    case OPT_PROTOCOL:
+        charz_protocol_set = 1;
+        if (strcmp(arg, "standard") == 0 || strcmp(arg, "short") == 0) {
+            charz_short = arg[1] == 'h';
+            return 0;
+        }
+        drths_cli_usage_error(PROG, "--protocol: '%s' is not standard or short", arg);
+        return -1;
     case OPT_STIFFNESS: {
         /* K, or K1,K2,... one per actuator channel (checked against the file in configure). An
          * empty value (K1,,K2) is refused rather than skipped: it would shift the channels. */
@@ -229,6 +253,8 @@ int main(int argc, char **argv)
         {"openfresco-iteration-duration", required_argument, NULL, OPT_ITER_DURATION},
         {"openfresco-stiffness", required_argument, NULL, OPT_STIFFNESS},
         {"serve", no_argument, NULL, OPT_SERVE},
+        {"characterize", no_argument, NULL, OPT_CHARZ},
+        {"protocol", required_argument, NULL, OPT_PROTOCOL},
         {"io-check", no_argument, NULL, 'I'},
         {"probe-only", no_argument, NULL, 'B'},
         {"io-amplitude", required_argument, NULL, 'A'},
@@ -275,6 +301,16 @@ int main(int argc, char **argv)
                                            "not go with --io-check or --openfresco");
     if (a->cfg.probe_only)
         a->exp.daq.backend = DRTHS_DAQ_BACKEND_VIRTUAL; /* nothing is driven */
+    if (charz_protocol_set && !characterize)
+        return drths_cli_usage_error(PROG, "--protocol goes with --characterize");
+    if (characterize && (a->io_check || a->openfresco || a->cfg.probe_only || a->serve))
+        return drths_cli_usage_error(PROG, "--characterize runs alone; it does not go with "
+                                           "--io-check, --openfresco, --probe-only or --serve");
+    if (characterize) {
+        code = drths_charz_mode_run(&a->exp, &a->so, charz_short);
+        drths_experiment_close(&a->exp);
+        return code;
+    }
     if (a->io_check) {
         code = drths_iocheck_mode_run(&a->exp, a->so.experiment, &a->io);
         drths_experiment_close(&a->exp);

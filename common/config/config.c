@@ -273,6 +273,8 @@ void drths_experiment_close(drths_experiment_t *x)
     free(x->ground_motion.record_path);
     free(x->link.key_file);
     free(x->link.key_path);
+    free(x->numerical.smith_model);
+    free(x->numerical.smith_model_path);
     free(x->numerical.peer);
     free(x->physical.listen);
     free(x->output.directory);

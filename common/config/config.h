@@ -225,6 +225,9 @@ typedef struct drths_experiment {
         double stability_span_s;  /* whole cycles judged together, at least (0.3 s) */
         double stability_min_amplitude_m; /* damper amplitude floor per cycle (0.2 mm) */
         double stability_max_cycle_s;     /* longer cycles break the sequence (2 s) */
+        /* numerical.smith_model, a damper model file (common/config/damperfile.h), as written
+         * and resolved against dir; both NULL if absent. Read by the numerical site. */
+        char *smith_model, *smith_model_path;
     } numerical;
 
     /* Actuator site only. */

@@ -320,6 +320,12 @@ int drths_cfg_fill_network(vctx_t *c, drths_experiment_t *x, const struct raw_to
         (r = drths_cfg_check_endpoint(c, "numerical.peer", x->numerical.peer)) ||
         (r = PARSE_RANGE(numerical, reorder_ticks, stability_max_cycle_s, t->numerical, x)))
         return r;
+    if (t->numerical && t->numerical->smith_model && t->numerical->smith_model[0]) {
+        x->numerical.smith_model = strdup(t->numerical->smith_model);
+        x->numerical.smith_model_path = drths_cfg_join_path(x->dir, t->numerical->smith_model);
+        if (!x->numerical.smith_model || !x->numerical.smith_model_path)
+            return drths_error_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+    }
 
     if ((r = PARSE(physical, listen, t->physical, x)) ||
         (r = drths_cfg_check_endpoint(c, "physical.listen", x->physical.listen)) ||

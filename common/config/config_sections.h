@@ -217,7 +217,9 @@
     X(s, REAL_IN, stability_span_s, numerical.stability_span_s, 0.3, 0.01, 60, _)                  \
     X(s, REAL_GE0, stability_min_amplitude_m, numerical.stability_min_amplitude_m, 0.0002, _, _, \
       _)                                                                                           \
-    X(s, REAL_IN, stability_max_cycle_s, numerical.stability_max_cycle_s, 2.0, 0.01, 60, _)
+    X(s, REAL_IN, stability_max_cycle_s, numerical.stability_max_cycle_s, 2.0, 0.01, 60, _)      \
+    /* a damper model file (drths-physical --characterize): the Smith predictor's model */        \
+    X(s, OPTPATH, smith_model, _, _, _, _, _)
 
 /* daq.command_out, .current_out, .displacement_in, .force_in: one analog channel each. The
  * prefix is the channel's own path. */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/config/config.h"
+#include "common/config/damperfile.h"
 #include "common/config/setup.h"
 #include "common/platform/cli.h"
 #include "common/platform/error.h"
@@ -283,6 +284,14 @@ static int check(const drths_experiment_t *x)
         return rc;
     drths_reference_summary_t s;
     drths_error_t err = {{0}};
+    if (x->numerical.smith_model_path) {
+        drths_damper_params_t model;
+        char sha[65];
+        if (drths_damperfile_load(x->numerical.smith_model_path, &model, sha, &err) != 0)
+            return drths_cli_usage_error(PROG, "numerical.smith_model: %s", err.msg);
+        printf(PROG ": numerical.smith_model %s (sha256 %s): loads\n", x->numerical.smith_model,
+               sha);
+    }
     if (drths_reference_run(x, NULL, &s, NULL, NULL, &err) != 0)
         return drths_cli_error(PROG, "reference run: %s", err.msg);
     tally_t t = {0, 0, 0};

@@ -36,6 +36,7 @@
 #include "common/platform/csvread.h"
 #include "common/platform/metrics.h"
 #include "common/platform/stats.h"
+#include "tools/report/charz.h"
 #include "tools/report/hdf5.h"
 
 /* Rows per plotted series: enough for a smooth 1200-pixel plot, small enough for gnuplot to
@@ -57,7 +58,9 @@ static void usage(FILE *f)
             "judges the run against its acceptance criteria (PASS / FAIL), prints the table and\n"
             "writes report.txt, report.json, report.h5 (the records as HDF5, units and metadata\n"
             "as attributes), report.mat (the records for MATLAB's load, v7.3) and PNG plots\n"
-            "(with gnuplot). docs/report.md defines every figure.\n"
+            "(with gnuplot). docs/report.md defines every figure. On a characterization folder\n"
+            "(drths-physical --characterize): the fit table, the force error per test and the\n"
+            "measured-against-model hysteresis loops.\n"
             "\n"
             "  -r, --reference REF_DIR  the reference run to compare with\n"
             "  -p, --physical PHYS_DIR  where physical.csv is (default RUN_DIR)\n"
@@ -1024,6 +1027,18 @@ int main(int argc, char **argv)
     int status = parse_options(argc, argv, &o);
     if (status >= 0)
         return status;
+
+    /* A characterization folder (drths-physical --characterize) has its own report. */
+    if (drths_report_is_charz(o.run_dir)) {
+        if (mkdir(o.out_dir, 0777) && errno != EEXIST) {
+            fprintf(stderr, PROG ": cannot create %s: %s\n", o.out_dir, strerror(errno));
+            return DRTHS_EXIT_FAILED;
+        }
+        const char *gp = o.plots ? find_gnuplot() : NULL;
+        if (o.plots && !gp)
+            printf("gnuplot not found: no plots (install the Debian package gnuplot-nox)\n");
+        return drths_report_charz(o.run_dir, o.out_dir, gp);
+    }
 
     inputs_t in;
     memset(&in, 0, sizeof in);

@@ -1,0 +1,185 @@
+/* The damper model's identification (common/models/damperfit.h) on synthetic records: a
+ * protocol of sinusoids over amplitudes and currents, the force of a damper unlike the
+ * nominal model (every coefficient scaled, n too) with load-cell noise, fitted from the nominal
+ * model. Each fitted parameter must come within 2 % of the truth (in the fit's gauge of A) and
+ * within a few standard uncertainties; a wrong record (the force of another damper) must leave
+ * a large force error. */
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/models/damperfit.h"
+
+#define DT 4e-3
+#define NOISE_N 50.0
+
+typedef struct {
+    double *x, *v, *cmd, *f;
+    int *test;
+    long n;
+    int n_tests;
+} rec_t;
+
+static uint64_t rng = 88172645463325252ULL;
+
+static double uniform(void)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return ((double)(rng >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double gauss(void)
+{
+    return sqrt(-2.0 * log(uniform())) * cos(2.0 * M_PI * uniform());
+}
+
+/* Sinusoids: 2 amplitudes x 6 currents at 1 Hz, two cycles each (the first and last with a
+ * half-cosine ramp of the amplitude), 0.3 s at rest between; the force of `truth` plus noise. */
+static void make_record(rec_t *r, const drths_damper_params_t *truth)
+{
+    static const double amp[] = {0.003, 0.010};
+    static const double cur[] = {0.0, 0.1, 0.25, 0.5, 1.0, 2.5};
+    const long per = (long)(1.0 / DT), rest = (long)(0.3 / DT), cycles = 2;
+    const long cap = 2 * 6 * (cycles * per + rest) + 1;
+    r->x = calloc((size_t)cap, sizeof(double));
+    r->v = calloc((size_t)cap, sizeof(double));
+    r->cmd = calloc((size_t)cap, sizeof(double));
+    r->f = calloc((size_t)cap, sizeof(double));
+    r->test = calloc((size_t)cap, sizeof(int));
+    assert_non_null(r->test);
+    long k = 0;
+    int t = 0;
+    for (int a = 0; a < 2; a++)
+        for (int c = 0; c < 6; c++, t++) {
+            for (long i = 0; i < rest; i++, k++) {
+                r->cmd[k] = cur[c];
+                r->test[k] = -1;
+            }
+            for (long i = 0; i < cycles * per; i++, k++) {
+                double s = (double)i / (double)per, w = 2.0 * M_PI;
+                double e = 1.0, de = 0.0;
+                if (s < 1.0)
+                    e = 0.5 * (1.0 - cos(M_PI * s)), de = 0.5 * M_PI * sin(M_PI * s);
+                else if (s > cycles - 1.0)
+                    e = 0.5 * (1.0 + cos(M_PI * (s - cycles + 1.0))),
+                    de = -0.5 * M_PI * sin(M_PI * (s - cycles + 1.0));
+                r->x[k] = amp[a] * e * sin(w * s);
+                r->v[k] = amp[a] * (de * sin(w * s) + e * w * cos(w * s));
+                r->cmd[k] = cur[c];
+                r->test[k] = t;
+            }
+        }
+    r->n = k;
+    r->n_tests = t;
+    drths_damperfit_data_t d = {r->x, r->v, r->cmd, r->f, r->test, r->n, r->n_tests, DT};
+    assert_int_equal(drths_damperfit_simulate(&d, truth, r->f, NULL), 0);
+    for (long i = 0; i < r->n; i++)
+        r->f[i] += NOISE_N * gauss();
+}
+
+static void free_record(rec_t *r)
+{
+    free(r->x), free(r->v), free(r->cmd), free(r->f), free(r->test);
+}
+
+static void test_recovers_parameters(void **state)
+{
+    (void)state;
+    drths_damper_params_t nominal, truth, gauged;
+    drths_damper_params_preset(&nominal, DRTHS_DAMPER_PHILLIPS2013);
+    truth = nominal;
+    drths_damper_params_scale(&truth, 1.2, 0.85, 1.15, 0.8, 1.3);
+    truth.n = 1.9;
+    rec_t r;
+    make_record(&r, &truth);
+    drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT};
+    drths_damperfit_result_t res;
+    drths_error_t err = {{0}};
+    int rc = drths_damperfit_run(&d, &nominal, 0, &res, &err);
+    if (rc)
+        fail_msg("fit failed: %s", err.msg);
+    drths_damperfit_gauge(&truth, nominal.A, &gauged);
+    for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++) {
+        double want = drths_damperfit_get(&gauged, i), got = res.value[i];
+        printf("  %-8s %12.6g +- %-10.3g true %12.6g  %s\n", drths_damperfit_name(i), got, res.u[i],
+               want, res.fitted[i] ? "" : "(fixed)");
+        if (!res.fitted[i]) {
+            assert_non_null(drths_damperfit_fixed_reason(i));
+            assert_true(got == drths_damperfit_get(&nominal, i));
+            continue;
+        }
+        if (want == 0.0) { /* k0, k1: absolute, in the force/length unit (kN/mm) */
+            if (fabs(got) > 0.01)
+                fail_msg("%s = %g, true 0", drths_damperfit_name(i), got);
+            continue;
+        }
+        if (fabs(got - want) > 0.02 * fabs(want))
+            fail_msg("%s = %g, true %g (%.2f %%)", drths_damperfit_name(i), got, want,
+                     100.0 * (got - want) / want);
+    }
+    printf("  force error %.1f N RMS of %.0f N, %d iterations\n", res.rms_N, res.force_rms_N,
+           res.iterations);
+    /* The residual is the load cell's noise, no more. */
+    assert_true(res.rms_N < 1.2 * NOISE_N);
+    for (int t = 0; t < r.n_tests; t++)
+        assert_true(res.test_rms_N[t] < 1.5 * NOISE_N);
+    free_record(&r);
+}
+
+/* A record of a damper far outside the fit's reach is not passed off as fitted: the force
+ * error stays well above the noise. */
+static void test_wrong_record_leaves_error(void **state)
+{
+    (void)state;
+    drths_damper_params_t nominal, other;
+    drths_damper_params_preset(&nominal, DRTHS_DAMPER_PHILLIPS2013);
+    other = nominal;
+    rec_t r;
+    make_record(&r, &other);
+    /* A force the model cannot produce: the damper's force plus a spring of 5 kN/mm about
+     * x = 2 mm (k1 x0 is fixed at 0, so the offset cannot be fitted). */
+    for (long i = 0; i < r.n; i++)
+        r.f[i] += 5e6 * (r.x[i] - 0.002);
+    drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT};
+    drths_damperfit_result_t res;
+    assert_int_equal(drths_damperfit_run(&d, &nominal, 5, &res, NULL), 0);
+    assert_true(res.rms_N > 5.0 * NOISE_N);
+    free_record(&r);
+}
+
+static void test_refuses(void **state)
+{
+    (void)state;
+    drths_damper_params_t p;
+    drths_damper_params_preset(&p, DRTHS_DAMPER_SPENCER1997);
+    double x[400] = {0}, f[400] = {0};
+    drths_damperfit_data_t d = {x, x, x, f, NULL, 400, 0, DT};
+    drths_damperfit_result_t res;
+    drths_error_t err = {{0}};
+    assert_int_equal(drths_damperfit_run(&d, &p, 0, &res, &err), -ENOTSUP);
+    assert_non_null(strstr(err.msg, "phillips2013"));
+    drths_damper_params_preset(&p, DRTHS_DAMPER_PHILLIPS2013);
+    d.n = 50;
+    assert_int_equal(drths_damperfit_run(&d, &p, 0, &res, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "samples"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_recovers_parameters),
+        cmocka_unit_test(test_wrong_record_leaves_error),
+        cmocka_unit_test(test_refuses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
