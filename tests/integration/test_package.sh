@@ -52,7 +52,7 @@ synopsis() { # PROGRAM: the SYNOPSIS section of its installed man page, one line
         sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed -e '1d' -e '$d' -e '/^$/d' -e 's/^ *//'
 }
 synopsis drths-physical >"$tmp/syn-physical.out"
-grep -q '^drths-physical --experiment FILE \[--listen HOST:PORT\].* \[--monitor HOST:PORT \[--wait-start\]\]$' \
+grep -q '^drths-physical --experiment FILE \[--site NAME\] \[--listen HOST:PORT\].* \[--monitor HOST:PORT \[--wait-start\]\]$' \
     "$tmp/syn-physical.out" || fail "drths-physical's SYNOPSIS splits its first form"
 grep -q '^drths-physical --experiment FILE --io-check \[--io-amplitude M\] \[--io-leg S\] \[--io-current A\]$' \
     "$tmp/syn-physical.out" || fail "drths-physical's SYNOPSIS lacks the --io-check form"
