@@ -16,6 +16,7 @@
 #include "common/config/config.h"
 #include "common/config/setup.h"
 #include "protocol/fingerprint.h"
+#include "text_file.h"
 
 static char *src_path(const char *rel)
 {
@@ -773,35 +774,6 @@ static void test_pinned_fingerprints(void **state)
         drths_experiment_close(&x);
         free(p);
     }
-}
-
-/* The text of a file, NUL-terminated (the caller frees it). */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *t = malloc((size_t)n + 1);
-    assert_non_null(t);
-    assert_int_equal(fread(t, 1, (size_t)n, f), (size_t)n);
-    t[n] = '\0';
-    fclose(f);
-    return t;
-}
-
-/* text with the first occurrence of `from` replaced by `to` (the caller frees it). */
-static char *replaced(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    if (!at)
-        fail_msg("'%s' not in the text", from);
-    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
-    char *t = malloc(n);
-    assert_non_null(t);
-    snprintf(t, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    return t;
 }
 
 /* Loads text as the two-channel example would be at path; returns the loader's result. */

@@ -14,6 +14,7 @@
 
 #include "common/config/config.h"
 #include "protocol/fingerprint.h"
+#include "text_file.h"
 
 #define EXAMPLE "examples/two-labs.yaml"
 
@@ -27,35 +28,6 @@ static char *src_path(const char *rel)
     assert_non_null(p);
     snprintf(p, n, "%s/%s", top, rel);
     return p;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    assert_true(n > 0);
-    rewind(f);
-    char *t = malloc((size_t)n + 1);
-    assert_non_null(t);
-    assert_int_equal(fread(t, 1, (size_t)n, f), (size_t)n);
-    t[n] = '\0';
-    fclose(f);
-    return t;
-}
-
-/* text with its first `from` replaced by `to` (which must occur). */
-static char *replace(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    if (!at)
-        fail_msg("\"%s\" is not in the example", from);
-    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
-    char *t = malloc(n);
-    assert_non_null(t);
-    snprintf(t, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    return t;
 }
 
 /* Loads text as the example would be at its path. */
@@ -145,10 +117,10 @@ static void test_select_site(void **state)
     load_example(&num);
     char *text = slurp(num.path);
     /* Lab B's own key file, and its channel's own damper substeps. */
-    char *t1 = replace(text, "    address: \"127.0.0.1:47002\"\n    key_file: null",
+    char *t1 = replaced(text, "    address: \"127.0.0.1:47002\"\n    key_file: null",
                        "    address: \"127.0.0.1:47002\"\n    listen: \"0.0.0.0:47002\"\n"
                        "    key_file: keys/labB.key");
-    char *t2 = replace(t1, "        floor: 2 ",
+    char *t2 = replaced(t1, "        floor: 2 ",
                        "        specimen:\n          damper:\n"
                        "            model: phillips2013-200kN\n"
                        "            substeps: 7\n        floor: 2 ");
@@ -208,7 +180,7 @@ static void test_fingerprint(void **state)
         {"    key_file: null                   # this", "    key_file: a.key  # this", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *t = replace(text, cases[i].from, cases[i].to);
+        char *t = replaced(text, cases[i].from, cases[i].to);
         drths_error_t err = {{0}};
         if (load_text(&x, t, &err) != 0)
             fail_msg("case %zu: %s", i, err.msg);
@@ -290,7 +262,7 @@ static void test_errors(void **state)
          "sites: not allowed with physical.channels"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *t = replace(text, cases[i].from, cases[i].to);
+        char *t = replaced(text, cases[i].from, cases[i].to);
         drths_experiment_t x;
         drths_error_t err = {{0}};
         int r = load_text(&x, t, &err);
@@ -303,7 +275,7 @@ static void test_errors(void **state)
     /* A channel's floor is for sites only. */
     char *q = src_path("examples/opensees/linear-springs-2dof-ideal.yaml");
     char *two = slurp(q);
-    char *t = replace(two, "    - name: y\n", "    - name: y\n      floor: 1\n");
+    char *t = replaced(two, "    - name: y\n", "    - name: y\n      floor: 1\n");
     drths_experiment_t x;
     drths_error_t err = {{0}};
     assert_int_equal(drths_experiment_load_buffer(&x, t, strlen(t), q, &err), -EINVAL);
