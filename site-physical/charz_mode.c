@@ -12,6 +12,7 @@
 #include "common/config/damperfile.h"
 #include "common/config/setup.h"
 #include "common/platform/cli.h"
+#include "common/platform/csvwrite.h"
 #include "common/platform/json.h"
 #include "common/platform/rtclock.h"
 #include "common/platform/runfolder.h"
@@ -60,42 +61,48 @@ static void protocol_text(const drths_charz_params_t *p, char *out, size_t cap)
 #undef ADD
 }
 
+/* dir/name with the columns given, through the project's CSV writer (%.9g, "nan"). */
+static int open_csv(drths_csvw_t *w, const char *dir, const char *name, const char *const *cols,
+                    int ncols, drths_error_t *err)
+{
+    char path[4096];
+    if (drths_path_join(path, sizeof path, dir, name) != 0)
+        return drths_error_set(err, -ENAMETOOLONG, "%s/%s: path too long", dir, name);
+    return drths_csvw_open(w, path, cols, ncols, err);
+}
+
 static int write_physical_csv(const char *dir, const drths_charz_record_t *rec, double rate_hz,
                               drths_error_t *err)
 {
-    char path[4096];
-    if (drths_path_join(path, sizeof path, dir, "physical.csv") != 0)
-        return drths_error_set(err, -ENAMETOOLONG, "%s/physical.csv: path too long", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return drths_error_set(err, -errno, "%s: %s", path, strerror(errno));
-    fprintf(f, "t_s,test,set_m,displacement_m,force_N,command\n");
-    for (long i = 0; i < rec->n; i++)
-        fprintf(f, "%.6f,%d,%.9g,%.9g,%.9g,%.6g\n", (double)i / rate_hz, rec->test[i],
-                rec->set_m[i], rec->disp_m[i], rec->force_N[i], rec->cmd[i]);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return drths_error_set(err, -EIO, "%s: write failed", path);
-    return 0;
+    static const char *const cols[] = {"t_s",     "test",   "set_m", "displacement_m",
+                                       "force_N", "command"};
+    drths_csvw_t w;
+    int rc = open_csv(&w, dir, "physical.csv", cols, 6, err);
+    if (rc)
+        return rc;
+    for (long i = 0; i < rec->n; i++) {
+        const double v[6] = {(double)i / rate_hz, rec->test[i],    rec->set_m[i],
+                             rec->disp_m[i],      rec->force_N[i], rec->cmd[i]};
+        drths_csvw_row(&w, v);
+    }
+    return drths_csvw_close(&w, err);
 }
 
 static int write_fit_csv(const char *dir, const drths_damperfit_data_t *d, const double *model,
                          drths_error_t *err)
 {
-    char path[4096];
-    if (drths_path_join(path, sizeof path, dir, "fit.csv") != 0)
-        return drths_error_set(err, -ENAMETOOLONG, "%s/fit.csv: path too long", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return drths_error_set(err, -errno, "%s: %s", path, strerror(errno));
-    fprintf(f, "t_s,test,displacement_m,velocity_m_s,command,force_N,model_force_N\n");
-    for (long i = 0; i < d->n; i++)
-        fprintf(f, "%.6f,%d,%.9g,%.9g,%.6g,%.9g,%.9g\n", (double)i * d->dt_s, d->test[i], d->x_m[i],
-                d->v_m_s[i], d->command[i], d->force_N[i], model[i]);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return drths_error_set(err, -EIO, "%s: write failed", path);
-    return 0;
+    static const char *const cols[] = {"t_s",     "test",    "displacement_m", "velocity_m_s",
+                                       "command", "force_N", "model_force_N"};
+    drths_csvw_t w;
+    int rc = open_csv(&w, dir, "fit.csv", cols, 7, err);
+    if (rc)
+        return rc;
+    for (long i = 0; i < d->n; i++) {
+        const double v[7] = {(double)i * d->dt_s, d->test[i],    d->x_m[i], d->v_m_s[i],
+                             d->command[i],       d->force_N[i], model[i]};
+        drths_csvw_row(&w, v);
+    }
+    return drths_csvw_close(&w, err);
 }
 
 /* fit_parameters.csv (param: the index of drths_damperfit_name; u nan when fixed, true and
