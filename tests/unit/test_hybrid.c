@@ -366,8 +366,8 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     res->L_final = h->L;
     res->n_elog = h->n_elog < 8 ? h->n_elog : 8;
     memcpy(res->elog, h->elog, (size_t)res->n_elog * sizeof res->elog[0]);
-    res->gain = drths_smith_gain(&h->smith);
-    res->rtt_p50_ns = drths_hist_quantile(&h->rtt.run, 0.5);
+    res->gain = drths_smith_gain(&h->lk[0].smith);
+    res->rtt_p50_ns = drths_hist_quantile(&h->lk[0].rtt.run, 0.5);
     res->phys_ticks = tick;
     res->last_tick = h->last_cmd_tick;
     assert_int_equal(res->rows, h->ns.steps);
