@@ -109,6 +109,11 @@ void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experimen
     p->n_links = links_of(exp);
     if (p->n_links > 1)
         p->adapt_L = 0; /* one L for all, the largest the links need (PROTOCOL.md section 12) */
+    for (int i = 0; p->n_links > 1 && i < exp->n_dampers; i++) {
+        int64_t w = (int64_t)drths_experiment_damper(exp, i)->physical.watchdog_ms * NS_PER_MS;
+        if (w > 0 && (p->link_timeout_ns == 0 || w < p->link_timeout_ns))
+            p->link_timeout_ns = w;
+    }
 }
 
 int64_t drths_hybrid_feedback_wait_ns(uint32_t L, int64_t dt_ns, int64_t rtt_min_ns,
@@ -471,6 +476,13 @@ static int was_concealed(drths_hybrid_link_t *l, uint64_t tick)
 }
 
 static int64_t min64(int64_t a, int64_t b);
+
+int64_t drths_hybrid_link_timeout_ns(const drths_hybrid_t *h)
+{
+    if (h->n_links > 1 && h->p.link_timeout_ns > 0 && h->p.link_timeout_ns < h->p.peer_timeout_ns)
+        return h->p.link_timeout_ns;
+    return h->p.peer_timeout_ns;
+}
 
 /* Every link has sent FEEDBACK: the run's steps can be paced by their arrivals. */
 static int all_got_feedback(const drths_hybrid_t *h)
@@ -1320,15 +1332,16 @@ drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,
         return DRTHS_HYBRID_ACT;
     }
     int64_t peer_deadline = INT64_MAX;
+    const int64_t lost_ns = drths_hybrid_link_timeout_ns(h);
     for (int i = 0; i < h->n_links; i++) {
         drths_hybrid_link_t *l = &h->lk[i];
-        if (now_ns - l->last_rx_ns >= h->p.peer_timeout_ns) {
+        if (now_ns - l->last_rx_ns >= lost_ns) {
             begin_link_close(h, i, now_ns, DRTHS_MSG_ABORT, DRTHS_STOP_PEER_LOST,
                              "no datagram from the actuator site for too long",
                              DRTHS_HYBRID_PEER_LOST);
             return poll_closing(h, now_ns, a);
         }
-        peer_deadline = min64(peer_deadline, l->last_rx_ns + h->p.peer_timeout_ns);
+        peer_deadline = min64(peer_deadline, l->last_rx_ns + lost_ns);
     }
     /* Step n waits for every link's feedback of tick n, each until its own deadline. */
     uint64_t n = (uint64_t)h->ns.step + 1, tick;

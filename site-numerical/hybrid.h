@@ -136,6 +136,11 @@ typedef struct drths_hybrid_params {
      * n_links > 1 fixes L (adapt_L 0). Default: 1, or the file's sites when it has several. */
     int n_links;
     int64_t link_wait_ns[DRTHS_HYBRID_MAX_LINKS];
+    /* With several links a link silent this long is lost (0: peer_timeout_ns): by default the
+     * sites' physical.watchdog_ms, after which that site holds by itself, so that the others
+     * are told within about their own watchdog instead of running on with its force
+     * concealed. */
+    int64_t link_timeout_ns;
 } drths_hybrid_params_t;
 
 /* The feedback wait (docs/design.md, "Timing model"): x(n+1) must reach the actuator site
@@ -353,6 +358,10 @@ static inline long drths_hybrid_step(const drths_hybrid_t *h)
 {
     return h->ns.step;
 }
+
+/* How long a link may be silent before it is lost: peer_timeout_ns, or with several links the
+ * shorter link_timeout_ns. RT-safe. */
+int64_t drths_hybrid_link_timeout_ns(const drths_hybrid_t *h);
 
 /* "end of record", "aborted by the actuator site", "peer lost", "no feedback at start",
  * "stopped by signal", "stability HOLD", "running". RT-safe. */

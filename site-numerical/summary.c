@@ -496,7 +496,8 @@ int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double pee
         h->end == DRTHS_HYBRID_END_OF_RECORD)
         return end_reason_one(h, by_monitor, peer_timeout_s, out, cap);
     char one[700];
-    int code = end_reason_one(h, by_monitor, peer_timeout_s, one, sizeof one);
+    int code = end_reason_one(h, by_monitor, (double)drths_hybrid_link_timeout_ns(h) * 1e-9, one,
+                              sizeof one);
     snprintf(out, cap, "site %s stopped the test (every other site was sent ABORT): %s",
              h->lk[h->end_link].name, one);
     return code;
