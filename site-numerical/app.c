@@ -96,6 +96,8 @@ static int open_link(drths_numapp_t *a, int i, drths_site_key_t *key)
     rc = drths_numsite_init(&a->sites[i], &a->exp, peer_text, key->psk, &err);
     if (rc == 0 && site)
         snprintf(a->sites[i].name, sizeof a->sites[i].name, "%s", site->name);
+    /* HELLO's link index, which the actuator site echoes (PROTOCOL.md section 12). */
+    a->sites[i].hello.link = (uint8_t)i;
     if (rc == 0 && a->so.kernel_filter)
         rc = drths_numsite_filter(&a->sites[i], &err);
     if (rc != 0) {
