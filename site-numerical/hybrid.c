@@ -1086,7 +1086,11 @@ static void resolve_force(drths_hybrid_t *h, drths_hybrid_link_t *l, int64_t n)
      * naming tick n itself): the specimen did not get any step, so its force is no measurement
      * of one. */
     const int guessed = s && (s->flags & DRTHS_FB_CONCEALED) && s->cmd_tick == n;
-    if (s && !filler && !guessed) {
+    /* A sample that names a command tick so far behind (a late command the actuator site played
+     * after a burst of loss) that the model no longer holds its step, or whose force is not a
+     * number, cannot be paired: the model conceals it (else the integrator would take a NaN). */
+    const int unpaired = s && (isnan(s->ch[0].force_n) || isnan(drths_smith_model(&l->smith, k)));
+    if (s && !filler && !guessed && !unpaired) {
         l->measured = s->ch[0].force_n;
         l->used = drths_smith_force_at(&l->smith, n, k, l->measured);
         l->consecutive = 0;
