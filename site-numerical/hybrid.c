@@ -769,7 +769,7 @@ static double tick_position(drths_hybrid_t *h, uint64_t T, double *rate)
 static const drths_msg_t *send_all(drths_hybrid_t *h, int kind)
 {
     for (int i = 1; i < h->n_links; i++)
-        h->lk[i].pending = h->lk[i].skip_close && kind == 1 && h->state == S_CLOSING ? 0 : kind;
+        h->lk[i].pending = kind;
     return &h->lk[0].out;
 }
 

@@ -63,6 +63,13 @@
  * that tick; one flagged CONCEALED that names its own tick (the actuator site guessed the
  * command) is concealed by the model too, and counts for the late rate.
  *
+ * Several links (PROTOCOL.md section 12; docs/design.md, "Several laboratories"): with a file
+ * of several sites the loop holds one drths_hybrid_link_t per actuator site (its damper's Smith
+ * predictor and stability detector, its feedback and commands) around one integrator, one
+ * control law and one L, fixed. Step n waits for every link's feedback of tick n, each until
+ * its own deadline; an action sends one message on action.link, so the COMMANDs (EPOCHs,
+ * STOP/ABORT) of one tick go out in consecutive polls. One link is the loop described above.
+ *
  * Ownership: the caller owns drths_hybrid_t; _init allocates everything the run needs (models,
  * buffers, histograms, the row); _close frees it (safe twice). Pointers handed out in
  * drths_hybrid_action_t point into the struct and are valid until the next call. One thread
