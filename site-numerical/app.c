@@ -15,7 +15,7 @@
 static int on_status(void *ctx, char *buf, size_t cap)
 {
     drths_numapp_t *a = ctx;
-    return drths_numsite_status_text(&a->site, &a->hyb, buf, cap) > 0;
+    return drths_numsite_status_text(&a->sites[0], &a->hyb, buf, cap) > 0;
 }
 
 /* The run polls the shell's stop flag itself (drths_numsite_run): only the sentence is ours. */
@@ -41,7 +41,7 @@ static void on_counters(void *ctx, drths_telemetry_frame_t *f)
 {
     drths_numapp_t *a = ctx;
     f->state = a->tlm_state;
-    drths_numsite_frame_counters(&a->site, f);
+    drths_numsite_frame_counters(&a->sites[0], f);
 }
 
 static void on_tap(void *ctx, const double *row, drths_telemetry_frame_t *f)
@@ -52,49 +52,86 @@ static void on_tap(void *ctx, const double *row, drths_telemetry_frame_t *f)
 /* The record cannot be written: the run ends with ABORT RECORDS to the actuator site. */
 static void on_records_failed(void *ctx, const char *text)
 {
-    drths_numsite_records_abort(&((drths_numapp_t *)ctx)->site, text);
+    drths_numsite_records_abort(&((drths_numapp_t *)ctx)->sites[0], text);
 }
 
 static void rt_body(void *ctx)
 {
     drths_numapp_t *a = ctx;
-    drths_numsite_run(&a->site, &a->hyb, &a->rec, &a->shell.stop, drths_site_wake, &a->shell);
+    drths_numsite_run_links(a->sites, a->n_links, &a->hyb, &a->rec, &a->shell.stop, drths_site_wake,
+                            &a->shell);
 }
 
-/* Key, socket, run folder and the start-up lines; then the shell and the monitor. Returns 0 or
+/* Link i's key, checked against its peer, and its socket: the file's one link (--peer,
+ * numerical.peer, or the one site's address), or sites[i] of a file with several. The key
+ * stays in *key for the caller (the monitor's key and the start-up lines: link 0's). Returns 0
+ * or the exit code, with the message printed. */
+static int open_link(drths_numapp_t *a, int i, drths_site_key_t *key)
+{
+    drths_error_t err = {{0}};
+    const drths_experiment_site_t *site = a->n_links > 1 ? &a->exp.sites[i] : a->exp.site;
+    const char *key_path = a->n_links > 1 && site->key_path ? site->key_path : a->exp.link.key_path;
+    int rc = drths_site_key_load(key, a->so.key, key_path, &err);
+    if (rc != 0)
+        return drths_cli_usage_error(PROG, "%s%s%s", a->n_links > 1 ? site->name : "",
+                                     a->n_links > 1 ? ": " : "", err.msg);
+    /* The rehearsal key only towards loopback; a peer that does not parse is left to
+     * drths_numsite_init's own message. */
+    drths_addr_t peer;
+    /* A file with one site: the link's address is the site's. */
+    char what[64];
+    const char *peer_text = a->peer ? a->peer : site ? site->address : a->exp.numerical.peer;
+    if (a->peer)
+        snprintf(what, sizeof what, "--peer");
+    else if (site)
+        snprintf(what, sizeof what, "sites[%d].address (%s)", i, site->name);
+    else
+        snprintf(what, sizeof what, "numerical.peer");
+    const drths_site_link_t link = {&peer, what, 0, 0, NULL};
+    if (drths_addr_parse(&peer, peer_text, link.what, NULL) == 0 &&
+        drths_site_key_allowed(key, &link, &err) != 0) {
+        drths_site_key_wipe(key);
+        return drths_cli_usage_error(PROG, "%s", err.msg);
+    }
+    rc = drths_numsite_init(&a->sites[i], &a->exp, peer_text, key->psk, &err);
+    if (rc == 0 && site)
+        snprintf(a->sites[i].name, sizeof a->sites[i].name, "%s", site->name);
+    /* HELLO's link index, which the actuator site echoes (PROTOCOL.md section 12). */
+    a->sites[i].hello.link = (uint8_t)i;
+    if (rc == 0 && a->so.kernel_filter)
+        rc = drths_numsite_filter(&a->sites[i], &err);
+    if (rc != 0) {
+        drths_site_key_wipe(key);
+        if (a->n_links > 1)
+            fprintf(stderr, "drths-numerical: %s (%s): %s\n", site->name, what, err.msg);
+        else
+            fprintf(stderr, "drths-numerical: %s\n", err.msg);
+        return rc == -EINVAL ? DRTHS_EXIT_CONFIG : DRTHS_EXIT_FAILED;
+    }
+    a->sites[i].wait_spin_ns = a->wait_spin_ns;
+    return 0;
+}
+
+/* Keys, sockets, run folder and the start-up lines; then the shell and the monitor. Returns 0 or
  * the exit code (nothing to report yet: no summary.json). */
 static int open_site(drths_numapp_t *a)
 {
     drths_error_t err = {{0}};
     drths_site_key_t key;
-    int rc = drths_site_key_load(&key, a->so.key, a->exp.link.key_path, &err);
-    if (rc != 0)
-        return drths_cli_usage_error(PROG, "%s", err.msg);
-    /* The rehearsal key only towards loopback; a peer that does not parse is left to
-     * drths_numsite_init's own message. */
-    drths_addr_t peer;
-    /* A file with one site: the link's address is the site's. */
-    const char *peer_text = a->peer       ? a->peer
-                            : a->exp.site ? a->exp.site->address
-                                          : a->exp.numerical.peer;
-    const char *peer_what = a->peer       ? "--peer"
-                            : a->exp.site ? "sites[0].address"
-                                          : "numerical.peer";
-    const drths_site_link_t link = {&peer, peer_what, 0, 0, NULL};
-    if (drths_addr_parse(&peer, peer_text, link.what, NULL) == 0 &&
-        drths_site_key_allowed(&key, &link, &err) != 0) {
-        drths_site_key_wipe(&key);
-        return drths_cli_usage_error(PROG, "%s", err.msg);
+    int rc;
+    /* The other links' key ids for the start-up lines (link 0's is key's). */
+    char ids[DRTHS_HYBRID_MAX_LINKS][sizeof key.id];
+    for (int i = a->n_links - 1; i >= 0; i--) {
+        rc = open_link(a, i, &key);
+        if (rc != 0)
+            return rc;
+        snprintf(ids[i], sizeof ids[i], "%s", key.id);
+        if (i > 0)
+            drths_site_key_wipe(&key);
     }
+    /* key is link 0's: the monitor's key is derived from it. */
     drths_site_monitor_key(&a->shell, &key);
-    rc = drths_numsite_init(&a->site, &a->exp, peer_text, key.psk, &err);
     drths_site_key_wipe(&key);
-    if (rc == 0 && a->so.kernel_filter)
-        rc = drths_numsite_filter(&a->site, &err);
-    if (rc != 0) {
-        fprintf(stderr, "drths-numerical: %s\n", err.msg);
-        return rc == -EINVAL ? DRTHS_EXIT_CONFIG : DRTHS_EXIT_FAILED;
-    }
     rc = drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "numerical", &a->prov, &err);
     if (rc == -EEXIST)
         return drths_cli_usage_error(PROG, "%s", err.msg);
@@ -111,9 +148,11 @@ static int open_site(drths_numapp_t *a)
             return drths_cli_error(PROG, "%s", err.msg);
     }
     snprintf(a->prov.key_id, sizeof a->prov.key_id, "%s", key.id);
-    a->site.wait_spin_ns = a->wait_spin_ns;
-    drths_numsite_print_start(stdout, &a->site, key.path, key.id, a->dir, a->so.kernel_filter,
+    drths_numsite_print_start(stdout, &a->sites[0], key.path, key.id, a->dir, a->so.kernel_filter,
                               a->probe_only);
+    for (int i = 0; a->n_links > 1 && i < a->n_links; i++)
+        printf("link %d: %s at %s (key id %s)\n", i + 1, a->sites[i].name, a->sites[i].peer_text,
+               ids[i]);
     if (!key.path)
         drths_site_key_warning(PROG, &key);
     if (drths_site_monitor_open(&a->shell, "numerical", a->exp.rate_hz, &err) != 0)
@@ -151,19 +190,45 @@ static int connect_peer(drths_numapp_t *a)
         drths_site_event(&a->shell, "waiting for Start");
         drths_site_wait_start(&a->shell);
     }
-    printf("connecting: HELLO to %s (session %016llx, up to %g s)\n", a->site.peer_text,
-           (unsigned long long)a->site.session_id, a->connect_timeout_s);
-    fflush(stdout);
-    drths_site_event(&a->shell, a->so.kernel_filter
-                                    ? "connecting to the actuator site (kernel filter on)"
-                                    : "connecting to the actuator site");
-    rc = drths_numsite_handshake(&a->site, a->connect_timeout_s, drths_site_poll, &a->shell, &err);
-    if (rc == 0) {
-        printf("connected: the actuator site runs the same experiment (fingerprint %.16s..)\n",
-               a->site.fingerprint_hex);
+    /* Every link's handshake before any probe and before any EPOCH 1 (PROTOCOL.md section
+     * 12), one link after the other; then each link's probes. */
+    rc = 0;
+    for (int i = 0; i < a->n_links && rc == 0; i++) {
+        drths_numsite_t *l = &a->sites[i];
+        if (a->n_links > 1)
+            printf("connecting %s: HELLO to %s (session %016llx, up to %g s)\n", l->name,
+                   l->peer_text, (unsigned long long)l->session_id, a->connect_timeout_s);
+        else
+            printf("connecting: HELLO to %s (session %016llx, up to %g s)\n", l->peer_text,
+                   (unsigned long long)l->session_id, a->connect_timeout_s);
         fflush(stdout);
+        drths_site_event(&a->shell, a->so.kernel_filter
+                                        ? "connecting to the actuator site (kernel filter on)"
+                                        : "connecting to the actuator site");
+        rc = drths_numsite_handshake(l, a->connect_timeout_s, drths_site_poll, &a->shell, &err);
+        if (rc == 0) {
+            printf("connected%s%s: the actuator site runs the same experiment (fingerprint "
+                   "%.16s..)\n",
+                   a->n_links > 1 ? " " : "", l->name, l->fingerprint_hex);
+            fflush(stdout);
+        } else if (a->n_links > 1 && rc != -ECANCELED) {
+            char text[sizeof err.msg];
+            snprintf(text, sizeof text, "%s", err.msg);
+            drths_error_set(&err, rc, "%s: %s", l->name, text);
+        }
+    }
+    if (rc != 0 && a->n_links > 1) /* the sites that did answer are told the test is off */
+        for (int i = 0; i < a->n_links; i++)
+            if (a->sites[i].peer_fingerprint_hex[0])
+                drths_numsite_farewell(&a->sites[i], "another site did not connect");
+    for (int i = 0; i < a->n_links && rc == 0; i++) {
         drths_site_event(&a->shell, "connected: measuring the round trip");
-        rc = drths_numsite_probe(&a->site, drths_site_poll, &a->shell, &err);
+        rc = drths_numsite_probe(&a->sites[i], drths_site_poll, &a->shell, &err);
+        if (rc != 0 && a->n_links > 1 && rc != -ECANCELED) {
+            char text[sizeof err.msg];
+            snprintf(text, sizeof text, "%s", err.msg);
+            drths_error_set(&err, rc, "%s: %s", a->sites[i].name, text);
+        }
     }
     if (rc != 0)
         return not_run(a, rc != -ECANCELED ? err.msg
@@ -180,11 +245,23 @@ static int start_run(drths_numapp_t *a)
     drths_error_t err = {{0}};
     drths_hybrid_params_t params, *hp = &params;
     drths_hybrid_params_default(hp, &a->exp);
-    hp->L = a->site.lchoice.L;
-    hp->wait_ns = drths_hybrid_feedback_wait_ns(hp->L, hp->dt_ns, a->site.probe_summary.min_ns,
-                                                a->site.rtt_q_ns, hp->reorder_ticks);
+    /* One L for all links: the largest any of them needs (PROTOCOL.md section 12); each link
+     * waits for its feedback by its own round trips. */
+    hp->L = a->sites[0].lchoice.L;
+    for (int i = 1; i < a->n_links; i++)
+        if (a->sites[i].lchoice.L > hp->L)
+            hp->L = a->sites[i].lchoice.L;
+    hp->wait_ns = drths_hybrid_feedback_wait_ns(hp->L, hp->dt_ns, a->sites[0].probe_summary.min_ns,
+                                                a->sites[0].rtt_q_ns, hp->reorder_ticks);
+    for (int i = 1; i < a->n_links; i++)
+        hp->link_wait_ns[i] =
+            drths_hybrid_feedback_wait_ns(hp->L, hp->dt_ns, a->sites[i].probe_summary.min_ns,
+                                          a->sites[i].rtt_q_ns, hp->reorder_ticks);
     hp->peer_timeout_ns = (int64_t)(a->peer_timeout_s * 1e9);
-    hp->rtt_q_ns = a->site.rtt_q_ns;
+    hp->rtt_q_ns = a->sites[0].rtt_q_ns;
+    for (int i = 1; i < a->n_links; i++)
+        if (a->sites[i].rtt_q_ns > hp->rtt_q_ns)
+            hp->rtt_q_ns = a->sites[i].rtt_q_ns;
     int rc = drths_hybrid_init(&a->hyb, &a->exp, hp, &err);
     if (rc == 0)
         rc = drths_site_recorder_open(&a->shell, &a->rec, a->dir, "numerical.csv",
@@ -209,6 +286,10 @@ static int start_run(drths_numapp_t *a)
            a->hyb.ns.steps, (double)(a->hyb.ns.steps - 1) * a->hyb.ns.dt_s,
            drths_control_mode_name(a->exp.control.mode), hp->r, (double)a->hyb.p.wait_ns * 1e-6,
            hp->adapt_L ? "on the fly (epochs)" : "fixed");
+    for (int i = 0; a->n_links > 1 && i < a->n_links; i++)
+        printf("  link %s: needs L = %u ticks (round trip p%g %.3f ms), feedback wait %.3f ms\n",
+               a->sites[i].name, a->sites[i].lchoice.L, a->exp.link.quantile * 100.0,
+               (double)a->sites[i].rtt_q_ns * 1e-6, (double)a->hyb.lk[i].wait_ns * 1e-6);
     fflush(stdout);
     drths_numsite_frame_map(&a->frame_map, &a->hyb);
     char text[120];
@@ -229,20 +310,29 @@ static int run_hybrid(drths_numapp_t *a)
     if (a->probe_only) {
         drths_error_t err = {{0}};
         uint64_t n = (uint64_t)(a->probe_seconds * 1e9 /
-                                (double)drths_numsite_probe_interval_ns(&a->site));
-        if (drths_numsite_set_probes(&a->site, n, &err) != 0)
-            return drths_cli_error(PROG, "%s", err.msg);
+                                (double)drths_numsite_probe_interval_ns(&a->sites[0]));
+        for (int i = 0; i < a->n_links; i++)
+            if (drths_numsite_set_probes(&a->sites[i], n, &err) != 0)
+                return drths_cli_error(PROG, "%s", err.msg);
         printf("probe-only: %llu probes over %g s, one every %.2f ms\n", (unsigned long long)n,
-               a->probe_seconds, (double)drths_numsite_probe_interval_ns(&a->site) * 1e-6);
+               a->probe_seconds, (double)drths_numsite_probe_interval_ns(&a->sites[0]) * 1e-6);
     }
     int64_t t_start = drths_now_ns();
     a->exit_code = DRTHS_EXIT_FAILED;
     int ok = connect_peer(a) == 0;
-    if (ok)
-        drths_numsite_print_probes(stdout, &a->site);
+    for (int i = 0; ok && i < a->n_links; i++) {
+        if (a->n_links > 1)
+            printf("link %s:\n", a->sites[i].name);
+        drths_numsite_print_probes(stdout, &a->sites[i]);
+    }
     if (ok && a->probe_only) {
-        drths_numsite_print_probe_only(stdout, &a->site);
-        drths_numsite_farewell(&a->site, "probe-only connectivity test finished");
+        for (int i = 0; i < a->n_links; i++) {
+            if (a->n_links > 1)
+                printf("link %s:\n", a->sites[i].name);
+            drths_numsite_print_probe_only(stdout, &a->sites[i]);
+        }
+        for (int i = 0; i < a->n_links; i++)
+            drths_numsite_farewell(&a->sites[i], "probe-only connectivity test finished");
         snprintf(a->reason, sizeof a->reason, "probe-only connectivity test finished");
         a->exit_code = 0;
         ok = 0; /* no run */
@@ -267,10 +357,11 @@ static int run_hybrid(drths_numapp_t *a)
     char rt_text[400];
     drths_site_rt_summary(&a->shell.rt_report, rt_text, sizeof rt_text);
     drths_site_provenance_rt(&a->shell, &a->shell.rt_report, &a->prov);
-    drths_numsite_outcome_t out = {a->reason, a->exit_code,
-                                   (double)(drths_now_ns() - t_start) * 1e-9, dropped, rt_text,
-                                   a->running ? &a->rec : NULL, &a->prov};
-    drths_numsite_report_end(stdout, &a->shell, &a->site, a->running ? &a->hyb : NULL, a->dir,
+    drths_numsite_outcome_t out = {
+        a->reason, a->exit_code, (double)(drths_now_ns() - t_start) * 1e-9,
+        dropped,   rt_text,      a->running ? &a->rec : NULL,
+        &a->prov,  a->sites,     a->n_links};
+    drths_numsite_report_end(stdout, &a->shell, &a->sites[0], a->running ? &a->hyb : NULL, a->dir,
                              &out);
     return a->exit_code;
 }
@@ -285,6 +376,7 @@ int drths_numapp_run_session(drths_numapp_t *a)
                    : run_hybrid(a);
     drths_site_close(&a->shell);
     drths_hybrid_close(&a->hyb);
-    drths_numsite_close(&a->site);
+    for (int i = 0; i < a->n_links; i++)
+        drths_numsite_close(&a->sites[i]);
     return code;
 }

@@ -39,7 +39,8 @@ typedef struct drths_numapp {
     int64_t wait_spin_ns; /* --wait */
     drths_experiment_t exp;
     drths_site_t shell;
-    drths_numsite_t site;
+    drths_numsite_t sites[DRTHS_HYBRID_MAX_LINKS]; /* the links: one per actuator site */
+    int n_links;
     drths_hybrid_t hyb;
     drths_recorder_t rec;
     int running;   /* the RT thread was let into the run */

@@ -63,6 +63,13 @@
  * that tick; one flagged CONCEALED that names its own tick (the actuator site guessed the
  * command) is concealed by the model too, and counts for the late rate.
  *
+ * Several links (PROTOCOL.md section 12; docs/design.md, "Several laboratories"): with a file
+ * of several sites the loop holds one drths_hybrid_link_t per actuator site (its damper's Smith
+ * predictor and stability detector, its feedback and commands) around one integrator, one
+ * control law and one L, fixed. Step n waits for every link's feedback of tick n, each until
+ * its own deadline; an action sends one message on action.link, so the COMMANDs (EPOCHs,
+ * STOP/ABORT) of one tick go out in consecutive polls. One link is the loop described above.
+ *
  * Ownership: the caller owns drths_hybrid_t; _init allocates everything the run needs (models,
  * buffers, histograms, the row); _close frees it (safe twice). Pointers handed out in
  * drths_hybrid_action_t point into the struct and are valid until the next call. One thread
@@ -100,6 +107,8 @@ typedef struct drths_experiment drths_experiment_t;
 #define DRTHS_HYBRID_MAX_WARPS 8
 /* Computed steps kept for the interpolation of fractional step positions. */
 #define DRTHS_HYBRID_STEP_RING 16
+/* Links (actuator sites) one loop holds: the experiment file's sites. */
+#define DRTHS_HYBRID_MAX_LINKS 8
 
 typedef struct drths_hybrid_params {
     uint32_t L;                /* loop delay of epoch 1, ticks (>= 1) */
@@ -128,6 +137,17 @@ typedef struct drths_hybrid_params {
     int64_t rtt_window_ns;     /* length of the sliding round-trip window (8 s) */
     int64_t rtt_q_ns;          /* the probes' round-trip quantile L was first chosen for
                                 * (reported by the caller; the decisions use the echoes) */
+    /* Several links (docs/design.md, "Several laboratories"): n_links actuator sites, link k
+     * driving damper k (a file with sites of one channel each, not selected), with one L for
+     * all and, for link k > 0, its own feedback wait link_wait_ns[k] (link 0's is wait_ns).
+     * n_links > 1 fixes L (adapt_L 0). Default: 1, or the file's sites when it has several. */
+    int n_links;
+    int64_t link_wait_ns[DRTHS_HYBRID_MAX_LINKS];
+    /* With several links a link silent this long is lost (0: peer_timeout_ns): by default the
+     * sites' physical.watchdog_ms, after which that site holds by itself, so that the others
+     * are told within about their own watchdog instead of running on with its force
+     * concealed. */
+    int64_t link_timeout_ns;
 } drths_hybrid_params_t;
 
 /* The feedback wait (docs/design.md, "Timing model"): x(n+1) must reach the actuator site
@@ -161,6 +181,7 @@ typedef enum drths_hybrid_poll_result {
 
 typedef struct drths_hybrid_action {
     const drths_msg_t *send; /* seal and send this now, or NULL */
+    int link;                /* on this link (0 with one link) */
     int is_command;          /* send is a COMMAND: report its counter with drths_hybrid_sent */
     const double *row;       /* push this row (h->ncols values) to the recorder, or NULL */
     int64_t wake_ns;         /* WAIT: poll again at this time at the latest */
@@ -198,15 +219,54 @@ typedef struct drths_hybrid_epoch_log {
     drths_epoch_reason_t reason;
 } drths_hybrid_epoch_log_t;
 
+/* One link of the loop: an actuator site, its damper's Smith predictor and stability detector
+ * (the energy of its interface), its feedback's reorder buffer, arrival estimate and round
+ * trips, its commands' ring and the message to send to it. A file with one site, or none, is
+ * one link. */
+typedef struct drths_hybrid_link {
+    char name[32]; /* the site's name ("" without sites) */
+    int damper;    /* the damper it drives (numsub's index) */
+    drths_smith_t smith;
+    drths_stability_t stab; /* the stability detector (site-numerical/stability.h) */
+    drths_reorder_t rb;
+    drths_rtt_tracker_t rtt;
+    double command;             /* damper command sent with the newest x */
+    int64_t wait_ns;            /* the feedback wait (drths_hybrid_feedback_wait_ns) */
+    /* the computed steps (damper displacement, velocity, damper command) at k % STEP_RING */
+    double st_x[DRTHS_HYBRID_STEP_RING], st_v[DRTHS_HYBRID_STEP_RING];
+    double st_cmd[DRTHS_HYBRID_STEP_RING];
+    int64_t last_rx_ns;
+    int got_feedback;
+    int64_t off_cur, off_prev, off_bucket_ns; /* arrival offset minima, two buckets */
+    int64_t off_short_cur, off_short_prev, off_short_bucket_ns; /* 50 ms arrival minima */
+    uint64_t fb_newest_tick, fb_last_counter;
+    int64_t fb_last_counter_rx_ns;
+    int peer_stopped;
+    uint64_t *concealed_tick; /* ring (reorder depth) of concealed ticks, owned */
+    size_t concealed_cap;
+    size_t rb_depth; /* reorder buffer capacity, ticks */
+    uint64_t consecutive;
+    drths_cmd_channel_t *sent; /* sample of tick T at sent[T % sent_cap], owned */
+    uint64_t *sent_tick;       /* the tick each slot holds, owned */
+    size_t sent_cap;           /* above the largest redundancy offset */
+    double prev_vel;
+    drths_msg_t out;
+    int pending;    /* out is still to be sent: 1, or 2 for a COMMAND */
+    int skip_close; /* it ended the run itself (its ABORT): no close sent to it */
+    /* the step being resolved: its feedback sample, or concealed */
+    int resolved, have_sample;
+    drths_fb_sample_t sample;
+    double measured, used;     /* of the newest step */
+    drths_hybrid_counters_t c; /* this link's counters (h->c sums them) */
+} drths_hybrid_link_t;
+
 typedef struct drths_hybrid {
     drths_hybrid_params_t p;
     drths_numsub_t ns;
-    drths_smith_t smith;
-    drths_reorder_t rb;
-    drths_rtt_tracker_t rtt;
+    drths_hybrid_link_t *lk; /* n_links links, owned */
+    int n_links;
+    int end_link;               /* the link whose end ended the run, -1: none (or this site) */
     drths_semiactive_t ctl;     /* damper command law */
-    drths_stability_t stab;     /* the stability detector (site-numerical/stability.h) */
-    double command;             /* damper command sent with the newest x */
     double rest_command;        /* damper command of the rest ticks */
     int adaptive;               /* Smith adaptive: extra columns */
     /* epochs */
@@ -222,16 +282,12 @@ typedef struct drths_hybrid {
     drths_epoch_state_t est;
     drths_rtt_window_t rttw;    /* sliding window of the echoed round trips */
     int64_t wait0_ns;           /* the feedback wait of epoch 1 (p.L, p.rtt_q_ns) */
-    int64_t off_short_cur, off_short_prev, off_short_bucket_ns; /* 50 ms arrival minima */
     int64_t *tm_tick, *tm_step; /* tick map ring: nearest step to the position each tick got,
                                  * -1 - k for a slowed-down tick near step k; owned */
     size_t tm_cap;
     int epoch_copies;           /* EPOCH copies still to send */
     int64_t epoch_next_ns;
     drths_msg_epoch_t epoch_msg;
-    /* the computed steps (damper displacement, velocity, damper command) at k % STEP_RING */
-    double st_x[DRTHS_HYBRID_STEP_RING], st_v[DRTHS_HYBRID_STEP_RING];
-    double st_cmd[DRTHS_HYBRID_STEP_RING];
     int64_t newest_step;        /* the newest computed step */
     drths_hybrid_epoch_log_t elog[DRTHS_HYBRID_MAX_EPOCH_LOG];
     int n_elog;
@@ -239,26 +295,12 @@ typedef struct drths_hybrid {
     int state;                  /* internal */
     drths_hybrid_end_t end;
     char end_text[DRTHS_WIRE_MAX_TEXT + 64]; /* the peer's ABORT text or why the run ended */
+    char close_text[DRTHS_WIRE_MAX_TEXT + 1]; /* the text of the STOP/ABORT sent */
     int end_reason;             /* the peer's ABORT/STOP reason code (PEER_ABORT) */
     /* timing */
-    int64_t start_ns, last_rx_ns, next_send_ns, close_start_ns;
-    int got_feedback;
-    int64_t off_cur, off_prev, off_bucket_ns; /* arrival offset minima, two buckets */
-    /* feedback */
-    uint64_t fb_newest_tick, fb_last_counter;
-    int64_t fb_last_counter_rx_ns;
-    int peer_stopped;
-    uint64_t *concealed_tick;   /* ring (reorder depth) of concealed ticks, owned */
-    size_t concealed_cap;
-    size_t rb_depth;       /* reorder buffer capacity, ticks */
-    uint64_t consecutive;
-    /* commands */
-    drths_cmd_channel_t *sent; /* sample of tick T at sent[T % sent_cap], owned */
-    uint64_t *sent_tick;       /* the tick each slot holds, owned */
-    size_t sent_cap;           /* above the largest redundancy offset */
-    double prev_vel;
-    uint64_t last_cmd_tick;     /* the last tick commanded (L of epoch 1 before the first) */
-    drths_msg_t out;
+    int64_t start_ns, next_send_ns, close_start_ns;
+    int got_feedback;       /* every link has sent FEEDBACK */
+    uint64_t last_cmd_tick; /* the last tick commanded (L of epoch 1 before the first) */
     int close_type, close_reason, close_sent;
     /* record */
     int ncols;
@@ -295,13 +337,19 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
 /* Frees everything. Safe twice. init-only. */
 void drths_hybrid_close(drths_hybrid_t *h);
 
-/* A valid message from the actuator site (drths_wire_open accepted it, so counter is set),
- * received at rx_ns. RT-safe. */
+/* A valid message from the actuator site of link 0 (drths_wire_open accepted it, so counter
+ * is set), received at rx_ns. RT-safe. */
 void drths_hybrid_on_message(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx_ns);
 
-/* The COMMAND of the last action was sent with this counter at sent_ns (for the round trip).
- * RT-safe. */
+/* The same from the actuator site of link `link`. Its ABORT, or its early STOP, ends the run:
+ * with several links, the others are sent ABORT {the same reason, "<site> stopped the test:
+ * <its text>"} (one fate). RT-safe. */
+void drths_hybrid_on_link_message(drths_hybrid_t *h, int link, const drths_msg_t *m, int64_t rx_ns);
+
+/* The COMMAND of the last action was sent with this counter at sent_ns (for the round trip),
+ * on the action's link. RT-safe. */
 void drths_hybrid_sent(drths_hybrid_t *h, uint64_t counter, int64_t sent_ns);
+void drths_hybrid_link_sent(drths_hybrid_t *h, int link, uint64_t counter, int64_t sent_ns);
 
 /* Does the next thing due at now_ns (see drths_hybrid_poll_result_t). The first call starts the
  * run. RT-safe. */
@@ -317,6 +365,10 @@ static inline long drths_hybrid_step(const drths_hybrid_t *h)
 {
     return h->ns.step;
 }
+
+/* How long a link may be silent before it is lost: peer_timeout_ns, or with several links the
+ * shorter link_timeout_ns. RT-safe. */
+int64_t drths_hybrid_link_timeout_ns(const drths_hybrid_t *h);
 
 /* "end of record", "aborted by the actuator site", "peer lost", "no feedback at start",
  * "stopped by signal", "stability HOLD", "running". RT-safe. */

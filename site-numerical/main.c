@@ -100,7 +100,9 @@ static int own_option(void *ctx, int c, const char *arg)
 int main(int argc, char **argv)
 {
     drths_numapp_t *a = &app;
-    a->site.udp.fd = -1; /* not open (0 would be stdin) */
+    for (int i = 0; i < DRTHS_HYBRID_MAX_LINKS; i++)
+        a->sites[i].udp.fd = -1; /* not open (0 would be stdin) */
+    a->n_links = 1;
     a->connect_timeout_s = 10.0;
     a->peer_timeout_s = 1.0;
     a->probe_seconds = 60.0;
@@ -126,17 +128,45 @@ int main(int argc, char **argv)
                                            "has no network");
     if ((code = drths_site_load_experiment(PROG, &a->exp, a->so.experiment)) != 0)
         return code;
-    /* A hybrid run drives one actuator channel; several are served over OpenFresco only. A file
-     * with one site of one channel is that link (its address, key and channel); with several
-     * sites, drths_experiment_check_network refuses it (one link for now). The reference run
-     * integrates every site's dampers. */
+    /* A hybrid run drives one actuator channel per link; several channels of one site are
+     * served over OpenFresco only. A file with one site of one channel is that link (its
+     * address, key and channel); a file with several sites of one channel each is one link per
+     * site (PROTOCOL.md section 12). The reference run integrates every site's dampers. */
     drths_error_t cerr = {{0}};
     if (!a->reference && a->exp.n_sites == 1 && a->exp.sites[0].n_channels == 1 &&
         drths_experiment_select_site(&a->exp, a->exp.sites[0].name, &cerr) != 0) {
         drths_experiment_close(&a->exp);
         return drths_cli_usage_error(PROG, "%s", cerr.msg);
     }
-    if (!a->reference && drths_experiment_check_network(&a->exp, &cerr) != 0) {
+    if (!a->reference && a->exp.n_sites > 1) {
+        int rc = 0;
+        if (a->peer)
+            rc = drths_cli_usage_error(PROG,
+                                       "--peer names one actuator site; %s has %d sites, "
+                                       "each link goes to its sites[i].address",
+                                       a->exp.path, a->exp.n_sites);
+        for (int i = 0; rc == 0 && i < a->exp.n_sites; i++)
+            if (a->exp.sites[i].n_channels != 1)
+                rc = drths_cli_usage_error(
+                    PROG,
+                    "%s:%d: sites[%d] (%s): %d channels: a numerical site drives one "
+                    "channel per site (several channels of one site are served over "
+                    "OpenFresco only)",
+                    a->exp.path, a->exp.sites[i].line, i, a->exp.sites[i].name,
+                    a->exp.sites[i].n_channels);
+        if (rc == 0 && a->exp.numerical.smith_model_path)
+            rc = drths_cli_usage_error(
+                PROG,
+                "%s: numerical.smith_model: one characterized model for %d sites' "
+                "dampers; leave it out (each damper's Smith predictor uses its "
+                "channel's nominal model)",
+                a->exp.path, a->exp.n_sites);
+        if (rc != 0) {
+            drths_experiment_close(&a->exp);
+            return rc;
+        }
+        a->n_links = a->exp.n_sites;
+    } else if (!a->reference && drths_experiment_check_network(&a->exp, &cerr) != 0) {
         drths_experiment_close(&a->exp);
         return drths_cli_usage_error(PROG, "%s", cerr.msg);
     }

@@ -451,18 +451,19 @@ int drths_numsite_probe(drths_numsite_t *s, drths_numsite_idle_fn idle, void *ct
     return 0;
 }
 
-/* Hands every waiting datagram from the peer to the loop. RT-safe (non-blocking recvmmsg). */
-static void drain_into(drths_numsite_t *s, drths_hybrid_t *h, drths_msg_t *m)
+/* Hands every waiting datagram from link i's peer to the loop. RT-safe (non-blocking
+ * recvmmsg). */
+static void drain_into(drths_numsite_t *s, int i, drths_hybrid_t *h, drths_msg_t *m)
 {
     for (;;) {
         int n = drths_udp_recv(&s->udp, s->batch, DRTHS_UDP_BATCH);
-        for (int i = 0; i < n; i++) {
-            if (!drths_addr_equal(&s->batch[i].from, &s->peer)) {
+        for (int j = 0; j < n; j++) {
+            if (!drths_addr_equal(&s->batch[j].from, &s->peer)) {
                 s->wrong_source++;
                 continue;
             }
-            if (drths_wire_open(&s->rx, s->batch[i].data, s->batch[i].len, m) == DRTHS_REJECT_OK)
-                drths_hybrid_on_message(h, m, s->batch[i].rx_ns);
+            if (drths_wire_open(&s->rx, s->batch[j].data, s->batch[j].len, m) == DRTHS_REJECT_OK)
+                drths_hybrid_on_link_message(h, i, m, s->batch[j].rx_ns);
         }
         if (n < DRTHS_UDP_BATCH)
             return;
@@ -480,10 +481,19 @@ void drths_numsite_records_abort(drths_numsite_t *s, const char *text)
 void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *rec,
                        atomic_int *stop, void (*wake)(void *ctx), void *ctx)
 {
+    drths_numsite_run_links(s, 1, h, rec, stop, wake, ctx);
+}
+
+void drths_numsite_run_links(drths_numsite_t *s, int nl, drths_hybrid_t *h, drths_recorder_t *rec,
+                             atomic_int *stop, void (*wake)(void *ctx), void *ctx)
+{
     drths_msg_t m;
     drths_hybrid_action_t a;
     int stop_sent = 0;
     uint64_t rows = 0;
+    drths_udp_t *socks[DRTHS_UDP_WAIT_MAX];
+    for (int i = 0; i < nl && i < DRTHS_UDP_WAIT_MAX; i++)
+        socks[i] = &s[i].udp;
     s->run_start_ns = drths_now_ns();
     for (;;) {
         if (!stop_sent && atomic_load(&s->records_abort)) {
@@ -500,25 +510,30 @@ void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *
         /* Drain before reading the clock: if this thread was descheduled, the feedback that
          * arrived meanwhile (with its kernel arrival time) must be seen before the loop decides
          * that a deadline has passed. */
-        drain_into(s, h, &m);
+        for (int i = 0; i < nl; i++)
+            drain_into(&s[i], i, h, &m);
         int64_t now = drths_now_ns();
         drths_hybrid_poll_result_t pr = drths_hybrid_poll(h, now, &a);
         if (pr == DRTHS_HYBRID_ACT) {
             if (a.send) {
                 uint64_t counter;
-                if (send_msg(s, a.send, &counter) == 0 && a.is_command)
-                    drths_hybrid_sent(h, counter, drths_now_ns());
+                drths_numsite_t *l = &s[a.link < nl ? a.link : 0];
+                if (send_msg(l, a.send, &counter) == 0 && a.is_command)
+                    drths_hybrid_link_sent(h, a.link, counter, drths_now_ns());
             }
             if (a.row) {
                 drths_recorder_push(rec, a.row);
                 atomic_store_explicit(&s->pub_step, h->ns.step, memory_order_relaxed);
                 atomic_store_explicit(&s->pub_concealed, h->c.concealed, memory_order_relaxed);
-                atomic_store_explicit(&s->pub_rtt_ns, h->rtt.last_rtt_ns,
+                atomic_store_explicit(&s->pub_rtt_ns, h->lk[0].rtt.last_rtt_ns,
                                       memory_order_relaxed);
                 atomic_store_explicit(&s->pub_late, h->c.fb_late, memory_order_relaxed);
-                uint64_t rej = s->wrong_source;
-                for (int r = 1; r < DRTHS_REJECT_COUNT; r++)
-                    rej += s->rx.rejects[r];
+                uint64_t rej = 0;
+                for (int i = 0; i < nl; i++) {
+                    rej += s[i].wrong_source;
+                    for (int r = 1; r < DRTHS_REJECT_COUNT; r++)
+                        rej += s[i].rx.rejects[r];
+                }
                 atomic_store_explicit(&s->pub_rejected, rej, memory_order_relaxed);
                 if (++rows % 256 == 0 && wake)
                     wake(ctx);
@@ -530,7 +545,10 @@ void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *
         int64_t until = a.wake_ns;
         if (until > now + IDLE_NS)
             until = now + IDLE_NS; /* to see a stop request soon */
-        drths_udp_wait_spin(&s->udp, until, s->wait_spin_ns);
+        if (nl == 1)
+            drths_udp_wait_spin(&s->udp, until, s->wait_spin_ns);
+        else
+            drths_udp_wait_many(socks, nl, until, s->wait_spin_ns);
     }
     s->run_end_ns = drths_now_ns();
     if (wake)

@@ -29,9 +29,11 @@
 /* Only pointers to the experiment are taken here; common/config/config.h defines it. */
 typedef struct drths_experiment drths_experiment_t;
 
-
+/* One link: the socket, session and probes towards one actuator site. A numerical site with
+ * several sites holds one per site (drths_numsite_run_links). */
 typedef struct drths_numsite {
     const drths_experiment_t *exp; /* borrowed */
+    char name[32];                 /* the site's name, "" for a file without sites */
     drths_addr_t peer;
     char peer_text[80];
     drths_udp_t udp;
@@ -138,5 +140,12 @@ void drths_numsite_records_abort(drths_numsite_t *s, const char *text);
  * RT thread; RT-safe in steady state. */
 void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *rec,
                        atomic_int *stop, void (*wake)(void *ctx), void *ctx);
+
+/* The same with n links (s[0 .. n-1], link i the hybrid loop's link i, n == h->n_links): every
+ * socket is drained into the loop with its link's index and each action is sent on its link.
+ * The stop request, the records' abort and the published counters are s[0]'s. RT thread;
+ * RT-safe in steady state. */
+void drths_numsite_run_links(drths_numsite_t *s, int n, drths_hybrid_t *h, drths_recorder_t *rec,
+                             atomic_int *stop, void (*wake)(void *ctx), void *ctx);
 
 #endif

@@ -135,9 +135,9 @@ static void loop_json(drths_json_t *j, const drths_numsite_t *s, const drths_hyb
     drths_json_int(j, "commands_sent", (int64_t)c->commands_sent);
     drths_json_int(j, "unexpected_messages", (int64_t)c->unexpected);
     drths_rtt_summary_t rs;
-    drths_rtt_summary_from_hist(&h->rtt.run, s->dt_ns, &rs);
+    drths_rtt_summary_from_hist(&h->lk[0].rtt.run, s->dt_ns, &rs);
     rtt_json(j, "rtt", &rs);
-    drths_json_int(j, "rtt_unknown_echoes", (int64_t)h->rtt.unknown);
+    drths_json_int(j, "rtt_unknown_echoes", (int64_t)h->lk[0].rtt.unknown);
     if (h->end == DRTHS_HYBRID_PEER_ABORT) {
         drths_json_string(j, "peer_abort_reason", drths_stop_reason_name(h->end_reason));
         drths_json_string(j, "peer_abort_text", h->end_text);
@@ -161,7 +161,7 @@ static void response_json(drths_json_t *j, const drths_experiment_t *e, const dr
     drths_json_array_end(j);
     drths_json_object_begin(j, "damper");
     drths_json_number(j, "peak_force_N", h->peak_force_N);
-    drths_json_number(j, "command", h->command);
+    drths_json_number(j, "command", h->lk[0].command);
     drths_json_string(j, "control", drths_control_mode_name(e->control.mode));
     drths_json_object_end(j);
 }
@@ -186,7 +186,7 @@ static void stability_view_json(drths_json_t *j, const char *key,
  * the limit, written even when it never tripped) and the judgement that tripped it. */
 static void stability_json(drths_json_t *j, const drths_hybrid_t *h)
 {
-    const drths_stability_t *st = &h->stab;
+    const drths_stability_t *st = &h->lk[0].stab;
     drths_json_object_begin(j, "stability");
     drths_json_bool(j, "enabled", st->p.enabled);
     drths_json_number(j, "limit_ratio", st->p.limit);
@@ -219,7 +219,7 @@ static void smith_fit_json(drths_json_t *j, const drths_smith_t *sm, const drths
 
 static void smith_json(drths_json_t *j, const drths_hybrid_t *h)
 {
-    const drths_smith_t *sm = &h->smith;
+    const drths_smith_t *sm = &h->lk[0].smith;
     drths_json_object_begin(j, "smith_predictor");
     drths_json_string(j, "mode", drths_smith_mode_name(sm->mode));
     drths_json_number(j, "force_gain", drths_smith_gain(sm));
@@ -292,6 +292,57 @@ static void epochs_json(drths_json_t *j, const drths_hybrid_t *h)
     drths_json_object_end(j);
 }
 
+/* With several links: each link's site, peer, probes, L it needs, round trip and feedback
+ * counters, and which site stopped the test (one fate) and why. */
+static void links_json(drths_json_t *j, const drths_numsite_outcome_t *o, const drths_hybrid_t *h)
+{
+    if (h && h->end != DRTHS_HYBRID_END_OF_RECORD && h->end_link >= 0 && h->end_link < h->n_links) {
+        drths_json_object_begin(j, "stopped_by");
+        drths_json_string(j, "site", h->lk[h->end_link].name);
+        drths_json_string(j, "end", drths_hybrid_end_name(h->end));
+        drths_json_string(j, "reason", o->exit_reason);
+        drths_json_object_end(j);
+    }
+    drths_json_array_begin(j, "links");
+    for (int i = 0; i < o->n_links; i++) {
+        const drths_numsite_t *s = &o->links[i];
+        drths_json_object_begin(j, NULL);
+        drths_json_string(j, "site", s->name);
+        drths_json_string(j, "peer", s->peer_text);
+        char sid[17];
+        snprintf(sid, sizeof sid, "%016" PRIx64, s->session_id);
+        drths_json_string(j, "session_id", sid);
+        drths_json_int(j, "probes_sent", (int64_t)s->probes_sent);
+        drths_json_int(j, "probes_answered", (int64_t)s->probes_answered);
+        drths_json_number(j, "probe_rtt_quantile_ms", (double)s->rtt_q_ns * 1e-6);
+        drths_json_int(j, "L_needed", s->lchoice.L);
+        drths_json_int(j, "wrong_source", (int64_t)s->wrong_source);
+        drths_json_int(j, "send_errors", (int64_t)s->send_errors);
+        if (h && i < h->n_links) {
+            const drths_hybrid_link_t *l = &h->lk[i];
+            const drths_hybrid_counters_t *c = &l->c;
+            drths_rtt_summary_t rs;
+            drths_rtt_summary_from_hist(&l->rtt.run, s->dt_ns, &rs);
+            drths_json_number(j, "feedback_wait_ms", (double)l->wait_ns * 1e-6);
+            drths_json_int(j, "rtt_echoes", (int64_t)rs.count);
+            drths_json_number(j, "rtt_p50_ms", rs.count ? (double)rs.p50_ns * 1e-6 : NAN);
+            drths_json_number(j, "rtt_p99_ms", rs.count ? (double)rs.p99_ns * 1e-6 : NAN);
+            drths_json_number(j, "rtt_max_ms", rs.count ? (double)rs.max_ns * 1e-6 : NAN);
+            drths_json_int(j, "concealed_feedback", (int64_t)c->concealed);
+            drths_json_int(j, "max_consecutive_concealed", (int64_t)c->max_consecutive_concealed);
+            drths_json_int(j, "feedback_datagrams", (int64_t)c->fb_datagrams);
+            drths_json_int(j, "ticks_received", (int64_t)c->fb_samples_stored);
+            drths_json_int(j, "late_after_concealed", (int64_t)c->fb_late);
+            drths_json_int(j, "actuator_concealed_ticks", (int64_t)c->phys_concealed);
+            drths_json_int(j, "actuator_hold_ticks", (int64_t)c->phys_hold);
+            drths_json_int(j, "commands_sent", (int64_t)c->commands_sent);
+            drths_json_int(j, "newest_feedback_tick", (int64_t)l->fb_newest_tick);
+        }
+        drths_json_object_end(j);
+    }
+    drths_json_array_end(j);
+}
+
 int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h,
                                 const char *dir, const drths_numsite_outcome_t *o,
                                 drths_error_t *err)
@@ -310,6 +361,8 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
         stability_json(&j, h);
         epochs_json(&j, h);
     }
+    if (o->links && o->n_links > 1)
+        links_json(&j, o, h);
     return drths_json_file_close(&j, path, err);
 }
 
@@ -432,9 +485,30 @@ void drths_numsite_print_probe_only(FILE *f, const drths_numsite_t *s)
             (double)s->lchoice.L * dt_ms);
 }
 
+/* One link's end: the sentence as for one link, with several named by the link's site. */
+static int end_reason_one(const drths_hybrid_t *h, int by_monitor, double peer_timeout_s, char *out,
+                          size_t cap);
+
 int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double peer_timeout_s,
                              char *out, size_t cap)
 {
+    if (h->n_links <= 1 || h->end_link < 0 || h->end_link >= h->n_links ||
+        h->end == DRTHS_HYBRID_END_OF_RECORD)
+        return end_reason_one(h, by_monitor, peer_timeout_s, out, cap);
+    char one[700];
+    int code = end_reason_one(h, by_monitor, (double)drths_hybrid_link_timeout_ns(h) * 1e-9, one,
+                              sizeof one);
+    snprintf(out, cap, "site %s stopped the test (every other site was sent ABORT): %s",
+             h->lk[h->end_link].name, one);
+    return code;
+}
+
+static int end_reason_one(const drths_hybrid_t *h, int by_monitor, double peer_timeout_s, char *out,
+                          size_t cap)
+{
+    const int li = h->end_link >= 0 && h->end_link < h->n_links ? h->end_link : 0;
+    const drths_hybrid_link_t *l = h->lk ? &h->lk[li] : NULL;
+    const drths_hybrid_counters_t *lc = l ? &l->c : &h->c;
     /* A run its records ended (the disk refused a write) is stopped as by a signal; what tells
      * it apart is the reason its CLOSE gave the actuator site. */
     if (h->end == DRTHS_HYBRID_SIGNAL && h->close_reason == DRTHS_STOP_RECORDS) {
@@ -451,20 +525,20 @@ int drths_numsite_end_reason(const drths_hybrid_t *h, int by_monitor, double pee
         /* What this site knows of the other's end: the ABORT that names the cause may have been
          * lost (a blackout), but FEEDBACKs flagged HOLD that came through say the actuator site
          * held; without them, the silence alone says it may have stopped. */
-        if (h->c.phys_hold)
+        if (lc->phys_hold)
             snprintf(out, cap,
                      "peer lost: no valid datagram from the actuator site for %g s; it was in "
                      "HOLD by tick %llu (its FEEDBACKs say so) and its ABORT, which names the "
                      "cause, did not arrive: the cause is in the actuator site's log and "
                      "summary.json",
-                     peer_timeout_s, (unsigned long long)h->c.phys_hold_tick);
+                     peer_timeout_s, (unsigned long long)lc->phys_hold_tick);
         else
             snprintf(out, cap,
                      "peer lost: no valid datagram from the actuator site for %g s after its "
                      "FEEDBACK for tick %llu; the actuator site may have stopped (it holds and "
                      "sends ABORT when its commands stop for physical.max_concealed_ms, and an "
                      "ABORT can be lost with them) or the link is down",
-                     peer_timeout_s, (unsigned long long)h->fb_newest_tick);
+                     peer_timeout_s, (unsigned long long)(l ? l->fb_newest_tick : 0));
         break;
     case DRTHS_HYBRID_NO_START:
         snprintf(out, cap, "peer lost: no FEEDBACK from the actuator site within %g s of EPOCH 1",
@@ -486,7 +560,7 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
 {
     if (h) {
         drths_rtt_summary_t rs;
-        drths_rtt_summary_from_hist(&h->rtt.run, s->dt_ns, &rs);
+        drths_rtt_summary_from_hist(&h->lk[0].rtt.run, s->dt_ns, &rs);
         fprintf(f, "  steps %llu of %ld, concealed feedback %llu (max %llu in a row), late "
                    "feedback %llu\n",
                 (unsigned long long)h->c.rows, h->ns.steps, (unsigned long long)h->c.concealed,
@@ -504,7 +578,7 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
                     (unsigned long long)h->c.epoch_changes, h->c.L_min_seen, h->c.L_max_seen,
                     (unsigned long long)h->c.transition, h->L);
         if (h->adaptive) {
-            const drths_smith_t *sm = &h->smith;
+            const drths_smith_t *sm = &h->lk[0].smith;
             const drths_smith_member_t *lb = drths_smith_leader(sm);
             fprintf(f,
                     "  adaptive Smith: alpha x%.3f, c0 x%.3f, c1 x%.3f, A x%.3f, n x%.3f, "

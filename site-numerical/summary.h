@@ -28,6 +28,8 @@ typedef struct drths_numsite_outcome {
     const char *rt_summary;  /* e.g. "SCHED_FIFO 80: not permitted; ..." */
     const drths_recorder_t *rec; /* closed; NULL when the run never started */
     const drths_provenance_t *provenance; /* may be NULL */
+    const drths_numsite_t *links; /* every link (links[0] is the s of the calls below), or NULL */
+    int n_links;                  /* several: summary.json gets "links" and "stopped_by" */
 } drths_numsite_outcome_t;
 
 /* Writes dir/summary.json (kind "hybrid-numerical"). h may be NULL when the run never started.

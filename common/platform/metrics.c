@@ -372,6 +372,49 @@ static double frac(long k, long n)
     return n > 0 ? (double)k / (double)n : NAN;
 }
 
+/* Ends with suffix. */
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The "<site>.fb_concealed" and "<site>.rtt_ms" columns of several links merged per row (any
+ * concealed; the largest round trip, NaN where no link has one), allocated into *conc and *rtt;
+ * both stay NULL when the record has no such columns. 0 or -ENOMEM. */
+static int links_merged(const drths_csv_table_t *t, double **conc, double **rtt, drths_error_t *err)
+{
+    int nc = 0;
+    for (int c = 0; c < t->ncols; c++)
+        nc += ends_with(t->names[c], ".fb_concealed");
+    if (nc == 0)
+        return 0;
+    size_t n = t->rows > 0 ? (size_t)t->rows : 1;
+    *conc = calloc(n, sizeof(double));
+    *rtt = malloc(n * sizeof(double));
+    if (!*conc || !*rtt) {
+        free(*conc);
+        free(*rtt);
+        *conc = *rtt = NULL;
+        return drths_error_set(err, -ENOMEM, "%s: out of memory", t->path);
+    }
+    for (long i = 0; i < t->rows; i++)
+        (*rtt)[i] = NAN;
+    for (int c = 0; c < t->ncols; c++) {
+        const double *v = t->cols[c];
+        if (ends_with(t->names[c], ".fb_concealed")) {
+            for (long i = 0; i < t->rows; i++)
+                if (v[i] != 0.0 && !isnan(v[i]))
+                    (*conc)[i] = 1.0;
+        } else if (ends_with(t->names[c], ".rtt_ms")) {
+            for (long i = 0; i < t->rows; i++)
+                if (!isnan(v[i]) && (isnan((*rtt)[i]) || v[i] > (*rtt)[i]))
+                    (*rtt)[i] = v[i];
+        }
+    }
+    return 0;
+}
+
 static int numerical_link(const drths_csv_table_t *num, drths_link_stats_t *out,
                           drths_error_t *err)
 {
@@ -383,17 +426,29 @@ static int numerical_link(const drths_csv_table_t *num, drths_link_stats_t *out,
         hybrid |= drths_csv_column(num, hybrid_cols[i]) != NULL;
     if (!hybrid)
         return 0;
-    const double *conc = need(num, "fb_concealed", err);
-    const double *rtt = need(num, "rtt_ms", err);
-    const double *ld = need(num, "loop_delay_ticks", err);
-    if (!conc || !rtt || !ld)
+    /* A numerical site with several links records each link's columns as "<site>.<name>":
+     * a step counts as concealed when any link's feedback was, and its round trip is the
+     * slowest link's (the one L is chosen for). */
+    double *conc_m = NULL, *rtt_m = NULL;
+    if (!drths_csv_column(num, "fb_concealed") && links_merged(num, &conc_m, &rtt_m, err) != 0)
         return -EINVAL;
+    const double *conc = conc_m ? conc_m : need(num, "fb_concealed", err);
+    const double *rtt = rtt_m ? rtt_m : need(num, "rtt_ms", err);
+    const double *ld = need(num, "loop_delay_ticks", err);
+    if (!conc || !rtt || !ld) {
+        free(conc_m);
+        free(rtt_m);
+        return -EINVAL;
+    }
     out->has_numerical = 1;
     out->steps = num->rows;
     out->fb_concealed = count_set(conc, num->rows);
     out->fb_concealed_frac = frac(out->fb_concealed, num->rows);
-    if (drths_stats_compute(rtt, num->rows, &out->rtt_ms) ||
-        drths_stats_compute(ld, num->rows, &out->loop_delay_ticks))
+    int bad = drths_stats_compute(rtt, num->rows, &out->rtt_ms) ||
+              drths_stats_compute(ld, num->rows, &out->loop_delay_ticks);
+    free(conc_m);
+    free(rtt_m);
+    if (bad)
         return drths_error_set(err, -ENOMEM, "%s: out of memory", num->path);
     /* Ticks are the same statistics scaled, as the scaling is monotonic. */
     double ms_per_tick = out->tick_s * 1e3;

@@ -240,6 +240,38 @@ int drths_udp_wait_spin(drths_udp_t *u, int64_t deadline_ns, int64_t spin_ns)
     return drths_udp_wait(u, deadline_ns);
 }
 
+int drths_udp_wait_many(drths_udp_t *const *u, int n, int64_t deadline_ns, int64_t spin_ns)
+{
+    struct pollfd p[DRTHS_UDP_WAIT_MAX];
+    if (n < 1 || n > DRTHS_UDP_WAIT_MAX)
+        return -EINVAL;
+    for (int i = 0; i < n; i++)
+        p[i] = (struct pollfd){.fd = u[i]->fd, .events = POLLIN};
+    int64_t now = drths_now_ns();
+    int64_t spin_end = spin_ns < deadline_ns - now ? now + spin_ns : deadline_ns;
+    while (now < spin_end) {
+        int rc = poll(p, (nfds_t)n, 0);
+        if (rc > 0)
+            return 1;
+        if (rc < 0 && errno != EINTR)
+            return -errno;
+        now = drths_now_ns();
+    }
+    for (;;) {
+        int64_t left = deadline_ns - drths_now_ns();
+        if (left < 0)
+            left = 0;
+        struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
+        int rc = ppoll(p, (nfds_t)n, &ts, NULL);
+        if (rc > 0)
+            return 1;
+        if (rc == 0)
+            return 0;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
 int drths_udp_attach_filter(drths_udp_t *u, const struct sock_filter *insns, unsigned short len)
 {
     struct sock_fprog prog = {.len = len, .filter = (struct sock_filter *)insns};

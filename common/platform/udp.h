@@ -89,6 +89,11 @@ int64_t drths_udp_kernel_drops(const drths_udp_t *u);
  * latency, at the cost of a CPU while it spins. spin_ns 0 is drths_udp_wait. RT-safe. */
 int drths_udp_wait_spin(drths_udp_t *u, int64_t deadline_ns, int64_t spin_ns);
 
+/* As drths_udp_wait_spin for the first of n sockets (n <= DRTHS_UDP_WAIT_MAX) to have a
+ * datagram waiting: 1 when one has, 0 at the deadline, or a negative errno. RT-safe. */
+#define DRTHS_UDP_WAIT_MAX 16
+int drths_udp_wait_many(drths_udp_t *const *u, int n, int64_t deadline_ns, int64_t spin_ns);
+
 void drths_udp_close(drths_udp_t *u);
 
 #endif

@@ -366,8 +366,8 @@ static void run_hybrid(const drths_experiment_t *exp, drths_smith_mode_t mode, d
     res->L_final = h->L;
     res->n_elog = h->n_elog < 8 ? h->n_elog : 8;
     memcpy(res->elog, h->elog, (size_t)res->n_elog * sizeof res->elog[0]);
-    res->gain = drths_smith_gain(&h->smith);
-    res->rtt_p50_ns = drths_hist_quantile(&h->rtt.run, 0.5);
+    res->gain = drths_smith_gain(&h->lk[0].smith);
+    res->rtt_p50_ns = drths_hist_quantile(&h->lk[0].rtt.run, 0.5);
     res->phys_ticks = tick;
     res->last_tick = h->last_cmd_tick;
     assert_int_equal(res->rows, h->ns.steps);
@@ -764,6 +764,39 @@ static void test_delayed_playback_pairs_by_command_tick(void **state)
     result_free(&unnamed);
 }
 
+/* The same with the commands 25 ms late for 0.6 s at a fixed L (the numerical site with several
+ * links fixes L, so the model's history holds L + 64 steps): the samples name command ticks
+ * more than 64 ticks behind their own, whose steps the model no longer holds. The loop conceals
+ * them by the model instead of pairing them with a step it has forgotten (a NaN force, which
+ * took the integrator and every command with it: seen live with bursty loss on one link). */
+static void test_delayed_playback_beyond_the_model_history(void **state)
+{
+    fixture_t *f = *state;
+    sim_t saved = g_sim;
+    const int64_t t_start = 1000000000;
+    g_sim.cmd_extra_ns = 25000000;
+    g_sim.step_at = t_start + 600000000;
+    g_sim.d_back_at = t_start + 1200000000;
+    g_sim.allow_conceal = 1;
+    g_sim.adapt_L = 0;
+    g_sim.delayed = 1;
+    result_t r;
+    run_hybrid(&f->exp, DRTHS_SMITH_FIXED, drop_none, &r);
+    g_sim = saved;
+    long finite = 0;
+    for (long k = 0; k < r.rows; k++)
+        finite += isfinite(r.x[0][k]) && isfinite(r.x[2][k]);
+    const double e = max_rms_error(f, &r);
+    print_message("commands 25 ms late for 0.6 s, L fixed: %llu ticks played late; %ld of %ld "
+                  "rows finite, RMS error %.3f %%\n",
+                  (unsigned long long)r.sim_delayed, finite, r.rows, 100 * e);
+    assert_int_equal(r.end, DRTHS_HYBRID_END_OF_RECORD);
+    assert_true(r.sim_delayed > 1000);
+    assert_int_equal(finite, r.rows);
+    assert_true(e < 0.005);
+    result_free(&r);
+}
+
 /* 40 COMMANDs lost in a row with R = 1, the simulated actuator site holding the last command
  * meanwhile (a crude guess: the specimen stops): the forces measured on the guessed ticks answer a
  * motion the model never commanded. Flagged CONCEALED and naming their own tick, the loop
@@ -994,6 +1027,7 @@ int main(void)
         cmocka_unit_test(test_delay_step_raises_and_lowers_L),
         cmocka_unit_test(test_epoch_changes_keep_the_command_smooth),
         cmocka_unit_test(test_delayed_playback_pairs_by_command_tick),
+        cmocka_unit_test(test_delayed_playback_beyond_the_model_history),
         cmocka_unit_test(test_guessed_commands_use_the_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

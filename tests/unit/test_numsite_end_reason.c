@@ -57,10 +57,46 @@ static void test_records_signal_and_monitor(void **state)
     assert_int_equal(code, DRTHS_EXIT_FAILED);
 }
 
+/* With several links the sentence names the site whose end ended the run, and its own counters
+ * say what was seen of it (a link lost after the sites' watchdog, not --peer-timeout). */
+static void test_several_links_name_the_site(void **state)
+{
+    (void)state;
+    int code = -1;
+    static drths_hybrid_link_t lk[2];
+    memset(&h, 0, sizeof h);
+    memset(lk, 0, sizeof lk);
+    strcpy(lk[0].name, "labA");
+    strcpy(lk[1].name, "labB");
+    lk[1].fb_newest_tick = 5918;
+    h.lk = lk;
+    h.n_links = 2;
+    h.p.peer_timeout_ns = 1000000000;
+    h.p.link_timeout_ns = 100000000;
+    h.end_link = 1;
+    h.end = DRTHS_HYBRID_PEER_LOST;
+    const char *r = reason(0, &code);
+    assert_int_equal(code, DRTHS_EXIT_FAILED);
+    assert_non_null(strstr(r, "site labB stopped the test (every other site was sent ABORT): "
+                              "peer lost: no valid datagram from the actuator site for 0.1 s "
+                              "after its FEEDBACK for tick 5918"));
+
+    h.end = DRTHS_HYBRID_PEER_ABORT;
+    h.end_reason = DRTHS_STOP_HOLD;
+    strcpy(h.end_text, "force limit");
+    assert_string_equal(reason(0, &code), "site labB stopped the test (every other site was sent "
+                                          "ABORT): actuator site aborted: HOLD: force limit");
+    /* The end of the record is nobody's. */
+    h.end = DRTHS_HYBRID_END_OF_RECORD;
+    assert_string_equal(reason(0, &code), "end of record");
+    assert_int_equal(code, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records_signal_and_monitor),
+        cmocka_unit_test(test_several_links_name_the_site),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
