@@ -93,13 +93,17 @@ void drths_hybrid_params_default(drths_hybrid_params_t *p, const drths_experimen
     p->decide_ticks = 50;
     p->glide_every = 20;
     /* A raise is urgent (commands are, or are about to be, late), so it may bend the time
-     * rate by up to 200/s: at the default experiment's peak velocity (0.25 m/s) at most
-     * 50 m/s² beyond the trajectory's own acceleration (a quarter of the drive envelope's
-     * default bound), and 25 ticks at 5 kHz are made up in about 14 ms. (At 40/s the delay
-     * step of tools/study left commands late for longer: 218 concealed ticks and 0.58 %
-     * displacement RMS error against 0.35 % with the flat fillers.) A glide is not urgent:
-     * 5/s, 1.25 m/s² at 0.25 m/s. */
-    p->warp_raise_per_s = 200.0;
+     * rate by up to 50/s: at the default experiment's peak velocity (0.25 m/s) at most
+     * 12.5 m/s² beyond the trajectory's own acceleration, and 25 ticks at 5 kHz are made up
+     * in about 27 ms. Gentler bends cost a little more lateness, steeper ones tracking: the
+     * compensation differentiates the command, and a bend's jerk (v D'''/dt², some 10^4 m/s³
+     * at 200/s and 0.15 m/s) swung the drive. A delay step 40 -> 70 ms during strong motion
+     * (6 seeds): largest drive change per tick 1.07 x the command's in every run at 50/s,
+     * 1.22-1.64 at 100/s, 1.48-1.89 at 200/s; tracking RMS error 0.43-0.83 %, 0.47-0.85 %,
+     * 1.48-2.08 %; displacement RMS error median 0.90 %, 0.92 %, 1.16 %. The step at 10 s
+     * (3 seeds): 0.21-0.25 % at 50/s, 0.26-0.39 % at 200/s. A glide is not urgent: 5/s,
+     * 1.25 m/s² at 0.25 m/s. */
+    p->warp_raise_per_s = 50.0;
     p->warp_glide_per_s = 5.0;
     /* 8 s of round trips: at 5 kHz some 35 000 to 40 000 echoes, so a p99.9 rests on 35 to 40
      * samples above it (its standard error for Gaussian jitter is about 0.04 sigma, under a
