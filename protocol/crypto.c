@@ -10,6 +10,8 @@
 
 #include <sodium.h>
 
+#include "protocol/chacha20.h"
+
 static const char rehearsal_text[] = "drths rehearsal key v1: public, for localhost rehearsal only";
 /* Key-derivation labels (ASCII, no NUL; PROTOCOL.md section 3). */
 static const char hello_label[] = "drths-v2 hello";
@@ -220,15 +222,17 @@ void drths_crypto_nonce(uint8_t nonce[DRTHS_AEAD_NONCE_BYTES], drths_role_t send
     put_be64(nonce + 4, counter);
 }
 
-/* ChaCha20-Poly1305 IETF (RFC 8439 section 2.8), composed from libsodium's ChaCha20 and
- * Poly1305 so that a datagram-sized message runs through libsodium's many-block SIMD code: one
- * crypto_stream_chacha20_ietf call makes KS_BYTES of keystream, block 0 for the one-time
- * Poly1305 key and the rest for the first MSG_HEAD bytes of the message; only a longer message
- * goes on with crypto_stream_chacha20_ietf_xor_ic from block KS_BYTES / 64. libsodium 1.0.18's
- * own crypto_aead_chacha20poly1305_ietf_*_detached runs a message shorter than 256 bytes
- * through its one-block path, about twice as slow (tools/bench: COMMAND). The bytes are the
- * same: unit.crypto compares both for every length up to 1200 bytes and more beyond. */
-#define KS_BYTES 512
+/* ChaCha20-Poly1305 IETF (RFC 8439 section 2.8), composed from ChaCha20 and libsodium's
+ * Poly1305: one drths_chacha20_ks8 call (protocol/chacha20.h: eight blocks side by side in
+ * vector registers, AVX-512VL or AVX2 where the CPU has it, else libsodium's ChaCha20) makes
+ * KS_BYTES of keystream, block 0 for the one-time Poly1305 key and the rest for the first
+ * MSG_HEAD bytes of the message; only a longer message goes on with
+ * crypto_stream_chacha20_ietf_xor_ic from block KS_BYTES / 64. libsodium 1.0.18's own
+ * crypto_aead_chacha20poly1305_ietf_*_detached runs a message shorter than 256 bytes through its
+ * one-block path, about twice as slow, and its many-block ChaCha20 rotates with shifts where
+ * AVX-512VL has one instruction (tools/bench: COMMAND). The bytes are the same: unit.crypto
+ * compares both for every length up to 1200 bytes and more beyond. */
+#define KS_BYTES DRTHS_CHACHA20_KS_BYTES
 #define MSG_HEAD (KS_BYTES - 64)
 
 static void put_le64(uint8_t *p, uint64_t v)
@@ -292,7 +296,7 @@ void drths_crypto_seal(const uint8_t key[DRTHS_KEY_BYTES], drths_role_t sender, 
 {
     uint8_t nonce[DRTHS_AEAD_NONCE_BYTES], ks[KS_BYTES];
     drths_crypto_nonce(nonce, sender, counter);
-    crypto_stream_chacha20_ietf(ks, sizeof ks, nonce, key);
+    drths_chacha20_ks8(ks, key, nonce);
     aead_xor(msg, msg, mlen, ks, key, nonce);
     aead_tag(tag, ks, ad, adlen, msg, mlen);
     sodium_memzero(ks, sizeof ks);
@@ -304,7 +308,7 @@ int drths_crypto_open(const uint8_t key[DRTHS_KEY_BYTES], drths_role_t sender, u
 {
     uint8_t nonce[DRTHS_AEAD_NONCE_BYTES], ks[KS_BYTES], want[DRTHS_TAG_BYTES];
     drths_crypto_nonce(nonce, sender, counter);
-    crypto_stream_chacha20_ietf(ks, sizeof ks, nonce, key);
+    drths_chacha20_ks8(ks, key, nonce);
     aead_tag(want, ks, ad, adlen, c, clen);
     int rc = 0;
     if (crypto_verify_16(want, tag) != 0) {
