@@ -434,7 +434,7 @@ typedef struct outbuf {
 } outbuf_t;
 
 /* n bytes to write at, or NULL (and overflow recorded, so no later write fits either). */
-static uint8_t *out_room(outbuf_t *o, size_t n)
+static inline uint8_t *out_room(outbuf_t *o, size_t n)
 {
     if (o->overflow || n > o->cap - o->len) {
         o->overflow = true;
@@ -445,20 +445,39 @@ static uint8_t *out_room(outbuf_t *o, size_t n)
     return q;
 }
 
-/* A one-byte tag then v in n big-endian bytes (n = 0: the tag alone). */
-static void w_tagged(outbuf_t *o, uint8_t tag, uint64_t v, int n)
+/* A one-byte tag then v in n big-endian bytes (n = 0, 1, 2, 4 or 8; 0: the tag alone), each
+ * width as one byte swap and one store (the readers' get_be in reverse). */
+static inline void w_tagged(outbuf_t *o, uint8_t tag, uint64_t v, int n)
 {
     uint8_t *q = out_room(o, 1 + (size_t)n);
     if (!q)
         return;
     q[0] = tag;
-    for (int i = n; i >= 1; i--) {
-        q[i] = (uint8_t)v;
-        v >>= 8;
+    uint64_t v8;
+    uint32_t v4;
+    uint16_t v2;
+    switch (n) {
+    case 8:
+        v8 = htobe64(v);
+        memcpy(q + 1, &v8, 8);
+        break;
+    case 4:
+        v4 = htobe32((uint32_t)v);
+        memcpy(q + 1, &v4, 4);
+        break;
+    case 2:
+        v2 = htobe16((uint16_t)v);
+        memcpy(q + 1, &v2, 2);
+        break;
+    case 1:
+        q[1] = (uint8_t)v;
+        break;
+    default:
+        break;
     }
 }
 
-static void w_uint(outbuf_t *o, uint64_t v)
+static inline void w_uint(outbuf_t *o, uint64_t v)
 {
     if (v < 128)
         w_tagged(o, (uint8_t)v, 0, 0); /* positive fixint */
@@ -474,7 +493,7 @@ static void w_uint(outbuf_t *o, uint64_t v)
 
 /* msgpack-c's msgpack_pack_int64: non-negative values as w_uint, negative ones in the shortest
  * signed form. */
-static void w_int(outbuf_t *o, int64_t v)
+static inline void w_int(outbuf_t *o, int64_t v)
 {
     if (v >= 0)
         w_uint(o, (uint64_t)v);
@@ -490,14 +509,14 @@ static void w_int(outbuf_t *o, int64_t v)
         w_tagged(o, 0xd3, (uint64_t)v, 8);
 }
 
-static void w_double(outbuf_t *o, double d)
+static inline void w_double(outbuf_t *o, double d)
 {
     uint64_t bits;
     memcpy(&bits, &d, sizeof bits);
     w_tagged(o, 0xcb, bits, 8);
 }
 
-static void w_array(outbuf_t *o, size_t n)
+static inline void w_array(outbuf_t *o, size_t n)
 {
     if (n < 16)
         w_tagged(o, (uint8_t)(0x90 | n), 0, 0);
