@@ -29,7 +29,8 @@
  * sleeps, the kernel wakes it) and spinning on a non-blocking recv (busy-poll).
  *
  * Output, for tools/bench:
- *   experiment path=.. r=.. channels=..
+ *   experiment path=.. r=.. channels=.. chacha20=avx512vl|avx2|libsodium   (the keystream code
+ *         this CPU runs, protocol/chacha20.h: the codec's figures depend on it)
  *   codec type=COMMAND bytes=.. seal_ns=.. open_ns=.. total_ns=.. aead_seal_ns=.. aead_open_ns=..
  *         aead_total_ns=.. ratio=..   (ratio: median over the rounds of the round's codec
  *         seal + open time over its AEAD-alone seal + open time)
@@ -56,6 +57,7 @@
 #include "common/platform/rt.h"
 #include "common/platform/rtclock.h"
 #include "common/platform/stats.h"
+#include "protocol/chacha20.h"
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
 
@@ -614,7 +616,8 @@ int main(int argc, char **argv)
         experiment = path;
     if (!experiment || experiment_shape(experiment, &sh, &err) != 0)
         return drths_cli_error(PROG, "%s", err.msg);
-    printf("experiment path=%s r=%d channels=%d\n", experiment, sh.r, sh.channels);
+    printf("experiment path=%s r=%d channels=%d chacha20=%s\n", experiment, sh.r, sh.channels,
+           drths_chacha20_impl_name(drths_chacha20_impl()));
     fflush(stdout);
     char loadavg[32] = "unknown";
     FILE *la = fopen("/proc/loadavg", "r");
