@@ -302,11 +302,22 @@ static void aead_tag(uint8_t tag[DRTHS_TAG_BYTES], const uint8_t ks[KS_BYTES], c
     sodium_memzero(&st, sizeof st);
 }
 
-/* out = in XOR ks, eight bytes at a time (out may equal in, so the compiler cannot vectorise a
- * byte loop by itself; byte by byte this was a seventh of a COMMAND's seal + open). */
+/* out = in XOR ks, 16 bytes at a time through the compiler's vector type (one SSE2 operation on
+ * x86-64), then eight, then one: out may equal in, so the compiler cannot vectorise a byte loop
+ * by itself (byte by byte this was a seventh of a COMMAND's seal + open, eight bytes at a time
+ * still a fiftieth). */
+typedef uint64_t xor_vec_t __attribute__((vector_size(16)));
+
 static void xor_bytes(uint8_t *out, const uint8_t *in, const uint8_t *ks, size_t n)
 {
     size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        xor_vec_t a, b;
+        memcpy(&a, in + i, 16);
+        memcpy(&b, ks + i, 16);
+        a ^= b;
+        memcpy(out + i, &a, 16);
+    }
     for (; i + 8 <= n; i += 8) {
         uint64_t a, b;
         memcpy(&a, in + i, 8);
