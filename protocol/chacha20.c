@@ -1,5 +1,7 @@
 #include "protocol/chacha20.h"
 
+#include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -161,8 +163,23 @@ static bool cpu_has(drths_chacha20_impl_t impl)
 
 #endif
 
+/* AUTO, or what drths_chacha20_prefer chose (written before the threads start; atomic all the
+ * same, so no reader can ever see it torn). */
+static _Atomic int preferred = DRTHS_CHACHA20_AUTO;
+
+int drths_chacha20_prefer(drths_chacha20_impl_t impl)
+{
+    if (impl != DRTHS_CHACHA20_AUTO && impl != DRTHS_CHACHA20_LIBSODIUM && !cpu_has(impl))
+        return -ENOTSUP;
+    atomic_store_explicit(&preferred, (int)impl, memory_order_release);
+    return 0;
+}
+
 drths_chacha20_impl_t drths_chacha20_impl(void)
 {
+    int p = atomic_load_explicit(&preferred, memory_order_acquire);
+    if (p != DRTHS_CHACHA20_AUTO)
+        return (drths_chacha20_impl_t)p;
     if (cpu_has(DRTHS_CHACHA20_AVX512VL))
         return DRTHS_CHACHA20_AVX512VL;
     if (cpu_has(DRTHS_CHACHA20_AVX2))

@@ -38,8 +38,15 @@ void drths_chacha20_ks8(uint8_t ks[DRTHS_CHACHA20_KS_BYTES], const uint8_t key[3
 bool drths_chacha20_ks8_with(drths_chacha20_impl_t impl, uint8_t ks[DRTHS_CHACHA20_KS_BYTES],
                              const uint8_t key[32], const uint8_t nonce[12]);
 
-/* The implementation drths_chacha20_ks8 uses on this CPU (never AUTO). RT-safe. */
+/* The implementation drths_chacha20_ks8 uses on this CPU (never AUTO): the fastest one, or the
+ * one drths_chacha20_prefer named. RT-safe. */
 drths_chacha20_impl_t drths_chacha20_impl(void);
+
+/* Makes drths_chacha20_ks8 use impl from now on (AUTO: the fastest again), so that a benchmark
+ * can show what a CPU without AVX-512VL or AVX2 would do. Returns 0, or -ENOTSUP (nothing
+ * changed) if this CPU cannot run impl. init-only: call it before other threads use this
+ * module. */
+int drths_chacha20_prefer(drths_chacha20_impl_t impl);
 
 /* "libsodium", "avx2", "avx512vl" ("auto" for AUTO). RT-safe. */
 const char *drths_chacha20_impl_name(drths_chacha20_impl_t impl);

@@ -46,6 +46,16 @@ grep -q "^experiment path=$work/r4.yaml r=4 channels=1 chacha20=" "$work/out" ||
 codec COMMAND 223
 codec FEEDBACK 176
 
+# --chacha20: the codec's figures with another ChaCha20 code (libsodium's runs everywhere); a
+# name that is not one is refused, naming it.
+run --chacha20 libsodium
+[ "$rc" -eq 0 ] || fail "--chacha20 libsodium: exit $rc"
+grep -q "^experiment .* chacha20=libsodium$" "$work/out" || fail "--chacha20 libsodium not used"
+codec COMMAND 375
+run --chacha20 sse9
+[ "$rc" -eq 2 ] || fail "--chacha20 sse9: exit $rc, not 2"
+grep -q "sse9" "$work/err" || fail "the error does not name the refused --chacha20"
+
 run --experiment "$work/missing.yaml"
 [ "$rc" -ne 0 ] || fail "a missing experiment was accepted"
 grep -q "missing.yaml" "$work/err" || fail "the error does not name the missing file"

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,12 +99,37 @@ static void test_choice(void **state)
     assert_string_equal(drths_chacha20_impl_name((drths_chacha20_impl_t)99), "unknown");
 }
 
+/* A preferred implementation is used by drths_chacha20_ks8 until AUTO puts the fastest back;
+ * one the CPU cannot run is refused and changes nothing. */
+static void test_prefer(void **state)
+{
+    (void)state;
+    drths_chacha20_impl_t fastest = drths_chacha20_impl();
+    uint8_t key[32] = {1, 2, 3}, nonce[12] = {4}, a[DRTHS_CHACHA20_KS_BYTES],
+            b[DRTHS_CHACHA20_KS_BYTES];
+    assert_int_equal(drths_chacha20_prefer(DRTHS_CHACHA20_LIBSODIUM), 0);
+    assert_int_equal(drths_chacha20_impl(), DRTHS_CHACHA20_LIBSODIUM);
+    drths_chacha20_ks8(a, key, nonce);
+    crypto_stream_chacha20_ietf(b, sizeof b, nonce, key);
+    assert_memory_equal(a, b, sizeof a);
+    for (size_t i = 0; i < N_IMPLS; i++) {
+        bool runs = drths_chacha20_ks8_with(impls[i], a, key, nonce);
+        assert_int_equal(drths_chacha20_prefer(impls[i]), runs ? 0 : -ENOTSUP);
+        if (runs && impls[i] != DRTHS_CHACHA20_AUTO)
+            assert_int_equal(drths_chacha20_impl(), impls[i]);
+        assert_int_equal(drths_chacha20_prefer(DRTHS_CHACHA20_LIBSODIUM), 0);
+    }
+    assert_int_equal(drths_chacha20_prefer(DRTHS_CHACHA20_AUTO), 0);
+    assert_int_equal(drths_chacha20_impl(), fastest);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rfc8439_block),
         cmocka_unit_test(test_matches_libsodium),
         cmocka_unit_test(test_choice),
+        cmocka_unit_test(test_prefer),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
