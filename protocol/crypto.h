@@ -11,8 +11,10 @@
  *   and the transcript hash of both HELLOs. The ephemeral secrets are wiped once the keys
  *   exist, so a PSK that leaks later does not open recorded sessions.
  * - AEAD: ChaCha20-Poly1305 IETF, detached 16-byte tag, 12-byte nonce
- *   direction || 00 00 00 || counter (big-endian 64 bits). Composed from libsodium's ChaCha20
- *   and Poly1305 for speed on short messages; byte for byte libsodium's AEAD (unit.crypto).
+ *   direction || 00 00 00 || counter (big-endian 64 bits). Composed for speed on short
+ *   messages from eight ChaCha20 blocks computed side by side (protocol/chacha20.h: AVX-512VL,
+ *   AVX2 or libsodium's code, whichever the CPU runs fastest) and libsodium's Poly1305; byte for
+ *   byte libsodium's AEAD (unit.crypto).
  *
  * Ownership: every key buffer belongs to the caller; nothing here allocates or keeps pointers.
  */

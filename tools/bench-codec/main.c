@@ -29,7 +29,8 @@
  * sleeps, the kernel wakes it) and spinning on a non-blocking recv (busy-poll).
  *
  * Output, for tools/bench:
- *   experiment path=.. r=.. channels=..
+ *   experiment path=.. r=.. channels=.. chacha20=avx512vl|avx2|libsodium   (the keystream code
+ *         this CPU runs, protocol/chacha20.h: the codec's figures depend on it)
  *   codec type=COMMAND bytes=.. seal_ns=.. open_ns=.. total_ns=.. aead_seal_ns=.. aead_open_ns=..
  *         aead_total_ns=.. ratio=..   (ratio: median over the rounds of the round's codec
  *         seal + open time over its AEAD-alone seal + open time)
@@ -56,6 +57,7 @@
 #include "common/platform/rt.h"
 #include "common/platform/rtclock.h"
 #include "common/platform/stats.h"
+#include "protocol/chacha20.h"
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
 
@@ -500,6 +502,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " [--experiment FILE] [--rounds N] [--batch N] [--pingpong N]\n"
+            "       [--chacha20 CODE]\n"
             "Nanoseconds per datagram to seal and to open the steady-state COMMAND and\n"
             "FEEDBACK of an experiment (its link.redundancy and actuator channels), beside\n"
             "libsodium's ChaCha20-Poly1305 alone on the same bytes (the floor), each the\n"
@@ -516,6 +519,9 @@ static void usage(FILE *f)
             "  --rounds N         rounds, 1 to %d (default 1000)\n"
             "  --batch N          calls per round, 1 to %d (default 20)\n"
             "  --pingpong N       loopback round trips per receiver, 0 for none (default 20000)\n"
+            "  --chacha20 CODE    the codec's ChaCha20 code: avx512vl, avx2 or libsodium, to\n"
+            "                     see what a CPU without AVX-512VL or AVX2 would do (default\n"
+            "                     the fastest this CPU runs; one it cannot run is refused)\n"
             "  -h, --help         print this help and exit\n"
             "  --version          print the version and exit\n"
             "\n",
@@ -569,17 +575,22 @@ static int experiment_shape(const char *path, shape_t *sh, drths_error_t *err)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_ROUNDS = 1, OPT_BATCH, OPT_PINGPONG, OPT_EXPERIMENT };
+    enum { OPT_ROUNDS = 1, OPT_BATCH, OPT_PINGPONG, OPT_EXPERIMENT, OPT_CHACHA20 };
+    static const char *const chacha_names[] = {"avx512vl", "avx2", "libsodium", NULL};
+    static const drths_chacha20_impl_t chacha_impls[] = {
+        DRTHS_CHACHA20_AVX512VL, DRTHS_CHACHA20_AVX2, DRTHS_CHACHA20_LIBSODIUM};
     static const struct option opts[] = {
         {"experiment", required_argument, NULL, OPT_EXPERIMENT},
         {"rounds", required_argument, NULL, OPT_ROUNDS},
         {"batch", required_argument, NULL, OPT_BATCH},
         {"pingpong", required_argument, NULL, OPT_PINGPONG},
+        {"chacha20", required_argument, NULL, OPT_CHACHA20},
         DRTHS_CLI_OPTIONS_COMMON,
         {NULL, 0, NULL, 0},
     };
     long rounds = 1000, batch = 20, pp = 20000;
     const char *experiment = NULL;
+    int chacha = -1;
     argv[0] = (char *)PROG; /* getopt names the program in its messages from argv[0] */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -599,6 +610,11 @@ int main(int argc, char **argv)
             if (drths_cli_long(PROG, "--pingpong", optarg, 0, MAX_PINGPONG, &pp) != 0)
                 return DRTHS_EXIT_USAGE;
             break;
+        case OPT_CHACHA20:
+            chacha = drths_cli_choice(PROG, "--chacha20", optarg, chacha_names);
+            if (chacha < 0)
+                return DRTHS_EXIT_USAGE;
+            break;
         default:
             return drths_cli_other_option(PROG, c, usage);
         }
@@ -607,6 +623,8 @@ int main(int argc, char **argv)
         return drths_cli_unexpected_argument(PROG, argv[optind]);
     if (drths_crypto_init() != 0)
         return drths_cli_error(PROG, "libsodium failed to initialise");
+    if (chacha >= 0 && drths_chacha20_prefer(chacha_impls[chacha]) != 0)
+        return drths_cli_error(PROG, "--chacha20 %s: this CPU cannot run it", chacha_names[chacha]);
     char path[PATH_MAX];
     drths_error_t err;
     shape_t sh;
@@ -614,7 +632,8 @@ int main(int argc, char **argv)
         experiment = path;
     if (!experiment || experiment_shape(experiment, &sh, &err) != 0)
         return drths_cli_error(PROG, "%s", err.msg);
-    printf("experiment path=%s r=%d channels=%d\n", experiment, sh.r, sh.channels);
+    printf("experiment path=%s r=%d channels=%d chacha20=%s\n", experiment, sh.r, sh.channels,
+           drths_chacha20_impl_name(drths_chacha20_impl()));
     fflush(stdout);
     char loadavg[32] = "unknown";
     FILE *la = fopen("/proc/loadavg", "r");
