@@ -44,7 +44,9 @@ typedef struct drths_session_keys {
     uint8_t phys_to_num[DRTHS_KEY_BYTES];
 } drths_session_keys_t;
 
-/* Initialises libsodium (idempotent). Returns 0 or -EIO. init-only. */
+/* Initialises libsodium (idempotent) and, the first time, checks protocol/chacha20's vector
+ * code against libsodium's keystream (libsodium's own from then on if they differ). Returns 0
+ * or -EIO. init-only. */
 int drths_crypto_init(void);
 
 /* Creates path with mode 0600 holding 32 random bytes (raw, or 64 hex digits + "\n" when hex is

@@ -10,6 +10,7 @@
 #include <sodium.h>
 
 #include "protocol/chacha20.h"
+#include "protocol/crypto.h"
 
 static const drths_chacha20_impl_t impls[] = {DRTHS_CHACHA20_LIBSODIUM, DRTHS_CHACHA20_AVX2,
                                               DRTHS_CHACHA20_AVX512VL, DRTHS_CHACHA20_AUTO};
@@ -123,6 +124,22 @@ static void test_prefer(void **state)
     assert_int_equal(drths_chacha20_impl(), fastest);
 }
 
+/* drths_crypto_init's check of the vector code against libsodium passes on this CPU: the
+ * fastest code it runs stays in use (a mismatch would have put libsodium's in its place). */
+static void test_crypto_init_keeps_the_checked_code(void **state)
+{
+    (void)state;
+    uint8_t key[32] = {5}, nonce[12] = {6}, a[DRTHS_CHACHA20_KS_BYTES];
+    drths_chacha20_impl_t fastest = DRTHS_CHACHA20_LIBSODIUM;
+    if (drths_chacha20_ks8_with(DRTHS_CHACHA20_AVX512VL, a, key, nonce))
+        fastest = DRTHS_CHACHA20_AVX512VL;
+    else if (drths_chacha20_ks8_with(DRTHS_CHACHA20_AVX2, a, key, nonce))
+        fastest = DRTHS_CHACHA20_AVX2;
+    assert_int_equal(drths_crypto_init(), 0);
+    assert_int_equal(drths_crypto_init(), 0);
+    assert_int_equal(drths_chacha20_impl(), fastest);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -130,6 +147,7 @@ int main(void)
         cmocka_unit_test(test_matches_libsodium),
         cmocka_unit_test(test_choice),
         cmocka_unit_test(test_prefer),
+        cmocka_unit_test(test_crypto_init_keeps_the_checked_code),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
