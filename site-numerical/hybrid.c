@@ -19,10 +19,10 @@ enum { S_START = 0, S_FIRST_COMMAND, S_RUN, S_CLOSING, S_DONE };
 #define OFFSET_BUCKET_NS (500 * NS_PER_MS)
 
 static const char *const extra_names[DRTHS_HYBRID_EXTRA_COLS + DRTHS_HYBRID_ADAPT_COLS] = {
-    "fb_tick", "fb_concealed", "force_measured_N", "force_model_N",
-    "force_used_N", "rtt_ms", "loop_delay_ticks",
-    "smith_gain", "smith_alpha_scale", "smith_c0_scale", "smith_c1_scale", "smith_A_scale",
-    "smith_n_scale", "smith_err_rel", "smith_fallback", "smith_lead_n_start"};
+    "fb_tick",           "fb_concealed",   "force_measured_N", "force_model_N",
+    "force_used_N",      "rtt_ms",         "loop_delay_ticks", "smith_gain",
+    "smith_alpha_scale", "smith_c0_scale", "smith_c1_scale",   "smith_A_scale",
+    "smith_n_scale",     "smith_err_rel",  "smith_fallback",   "smith_lead_n_start"};
 
 /* The short arrival-offset minimum (the up-link's current fastest way) uses buckets this long. */
 #define SHORT_BUCKET_NS (50 * NS_PER_MS)
@@ -188,8 +188,9 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
         return drths_error_set(err, -EINVAL, "link.redundancy: must be 1..%d (got %d)",
                                DRTHS_WIRE_MAX_R, p->r);
     if (p->reorder_ticks < 1 || p->dt_ns <= 0)
-        return drths_error_set(err, -EINVAL, "numerical.reorder_ticks and the tick period must "
-                                             "be > 0");
+        return drths_error_set(err, -EINVAL,
+                               "numerical.reorder_ticks and the tick period must "
+                               "be > 0");
     h->p = *p;
     if (h->p.wait_ns <= 0)
         h->p.wait_ns = (int64_t)p->reorder_ticks * p->dt_ns;
@@ -199,8 +200,8 @@ int drths_hybrid_init(drths_hybrid_t *h, const drths_experiment_t *exp,
     else if (h->p.L_max == 0)
         h->p.L_max = 4 * p->L > p->L + 2500 ? 4 * p->L : p->L + 2500;
     if (h->p.L_max < p->L)
-        return drths_error_set(err, -EINVAL, "largest L %u below the starting L %u",
-                               h->p.L_max, p->L);
+        return drths_error_set(err, -EINVAL, "largest L %u below the starting L %u", h->p.L_max,
+                               p->L);
     if (h->p.adapt_L &&
         (h->p.decide_ticks < 1 || h->p.glide_every < 2 || h->p.rtt_window_ns < RTT_SUBWINDOWS ||
          !(h->p.warp_raise_per_s > 0.0) || !(h->p.warp_glide_per_s > 0.0)))
@@ -876,8 +877,7 @@ static void fill_adaptive(const drths_hybrid_link_t *l, double *x)
 
 /* The row of the current state: with one link as always; with several, numsub's columns of
  * every damper, loop_delay_ticks and each link's feedback columns (fb_tick < 0: concealed). */
-static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double measured,
-                     double used)
+static void fill_row(drths_hybrid_t *h, long fb_tick, int concealed, double measured, double used)
 {
     double *row = h->row;
     if (h->n_links == 1) {
@@ -1152,8 +1152,8 @@ static drths_hybrid_poll_result_t do_step(drths_hybrid_t *h, int64_t now_ns,
     if (check_stability(h, now_ns))
         return DRTHS_HYBRID_ACT;
     if (h->ns.step + 1 >= h->ns.steps) {
-        begin_close(h, now_ns, DRTHS_MSG_STOP, DRTHS_STOP_END_OF_RECORD,
-                    "end of record", DRTHS_HYBRID_END_OF_RECORD);
+        begin_close(h, now_ns, DRTHS_MSG_STOP, DRTHS_STOP_END_OF_RECORD, "end of record",
+                    DRTHS_HYBRID_END_OF_RECORD);
         return DRTHS_HYBRID_ACT;
     }
     /* The command for step n+1 from the state and the force used at step n (semiactive.h). */

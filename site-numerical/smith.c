@@ -79,10 +79,9 @@ static double stiffness_rate(const drths_damper_params_t *p)
         double gb = coef(p, p->gamma_a, p->gamma_b, p->gamma_c, cmd) +
                     coef(p, p->beta_a, p->beta_b, p->beta_c, cmd);
         double al = coef(p, p->alpha_a, p->alpha_b, p->alpha_c, cmd);
-        double c01 = coef(p, p->c0_a, p->c0_b, p->c0_c, cmd) +
-                     coef(p, p->c1_a, p->c1_b, p->c1_c, cmd);
-        double l = gb > 0.0 ? p->n * pow(gb, 1.0 / p->n) * pow(p->A, (p->n - 1.0) / p->n) * v
-                            : 0.0;
+        double c01 =
+            coef(p, p->c0_a, p->c0_b, p->c0_c, cmd) + coef(p, p->c1_a, p->c1_b, p->c1_c, cmd);
+        double l = gb > 0.0 ? p->n * pow(gb, 1.0 / p->n) * pow(p->A, (p->n - 1.0) / p->n) * v : 0.0;
         l += (p->A * al + p->k0) / c01;
         lam = fmax(lam, l);
     }

@@ -89,8 +89,7 @@ static void head_json(drths_json_t *j, const drths_numsite_t *s, const drths_num
 }
 
 /* What the socket refused or lost. */
-static void socket_json(drths_json_t *j, const drths_numsite_t *s,
-                        const drths_numsite_outcome_t *o)
+static void socket_json(drths_json_t *j, const drths_numsite_t *s, const drths_numsite_outcome_t *o)
 {
     drths_json_object_begin(j, "rejects");
     for (int r = 1; r < DRTHS_REJECT_COUNT; r++)
@@ -166,8 +165,7 @@ static void response_json(drths_json_t *j, const drths_experiment_t *e, const dr
     drths_json_object_end(j);
 }
 
-static void stability_view_json(drths_json_t *j, const char *key,
-                                const drths_stability_view_t *v)
+static void stability_view_json(drths_json_t *j, const char *key, const drths_stability_view_t *v)
 {
     drths_json_object_begin(j, key);
     drths_json_number(j, "time_s", v->time_s);
@@ -194,8 +192,8 @@ static void stability_json(drths_json_t *j, const drths_hybrid_t *h)
     drths_json_number(j, "min_amplitude_m", st->p.min_amplitude_m);
     drths_json_int(j, "judgements", (int64_t)st->judgements);
     drths_json_number(j, "max_ratio", st->worst.judged ? st->worst.ratio : 0.0);
-    drths_json_number(j, "margin", st->worst.judged && st->p.limit > 0.0
-                                       ? st->worst.ratio / st->p.limit : 0.0);
+    drths_json_number(j, "margin",
+                      st->worst.judged && st->p.limit > 0.0 ? st->worst.ratio / st->p.limit : 0.0);
     if (st->worst.judged)
         stability_view_json(j, "worst", &st->worst);
     drths_json_bool(j, "tripped", st->tripped);
@@ -343,9 +341,8 @@ static void links_json(drths_json_t *j, const drths_numsite_outcome_t *o, const 
     drths_json_array_end(j);
 }
 
-int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h,
-                                const char *dir, const drths_numsite_outcome_t *o,
-                                drths_error_t *err)
+int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h, const char *dir,
+                                const drths_numsite_outcome_t *o, drths_error_t *err)
 {
     char path[4096];
     drths_json_t j;
@@ -415,7 +412,7 @@ void drths_numsite_print_reference(FILE *f, const drths_reference_summary_t *s, 
     fprintf(f, "  floor  peak disp (mm)  RMS disp (mm)  peak abs accel (m/s2)\n");
     for (int i = 0; i < s->n && i < 10; i++)
         fprintf(f, "  %5d  %14.3f  %13.3f  %21.3f\n", i + 1, 1e3 * s->peak_x_m[i],
-               1e3 * s->rms_x_m[i], s->peak_a_m_s2[i]);
+                1e3 * s->rms_x_m[i], s->peak_a_m_s2[i]);
     if (s->n_dampers > 1) {
         /* Several dampers (sites): one line each, in the file's order (summary.json names them). */
         for (int k = 0; k < s->n_dampers; k++)
@@ -433,7 +430,7 @@ void drths_numsite_print_reference(FILE *f, const drths_reference_summary_t *s, 
                 s->command);
     }
     fprintf(f, "  %ld steps (%.2f s simulated) in %.3f s wall time (%.3f s per simulated s)\n",
-           s->steps, s->duration_s, s->wall_s, s->wall_s / s->duration_s);
+            s->steps, s->duration_s, s->wall_s, s->wall_s / s->duration_s);
     fprintf(f, "  written: %s/numerical.csv, %s/summary.json\n", dir, dir);
 }
 
@@ -441,31 +438,34 @@ void drths_numsite_print_probes(FILE *f, const drths_numsite_t *s)
 {
     const drths_rtt_summary_t *r = &s->probe_summary;
     fprintf(f, "probes: %llu sent, %llu answered (%.1f %% lost)\n",
-           (unsigned long long)s->probes_sent, (unsigned long long)s->probes_answered,
-           100.0 * (double)(s->probes_sent - s->probes_answered) / (double)s->probes_sent);
+            (unsigned long long)s->probes_sent, (unsigned long long)s->probes_answered,
+            100.0 * (double)(s->probes_sent - s->probes_answered) / (double)s->probes_sent);
     fprintf(f, "  round trip  min %.3f  p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f ms\n",
-           (double)r->min_ns * 1e-6, (double)r->p50_ns * 1e-6, (double)r->p99_ns * 1e-6,
-           (double)r->p999_ns * 1e-6, (double)r->max_ns * 1e-6);
+            (double)r->min_ns * 1e-6, (double)r->p50_ns * 1e-6, (double)r->p99_ns * 1e-6,
+            (double)r->p999_ns * 1e-6, (double)r->max_ns * 1e-6);
     fprintf(f, "              min %lld  p50 %lld  p99 %lld  p99.9 %lld  max %lld ticks\n",
-           (long long)r->min_ticks, (long long)r->p50_ticks, (long long)r->p99_ticks,
-           (long long)r->p999_ticks, (long long)r->max_ticks);
+            (long long)r->min_ticks, (long long)r->p50_ticks, (long long)r->p99_ticks,
+            (long long)r->p999_ticks, (long long)r->max_ticks);
     const drths_lchoice_t *l = &s->lchoice;
     fprintf(f, "loop delay L = %u ticks (%.3f ms)", l->L, (double)l->L * (double)s->dt_ns * 1e-6);
     if (l->fixed)
         fprintf(f, ": fixed by link.loop_delay_ticks (the measurements ask for %u)%s\n", l->L_auto,
-               l->L < l->L_auto ? " -- WARNING: below what the link needs" : "");
+                l->L < l->L_auto ? " -- WARNING: below what the link needs" : "");
     else
-        fprintf(f, ": round trip q%g %u + wake margins %u + %u + safety %u\n", s->exp->link.quantile,
-               l->rtt_ticks, l->wake_local_ticks, l->wake_peer_ticks, l->safety_ticks);
+        fprintf(f, ": round trip q%g %u + wake margins %u + %u + safety %u\n",
+                s->exp->link.quantile, l->rtt_ticks, l->wake_local_ticks, l->wake_peer_ticks,
+                l->safety_ticks);
 }
 
 void drths_numsite_print_probe_only(FILE *f, const drths_numsite_t *s)
 {
     const drths_experiment_t *e = s->exp;
-    double dt_ms = (double)s->dt_ns * 1e-6, every_ms = (double)drths_numsite_probe_interval_ns(s) * 1e-6;
+    double dt_ms = (double)s->dt_ns * 1e-6,
+           every_ms = (double)drths_numsite_probe_interval_ns(s) * 1e-6;
     uint64_t lost = s->probes_sent - s->probes_answered;
-    fprintf(f, "  loss: %llu probes (%.3f %%) in %llu bursts, the longest %llu probes (%.1f ms); "
-               "%llu echoes reordered\n",
+    fprintf(f,
+            "  loss: %llu probes (%.3f %%) in %llu bursts, the longest %llu probes (%.1f ms); "
+            "%llu echoes reordered\n",
             (unsigned long long)lost, 100.0 * (double)lost / (double)s->probes_sent,
             (unsigned long long)s->probe_loss_bursts, (unsigned long long)s->probe_loss_longest,
             (double)s->probe_loss_longest * every_ms, (unsigned long long)s->probes_reordered);
@@ -473,9 +473,10 @@ void drths_numsite_print_probe_only(FILE *f, const drths_numsite_t *s)
     double reach_ms = (double)drths_wire_offset(r - 1) * dt_ms;
     double budget_ms = (double)e->physical.max_concealed_ticks * dt_ms;
     double burst_ms = (double)s->probe_loss_longest * every_ms;
-    fprintf(f, "  repair: each command travels in %d datagrams reaching back %.1f ms "
-               "(link.redundancy); a longer burst is concealed, for at most %.0f ms before HOLD "
-               "(physical.max_concealed_ms)\n",
+    fprintf(f,
+            "  repair: each command travels in %d datagrams reaching back %.1f ms "
+            "(link.redundancy); a longer burst is concealed, for at most %.0f ms before HOLD "
+            "(physical.max_concealed_ms)\n",
             r, reach_ms, budget_ms);
     const char *verdict = burst_ms <= reach_ms ? "GO: every loss burst seen is repaired"
                           : burst_ms < budget_ms
@@ -516,7 +517,9 @@ static int end_reason_one(const drths_hybrid_t *h, int by_monitor, double peer_t
         return DRTHS_EXIT_FAILED;
     }
     switch (h->end) {
-    case DRTHS_HYBRID_END_OF_RECORD: snprintf(out, cap, "end of record"); return 0;
+    case DRTHS_HYBRID_END_OF_RECORD:
+        snprintf(out, cap, "end of record");
+        return 0;
     case DRTHS_HYBRID_PEER_ABORT:
         snprintf(out, cap, "actuator site aborted: %s: %s", drths_stop_reason_name(h->end_reason),
                  h->end_text);
@@ -561,8 +564,9 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
     if (h) {
         drths_rtt_summary_t rs;
         drths_rtt_summary_from_hist(&h->lk[0].rtt.run, s->dt_ns, &rs);
-        fprintf(f, "  steps %llu of %ld, concealed feedback %llu (max %llu in a row), late "
-                   "feedback %llu\n",
+        fprintf(f,
+                "  steps %llu of %ld, concealed feedback %llu (max %llu in a row), late "
+                "feedback %llu\n",
                 (unsigned long long)h->c.rows, h->ns.steps, (unsigned long long)h->c.concealed,
                 (unsigned long long)h->c.max_consecutive_concealed,
                 (unsigned long long)h->c.fb_late);
@@ -573,8 +577,9 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
         else
             fprintf(f, "  round trip: no echo measured\n");
         if (h->c.epoch_changes)
-            fprintf(f, "  epochs: %llu changes, L from %u to %u ticks, %llu transition steps, "
-                       "final L %u\n",
+            fprintf(f,
+                    "  epochs: %llu changes, L from %u to %u ticks, %llu transition steps, "
+                    "final L %u\n",
                     (unsigned long long)h->c.epoch_changes, h->c.L_min_seen, h->c.L_max_seen,
                     (unsigned long long)h->c.transition, h->L);
         if (h->adaptive) {
@@ -594,8 +599,9 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
                     (unsigned long long)lb->st.low_signal, (unsigned long long)lb->st.dead_zone,
                     lb->n_start, sm->nm, (unsigned long long)sm->lead_changes);
             if (drths_smith_fallback_reason(sm))
-                fprintf(f, "  WARNING: the adaptive Smith predictor could not identify the damper "
-                           "and fell back to the nominal model at step %lld (%s)\n",
+                fprintf(f,
+                        "  WARNING: the adaptive Smith predictor could not identify the damper "
+                        "and fell back to the nominal model at step %lld (%s)\n",
                         (long long)sm->st.fallback_step, drths_smith_fallback_reason(sm));
         }
         if (dropped)
@@ -610,8 +616,8 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
                                   drths_reject_name((drths_reject_t)r),
                                   (unsigned long long)s->rx.rejects[r]);
     if (s->wrong_source && n < sizeof out)
-        n += (size_t)snprintf(out + n, sizeof out - n, "%sfrom other addresses %llu",
-                              n ? ", " : "", (unsigned long long)s->wrong_source);
+        n += (size_t)snprintf(out + n, sizeof out - n, "%sfrom other addresses %llu", n ? ", " : "",
+                              (unsigned long long)s->wrong_source);
     fprintf(f, "  rejected datagrams: %s\n", n ? out : "none");
 }
 
@@ -637,8 +643,8 @@ void drths_numsite_frame_counters(const drths_numsite_t *s, drths_telemetry_fram
 
 /* The frame's signals, in the order of drths_numsite_frame_map_t.col. */
 static const char *const frame_columns[DRTHS_NUMSITE_FRAME_SIGNALS] = {
-    "step", "time_s", "damper_disp_m", "damper_command", "force_measured_N", "force_used_N",
-    "rtt_ms", "loop_delay_ticks"};
+    "step",         "time_s", "damper_disp_m",   "damper_command", "force_measured_N",
+    "force_used_N", "rtt_ms", "loop_delay_ticks"};
 
 void drths_numsite_frame_map(drths_numsite_frame_map_t *m, const drths_hybrid_t *h)
 {

@@ -1,10 +1,11 @@
 /* Smith predictor (site-numerical/smith.h): with a model equal to the specimen and a measurement
  * delayed by exactly L steps, R(n) is the undelayed force; off mode passes F(n) through;
  * concealment uses the last correction. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <errno.h>
+
 #include <cmocka.h>
 
 #include <math.h>
@@ -81,7 +82,7 @@ static void test_exact_model_removes_delay(void **state)
     double err = run_fixed(DRTHS_SMITH_FIXED, &raw, &peak);
     print_message("peak force %.1f kN, delay error %.1f kN, Smith error %.3g N\n", peak * 1e-3,
                   raw * 1e-3, err);
-    assert_true(peak > 100e3);    /* the damper is really working */
+    assert_true(peak > 100e3);     /* the damper is really working */
     assert_true(raw > 0.1 * peak); /* 10 ms of delay matters */
     assert_true(err <= 1e-9 * peak);
 }
@@ -121,7 +122,8 @@ static void test_concealment_uses_last_correction(void **state)
             assert_true(R == measured);
         /* Step 151 missing: model force (at 151, or 151 - LD when off) plus the same 3 kN. */
         double want = (mode == DRTHS_SMITH_FIXED ? drths_smith_model(&s, 151)
-                                                 : drths_smith_model(&s, 151 - LD)) + 3000.0;
+                                                 : drths_smith_model(&s, 151 - LD)) +
+                      3000.0;
         assert_true(fabs(drths_smith_conceal(&s, 151) - want) < 1e-9);
         assert_true(fabs(drths_smith_conceal(&s, 160) - want) > 1.0); /* model moved on */
         drths_smith_close(&s);
@@ -137,8 +139,7 @@ static void test_history_and_errors(void **state)
     drths_error_t err;
     drths_damper_params_t spring;
     drths_damper_params_preset(&spring, DRTHS_DAMPER_LINEAR_SPRING);
-    assert_int_equal(drths_smith_init(&s, DRTHS_SMITH_ADAPTIVE, &spring, DT, 100, &err),
-                     -ENOTSUP);
+    assert_int_equal(drths_smith_init(&s, DRTHS_SMITH_ADAPTIVE, &spring, DT, 100, &err), -ENOTSUP);
     assert_non_null(strstr(err.msg, "numerical.smith: adaptive"));
     drths_smith_close(&s);
     drths_smith_adapt_params_t ap;
@@ -167,9 +168,9 @@ static void test_history_and_errors(void **state)
 
 /* ---- adaptive ---- */
 
-#define LDA 250     /* 50 ms of loop delay */
+#define LDA 250      /* 50 ms of loop delay */
 #define ASTEPS 40000 /* 8 s */
-#define TAIL 15000  /* the last 3 s are scored */
+#define TAIL 15000   /* the last 3 s are scored */
 
 /* A structure-like excitation, fixed for every case: the response of two lightly damped modes
  * (2.5 Hz and 8 Hz, 5 %) to band-limited pseudo-random forcing, scaled to 15 mm peak, with the
