@@ -21,7 +21,7 @@ enum { S_START = 0, S_FIRST_COMMAND, S_RUN, S_CLOSING, S_DONE };
 static const char *const extra_names[DRTHS_HYBRID_EXTRA_COLS + DRTHS_HYBRID_ADAPT_COLS] = {
     "fb_tick",           "fb_concealed",   "force_measured_N", "force_model_N",
     "force_used_N",      "rtt_ms",         "loop_delay_ticks", "smith_gain",
-    "smith_alpha_scale", "smith_c0_scale", "smith_c1_scale",   "smith_A_scale",
+    "smith_alpha_scale", "smith_c0_scale", "smith_c1_scale",   "smith_gamma_beta_scale",
     "smith_n_scale",     "smith_err_rel",  "smith_fallback",   "smith_lead_n_start"};
 
 /* The short arrival-offset minimum (the up-link's current fastest way) uses buckets this long. */

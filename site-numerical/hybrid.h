@@ -96,7 +96,7 @@ typedef struct drths_experiment drths_experiment_t;
 
 /* Columns after the numsub base columns (run-folder contract); adaptive Smith adds
  * DRTHS_HYBRID_ADAPT_COLS more (smith_gain, the identified factors smith_alpha_scale,
- * smith_c0_scale, smith_c1_scale, smith_A_scale, smith_n_scale, then smith_err_rel,
+ * smith_c0_scale, smith_c1_scale, smith_gamma_beta_scale, smith_n_scale, then smith_err_rel,
  * smith_fallback and smith_lead_n_start: the leading identifier's starting factor on n). */
 #define DRTHS_HYBRID_EXTRA_COLS 7
 #define DRTHS_HYBRID_ADAPT_COLS 9

@@ -14,15 +14,15 @@ void drths_smith_adapt_default(drths_smith_adapt_params_t *ap)
 {
     memset(ap, 0, sizeof *ap);
     /* Wide enough for the mismatches a rehearsal can set (alpha, c0, c1 x3 each; gamma and
-     * beta x2 each way, which the alpha-A pair absorbs as alpha / 2, A x 2 and the reverse;
-     * n x2 and x0.5 from the presets' n = 2), narrow enough that a model at a corner is still
-     * a damper. */
+     * beta x2 each way; A x2 each way, which alpha and gamma-beta absorb as alpha x2 and
+     * gamma-beta x2^(n-1), up to x16 at the largest n; n x2 and x0.5 from the presets' n = 2),
+     * narrow enough that a model at a corner is still a damper. */
     for (int i = 0; i < NP; i++) {
         ap->scale_min[i] = 0.1;
         ap->scale_max[i] = 10.0;
     }
-    ap->scale_min[DRTHS_SMITH_P_A] = 0.05;
-    ap->scale_max[DRTHS_SMITH_P_A] = 20.0;
+    ap->scale_min[DRTHS_SMITH_P_GB] = 0.05;
+    ap->scale_max[DRTHS_SMITH_P_GB] = 20.0;
     ap->scale_min[DRTHS_SMITH_P_N] = 0.5;
     ap->scale_max[DRTHS_SMITH_P_N] = 2.5;
     ap->delta = 0.01;
@@ -105,7 +105,7 @@ static void apply_theta(drths_smith_t *s, drths_smith_member_t *b)
             g[i] = i == m ? f[i] * up : f[i];
         d->p = *nom;
         drths_damper_params_scale(&d->p, g[DRTHS_SMITH_P_ALPHA], g[DRTHS_SMITH_P_C0],
-                                  g[DRTHS_SMITH_P_C1], 1.0, g[DRTHS_SMITH_P_A]);
+                                  g[DRTHS_SMITH_P_C1], g[DRTHS_SMITH_P_GB], 1.0);
         d->p.n = nom->n * g[DRTHS_SMITH_P_N];
         if (m < 0 && nom->substeps == 0) {
             /* At least the nominal model's count, so theta = 0 is the nominal model exactly

@@ -28,11 +28,15 @@
  * Adaptive mode: the predictor identifies the damper, not a gain. A second damper model, the
  * estimate, runs with the nominal parameters scaled by exp(theta), theta being the log-scales
  * of the five Bouc-Wen parameters that shape the force:
- *     theta = [ln alpha, ln c0, ln c1, ln A, ln n] relative to the nominal model
- * (alpha and c0, c1 at every command, as specimen.true_scale scales them). gamma and beta are
- * not identified: with n fixed, the model with gamma and beta scaled by g is exactly the model
- * with alpha scaled by g^(-1/(n-1)) and A by g^(1/(n-1)) (z rescaled), so alpha and A already
- * cover them; identifying all three would leave a direction without information. NP more
+ *     theta = [ln alpha, ln c0, ln c1, ln gb, ln n] relative to the nominal model
+ * (alpha and c0, c1 at every command, as specimen.true_scale scales them; gb scales gamma and
+ * beta together). A is not identified: the model with A scaled by s is exactly the model with
+ * alpha scaled by s and gamma, beta by s^(n-1) (z rescaled by 1/s), for every n, so alpha and
+ * gb cover it; identifying all three would leave a direction without information. (The
+ * reverse choice, A identified and gamma, beta not, covers them only through
+ * g^(1/(n-1)): near n = 1 the pair alpha, A has a direction without information, along which
+ * an identifier started at n x0.5 of the presets' n = 2 drifted to the box's corner, alpha x10
+ * and A x0.05, and n x0.6 and x0.75 were not identified.) NP more
  * models run with one log-scale raised by delta each; (F_i - F^)/delta is the sensitivity
  * psi_i(k) = dF^(k)/dtheta_i. Per step the ring keeps F^(k) as the affine function
  *     F^(k; theta) = off(k) + psi(k) . theta,   off(k) = F^(k) - psi(k) . theta_k
@@ -105,7 +109,7 @@ enum {
     DRTHS_SMITH_P_ALPHA,
     DRTHS_SMITH_P_C0,
     DRTHS_SMITH_P_C1,
-    DRTHS_SMITH_P_A,
+    DRTHS_SMITH_P_GB, /* gamma and beta together */
     DRTHS_SMITH_P_N,
     DRTHS_SMITH_NPAR
 };

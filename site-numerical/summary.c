@@ -207,7 +207,7 @@ static void stability_json(drths_json_t *j, const drths_hybrid_t *h)
 /* The identified factors and the relative error of member b (NULL: the leader). */
 static void smith_fit_json(drths_json_t *j, const drths_smith_t *sm, const drths_smith_member_t *b)
 {
-    static const char *const names[DRTHS_SMITH_NPAR] = {"alpha", "c0", "c1", "A", "n"};
+    static const char *const names[DRTHS_SMITH_NPAR] = {"alpha", "c0", "c1", "gamma_beta", "n"};
     drths_json_object_begin(j, "scales");
     for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
         drths_json_number(j, names[i], drths_smith_scale(sm, b, i));
@@ -586,14 +586,14 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
             const drths_smith_t *sm = &h->lk[0].smith;
             const drths_smith_member_t *lb = drths_smith_leader(sm);
             fprintf(f,
-                    "  adaptive Smith: alpha x%.3f, c0 x%.3f, c1 x%.3f, A x%.3f, n x%.3f, "
+                    "  adaptive Smith: alpha x%.3f, c0 x%.3f, c1 x%.3f, gamma,beta x%.3f, n x%.3f, "
                     "force gain %.4f, error %.2f %% of the force, %llu updates (%llu low "
                     "signal, %llu in the dead zone); led by the identifier started at n "
                     "x%g (%d in the bank, %llu lead changes)\n",
                     drths_smith_scale(sm, NULL, DRTHS_SMITH_P_ALPHA),
                     drths_smith_scale(sm, NULL, DRTHS_SMITH_P_C0),
                     drths_smith_scale(sm, NULL, DRTHS_SMITH_P_C1),
-                    drths_smith_scale(sm, NULL, DRTHS_SMITH_P_A),
+                    drths_smith_scale(sm, NULL, DRTHS_SMITH_P_GB),
                     drths_smith_scale(sm, NULL, DRTHS_SMITH_P_N), drths_smith_gain(sm),
                     100.0 * drths_smith_error_rel(sm, NULL), (unsigned long long)lb->st.updates,
                     (unsigned long long)lb->st.low_signal, (unsigned long long)lb->st.dead_zone,

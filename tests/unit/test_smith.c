@@ -307,9 +307,10 @@ static void run_mismatch(drths_smith_mode_t mode, const double sc[6], double noi
  * x3 and every factor but n x3: after 5 s the estimate's force is within 2 % RMS of the
  * specimen's, and theta never leaves its box. n x0.5 and x2 are found by the bank's members
  * started there; a single identifier started at the nominal n is trapped (n x0.5, n = 1: a
- * damper that hardly yields over the stroke, with 8 times the nominal force: alpha rises and A
- * falls to the box's corner). n x0.6 and x0.75 lie between the starts and are not identified
- * on this motion: there the predictor must fall back or be no worse than the fixed one. */
+ * damper that hardly yields over the stroke, with 8 times the nominal force). n x0.6 and x0.75
+ * lie between the starts: identified since gamma and beta, not A, are identified (with A, the
+ * pair alpha, A has no information near n = 1, and the members drifted along it to the box's
+ * corner, alpha x10 and A x0.05: 52 % and 81 % force error, fell back). */
 static void test_adaptive_identifies_the_damper(void **state)
 {
     (void)state;
@@ -324,7 +325,7 @@ static void test_adaptive_identifies_the_damper(void **state)
         {"gamma,beta x0.5", {1, 1, 1, 0.5, 1, 1}, 0}, {"gamma,beta x2", {1, 1, 1, 2, 1, 1}, 0},
         {"A x0.5", {1, 1, 1, 1, 0.5, 1}, 0},          {"A x2", {1, 1, 1, 1, 2, 1}, 0},
         {"n x0.5", {1, 1, 1, 1, 1, 0.5}, 0},          {"n x2", {1, 1, 1, 1, 1, 2}, 0},
-        {"n x0.6", {1, 1, 1, 1, 1, 0.6}, 1},          {"n x0.75", {1, 1, 1, 1, 1, 0.75}, 1},
+        {"n x0.6", {1, 1, 1, 1, 1, 0.6}, 0},          {"n x0.75", {1, 1, 1, 1, 1, 0.75}, 0},
         {"n x1.5", {1, 1, 1, 1, 1, 1.5}, 0},          {"alpha,c0,c1 x3", {3, 3, 3, 1, 1, 1}, 0},
         {"all but n x3", {3, 3, 3, 3, 3, 1}, 0},
     };
@@ -335,7 +336,7 @@ static void test_adaptive_identifies_the_damper(void **state)
         run_mismatch(DRTHS_SMITH_ADAPTIVE, cases[c].sc, 50.0, 0, &ad);
         print_message("%-16s force error RMS: fixed %6.2f %%, adaptive model %6.3f %% "
                       "(predictor %6.3f %%, peak %6.3f %%); alpha x%.3f c0 x%.3f c1 x%.3f "
-                      "A x%.3f n x%.3f; led from n x%g (%llu changes), %llu updates%s\n",
+                      "gamma,beta x%.3f n x%.3f; led from n x%g (%llu changes), %llu updates%s\n",
                       cases[c].what, 100 * fx.model_rms_rel, 100 * ad.model_rms_rel,
                       100 * ad.rms_rel, 100 * ad.peak_rel, ad.scale[0], ad.scale[1], ad.scale[2],
                       ad.scale[3], ad.scale[4], ad.lead_n_start,
@@ -415,13 +416,14 @@ static void test_adaptive_guards(void **state)
         box &= in_box(&s);
     }
     const drths_smith_member_t *lb = drths_smith_leader(&s);
-    print_message("30x force: alpha x%.2f c0 x%.2f c1 x%.2f A x%.2f n x%.2f, %llu projections, "
-                  "trace limited %llu, %s\n",
-                  drths_smith_scale(&s, NULL, 0), drths_smith_scale(&s, NULL, 1),
-                  drths_smith_scale(&s, NULL, 2), drths_smith_scale(&s, NULL, 3),
-                  drths_smith_scale(&s, NULL, 4), (unsigned long long)lb->st.projections,
-                  (unsigned long long)lb->st.trace_limited,
-                  s.st.fell_back ? s.st.fallback_reason : "no fall-back");
+    print_message(
+        "30x force: alpha x%.2f c0 x%.2f c1 x%.2f gamma,beta x%.2f n x%.2f, %llu projections, "
+        "trace limited %llu, %s\n",
+        drths_smith_scale(&s, NULL, 0), drths_smith_scale(&s, NULL, 1),
+        drths_smith_scale(&s, NULL, 2), drths_smith_scale(&s, NULL, 3),
+        drths_smith_scale(&s, NULL, 4), (unsigned long long)lb->st.projections,
+        (unsigned long long)lb->st.trace_limited,
+        s.st.fell_back ? s.st.fallback_reason : "no fall-back");
     assert_true(box && lb->st.updates > 100);
     for (int j = 0; j < s.nm; j++) {
         double tr = 0;
