@@ -492,6 +492,7 @@ void drths_numsite_run_links(drths_numsite_t *s, int nl, drths_hybrid_t *h, drth
     int stop_sent = 0;
     uint64_t rows = 0;
     drths_udp_t *socks[DRTHS_UDP_WAIT_MAX];
+    drths_steptime_t *st = s->steptime;
     for (int i = 0; i < nl && i < DRTHS_UDP_WAIT_MAX; i++)
         socks[i] = &s[i].udp;
     s->run_start_ns = drths_now_ns();
@@ -513,13 +514,20 @@ void drths_numsite_run_links(drths_numsite_t *s, int nl, drths_hybrid_t *h, drth
         for (int i = 0; i < nl; i++)
             drain_into(&s[i], i, h, &m);
         int64_t now = drths_now_ns();
+        const long step_before = h->ns.step;
         drths_hybrid_poll_result_t pr = drths_hybrid_poll(h, now, &a);
         if (pr == DRTHS_HYBRID_ACT) {
+            if (st && h->ns.step != step_before)
+                drths_steptime_start(st, h->ns.step, now);
             if (a.send) {
                 uint64_t counter;
                 drths_numsite_t *l = &s[a.link < nl ? a.link : 0];
-                if (send_msg(l, a.send, &counter) == 0 && a.is_command)
-                    drths_hybrid_link_sent(h, a.link, counter, drths_now_ns());
+                if (send_msg(l, a.send, &counter) == 0 && a.is_command) {
+                    int64_t sent = drths_now_ns();
+                    drths_hybrid_link_sent(h, a.link, counter, sent);
+                    if (st)
+                        drths_steptime_sent(st, sent);
+                }
             }
             if (a.row) {
                 drths_recorder_push(rec, a.row);
@@ -540,6 +548,8 @@ void drths_numsite_run_links(drths_numsite_t *s, int nl, drths_hybrid_t *h, drth
             }
             continue;
         }
+        if (st)
+            drths_steptime_idle(st);
         if (pr == DRTHS_HYBRID_DONE)
             break;
         int64_t until = a.wake_ns;
