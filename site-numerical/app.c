@@ -364,7 +364,8 @@ static int run_hybrid(drths_numapp_t *a)
     drths_numsite_outcome_t out = {
         a->reason, a->exit_code, (double)(drths_now_ns() - t_start) * 1e-9,
         dropped,   rt_text,      a->running ? &a->rec : NULL,
-        &a->prov,  a->sites,     a->n_links};
+        &a->prov,  a->sites,     a->n_links,
+        NULL}; /* the step timing: below */
     out.steptime = a->running ? &a->steptime : NULL;
     drths_numsite_report_end(stdout, &a->shell, &a->sites[0], a->running ? &a->hyb : NULL, a->dir,
                              &out);
