@@ -510,9 +510,12 @@ void drths_numsite_run_links(drths_numsite_t *s, int nl, drths_hybrid_t *h, drth
         }
         /* Drain before reading the clock: if this thread was descheduled, the feedback that
          * arrived meanwhile (with its kernel arrival time) must be seen before the loop decides
-         * that a deadline has passed. */
-        for (int i = 0; i < nl; i++)
-            drain_into(&s[i], i, h, &m);
+         * that a deadline has passed. Not while the other links' messages of a step are still
+         * to go: those polls decide nothing, and with N links draining every socket before
+         * each of them was N * N receive calls per step. */
+        if (!drths_hybrid_pending(h))
+            for (int i = 0; i < nl; i++)
+                drain_into(&s[i], i, h, &m);
         int64_t now = drths_now_ns();
         const long step_before = h->ns.step;
         drths_hybrid_poll_result_t pr = drths_hybrid_poll(h, now, &a);
