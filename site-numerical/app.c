@@ -264,6 +264,10 @@ static int start_run(drths_numapp_t *a)
             hp->rtt_q_ns = a->sites[i].rtt_q_ns;
     int rc = drths_hybrid_init(&a->hyb, &a->exp, hp, &err);
     if (rc == 0)
+        rc = drths_steptime_init(&a->steptime, hp->dt_ns, &err);
+    if (rc == 0)
+        a->sites[0].steptime = &a->steptime;
+    if (rc == 0)
         rc = drths_site_recorder_open(&a->shell, &a->rec, a->dir, "numerical.csv",
                                       (const char *const *)a->hyb.colnames, a->hyb.ncols,
                                       a->exp.rate_hz, 1, &err);
@@ -360,7 +364,9 @@ static int run_hybrid(drths_numapp_t *a)
     drths_numsite_outcome_t out = {
         a->reason, a->exit_code, (double)(drths_now_ns() - t_start) * 1e-9,
         dropped,   rt_text,      a->running ? &a->rec : NULL,
-        &a->prov,  a->sites,     a->n_links};
+        &a->prov,  a->sites,     a->n_links,
+        NULL}; /* the step timing: below */
+    out.steptime = a->running ? &a->steptime : NULL;
     drths_numsite_report_end(stdout, &a->shell, &a->sites[0], a->running ? &a->hyb : NULL, a->dir,
                              &out);
     return a->exit_code;
@@ -376,6 +382,7 @@ int drths_numapp_run_session(drths_numapp_t *a)
                    : run_hybrid(a);
     drths_site_close(&a->shell);
     drths_hybrid_close(&a->hyb);
+    drths_steptime_close(&a->steptime);
     for (int i = 0; i < a->n_links; i++)
         drths_numsite_close(&a->sites[i]);
     return code;

@@ -43,6 +43,7 @@ typedef struct drths_numapp {
     int n_links;
     drths_hybrid_t hyb;
     drths_recorder_t rec;
+    drths_steptime_t steptime; /* the loop's step timing (sites[0].steptime points here) */
     int running;   /* the RT thread was let into the run */
     int tlm_state; /* drths_telemetry_state_t */
     drths_numsite_frame_map_t frame_map; /* numerical.csv columns of the frame's signals */

@@ -645,6 +645,14 @@ void drths_hybrid_on_message(drths_hybrid_t *h, const drths_msg_t *m, int64_t rx
     drths_hybrid_on_link_message(h, 0, m, rx_ns);
 }
 
+int drths_hybrid_pending(const drths_hybrid_t *h)
+{
+    for (int i = 0; i < h->n_links; i++)
+        if (h->lk[i].pending)
+            return 1;
+    return 0;
+}
+
 void drths_hybrid_link_sent(drths_hybrid_t *h, int link, uint64_t counter, int64_t sent_ns)
 {
     if (link >= 0 && link < h->n_links)

@@ -351,6 +351,12 @@ void drths_hybrid_on_link_message(drths_hybrid_t *h, int link, const drths_msg_t
 void drths_hybrid_sent(drths_hybrid_t *h, uint64_t counter, int64_t sent_ns);
 void drths_hybrid_link_sent(drths_hybrid_t *h, int link, uint64_t counter, int64_t sent_ns);
 
+/* Nonzero while a message built for a link is still to be sent (the other links' COMMANDs of a
+ * step, an ABORT or STOP to every link): the next polls return them, one per poll, before
+ * anything that looks at the clock or at the feedback, so the caller need not drain the
+ * sockets in between. RT-safe. */
+int drths_hybrid_pending(const drths_hybrid_t *h);
+
 /* Does the next thing due at now_ns (see drths_hybrid_poll_result_t). The first call starts the
  * run. RT-safe. */
 drths_hybrid_poll_result_t drths_hybrid_poll(drths_hybrid_t *h, int64_t now_ns,

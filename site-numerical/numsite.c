@@ -492,6 +492,7 @@ void drths_numsite_run_links(drths_numsite_t *s, int nl, drths_hybrid_t *h, drth
     int stop_sent = 0;
     uint64_t rows = 0;
     drths_udp_t *socks[DRTHS_UDP_WAIT_MAX];
+    drths_steptime_t *st = s->steptime;
     for (int i = 0; i < nl && i < DRTHS_UDP_WAIT_MAX; i++)
         socks[i] = &s[i].udp;
     s->run_start_ns = drths_now_ns();
@@ -509,17 +510,27 @@ void drths_numsite_run_links(drths_numsite_t *s, int nl, drths_hybrid_t *h, drth
         }
         /* Drain before reading the clock: if this thread was descheduled, the feedback that
          * arrived meanwhile (with its kernel arrival time) must be seen before the loop decides
-         * that a deadline has passed. */
-        for (int i = 0; i < nl; i++)
-            drain_into(&s[i], i, h, &m);
+         * that a deadline has passed. Not while the other links' messages of a step are still
+         * to go: those polls decide nothing, and with N links draining every socket before
+         * each of them was N * N receive calls per step. */
+        if (!drths_hybrid_pending(h))
+            for (int i = 0; i < nl; i++)
+                drain_into(&s[i], i, h, &m);
         int64_t now = drths_now_ns();
+        const long step_before = h->ns.step;
         drths_hybrid_poll_result_t pr = drths_hybrid_poll(h, now, &a);
         if (pr == DRTHS_HYBRID_ACT) {
+            if (st && h->ns.step != step_before)
+                drths_steptime_start(st, h->ns.step, now);
             if (a.send) {
                 uint64_t counter;
                 drths_numsite_t *l = &s[a.link < nl ? a.link : 0];
-                if (send_msg(l, a.send, &counter) == 0 && a.is_command)
-                    drths_hybrid_link_sent(h, a.link, counter, drths_now_ns());
+                if (send_msg(l, a.send, &counter) == 0 && a.is_command) {
+                    int64_t sent = drths_now_ns();
+                    drths_hybrid_link_sent(h, a.link, counter, sent);
+                    if (st)
+                        drths_steptime_sent(st, sent);
+                }
             }
             if (a.row) {
                 drths_recorder_push(rec, a.row);
@@ -540,6 +551,8 @@ void drths_numsite_run_links(drths_numsite_t *s, int nl, drths_hybrid_t *h, drth
             }
             continue;
         }
+        if (st)
+            drths_steptime_idle(st);
         if (pr == DRTHS_HYBRID_DONE)
             break;
         int64_t until = a.wake_ns;

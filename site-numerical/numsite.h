@@ -25,6 +25,7 @@
 #include "protocol/fingerprint.h"
 #include "protocol/wire.h"
 #include "site-numerical/hybrid.h"
+#include "site-numerical/steptime.h"
 
 /* Only pointers to the experiment are taken here; common/config/config.h defines it. */
 typedef struct drths_experiment drths_experiment_t;
@@ -78,6 +79,9 @@ typedef struct drths_numsite {
     char records_text[DRTHS_WIRE_MAX_TEXT + 1];
     int64_t first_hello_ns; /* when the first HELLO was sent (0: none yet) */
     int64_t run_start_ns, run_end_ns;
+    /* The loop's step timing (drths_numsite_run_links measures it into links[0]'s): borrowed,
+     * NULL when not measured. */
+    drths_steptime_t *steptime;
 } drths_numsite_t;
 
 /* Opens a UDP socket towards peer_text ("--peer" in errors), prepares the sender and receiver
@@ -143,8 +147,9 @@ void drths_numsite_run(drths_numsite_t *s, drths_hybrid_t *h, drths_recorder_t *
 
 /* The same with n links (s[0 .. n-1], link i the hybrid loop's link i, n == h->n_links): every
  * socket is drained into the loop with its link's index and each action is sent on its link.
- * The stop request, the records' abort and the published counters are s[0]'s. RT thread;
- * RT-safe in steady state. */
+ * The stop request, the records' abort and the published counters are s[0]'s, and so is the
+ * step timing (s[0].steptime, when set: each step's start and its last COMMAND's send). RT
+ * thread; RT-safe in steady state. */
 void drths_numsite_run_links(drths_numsite_t *s, int n, drths_hybrid_t *h, drths_recorder_t *rec,
                              atomic_int *stop, void (*wake)(void *ctx), void *ctx);
 

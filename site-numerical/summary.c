@@ -341,6 +341,29 @@ static void links_json(drths_json_t *j, const drths_numsite_outcome_t *o, const 
     drths_json_array_end(j);
 }
 
+/* "step_timing": the loop's cost per step and how late its steps started (steptime.h). */
+static void step_timing_json(drths_json_t *j, const drths_steptime_t *t)
+{
+    drths_steptime_summary_t s;
+    drths_steptime_summary(t, &s);
+    drths_json_object_begin(j, "step_timing");
+    drths_json_int(j, "steps", (int64_t)s.steps);
+    drths_json_object_begin(j, "compute_us");
+    drths_json_number(j, "p50", (double)s.compute_p50 * 1e-3);
+    drths_json_number(j, "p99", (double)s.compute_p99 * 1e-3);
+    drths_json_number(j, "p999", (double)s.compute_p999 * 1e-3);
+    drths_json_number(j, "max", (double)s.compute_max * 1e-3);
+    drths_json_object_end(j);
+    drths_json_object_begin(j, "lateness_us");
+    drths_json_number(j, "p50", (double)s.late_p50 * 1e-3);
+    drths_json_number(j, "p99", (double)s.late_p99 * 1e-3);
+    drths_json_number(j, "p999", (double)s.late_p999 * 1e-3);
+    drths_json_number(j, "max", (double)s.late_max * 1e-3);
+    drths_json_int(j, "later_than_half_dt", (int64_t)s.later_than_half_dt);
+    drths_json_object_end(j);
+    drths_json_object_end(j);
+}
+
 int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *h, const char *dir,
                                 const drths_numsite_outcome_t *o, drths_error_t *err)
 {
@@ -358,6 +381,8 @@ int drths_numsite_write_summary(const drths_numsite_t *s, const drths_hybrid_t *
         stability_json(&j, h);
         epochs_json(&j, h);
     }
+    if (h && o->steptime)
+        step_timing_json(&j, o->steptime);
     if (o->links && o->n_links > 1)
         links_json(&j, o, h);
     return drths_json_file_close(&j, path, err);

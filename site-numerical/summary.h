@@ -30,6 +30,7 @@ typedef struct drths_numsite_outcome {
     const drths_provenance_t *provenance; /* may be NULL */
     const drths_numsite_t *links; /* every link (links[0] is the s of the calls below), or NULL */
     int n_links;                  /* several: summary.json gets "links" and "stopped_by" */
+    const drths_steptime_t *steptime; /* the loop's step timing, or NULL (not measured) */
 } drths_numsite_outcome_t;
 
 /* Writes dir/summary.json (kind "hybrid-numerical"). h may be NULL when the run never started.

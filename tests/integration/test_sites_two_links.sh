@@ -5,7 +5,8 @@
 # needs (lab B's), and each step uses both dampers' measured forces: all three exit 0 with
 # complete records and one fingerprint; damper 1 acts at floor 1 and damper 2 at floor 2 as in
 # the reference run of the same file; every floor's displacement RMS and peak error against the
-# reference is <= 0.5 %; no feedback was concealed for long, no site held.
+# reference is <= 0.5 %; no feedback was concealed for long, no site held; summary.json times
+# every step of the loop (step_timing: its cost and its lateness).
 source "$(dirname "$0")/../lib.sh"
 
 pa=$(free_port)
@@ -87,6 +88,16 @@ for what, rs in (("hybrid", rows), ("reference", ref)):
           f"floors 1-2 ({d2:.3g} m)")
     f2 = max(abs(float(r["damper2_force_N"])) for r in rs)
     check(f2 > 1e3, f"{what}: damper 2 pushes ({f2:.0f} N peak)")
+# The loop's step timing (summary.json step_timing): every step timed, its cost and lateness.
+st = num.get("step_timing", {})
+steps = st.get("steps", 0)
+check(steps >= num["steps_planned"] - 2,
+      f"step_timing: {steps} steps timed of {num['steps_planned']}")
+c, late = st.get("compute_us", {}), st.get("lateness_us", {})
+check(0 < c.get("p50", 0) <= c.get("p99", 0) <= c.get("max", 0),
+      f"step_timing: compute p50 {c.get('p50')} <= p99 {c.get('p99')} <= max {c.get('max')} us")
+check(0 <= late.get("p50", -1) <= late.get("max", -1) and "later_than_half_dt" in late,
+      f"step_timing: lateness p50 {late.get('p50')} <= max {late.get('max')} us")
 rep = json.load(open(f"{tmp}/num/report.json"))
 for f in rep["fidelity"]["floors"]:
     e, p = f["disp_rms_err_pct"], f["disp_peak_err_pct"]

@@ -287,12 +287,38 @@ static void test_errors(void **state)
     free(text);
 }
 
+/* The three-site example: lab A, B and C, one damper each at floors 1, 2 and 3, each its own
+ * address, and every damper the top-level specimen. */
+static void test_three_labs(void **state)
+{
+    (void)state;
+    char *p = src_path("examples/three-labs.yaml");
+    drths_experiment_t x;
+    drths_error_t err = {{0}};
+    if (drths_experiment_load(&x, p, &err) != 0)
+        fail_msg("%s: %s", p, err.msg);
+    assert_int_equal(x.n_sites, 3);
+    assert_int_equal(drths_experiment_n_dampers(&x), 3);
+    static const char *const names[] = {"labA", "labB", "labC"};
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(x.sites[i].name, names[i]);
+        assert_int_equal(x.sites[i].n_channels, 1);
+        assert_int_equal(x.sites[i].first, i);
+        assert_int_equal(drths_experiment_damper(&x, i)->specimen.floor, i + 1);
+        assert_int_equal(drths_experiment_damper(&x, i)->specimen.damper.model,
+                         x.specimen.damper.model);
+    }
+    assert_string_equal(x.sites[2].address, "127.0.0.1:47003");
+    drths_experiment_close(&x);
+    free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example),     cmocka_unit_test(test_one_site_file),
         cmocka_unit_test(test_select_site), cmocka_unit_test(test_fingerprint),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),      cmocka_unit_test(test_three_labs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * drths_wire_open, both directions) and every row through drths_recorder_push, as on the two RT
  * threads. The test binary interposes malloc, calloc, realloc and free and counts them over 10000
  * ticks after a 2000-tick warm-up; the recorder's drain (the libuv thread's job: it formats and
- * writes the CSV) runs outside the counted calls. */
+ * writes the CSV) runs outside the counted calls. The loop's step timing (steptime.h) is kept
+ * as drths_numsite_run_links keeps it. With one, two and three links. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +24,7 @@
 #include "protocol/crypto.h"
 #include "protocol/wire.h"
 #include "site-numerical/hybrid.h"
+#include "site-numerical/steptime.h"
 #include "site-physical/actuator.h"
 #include "site-physical/daq.h"
 
@@ -88,7 +90,7 @@ typedef struct tlink {
     uint64_t tick;
 } tlink_t;
 
-#define MAX_TLINKS 2
+#define MAX_TLINKS 3
 static queue_t cqs[MAX_TLINKS], fqs[MAX_TLINKS]; /* per link: numerical -> physical, back */
 
 static drths_experiment_t *load_example(const char *name, const char *site)
@@ -182,6 +184,10 @@ static void run_steady(const char *example, int nl, uint32_t L)
         memset(&fqs[i], 0, sizeof fqs[i]);
     }
 
+    /* The loop's step timing, as drths_numsite_run_links keeps it (site-numerical/steptime.h). */
+    drths_steptime_t *st = calloc(1, sizeof *st);
+    assert_int_equal(drths_steptime_init(st, hp.dt_ns, &err), 0);
+
     const int64_t dt = hp.dt_ns;
     int64_t now = 1000000000;
     unsigned long at_warm = 0, at_end = 0;
@@ -190,16 +196,29 @@ static void run_steady(const char *example, int nl, uint32_t L)
     drths_msg_t m;
     for (int done = 0; !done;) {
         drths_hybrid_poll_result_t pr;
+        long step_before = h->ns.step;
         while ((pr = drths_hybrid_poll(h, now, &a)) == DRTHS_HYBRID_ACT) {
+            if (h->ns.step != step_before) {
+                drths_steptime_start(st, h->ns.step, now);
+                /* A step's COMMANDs to the other links are still to go (the site skips its
+                 * drains until they are out). */
+                if (nl > 1 && a.is_command)
+                    assert_true(drths_hybrid_pending(h));
+            }
+            step_before = h->ns.step;
             if (a.send) {
                 tlink_t *l = &tl[a.link];
                 q_push(&cqs[a.link], &l->ntx, a.send, now + l->one_way_ns);
-                if (a.is_command)
+                if (a.is_command) {
                     drths_hybrid_link_sent(h, a.link, l->ntx.next_counter - 1, now);
+                    drths_steptime_sent(st, now);
+                }
             }
             if (a.row)
                 assert_int_equal(drths_recorder_push(rn, a.row), 0);
         }
+        drths_steptime_idle(st);
+        assert_false(drths_hybrid_pending(h));       /* waiting: everything built was sent */
         assert_int_not_equal(pr, DRTHS_HYBRID_DONE); /* the window ends before the record */
         int64_t next = a.wake_ns;
         for (int i = 0; i < nl; i++) {
@@ -272,6 +291,12 @@ static void run_steady(const char *example, int nl, uint32_t L)
     assert_int_equal(h->c.concealed, 0);
     assert_true(at_warm > 0); /* the interposition is live: init allocated */
     assert_int_equal(at_end - at_warm, 0);
+    /* Every step of the window was timed. */
+    drths_steptime_summary_t sts;
+    drths_steptime_summary(st, &sts);
+    assert_true(sts.steps > (uint64_t)COUNT_TICKS);
+    drths_steptime_close(st);
+    free(st);
 
     assert_int_equal(drths_recorder_close(rn, &err), 0);
     unlink(npath);
@@ -318,6 +343,13 @@ static void test_two_links_allocate_nothing(void **state)
     run_steady("two-labs.yaml", 2, 2 * LOOP_L);
 }
 
+/* Three links (examples/three-labs.yaml, 1, 3 and 5 ms away each way): nothing allocates. */
+static void test_three_links_allocate_nothing(void **state)
+{
+    (void)state;
+    run_steady("three-labs.yaml", 3, 3 * LOOP_L);
+}
+
 int main(void)
 {
     if (!COUNT_ALLOCS) {
@@ -328,6 +360,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_steady_state_allocates_nothing),
         cmocka_unit_test(test_two_links_allocate_nothing),
+        cmocka_unit_test(test_three_links_allocate_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
