@@ -286,7 +286,7 @@ int drths_fidelity_compute(const drths_csv_table_t *hyb, const drths_csv_table_t
     const double *tr = need(ref, "time_s", err);
     if (!tr)
         return -EINVAL;
-    double dth, dtr;
+    double dth = 0.0, dtr = 0.0;
     int rc = record_dt(hyb, sh, th, &dth, err);
     if (rc)
         return rc;

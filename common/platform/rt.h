@@ -59,7 +59,7 @@ typedef struct drths_rt_item {
     drths_rt_status_t status;
     int err;          /* negative errno when not applied, else 0 */
     char what[64];    /* e.g. "SCHED_FIFO priority 80" */
-    char detail[128]; /* the errno text and any hint, empty when applied */
+    char detail[192]; /* the errno text (< 96 bytes) and any hint, empty when applied */
 } drths_rt_item_t;
 
 typedef struct drths_rt_report {
