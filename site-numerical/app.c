@@ -15,7 +15,7 @@
 static int on_status(void *ctx, char *buf, size_t cap)
 {
     drths_numapp_t *a = ctx;
-    return drths_numsite_status_text(&a->sites[0], &a->hyb, buf, cap) > 0;
+    return drths_numsite_status_text(a->sites, a->n_links, &a->hyb, buf, cap) > 0;
 }
 
 /* The run polls the shell's stop flag itself (drths_numsite_run): only the sentence is ours. */

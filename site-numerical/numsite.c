@@ -539,6 +539,13 @@ void drths_numsite_run_links(drths_numsite_t *s, int nl, drths_hybrid_t *h, drth
                 atomic_store_explicit(&s->pub_rtt_ns, h->lk[0].rtt.last_rtt_ns,
                                       memory_order_relaxed);
                 atomic_store_explicit(&s->pub_late, h->c.fb_late, memory_order_relaxed);
+                /* Each link's own figures for the status line (link 0's round trip above). */
+                for (int i = 1; i < nl; i++)
+                    atomic_store_explicit(&s[i].pub_rtt_ns, h->lk[i].rtt.last_rtt_ns,
+                                          memory_order_release);
+                for (int i = 0; i < nl && nl > 1; i++)
+                    atomic_store_explicit(&s[i].pub_link_concealed, h->lk[i].c.concealed,
+                                          memory_order_release);
                 uint64_t rej = 0;
                 for (int i = 0; i < nl; i++) {
                     rej += s[i].wrong_source;

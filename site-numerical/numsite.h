@@ -74,6 +74,9 @@ typedef struct drths_numsite {
     _Atomic int64_t pub_rtt_ns;
     _Atomic uint64_t pub_late;     /* late feedback */
     _Atomic uint64_t pub_rejected; /* datagrams rejected or from another address */
+    /* With several links (drths_numsite_run_links): this link's concealed feedback, stored
+     * with release each step beside pub_rtt_ns, this link's newest round trip. */
+    _Atomic uint64_t pub_link_concealed;
     /* The loop thread: the records cannot be written (drths_numsite_records_abort). */
     atomic_int records_abort;
     char records_text[DRTHS_WIRE_MAX_TEXT + 1];

@@ -8,6 +8,10 @@
 #include "common/config/config.h"
 #include "common/config/setup.h"
 
+/* A file the loader accepts (common/config/config_sites.c) fits the structure. */
+_Static_assert(DRTHS_NUMSUB_MAX_DAMPERS >= DRTHS_EXPERIMENT_MAX_DAMPERS,
+               "the structure takes every damper a file may give it");
+
 static int make_colnames(drths_numsub_t *ns)
 {
     int n = ns->n, m = ns->n_dampers;

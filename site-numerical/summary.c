@@ -648,15 +648,29 @@ void drths_numsite_print_end(FILE *f, const drths_numsite_t *s, const drths_hybr
 
 /* ---- the status line and the monitor's frames ------------------------------------------- */
 
-int drths_numsite_status_text(const drths_numsite_t *s, const drths_hybrid_t *h, char *buf,
+int drths_numsite_status_text(const drths_numsite_t *s, int nl, const drths_hybrid_t *h, char *buf,
                               size_t cap)
 {
     long step = atomic_load_explicit(&s->pub_step, memory_order_relaxed);
     unsigned long long conc = atomic_load_explicit(&s->pub_concealed, memory_order_relaxed);
     int64_t rtt = atomic_load_explicit(&s->pub_rtt_ns, memory_order_relaxed);
-    return snprintf(buf, cap, "  step %ld of %ld (%.0f %%), concealed %llu, rtt %.3f ms   ", step,
-                    h->ns.steps, 100.0 * (double)step / (double)h->ns.steps, conc,
-                    (double)rtt * 1e-6);
+    double pct = h->ns.steps > 0 ? 100.0 * (double)step / (double)h->ns.steps : 0.0;
+    if (nl <= 1)
+        return snprintf(buf, cap, "  step %ld of %ld (%.0f %%), concealed %llu, rtt %.3f ms   ",
+                        step, h->ns.steps, pct, conc, (double)rtt * 1e-6);
+    /* Every link: the far one is the one to watch, and link 0 alone hid it. */
+    int n = snprintf(buf, cap, "  step %ld of %ld (%.0f %%), concealed %llu:", step, h->ns.steps,
+                     pct, conc);
+    for (int i = 0; i < nl && n >= 0 && (size_t)n < cap; i++) {
+        int64_t r =
+            atomic_load_explicit(&s[i].pub_rtt_ns, i ? memory_order_acquire : memory_order_relaxed);
+        unsigned long long c = atomic_load_explicit(&s[i].pub_link_concealed, memory_order_acquire);
+        n += snprintf(buf + n, cap - (size_t)n, "%s %s %.3f ms %llu", i ? "," : "", s[i].name,
+                      (double)r * 1e-6, c);
+    }
+    if (n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, "   ");
+    return n < 0 ? n : ((size_t)n < cap ? n : (int)cap - 1);
 }
 
 void drths_numsite_frame_counters(const drths_numsite_t *s, drths_telemetry_frame_t *f)

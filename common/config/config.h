@@ -54,6 +54,10 @@
 #define DRTHS_EXPERIMENT_MAX_SITES 8
 /* A site's name, at most this many bytes with the terminating NUL. */
 #define DRTHS_SITE_NAME_MAX 32
+/* The most dampers the sites may give the structure, every site's channels together: the
+ * numerical site's structure and controller take this many (site-numerical/numsub.h,
+ * semiactive.h). */
+#define DRTHS_EXPERIMENT_MAX_DAMPERS 16
 
 struct drths_experiment_channel;
 

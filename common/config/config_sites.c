@@ -82,6 +82,56 @@ static int fill_site(vctx_t *c, drths_experiment_t *x, int i, const struct raw_s
     return r;
 }
 
+/* What the numerical site would refuse only when it builds its loop, after every handshake and
+ * the probes (site-numerical/hybrid.c: the controller's design, each damper's Smith predictor),
+ * refused here with the field that decides it: every damper a command under clipped-optimal
+ * (the LQ design commands each), at most two dampers per degree of freedom for that design
+ * (its inputs may not outnumber its states), a Bouc-Wen damper for the adaptive Smith
+ * predictor (it identifies that model's parameters), and at most DRTHS_EXPERIMENT_MAX_DAMPERS
+ * in all. The reference run and drths-check refused the first two too, but without naming a
+ * line; the others no one refused before the run. */
+static int check_dampers(vctx_t *c, const drths_experiment_t *x)
+{
+    int r = 0;
+    char prefix[64];
+    if (x->n_dampers > DRTHS_EXPERIMENT_MAX_DAMPERS)
+        return drths_cfg_fail(c, -EINVAL, "sites",
+                              "%d channels in all: the structure takes at most %d dampers",
+                              x->n_dampers, DRTHS_EXPERIMENT_MAX_DAMPERS);
+    for (int k = 0; k < x->n_dampers && !r; k++) {
+        const drths_experiment_channel_t *ch = &x->dampers[k];
+        drths_damper_model_t model = ch->exp.specimen.damper.model;
+        snprintf(prefix, sizeof prefix, "sites[%d].channels[%d].", ch->site,
+                 k - x->sites[ch->site].first);
+        c->prefix = prefix;
+        if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL &&
+            !(drths_experiment_command_max(model) > 0.0))
+            r = drths_cfg_fail(c, -EINVAL, "specimen.damper.model",
+                               "%s takes no command, and control.mode clipped-optimal commands "
+                               "every damper (use a damper with a command, or control.mode "
+                               "passive-off, passive-on or fixed)",
+                               drths_damper_model_name(model));
+        else if (x->numerical.smith == DRTHS_SMITH_ADAPTIVE && model != DRTHS_DAMPER_PHILLIPS2013 &&
+                 model != DRTHS_DAMPER_SPENCER1997)
+            r = drths_cfg_fail(c, -EINVAL, "specimen.damper.model",
+                               "%s: numerical.smith adaptive identifies a Bouc-Wen damper "
+                               "(phillips2013-200kN or spencer1997-small) for each damper; use "
+                               "numerical.smith fixed",
+                               drths_damper_model_name(model));
+    }
+    c->prefix = NULL;
+    if (r)
+        return r;
+    /* The LQ design's inputs (one per damper) may not outnumber its 2 n states. */
+    if (x->control.mode == DRTHS_CONTROL_CLIPPED_OPTIMAL && x->n_dampers > 2 * x->n_dof)
+        return drths_cfg_fail(c, -EINVAL, "sites",
+                              "%d dampers on %d degrees of freedom: control.mode clipped-optimal "
+                              "designs for at most %d (two per degree of freedom); use fewer "
+                              "channels or control.mode passive-off, passive-on or fixed",
+                              x->n_dampers, x->n_dof, 2 * x->n_dof);
+    return 0;
+}
+
 int drths_cfg_fill_sites(vctx_t *c, drths_experiment_t *x, const struct raw_top *t)
 {
     if (!t->sites)
@@ -128,7 +178,7 @@ int drths_cfg_fill_sites(vctx_t *c, drths_experiment_t *x, const struct raw_top 
         }
     }
     c->prefix = NULL;
-    return r;
+    return r ? r : check_dampers(c, x);
 }
 
 int drths_experiment_n_dampers(const drths_experiment_t *exp)

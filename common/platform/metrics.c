@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/platform/json.h"
+#include "common/platform/sitelinks.h"
 #include "common/platform/stats.h"
 
 /* ---- fidelity ---------------------------------------------------------------------------- */
@@ -1100,6 +1101,8 @@ void drths_report_print(FILE *f, const drths_report_t *r)
     }
     if (link)
         print_link(f, link);
+    if (r->sites)
+        drths_site_links_print(f, r->sites);
     if (r->drive && r->drive->has_drive)
         print_drive(f, r->drive, r->limits_source);
     if (r->verdict)
@@ -1317,6 +1320,8 @@ void drths_report_write_json(FILE *f, const drths_report_t *r)
             drths_json_object_end(&j);
         }
     }
+    if (r->sites)
+        drths_site_links_json(&j, r->sites);
     if (r->drive && r->drive->has_drive)
         json_drive(&j, r->drive, r->limits_source);
     drths_json_object_end(&j);

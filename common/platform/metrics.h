@@ -224,6 +224,8 @@ void drths_verdict_compute(const drths_acceptance_t *a, const drths_fidelity_t *
                            const drths_gaps_t *gaps, int ngaps, int allow_gaps,
                            drths_verdict_t *out);
 
+struct drths_site_links; /* common/platform/sitelinks.h */
+
 /* Everything the table shows; any pointer may be NULL and its part is then left out. */
 typedef struct drths_report {
     const char *run;         /* labels of the runs (usually their folders) */
@@ -236,6 +238,7 @@ typedef struct drths_report {
     const drths_gaps_t *gaps; /* ngaps records */
     int ngaps;
     const drths_verdict_t *verdict;
+    const struct drths_site_links *sites; /* a run of several links: one row per site */
 } drths_report_t;
 
 /* Computes the peak and RMS error of h against r over n samples. init-only. */

@@ -313,12 +313,119 @@ static void test_three_labs(void **state)
     free(p);
 }
 
+/* The line (from 1) where needle first starts a line of text, 0 if it never does. */
+static int line_of(const char *text, const char *needle)
+{
+    int n = 1;
+    for (const char *q = text; *q; q++) {
+        if ((q == text || q[-1] == '\n') && strncmp(q, needle, strlen(needle)) == 0)
+            return n;
+        n += *q == '\n';
+    }
+    return 0;
+}
+
+/* The example with its sites section replaced by n sites of channels channels each, at floors
+ * 1, 2, 3, 1, ... in turn. */
+static char *with_sites(const char *text, int n, int channels)
+{
+    const char *s = strstr(text, "\nsites:");
+    assert_non_null(s);
+    size_t head = (size_t)(s - text) + 1, cap = head + 64 + (size_t)(n * (96 + channels * 48));
+    char *t = malloc(cap);
+    assert_non_null(t);
+    int w = snprintf(t, cap, "%.*ssites:\n", (int)head, text);
+    for (int i = 0, k = 0; i < n; i++) {
+        w += snprintf(t + w, cap - (size_t)w,
+                      "  - name: lab%d\n    address: \"127.0.0.1:%d\"\n    channels:\n", i,
+                      47001 + i);
+        for (int j = 0; j < channels; j++, k++)
+            w += snprintf(t + w, cap - (size_t)w, "      - name: d%d\n        floor: %d\n", k,
+                          k % 3 + 1);
+    }
+    assert_true((size_t)w < cap);
+    return t;
+}
+
+/* What the numerical site refused only when it built its loop, after the handshakes and the
+ * probes (its controller's design, each damper's Smith predictor), is refused when the file is
+ * loaded, with the file, the line and the field: seven clipped-optimal dampers on three
+ * degrees of freedom (at most two per degree of freedom), a damper without a command under
+ * clipped-optimal, a damper the adaptive Smith predictor cannot identify, more dampers than
+ * the structure takes. Six dampers on three floors still load. */
+static void test_numerical_refusals(void **state)
+{
+    (void)state;
+    char *p = src_path(EXAMPLE);
+    char *text = slurp(p);
+    free(p);
+    char *six = with_sites(text, 6, 1), *seven = with_sites(text, 7, 1);
+    char *many = with_sites(text, 3, 6);
+    char *spring = replaced(text, "        floor: 2 ",
+                            "        specimen:\n          damper:\n"
+                            "            model: linear-spring\n"
+                            "            stiffness_N_per_m: 1.0e6\n        floor: 2 ");
+    char *passive = replaced(spring, "  mode: clipped-optimal ", "  mode: passive-on ");
+    char *adaptive = replaced(passive, "  smith: fixed", "  smith: adaptive");
+    int sites_line = line_of(seven, "sites:"), model_line = line_of(spring, "            model:");
+    assert_true(sites_line > 0 && model_line > 0);
+    char w[4][200];
+    snprintf(w[0], sizeof w[0],
+             "two-labs.yaml:%d: sites: 7 dampers on 3 degrees of freedom: control.mode "
+             "clipped-optimal designs for at most 6 (two per degree of freedom)",
+             sites_line);
+    snprintf(w[1], sizeof w[1],
+             "two-labs.yaml:%d: sites[1].channels[0].specimen.damper.model: linear-spring takes "
+             "no command, and control.mode clipped-optimal commands every damper",
+             model_line);
+    snprintf(w[2], sizeof w[2],
+             "two-labs.yaml:%d: sites[1].channels[0].specimen.damper.model: linear-spring: "
+             "numerical.smith adaptive identifies a Bouc-Wen damper",
+             model_line);
+    snprintf(w[3], sizeof w[3],
+             "two-labs.yaml:%d: sites: 18 channels in all: the structure takes at most 16 "
+             "dampers",
+             sites_line);
+    const struct {
+        const char *text, *want;
+    } cases[] = {{seven, w[0]}, {spring, w[1]}, {adaptive, w[2]}, {many, w[3]}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        drths_experiment_t x;
+        drths_error_t err = {{0}};
+        int r = load_text(&x, cases[i].text, &err);
+        if (r != -EINVAL || !strstr(err.msg, cases[i].want))
+            fail_msg("case %zu: got %d \"%s\", expected an error with \"%s\"", i, r, err.msg,
+                     cases[i].want);
+    }
+    /* Allowed: six dampers on three floors, a spring under passive-on with the fixed Smith
+     * predictor. */
+    const char *ok[] = {six, passive};
+    for (size_t i = 0; i < 2; i++) {
+        drths_experiment_t x;
+        drths_error_t err = {{0}};
+        if (load_text(&x, ok[i], &err) != 0)
+            fail_msg("allowed case %zu: %s", i, err.msg);
+        drths_experiment_close(&x);
+    }
+    free(adaptive);
+    free(passive);
+    free(spring);
+    free(many);
+    free(seven);
+    free(six);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_example),     cmocka_unit_test(test_one_site_file),
-        cmocka_unit_test(test_select_site), cmocka_unit_test(test_fingerprint),
-        cmocka_unit_test(test_errors),      cmocka_unit_test(test_three_labs),
+        cmocka_unit_test(test_example),
+        cmocka_unit_test(test_one_site_file),
+        cmocka_unit_test(test_select_site),
+        cmocka_unit_test(test_fingerprint),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_three_labs),
+        cmocka_unit_test(test_numerical_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,4 +222,48 @@ if command -v jq >/dev/null; then
            .drive.channels[0].envelope.max_use_bound == "limit_drive_acceleration_m_s2"' \
         "$work/drive/report.json" >/dev/null || fail "json drive"
 fi
+
+# A numerical run of two links (PROTOCOL.md section 12): per-link columns labA.* and labB.*
+# and summary.json's links. Lab A's feedback concealed at steps 100..109 (10, longest 10), lab
+# B's every 500th step (4, longest 1); round trips 2 ms and 12 ms. The per-site table gives
+# each site's L needed and feedback wait from the summary, its round trip and concealed feedback
+# from the record; report.json has the same under links. A summary naming a third site is of
+# another run: exit 2, named.
+mkdir -p "$work/links"
+awk 'BEGIN {
+    print "step,time_s,ag_m_s2,x1_m,v1_m_s,a1_abs_m_s2,loop_delay_ticks,labA.fb_concealed,labA.rtt_ms,labB.fb_concealed,labB.rtt_ms"
+    for (i = 0; i < 2000; i++)
+        printf "%d,%.4f,0,0,0,0,70,%d,2,%d,12\n", i, i * 0.0002, (i >= 100 && i < 110), (i % 500 == 0)
+}' >"$work/links/numerical.csv"
+cat >"$work/links/summary.json" <<'JSON'
+{
+  "kind": "numerical",
+  "loop_delay": {"L": 1},
+  "L": 70,
+  "links": [
+    {"site": "labA", "L_needed": 25, "feedback_wait_ms": 1.5},
+    {"site": "labB", "L_needed": 70, "feedback_wait_ms": 6.25}
+  ]
+}
+JSON
+set +e
+out=$("$tool" "$work/links" --no-plots); rc=$?
+set -e
+[ $rc -le 1 ] || { echo "$out"; fail "two links: exit $rc"; }
+grep -q <<<"$out" "^Links (one per site; the run's L 70 ticks" || { echo "$out"; fail "links heading"; }
+grep -Eq <<<"$out" '^labA +25 +1\.500 +2\.000 +2\.000 +2\.000 +10 \(0\.50%\) +10$' ||
+    { echo "$out"; fail "lab A's row"; }
+grep -Eq <<<"$out" '^labB +70 +6\.250 +12\.000 +12\.000 +12\.000 +4 \(0\.20%\) +1$' ||
+    { echo "$out"; fail "lab B's row"; }
+if command -v jq >/dev/null; then
+    jq -e '.links | length == 2 and .[0].site == "labA" and .[0].L_needed == 25 and
+           .[1].fb_concealed == 4 and .[1].rtt_ms.max == 12' "$work/links/report.json" \
+        >/dev/null || fail "json links"
+fi
+sed -i 's/"labB"/"labC"/' "$work/links/summary.json"
+set +e
+"$tool" "$work/links" --no-plots >/dev/null 2>"$work/links.err"; rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q 'links names site "labC"' "$work/links.err" ||
+    fail "a summary of another run: exit $rc, $(cat "$work/links.err")"
 echo "PASS"

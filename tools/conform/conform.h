@@ -37,6 +37,10 @@ typedef struct conform {
     double timeout_s;     /* physical role: how long to wait for the numerical site */
     bool mismatch;        /* physical role: answer with another fingerprint */
     int pass, fail, skip;
+    /* --site NAME (a file with sites, PROTOCOL.md section 12): the site's index in the file,
+     * which is its link (-1 without --site), and its address there. */
+    int link;
+    char site_address[80];
 } conform_t;
 
 /* A session this tool opens as the numerical site: its ephemeral pair (kept here, so the key

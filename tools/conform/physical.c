@@ -99,6 +99,12 @@ static void check_hello(phys_t *p)
                   h->proto_min, h->proto_max, h->role, h->version, h->link, h->rate_hz,
                   h->n_channels, list, offs ? "as" : "NOT", h->units,
                   memcmp(h->fingerprint, o->fingerprint, 32) ? "differs" : "equal", h->software);
+    /* PROTOCOL.md section 12: link i of a file with sites goes to sites[i]; a file without
+     * sites is link 0. */
+    int want = c->link < 0 ? 0 : c->link;
+    conform_check(c, h->link == want, "hello-link", "HELLO for link %u, %d expected (%s%s)",
+                  h->link, want, c->exp.site ? "the index of site " : "a file without sites",
+                  c->exp.site ? c->exp.site->name : "");
     char diff[128];
     bool secs = same_sections(o, h, diff, sizeof diff);
     conform_check(c, secs, "hello-sections", "%u section hashes listed, %d expected; differing: %s",

@@ -35,6 +35,7 @@
 #include "common/platform/cli.h"
 #include "common/platform/csvread.h"
 #include "common/platform/metrics.h"
+#include "common/platform/sitelinks.h"
 #include "common/platform/stats.h"
 #include "tools/report/charz.h"
 #include "tools/report/hdf5.h"
@@ -876,6 +877,36 @@ static int find_gaps(const inputs_t *in, drths_gaps_t *gaps, int *ngaps, drths_e
     return rc;
 }
 
+/* The per-site link table of a run of several links: the record's per-link columns and, when
+ * RUN_DIR has one, summary.json's links (L needed, feedback wait). 0, or -1 after printing why
+ * (a summary that names a site the record has not is of another run: a usage error). */
+static int site_links(const char *run_dir, const drths_csv_table_t *run, drths_site_links_t *s)
+{
+    drths_error_t err = {{0}};
+    if (drths_site_links_compute(run, s, &err)) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        return -1;
+    }
+    if (s->n == 0)
+        return 0;
+    char *path = join(run_dir, "summary.json");
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    size_t len = 0;
+    if (f) {
+        /* summary.json is a few kB; 1 MB is far beyond any the sites write. */
+        text = malloc(1 << 20);
+        len = text ? fread(text, 1, 1 << 20, f) : 0;
+        fclose(f);
+    }
+    int rc = text && len > 0 ? drths_site_links_read_summary(s, text, len, path, &err) : 0;
+    if (rc)
+        fprintf(stderr, PROG ": %s\n", err.msg);
+    free(text);
+    free(path);
+    return rc ? -1 : 0;
+}
+
 /* "run <folder>, experiment <name>, <date>": the experiment from summary.json (or "?"), the
  * date when numerical.csv was last written. */
 static void make_caption(const char *run_dir, char *out, size_t cap)
@@ -1051,6 +1082,7 @@ int main(int argc, char **argv)
     drths_acceptance_t acc;
     drths_verdict_t verdict;
     drths_drive_stats_t drive;
+    static drths_site_links_t sites;
     envelope_src_t env = {0};
     char *acc_source = NULL;
     if (load_acceptance(&o, &acc, &acc_source))
@@ -1073,7 +1105,7 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": %s\n", err.msg);
         goto out;
     }
-    if (drive_figures(&o, &in, &link, &env, &drive))
+    if (drive_figures(&o, &in, &link, &env, &drive) || site_links(o.run_dir, &in.run, &sites))
         goto out;
     if (o.plots && (check_plot_columns(&in.run) || (in.has_ref && check_plot_columns(&in.ref))))
         goto out;
@@ -1091,7 +1123,8 @@ int main(int argc, char **argv)
                           .limits_source = env.path,
                           .gaps = gaps,
                           .ngaps = ngaps,
-                          .verdict = &verdict};
+                          .verdict = &verdict,
+                          .sites = &sites};
     drths_report_print(stdout, &rep);
     if (!in.has_phys)
         printf("\n(no physical.csv in %s: actuator, tracking and real-time figures left out)\n",
