@@ -275,16 +275,19 @@ void drths_adaptive_report_print(FILE *f, const drths_adaptive_report_t *r)
     }
     for (int k = 0; k < DRTHS_ADAPTIVE_FACTORS; k++) {
         const drths_adaptive_factor_t *a = &r->f[k];
-        if (!a->flagged)
-            continue;
-        fprintf(f,
-                "  AT BOUND: theta%d sat at a bound on %.2f %% of the run (%ld of %ld ticks, "
-                "more than %.0f %%):\n"
-                "    the compensator could not follow the actuator: the plant is outside %s.\n"
-                "    Widen %s, or check the actuator (gain, servo-valve, hydraulics).\n",
-                k, a->at_bound_fraction * 100.0, a->at_bound_ticks, r->observed_ticks,
-                DRTHS_ADAPTIVE_AT_BOUND_FLAG * 100.0, setting(r), setting(r));
+        if (a->flagged)
+            fprintf(f,
+                    "  AT BOUND: theta%d sat at a bound on %.2f %% of the run (%ld of %ld ticks, "
+                    "more than %.0f %%).\n",
+                    k, a->at_bound_fraction * 100.0, a->at_bound_ticks, r->observed_ticks,
+                    DRTHS_ADAPTIVE_AT_BOUND_FLAG * 100.0);
     }
+    /* What it means once, however many factors are at a bound. */
+    if (r->flagged)
+        fprintf(f,
+                "    The compensator could not follow the actuator: the plant is outside %s.\n"
+                "    Widen %s, or check the actuator (gain, servo-valve, hydraulics).\n",
+                setting(r), setting(r));
 }
 
 void drths_adaptive_report_json(drths_json_t *j, const drths_adaptive_report_t *r)

@@ -321,9 +321,9 @@ grep -Eq <<<"$out" '^  theta0 +0\.57 +1\.1 +1\.1 +0\.57 +1\.79 +5\.00 %$' ||
     { echo "$out"; fail "adaptive: theta0's row (5 % is not flagged)"; }
 grep -Eq <<<"$out" '^  theta1 +1 +1\.2 +1\.2 +0\.14 +7\.1 +0\.00 %$' || fail "adaptive: theta1's row"
 [ "$(grep -c 'AT BOUND' <<<"$out")" -eq 2 ] || fail "adaptive: more than theta3 flagged"
-grep -q <<<"$out" '^  AT BOUND: theta3 sat at a bound on 99.00 % of the run (1980 of 2000 ticks, more than 10 %):$' ||
+grep -q <<<"$out" '^  AT BOUND: theta3 sat at a bound on 99.00 % of the run (1980 of 2000 ticks, more than 10 %).$' ||
     fail "adaptive: the sentence"
-grep -q <<<"$out" 'the plant is outside actuator.adaptive_range.$' || fail "adaptive: what it means"
+grep -q <<<"$out" 'The compensator could not follow the actuator: the plant is outside actuator.adaptive_range.$' || fail "adaptive: what it means"
 grep -q <<<"$out" 'Widen actuator.adaptive_range, or check the actuator' || fail "adaptive: what to do"
 width=$(echo "$out" | grep -v "$work" | awk '{ if (length($0) > m) m = length($0) } END { print m }')
 [ "$width" -le 100 ] || fail "adaptive table is $width columns wide"
