@@ -53,8 +53,8 @@ int drths_adaptive_report_read_summary(drths_adaptive_report_t *out, const char 
  * a factor whose column is missing or all NaN keeps run_min and run_max NaN. init-only. */
 void drths_adaptive_report_add_record(drths_adaptive_report_t *r, const drths_csv_table_t *phys);
 
-/* One line per factor, then one sentence per flagged factor; nothing unless present.
- * init-only. */
+/* One line per factor, then a line per flagged factor and, once, what it means for the lab;
+ * nothing unless present. init-only. */
 void drths_adaptive_report_print(FILE *f, const drths_adaptive_report_t *r);
 
 /* "adaptive": {...} into the open object of j; nothing unless present. init-only. */
