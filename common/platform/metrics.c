@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/platform/adaptreport.h"
 #include "common/platform/json.h"
 #include "common/platform/sitelinks.h"
 #include "common/platform/stats.h"
@@ -986,7 +987,8 @@ static void print_figures(FILE *f)
                "used\n");
 }
 
-static void print_link(FILE *f, const drths_link_stats_t *link)
+static void print_link(FILE *f, const drths_link_stats_t *link,
+                       const struct drths_adaptive_report *adaptive)
 {
     if (link->has_numerical || link->has_physical) {
         fprintf(f, "\nLink");
@@ -1013,6 +1015,7 @@ static void print_link(FILE *f, const drths_link_stats_t *link)
         fprintf(f, "\nTracking (measured vs commanded actuator displacement)\n");
         fprintf(f, "%-22s %.3f %%\n", "RMS error norm", pct(link->tracking_rms_err));
         fprintf(f, "%-22s %.3f mm\n", "peak |meas - cmd|", link->tracking_peak_m * 1e3);
+        drths_adaptive_report_print(f, adaptive);
         fprintf(f, "\nReal time (actuator site)\n");
         fprintf(f, "%-22s %9s %11s %11s %11s %11s %11s\n", "", "n", "min", "p50", "p99", "p99.9",
                 "max");
@@ -1100,7 +1103,7 @@ void drths_report_print(FILE *f, const drths_report_t *r)
         }
     }
     if (link)
-        print_link(f, link);
+        print_link(f, link, r->adaptive);
     if (r->sites)
         drths_site_links_print(f, r->sites);
     if (r->drive && r->drive->has_drive)
@@ -1314,6 +1317,7 @@ void drths_report_write_json(FILE *f, const drths_report_t *r)
             drths_json_object_begin(&j, "tracking");
             drths_json_number(&j, "rms_err_pct", pct(link->tracking_rms_err));
             drths_json_number(&j, "peak_m", link->tracking_peak_m);
+            drths_adaptive_report_json(&j, r->adaptive);
             drths_json_object_end(&j);
             drths_json_object_begin(&j, "realtime");
             json_stats(&j, "wake_late_us", &link->wake_late_us);

@@ -224,7 +224,8 @@ void drths_verdict_compute(const drths_acceptance_t *a, const drths_fidelity_t *
                            const drths_gaps_t *gaps, int ngaps, int allow_gaps,
                            drths_verdict_t *out);
 
-struct drths_site_links; /* common/platform/sitelinks.h */
+struct drths_site_links;      /* common/platform/sitelinks.h */
+struct drths_adaptive_report; /* common/platform/adaptreport.h */
 
 /* Everything the table shows; any pointer may be NULL and its part is then left out. */
 typedef struct drths_report {
@@ -239,6 +240,8 @@ typedef struct drths_report {
     int ngaps;
     const drths_verdict_t *verdict;
     const struct drths_site_links *sites; /* a run of several links: one row per site */
+    /* the actuator's adaptive compensation factors, in the tracking section */
+    const struct drths_adaptive_report *adaptive;
 } drths_report_t;
 
 /* Computes the peak and RMS error of h against r over n samples. init-only. */

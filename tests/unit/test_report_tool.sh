@@ -266,4 +266,84 @@ set +e
 set -e
 [ $rc -eq 2 ] && grep -q 'links names site "labC"' "$work/links.err" ||
     fail "a summary of another run: exit $rc, $(cat "$work/links.err")"
+
+# The adaptive compensation's factors (docs/report.md, "Adaptive compensation"): the actuator
+# site's summary.json says theta3 sat at its upper bound 4 on 1980 of 2000 ticks (99 %) and
+# theta0 on 100 (5 %, under the 10 % flag); physical.csv's adaptive_theta3 rises from 1 to 4
+# by tick 20 and stays there. The tracking section gives each factor's run range, bounds and
+# share at a bound, flags theta3 alone with what it means for the lab, and report.json says
+# the same. A summary.json that is not JSON leaves the factors out with a warning naming it.
+mkdir -p "$work/adapt"
+cp "$work/hyb/numerical.csv" "$work/adapt/numerical.csv"
+awk 'BEGIN {
+    n = 2000; dt = 0.001; pi = 3.14159265358979
+    print "tick,time_s,cmd_tick,command_m,command_vel_m_s,damper_command,concealed,hold,meas_disp_m,meas_force_N,cmd_lead_ms,wake_late_us,adaptive_theta0,adaptive_theta1,adaptive_theta2,adaptive_theta3"
+    for (i = 0; i < n; i++) {
+        t = i * dt; cmd = 0.01 * sin(2 * pi * 2 * t); th3 = (i < 20) ? 1 + 3 * i / 20 : 4
+        printf "%d,%.9g,%d,%.9g,0,2.5,0,0,%.9g,0,5,%d,%.9g,%.9g,0.9,%.9g\n", i, t, i, cmd,
+               1.01 * cmd, i % 100 + 1, (i < 100) ? 0.57 : 1.1, 1 + 0.2 * i / (n - 1), th3
+    }
+}' >"$work/adapt/physical.csv"
+cat >"$work/adapt/summary.json" <<'JSON'
+{
+  "kind": "physical",
+  "tracking_rms_error_pct": 1.0,
+  "tracking": {
+    "compensation": "adaptive",
+    "ticks": 2000,
+    "adaptive": {
+      "bounds_from": "adaptive_range",
+      "observed_ticks": 2000,
+      "updates": 1990,
+      "clamped": 1980,
+      "fallbacks": 0,
+      "theta0": {"min": 0.57, "max": 1.79, "final": 1.1, "at_bound_ticks": 100, "at_bound_fraction": 0.05},
+      "theta1": {"min": 0.14, "max": 7.1, "final": 1.2, "at_bound_ticks": 0, "at_bound_fraction": 0},
+      "theta2": {"min": 0.036, "max": 29, "final": 0.9, "at_bound_ticks": 0, "at_bound_fraction": 0},
+      "theta3": {"min": 0.25, "max": 4, "final": 4, "at_bound_ticks": 1980, "at_bound_fraction": 0.99},
+      "max_at_bound_fraction": 0.99
+    }
+  }
+}
+JSON
+set +e
+out=$("$tool" "$work/adapt" --reference "$work/ref" --no-plots); rc=$?
+set -e
+[ $rc -eq 1 ] || { echo "$out"; fail "adaptive: exit $rc (the run fails on concealed feedback: 1)"; }
+grep -q <<<"$out" '^adaptive factors (bounds from actuator.adaptive_range; run range from physical.csv)$' ||
+    { echo "$out"; fail "adaptive: heading"; }
+# Only inside the tracking section: after its RMS line, before the real-time section.
+sed -n '/^Tracking (measured/,/^Real time/p' <<<"$out" | grep -q '^  theta3 ' ||
+    fail "adaptive: factors outside the tracking section"
+grep -Eq <<<"$out" '^  theta3 +1 +4 +4 +0\.25 +4 +99\.00 %  AT BOUND$' ||
+    { echo "$out"; fail "adaptive: theta3's row"; }
+grep -Eq <<<"$out" '^  theta0 +0\.57 +1\.1 +1\.1 +0\.57 +1\.79 +5\.00 %$' ||
+    { echo "$out"; fail "adaptive: theta0's row (5 % is not flagged)"; }
+grep -Eq <<<"$out" '^  theta1 +1 +1\.2 +1\.2 +0\.14 +7\.1 +0\.00 %$' || fail "adaptive: theta1's row"
+[ "$(grep -c 'AT BOUND' <<<"$out")" -eq 2 ] || fail "adaptive: more than theta3 flagged"
+grep -q <<<"$out" '^  AT BOUND: theta3 sat at a bound on 99.00 % of the run (1980 of 2000 ticks, more than 10 %).$' ||
+    fail "adaptive: the sentence"
+grep -q <<<"$out" 'The compensator could not follow the actuator: the plant is outside actuator.adaptive_range.$' || fail "adaptive: what it means"
+grep -q <<<"$out" 'Widen actuator.adaptive_range, or check the actuator' || fail "adaptive: what to do"
+width=$(echo "$out" | grep -v "$work" | awk '{ if (length($0) > m) m = length($0) } END { print m }')
+[ "$width" -le 100 ] || fail "adaptive table is $width columns wide"
+grep -q '"at_bound_fraction": 0.99' "$work/adapt/report.json" || fail "adaptive: json fraction"
+grep -q 'theta3 sat at a bound on 99.00 % of the run: the plant is outside actuator.adaptive_range' \
+    "$work/adapt/report.json" || fail "adaptive: json warning"
+if command -v jq >/dev/null; then
+    jq -e '.tracking.adaptive.factors | length == 4 and .[3].at_bound == true and
+           .[3].at_bound_ticks == 1980 and .[3].run_min == 1 and .[3].upper == 4 and
+           .[0].at_bound == false' "$work/adapt/report.json" >/dev/null || fail "adaptive: json factors"
+    jq -e '.tracking.adaptive.warnings | length == 1' "$work/adapt/report.json" >/dev/null ||
+        fail "adaptive: json warnings"
+fi
+grep -q <<<"$(cat "$work/hyb/report.txt")" 'adaptive factors' && fail "adaptive factors without a summary"
+echo '{"kind": "physical", "tracking": {"adaptive": {' >"$work/adapt/summary.json"
+set +e
+out=$("$tool" "$work/adapt" --reference "$work/ref" --no-plots 2>"$work/adapt.err"); rc=$?
+set -e
+[ $rc -eq 1 ] || fail "adaptive, summary cut short: exit $rc (want the verdict's 1)"
+grep -q "warning: $work/adapt/summary.json: not JSON at byte" "$work/adapt.err" ||
+    fail "adaptive, summary cut short: $(cat "$work/adapt.err")"
+grep -q <<<"$out" 'adaptive factors' && fail "adaptive factors from a summary cut short"
 echo "PASS"

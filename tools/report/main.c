@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/config/config.h"
+#include "common/platform/adaptreport.h"
 #include "common/platform/cli.h"
 #include "common/platform/csvread.h"
 #include "common/platform/metrics.h"
@@ -907,6 +908,34 @@ static int site_links(const char *run_dir, const drths_csv_table_t *run, drths_s
     return rc ? -1 : 0;
 }
 
+/* The adaptive compensation's factors (docs/report.md, "Adaptive compensation"): the bounds and
+ * the time at a bound from the actuator site's summary.json (PHYS_DIR's), the range over the
+ * run from physical.csv. Nothing without physical.csv or a summary with tracking.adaptive. A
+ * summary that is not JSON or whose figures are wrong (a site that died writing it) leaves the
+ * factors out with a warning naming the file and what is wrong: the records are still judged. */
+static void adaptive_factors(const char *phys_dir, const drths_csv_table_t *phys,
+                             drths_adaptive_report_t *a)
+{
+    memset(a, 0, sizeof *a);
+    char *path = join(phys_dir, "summary.json");
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    size_t len = 0;
+    if (f) {
+        /* summary.json is a few kB; 1 MB is far beyond any the sites write. */
+        text = malloc(1 << 20);
+        len = text ? fread(text, 1, 1 << 20, f) : 0;
+        fclose(f);
+    }
+    drths_error_t err = {{0}};
+    if (text && len > 0 && drths_adaptive_report_read_summary(a, text, len, path, &err))
+        fprintf(stderr, PROG ": warning: %s; adaptive factors left out\n", err.msg);
+    else if (a->present)
+        drths_adaptive_report_add_record(a, phys);
+    free(text);
+    free(path);
+}
+
 /* "run <folder>, experiment <name>, <date>": the experiment from summary.json (or "?"), the
  * date when numerical.csv was last written. */
 static void make_caption(const char *run_dir, char *out, size_t cap)
@@ -1083,6 +1112,7 @@ int main(int argc, char **argv)
     drths_verdict_t verdict;
     drths_drive_stats_t drive;
     static drths_site_links_t sites;
+    drths_adaptive_report_t adaptive = {0};
     envelope_src_t env = {0};
     char *acc_source = NULL;
     if (load_acceptance(&o, &acc, &acc_source))
@@ -1107,6 +1137,8 @@ int main(int argc, char **argv)
     }
     if (drive_figures(&o, &in, &link, &env, &drive) || site_links(o.run_dir, &in.run, &sites))
         goto out;
+    if (in.has_phys)
+        adaptive_factors(o.phys_dir, &in.phys, &adaptive);
     if (o.plots && (check_plot_columns(&in.run) || (in.has_ref && check_plot_columns(&in.ref))))
         goto out;
     const drths_fidelity_t *fp = in.has_ref ? &fid : NULL;
@@ -1124,7 +1156,8 @@ int main(int argc, char **argv)
                           .gaps = gaps,
                           .ngaps = ngaps,
                           .verdict = &verdict,
-                          .sites = &sites};
+                          .sites = &sites,
+                          .adaptive = &adaptive};
     drths_report_print(stdout, &rep);
     if (!in.has_phys)
         printf("\n(no physical.csv in %s: actuator, tracking and real-time figures left out)\n",
