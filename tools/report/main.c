@@ -878,6 +878,21 @@ static int find_gaps(const inputs_t *in, drths_gaps_t *gaps, int *ngaps, drths_e
     return rc;
 }
 
+/* A site's summary.json at path, read whole (NULL with *len 0 when it cannot be read; the
+ * caller frees it). summary.json is a few kB; 1 MB is far beyond any the sites write. */
+static char *read_summary(const char *path, size_t *len)
+{
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *text = malloc(1 << 20);
+    if (text)
+        *len = fread(text, 1, 1 << 20, f);
+    fclose(f);
+    return text;
+}
+
 /* The per-site link table of a run of several links: the record's per-link columns and, when
  * RUN_DIR has one, summary.json's links (L needed, feedback wait). 0, or -1 after printing why
  * (a summary that names a site the record has not is of another run: a usage error). */
@@ -891,15 +906,8 @@ static int site_links(const char *run_dir, const drths_csv_table_t *run, drths_s
     if (s->n == 0)
         return 0;
     char *path = join(run_dir, "summary.json");
-    FILE *f = fopen(path, "rb");
-    char *text = NULL;
     size_t len = 0;
-    if (f) {
-        /* summary.json is a few kB; 1 MB is far beyond any the sites write. */
-        text = malloc(1 << 20);
-        len = text ? fread(text, 1, 1 << 20, f) : 0;
-        fclose(f);
-    }
+    char *text = read_summary(path, &len);
     int rc = text && len > 0 ? drths_site_links_read_summary(s, text, len, path, &err) : 0;
     if (rc)
         fprintf(stderr, PROG ": %s\n", err.msg);
@@ -918,15 +926,8 @@ static void adaptive_factors(const char *phys_dir, const drths_csv_table_t *phys
 {
     memset(a, 0, sizeof *a);
     char *path = join(phys_dir, "summary.json");
-    FILE *f = fopen(path, "rb");
-    char *text = NULL;
     size_t len = 0;
-    if (f) {
-        /* summary.json is a few kB; 1 MB is far beyond any the sites write. */
-        text = malloc(1 << 20);
-        len = text ? fread(text, 1, 1 << 20, f) : 0;
-        fclose(f);
-    }
+    char *text = read_summary(path, &len);
     drths_error_t err = {{0}};
     if (text && len > 0 && drths_adaptive_report_read_summary(a, text, len, path, &err))
         fprintf(stderr, PROG ": warning: %s; adaptive factors left out\n", err.msg);
