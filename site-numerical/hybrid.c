@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,6 +427,17 @@ const char *drths_hybrid_end_name(drths_hybrid_end_t e)
     return "unknown";
 }
 
+/* The STOP/ABORT text sent to the sites, cut to what the wire carries (DRTHS_WIRE_MAX_TEXT): a
+ * site's name and a peer's text of up to that length may not both fit, and the cut is meant. */
+__attribute__((format(printf, 2, 3))) static void set_close_text(drths_hybrid_t *h, const char *fmt,
+                                                                 ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->close_text, sizeof h->close_text, fmt, ap);
+    va_end(ap);
+}
+
 static void set_text(drths_hybrid_t *h, const char *text)
 {
     size_t n = strlen(text);
@@ -459,7 +471,7 @@ static void begin_link_close(drths_hybrid_t *h, int i, int64_t now_ns, drths_msg
     begin_close(h, now_ns, type, reason, text, end);
     h->end_link = i;
     if (h->n_links > 1)
-        snprintf(h->close_text, sizeof h->close_text, "%s: %s", h->lk[i].name, text);
+        set_close_text(h, "%s: %s", h->lk[i].name, text);
 }
 
 void drths_hybrid_request_stop(drths_hybrid_t *h, int reason, const char *text)
@@ -601,8 +613,8 @@ static void peer_ended(drths_hybrid_t *h, int i, const drths_msg_t *m, int64_t r
     h->end_reason = m->u.stop.reason;
     h->end_link = i;
     h->lk[i].skip_close = 1;
-    snprintf(h->close_text, sizeof h->close_text, "%s stopped the test: %s: %s", h->lk[i].name,
-             drths_stop_reason_name(m->u.stop.reason), text);
+    set_close_text(h, "%s stopped the test: %s: %s", h->lk[i].name,
+                   drths_stop_reason_name(m->u.stop.reason), text);
 }
 
 void drths_hybrid_on_link_message(drths_hybrid_t *h, int i, const drths_msg_t *m, int64_t rx_ns)
