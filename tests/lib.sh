@@ -275,3 +275,41 @@ close_page() {
     wait_status "$page_pid"
     tail -n 1 "$tmp/page.out" >"$tmp/page.json"
 }
+
+# wait_bound PORT: until a UDP socket is bound to PORT (at most 10 s), so that no check runs
+# against a site that is not listening yet.
+wait_bound() {
+    for _ in $(seq 1 100); do
+        [ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ] && return 0
+        sleep 0.1
+    done
+    fail "nothing listens on UDP port $1 after 10 s"
+}
+
+# expect_checks FILE NAME...: each drths-conform check NAME has a PASS line in FILE and no check
+# FAILed.
+expect_checks() {
+    local f=$1
+    shift
+    for n in "$@"; do
+        grep -q "^PASS $n: " "$f" || fail "no 'PASS $n' in $f"
+    done
+    ! grep -q '^FAIL ' "$f" || fail "FAIL lines in $f"
+}
+
+# start_sites EXP SITE...: a file with sites run live: one drths-physical per SITE (--site, run
+# folder $tmp/SITE, its pid in pid_SITE), then drths-numerical (run folder $tmp/num, pid in npid).
+start_sites() {
+    local exp=$1 lab
+    shift
+    for lab in "$@"; do
+        timeout 90 "$bdir/drths-physical" --experiment "$exp" --site "$lab" \
+            --wait-timeout 20 --out "$tmp/$lab" --quiet >"$tmp/$lab.out" 2>"$tmp/$lab.err" &
+        pids+=("$!")
+        eval "pid_$lab=$!"
+    done
+    timeout 90 "$bdir/drths-numerical" --experiment "$exp" --connect-timeout 10 \
+        --out "$tmp/num" --quiet >"$tmp/num.out" 2>"$tmp/num.err" &
+    npid=$!
+    pids+=("$npid")
+}

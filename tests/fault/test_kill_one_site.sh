@@ -25,16 +25,7 @@ for key, value in (("duration_s", "6"), ("tail_s", "0"), ("safety_margin_ticks",
 open(dst, "w").write(t)
 PY
 
-for lab in labA labB; do
-    timeout 90 "$bdir/drths-physical" --experiment "$tmp/exp.yaml" --site "$lab" \
-        --wait-timeout 20 --out "$tmp/$lab" --quiet >"$tmp/$lab.out" 2>"$tmp/$lab.err" &
-    pids+=("$!")
-    eval "pid_$lab=$!"
-done
-timeout 90 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --connect-timeout 10 \
-    --out "$tmp/num" --quiet >"$tmp/num.out" 2>"$tmp/num.err" &
-npid=$!
-pids+=("$npid")
+start_sites "$tmp/exp.yaml" labA labB
 wait_rows "$tmp/labB/physical.csv" 5000
 kill -9 "$(child_of "$pid_labB")"
 wait_status "$pid_labB"

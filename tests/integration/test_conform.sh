@@ -12,26 +12,6 @@ source "$(dirname "$0")/../lib.sh"
 make_experiment 1
 conform="$bdir/drths-conform"
 
-# wait_bound PORT: until a UDP socket is bound to PORT (at most 10 s), so that no check runs
-# against a site that is not listening yet.
-wait_bound() {
-    for _ in $(seq 1 100); do
-        [ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ] && return 0
-        sleep 0.1
-    done
-    fail "nothing listens on UDP port $1 after 10 s"
-}
-
-# expect_checks FILE NAME...: each check NAME has a PASS line in FILE.
-expect_checks() {
-    local f=$1
-    shift
-    for n in "$@"; do
-        grep -q "^PASS $n: " "$f" || fail "no 'PASS $n' in $f"
-    done
-    ! grep -q '^FAIL ' "$f" || fail "FAIL lines in $f"
-}
-
 # 1. The suite as the numerical site.
 pport=$(free_port)
 start_physical phys "$pport"

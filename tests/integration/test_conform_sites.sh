@@ -42,25 +42,6 @@ open(dst, "w").write(t)
 PY
 grep -q 'key_file: labB.key' "$tmp/exp.yaml" || fail "the experiment has no key for lab B"
 
-# wait_bound PORT: until a UDP socket is bound to PORT (at most 10 s).
-wait_bound() {
-    for _ in $(seq 1 100); do
-        [ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ] && return 0
-        sleep 0.1
-    done
-    fail "nothing listens on UDP port $1 after 10 s"
-}
-
-# expect_checks FILE NAME...: each check NAME has a PASS line in FILE and none FAILed.
-expect_checks() {
-    local f=$1
-    shift
-    for n in "$@"; do
-        grep -q "^PASS $n: " "$f" || fail "no 'PASS $n' in $f"
-    done
-    ! grep -q '^FAIL ' "$f" || fail "FAIL lines in $f"
-}
-
 # 1. Which site is this one? The file lists two: the suite must be told.
 rc=0
 "$conform" --role physical --experiment "$tmp/exp.yaml" >"$tmp/nosite.out" \

@@ -31,16 +31,7 @@ PY
 grep -q "listen: \"127.0.0.1:$pb\"" "$tmp/exp.yaml" || fail "the experiment has no relay for lab B"
 
 start_impair relay "$rb" "$pb" --forward "delay 5ms" --backward "delay 5ms" --seed 1
-for lab in labA labB; do
-    timeout 90 "$bdir/drths-physical" --experiment "$tmp/exp.yaml" --site "$lab" \
-        --wait-timeout 20 --out "$tmp/$lab" --quiet >"$tmp/$lab.out" 2>"$tmp/$lab.err" &
-    pids+=("$!")
-    eval "pid_$lab=$!"
-done
-timeout 90 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --connect-timeout 10 \
-    --out "$tmp/num" --quiet >"$tmp/num.out" 2>"$tmp/num.err" &
-npid=$!
-pids+=("$npid")
+start_sites "$tmp/exp.yaml" labA labB
 wait_status "$npid"
 nrc=$rc
 wait_status "$pid_labA"
