@@ -41,7 +41,7 @@ static void on_counters(void *ctx, drths_telemetry_frame_t *f)
 {
     drths_numapp_t *a = ctx;
     f->state = a->tlm_state;
-    drths_numsite_frame_counters(&a->sites[0], f);
+    drths_numsite_frame_counters(a->sites, a->n_links, f);
 }
 
 static void on_tap(void *ctx, const double *row, drths_telemetry_frame_t *f)

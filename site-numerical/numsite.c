@@ -543,14 +543,19 @@ void drths_numsite_run_links(drths_numsite_t *s, int nl, drths_hybrid_t *h, drth
                 for (int i = 1; i < nl; i++)
                     atomic_store_explicit(&s[i].pub_rtt_ns, h->lk[i].rtt.last_rtt_ns,
                                           memory_order_release);
-                for (int i = 0; i < nl && nl > 1; i++)
-                    atomic_store_explicit(&s[i].pub_link_concealed, h->lk[i].c.concealed,
-                                          memory_order_release);
                 uint64_t rej = 0;
                 for (int i = 0; i < nl; i++) {
-                    rej += s[i].wrong_source;
+                    uint64_t r_i = s[i].wrong_source;
                     for (int r = 1; r < DRTHS_REJECT_COUNT; r++)
-                        rej += s[i].rx.rejects[r];
+                        r_i += s[i].rx.rejects[r];
+                    rej += r_i;
+                    if (nl == 1)
+                        continue;
+                    atomic_store_explicit(&s[i].pub_link_concealed, h->lk[i].c.concealed,
+                                          memory_order_release);
+                    atomic_store_explicit(&s[i].pub_link_late, h->lk[i].c.fb_late,
+                                          memory_order_relaxed);
+                    atomic_store_explicit(&s[i].pub_link_rejected, r_i, memory_order_relaxed);
                 }
                 atomic_store_explicit(&s->pub_rejected, rej, memory_order_relaxed);
                 if (++rows % 256 == 0 && wake)

@@ -77,6 +77,8 @@ typedef struct drths_numsite {
     /* With several links (drths_numsite_run_links): this link's concealed feedback, stored
      * with release each step beside pub_rtt_ns, this link's newest round trip. */
     _Atomic uint64_t pub_link_concealed;
+    /* ... and its late feedback and rejected datagrams (the monitor's per-link counters). */
+    _Atomic uint64_t pub_link_late, pub_link_rejected;
     /* The loop thread: the records cannot be written (drths_numsite_records_abort). */
     atomic_int records_abort;
     char records_text[DRTHS_WIRE_MAX_TEXT + 1];

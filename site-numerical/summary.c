@@ -673,11 +673,23 @@ int drths_numsite_status_text(const drths_numsite_t *s, int nl, const drths_hybr
     return n < 0 ? n : ((size_t)n < cap ? n : (int)cap - 1);
 }
 
-void drths_numsite_frame_counters(const drths_numsite_t *s, drths_telemetry_frame_t *f)
+void drths_numsite_frame_counters(const drths_numsite_t *s, int nl, drths_telemetry_frame_t *f)
 {
     f->late = atomic_load_explicit(&s->pub_late, memory_order_relaxed);
     f->concealed = atomic_load_explicit(&s->pub_concealed, memory_order_relaxed);
     f->rejected = atomic_load_explicit(&s->pub_rejected, memory_order_relaxed);
+    /* The links are named from the first frame on (the page knows which sites to expect
+     * before the run); link i drives damper i (hybrid.h). */
+    f->n_links = nl > 1 ? (nl < DRTHS_TELEMETRY_MAX_LINKS ? nl : DRTHS_TELEMETRY_MAX_LINKS) : 0;
+    for (int i = 0; i < f->n_links; i++) {
+        drths_telemetry_link_t *l = &f->link[i];
+        snprintf(l->site, sizeof l->site, "%s", s[i].name);
+        l->first = i < DRTHS_TELEMETRY_MAX_CHANNELS ? i : 0;
+        l->n_channels = i < DRTHS_TELEMETRY_MAX_CHANNELS;
+        l->concealed = atomic_load_explicit(&s[i].pub_link_concealed, memory_order_acquire);
+        l->late = atomic_load_explicit(&s[i].pub_link_late, memory_order_relaxed);
+        l->rejected = atomic_load_explicit(&s[i].pub_link_rejected, memory_order_relaxed);
+    }
 }
 
 /* The frame's signals, in the order of drths_numsite_frame_map_t.col. */
@@ -685,14 +697,45 @@ static const char *const frame_columns[DRTHS_NUMSITE_FRAME_SIGNALS] = {
     "step",         "time_s", "damper_disp_m",   "damper_command", "force_measured_N",
     "force_used_N", "rtt_ms", "loop_delay_ticks"};
 
+static int column(const drths_hybrid_t *h, const char *name)
+{
+    for (int c = 0; c < h->ncols; c++)
+        if (strcmp(h->colnames[c], name) == 0)
+            return c;
+    return -1;
+}
+
 void drths_numsite_frame_map(drths_numsite_frame_map_t *m, const drths_hybrid_t *h)
 {
-    for (int k = 0; k < DRTHS_NUMSITE_FRAME_SIGNALS; k++) {
-        m->col[k] = -1;
-        for (int c = 0; c < h->ncols; c++)
-            if (strcmp(h->colnames[c], frame_columns[k]) == 0)
-                m->col[k] = c;
+    memset(m, 0, sizeof *m);
+    for (int k = 0; k < DRTHS_NUMSITE_FRAME_SIGNALS; k++)
+        m->col[k] = column(h, frame_columns[k]);
+    if (h->n_links < 2)
+        return;
+    /* Several links: link i drives damper i (hybrid.h). */
+    char name[96];
+    m->n_links = h->n_links < DRTHS_TELEMETRY_MAX_LINKS ? h->n_links : DRTHS_TELEMETRY_MAX_LINKS;
+    for (int i = 0; i < m->n_links; i++) {
+        snprintf(name, sizeof name, "%s.rtt_ms", h->lk[i].name);
+        m->link_rtt[i] = column(h, name);
+        snprintf(name, sizeof name, "%s.force_measured_N", h->lk[i].name);
+        m->link_force[i] = column(h, name);
     }
+    m->n_channels = h->ns.n_dampers < DRTHS_TELEMETRY_MAX_CHANNELS ? h->ns.n_dampers
+                                                                    : DRTHS_TELEMETRY_MAX_CHANNELS;
+    for (int k = 0; k < m->n_channels; k++) {
+        snprintf(name, sizeof name, "damper%d_disp_m", k + 1);
+        m->ch_disp[k] = column(h, name);
+        snprintf(name, sizeof name, "damper%d_force_N", k + 1);
+        m->ch_force[k] = column(h, name);
+        snprintf(name, sizeof name, "damper%d_command", k + 1);
+        m->ch_cmd[k] = column(h, name);
+    }
+}
+
+static double at(const double *row, int c)
+{
+    return c >= 0 ? row[c] : NAN;
 }
 
 void drths_numsite_frame_row(const drths_numsite_frame_map_t *m, const double *row,
@@ -700,14 +743,30 @@ void drths_numsite_frame_row(const drths_numsite_frame_map_t *m, const double *r
 {
     double v[DRTHS_NUMSITE_FRAME_SIGNALS];
     for (int k = 0; k < DRTHS_NUMSITE_FRAME_SIGNALS; k++)
-        v[k] = m->col[k] >= 0 ? row[m->col[k]] : NAN;
+        v[k] = at(row, m->col[k]);
     f->tick = (int64_t)v[0];
     f->time_s = v[1];
     f->cmd_disp_m = v[2];
     f->damper_cmd = v[3];
     f->meas_force_N = v[4];
     f->used_force_N = v[5];
-    f->smith_N = f->used_force_N - f->meas_force_N;
     f->rtt_ms = v[6];
     f->L_ticks = v[7];
+    for (int i = 0; i < m->n_links; i++) {
+        f->link[i].rtt_ms = at(row, m->link_rtt[i]);
+        f->link[i].meas_force_N = at(row, m->link_force[i]);
+    }
+    for (int k = 0; k < m->n_channels; k++) {
+        f->ch[k].cmd_disp_m = at(row, m->ch_disp[k]);
+        f->ch[k].used_force_N = at(row, m->ch_force[k]);
+        f->ch[k].damper_cmd = at(row, m->ch_cmd[k]);
+    }
+    if (m->n_links > 0) { /* the frame's first signals: damper 1 and link 1 */
+        f->cmd_disp_m = f->ch[0].cmd_disp_m;
+        f->damper_cmd = f->ch[0].damper_cmd;
+        f->used_force_N = f->ch[0].used_force_N;
+        f->meas_force_N = f->link[0].meas_force_N;
+        f->rtt_ms = f->link[0].rtt_ms;
+    }
+    f->smith_N = f->used_force_N - f->meas_force_N;
 }

@@ -80,14 +80,22 @@ void drths_numsite_print_reference(FILE *f, const drths_reference_summary_t *s, 
 int drths_numsite_status_text(const drths_numsite_t *s, int nl, const drths_hybrid_t *h, char *buf,
                               size_t cap);
 
-/* The frame's counters (late, concealed, rejected); the caller sets its state. */
-void drths_numsite_frame_counters(const drths_numsite_t *s, drths_telemetry_frame_t *f);
+/* The frame's counters (late, concealed, rejected; with several links each link's too, nl
+ * links s[0..nl-1]); the caller sets its state. */
+void drths_numsite_frame_counters(const drths_numsite_t *s, int nl, drths_telemetry_frame_t *f);
 
 /* Where the frame's signals are in numerical.csv (step, time, damper displacement and
- * command, measured and used force, round trip, L): -1 when the loop does not record one. */
+ * command, measured and used force, round trip, L): -1 when the loop does not record one. With
+ * several links, each link's round trip and measured force and each damper's displacement,
+ * force and command too (the frame's first signals are then damper 1's and link 1's). */
 #define DRTHS_NUMSITE_FRAME_SIGNALS 8
 typedef struct drths_numsite_frame_map {
     int col[DRTHS_NUMSITE_FRAME_SIGNALS];
+    int n_links; /* 0 with one link */
+    int link_rtt[DRTHS_TELEMETRY_MAX_LINKS], link_force[DRTHS_TELEMETRY_MAX_LINKS];
+    int n_channels;
+    int ch_disp[DRTHS_TELEMETRY_MAX_CHANNELS], ch_force[DRTHS_TELEMETRY_MAX_CHANNELS],
+        ch_cmd[DRTHS_TELEMETRY_MAX_CHANNELS];
 } drths_numsite_frame_map_t;
 
 void drths_numsite_frame_map(drths_numsite_frame_map_t *m, const drths_hybrid_t *h);

@@ -181,7 +181,8 @@ static int open_io(drths_physapp_t *a)
         return drths_cli_error(PROG, "%s", err.msg);
     int ncols = 0;
     const char *const *columns = drths_physsite_columns(&a->ps, &ncols);
-    if (drths_site_monitor_open(&a->shell, "physical", a->exp.rate_hz, &err) != 0)
+    if (drths_site_monitor_open(&a->shell, a->site ? a->site : "physical", a->exp.rate_hz,
+                                &err) != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
     int rc =
         drths_site_run_folder(a->dir, sizeof a->dir, &a->so, &a->exp, "physical", &a->prov, &err);

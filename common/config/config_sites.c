@@ -26,6 +26,10 @@ static int fill_site(vctx_t *c, drths_experiment_t *x, int i, const struct raw_s
                               "its actuator site gives as --site NAME)");
     if ((r = drths_cfg_name(c, "name", rs->name, s->name, sizeof s->name)))
         return r;
+    if (strcmp(s->name, "numerical") == 0)
+        return drths_cfg_fail(c, -EINVAL, "name",
+                              "\"numerical\" is the numerical site's name in the monitor and the "
+                              "records: give the actuator site another");
     if (!rs->address)
         return drths_cfg_fail(c, -EINVAL, "address",
                               "missing (required: host:port where the numerical site sends "

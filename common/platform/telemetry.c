@@ -39,6 +39,10 @@ void drths_telemetry_frame_init(drths_telemetry_frame_t *f, const char *site)
     f->tick = -1;
     f->time_s = f->cmd_disp_m = f->meas_disp_m = f->meas_force_N = f->used_force_N = NAN;
     f->damper_cmd = f->smith_N = f->L_ticks = f->rtt_ms = f->lateness_us = NAN;
+    for (int i = 0; i < DRTHS_TELEMETRY_MAX_LINKS; i++)
+        f->link[i].rtt_ms = f->link[i].meas_force_N = NAN;
+    for (int k = 0; k < DRTHS_TELEMETRY_MAX_CHANNELS; k++)
+        f->ch[k].cmd_disp_m = f->ch[k].used_force_N = f->ch[k].damper_cmd = NAN;
 }
 
 void drths_telemetry_frame_event(drths_telemetry_frame_t *f, const char *text)
@@ -70,9 +74,10 @@ static void put(out_t *o, const char *fmt, ...)
         o->n += (size_t)k;
 }
 
-static void put_str(out_t *o, const char *key, const char *s)
+/* ,"key":"s" (first: without the comma), s escaped. */
+static void put_str_at(out_t *o, int first, const char *key, const char *s)
 {
-    put(o, ",\"%s\":\"", key);
+    put(o, "%s\"%s\":\"", first ? "" : ",", key);
     for (const unsigned char *p = (const unsigned char *)s; *p && !o->full; p++) {
         if (*p == '"' || *p == '\\')
             put(o, "\\%c", *p);
@@ -82,6 +87,20 @@ static void put_str(out_t *o, const char *key, const char *s)
             put(o, "%c", *p);
     }
     put(o, "\"");
+}
+
+static void put_str(out_t *o, const char *key, const char *s)
+{
+    put_str_at(o, 0, key, s);
+}
+
+/* A number in an array (null when not finite), after sep. */
+static void put_val(out_t *o, const char *sep, double v)
+{
+    if (isfinite(v))
+        put(o, "%s%.6g", sep, v);
+    else
+        put(o, "%snull", sep);
 }
 
 static void put_num(out_t *o, const char *key, double v)
@@ -122,6 +141,32 @@ int drths_telemetry_encode(const drths_telemetry_frame_t *f, char *buf, size_t c
     put_u64(&o, "ctl_refused", f->control_refused);
     put_u64(&o, "event_seq", f->event_seq);
     put_str(&o, "event", f->event);
+    /* "links":[{"site":..,"rtt":..,"fmeas":..,"late":..,"concealed":..,"rejected":..,
+     *           "ch":[[cmd,fused,damper],...]},...] */
+    const int nl = f->n_links < DRTHS_TELEMETRY_MAX_LINKS ? f->n_links : DRTHS_TELEMETRY_MAX_LINKS;
+    if (nl > 0)
+        put(&o, ",\"links\":[");
+    for (int i = 0; i < nl; i++) {
+        const drths_telemetry_link_t *l = &f->link[i];
+        put(&o, "%s{", i ? "," : "");
+        put_str_at(&o, 1, "site", l->site);
+        put_num(&o, "rtt", l->rtt_ms);
+        put_num(&o, "fmeas", l->meas_force_N);
+        put_u64(&o, "late", l->late);
+        put_u64(&o, "concealed", l->concealed);
+        put_u64(&o, "rejected", l->rejected);
+        put(&o, ",\"ch\":[");
+        for (int k = l->first; k >= 0 && k < l->first + l->n_channels &&
+                               k < DRTHS_TELEMETRY_MAX_CHANNELS; k++) {
+            put_val(&o, k > l->first ? ",[" : "[", f->ch[k].cmd_disp_m);
+            put_val(&o, ",", f->ch[k].used_force_N);
+            put_val(&o, ",", f->ch[k].damper_cmd);
+            put(&o, "]");
+        }
+        put(&o, "]}");
+    }
+    if (nl > 0)
+        put(&o, "]");
     put(&o, "}\n");
     if (o.full)
         return -ENOSPC;
@@ -173,8 +218,8 @@ static int site_name_ok(const char *s, size_t n)
     if (n == 0 || n >= DRTHS_TELEMETRY_SITE_MAX)
         return 0;
     for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
-              s[i] == '-'))
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
             return 0;
     return 1;
 }
@@ -283,7 +328,7 @@ int drths_telemetry_frame_open(const uint8_t key[DRTHS_TELEMETRY_KEY_BYTES], con
      * since the monitor streams it to the page as one server-sent event. */
     while (bl > 0 && (body[bl - 1] == '\n' || body[bl - 1] == '\r'))
         bl--;
-    char want[48];
+    char want[64];
     int wl = snprintf(want, sizeof want, "{\"v\":1,\"site\":\"%.*s\",", (int)fl[2], f[2]);
     if (bl < (size_t)wl + 1 || memcmp(body, want, (size_t)wl) != 0 || body[bl - 1] != '}' ||
         memchr(body, '\n', bl) || memchr(body, '\r', bl) || memchr(body, '\0', bl))

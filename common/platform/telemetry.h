@@ -41,12 +41,19 @@
 #include "common/platform/udp.h"
 
 #define DRTHS_TELEMETRY_EVENT_TEXT 200
-#define DRTHS_TELEMETRY_MAX_DATAGRAM 1400
+/* A numerical site with 8 links and 16 channels fits (unit.telemetry); one with one link sends
+ * about 600 bytes. */
+#define DRTHS_TELEMETRY_MAX_DATAGRAM 4096
 #define DRTHS_TELEMETRY_TOKEN_MAX 128
 #define DRTHS_TELEMETRY_DEFAULT_HZ 50.0
 #define DRTHS_TELEMETRY_KEY_BYTES 32
-#define DRTHS_TELEMETRY_SITE_MAX 16 /* site names: 1 to 15 of [a-z0-9_-] */
-#define DRTHS_TELEMETRY_CONTROL_MAX 160
+/* Site names: 1 to 31 of [A-Za-z0-9_.-] ("numerical", "physical", or an actuator site's name in
+ * a file with several: the experiment file's names take the same characters). */
+#define DRTHS_TELEMETRY_SITE_MAX 32
+#define DRTHS_TELEMETRY_CONTROL_MAX 192
+/* A numerical site with several links reports each link and each of its channels. */
+#define DRTHS_TELEMETRY_MAX_LINKS 8
+#define DRTHS_TELEMETRY_MAX_CHANNELS 16
 
 /* What a site is doing, as the page shows it. */
 typedef enum drths_telemetry_state {
@@ -64,9 +71,26 @@ typedef enum drths_telemetry_cmd {
     DRTHS_TELEM_CMD_ABORT  /* HOLD now: the operator-HOLD path */
 } drths_telemetry_cmd_t;
 
+/* One link of a numerical site with several (its actuator site's name, its round trip and
+ * counters, and its channels first .. first + n_channels - 1 of the frame's channels). */
+typedef struct drths_telemetry_link {
+    char site[DRTHS_TELEMETRY_SITE_MAX];
+    double rtt_ms;           /* last round trip */
+    double meas_force_N;     /* the feedback force of the link's first channel */
+    uint64_t late, concealed, rejected;
+    int first, n_channels;
+} drths_telemetry_link_t;
+
+/* One damper of the numerical site's structure. */
+typedef struct drths_telemetry_channel {
+    double cmd_disp_m;       /* commanded displacement */
+    double used_force_N;     /* force the integrator used */
+    double damper_cmd;       /* damper command */
+} drths_telemetry_channel_t;
+
 /* One frame. Signals a site does not have are NaN and encode as null. */
 typedef struct drths_telemetry_frame {
-    char site[16];           /* "numerical" / "physical" */
+    char site[DRTHS_TELEMETRY_SITE_MAX]; /* "numerical", "physical" or the actuator site's name */
     uint64_t seq;            /* frames sent so far by this site */
     int state;               /* drths_telemetry_state_t */
     int64_t tick;            /* step / tick of the signals (-1 before the run) */
@@ -85,6 +109,11 @@ typedef struct drths_telemetry_frame {
     uint64_t control_refused;  /* control datagrams refused (forged, replayed, stale) */
     uint64_t event_seq;      /* increments with each new event text */
     char event[DRTHS_TELEMETRY_EVENT_TEXT]; /* the last event line */
+    /* A numerical site with several links: each link and each channel ("links" in the JSON;
+     * absent when n_links is 0, and the fields above are then the only ones). */
+    int n_links;
+    drths_telemetry_link_t link[DRTHS_TELEMETRY_MAX_LINKS];
+    drths_telemetry_channel_t ch[DRTHS_TELEMETRY_MAX_CHANNELS];
 } drths_telemetry_frame_t;
 
 /* The authenticated header of a telemetry datagram, as drths_telemetry_frame_open found it. */

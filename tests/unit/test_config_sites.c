@@ -257,6 +257,8 @@ static void test_errors(void **state)
          "sites[1].channels[0].floor: missing"},
         {"    address: \"127.0.0.1:47002\"\n", "", "sites[1].address: missing"},
         {"  - name: labB", "  - name: \"lab B\"", "sites[1].name: only letters, digits"},
+        {"  - name: labB", "  - name: numerical",
+         "sites[1].name: \"numerical\" is the numerical site's name in the monitor"},
         {"  feedforward_max_jerk_m_s3: 3.0e4 ",
          "  channels:\n    - name: a\n    - name: b\n  feedforward_max_jerk_m_s3: 3.0e4 ",
          "sites: not allowed with physical.channels"},

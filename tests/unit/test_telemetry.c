@@ -51,6 +51,74 @@ static void test_encode_fields(void **state)
     assert_non_null(strstr(buf, "\"event\":\"HOLD at tick 5: \\\"limit\\\"\\u000a\\\\x\"}"));
 }
 
+/* A numerical site with several links: "links" carries each link's name, round trip, force and
+ * counters and its channels' command, force and damper command; absent with one link. The
+ * largest frame (8 links with 31-character names, 16 channels, the longest numbers and an
+ * event of escaped characters) still seals into one datagram, and opens. */
+static void test_encode_links(void **state)
+{
+    (void)state;
+    drths_telemetry_frame_t f;
+    drths_telemetry_frame_init(&f, "numerical");
+    char buf[DRTHS_TELEMETRY_MAX_DATAGRAM];
+    int n = drths_telemetry_encode(&f, buf, sizeof buf);
+    assert_true(n > 0);
+    assert_null(strstr(buf, "\"links\""));
+    f.n_links = 2;
+    snprintf(f.link[0].site, sizeof f.link[0].site, "labA");
+    snprintf(f.link[1].site, sizeof f.link[1].site, "labB");
+    f.link[0].rtt_ms = 40.5;
+    f.link[1].late = 4;
+    f.link[1].concealed = 9;
+    f.link[1].rejected = 2;
+    f.link[0].first = 0;
+    f.link[0].n_channels = 1;
+    f.link[1].first = 1;
+    f.link[1].n_channels = 1;
+    f.ch[0].cmd_disp_m = 0.0125;
+    f.ch[0].used_force_N = -1500.5;
+    f.ch[0].damper_cmd = 1;
+    f.ch[1].cmd_disp_m = -0.002;
+    n = drths_telemetry_encode(&f, buf, sizeof buf);
+    assert_true(n > 0);
+    assert_non_null(strstr(buf, ",\"links\":[{\"site\":\"labA\",\"rtt\":40.5,\"fmeas\":null,"
+                                "\"late\":0,\"concealed\":0,\"rejected\":0,"
+                                "\"ch\":[[0.0125,-1500.5,1]]},"));
+    assert_non_null(strstr(buf, "{\"site\":\"labB\",\"rtt\":null,\"fmeas\":null,\"late\":4,"
+                                "\"concealed\":9,\"rejected\":2,\"ch\":[[-0.002,null,null]]}]}\n"));
+
+    /* The largest. */
+    drths_telemetry_frame_init(&f, "numerical");
+    f.n_links = DRTHS_TELEMETRY_MAX_LINKS;
+    for (int i = 0; i < f.n_links; i++) {
+        memset(f.link[i].site, 'a' + i, DRTHS_TELEMETRY_SITE_MAX - 1);
+        f.link[i].site[DRTHS_TELEMETRY_SITE_MAX - 1] = '\0';
+        f.link[i].rtt_ms = f.link[i].meas_force_N = -1.23456789e-100;
+        f.link[i].late = f.link[i].concealed = f.link[i].rejected = UINT64_MAX;
+        f.link[i].first = 2 * i;
+        f.link[i].n_channels = 2;
+    }
+    for (int k = 0; k < DRTHS_TELEMETRY_MAX_CHANNELS; k++)
+        f.ch[k].cmd_disp_m = f.ch[k].used_force_N = f.ch[k].damper_cmd = -1.23456789e-100;
+    f.seq = f.late = f.concealed = f.rejected = UINT64_MAX;
+    f.telemetry_errors = f.control_refused = f.event_seq = UINT64_MAX;
+    f.tick = INT64_MIN;
+    char ev[DRTHS_TELEMETRY_EVENT_TEXT];
+    memset(ev, '\x01', sizeof ev - 1);
+    ev[sizeof ev - 1] = '\0';
+    drths_telemetry_frame_event(&f, ev);
+    char json[DRTHS_TELEMETRY_MAX_DATAGRAM - 200];
+    n = drths_telemetry_encode(&f, json, sizeof json);
+    assert_true(n > 0);
+    uint8_t key[DRTHS_TELEMETRY_KEY_BYTES] = {7};
+    int len = drths_telemetry_frame_seal(key, "numerical", UINT64_MAX, UINT64_MAX, UINT64_MAX,
+                                         json, (size_t)n, buf, sizeof buf);
+    assert_true(len > 0);
+    drths_telemetry_header_t h;
+    assert_int_equal(drths_telemetry_frame_open(key, buf, (size_t)len, &h), 0);
+    assert_string_equal(h.site, "numerical");
+}
+
 static void test_encode_too_small(void **state)
 {
     (void)state;
@@ -348,7 +416,8 @@ static void test_open_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_encode_fields),   cmocka_unit_test(test_encode_too_small),
+        cmocka_unit_test(test_encode_fields),   cmocka_unit_test(test_encode_links),
+        cmocka_unit_test(test_encode_too_small),
         cmocka_unit_test(test_key_derive),      cmocka_unit_test(test_frame_seal_open),
         cmocka_unit_test(test_control_seal_open), cmocka_unit_test(test_token_file),
         cmocka_unit_test(test_loopback),        cmocka_unit_test(test_open_errors),

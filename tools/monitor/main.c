@@ -4,8 +4,9 @@
  * the frames to the page as server-sent events (GET /events) and forwards Start / Stop / Abort
  * (POST /control/...) to the sites as authenticated control datagrams on the same UDP socket.
  *
- * Sites. A frame counts only when its MAC checks with the monitor key (derived from the link key,
- * --key) and it is newer than the site's last one; anything else is dropped and counted by
+ * Sites. A frame counts only when its MAC checks with a monitor key (derived from a link key,
+ * --key, one per link of a test with several laboratories; a site keeps the key of its first
+ * frame) and it is newer than the site's last one; anything else is dropped and counted by
  * reason. A site's address is pinned by its first authenticated frame and moves only with a
  * frame of a later epoch (the site was restarted); control goes to the pinned address only.
  * A control datagram is retransmitted every 100 ms until the site's frames acknowledge it (their
@@ -62,7 +63,9 @@
 #define PROG "drths-monitor"
 #define RING 8192          /* frames kept (about 80 s of both sites at 50 Hz) */
 #define BACKLOG_FRAMES 2000 /* a new page gets the last 20 s */
-#define MAX_SITES 4
+/* The numerical site, up to 8 actuator sites (a file with sites) and a spare. */
+#define MAX_SITES 10
+#define MAX_KEYS 8 /* --key: one per link */
 #define LINE_MAX_BYTES DRTHS_TELEMETRY_MAX_DATAGRAM
 #define RETRY_NS 100000000LL /* control retransmitted every 100 ms until acknowledged */
 #define MAX_TRIES 20         /* ... for at most 2 s */
@@ -98,6 +101,7 @@ typedef struct site {
     int64_t last_ns;
     uint64_t frames;
     char state[16];
+    int key;           /* the --key its first frame was authenticated with */
     control_t ctl;
 } site_t;
 
@@ -112,7 +116,8 @@ typedef struct monitor {
     atomic_int quit;
     char token[DRTHS_TELEMETRY_TOKEN_MAX];
     size_t token_len;              /* 0: no token needed by the page */
-    uint8_t key[DRTHS_TELEMETRY_KEY_BYTES]; /* the monitor key */
+    uint8_t key[MAX_KEYS][DRTHS_TELEMETRY_KEY_BYTES]; /* the monitor keys, one per --key */
+    int nkeys;
     uint64_t ctr;                  /* the last control counter used */
     int loopback;                  /* listening on a loopback address */
     char web[PATH_MAX];
@@ -212,7 +217,7 @@ static void warn_mac(const drths_addr_t *from)
 /* The site a datagram of h from `from` may update, or NULL with the reason counted. A site
  * named by --site must send from its host. A new name takes a free slot and pins its address; a later epoch (the site restarted) moves the
  * pin; within an epoch, frames must come from the pin and be newer. Called with M.mu held. */
-static site_t *site_for(const drths_telemetry_header_t *h, const drths_addr_t *from)
+static site_t *site_for(const drths_telemetry_header_t *h, int key, const drths_addr_t *from)
 {
     if (wrong_host(h->site, from)) {
         M.rejected[REJ_ADDRESS]++;
@@ -222,6 +227,10 @@ static site_t *site_for(const drths_telemetry_header_t *h, const drths_addr_t *f
         site_t *s = &M.sites[i];
         if (strcmp(s->name, h->site) != 0)
             continue;
+        if (key != s->key) { /* authentic with another link's key, not this site's */
+            M.rejected[REJ_MAC]++;
+            return NULL;
+        }
         if (h->epoch < s->epoch || (h->epoch == s->epoch && h->seq <= s->seq)) {
             M.rejected[REJ_REPLAY]++;
             return NULL;
@@ -248,6 +257,7 @@ static site_t *site_for(const drths_telemetry_header_t *h, const drths_addr_t *f
     site_t *s = &M.sites[M.nsites++];
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", h->site);
+    s->key = key;
     s->addr = *from;
     s->epoch = h->epoch;
     return s;
@@ -256,7 +266,10 @@ static site_t *site_for(const drths_telemetry_header_t *h, const drths_addr_t *f
 static void take_frame(const char *buf, size_t len, const drths_addr_t *from)
 {
     drths_telemetry_header_t h;
-    int rc = drths_telemetry_frame_open(M.key, buf, len, &h);
+    int rc = -EACCES, key = 0;
+    for (; key < M.nkeys && rc == -EACCES; key++)
+        rc = drths_telemetry_frame_open(M.key[key], buf, len, &h);
+    key--;
     char line[LINE_MAX_BYTES], state[16];
     if (rc == 0 && h.json_len >= sizeof line)
         rc = -EINVAL;
@@ -274,7 +287,7 @@ static void take_frame(const char *buf, size_t len, const drths_addr_t *from)
     } else if (rc != 0) {
         M.rejected[REJ_MALFORMED]++;
     } else {
-        s = site_for(&h, from);
+        s = site_for(&h, key, from);
     }
     if (s) {
         s->seq = h.seq;
@@ -300,7 +313,7 @@ static int send_control(site_t *s)
     drths_telemetry_control_t c = {.epoch = s->epoch, .ctr = s->ctl.ctr, .cmd = s->ctl.cmd};
     snprintf(c.site, sizeof c.site, "%s", s->name);
     char msg[DRTHS_TELEMETRY_CONTROL_MAX];
-    int len = drths_telemetry_control_seal(M.key, &c, msg, sizeof msg);
+    int len = drths_telemetry_control_seal(M.key[s->key], &c, msg, sizeof msg);
     s->ctl.tries++;
     s->ctl.next_ns = now_ns() + RETRY_NS;
     if (len < 0 ||
@@ -334,7 +347,7 @@ static void receive_loop(void)
         if (r <= 0)
             continue;
         for (int i = 0; i < 256; i++) {
-            char buf[2048];
+            char buf[DRTHS_TELEMETRY_MAX_DATAGRAM + 1];
             drths_addr_t from;
             from.len = sizeof from.ss;
             ssize_t n = recvfrom(M.fd, buf, sizeof buf, MSG_DONTWAIT,
@@ -860,7 +873,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " [--listen HOST:PORT] [--telemetry [HOST:]PORT] [--web DIR]\n"
-            "                     [--token FILE] [--key FILE] [--site NAME=HOST]...\n"
+            "                     [--token FILE] [--key FILE]... [--site NAME=HOST]...\n"
             "Serves the live page of a run: receives the sites' telemetry, streams it to the page\n"
             "and forwards its Start, Stop and Abort to the sites. Prints 'drths-monitor: page\n"
             "http://...' and 'drths-monitor: telemetry udp ...' and runs until SIGINT or SIGTERM.\n"
@@ -872,8 +885,10 @@ static void usage(FILE *f)
             "  --token FILE          the page and its API need this token (?token=...)\n"
             "  --key FILE            the link's key file (the sites' --key or link.key_file):\n"
             "                        telemetry and control are authenticated with a key\n"
-            "                        derived from it\n"
-            "  --site NAME=HOST      take the frames of site NAME (numerical, physical) from\n"
+            "                        derived from it; several laboratories: each link's key\n"
+            "                        (up to 8 --key; a site keeps the key of its first frame)\n"
+            "  --site NAME=HOST      take the frames of site NAME (numerical, physical, or an\n"
+            "                        actuator site's name in a file with sites) from\n"
             "                        HOST only (any port); without it, a site is pinned to\n"
             "                        the address of its first authenticated frame\n"
             "  -h, --help            print this help and exit\n"
@@ -915,10 +930,10 @@ static int add_fixed_host(const char *arg)
     return 0;
 }
 
-/* The monitor key, from the link's key file or (on a loopback telemetry address only, with a
- * warning) the public rehearsal key; the link key itself is wiped at once. */
-static int load_key(const char *path, const drths_addr_t *taddr, char key_id[17],
-                    drths_error_t *err)
+/* A monitor key M.key[M.nkeys++], from a link's key file or (path NULL: on a loopback telemetry
+ * address only, with a warning) the public rehearsal key; the link key itself is wiped at once.
+ * Prints its key id. */
+static int load_key(const char *path, const drths_addr_t *taddr, drths_error_t *err)
 {
     uint8_t psk[DRTHS_KEY_BYTES];
     if (path) {
@@ -934,9 +949,12 @@ static int load_key(const char *path, const drths_addr_t *taddr, char key_id[17]
         drths_cli_warning(PROG, "no --key: using the public rehearsal key, which protects "
                           "nothing; the sites must use it too (no key file)");
     }
+    char key_id[17];
     drths_key_id(psk, key_id);
-    drths_telemetry_key_derive(M.key, psk, sizeof psk);
+    drths_telemetry_key_derive(M.key[M.nkeys++], psk, sizeof psk);
     sodium_memzero(psk, sizeof psk);
+    printf("drths-monitor: key id %s (%s; the sites print theirs)\n", key_id,
+           path ? path : "the public rehearsal key");
     return 0;
 }
 
@@ -970,7 +988,8 @@ int main(int argc, char **argv)
 {
     enum { OPT_LISTEN = 1, OPT_TELEMETRY, OPT_WEB, OPT_TOKEN, OPT_KEY, OPT_SITE };
     const char *listen = "127.0.0.1:8080", *telemetry = "127.0.0.1:47900", *web = NULL;
-    const char *token_file = NULL, *key_file = NULL;
+    const char *token_file = NULL, *key_file[MAX_KEYS] = {NULL};
+    int nkey_files = 0;
     static const struct option opts[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"telemetry", required_argument, NULL, OPT_TELEMETRY},
@@ -999,7 +1018,9 @@ int main(int argc, char **argv)
             token_file = optarg;
             break;
         case OPT_KEY:
-            key_file = optarg;
+            if (nkey_files == MAX_KEYS)
+                return drths_cli_usage_error(PROG, "--key: at most %d (one per link)", MAX_KEYS);
+            key_file[nkey_files++] = optarg;
             break;
         case OPT_SITE:
             if (add_fixed_host(optarg) != 0)
@@ -1031,8 +1052,9 @@ int main(int argc, char **argv)
                                      listen);
     if (token_file && drths_telemetry_token_load(M.token, &M.token_len, token_file, &err) != 0)
         return drths_cli_usage_error(PROG, "--token: %s", err.msg);
-    char key_id[17];
-    int rc = load_key(key_file, &taddr, key_id, &err);
+    int rc = 0;
+    for (int k = 0; k < (nkey_files ? nkey_files : 1) && rc == 0; k++)
+        rc = load_key(key_file[k], &taddr, &err);
     if (rc != 0)
         return drths_cli_usage_error(PROG, "%s", err.msg);
     if (web)
@@ -1092,8 +1114,6 @@ int main(int argc, char **argv)
     printf("drths-monitor: telemetry udp %s (give the sites --monitor %s)\n", taddr_text,
            taddr_text);
     printf("drths-monitor: web files from %s\n", M.web);
-    printf("drths-monitor: key id %s (%s; the sites print theirs)\n", key_id,
-           key_file ? key_file : "the public rehearsal key");
     fflush(stdout);
 
     struct sigaction sa;
