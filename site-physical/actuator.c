@@ -705,8 +705,17 @@ static void begin_tick(drths_actuator_t *a, tick_state_t *s, drths_actuator_out_
     out->events = 0;
     s->lateness_ns = s->now_ns - s->deadline_ns;
     drths_hist_add(&a->lateness_ns, s->lateness_ns);
-    if ((double)s->lateness_ns > a->p.late_wake_fraction * (double)a->dt_ns)
+    const bool late = (double)s->lateness_ns > a->p.late_wake_fraction * (double)a->dt_ns;
+    if (late)
         a->c.late_wakeups++;
+    if (a->c.ticks == 0 || s->deadline_ns >= a->wake_next_ns) {
+        a->c.wakeups++;
+        a->c.late_wakeups_cyc += late;
+        const int64_t behind = s->lateness_ns > 0 ? s->lateness_ns : 0;
+        a->wake_next_ns = s->deadline_ns + (behind / a->dt_ns + 1) * a->dt_ns;
+    } else {
+        a->c.overrun_ticks++;
+    }
     a->c.ticks++;
     if (a->epoch_pending && s->tick >= a->pend_tick) {
         a->epoch = a->pend_epoch;

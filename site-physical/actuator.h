@@ -223,6 +223,15 @@ typedef struct drths_actuator_counters {
     uint64_t shaped_ticks;       /* ticks whose correction shape_drive limited */
     uint64_t epochs;             /* epochs applied (the first one included) */
     uint64_t late_wakeups;       /* ticks woken later than late_wake_fraction of dt */
+    /* The same by cyclictest's rule: a loop that wakes late runs the ticks it overran back to
+     * back (none is skipped), but cyclictest skips them and waits for the first deadline after
+     * its wake-up. Counted as cyclictest would: a tick is a wake-up when its deadline is not
+     * before the first deadline after the last wake-up; the others are overrun ticks. So a
+     * 10 ms stall is one late wake-up here as in cyclictest, and some 100 overrun ticks
+     * (tools/bench compares these with cyclictest; README, Benchmarks). */
+    uint64_t wakeups;            /* ticks that are wake-ups by that rule */
+    uint64_t late_wakeups_cyc;   /* ... woken later than late_wake_fraction of dt */
+    uint64_t overrun_ticks;      /* ticks run back to back after a late wake-up */
     uint64_t hold_ticks;         /* ticks flagged HOLD in their row (physical.csv's hold column):
                                   * from the tick whose phase found the cause on */
     uint64_t daq_errors;         /* failed DAQ writes or reads */
@@ -329,6 +338,8 @@ typedef struct drths_actuator {
     double stab_prev_rate;       /* the previous window's fitted growth (1/s), NAN if none */
     double stab_max_growth;      /* largest growth rate fitted (1/s), -INFINITY before any */
 
+    int64_t wake_next_ns;        /* the first deadline after the last wake-up (cyclictest's
+                                  * rule, c.wakeups) */
     drths_hist_t lateness_ns;    /* tick wake-up lateness */
     drths_hist_t lead_ns;        /* how long before its tick each applied command arrived */
     drths_tracking_t track;      /* desired vs measured, commanded ticks outside HOLD */

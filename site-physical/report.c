@@ -83,10 +83,11 @@ void drths_physsite_print_end(FILE *f, const drths_physsite_t *ps, const char *d
                c->reordered, c->duplicates, c->too_far, c->from_redundancy);
         const drths_hist_t *lh = &act->lateness_ns;
         fprintf(f, "  tick lateness: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us; %" PRIu64
-               " ticks later than dt/2\n",
+               " ticks later than dt/2 (%" PRIu64 " late wake-ups, %" PRIu64
+               " ticks run back to back after them)\n",
                drths_hist_quantile(lh, 0.5) * 1e-3, drths_hist_quantile(lh, 0.99) * 1e-3,
                drths_hist_quantile(lh, 0.999) * 1e-3, lh->count ? lh->max * 1e-3 : 0.0,
-               c->late_wakeups);
+               c->late_wakeups, c->late_wakeups_cyc, c->overrun_ticks);
         const drths_hist_t *ld = &act->lead_ns;
         if (ld->count)
             fprintf(f, "  command lead: p50 %.3f ms, min %.3f ms\n",

@@ -170,6 +170,10 @@ static void write_timing(const drths_physsite_t *ps, drths_json_t *j)
         drths_json_number(j, "max", us(lh->max));
     }
     drths_json_int(j, "later_than_half_dt", (int64_t)a->c.late_wakeups);
+    /* cyclictest's rule (actuator.h): what tools/bench compares with cyclictest. */
+    drths_json_int(j, "wakeups", (int64_t)a->c.wakeups);
+    drths_json_int(j, "wakeups_later_than_half_dt", (int64_t)a->c.late_wakeups_cyc);
+    drths_json_int(j, "overrun_ticks", (int64_t)a->c.overrun_ticks);
     drths_json_number(j, "spin_us", (double)ps->cfg.tick_spin_ns * 1e-3);
     drths_json_object_end(j);
 

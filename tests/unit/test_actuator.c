@@ -1370,6 +1370,29 @@ static void test_feedback_spread_offsets(void **state)
 }
 
 /* Each test opens its actuator from the defaults and closes it in the tear-down. */
+/* Late wake-ups counted two ways: every tick run later than dt/2 (a stall's catch-up ticks
+ * included), and by cyclictest's rule (a stall is one wake-up; the ticks it overran, run back to
+ * back, are overrun ticks). Rest ticks (L = 30), 1 ms ticks: tick 10 wakes 5 ms late, ticks
+ * 11..15 run 10 us apart after it (ticks 11..14 still late, 15 not), tick 16 on time. */
+static void test_wakeups_by_cyclictest_rule(void **state)
+{
+    (void)state;
+    open_actuator();
+    start(30);
+    for (uint64_t t = 0; t < 10; t++)
+        assert_int_equal(tick(t, 20000), 0);
+    const int64_t woke = deadline(10) + 5 * DT_NS;
+    for (uint64_t t = 10; t <= 15; t++)
+        assert_int_equal(drths_actuator_tick(&F.a, t, deadline(t),
+                                             woke + (int64_t)(t - 10) * 10000, &F.out), 0);
+    assert_int_equal(tick(16, 5000), 0);
+    assert_int_equal(F.a.c.ticks, 17);
+    assert_int_equal(F.a.c.late_wakeups, 5);    /* ticks 10..14 */
+    assert_int_equal(F.a.c.overrun_ticks, 5);   /* ticks 11..15 */
+    assert_int_equal(F.a.c.wakeups, 12);        /* ticks 0..10 and 16 */
+    assert_int_equal(F.a.c.late_wakeups_cyc, 1); /* tick 10 */
+}
+
 #define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1380,6 +1403,7 @@ int main(void)
         TEST(test_rest_rows_and_short_feedback),
         TEST(test_redundancy_repairs_a_loss),
         TEST(test_late_and_duplicate_counted),
+        TEST(test_wakeups_by_cyclictest_rule),
         TEST(test_too_many_concealed_holds),
         TEST(test_delayed_playback_in_feedback_and_row),
         TEST(test_watchdog),
