@@ -251,6 +251,20 @@ start_monitor() {
     echo "monitor: $url, telemetry $tlm"
 }
 
+# run_e2e NAME [ACTUATOR_SITES]: tests/browser/monitor_e2e.js against the monitor's page ($url)
+# (with ACTUATOR_SITES, comma-separated, for a file with several sites); the screenshot is
+# $shot (<build>/test-artifacts/NAME.png), the script's exit $erc, its output printed.
+run_e2e() {
+    local art="$bdir/test-artifacts"
+    shot="$art/$1.png"
+    mkdir -p "$art"
+    rm -f "$shot"
+    erc=0
+    NODE_PATH="$src/web/node_modules" timeout 150 node "$src/tests/browser/monitor_e2e.js" "$url" \
+        "$shot" ${2:+"$2"} >"$tmp/e2e.out" 2>"$tmp/e2e.err" || erc=$?
+    cat "$tmp/e2e.out"
+}
+
 # open_page SCREENSHOT: the monitor's page ($url) open in headless Chromium
 # (tests/browser/monitor_watch.js) until close_page; returns once the page script runs. Its pid
 # is in $page_pid, its output in $tmp/page.out.

@@ -30,21 +30,15 @@ timeout 90 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --peer "127.0.0.
 npid=$!
 pids+=("$npid")
 
-art="$bdir/test-artifacts"
-mkdir -p "$art"
-rm -f "$art/monitor.png"
+run_e2e monitor
 set +e
-NODE_PATH="$src/web/node_modules" timeout 120 node "$src/tests/browser/monitor_e2e.js" "$url" \
-    "$art/monitor.png" >"$tmp/e2e.out" 2>"$tmp/e2e.err"
-erc=$?
 wait "$npid"; nrc=$?
 wait "$ppid"; prc=$?
 set -e
 pids=("$mpid")
-cat "$tmp/e2e.out"
 echo "browser test exit $erc, drths-numerical exit $nrc, drths-physical exit $prc"
-[ "$erc" -eq 0 ] || fail "the browser test failed (screenshot: $art/monitor.png)"
-[ -s "$art/monitor.png" ] || fail "no screenshot"
+[ "$erc" -eq 0 ] || fail "the browser test failed (screenshot: $shot)"
+[ -s "$shot" ] || fail "no screenshot"
 [ "$nrc" -ne 124 ] && [ "$prc" -ne 124 ] || fail "a site had to be killed by the timeout"
 [ "$nrc" -eq 1 ] || fail "drths-numerical exit $nrc (Stop takes the SIGTERM path: exit 1)"
 [ "$prc" -eq 1 ] || fail "drths-physical exit $prc (Stop takes the SIGTERM path: exit 1)"
@@ -85,5 +79,5 @@ PY
 stop_cleanly "$mpid" drths-monitor
 pids=()
 grep -q "frames received" "$tmp/monitor.out" || fail "drths-monitor did not print its totals"
-echo "screenshot: $art/monitor.png"
+echo "screenshot: $shot"
 echo "PASS"

@@ -48,21 +48,15 @@ timeout 120 "$bdir/drths-numerical" --experiment "$tmp/exp.yaml" --connect-timeo
 npid=$!
 pids+=("$npid")
 
-art="$bdir/test-artifacts"
-mkdir -p "$art"
-rm -f "$art/monitor-sites.png"
+run_e2e monitor-sites labA,labB
 set +e
-NODE_PATH="$src/web/node_modules" timeout 150 node "$src/tests/browser/monitor_e2e.js" "$url" \
-    "$art/monitor-sites.png" labA,labB >"$tmp/e2e.out" 2>"$tmp/e2e.err"
-erc=$?
 wait "$npid"; nrc=$?
 wait "$pid_labA"; arc=$?
 wait "$pid_labB"; brc=$?
 set -e
 pids=("$mpid")
-cat "$tmp/e2e.out"
 echo "browser test exit $erc, drths-numerical exit $nrc, labA exit $arc, labB exit $brc"
-[ "$erc" -eq 0 ] || fail "the browser test failed (screenshot: $art/monitor-sites.png)"
+[ "$erc" -eq 0 ] || fail "the browser test failed (screenshot: $shot)"
 [ "$nrc" -eq 1 ] && [ "$arc" -eq 1 ] && [ "$brc" -eq 1 ] ||
     fail "every site ends through the SIGTERM path (exit 1): numerical $nrc, labA $arc, labB $brc"
 check_records "$tmp/num" numerical
@@ -87,5 +81,5 @@ sys.exit(status())
 PY
 stop_cleanly "$mpid" drths-monitor
 pids=()
-echo "screenshot: $art/monitor-sites.png"
+echo "screenshot: $shot"
 echo "PASS"

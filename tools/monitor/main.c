@@ -61,7 +61,7 @@
 #include "tools/monitor/admit.h"
 
 #define PROG "drths-monitor"
-#define RING 8192          /* frames kept (about 80 s of both sites at 50 Hz) */
+#define RING 8192          /* frames kept (about 80 s of two sites at 50 Hz, 27 s of six) */
 #define BACKLOG_FRAMES 2000 /* a new page gets the last 20 s */
 /* The numerical site, up to 8 actuator sites (a file with sites) and a spare. */
 #define MAX_SITES 10
