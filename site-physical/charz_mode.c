@@ -105,6 +105,12 @@ static int write_fit_csv(const char *dir, const drths_damperfit_data_t *d, const
     return drths_csvw_close(&w, err);
 }
 
+/* Why parameter i was not fitted: the record could not identify it, or the model never can. */
+static const char *why_not(const drths_damperfit_result_t *res, int i)
+{
+    return res->held[i] ? res->held[i] : drths_damperfit_fixed_reason(i);
+}
+
 /* fit_parameters.csv (param: the index of drths_damperfit_name; u nan when fixed, true and
  * error_pct nan without a known truth) and tests.csv, for drths-report. */
 static int write_fit_tables(const char *dir, const drths_charz_record_t *rec,
@@ -226,7 +232,7 @@ static int write_summary(const char *dir, const drths_provenance_t *prov,
             if (res->fitted[i])
                 drths_json_number(&j, "u", res->u[i]);
             else
-                drths_json_string(&j, "fixed", drths_damperfit_fixed_reason(i));
+                drths_json_string(&j, res->held[i] ? "held" : "fixed", why_not(res, i));
             if (truth) {
                 const double tv = drths_damperfit_get(truth, i);
                 drths_json_number(&j, "true", tv);
@@ -243,6 +249,11 @@ static int write_summary(const char *dir, const drths_provenance_t *prov,
 
 static void print_fit(const drths_damperfit_result_t *res, const drths_damper_params_t *truth)
 {
+    printf("drths-physical: the tests ran at %d current%s:", res->n_commands,
+           res->n_commands == 1 ? "" : "s");
+    for (int k = 0; k < res->n_commands && k < 8; k++)
+        printf(" %g", res->commands[k]);
+    printf("\n");
     printf("drths-physical: fit: %d iterations%s, force error %.4g N RMS of %.4g N (%.2f %%)\n",
            res->iterations, res->converged ? "" : " (not converged)", res->rms_N, res->force_rms_N,
            100.0 * res->rms_N / res->force_rms_N);
@@ -253,7 +264,7 @@ static void print_fit(const drths_damperfit_result_t *res, const drths_damper_pa
         if (res->fitted[i])
             printf("%12.3g", res->u[i]);
         else
-            printf("%12s", "fixed");
+            printf("%12s", res->held[i] ? "held" : "fixed");
         if (truth) {
             double tv = drths_damperfit_get(truth, i);
             printf(" %14.7g", tv);
@@ -264,8 +275,7 @@ static void print_fit(const drths_damperfit_result_t *res, const drths_damper_pa
     }
     for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++)
         if (!res->fitted[i])
-            printf("  %s not identified: %s\n", drths_damperfit_name(i),
-                   drths_damperfit_fixed_reason(i));
+            printf("  %s not identified: %s\n", drths_damperfit_name(i), why_not(res, i));
 }
 
 int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options_t *so,

@@ -241,6 +241,87 @@ static int lm(const drths_damperfit_data_t *data, drths_damper_params_t *p, lm_w
     return 0;
 }
 
+/* Why a current dependence's c is held after the first pass (drths_damperfit_run). */
+static const char UNSEPARATED[] =
+    "the record does not separate b and c of this current dependence (c's standard uncertainty "
+    "reached c itself: the tests' currents stay where exp(-c u) is nearly linear); c is held at "
+    "the starting model's value and b fitted with it";
+
+/* The fitted parameters' standard uncertainties from the last Jacobian, s^2 (J^T J)^-1, and
+ * the values of p, into res. */
+static void uncertainty(const drths_damperfit_data_t *data, const lm_work_t *w, double sse,
+                        const drths_damper_params_t *p, drths_damperfit_result_t *res)
+{
+    const int m = w->m;
+    double Ms[DRTHS_DAMPERFIT_NPARAM * DRTHS_DAMPERFIT_NPARAM];
+    const double s2 = sse / ((double)data->n - m);
+    memcpy(Ms, w->JtJ, sizeof(double) * (size_t)(m * m));
+    int inv = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', m, Ms, m) == 0 &&
+              LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', m, Ms, m) == 0;
+    res->params = *p;
+    for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++)
+        res->value[i] = drths_damperfit_get(p, i);
+    for (int k = 0; k < m; k++) {
+        double c = inv ? Ms[k * m + k] * s2 : INFINITY;
+        double u = sqrt(fmax(c, 0.0));
+        res->u[w->idx[k]] = params[w->idx[k]].how == LOG ? res->value[w->idx[k]] * u : u;
+    }
+}
+
+/* The distinct currents of the record's tests (samples with test >= 0), each counted when it
+ * holds at least 1 % of those samples (a test wound down at once does not make a current). */
+static void count_commands(const drths_damperfit_data_t *data, drths_damperfit_result_t *res)
+{
+    enum { MAX_LEVELS = 64 };
+    double level[MAX_LEVELS];
+    long count[MAX_LEVELS] = {0}, in_tests = 0;
+    int nl = 0;
+    for (long i = 0; i < data->n; i++) {
+        if (!data->test || data->test[i] < 0 || !isfinite(data->command[i]))
+            continue;
+        in_tests++;
+        int k = 0;
+        while (k < nl && fabs(level[k] - data->command[i]) > 1e-6 * fmax(1.0, fabs(level[k])))
+            k++;
+        if (k == nl && nl < MAX_LEVELS)
+            level[nl++] = data->command[i];
+        if (k < nl)
+            count[k]++;
+    }
+    res->n_commands = 0;
+    for (int k = 0; k < nl; k++) {
+        if (count[k] * 100 < in_tests)
+            continue;
+        int j = res->n_commands < 8 ? res->n_commands : 7;
+        while (j > 0 && res->commands[j - 1] > level[k]) { /* ascending */
+            if (j < 8)
+                res->commands[j] = res->commands[j - 1];
+            j--;
+        }
+        if (j < 8)
+            res->commands[j] = level[k];
+        res->n_commands++;
+    }
+}
+
+const char *drths_damperfit_held_reason(int i, int n_commands)
+{
+    if (i > DRTHS_DAMPERFIT_BETA_C || n_commands == 0 || n_commands >= 3)
+        return NULL;
+    const int which = i % 3; /* 0: a, 1: b, 2: c */
+    if (which == 2)
+        return n_commands == 2
+                   ? "the tests ran at two currents only: p(u) = b + (a - b) exp(-c u) is then "
+                     "known at those two, where b and c trade off; c is held at the starting "
+                     "model's value, and above the larger current the model is that shape"
+                   : "the tests ran at one current only: p(u) is known there alone; b and c are "
+                     "held at the starting model's values";
+    if (which == 1 && n_commands == 1)
+        return "the tests ran at one current only: p(u) is known there alone; b and c are held "
+               "at the starting model's values";
+    return NULL;
+}
+
 int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_params_t *start,
                         int max_iter, drths_damperfit_result_t *res, drths_error_t *err)
 {
@@ -255,11 +336,14 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
         return drths_error_set(err, -EINVAL, "damper fit: step %g s must be > 0", data->dt_s);
     int idx[DRTHS_DAMPERFIT_NPARAM], m = 0;
     memset(res, 0, sizeof *res);
-    for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++)
-        if (params[i].how != FIXED) {
+    count_commands(data, res);
+    for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++) {
+        res->held[i] = drths_damperfit_held_reason(i, res->n_commands);
+        if (params[i].how != FIXED && !res->held[i]) {
             idx[m++] = i;
             res->fitted[i] = 1;
         }
+    }
     if (data->n < 10L * m)
         return drths_error_set(err, -EINVAL,
                                "damper fit: %ld samples for %d parameters (at least %d)", data->n,
@@ -323,28 +407,38 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
                                "start");
     }
     p = best;
-    double sse;
-    int its;
-    if (lm(data, &p, &w, max_iter, &sse, &its, &converged) != 0) {
-        free(w.r), free(w.rt), free(w.rb), free(w.J);
-        return drths_error_set(err, -EDOM, "damper fit: the model does not run near the fit");
-    }
-    it += its;
-    double *r = w.r, *JtJ = w.JtJ, Ms[DRTHS_DAMPERFIT_NPARAM * DRTHS_DAMPERFIT_NPARAM];
-
-    /* Uncertainty from the last Jacobian: s^2 (J^T J)^-1. */
-    const double dof = (double)data->n - m;
-    const double s2 = sse / dof;
-    memcpy(Ms, JtJ, sizeof(double) * (size_t)(m * m));
-    int inv = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', m, Ms, m) == 0 &&
-              LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', m, Ms, m) == 0;
-    res->params = p;
-    for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++)
-        res->value[i] = drths_damperfit_get(&p, i);
-    for (int k = 0; k < m; k++) {
-        double c = inv ? Ms[k * m + k] * s2 : INFINITY;
-        double u = sqrt(fmax(c, 0.0));
-        res->u[idx[k]] = params[idx[k]].how == LOG ? res->value[idx[k]] * u : u;
+    double sse = 0.0, *r = w.r;
+    for (int pass = 0;; pass++) {
+        int its;
+        if (lm(data, &p, &w, max_iter, &sse, &its, &converged) != 0) {
+            free(w.r), free(w.rt), free(w.rb), free(w.J);
+            return drths_error_set(err, -EDOM, "damper fit: the model does not run near the fit");
+        }
+        it += its;
+        uncertainty(data, &w, sse, &p, res);
+        /* A current dependence whose b and c the record does not separate (its currents stay
+         * where exp(-c u) is nearly linear: seen as c0_b 3.7e5 +- 4.2e5, c0_c 7e-7 +- 8e-7 with
+         * tests up to 1 A) shows as c's standard uncertainty at or above c itself: c is held at
+         * its starting value and the fit run once more, so b takes the value it has there. */
+        int held_now = 0;
+        for (int k = 0; pass == 0 && k < m; k++) {
+            const int i = idx[k];
+            if (i <= DRTHS_DAMPERFIT_BETA_C && i % 3 == 2 && !(res->u[i] < res->value[i])) {
+                res->held[i] = UNSEPARATED;
+                set(&p, i, drths_damperfit_get(start, i));
+                held_now = 1;
+            }
+        }
+        if (!held_now)
+            break;
+        m = 0;
+        for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++) {
+            res->fitted[i] = params[i].how != FIXED && !res->held[i];
+            res->u[i] = 0.0;
+            if (res->fitted[i])
+                idx[m++] = i;
+        }
+        w.m = m;
     }
     /* Force errors, overall and per test. */
     double sum_f2 = 0.0, te[DRTHS_DAMPERFIT_MAX_TESTS] = {0}, tf[DRTHS_DAMPERFIT_MAX_TESTS] = {0};

@@ -14,7 +14,14 @@
  *    x0, because the force depends on it only through k1 x0, a constant force that a zeroed load
  *    cell removes, and not at all when k1 is 0 (the 200-kN damper's model);
  *    the command dynamics (lag, low-pass), which a protocol of constant currents does not
- *    excite.
+ *    excite;
+ *  - held by the record: each of alpha, c0, c1, gamma, beta depends on the current u as
+ *    p(u) = b + (a - b) exp(-c u), three numbers that need three currents. A record with tests
+ *    at only two currents (the force guard left out the strong ones) fixes p at those two and
+ *    nothing more: b and c trade off along a line (seen: c0_b 3.7e5, c0_c 7e-7 for truths of
+ *    0.32 and 1.5), so c is held at its starting value and a, b fitted; at one current b and c
+ *    are both held. res->held says why, and the model outside the tested currents is then the
+ *    starting model's shape through the fitted points.
  * The standard uncertainty of each fitted parameter is sqrt(diag(s^2 (J^T J)^-1)) with s^2 the
  * residual variance (sum of squares / (samples - parameters)) and J the Jacobian of the force
  * by forward differences; for a logarithm, u(p) = p u(log p). It assumes independent residuals;
@@ -73,6 +80,10 @@ typedef struct drths_damperfit_data {
 typedef struct drths_damperfit_result {
     drths_damper_params_t params;                 /* the fitted model */
     int fitted[DRTHS_DAMPERFIT_NPARAM];           /* 1 when the fit estimated it, 0 when fixed */
+    const char *held[DRTHS_DAMPERFIT_NPARAM];     /* why the record could not identify it (held
+                                                   * at its starting value), NULL otherwise */
+    int n_commands;                               /* distinct currents the tests ran at */
+    double commands[8];                           /* ... the first 8 of them, ascending */
     double value[DRTHS_DAMPERFIT_NPARAM];         /* the model's own units (damper.h) */
     double u[DRTHS_DAMPERFIT_NPARAM];             /* standard uncertainty; 0 when fixed */
     double rms_N, force_rms_N;                    /* force error, and the measured force's RMS */
@@ -90,6 +101,11 @@ double drths_damperfit_get(const drths_damper_params_t *p, int i);
 
 /* Why parameter i is fixed, or NULL when the fit estimates it. */
 const char *drths_damperfit_fixed_reason(int i);
+
+/* Why parameter i cannot be identified from a record whose tests ran at n_commands distinct
+ * currents (held at its starting value: "held by the record" above), or NULL; n_commands 0
+ * (not known) holds nothing. */
+const char *drths_damperfit_held_reason(int i, int n_commands);
 
 /* The same force model as p with A = A_ref (the gauge of a fit started at A_ref): with
  * s = A / A_ref, alpha (a and b) times s and gamma, beta (a and b) times s^(n-1), so that

@@ -43,14 +43,15 @@ static double gauss(void)
     return sqrt(-2.0 * log(uniform())) * cos(2.0 * M_PI * uniform());
 }
 
-/* Sinusoids: 2 amplitudes x 6 currents at 1 Hz, two cycles each (the first and last with a
- * half-cosine ramp of the amplitude), 0.3 s at rest between; the force of `truth` plus noise. */
-static void make_record(rec_t *r, const drths_damper_params_t *truth)
+/* Sinusoids: 2 amplitudes x the ncur currents cur at 1 Hz, two cycles each (the first and last
+ * with a half-cosine ramp of the amplitude), 0.3 s at rest between; the force of `truth` plus
+ * noise. */
+static void make_record_at(rec_t *r, const drths_damper_params_t *truth, const double *cur,
+                           int ncur)
 {
     static const double amp[] = {0.003, 0.010};
-    static const double cur[] = {0.0, 0.1, 0.25, 0.5, 1.0, 2.5};
     const long per = (long)(1.0 / DT), rest = (long)(0.3 / DT), cycles = 2;
-    const long cap = 2 * 6 * (cycles * per + rest) + 1;
+    const long cap = 2 * ncur * (cycles * per + rest) + 1;
     r->x = calloc((size_t)cap, sizeof(double));
     r->v = calloc((size_t)cap, sizeof(double));
     r->cmd = calloc((size_t)cap, sizeof(double));
@@ -60,7 +61,7 @@ static void make_record(rec_t *r, const drths_damper_params_t *truth)
     long k = 0;
     int t = 0;
     for (int a = 0; a < 2; a++)
-        for (int c = 0; c < 6; c++, t++) {
+        for (int c = 0; c < ncur; c++, t++) {
             for (long i = 0; i < rest; i++, k++) {
                 r->cmd[k] = cur[c];
                 r->test[k] = -1;
@@ -85,6 +86,12 @@ static void make_record(rec_t *r, const drths_damper_params_t *truth)
     assert_int_equal(drths_damperfit_simulate(&d, truth, r->f, NULL), 0);
     for (long i = 0; i < r->n; i++)
         r->f[i] += NOISE_N * gauss();
+}
+
+static void make_record(rec_t *r, const drths_damper_params_t *truth)
+{
+    static const double cur[] = {0.0, 0.1, 0.25, 0.5, 1.0, 2.5};
+    make_record_at(r, truth, cur, 6);
 }
 
 static void free_record(rec_t *r)
@@ -136,6 +143,56 @@ static void test_recovers_parameters(void **state)
     free_record(&r);
 }
 
+/* Tests at two currents (the force guard left out the strong ones) fix each current-dependent
+ * coefficient at those two only: its c is held at the starting value, with the reason, and a, b
+ * are fitted; at one current b and c are held. The truth has the nominal c's (what a held c
+ * assumes), so a and b must come within 2 % and the force error stay at the noise. */
+static void test_held_by_the_currents(void **state)
+{
+    (void)state;
+    static const double two[] = {0.0, 0.5}, one[] = {0.5};
+    for (int ncur = 2; ncur >= 1; ncur--) {
+        drths_damper_params_t nominal, truth, gauged;
+        drths_damper_params_preset(&nominal, DRTHS_DAMPER_PHILLIPS2013);
+        truth = nominal;
+        truth.alpha_a *= 1.2, truth.alpha_b *= 1.2, truth.c0_a *= 0.85, truth.c0_b *= 0.85;
+        truth.c1_a *= 1.15, truth.c1_b *= 1.15;
+        rec_t r;
+        make_record_at(&r, &truth, ncur == 2 ? two : one, ncur);
+        drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT};
+        drths_damperfit_result_t res;
+        drths_error_t err = {{0}};
+        if (drths_damperfit_run(&d, &nominal, 0, &res, &err))
+            fail_msg("fit failed: %s", err.msg);
+        assert_int_equal(res.n_commands, ncur);
+        assert_true(res.commands[ncur - 1] == 0.5);
+        drths_damperfit_gauge(&truth, nominal.A, &gauged);
+        for (int i = DRTHS_DAMPERFIT_ALPHA_A; i <= DRTHS_DAMPERFIT_BETA_C; i++) {
+            const int which = i % 3; /* a, b, c */
+            const int held = which == 2 || (which == 1 && ncur == 1);
+            assert_int_equal(res.fitted[i], !held);
+            assert_int_equal(res.held[i] != NULL, held);
+            if (held) {
+                assert_true(res.value[i] == drths_damperfit_get(&nominal, i));
+                continue;
+            }
+            double want = drths_damperfit_get(&gauged, i), got = res.value[i];
+            if (ncur == 1) { /* a: what one current identifies, p(0.5) through the held b, c */
+                const double *fa = &res.value[i], *ta = &want;
+                double tb = drths_damperfit_get(&gauged, i + 1);
+                double tc = drths_damperfit_get(&gauged, i + 2);
+                want = tb + (*ta - tb) * exp(-tc * 0.5);
+                got = fa[1] + (fa[0] - fa[1]) * exp(-fa[2] * 0.5);
+            }
+            if (fabs(got - want) > 0.02 * fabs(want))
+                fail_msg("%d currents: %s = %g, true %g (%.2f %%)", ncur, drths_damperfit_name(i),
+                         got, want, 100.0 * (got - want) / want);
+        }
+        assert_true(res.rms_N < 1.2 * NOISE_N);
+        free_record(&r);
+    }
+}
+
 /* A record of a damper far outside the fit's reach is not passed off as fitted: the force
  * error stays well above the noise. */
 static void test_wrong_record_leaves_error(void **state)
@@ -178,6 +235,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recovers_parameters),
+        cmocka_unit_test(test_held_by_the_currents),
         cmocka_unit_test(test_wrong_record_leaves_error),
         cmocka_unit_test(test_refuses),
     };
