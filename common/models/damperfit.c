@@ -407,7 +407,10 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
                                "start");
     }
     p = best;
-    double sse = 0.0, *r = w.r;
+    double sse = 0.0, *r = w.r, sse1 = 0.0;
+    drths_damper_params_t p1;
+    int idx1[DRTHS_DAMPERFIT_NPARAM], m1 = m;
+    memcpy(idx1, idx, sizeof idx1);
     for (int pass = 0;; pass++) {
         int its;
         if (lm(data, &p, &w, max_iter, &sse, &its, &converged) != 0) {
@@ -415,17 +418,32 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
             return drths_error_set(err, -EDOM, "damper fit: the model does not run near the fit");
         }
         it += its;
+        if (pass == 1 && !(sse <= 2.0 * sse1)) {
+            /* Holding c did not find a fit as good (the record is far from its start there):
+             * the first pass stands, its uncertainties saying what it could not separate. */
+            p = p1, m = m1, w.m = m1;
+            memcpy(idx, idx1, sizeof idx1);
+            for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++)
+                if (res->held[i] == UNSEPARATED)
+                    res->held[i] = NULL, res->fitted[i] = 1;
+            if (lm(data, &p, &w, 1, &sse, &its, &converged) != 0) { /* its residuals, Jacobian */
+                free(w.r), free(w.rt), free(w.rb), free(w.J);
+                return drths_error_set(err, -EDOM, "damper fit: the model does not run near the fit");
+            }
+        }
         uncertainty(data, &w, sse, &p, res);
         /* A current dependence whose b and c the record does not separate (its currents stay
          * where exp(-c u) is nearly linear: seen as c0_b 3.7e5 +- 4.2e5, c0_c 7e-7 +- 8e-7 with
-         * tests up to 1 A) shows as c's standard uncertainty at or above c itself: c is held at
-         * its starting value and the fit run once more, so b takes the value it has there. */
+         * tests up to 1 A) shows as c's standard uncertainty at or above c itself: b and c go
+         * back to their starting values, c is held there and the fit run once more. */
         int held_now = 0;
+        p1 = p, sse1 = sse;
         for (int k = 0; pass == 0 && k < m; k++) {
             const int i = idx[k];
             if (i <= DRTHS_DAMPERFIT_BETA_C && i % 3 == 2 && !(res->u[i] < res->value[i])) {
                 res->held[i] = UNSEPARATED;
                 set(&p, i, drths_damperfit_get(start, i));
+                set(&p, i - 1, drths_damperfit_get(start, i - 1));
                 held_now = 1;
             }
         }
