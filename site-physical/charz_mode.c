@@ -108,11 +108,12 @@ static int write_fit_csv(const char *dir, const drths_damperfit_data_t *d, const
 /* Why parameter i was not fitted: the record could not identify it, or the model never can. */
 static const char *why_not(const drths_damperfit_result_t *res, int i)
 {
-    return res->held[i] ? res->held[i] : drths_damperfit_fixed_reason(i);
+    return res->held[i] ? drths_damperfit_held_text(res->held[i]) : drths_damperfit_fixed_reason(i);
 }
 
-/* fit_parameters.csv (param: the index of drths_damperfit_name; u nan when fixed, true and
- * error_pct nan without a known truth) and tests.csv, for drths-report. */
+/* fit_parameters.csv (param: the index of drths_damperfit_name; u nan when fixed or held, true
+ * and error_pct nan without a known truth, held the drths_damperfit_held_t code) and tests.csv,
+ * for drths-report. */
 static int write_fit_tables(const char *dir, const drths_charz_record_t *rec,
                             const drths_damperfit_result_t *res, const drths_damper_params_t *truth,
                             drths_error_t *err)
@@ -123,12 +124,12 @@ static int write_fit_tables(const char *dir, const drths_charz_record_t *rec,
     FILE *f = fopen(path, "w");
     if (!f)
         return drths_error_set(err, -errno, "%s: %s", path, strerror(errno));
-    fprintf(f, "param,value,u,true,error_pct\n");
+    fprintf(f, "param,value,u,true,error_pct,held\n");
     for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++) {
         double tv = truth ? drths_damperfit_get(truth, i) : NAN;
         double pct = truth && tv != 0.0 ? 100.0 * (res->value[i] - tv) / tv : NAN;
-        fprintf(f, "%d,%.10g,%.4g,%.10g,%.4g\n", i, res->value[i], res->fitted[i] ? res->u[i] : NAN,
-                tv, pct);
+        fprintf(f, "%d,%.10g,%.4g,%.10g,%.4g,%d\n", i, res->value[i],
+                res->fitted[i] ? res->u[i] : NAN, tv, pct, res->held[i]);
     }
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)

@@ -5,7 +5,8 @@
  *   fit.csv        the fit's samples: t_s, test, displacement_m, velocity_m_s, command,
  *                  force_N, model_force_N (the fitted model along the measured motion)
  *   model.yaml     the damper model file (common/config/damperfile.h)
- *   fit_parameters.csv  param (index of drths_damperfit_name), value, u, true, error_pct
+ *   fit_parameters.csv  param (index of drths_damperfit_name), value, u, true, error_pct, held
+ *                  (why the record could not identify it: drths_damperfit_held_t)
  *   tests.csv      per test: frequency_hz (0: the random segment), amplitude_m, command,
  *                  force_rms_N, force_error_rms_N
  *   summary.json   the protocol, the tests with their force error, the fit table (and the

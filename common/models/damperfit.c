@@ -241,12 +241,6 @@ static int lm(const drths_damperfit_data_t *data, drths_damper_params_t *p, lm_w
     return 0;
 }
 
-/* Why a current dependence's c is held after the first pass (drths_damperfit_run). */
-static const char UNSEPARATED[] =
-    "the record does not separate b and c of this current dependence (c's standard uncertainty "
-    "reached c itself: the tests' currents stay where exp(-c u) is nearly linear); c is held at "
-    "the starting model's value and b fitted with it";
-
 /* The fitted parameters' standard uncertainties from the last Jacobian, s^2 (J^T J)^-1, and
  * the values of p, into res. */
 static void uncertainty(const drths_damperfit_data_t *data, const lm_work_t *w, double sse,
@@ -304,22 +298,36 @@ static void count_commands(const drths_damperfit_data_t *data, drths_damperfit_r
     }
 }
 
-const char *drths_damperfit_held_reason(int i, int n_commands)
+const char *drths_damperfit_held_text(int code)
+{
+    switch (code) {
+    case DRTHS_DAMPERFIT_HELD_TWO_CURRENTS:
+        return "the tests ran at two currents only: p(u) = b + (a - b) exp(-c u) is then known at "
+               "those two, where b and c trade off; c is held at the starting model's value, and "
+               "above the larger current the model is that shape";
+    case DRTHS_DAMPERFIT_HELD_ONE_CURRENT:
+        return "the tests ran at one current only: p(u) is known there alone; b and c are held at "
+               "the starting model's values";
+    case DRTHS_DAMPERFIT_HELD_UNSEPARATED:
+        return "the record does not separate b and c of this current dependence (c's standard "
+               "uncertainty reached c itself: the tests' currents stay where exp(-c u) is nearly "
+               "linear); c is held at the starting model's value and b fitted with it";
+    default:
+        return NULL;
+    }
+}
+
+/* Whether parameter i can be identified from a record whose tests ran at n_commands currents
+ * (0: not known, nothing held). */
+static int held_by_currents(int i, int n_commands)
 {
     if (i > DRTHS_DAMPERFIT_BETA_C || n_commands == 0 || n_commands >= 3)
-        return NULL;
+        return DRTHS_DAMPERFIT_NOT_HELD;
     const int which = i % 3; /* 0: a, 1: b, 2: c */
-    if (which == 2)
-        return n_commands == 2
-                   ? "the tests ran at two currents only: p(u) = b + (a - b) exp(-c u) is then "
-                     "known at those two, where b and c trade off; c is held at the starting "
-                     "model's value, and above the larger current the model is that shape"
-                   : "the tests ran at one current only: p(u) is known there alone; b and c are "
-                     "held at the starting model's values";
-    if (which == 1 && n_commands == 1)
-        return "the tests ran at one current only: p(u) is known there alone; b and c are held "
-               "at the starting model's values";
-    return NULL;
+    if (n_commands == 1 && which > 0)
+        return DRTHS_DAMPERFIT_HELD_ONE_CURRENT;
+    return n_commands == 2 && which == 2 ? DRTHS_DAMPERFIT_HELD_TWO_CURRENTS
+                                         : DRTHS_DAMPERFIT_NOT_HELD;
 }
 
 int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_params_t *start,
@@ -338,7 +346,7 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
     memset(res, 0, sizeof *res);
     count_commands(data, res);
     for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++) {
-        res->held[i] = drths_damperfit_held_reason(i, res->n_commands);
+        res->held[i] = held_by_currents(i, res->n_commands);
         if (params[i].how != FIXED && !res->held[i]) {
             idx[m++] = i;
             res->fitted[i] = 1;
@@ -424,8 +432,8 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
             p = p1, m = m1, w.m = m1;
             memcpy(idx, idx1, sizeof idx1);
             for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++)
-                if (res->held[i] == UNSEPARATED)
-                    res->held[i] = NULL, res->fitted[i] = 1;
+                if (res->held[i] == DRTHS_DAMPERFIT_HELD_UNSEPARATED)
+                    res->held[i] = DRTHS_DAMPERFIT_NOT_HELD, res->fitted[i] = 1;
             if (lm(data, &p, &w, 1, &sse, &its, &converged) != 0) { /* its residuals, Jacobian */
                 free(w.r), free(w.rt), free(w.rb), free(w.J);
                 return drths_error_set(err, -EDOM, "damper fit: the model does not run near the fit");
@@ -441,7 +449,7 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
         for (int k = 0; pass == 0 && k < m; k++) {
             const int i = idx[k];
             if (i <= DRTHS_DAMPERFIT_BETA_C && i % 3 == 2 && !(res->u[i] < res->value[i])) {
-                res->held[i] = UNSEPARATED;
+                res->held[i] = DRTHS_DAMPERFIT_HELD_UNSEPARATED;
                 set(&p, i, drths_damperfit_get(start, i));
                 set(&p, i - 1, drths_damperfit_get(start, i - 1));
                 held_now = 1;

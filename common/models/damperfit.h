@@ -80,8 +80,8 @@ typedef struct drths_damperfit_data {
 typedef struct drths_damperfit_result {
     drths_damper_params_t params;                 /* the fitted model */
     int fitted[DRTHS_DAMPERFIT_NPARAM];           /* 1 when the fit estimated it, 0 when fixed */
-    const char *held[DRTHS_DAMPERFIT_NPARAM];     /* why the record could not identify it (held
-                                                   * at its starting value), NULL otherwise */
+    int held[DRTHS_DAMPERFIT_NPARAM];             /* why the record could not identify it (held
+                                                   * at its starting value): drths_damperfit_held_t */
     int n_commands;                               /* distinct currents the tests ran at */
     double commands[8];                           /* ... the first 8 of them, ascending */
     double value[DRTHS_DAMPERFIT_NPARAM];         /* the model's own units (damper.h) */
@@ -102,10 +102,17 @@ double drths_damperfit_get(const drths_damper_params_t *p, int i);
 /* Why parameter i is fixed, or NULL when the fit estimates it. */
 const char *drths_damperfit_fixed_reason(int i);
 
-/* Why parameter i cannot be identified from a record whose tests ran at n_commands distinct
- * currents (held at its starting value: "held by the record" above), or NULL; n_commands 0
- * (not known) holds nothing. */
-const char *drths_damperfit_held_reason(int i, int n_commands);
+/* Why the record could not identify a parameter ("held by the record" above). */
+typedef enum drths_damperfit_held {
+    DRTHS_DAMPERFIT_NOT_HELD = 0,
+    DRTHS_DAMPERFIT_HELD_TWO_CURRENTS, /* a c: the tests ran at two currents */
+    DRTHS_DAMPERFIT_HELD_ONE_CURRENT,  /* a b or c: the tests ran at one current */
+    DRTHS_DAMPERFIT_HELD_UNSEPARATED   /* a c: b and c not separated by the record */
+} drths_damperfit_held_t;
+
+/* The sentence for a held code (fit_parameters.csv's `held` column, the printout, the report),
+ * NULL for DRTHS_DAMPERFIT_NOT_HELD or an unknown code. */
+const char *drths_damperfit_held_text(int code);
 
 /* The same force model as p with A = A_ref (the gauge of a fit started at A_ref): with
  * s = A / A_ref, alpha (a and b) times s and gamma, beta (a and b) times s^(n-1), so that

@@ -171,7 +171,11 @@ static void test_held_by_the_currents(void **state)
             const int which = i % 3; /* a, b, c */
             const int held = which == 2 || (which == 1 && ncur == 1);
             assert_int_equal(res.fitted[i], !held);
-            assert_int_equal(res.held[i] != NULL, held);
+            assert_int_equal(res.held[i], !held       ? DRTHS_DAMPERFIT_NOT_HELD
+                                          : ncur == 2 ? DRTHS_DAMPERFIT_HELD_TWO_CURRENTS
+                                                      : DRTHS_DAMPERFIT_HELD_ONE_CURRENT);
+            if (held)
+                assert_non_null(drths_damperfit_held_text(res.held[i]));
             if (held) {
                 assert_true(res.value[i] == drths_damperfit_get(&nominal, i));
                 continue;

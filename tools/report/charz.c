@@ -69,27 +69,17 @@ static void print_report(FILE *f, const drths_csv_table_t *pt, const drths_csv_t
     const double *cm = drths_csv_column(tt, "command"), *frms = drths_csv_column(tt, "force_rms_N");
     const double *erms = drths_csv_column(tt, "force_error_rms_N");
     const double *skip = drths_csv_column(tt, "skipped");
-    /* The currents the tests ran at (those the force guard left out did not run). */
-    double seen[64];
-    int n_cmd = 0;
-    for (long i = 0; i < tt->rows && n_cmd < 64; i++) {
-        if (skip && skip[i] != 0.0)
-            continue;
-        int k = 0;
-        while (k < n_cmd && fabs(seen[k] - cm[i]) > 1e-9)
-            k++;
-        if (k == n_cmd)
-            seen[n_cmd++] = cm[i];
-    }
+    /* Why each unfitted parameter was not fitted: the model's reason, or the record's (the
+     * `held` column; a folder written before it had none). */
+    const double *held = drths_csv_column(pt, "held");
     for (long i = 0; i < pt->rows; i++) {
         if (!isnan(u[i]))
             continue;
         const char *why = drths_damperfit_fixed_reason((int)idx[i]);
-        if (!why)
-            why = drths_damperfit_held_reason((int)idx[i], n_cmd);
+        if (!why && held && !isnan(held[i]))
+            why = drths_damperfit_held_text((int)held[i]);
         fprintf(f, "  %s not identified: %s\n", drths_damperfit_name((int)idx[i]),
-                why ? why : "held at its starting value (the characterization's summary.json "
-                            "says why)");
+                why ? why : "held at its starting value");
     }
     fprintf(f, "\nForce error per test (measured - model)\n");
     fprintf(f, "%4s %-7s %9s %8s %8s %12s %12s %8s\n", "test", "kind", "amp mm", "f Hz", "command",
