@@ -135,7 +135,10 @@ print(f"     replay: {rep['sent']} datagrams of {rep['hellos']} HELLO(s) "
 print(f"     the real numerical site: {hs['hellos_sent']} HELLO(s), started "
       f"{start if start is None else round(start, 3)} s after its first")
 check(rep["sessions"] == 13, f"13 sessions captured: {rep['sessions']}")
-check(rep["sent"] >= (3 if mode == "wait" else 1000), f"replayed {rep['sent']} HELLOs")
+# The replayer's own floor (3 at 0.8 s, 200 before the real site starts); its rate during the
+# run depends on the machine (973 in 1.3 s under TSan), so the flood's reach into the run is
+# checked by the site's HELLO_RUNNING count below, not by a count of datagrams sent.
+check(rep["sent"] >= (3 if mode == "wait" else 200), f"replayed {rep['sent']} HELLOs")
 check(start is not None and start < 2.0, f"the run started within 2 s of the first HELLO: {start}")
 check(num["exit_reason"] == "end of record", f"numerical site: {num['exit_reason']}")
 check(phys["exit_reason"] == "end of record", f"actuator site: {phys['exit_reason']}")
