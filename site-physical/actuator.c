@@ -175,6 +175,33 @@ static int check_params(const drths_actuator_params_t *p, drths_error_t *err)
     return 0;
 }
 
+int drths_actuator_comp_init(drths_comp_t *c, const drths_actuator_params_t *p, drths_error_t *err)
+{
+    /* Every compensator is designed on the average plant model, as Phillips & Spencer (2013)
+     * do; `feedforward` then schedules the inverse between the 0 A and 2.5 A models on the
+     * commanded current, and `adaptive` identifies factors on that scheduled inverse. */
+    int rc = drths_comp_init(c, p->compensation, &DRTHS_PLANT_AVERAGE, p->comp_io_delay_ticks,
+                             1.0 / p->rate_hz, err);
+    if (!rc && p->compensation == DRTHS_COMPENSATION_ADAPTIVE)
+        rc = drths_comp_set_adaptive_range(c, &p->adaptive_range, err);
+    if (!rc && p->compensation == DRTHS_COMPENSATION_ADAPTIVE)
+        rc = drths_comp_set_adaptive(c, p->adaptive_window_s, p->adaptive_bound, err);
+    if (!rc && (p->compensation == DRTHS_COMPENSATION_FEEDFORWARD ||
+                p->compensation == DRTHS_COMPENSATION_ADAPTIVE)) {
+        rc = drths_comp_schedule(c, &DRTHS_PLANT_0A, &DRTHS_PLANT_2P5A, 2.5, err);
+        if (!rc)
+            rc = drths_comp_current_model(c, &p->damper_nominal, err);
+    }
+    if (!rc)
+        rc = drths_comp_set_limits(c, p->ff_max_acc_m_s2, p->ff_max_jerk_m_s3, err);
+    if (rc)
+        return drths_error_prefix(err, rc, "actuator.compensation %s",
+                                  drths_compensation_name(p->compensation));
+    drths_comp_reset_command(c, p->rest_damper_command);
+    drths_comp_adapt_reset(c, 0.0);
+    return 0;
+}
+
 int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, drths_daq_t *daq,
                         drths_error_t *err)
 {
@@ -201,32 +228,12 @@ int drths_actuator_init(drths_actuator_t *a, const drths_actuator_params_t *p, d
     rc = drths_daq_set_envelope(daq, &lim, p->rate_hz, err);
     if (rc)
         return rc;
-    const double dt = 1.0 / p->rate_hz;
-    /* Every compensator is designed on the average plant model, as Phillips & Spencer (2013)
-     * do; `feedforward` then schedules the inverse between the 0 A and 2.5 A models on the
-     * commanded current, and `adaptive` identifies factors on that scheduled inverse. */
-    rc = drths_comp_init(&a->comp, p->compensation, &DRTHS_PLANT_AVERAGE, p->comp_io_delay_ticks,
-                         dt, err);
-    if (!rc && p->compensation == DRTHS_COMPENSATION_ADAPTIVE)
-        rc = drths_comp_set_adaptive_range(&a->comp, &p->adaptive_range, err);
-    if (!rc && p->compensation == DRTHS_COMPENSATION_ADAPTIVE)
-        rc = drths_comp_set_adaptive(&a->comp, p->adaptive_window_s, p->adaptive_bound, err);
-    if (!rc && (p->compensation == DRTHS_COMPENSATION_FEEDFORWARD ||
-                p->compensation == DRTHS_COMPENSATION_ADAPTIVE)) {
-        rc = drths_comp_schedule(&a->comp, &DRTHS_PLANT_0A, &DRTHS_PLANT_2P5A, 2.5, err);
-        if (!rc)
-            rc = drths_comp_current_model(&a->comp, &p->damper_nominal, err);
-    }
-    if (!rc)
-        rc = drths_comp_set_limits(&a->comp, p->ff_max_acc_m_s2, p->ff_max_jerk_m_s3, err);
+    rc = drths_actuator_comp_init(&a->comp, p, err);
     if (rc)
-        return drths_error_prefix(err, rc, "actuator.compensation %s",
-                                  drths_compensation_name(p->compensation));
+        return rc;
     a->lookahead = drths_comp_lookahead_needed(&a->comp);
     if (a->lookahead > DRTHS_ACT_MAX_LOOKAHEAD)
         a->lookahead = DRTHS_ACT_MAX_LOOKAHEAD;
-    drths_comp_reset_command(&a->comp, p->rest_damper_command);
-    drths_comp_adapt_reset(&a->comp, 0.0);
     drths_tracking_init(&a->track);
     rc = drths_playout_init(&a->pb, p->playout_ticks, sizeof(drths_cmd_channel_t), 0, err);
     if (rc)

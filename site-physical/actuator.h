@@ -346,6 +346,13 @@ typedef struct drths_actuator {
     drths_actuator_counters_t c;
 } drths_actuator_t;
 
+/* The compensation p names (actuator.compensation, designed on the average plant; feedforward
+ * and adaptive scheduled on the commanded current; the adaptive range and window; the
+ * derivative limits), at rest at p->rest_damper_command and displacement 0: the one setup of
+ * the actuator loop and the characterization (site-physical/charz.h). Errors are prefixed
+ * "actuator.compensation <mode>". init-only. */
+int drths_actuator_comp_init(drths_comp_t *c, const drths_actuator_params_t *p, drths_error_t *err);
+
 /* Validates p (errors name the field), prepares the compensation, allocates the playout buffer
  * (head at tick 0) and the histograms; with the virtual back end puts its specimen at rest
  * (displacement 0, rest damper command). daq (open) is borrowed. A failed init leaves nothing

@@ -247,6 +247,12 @@ int drths_charz_plan(const drths_experiment_t *exp, const drths_charz_params_t *
 /* ---- the run ------------------------------------------------------------------------------------
  */
 
+/* A tick of the protocol waiting in the preview queue. */
+typedef struct {
+    double set_m, vel_m_s, cmd;
+    int test;
+} pending_t;
+
 typedef struct {
     drths_daq_t *daq;
     const drths_charz_params_t *p;
@@ -254,6 +260,12 @@ typedef struct {
     double nominal_peak[DRTHS_DAMPERFIT_MAX_TESTS]; /* the nominal model's along each test */
     int last_run;                                   /* the last test run, -1 before any */
     int cmd_skipped[DRTHS_CHARZ_MAX_GRID];
+    /* The compensation's preview: the walk runs `lookahead` ticks ahead of the DAQ; q holds
+     * the ticks walked and not yet written (qn of them from qhead), past the last four
+     * set-points written (oldest first). */
+    int lookahead, qhead, qn;
+    pending_t q[DRTHS_CHARZ_MAX_PREVIEW + 1];
+    double past[4];
 } run_t;
 
 /* The nominal model's peak force along each test (the set-point as its motion). */
@@ -320,25 +332,41 @@ static int stop(drths_charz_record_t *r, const char *fmt, ...)
     return 1;
 }
 
-static int run_tick(void *ctx, double set_m, double vel_m_s, double cmd, int test)
+/* Writes the oldest tick of the queue (its drive from the compensation with the n_future
+ * set-points after it, or the set-point itself without one), reads, records and checks it. */
+static int apply_tick(run_t *r, const double *future, int n_future)
 {
-    run_t *r = ctx;
     drths_charz_record_t *rec = r->rec;
     const drths_charz_params_t *p = r->p;
+    const pending_t t = r->q[r->qhead];
+    const double set_m = t.set_m, cmd = t.cmd;
+    const int test = t.test;
+    r->qhead = (r->qhead + 1) % (DRTHS_CHARZ_MAX_PREVIEW + 1);
+    r->qn--;
     if (rec->n >= rec->cap)
         return stop(rec, "the record is full after %ld ticks", rec->n);
     if (p->pace && p->pace(p->pace_ctx, rec->n) != 0)
         return stop(rec, "interrupted after %ld ticks", rec->n);
     const long k = rec->n;
     const int64_t now_ns = (int64_t)llround((double)(k + 1) * 1e9 / p->rate_hz);
-    if (drths_daq_write(r->daq, set_m, vel_m_s, cmd, NAN, now_ns) != 0) {
+    memmove(r->past, r->past + 1, 3 * sizeof *r->past);
+    r->past[3] = set_m;
+    double drive = set_m;
+    if (p->comp) {
+        drths_comp_set_command(p->comp, cmd);
+        drive = drths_comp_drive(p->comp, r->past, future, n_future);
+    }
+    if (drths_daq_write(r->daq, drive, t.vel_m_s, cmd, p->comp ? set_m : NAN, now_ns) != 0) {
         drths_error_t e = {{0}};
         drths_daq_error(r->daq, &e);
         return stop(rec, "writing failed at %.3f s: %s", (double)k / p->rate_hz, e.msg);
     }
     double x = NAN, f = NAN;
     int rc = drths_daq_read(r->daq, &x, &f);
+    if (p->comp && rc == 0 && !isnan(x))
+        drths_comp_observe(p->comp, drths_daq_last_drive(r->daq), x);
     rec->set_m[k] = set_m;
+    rec->drive_m[k] = drths_daq_last_drive(r->daq);
     rec->disp_m[k] = x;
     rec->force_N[k] = f;
     rec->cmd[k] = cmd;
@@ -378,6 +406,37 @@ static int run_tick(void *ctx, double set_m, double vel_m_s, double cmd, int tes
     return 0;
 }
 
+/* The walk's tick: queued; once the queue holds the preview, its oldest tick is written with
+ * the others as its future. */
+static int queue_tick(void *ctx, double set_m, double vel_m_s, double cmd, int test)
+{
+    run_t *r = ctx;
+    const int cap = DRTHS_CHARZ_MAX_PREVIEW + 1;
+    r->q[(r->qhead + r->qn) % cap] = (pending_t){set_m, vel_m_s, cmd, test};
+    r->qn++;
+    if (r->qn <= r->lookahead)
+        return 0;
+    double future[DRTHS_CHARZ_MAX_PREVIEW];
+    for (int j = 0; j < r->lookahead; j++)
+        future[j] = r->q[(r->qhead + 1 + j) % cap].set_m;
+    return apply_tick(r, future, r->lookahead);
+}
+
+/* The ticks still queued at the protocol's end: their future is the last set-point (the
+ * protocol ends at rest). */
+static void flush_queue(run_t *r)
+{
+    const int cap = DRTHS_CHARZ_MAX_PREVIEW + 1;
+    const double last = r->qn > 0 ? r->q[(r->qhead + r->qn - 1) % cap].set_m : 0.0;
+    while (r->qn > 0) {
+        double future[DRTHS_CHARZ_MAX_PREVIEW];
+        for (int j = 0; j < r->lookahead; j++)
+            future[j] = j + 1 < r->qn ? r->q[(r->qhead + 1 + j) % cap].set_m : last;
+        if (apply_tick(r, future, r->lookahead) != 0)
+            return;
+    }
+}
+
 static int record_test(void *ctx, double x, double v, double cmd, int test)
 {
     (void)x, (void)v;
@@ -391,8 +450,9 @@ static int record_test(void *ctx, double x, double v, double cmd, int test)
 
 void drths_charz_record_free(drths_charz_record_t *rec)
 {
-    free(rec->set_m), free(rec->disp_m), free(rec->force_N), free(rec->cmd), free(rec->test);
-    rec->set_m = rec->disp_m = rec->force_N = rec->cmd = NULL;
+    free(rec->set_m), free(rec->drive_m), free(rec->disp_m), free(rec->force_N), free(rec->cmd);
+    free(rec->test);
+    rec->set_m = rec->drive_m = rec->disp_m = rec->force_N = rec->cmd = NULL;
     rec->test = NULL;
     rec->n = rec->cap = 0;
 }
@@ -405,11 +465,12 @@ int drths_charz_run(drths_daq_t *daq, const drths_charz_params_t *p, drths_charz
     (void)walk(p, extreme_tick, NULL, &e);
     const size_t cap = (size_t)e.n;
     rec->set_m = malloc(cap * sizeof(double));
+    rec->drive_m = malloc(cap * sizeof(double));
     rec->disp_m = malloc(cap * sizeof(double));
     rec->force_N = malloc(cap * sizeof(double));
     rec->cmd = malloc(cap * sizeof(double));
     rec->test = malloc(cap * sizeof(int));
-    if (!rec->set_m || !rec->disp_m || !rec->force_N || !rec->cmd || !rec->test) {
+    if (!rec->set_m || !rec->drive_m || !rec->disp_m || !rec->force_N || !rec->cmd || !rec->test) {
         drths_charz_record_free(rec);
         return drths_error_set(err, -ENOMEM, "characterization: no memory for %zu ticks", cap);
     }
@@ -445,7 +506,13 @@ int drths_charz_run(drths_daq_t *daq, const drths_charz_params_t *p, drths_charz
         (void)walk(p, nominal_tick, NULL, &nom);
         drths_damper_close(&nom.d);
     }
-    (void)walk(p, run_tick, guard_skip, r);
+    if (p->comp) {
+        r->lookahead = drths_comp_lookahead_needed(p->comp);
+        if (r->lookahead > DRTHS_CHARZ_MAX_PREVIEW)
+            r->lookahead = DRTHS_CHARZ_MAX_PREVIEW;
+    }
+    if (walk(p, queue_tick, guard_skip, r) == 0)
+        flush_queue(r);
     free(r);
     return 0;
 }
@@ -505,6 +572,6 @@ int drths_charz_fit_data(const drths_charz_record_t *rec, int decimate, int half
         (*force)[j] = rec->force_N[i];
         (*test)[j] = rec->test[i];
     }
-    *data = (drths_damperfit_data_t){*x, *v, *cmd, *force, *test, n, rec->n_tests, decimate * dt};
+    *data = (drths_damperfit_data_t){*x, *v, *cmd, *force, *test, n, rec->n_tests, decimate * dt, 0.0};
     return 0;
 }

@@ -1,7 +1,11 @@
 /* The damper's characterization at the actuator site (`drths-physical --characterize`): a
  * standard test protocol run on the actuator site alone, without a numerical site, through the
- * same drths_daq_t and drive envelope as a test (virtual specimen or comedi board), recorded for
- * the identification of the damper model (common/models/damperfit.h).
+ * same compensation, drths_daq_t and drive envelope as a test (virtual specimen or comedi
+ * board), recorded for the identification of the damper model (common/models/damperfit.h).
+ * The compensation gets the protocol's set-points as a test's commands, with the preview it
+ * asks for (the walk runs that many ticks ahead of the DAQ), so the specimen moves at the
+ * planned amplitudes rather than behind them by the actuator's lag; the record keeps the
+ * set-point, the drive written and the measurement.
  *
  * The protocol, for each damper command of a grid (from 0 to the damper's largest): a settling
  * time at rest with that command (its dynamics settle), then sinusoids over a grid of
@@ -31,11 +35,13 @@
 #include <stdint.h>
 
 #include "common/config/config.h"
+#include "common/models/compensation.h"
 #include "common/models/damperfit.h"
 #include "common/platform/error.h"
 #include "site-physical/daq.h"
 
 #define DRTHS_CHARZ_MAX_GRID 8
+#define DRTHS_CHARZ_MAX_PREVIEW 128 /* ticks of the compensation's preview, at most */
 
 typedef struct drths_charz_params {
     double rate_hz;
@@ -54,11 +60,18 @@ typedef struct drths_charz_params {
      * tests); a test predicted above guard_force_N is skipped, with every larger one at its
      * command and every higher command, and the random segment keeps to the commands that
      * ran. A sinusoid whose measured force passes guard_force_N all the same is wound down
-     * (its amplitude to 0 over half a period) and counts as the last of its command. A
+     * (its amplitude to 0 over half a period, from the tick the walk has reached: with a
+     * compensation the preview's ticks already planned, 6.4 ms at 5 kHz, run first) and
+     * counts as the last of its command. A
      * damper unlike its model then meets the protocol's limits by leaving tests out, not by
      * stopping at physical.limit_force_N. */
     double guard_force_N;
     drths_damper_params_t model;       /* the nominal damper, for the prediction */
+    /* The actuator's compensation (drths_actuator_comp_init), the caller's: each set-point
+     * goes through it with its next drths_comp_lookahead_needed set-points as its preview, as
+     * a test's commands do, and the adaptive mode learns from every tick. NULL: the set-point
+     * is the drive. */
+    drths_comp_t *comp;
     int (*pace)(void *ctx, long tick); /* as in iocheck.h; NULL: unpaced */
     void *pace_ctx;
 } drths_charz_params_t;
@@ -74,7 +87,7 @@ typedef struct drths_charz_test {
 
 typedef struct drths_charz_record {
     long n, cap;
-    double *set_m, *disp_m, *force_N, *cmd; /* per tick: written and read */
+    double *set_m, *drive_m, *disp_m, *force_N, *cmd; /* per tick: planned, written, read */
     int *test;                              /* per tick: the test's index, -1 between tests */
     int n_tests;
     drths_charz_test_t tests[DRTHS_DAMPERFIT_MAX_TESTS];

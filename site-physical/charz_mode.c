@@ -16,6 +16,7 @@
 #include "common/platform/json.h"
 #include "common/platform/rtclock.h"
 #include "common/platform/runfolder.h"
+#include "site-physical/actuator.h"
 #include "site-physical/charz.h"
 
 #define PROG "drths-physical"
@@ -74,18 +75,27 @@ static int open_csv(drths_csvw_t *w, const char *dir, const char *name, const ch
 static int write_physical_csv(const char *dir, const drths_charz_record_t *rec, double rate_hz,
                               drths_error_t *err)
 {
-    static const char *const cols[] = {"t_s",     "test",   "set_m", "displacement_m",
-                                       "force_N", "command"};
+    static const char *const cols[] = {"t_s",     "test",    "set_m", "displacement_m",
+                                       "force_N", "command", "drive_m"};
     drths_csvw_t w;
-    int rc = open_csv(&w, dir, "physical.csv", cols, 6, err);
+    int rc = open_csv(&w, dir, "physical.csv", cols, 7, err);
     if (rc)
         return rc;
     for (long i = 0; i < rec->n; i++) {
-        const double v[6] = {(double)i / rate_hz, rec->test[i],    rec->set_m[i],
-                             rec->disp_m[i],      rec->force_N[i], rec->cmd[i]};
+        const double v[7] = {(double)i / rate_hz, rec->test[i],    rec->set_m[i], rec->disp_m[i],
+                             rec->force_N[i],     rec->cmd[i],     rec->drive_m[i]};
         drths_csvw_row(&w, v);
     }
     return drths_csvw_close(&w, err);
+}
+
+/* How the measured displacement followed the set-points over the tests (ticks with test >= 0). */
+static void tracking_of(const drths_charz_record_t *rec, drths_tracking_t *t)
+{
+    drths_tracking_init(t);
+    for (long i = 0; i < rec->n; i++)
+        if (rec->test[i] >= 0 && !isnan(rec->disp_m[i]))
+            drths_tracking_add(t, rec->set_m[i], rec->disp_m[i]);
 }
 
 static int write_fit_csv(const char *dir, const drths_damperfit_data_t *d, const double *model,
@@ -124,12 +134,12 @@ static int write_fit_tables(const char *dir, const drths_charz_record_t *rec,
     FILE *f = fopen(path, "w");
     if (!f)
         return drths_error_set(err, -errno, "%s: %s", path, strerror(errno));
-    fprintf(f, "param,value,u,true,error_pct,held\n");
+    fprintf(f, "param,value,u,true,error_pct,held,weak\n");
     for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++) {
         double tv = truth ? drths_damperfit_get(truth, i) : NAN;
         double pct = truth && tv != 0.0 ? 100.0 * (res->value[i] - tv) / tv : NAN;
-        fprintf(f, "%d,%.10g,%.4g,%.10g,%.4g,%d\n", i, res->value[i],
-                res->fitted[i] ? res->u[i] : NAN, tv, pct, res->held[i]);
+        fprintf(f, "%d,%.10g,%.4g,%.10g,%.4g,%d,%d\n", i, res->value[i],
+                res->fitted[i] ? res->u[i] : NAN, tv, pct, res->held[i], res->weak[i]);
     }
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
@@ -168,8 +178,9 @@ static int write_model(const char *dir, const drths_damperfile_meta_t *meta,
 
 static int write_summary(const char *dir, const drths_provenance_t *prov,
                          const drths_charz_params_t *p, const drths_charz_record_t *rec,
-                         double planned_s, const drths_damperfit_result_t *res, int fitted,
-                         const drths_damper_params_t *truth, const char *fit_error,
+                         double planned_s, const char *compensation,
+                         const drths_tracking_t *track, const drths_damperfit_result_t *res,
+                         int fitted, const drths_damper_params_t *truth, const char *fit_error,
                          drths_error_t *err)
 {
     drths_json_t j;
@@ -191,6 +202,11 @@ static int write_summary(const char *dir, const drths_provenance_t *prov,
     drths_json_number(&j, "planned_s", planned_s);
     drths_json_number(&j, "run_s", (double)rec->n / p->rate_hz);
     drths_json_number(&j, "guard_force_N", p->guard_force_N);
+    drths_json_object_end(&j);
+    drths_json_object_begin(&j, "tracking");
+    drths_json_string(&j, "compensation", compensation);
+    drths_json_number(&j, "rms_error_pct", drths_tracking_rms_pct(track));
+    drths_json_number(&j, "peak_error_m", drths_tracking_max_err(track));
     drths_json_object_end(&j);
     drths_json_bool(&j, "complete", rec->stopped[0] == '\0');
     drths_json_string(&j, "stopped", rec->stopped);
@@ -232,7 +248,9 @@ static int write_summary(const char *dir, const drths_provenance_t *prov,
             drths_json_number(&j, "value", res->value[i]);
             if (res->fitted[i])
                 drths_json_number(&j, "u", res->u[i]);
-            else
+            if (res->weak[i])
+                drths_json_string(&j, "not_within_2pct", drths_damperfit_weak_text(res->weak[i]));
+            if (!res->fitted[i])
                 drths_json_string(&j, res->held[i] ? "held" : "fixed", why_not(res, i));
             if (truth) {
                 const double tv = drths_damperfit_get(truth, i);
@@ -277,6 +295,11 @@ static void print_fit(const drths_damperfit_result_t *res, const drths_damper_pa
     for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++)
         if (!res->fitted[i])
             printf("  %s not identified: %s\n", drths_damperfit_name(i), why_not(res, i));
+    for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++)
+        if (res->weak[i])
+            printf("  %s not determined to 2 %% by this record (u %.2g %%): %s\n",
+                   drths_damperfit_name(i), 100.0 * res->u[i] / fabs(res->value[i]),
+                   drths_damperfit_weak_text(res->weak[i]));
 }
 
 int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options_t *so,
@@ -326,6 +349,18 @@ int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options
         return drths_cli_error(PROG, "%s", err.msg);
     }
 
+    /* The test's own compensation, from rest at command 0 (the protocol's first). */
+    drths_actuator_params_t ap;
+    drths_actuator_params_from_experiment(exp, &ap);
+    ap.rest_damper_command = 0.0;
+    drths_comp_t comp;
+    if (drths_actuator_comp_init(&comp, &ap, &err) != 0) {
+        drths_daq_close(&daq);
+        drths_specimen_close(&spec);
+        return drths_cli_error(PROG, "%s: %s", file, err.msg);
+    }
+    p.comp = &comp;
+
     const int paced = exp->daq.backend != DRTHS_DAQ_BACKEND_VIRTUAL;
     int64_t clock[2] = {drths_now_ns(), paced ? (int64_t)llround(1e9 / exp->rate_hz) : 0};
     p.pace = cz_pace;
@@ -339,6 +374,9 @@ int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options
            paced ? "" : ", in tick time, not paced", short_protocol ? "short" : "standard", n_tests,
            planned_s, (int)(planned_s / 60.0), (int)fmod(planned_s, 60.0));
     printf("drths-physical: run folder %s\n", dir);
+    printf("drths-physical: compensation %s (actuator.compensation), the drive envelope of a "
+           "test\n",
+           drths_compensation_name(exp->actuator.compensation));
     fflush(stdout);
 
     drths_charz_record_t rec;
@@ -346,10 +384,16 @@ int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options
     (void)drths_daq_safe_state(&daq, drths_daq_last_drive(&daq),
                                (int64_t)llround((double)(rec.n + 1) * 1e9 / exp->rate_hz));
     drths_daq_close(&daq);
+    drths_comp_close(&comp);
     if (rc != 0) {
         drths_specimen_close(&spec);
         return drths_cli_error(PROG, "%s", err.msg);
     }
+    drths_tracking_t track;
+    tracking_of(&rec, &track);
+    printf("drths-physical: tracking of the set-points over the tests: RMS error %.3f %%, peak "
+           "error %.3g mm\n",
+           drths_tracking_rms_pct(&track), drths_tracking_max_err(&track) * 1e3);
     int code = 0, n_skipped = 0;
     for (int t = 0; t < rec.n_tests; t++)
         if (rec.tests[t].skipped) {
@@ -404,6 +448,7 @@ int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options
             0) {
             snprintf(fit_error, sizeof fit_error, "no memory for the fit's data");
         } else {
+            d.command_max = p.cmd[p.n_cmd - 1];
             printf("drths-physical: fitting the %s model to %ld samples at %g Hz\n",
                    drths_damper_model_name(nominal.model), d.n, 1.0 / d.dt_s);
             fflush(stdout);
@@ -437,7 +482,8 @@ int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options
         drths_cli_error(PROG, "fit: %s", fit_error);
         code = DRTHS_EXIT_FAILED;
     }
-    if (write_summary(dir, &prov, &p, &rec, planned_s, res, fitted, truth,
+    if (write_summary(dir, &prov, &p, &rec, planned_s,
+                      drths_compensation_name(exp->actuator.compensation), &track, res, fitted, truth,
                       fit_error[0] ? fit_error : NULL, &err) != 0) {
         drths_cli_error(PROG, "%s", err.msg);
         code = DRTHS_EXIT_FAILED;

@@ -317,6 +317,35 @@ const char *drths_damperfit_held_text(int code)
     }
 }
 
+const char *drths_damperfit_weak_text(int code)
+{
+    switch (code) {
+    case DRTHS_DAMPERFIT_WEAK_UNCERTAIN:
+        return "its standard uncertainty is above 1 % of it: the force depends on it too little "
+               "against the load cell's noise over this record (a longer protocol narrows it)";
+    case DRTHS_DAMPERFIT_WEAK_EXTRAPOLATED:
+        return "the tests stopped below the protocol's highest current (the force guard left the "
+               "strong ones out): b, the value at high current, is the fitted curve carried "
+               "beyond the currents tested; trust the model up to the highest current tested";
+    default:
+        return NULL;
+    }
+}
+
+/* Whether fitted parameter i is determined within 2 % by the record (drths_damperfit_weak_t). */
+static int weak_of(int i, const drths_damperfit_data_t *data, const drths_damperfit_result_t *res)
+{
+    if (!res->fitted[i] || params[i].how != LOG)
+        return DRTHS_DAMPERFIT_NOT_WEAK; /* k0, k1: absolute, their truth may be 0 */
+    if (!(res->u[i] <= 0.01 * fabs(res->value[i])))
+        return DRTHS_DAMPERFIT_WEAK_UNCERTAIN;
+    const int n = res->n_commands < 8 ? res->n_commands : 8; /* commands[] is ascending */
+    if (i <= DRTHS_DAMPERFIT_BETA_C && i % 3 == 1 && data->command_max > 0.0 && n > 0 &&
+        res->commands[n - 1] < data->command_max * (1.0 - 1e-6))
+        return DRTHS_DAMPERFIT_WEAK_EXTRAPOLATED;
+    return DRTHS_DAMPERFIT_NOT_WEAK;
+}
+
 /* Whether parameter i can be identified from a record whose tests ran at n_commands currents
  * (0: not known, nothing held). */
 static int held_by_currents(int i, int n_commands)
@@ -484,6 +513,8 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
         res->test_rms_N[t] = tn[t] ? sqrt(te[t] / (double)tn[t]) : 0.0;
         res->test_force_rms_N[t] = tn[t] ? sqrt(tf[t] / (double)tn[t]) : 0.0;
     }
+    for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++)
+        res->weak[i] = weak_of(i, data, res);
     res->iterations = it;
     res->converged = converged;
     res->params.substeps = start->substeps;

@@ -75,6 +75,8 @@ typedef struct drths_damperfit_data {
     long n;
     int n_tests;
     double dt_s;
+    double command_max; /* the protocol's highest current (0: not known): below it, the b of
+                         * each current dependence is an extrapolation (weak, below) */
 } drths_damperfit_data_t;
 
 typedef struct drths_damperfit_result {
@@ -82,6 +84,8 @@ typedef struct drths_damperfit_result {
     int fitted[DRTHS_DAMPERFIT_NPARAM];           /* 1 when the fit estimated it, 0 when fixed */
     int held[DRTHS_DAMPERFIT_NPARAM];             /* why the record could not identify it (held
                                                    * at its starting value): drths_damperfit_held_t */
+    int weak[DRTHS_DAMPERFIT_NPARAM];             /* fitted, but not within 2 % from this
+                                                   * record: drths_damperfit_weak_t */
     int n_commands;                               /* distinct currents the tests ran at */
     double commands[8];                           /* ... the first 8 of them, ascending */
     double value[DRTHS_DAMPERFIT_NPARAM];         /* the model's own units (damper.h) */
@@ -113,6 +117,26 @@ typedef enum drths_damperfit_held {
 /* The sentence for a held code (fit_parameters.csv's `held` column, the printout, the report),
  * NULL for DRTHS_DAMPERFIT_NOT_HELD or an unknown code. */
 const char *drths_damperfit_held_text(int code);
+
+/* Why a fitted parameter is not determined within 2 % by the record (res->weak): the fit uses
+ * its value, and says this of it.
+ *  - UNCERTAIN: its standard uncertainty is above 1 % of it (2 u > 2 %): the force depends on
+ *    it too little against the load cell's noise over this record (seen at n = 4, whose
+ *    hysteresis force is a seventh of n = 2's: gamma, beta 3-4 % uncertain, 6-12 % off).
+ *  - EXTRAPOLATED: a b (p(u) for u large) when the tests stopped below the protocol's highest
+ *    current (data->command_max; the force guard left the strong tests out): b is then the
+ *    fitted curve carried beyond the currents tested, where nothing measured it. Its
+ *    uncertainty says how well the curve is fitted, not how right the carrying is (seen: tests
+ *    up to 0.5 A of 2.5 A, beta_b 8 % off with a standard uncertainty of 0.4 %; a one-tick
+ *    shift of the force against the displacement moved it by 4 points). */
+typedef enum drths_damperfit_weak {
+    DRTHS_DAMPERFIT_NOT_WEAK = 0,
+    DRTHS_DAMPERFIT_WEAK_UNCERTAIN,
+    DRTHS_DAMPERFIT_WEAK_EXTRAPOLATED
+} drths_damperfit_weak_t;
+
+/* The sentence for a weak code, NULL for DRTHS_DAMPERFIT_NOT_WEAK or an unknown code. */
+const char *drths_damperfit_weak_text(int code);
 
 /* The same force model as p with A = A_ref (the gauge of a fit started at A_ref): with
  * s = A / A_ref, alpha (a and b) times s and gamma, beta (a and b) times s^(n-1), so that

@@ -82,7 +82,7 @@ static void make_record_at(rec_t *r, const drths_damper_params_t *truth, const d
         }
     r->n = k;
     r->n_tests = t;
-    drths_damperfit_data_t d = {r->x, r->v, r->cmd, r->f, r->test, r->n, r->n_tests, DT};
+    drths_damperfit_data_t d = {r->x, r->v, r->cmd, r->f, r->test, r->n, r->n_tests, DT, 0.0};
     assert_int_equal(drths_damperfit_simulate(&d, truth, r->f, NULL), 0);
     for (long i = 0; i < r->n; i++)
         r->f[i] += NOISE_N * gauss();
@@ -109,7 +109,7 @@ static void test_recovers_parameters(void **state)
     truth.n = 1.9;
     rec_t r;
     make_record(&r, &truth);
-    drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT};
+    drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
     drths_damperfit_result_t res;
     drths_error_t err = {{0}};
     int rc = drths_damperfit_run(&d, &nominal, 0, &res, &err);
@@ -133,6 +133,9 @@ static void test_recovers_parameters(void **state)
         if (fabs(got - want) > 0.02 * fabs(want))
             fail_msg("%s = %g, true %g (%.2f %%)", drths_damperfit_name(i), got, want,
                      100.0 * (got - want) / want);
+        /* Every current tested, the force well above the noise: nothing to warn of. */
+        if (res.weak[i])
+            fail_msg("%s flagged: %s", drths_damperfit_name(i), drths_damperfit_weak_text(res.weak[i]));
     }
     printf("  force error %.1f N RMS of %.0f N, %d iterations\n", res.rms_N, res.force_rms_N,
            res.iterations);
@@ -159,7 +162,7 @@ static void test_held_by_the_currents(void **state)
         truth.c1_a *= 1.15, truth.c1_b *= 1.15;
         rec_t r;
         make_record_at(&r, &truth, ncur == 2 ? two : one, ncur);
-        drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT};
+        drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
         drths_damperfit_result_t res;
         drths_error_t err = {{0}};
         if (drths_damperfit_run(&d, &nominal, 0, &res, &err))
@@ -178,8 +181,13 @@ static void test_held_by_the_currents(void **state)
                 assert_non_null(drths_damperfit_held_text(res.held[i]));
             if (held) {
                 assert_true(res.value[i] == drths_damperfit_get(&nominal, i));
+                assert_int_equal(res.weak[i], DRTHS_DAMPERFIT_NOT_WEAK);
                 continue;
             }
+            /* Tests up to 0.5 A of the protocol's 2.5 A: a fitted b is carried beyond them. */
+            if (which == 1)
+                assert_true(res.weak[i] == DRTHS_DAMPERFIT_WEAK_EXTRAPOLATED ||
+                            res.weak[i] == DRTHS_DAMPERFIT_WEAK_UNCERTAIN);
             double want = drths_damperfit_get(&gauged, i), got = res.value[i];
             if (ncur == 1) { /* a: what one current identifies, p(0.5) through the held b, c */
                 const double *fa = &res.value[i], *ta = &want;
@@ -193,6 +201,61 @@ static void test_held_by_the_currents(void **state)
                          got, want, 100.0 * (got - want) / want);
         }
         assert_true(res.rms_N < 1.2 * NOISE_N);
+        free_record(&r);
+    }
+}
+
+/* A damper whose hysteresis the record resolves poorly (n = 4: its Bouc-Wen force is a seventh
+ * of n = 2's, gamma and beta a few N against the load cell's noise): every fitted parameter is
+ * either within 2 % of the truth or flagged not within 2 % (seen: gamma, beta 6-12 % off with
+ * 3-4 % uncertainty, unflagged before), and some are flagged. With a twentieth of the noise the
+ * same record flags none: the flag is the record's, not the damper's. */
+static void test_weak_says_what_is_not_within_2pct(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_THREAD__
+    /* Two fits of one thread, 20 s in a plain build: beyond the test's time under
+     * ThreadSanitizer, which has nothing to check in them (the ASan build runs it). */
+    skip();
+#endif
+    for (int quiet = 0; quiet <= 1; quiet++) {
+        drths_damper_params_t nominal, truth, gauged;
+        drths_damper_params_preset(&nominal, DRTHS_DAMPER_PHILLIPS2013);
+        truth = nominal;
+        truth.n = 4.0;
+        rec_t r;
+        make_record(&r, &truth);
+        if (quiet) { /* the same record with a twentieth of the noise */
+            drths_damperfit_data_t d0 = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
+            assert_int_equal(drths_damperfit_simulate(&d0, &truth, r.f, NULL), 0);
+            for (long i = 0; i < r.n; i++)
+                r.f[i] += 0.05 * NOISE_N * gauss();
+        }
+        drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
+        drths_damperfit_result_t res;
+        drths_error_t err = {{0}};
+        if (drths_damperfit_run(&d, &nominal, 0, &res, &err))
+            fail_msg("fit failed: %s", err.msg);
+        drths_damperfit_gauge(&truth, nominal.A, &gauged);
+        int n_weak = 0;
+        for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++) {
+            const double want = drths_damperfit_get(&gauged, i), got = res.value[i];
+            if (!res.fitted[i] || want == 0.0)
+                continue;
+            const double pct = 100.0 * (got - want) / want;
+            printf("  %s noise: %-8s %+7.2f %% (u %.2f %%)%s\n", quiet ? "0.05x" : "1x",
+                   drths_damperfit_name(i), pct, 100.0 * res.u[i] / fabs(got),
+                   res.weak[i] ? " flagged" : "");
+            n_weak += res.weak[i] != 0;
+            if (fabs(pct) > 2.0 && !res.weak[i])
+                fail_msg("%s %.2f %% off and not flagged", drths_damperfit_name(i), pct);
+            if (res.weak[i])
+                assert_int_equal(res.weak[i], DRTHS_DAMPERFIT_WEAK_UNCERTAIN);
+        }
+        if (quiet)
+            assert_int_equal(n_weak, 0);
+        else
+            assert_true(n_weak > 0);
         free_record(&r);
     }
 }
@@ -211,7 +274,7 @@ static void test_wrong_record_leaves_error(void **state)
      * x = 2 mm (k1 x0 is fixed at 0, so the offset cannot be fitted). */
     for (long i = 0; i < r.n; i++)
         r.f[i] += 5e6 * (r.x[i] - 0.002);
-    drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT};
+    drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
     drths_damperfit_result_t res;
     assert_int_equal(drths_damperfit_run(&d, &nominal, 5, &res, NULL), 0);
     assert_true(res.rms_N > 5.0 * NOISE_N);
@@ -224,7 +287,7 @@ static void test_refuses(void **state)
     drths_damper_params_t p;
     drths_damper_params_preset(&p, DRTHS_DAMPER_SPENCER1997);
     double x[400] = {0}, f[400] = {0};
-    drths_damperfit_data_t d = {x, x, x, f, NULL, 400, 0, DT};
+    drths_damperfit_data_t d = {x, x, x, f, NULL, 400, 0, DT, 0.0};
     drths_damperfit_result_t res;
     drths_error_t err = {{0}};
     assert_int_equal(drths_damperfit_run(&d, &p, 0, &res, &err), -ENOTSUP);
@@ -240,6 +303,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recovers_parameters),
         cmocka_unit_test(test_held_by_the_currents),
+        cmocka_unit_test(test_weak_says_what_is_not_within_2pct),
         cmocka_unit_test(test_wrong_record_leaves_error),
         cmocka_unit_test(test_refuses),
     };

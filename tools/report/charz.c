@@ -81,6 +81,13 @@ static void print_report(FILE *f, const drths_csv_table_t *pt, const drths_csv_t
         fprintf(f, "  %s not identified: %s\n", drths_damperfit_name((int)idx[i]),
                 why ? why : "held at its starting value");
     }
+    /* Fitted but not within 2 % from the record (the `weak` column, when the folder has it). */
+    const double *weak = drths_csv_column(pt, "weak");
+    for (long i = 0; weak && i < pt->rows; i++)
+        if (!isnan(weak[i]) && drths_damperfit_weak_text((int)weak[i]))
+            fprintf(f, "  %s not determined to 2 %% by this record (u %.2g %%): %s\n",
+                    drths_damperfit_name((int)idx[i]), 100.0 * u[i] / fabs(val[i]),
+                    drths_damperfit_weak_text((int)weak[i]));
     fprintf(f, "\nForce error per test (measured - model)\n");
     fprintf(f, "%4s %-7s %9s %8s %8s %12s %12s %8s\n", "test", "kind", "amp mm", "f Hz", "command",
             "force kN", "error kN", "error %");
