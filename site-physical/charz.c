@@ -406,8 +406,22 @@ static int apply_tick(run_t *r, const double *future, int n_future)
     return 0;
 }
 
-/* The walk's tick: queued; once the queue holds the preview, its oldest tick is written with
- * the others as its future. */
+/* Writes the oldest queued tick with the ticks queued after it as its preview, the newest
+ * repeated where fewer are queued (at the protocol's end, which is at rest). */
+static int write_oldest(run_t *r)
+{
+    const int cap = DRTHS_CHARZ_MAX_PREVIEW + 1;
+    const double newest = r->q[(r->qhead + r->qn - 1) % cap].set_m;
+    double future[DRTHS_CHARZ_MAX_PREVIEW];
+    for (int j = 0; j < r->lookahead; j++)
+        future[j] = j + 1 < r->qn ? r->q[(r->qhead + 1 + j) % cap].set_m : newest;
+    return apply_tick(r, future, r->lookahead);
+}
+
+/* The walk's tick: queued; once the queue holds the preview, its oldest tick is written. The
+ * guard's WIND_DOWN reaches the walk only while the walk is still in that tick's test (it
+ * winds down from where the walk is); a test the walk has already left is over anyway (the
+ * guard has marked its command's larger tests to be left out). */
 static int queue_tick(void *ctx, double set_m, double vel_m_s, double cmd, int test)
 {
     run_t *r = ctx;
@@ -416,23 +430,18 @@ static int queue_tick(void *ctx, double set_m, double vel_m_s, double cmd, int t
     r->qn++;
     if (r->qn <= r->lookahead)
         return 0;
-    double future[DRTHS_CHARZ_MAX_PREVIEW];
-    for (int j = 0; j < r->lookahead; j++)
-        future[j] = r->q[(r->qhead + 1 + j) % cap].set_m;
-    return apply_tick(r, future, r->lookahead);
+    const int oldest_test = r->q[r->qhead].test;
+    const int rc = write_oldest(r);
+    return rc == WIND_DOWN && oldest_test != test ? 0 : rc;
 }
 
-/* The ticks still queued at the protocol's end: their future is the last set-point (the
- * protocol ends at rest). */
+/* The ticks still queued at the protocol's end, every one written (a wind-down there has
+ * nothing left to wind). */
 static void flush_queue(run_t *r)
 {
-    const int cap = DRTHS_CHARZ_MAX_PREVIEW + 1;
-    const double last = r->qn > 0 ? r->q[(r->qhead + r->qn - 1) % cap].set_m : 0.0;
     while (r->qn > 0) {
-        double future[DRTHS_CHARZ_MAX_PREVIEW];
-        for (int j = 0; j < r->lookahead; j++)
-            future[j] = j + 1 < r->qn ? r->q[(r->qhead + 1 + j) % cap].set_m : last;
-        if (apply_tick(r, future, r->lookahead) != 0)
+        const int rc = write_oldest(r);
+        if (rc != 0 && rc != WIND_DOWN)
             return;
     }
 }
