@@ -346,6 +346,37 @@ static int weak_of(int i, const drths_damperfit_data_t *data, const drths_damper
     return DRTHS_DAMPERFIT_NOT_WEAK;
 }
 
+/* Before the few iterations from a start in n: the hysteretic force's two scales, alpha and
+ * gamma, beta together (their fitted a and b), set to the best of a coarse grid by the sum of
+ * squares alone (one simulation each, no Jacobian). A damper far from the starting model in
+ * both (seen: alpha x3.5 and gamma, beta x5.6 in the fit's gauge, n 2.5) otherwise led every
+ * start in n to a minimum with 45 % force error, beta_a collapsed to 0. r is scratch. */
+static void scan_scales(const drths_damperfit_data_t *data, drths_damper_params_t *q,
+                        const drths_damperfit_result_t *res, double *r)
+{
+    static const double sa[] = {0.5, 1.0, 2.0, 4.0}, sg[] = {0.25, 1.0, 4.0, 16.0};
+    static const int alpha[] = {DRTHS_DAMPERFIT_ALPHA_A, DRTHS_DAMPERFIT_ALPHA_B};
+    static const int gb[] = {DRTHS_DAMPERFIT_GAMMA_A, DRTHS_DAMPERFIT_GAMMA_B,
+                             DRTHS_DAMPERFIT_BETA_A, DRTHS_DAMPERFIT_BETA_B};
+    const drths_damper_params_t base = *q;
+    double best = sse_of(data, q, r);
+    for (size_t a = 0; a < sizeof sa / sizeof sa[0]; a++)
+        for (size_t g = 0; g < sizeof sg / sizeof sg[0]; g++) {
+            drths_damper_params_t t = base;
+            for (size_t k = 0; k < 2; k++)
+                if (res->fitted[alpha[k]])
+                    set(&t, alpha[k], sa[a] * drths_damperfit_get(&base, alpha[k]));
+            for (size_t k = 0; k < 4; k++)
+                if (res->fitted[gb[k]])
+                    set(&t, gb[k], sg[g] * drths_damperfit_get(&base, gb[k]));
+            const double e = sse_of(data, &t, r);
+            if (e < best) {
+                best = e;
+                *q = t;
+            }
+        }
+}
+
 /* Whether parameter i can be identified from a record whose tests ran at n_commands currents
  * (0: not known, nothing held). */
 static int held_by_currents(int i, int n_commands)
@@ -429,6 +460,7 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
         if (n0 < 1.0)
             continue;
         q.n = n0;
+        scan_scales(data, &q, res, w.r);
         double s2;
         int its, conv;
         if (lm(data, &q, &w, MULTISTART_ITER, &s2, &its, &conv) == 0 && s2 < best_sse) {
