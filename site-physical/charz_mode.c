@@ -341,14 +341,6 @@ int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options
         drths_specimen_close(&spec);
         return drths_cli_error(PROG, "%s: %s", file, err.msg);
     }
-    char dir[4096];
-    drths_provenance_t prov;
-    if (drths_site_run_folder(dir, sizeof dir, so, exp, "characterize", &prov, &err) != 0) {
-        drths_daq_close(&daq);
-        drths_specimen_close(&spec);
-        return drths_cli_error(PROG, "%s", err.msg);
-    }
-
     /* The test's own compensation, from rest at command 0 (the protocol's first). */
     drths_actuator_params_t ap;
     drths_actuator_params_from_experiment(exp, &ap);
@@ -360,6 +352,14 @@ int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options
         return drths_cli_error(PROG, "%s: %s", file, err.msg);
     }
     p.comp = &comp;
+
+    char dir[4096];
+    drths_provenance_t prov;
+    if (drths_site_run_folder(dir, sizeof dir, so, exp, "characterize", &prov, &err) != 0) {
+        drths_daq_close(&daq);
+        drths_specimen_close(&spec);
+        return drths_cli_error(PROG, "%s", err.msg);
+    }
 
     const int paced = exp->daq.backend != DRTHS_DAQ_BACKEND_VIRTUAL;
     int64_t clock[2] = {drths_now_ns(), paced ? (int64_t)llround(1e9 / exp->rate_hz) : 0};
