@@ -581,6 +581,7 @@ int drths_charz_fit_data(const drths_charz_record_t *rec, int decimate, int half
         (*force)[j] = rec->force_N[i];
         (*test)[j] = rec->test[i];
     }
-    *data = (drths_damperfit_data_t){*x, *v, *cmd, *force, *test, n, rec->n_tests, decimate * dt, 0.0};
+    *data =
+        (drths_damperfit_data_t){*x, *v, *cmd, *force, *test, n, rec->n_tests, decimate * dt, 0.0};
     return 0;
 }

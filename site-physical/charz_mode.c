@@ -75,15 +75,15 @@ static int open_csv(drths_csvw_t *w, const char *dir, const char *name, const ch
 static int write_physical_csv(const char *dir, const drths_charz_record_t *rec, double rate_hz,
                               drths_error_t *err)
 {
-    static const char *const cols[] = {"t_s",     "test",    "set_m", "displacement_m",
+    static const char *const cols[] = {"t_s",     "test",    "set_m",  "displacement_m",
                                        "force_N", "command", "drive_m"};
     drths_csvw_t w;
     int rc = open_csv(&w, dir, "physical.csv", cols, 7, err);
     if (rc)
         return rc;
     for (long i = 0; i < rec->n; i++) {
-        const double v[7] = {(double)i / rate_hz, rec->test[i],    rec->set_m[i], rec->disp_m[i],
-                             rec->force_N[i],     rec->cmd[i],     rec->drive_m[i]};
+        const double v[7] = {(double)i / rate_hz, rec->test[i], rec->set_m[i],  rec->disp_m[i],
+                             rec->force_N[i],     rec->cmd[i],  rec->drive_m[i]};
         drths_csvw_row(&w, v);
     }
     return drths_csvw_close(&w, err);
@@ -178,9 +178,9 @@ static int write_model(const char *dir, const drths_damperfile_meta_t *meta,
 
 static int write_summary(const char *dir, const drths_provenance_t *prov,
                          const drths_charz_params_t *p, const drths_charz_record_t *rec,
-                         double planned_s, const char *compensation,
-                         const drths_tracking_t *track, const drths_damperfit_result_t *res,
-                         int fitted, const drths_damper_params_t *truth, const char *fit_error,
+                         double planned_s, const char *compensation, const drths_tracking_t *track,
+                         const drths_damperfit_result_t *res, int fitted,
+                         const drths_damper_params_t *truth, const char *fit_error,
                          drths_error_t *err)
 {
     drths_json_t j;
@@ -483,8 +483,8 @@ int drths_charz_mode_run(const drths_experiment_t *exp, const drths_site_options
         code = DRTHS_EXIT_FAILED;
     }
     if (write_summary(dir, &prov, &p, &rec, planned_s,
-                      drths_compensation_name(exp->actuator.compensation), &track, res, fitted, truth,
-                      fit_error[0] ? fit_error : NULL, &err) != 0) {
+                      drths_compensation_name(exp->actuator.compensation), &track, res, fitted,
+                      truth, fit_error[0] ? fit_error : NULL, &err) != 0) {
         drths_cli_error(PROG, "%s", err.msg);
         code = DRTHS_EXIT_FAILED;
     }

@@ -508,7 +508,8 @@ int drths_damperfit_run(const drths_damperfit_data_t *data, const drths_damper_p
                     res->held[i] = DRTHS_DAMPERFIT_NOT_HELD, res->fitted[i] = 1;
             if (lm(data, &p, &w, 1, &sse, &its, &converged) != 0) { /* its residuals, Jacobian */
                 free(w.r), free(w.rt), free(w.rb), free(w.J);
-                return drths_error_set(err, -EDOM, "damper fit: the model does not run near the fit");
+                return drths_error_set(err, -EDOM,
+                                       "damper fit: the model does not run near the fit");
             }
         }
         uncertainty(data, &w, sse, &p, res);

@@ -30,6 +30,21 @@ typedef struct {
     int n_tests;
 } rec_t;
 
+/* The record as the fit's data; the protocol's highest current is 2.5 A. */
+static drths_damperfit_data_t data_of(const rec_t *r)
+{
+    return (drths_damperfit_data_t){r->x, r->v, r->cmd, r->f, r->test, r->n, r->n_tests, DT, 2.5};
+}
+
+/* Fits r from start (at most 100 iterations); the test fails when the fit does not run. */
+static void fit(const rec_t *r, const drths_damper_params_t *start, drths_damperfit_result_t *res)
+{
+    drths_damperfit_data_t d = data_of(r);
+    drths_error_t err = {{0}};
+    if (drths_damperfit_run(&d, start, 0, res, &err))
+        fail_msg("fit failed: %s", err.msg);
+}
+
 static uint64_t rng = 88172645463325252ULL;
 
 static double uniform(void)
@@ -82,7 +97,7 @@ static void make_record_at(rec_t *r, const drths_damper_params_t *truth, const d
         }
     r->n = k;
     r->n_tests = t;
-    drths_damperfit_data_t d = {r->x, r->v, r->cmd, r->f, r->test, r->n, r->n_tests, DT, 0.0};
+    drths_damperfit_data_t d = data_of(r);
     assert_int_equal(drths_damperfit_simulate(&d, truth, r->f, NULL), 0);
     for (long i = 0; i < r->n; i++)
         r->f[i] += NOISE_N * gauss();
@@ -109,12 +124,8 @@ static void test_recovers_parameters(void **state)
     truth.n = 1.9;
     rec_t r;
     make_record(&r, &truth);
-    drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
     drths_damperfit_result_t res;
-    drths_error_t err = {{0}};
-    int rc = drths_damperfit_run(&d, &nominal, 0, &res, &err);
-    if (rc)
-        fail_msg("fit failed: %s", err.msg);
+    fit(&r, &nominal, &res);
     drths_damperfit_gauge(&truth, nominal.A, &gauged);
     for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++) {
         double want = drths_damperfit_get(&gauged, i), got = res.value[i];
@@ -135,7 +146,8 @@ static void test_recovers_parameters(void **state)
                      100.0 * (got - want) / want);
         /* Every current tested, the force well above the noise: nothing to warn of. */
         if (res.weak[i])
-            fail_msg("%s flagged: %s", drths_damperfit_name(i), drths_damperfit_weak_text(res.weak[i]));
+            fail_msg("%s flagged: %s", drths_damperfit_name(i),
+                     drths_damperfit_weak_text(res.weak[i]));
     }
     printf("  force error %.1f N RMS of %.0f N, %d iterations\n", res.rms_N, res.force_rms_N,
            res.iterations);
@@ -162,11 +174,8 @@ static void test_held_by_the_currents(void **state)
         truth.c1_a *= 1.15, truth.c1_b *= 1.15;
         rec_t r;
         make_record_at(&r, &truth, ncur == 2 ? two : one, ncur);
-        drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
         drths_damperfit_result_t res;
-        drths_error_t err = {{0}};
-        if (drths_damperfit_run(&d, &nominal, 0, &res, &err))
-            fail_msg("fit failed: %s", err.msg);
+        fit(&r, &nominal, &res);
         assert_int_equal(res.n_commands, ncur);
         assert_true(res.commands[ncur - 1] == 0.5);
         drths_damperfit_gauge(&truth, nominal.A, &gauged);
@@ -226,16 +235,13 @@ static void test_weak_says_what_is_not_within_2pct(void **state)
         rec_t r;
         make_record(&r, &truth);
         if (quiet) { /* the same record with a twentieth of the noise */
-            drths_damperfit_data_t d0 = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
+            drths_damperfit_data_t d0 = data_of(&r);
             assert_int_equal(drths_damperfit_simulate(&d0, &truth, r.f, NULL), 0);
             for (long i = 0; i < r.n; i++)
                 r.f[i] += 0.05 * NOISE_N * gauss();
         }
-        drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
         drths_damperfit_result_t res;
-        drths_error_t err = {{0}};
-        if (drths_damperfit_run(&d, &nominal, 0, &res, &err))
-            fail_msg("fit failed: %s", err.msg);
+        fit(&r, &nominal, &res);
         drths_damperfit_gauge(&truth, nominal.A, &gauged);
         int n_weak = 0;
         for (int i = 0; i < DRTHS_DAMPERFIT_NPARAM; i++) {
@@ -277,11 +283,8 @@ static void test_far_damper_found(void **state)
     truth.n = 2.54;
     rec_t r;
     make_record(&r, &truth);
-    drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
     drths_damperfit_result_t res;
-    drths_error_t err = {{0}};
-    if (drths_damperfit_run(&d, &nominal, 0, &res, &err))
-        fail_msg("fit failed: %s", err.msg);
+    fit(&r, &nominal, &res);
     printf("  far damper: force error %.1f N RMS of %.0f N, alpha_a %.4g (true %.4g), n %.4g\n",
            res.rms_N, res.force_rms_N, res.value[DRTHS_DAMPERFIT_ALPHA_A], truth.alpha_a,
            res.value[DRTHS_DAMPERFIT_N]);
@@ -304,7 +307,7 @@ static void test_wrong_record_leaves_error(void **state)
      * x = 2 mm (k1 x0 is fixed at 0, so the offset cannot be fitted). */
     for (long i = 0; i < r.n; i++)
         r.f[i] += 5e6 * (r.x[i] - 0.002);
-    drths_damperfit_data_t d = {r.x, r.v, r.cmd, r.f, r.test, r.n, r.n_tests, DT, 2.5};
+    drths_damperfit_data_t d = data_of(&r);
     drths_damperfit_result_t res;
     assert_int_equal(drths_damperfit_run(&d, &nominal, 5, &res, NULL), 0);
     assert_true(res.rms_N > 5.0 * NOISE_N);
