@@ -550,8 +550,12 @@ int drths_charz_fit_data(const drths_charz_record_t *rec, int decimate, int half
     const double dt = 1.0 / rate_hz;
     for (long j = 0; j < n; j++) {
         const long i = j * decimate;
-        /* Local quadratic over [i - m, i + m] (narrowed symmetrically at the ends): its value
-         * is the mean minus a curvature term, its slope sum(k x) / sum(k^2). */
+        /* The set-point's own slope (central difference of the planned walk: no noise), and the
+         * tracking error e = displacement - set-point smoothed by a local quadratic over
+         * [i - m, i + m] (narrowed symmetrically at the ends): its value is the mean minus a
+         * curvature term, its slope sum(k e) / sum(k^2). */
+        const long a = i > 0 ? i - 1 : i, b = i + 1 < rec->n ? i + 1 : i;
+        const double set_v = b > a ? (rec->set_m[b] - rec->set_m[a]) / ((double)(b - a) * dt) : 0.0;
         long m = half_window;
         if (i - m < 0)
             m = i;
@@ -559,25 +563,35 @@ int drths_charz_fit_data(const drths_charz_record_t *rec, int decimate, int half
             m = rec->n - 1 - i;
         double s0 = 0.0, s1 = 0.0, s2 = 0.0, k2 = 0.0, k4 = 0.0;
         for (long k = -m; k <= m; k++) {
-            const double xi = rec->disp_m[i + k], kk = (double)k;
-            s0 += xi;
-            s1 += kk * xi;
-            s2 += kk * kk * xi;
+            const double ei = rec->disp_m[i + k] - rec->set_m[i + k], kk = (double)k;
+            s0 += ei;
+            s1 += kk * ei;
+            s2 += kk * kk * ei;
             k2 += kk * kk;
             k4 += kk * kk * kk * kk;
         }
         const double N = (double)(2 * m + 1);
-        double xs = rec->disp_m[i], vs = 0.0;
+        double es = rec->disp_m[i] - rec->set_m[i], ev = 0.0;
         if (m > 0) {
-            /* x(k) = c0 + c1 k + c2 k^2: c2 = (N s2 - k2 s0) / (N k4 - k2^2), c0 = (s0 - c2 k2)/N.
+            /* e(k) = c0 + c1 k + c2 k^2: c2 = (N s2 - k2 s0) / (N k4 - k2^2), c0 = (s0 - c2 k2)/N.
              */
             const double c2 = (N * s2 - k2 * s0) / (N * k4 - k2 * k2);
-            xs = (s0 - c2 * k2) / N;
-            vs = s1 / k2 / dt;
+            es = (s0 - c2 * k2) / N;
+            ev = s1 / k2 / dt;
         }
-        (*x)[j] = xs;
-        (*v)[j] = vs;
-        (*cmd)[j] = rec->cmd[i];
+        /* The command held over the fit's step (i - decimate, i]: the mean of its ticks', so a
+         * change of current between two of the fit's samples acts from the right tick on
+         * average. */
+        double c = rec->cmd[i];
+        if (i >= decimate - 1 && decimate > 1) {
+            c = 0.0;
+            for (long k = i - decimate + 1; k <= i; k++)
+                c += rec->cmd[k];
+            c /= decimate;
+        }
+        (*x)[j] = rec->set_m[i] + es;
+        (*v)[j] = set_v + ev;
+        (*cmd)[j] = c;
         (*force)[j] = rec->force_N[i];
         (*test)[j] = rec->test[i];
     }

@@ -21,7 +21,7 @@
 
 #define PROG "drths-physical"
 #define FIT_RATE_HZ 1000.0  /* the fit's samples: the record decimated to about this rate */
-#define SMOOTH_HALF_S 0.005 /* the velocity's local quadratic: +/- 5 ms */
+#define SMOOTH_HALF_S 0.02 /* the tracking error's local quadratic: +/- 20 ms */
 
 static volatile sig_atomic_t cz_interrupted;
 

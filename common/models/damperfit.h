@@ -121,14 +121,15 @@ const char *drths_damperfit_held_text(int code);
 /* Why a fitted parameter is not determined within 2 % by the record (res->weak): the fit uses
  * its value, and says this of it.
  *  - UNCERTAIN: its standard uncertainty is above 1 % of it (2 u > 2 %): the force depends on
- *    it too little against the load cell's noise over this record (seen at n = 4, whose
- *    hysteresis force is a seventh of n = 2's: gamma, beta 3-4 % uncertain, 6-12 % off).
+ *    it too little against the load cell's noise over this record (seen on the virtual
+ *    specimen at n = 4, whose hysteresis force is a seventh of n = 2's: gamma, beta 2-3 %
+ *    uncertain and 7-10 % off with the study's mixed-2 damper).
  *  - EXTRAPOLATED: a b (p(u) for u large) when the tests stopped below the protocol's highest
  *    current (data->command_max; the force guard left the strong tests out): b is then the
  *    fitted curve carried beyond the currents tested, where nothing measured it. Its
- *    uncertainty says how well the curve is fitted, not how right the carrying is (seen: tests
- *    up to 0.5 A of 2.5 A, beta_b 8 % off with a standard uncertainty of 0.4 %; a one-tick
- *    shift of the force against the displacement moved it by 4 points). */
+ *    uncertainty says how well the curve is fitted, not how right the carrying is: when the
+ *    damper follows the model's exponential it comes out right (tests up to 0.5 A of 2.5 A:
+ *    the five b's within 1 %), but nothing in the record shows that it does. */
 typedef enum drths_damperfit_weak {
     DRTHS_DAMPERFIT_NOT_WEAK = 0,
     DRTHS_DAMPERFIT_WEAK_UNCERTAIN,
