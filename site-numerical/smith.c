@@ -38,7 +38,7 @@ void drths_smith_adapt_default(drths_smith_adapt_params_t *ap)
     ap->worse_max = 2.0;
     ap->members = DRTHS_SMITH_MEMBERS;
     ap->n_starts[0] = 1.0;
-    ap->n_starts[1] = 0.5;
+    ap->n_starts[1] = 0.6;
     ap->n_starts[2] = 2.0;
     ap->switch_arm = 1000;
     ap->switch_ratio = 0.3;
@@ -458,15 +458,37 @@ static int identify(drths_smith_t *s, drths_smith_member_t *b, const double *ph,
     for (int i = 0; i < NP; i++)
         u[i] = psi[i] * inv;
     double e = e_N * inv;
-    for (int i = 0; i < NP; i++)
-        Pu[i] = dot(b->P[i], u);
-    double den = lam + dot(u, Pu);
-    double big = 0.0;
-    for (int i = 0; i < NP; i++) {
-        k[i] = Pu[i] / den;
-        d[i] = k[i] * e;
-        big = fmax(big, fabs(d[i]));
+    /* A parameter at its bound whose step points out of the box is held for this update: its
+     * regressor entry and gain are zero, so the others fit the pair with it fixed. (Clipping it
+     * after a free step left the covariance and the other parameters moved as if it had moved:
+     * a member at n's lower bound, where n x0.5's truth is, saw its gamma-beta wander x0.3 to
+     * x2.4.) At most NP passes: each holds one more parameter or ends. */
+    int held[NP] = {0};
+    double den = lam;
+    for (int pass = 0; pass < NP; pass++) {
+        for (int i = 0; i < NP; i++) {
+            double v = 0.0;
+            for (int j = 0; j < NP; j++)
+                v += held[j] ? 0.0 : b->P[i][j] * u[j];
+            Pu[i] = held[i] ? 0.0 : v;
+        }
+        den = lam;
+        for (int i = 0; i < NP; i++)
+            den += held[i] ? 0.0 : u[i] * Pu[i];
+        int more = 0;
+        for (int i = 0; i < NP; i++) {
+            k[i] = Pu[i] / den;
+            d[i] = k[i] * e;
+            if (!held[i] && ((b->theta[i] <= s->lo[i] && d[i] < 0.0) ||
+                             (b->theta[i] >= s->hi[i] && d[i] > 0.0)))
+                held[i] = more = 1;
+        }
+        if (!more)
+            break;
     }
+    double big = 0.0;
+    for (int i = 0; i < NP; i++)
+        big = fmax(big, fabs(d[i]));
     /* A bounded step keeps the linearisation of F^(k; theta) valid over the lag L. */
     double sc = big > a->max_step ? a->max_step / big : 1.0;
     if (sc < 1.0)
@@ -479,6 +501,8 @@ static int identify(drths_smith_t *s, drths_smith_member_t *b, const double *ph,
     int ok = 1;
     for (int i = 0; i < NP; i++) {
         for (int j = i; j < NP; j++) {
+            if (held[i] || held[j])
+                continue; /* a held parameter learnt nothing: its covariance stays */
             double v = (b->P[i][j] - k[i] * Pu[j]) / lam;
             b->P[i][j] = b->P[j][i] = v; /* kept exactly symmetric */
         }

@@ -305,8 +305,11 @@ static void run_mismatch(drths_smith_mode_t mode, const double sc[6], double noi
 
 /* Each parameter alone x0.5 and x2 (gamma and beta together), n also x1.5, then alpha, c0, c1
  * x3 and every factor but n x3: after 5 s the estimate's force is within 2 % RMS of the
- * specimen's, and theta never leaves its box. n x0.5 and x2 are found by the bank's members
- * started there; a single identifier started at the nominal n is trapped (n x0.5, n = 1: a
+ * specimen's, and theta never leaves its box. n x2 is found by the bank's member started there,
+ * n x0.5 (n = 1, on the box's bound) by the bank started at x1, x0.6 and x2 (on this motion the
+ * nominal member ends leading, n x0.665 with gamma-beta x0.15, 0.9 % force error; in the
+ * study's closed loop the member started at x0.6 leads, its n held on the bound);
+ * a single identifier started at the nominal n is trapped (n x0.5, n = 1: a
  * damper that hardly yields over the stroke, with 8 times the nominal force). n x0.6 and x0.75
  * lie between the starts: identified since gamma and beta, not A, are identified (with A, the
  * pair alpha, A has no information near n = 1, and the members drifted along it to the box's
@@ -404,7 +407,7 @@ static void test_adaptive_guards(void **state)
         for (int i = 0; i < DRTHS_SMITH_NPAR; i++)
             assert_true(s.m[j].theta[i] == (i == DRTHS_SMITH_P_N ? log(s.m[j].n_start) : 0.0));
     }
-    assert_true(drths_smith_gain(&s) == 1.0 && s.m[0].n_start == 1.0 && s.m[1].n_start == 0.5 &&
+    assert_true(drths_smith_gain(&s) == 1.0 && s.m[0].n_start == 1.0 && s.m[1].n_start == 0.6 &&
                 s.m[2].n_start == 2.0);
     /* Moving, with a measured force 30 times the nominal model's: theta stops in its box. */
     assert_int_equal(drths_smith_reset(&s, CMD, LDA), 0);
