@@ -466,22 +466,18 @@ static int identify(drths_smith_t *s, drths_smith_member_t *b, const double *ph,
     int held[NP] = {0};
     double den = lam;
     for (int pass = 0; pass < NP; pass++) {
-        for (int i = 0; i < NP; i++) {
-            double v = 0.0;
-            for (int j = 0; j < NP; j++)
-                v += held[j] ? 0.0 : b->P[i][j] * u[j];
-            Pu[i] = held[i] ? 0.0 : v;
-        }
-        den = lam;
         for (int i = 0; i < NP; i++)
-            den += held[i] ? 0.0 : u[i] * Pu[i];
+            Pu[i] = held[i] ? 0.0 : dot(b->P[i], u);
+        den = lam + dot(u, Pu);
         int more = 0;
         for (int i = 0; i < NP; i++) {
             k[i] = Pu[i] / den;
             d[i] = k[i] * e;
             if (!held[i] && ((b->theta[i] <= s->lo[i] && d[i] < 0.0) ||
-                             (b->theta[i] >= s->hi[i] && d[i] > 0.0)))
+                             (b->theta[i] >= s->hi[i] && d[i] > 0.0))) {
                 held[i] = more = 1;
+                u[i] = 0.0; /* out of the regression */
+            }
         }
         if (!more)
             break;

@@ -582,13 +582,11 @@ int drths_charz_fit_data(const drths_charz_record_t *rec, int decimate, int half
         /* The command held over the fit's step (i - decimate, i]: the mean of its ticks', so a
          * change of current between two of the fit's samples acts from the right tick on
          * average. */
-        double c = rec->cmd[i];
-        if (i >= decimate - 1 && decimate > 1) {
-            c = 0.0;
-            for (long k = i - decimate + 1; k <= i; k++)
-                c += rec->cmd[k];
-            c /= decimate;
-        }
+        const long k0 = i >= decimate - 1 ? i - decimate + 1 : 0;
+        double c = 0.0;
+        for (long k = k0; k <= i; k++)
+            c += rec->cmd[k];
+        c /= (double)(i - k0 + 1);
         (*x)[j] = rec->set_m[i] + es;
         (*v)[j] = set_v + ev;
         (*cmd)[j] = c;
